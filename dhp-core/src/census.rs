@@ -1,0 +1,80 @@
+//! The prime census: the built-in task kind the reference's chaos harness
+//! uses. Count and sum the primes in `[lo, hi)`, chunk by chunk.
+
+use serde_json::{json, Value};
+
+/// Task kind string.
+pub const KIND: &str = "prime.census";
+
+/// Count and sum of the primes in `[lo, hi)` (segmented sieve).
+pub fn chunk(lo: u64, hi: u64) -> (u64, u64) {
+    if hi <= lo || hi <= 2 {
+        return (0, 0);
+    }
+    let lo = lo.max(2);
+    let root = (hi as f64).sqrt() as u64 + 1;
+    let mut small = vec![true; (root + 1) as usize];
+    let mut base = Vec::new();
+    for i in 2..=root {
+        if small[i as usize] {
+            base.push(i);
+            let mut j = i * i;
+            while j <= root {
+                small[j as usize] = false;
+                j += i;
+            }
+        }
+    }
+    let mut seg = vec![true; (hi - lo) as usize];
+    for &p in &base {
+        let start = (p * p).max(lo.div_ceil(p) * p);
+        let mut m = start;
+        while m < hi {
+            seg[(m - lo) as usize] = false;
+            m += p;
+        }
+    }
+    let (mut count, mut sum) = (0u64, 0u64);
+    for (i, is_prime) in seg.iter().enumerate() {
+        if *is_prime {
+            count += 1;
+            sum += lo + i as u64;
+        }
+    }
+    (count, sum)
+}
+
+/// The output schema the reference's chaos harness dispatches with.
+pub fn output_schema() -> Value {
+    json!({"type": "object",
+           "properties": {"lo": {"type": "integer"}, "hi": {"type": "integer"},
+                          "prime_count": {"type": "integer"}, "prime_sum": {"type": "integer"},
+                          "chunks_done": {"type": "integer"}},
+           "required": ["lo", "hi", "prime_count", "prime_sum", "chunks_done"]})
+}
+
+/// Inputs `{"inline": {"lo", "hi", "chunk"}}`.
+pub fn inputs(lo: u64, hi: u64, chunk: u64) -> Value {
+    json!({"inline": {"lo": lo, "hi": hi, "chunk": chunk}})
+}
+
+/// The correct result, recomputed from scratch.
+pub fn expected(lo: u64, hi: u64, chunk_size: u64) -> Value {
+    let (c, s) = chunk(lo, hi);
+    json!({"lo": lo, "hi": hi, "prime_count": c, "prime_sum": s, "chunks_done": (hi - lo).div_ceil(chunk_size.max(1))})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_ranges() {
+        assert_eq!(chunk(0, 10), (4, 17));
+        assert_eq!(chunk(10, 20), (4, 11 + 13 + 17 + 19));
+        assert_eq!(chunk(0, 2), (0, 0));
+        let (c1, s1) = chunk(5_000_000, 5_000_100);
+        let (c2, s2) = chunk(5_000_100, 5_000_200);
+        assert_eq!(chunk(5_000_000, 5_000_200), (c1 + c2, s1 + s2));
+    }
+}

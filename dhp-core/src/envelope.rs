@@ -1,0 +1,276 @@
+//! The handoff envelope: identity, input binding and result validation
+//! (PROTOCOL §1).
+//!
+//! An envelope is kept as a `serde_json::Value` in the order the reference
+//! builds it, so fields this crate does not know survive a round trip and
+//! the store text matches Python's byte for byte.
+
+use crate::error::{Error, Result};
+use crate::json;
+use serde_json::{json, Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The envelope `version` field the reference writes.
+pub const VERSION: &str = "dhp/0.2";
+/// Holder name the supervisor moves an orphaned handoff to.
+pub const ORPHANED_HOLDER: &str = "__orphaned__";
+
+/// Seconds since the Unix epoch, as Python's `time.time()`.
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Python's `datetime.now(timezone.utc).isoformat()`: microseconds are
+/// omitted when they are zero.
+pub fn utcnow_iso() -> String {
+    let t = chrono::Utc::now();
+    if t.timestamp_subsec_micros() == 0 {
+        t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    }
+}
+
+/// Validate a handoff id: exactly 64 lowercase hex characters.
+pub fn check_hid(hid: &str) -> Result<&str> {
+    if hid.len() == 64 && hid.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        Ok(hid)
+    } else {
+        Err(Error::MalformedId {
+            what: "handoff_id",
+            reason: format!("want 64 lowercase hex chars, got {:?}", truncate(hid, 80)),
+        })
+    }
+}
+
+/// Validate a worker or supervisor id: 1–128 chars of `[A-Za-z0-9_.-]`.
+pub fn check_worker_id(id: &str) -> Result<&str> {
+    if id.is_empty() || id.len() > 128 {
+        return Err(Error::MalformedId { what: "worker_id", reason: format!("length {} not in 1..=128", id.len()) });
+    }
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-') {
+        return Err(Error::MalformedId {
+            what: "worker_id",
+            reason: format!("{:?} has characters outside [A-Za-z0-9_.-]", truncate(id, 80)),
+        });
+    }
+    Ok(id)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// Budget caps of a contract.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    pub max_steps: i64,
+    pub max_spend_usd: f64,
+    pub max_wallclock_s: f64,
+    pub max_attempts: i64,
+}
+
+impl Budget {
+    /// `envelope.build` without a budget.
+    pub const BUILD_DEFAULT: Budget =
+        Budget { max_steps: 100, max_spend_usd: 10.0, max_wallclock_s: 3600.0, max_attempts: 3 };
+    /// The SDK-level `dhp.dispatch` defaults.
+    pub const SDK_DEFAULT: Budget =
+        Budget { max_steps: 10000, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: 5 };
+
+    /// The JSON object, keys in the reference's order.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("max_steps".into(), json!(self.max_steps));
+        m.insert("max_spend_usd".into(), json::float(self.max_spend_usd));
+        m.insert("max_wallclock_s".into(), json::float(self.max_wallclock_s));
+        m.insert("max_attempts".into(), json!(self.max_attempts));
+        Value::Object(m)
+    }
+}
+
+/// What `envelope.build` takes besides kind, inputs and schema.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Budget object; `None` means [`Budget::BUILD_DEFAULT`]. Any JSON object
+    /// is accepted so that partial or extended budgets hash as given.
+    pub budget: Option<Value>,
+    pub deadline: Option<String>,
+    pub acceptance: Option<Vec<Value>>,
+    pub parent_handoff_id: Option<String>,
+    pub trace_id: Option<String>,
+    pub created_by: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub max_stall_retries: Option<i64>,
+    pub capabilities: Option<Value>,
+    /// Fixed `created_at` (tests and vectors); default now.
+    pub created_at: Option<String>,
+}
+
+/// Build a pending envelope exactly as `dhp.envelope.build` does.
+pub fn build(kind: &str, inputs: Value, output_schema: Value, opts: BuildOptions) -> Result<Value> {
+    let created_at = opts.created_at.clone().unwrap_or_else(utcnow_iso);
+    let input_hash = json::sha256_hex(&json::canonical(&inputs)?);
+    let mut contract = Map::new();
+    contract.insert("output_schema".into(), output_schema);
+    contract.insert("acceptance".into(), Value::Array(opts.acceptance.unwrap_or_default()));
+    contract.insert("deadline".into(), opts.deadline.map(Value::String).unwrap_or(Value::Null));
+    contract.insert("budget".into(), opts.budget.unwrap_or_else(|| Budget::BUILD_DEFAULT.to_value()));
+    contract.insert("max_stall_retries".into(), json!(opts.max_stall_retries.unwrap_or(2)));
+    if let Some(caps) = opts.capabilities {
+        // Python: `if capabilities:` — an empty dict is left out.
+        if caps.as_object().map(|m| !m.is_empty()).unwrap_or(!caps.is_null()) {
+            contract.insert("capabilities".into(), caps);
+        }
+    }
+    let trace_id = match opts.trace_id {
+        Some(t) => t,
+        None => json::sha256_hex(&json::canonical(&json!([kind, inputs, created_at]))?)[..16].to_string(),
+    };
+    let idem = match opts.idempotency_key {
+        Some(k) => k,
+        None => json::sha256_hex(&json::canonical(&json!([kind, inputs]))?)[..16].to_string(),
+    };
+    let mut env = json!({
+        "version": VERSION,
+        "task": {"kind": kind, "inputs": inputs, "input_hash": input_hash},
+        "contract": Value::Object(contract),
+        "provenance": {
+            "parent_handoff_id": opts.parent_handoff_id,
+            "trace_id": trace_id,
+            "created_by": opts.created_by.unwrap_or_else(|| "dhp/0.1".into()),
+            "created_at": created_at,
+        },
+        "execution": {"status": "pending", "attempt": 0, "checkpoints": [], "runner_id": null, "lease": null},
+        "delivery": {"idempotency_key": idem, "outbox": {"uri": "", "ack": false}},
+    });
+    let hid = handoff_id(&env)?;
+    env["handoff_id"] = Value::String(hid);
+    Ok(env)
+}
+
+/// The immutable part of an envelope covered by its id.
+pub fn spec_of(env: &Value) -> Result<Value> {
+    let field = |k: &str| env.get(k).cloned().ok_or_else(|| Error::Validation(format!("envelope has no {k:?}")));
+    let idem = env
+        .get("delivery")
+        .and_then(|d| d.get("idempotency_key"))
+        .cloned()
+        .ok_or_else(|| Error::Validation("envelope has no delivery.idempotency_key".into()))?;
+    Ok(json!({
+        "version": field("version")?,
+        "task": field("task")?,
+        "contract": field("contract")?,
+        "provenance": field("provenance")?,
+        "idempotency_key": idem,
+    }))
+}
+
+/// `handoff_id = sha256_hex(canonical(spec))`.
+pub fn handoff_id(env: &Value) -> Result<String> {
+    Ok(json::sha256_hex(&json::canonical(&spec_of(env)?)?))
+}
+
+/// `input_hash = sha256_hex(canonical(task.inputs))`.
+pub fn input_hash(inputs: &Value) -> Result<String> {
+    Ok(json::sha256_hex(&json::canonical(inputs)?))
+}
+
+/// The envelope's id field matches its body.
+pub fn verify_id(env: &Value) -> bool {
+    match (env.get("handoff_id").and_then(Value::as_str), handoff_id(env)) {
+        (Some(claimed), Ok(actual)) => claimed == actual,
+        _ => false,
+    }
+}
+
+/// The inputs match their bound hash (the crossed-wire check).
+pub fn verify_inputs(env: &Value) -> bool {
+    let Some(task) = env.get("task") else { return false };
+    let inputs = task.get("inputs").cloned().unwrap_or_else(|| json!({}));
+    match (task.get("input_hash").and_then(Value::as_str), input_hash(&inputs)) {
+        (Some(h), Ok(actual)) => h == actual,
+        _ => false,
+    }
+}
+
+/// Verify identity and input binding; the typed error says which failed.
+pub fn verify(env: &Value) -> Result<String> {
+    if !env.is_object() {
+        return Err(Error::Validation("envelope must be a JSON object".into()));
+    }
+    if !verify_id(env) {
+        return Err(Error::Tamper("handoff_id does not match envelope body".into()));
+    }
+    if !verify_inputs(env) {
+        return Err(Error::Tamper("inputs do not match input_hash".into()));
+    }
+    let hid = env["handoff_id"].as_str().unwrap_or_default();
+    check_hid(hid)?;
+    Ok(hid.to_string())
+}
+
+/// Validate a result against the contract's `output_schema`.
+pub fn validate_result(env: &Value, result: &Value) -> Result<()> {
+    let hid = env.get("handoff_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let schema = env
+        .pointer("/contract/output_schema")
+        .ok_or_else(|| Error::Validation("envelope has no contract.output_schema".into()))?;
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| Error::SchemaViolation { hid: hid.clone(), detail: format!("invalid output_schema: {e}") })?;
+    let errors: Vec<String> = validator.iter_errors(result).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::SchemaViolation { hid, detail: errors.join("; ") })
+    }
+}
+
+/// Read `execution.status`.
+pub fn status(env: &Value) -> &str {
+    env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("")
+}
+
+/// Read a budget field, if present and numeric.
+pub fn budget_f64(env: &Value, key: &str) -> Option<f64> {
+    env.pointer("/contract/budget").and_then(|b| b.get(key)).and_then(Value::as_f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_verifies_and_detects_tamper() {
+        let env = build("t", json!({"inline": {"n": 1}}), json!({"type": "object"}), BuildOptions::default()).unwrap();
+        assert!(verify_id(&env) && verify_inputs(&env));
+        let mut bad = env.clone();
+        bad["task"]["inputs"]["inline"]["n"] = json!(2);
+        assert!(!verify_inputs(&bad) && !verify_id(&bad));
+        assert!(matches!(verify(&bad), Err(Error::Tamper(_))));
+    }
+
+    #[test]
+    fn ids_are_validated() {
+        assert!(check_hid(&"a".repeat(64)).is_ok());
+        assert!(check_hid(&"A".repeat(64)).is_err());
+        assert!(check_hid("abc").is_err());
+        assert!(check_worker_id("w-1.x_2").is_ok());
+        assert!(check_worker_id("").is_err());
+        assert!(check_worker_id("a b").is_err());
+        assert!(check_worker_id(&"a".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn results_are_schema_checked() {
+        let env = build(
+            "t",
+            json!({}),
+            json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
+            BuildOptions::default(),
+        )
+        .unwrap();
+        validate_result(&env, &json!({"x": 1})).unwrap();
+        assert!(matches!(validate_result(&env, &json!({"y": 1})), Err(Error::SchemaViolation { .. })));
+    }
+}

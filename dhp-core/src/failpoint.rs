@@ -1,0 +1,94 @@
+//! Failpoints: let a fault injector SIGKILL a process at a precise place
+//! inside the protocol (inside the checkpoint transaction, between commit
+//! and ship, inside a heartbeat, inside complete).
+//!
+//! Armed through `DHP_FAILPOINTS`, a comma-separated list of
+//! `NAME=kill@N` (die at the Nth hit of NAME) or `NAME=kill%P` (die at each
+//! hit with probability P, drawn from `DHP_FAILPOINT_SEED`). Unarmed, a
+//! failpoint costs one relaxed atomic load.
+//!
+//! Names: `checkpoint.in_tx`, `ship.after_commit`, `heartbeat`, `complete`,
+//! `complete.after_commit`.
+
+use rand::{Rng, SeedableRng};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+enum Trigger {
+    Nth(u64),
+    Probability(f64),
+}
+
+struct Armed {
+    points: HashMap<String, (Trigger, u64)>,
+    rng: rand::rngs::StdRng,
+}
+
+static ANY: AtomicBool = AtomicBool::new(true);
+static ARMED: OnceLock<Option<Mutex<Armed>>> = OnceLock::new();
+
+fn parse(spec: &str, seed: u64) -> Option<Armed> {
+    let mut points = HashMap::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, action) = part.split_once('=')?;
+        let trigger = if let Some(n) = action.strip_prefix("kill@") {
+            Trigger::Nth(n.parse().ok()?)
+        } else if let Some(p) = action.strip_prefix("kill%") {
+            Trigger::Probability(p.parse().ok()?)
+        } else {
+            return None;
+        };
+        points.insert(name.to_string(), (trigger, 0));
+    }
+    (!points.is_empty()).then(|| Armed { points, rng: rand::rngs::StdRng::seed_from_u64(seed) })
+}
+
+fn armed() -> &'static Option<Mutex<Armed>> {
+    ARMED.get_or_init(|| {
+        let spec = std::env::var("DHP_FAILPOINTS").unwrap_or_default();
+        let seed = std::env::var("DHP_FAILPOINT_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let a = parse(&spec, seed);
+        if a.is_none() {
+            ANY.store(false, Ordering::Relaxed);
+            if !spec.is_empty() {
+                eprintln!("dhp: ignoring malformed DHP_FAILPOINTS={spec:?}");
+            }
+        }
+        a.map(Mutex::new)
+    })
+}
+
+/// Pass the failpoint `name`; SIGKILLs this process if it is armed to fire.
+pub fn hit(name: &str) {
+    if !ANY.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(m) = armed() else { return };
+    let mut a = m.lock().unwrap_or_else(|p| p.into_inner());
+    let Armed { points, rng } = &mut *a;
+    let Some((trigger, hits)) = points.get_mut(name) else { return };
+    *hits += 1;
+    let fire = match trigger {
+        Trigger::Nth(n) => *hits == *n,
+        Trigger::Probability(p) => rng.gen::<f64>() < *p,
+    };
+    if fire {
+        eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGKILL self");
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
+        // SIGKILL cannot be caught; this is only reached if kill failed.
+        std::process::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        assert!(parse("checkpoint.in_tx=kill@3,heartbeat=kill%0.5", 1).is_some());
+        assert!(parse("x=explode", 1).is_none());
+        assert!(parse("", 1).is_none());
+    }
+}

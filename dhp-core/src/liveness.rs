@@ -1,0 +1,105 @@
+//! Same-host liveness tokens: notice a dead worker in milliseconds.
+//!
+//! A worker process takes an exclusive `flock` on `<root>/live/<worker>.lock`
+//! before it claims anything, and holds it for its whole life. The kernel
+//! drops the lock the instant the process dies (SIGKILL included), so a
+//! supervisor on the same host that can take the lock knows the holder is
+//! gone and orphans its handoffs at once, with the usual fence bump.
+//!
+//! Limits, by design:
+//! - Only for workers that publish a token. Workers that publish none (the
+//!   Python reference, workers on other hosts) keep the lease-only path.
+//! - A SIGSTOPped worker keeps its lock: it is paused, not dead, and lease
+//!   expiry plus fencing handle it as before.
+//! - `flock` must be reliable on the store's filesystem (local disks are;
+//!   some network filesystems are not — do not publish tokens there).
+//! - Worker ids must be unique per live process on a host; a second live
+//!   process with the same id cannot take the token and runs lease-only.
+
+use crate::envelope::check_worker_id;
+use crate::error::{Error, Result};
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Directory of tokens inside a store root.
+pub const DIR: &str = "live";
+
+fn token_path(root: &Path, worker_id: &str) -> PathBuf {
+    root.join(DIR).join(format!("{worker_id}.lock"))
+}
+
+/// A held liveness token. Dropping it (clean exit) removes the file.
+#[derive(Debug)]
+pub struct Token {
+    path: PathBuf,
+    _lock: Flock<File>,
+}
+
+/// Take the token for `worker_id`. Fails if another live process holds it.
+pub fn publish(root: &Path, worker_id: &str) -> Result<Token> {
+    check_worker_id(worker_id)?;
+    let dir = root.join(DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let path = token_path(root, worker_id);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+        Error::Validation(format!("liveness token {} is held by a live process ({errno})", path.display()))
+    })?;
+    Ok(Token { path, _lock: lock })
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        // Unlink while still holding the lock, so no one sees a free token.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// True only if `holder` published a token here and no process holds it.
+pub fn is_dead(root: &Path, holder: &str) -> bool {
+    if check_worker_id(holder).is_err() {
+        return false;
+    }
+    let path = token_path(root, holder);
+    let Ok(file) = OpenOptions::new().write(true).open(&path) else {
+        return false; // no token: lease-only path
+    };
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => {
+            // Free: the holder is gone. Release at once (drop unlocks).
+            drop(lock);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// How often a leader polls tokens between scans (`DHP_LIVENESS_POLL_MS`,
+/// default 10 ms).
+pub fn poll_interval() -> Duration {
+    let ms = std::env::var("DHP_LIVENESS_POLL_MS").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(10);
+    Duration::from_millis(ms.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_lifecycle() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!is_dead(d.path(), "w1"), "no token means lease-only, not dead");
+        let t = publish(d.path(), "w1").unwrap();
+        assert!(!is_dead(d.path(), "w1"));
+        assert!(publish(d.path(), "w1").is_err());
+        drop(t);
+        assert!(!is_dead(d.path(), "w1"), "clean exit removes the token");
+    }
+}

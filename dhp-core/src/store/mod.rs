@@ -1,0 +1,176 @@
+//! Storage behind a trait.
+//!
+//! A [`Backend`] hands out transactions; a [`Tx`] offers plain storage
+//! primitives (rows in, rows out) and no protocol decisions. All protocol
+//! logic — who may write, when a lease is lost, what orphaning means — lives
+//! in [`crate::runner`] and [`crate::supervisor`] and runs inside one
+//! transaction per operation, so a compare-and-set is exactly as atomic as
+//! the backend's transaction. A Postgres backend implements the same two
+//! traits (`BEGIN; SELECT … FOR UPDATE`) without touching that logic.
+//!
+//! [`sqlite::SqliteStore`] is the implementation shared with the reference:
+//! the same file, schema v3, WAL mode, and `BEGIN IMMEDIATE` for writes.
+
+pub mod sqlite;
+
+use crate::error::Result;
+use serde_json::Value;
+
+pub use sqlite::SqliteStore;
+
+/// The schema version this crate reads and writes.
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// One row of the `ownership` table: the lease and fencing token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ownership {
+    pub hid: String,
+    pub holder: String,
+    pub fence: i64,
+    pub lease_expires_at: f64,
+    pub heartbeat_interval_s: f64,
+    pub max_missed: i64,
+}
+
+/// One row of the `checkpoints` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointRow {
+    pub seq: i64,
+    /// `json.dumps(state, sort_keys=True)`.
+    pub state_json: String,
+    pub state_hash: String,
+    /// ISO-8601 UTC.
+    pub at: String,
+}
+
+/// The `leadership` row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leadership {
+    pub holder: String,
+    pub expires_at: f64,
+}
+
+/// A row of the `approvals` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    pub approval_id: String,
+    pub hid: String,
+    pub action_class: String,
+    pub details_json: String,
+    pub status: String,
+    pub created_at: f64,
+    pub expires_at: f64,
+    pub decided_at: Option<f64>,
+}
+
+/// A row of the `progress` table (stall detection).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub last_checkpoint_at: Option<f64>,
+    pub last_digest: Option<String>,
+    pub digest_repeat_count: i64,
+}
+
+/// A row of the `capability_audit` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapabilityAudit {
+    pub domain: String,
+    pub resource: String,
+    pub granted: bool,
+    pub at: f64,
+}
+
+/// Whether a transaction may write. Writers serialize at begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Read,
+    Write,
+}
+
+/// A durable store of handoffs.
+pub trait Backend: Send + Sync {
+    /// Run `f` in one transaction: committed if `f` returns `Ok`, rolled
+    /// back otherwise (including on panic).
+    fn transact(&self, mode: Mode, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()>;
+
+    /// A short description (path) for messages.
+    fn describe(&self) -> String;
+}
+
+/// Run `f` in a transaction and return its value.
+pub fn with_tx<R>(b: &dyn Backend, mode: Mode, mut f: impl FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+    let mut out = None;
+    b.transact(mode, &mut |tx| {
+        out = Some(f(tx)?);
+        Ok(())
+    })?;
+    Ok(out.expect("transact returned Ok without running the closure"))
+}
+
+/// Storage primitives inside one transaction. No protocol rules here.
+pub trait Tx {
+    // ---- handoffs ----
+    /// The stored envelope (its `execution.checkpoints` is empty).
+    fn envelope(&mut self, hid: &str) -> Result<Option<Value>>;
+    /// `execution.status` without parsing the whole envelope.
+    fn status(&mut self, hid: &str) -> Result<Option<String>>;
+    /// Insert; `false` if the hid exists already.
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool>;
+    /// Replace; `false` if the hid does not exist.
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool>;
+    /// Every hid, sorted.
+    fn all_hids(&mut self) -> Result<Vec<String>>;
+    /// Hids whose `execution.status` is `status`.
+    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>>;
+
+    // ---- checkpoints ----
+    /// Next seq: one past the highest (0 when none). O(log n).
+    fn next_seq(&mut self, hid: &str) -> Result<i64>;
+    /// `INSERT OR IGNORE`; `true` if inserted.
+    fn insert_checkpoint(&mut self, hid: &str, row: &CheckpointRow) -> Result<bool>;
+    fn last_checkpoint(&mut self, hid: &str) -> Result<Option<CheckpointRow>>;
+    /// All rows in seq order.
+    fn checkpoints(&mut self, hid: &str) -> Result<Vec<CheckpointRow>>;
+    fn checkpoint_count(&mut self, hid: &str) -> Result<i64>;
+
+    // ---- ownership ----
+    fn ownership(&mut self, hid: &str) -> Result<Option<Ownership>>;
+    /// `INSERT OR IGNORE`; `true` if inserted.
+    fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
+    /// Overwrite the row for `o.hid`; `true` if a row was updated.
+    fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
+    fn delete_ownership(&mut self, hid: &str) -> Result<()>;
+    /// Running handoffs whose lease expired before `now`.
+    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>>;
+    /// Every ownership row whose handoff is running.
+    fn running_ownerships(&mut self) -> Result<Vec<Ownership>>;
+
+    // ---- leadership ----
+    fn leadership(&mut self) -> Result<Option<Leadership>>;
+    fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()>;
+
+    // ---- effects ----
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool>;
+    fn effect(&mut self, hid: &str, step_id: &str) -> Result<Option<String>>;
+    fn effect_count(&mut self, hid: &str) -> Result<i64>;
+
+    // ---- approvals ----
+    fn insert_approval(&mut self, a: &Approval) -> Result<()>;
+    fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>>;
+    /// Move a pending approval to `status`; `true` if it was pending.
+    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool>;
+    /// Mark pending approvals past their expiry as expired; returns how many.
+    fn expire_approvals(&mut self, now: f64) -> Result<usize>;
+    fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>>;
+
+    // ---- progress ----
+    fn progress(&mut self, hid: &str) -> Result<Option<Progress>>;
+    fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()>;
+    /// Live, running handoffs with no checkpoint since `cutoff` or a digest
+    /// repeated `max_repeats` times.
+    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>>;
+
+    // ---- capability audit ----
+    fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()>;
+    fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>>;
+}

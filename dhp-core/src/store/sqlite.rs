@@ -1,0 +1,509 @@
+//! The SQLite backend: `<root>/dhp.sqlite3`, schema v3, WAL.
+//!
+//! What survives a crash: every transaction that returned `Ok` (the
+//! connection runs `synchronous=FULL`, so a commit is on disk before it
+//! returns). A process killed mid-transaction leaves nothing of it: SQLite
+//! rolls the WAL back on the next open.
+//!
+//! The reference opens the same file from Python in autocommit mode; both
+//! use SQLite's own locking, so the two may run against one store at once.
+
+use super::{
+    Approval, Backend, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx, SCHEMA_VERSION,
+};
+use crate::error::{Error, Result};
+use crate::json;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The reference's DDL (`dhp/store.py`), verbatim.
+pub const SCHEMA_SQL: &str = r#"
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY,
+    applied_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS handoffs (
+    hid TEXT PRIMARY KEY,
+    envelope_json TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    hid TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    state_json TEXT NOT NULL,
+    state_hash TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (hid, seq)
+);
+CREATE INDEX IF NOT EXISTS idx_checkpoints_hid ON checkpoints(hid);
+CREATE TABLE IF NOT EXISTS ownership (
+    hid TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    fence INTEGER NOT NULL,
+    lease_expires_at REAL NOT NULL,
+    heartbeat_interval_s REAL NOT NULL,
+    max_missed INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS leadership (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    holder TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+-- v2: effect log (idempotency keyed by step_id)
+CREATE TABLE IF NOT EXISTS effects (
+    hid TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (hid, step_id)
+);
+CREATE INDEX IF NOT EXISTS idx_effects_hid ON effects(hid);
+-- v2: approval gates for irreversible actions
+CREATE TABLE IF NOT EXISTS approvals (
+    approval_id TEXT PRIMARY KEY,
+    hid TEXT NOT NULL,
+    action_class TEXT NOT NULL,
+    details_json TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    decided_at REAL
+);
+CREATE INDEX IF NOT EXISTS idx_approvals_hid ON approvals(hid);
+-- v2: progress tracking for stall detection
+CREATE TABLE IF NOT EXISTS progress (
+    hid TEXT PRIMARY KEY,
+    last_checkpoint_at REAL,
+    last_digest TEXT,
+    digest_repeat_count INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL
+);
+-- v3: capability audit trail
+CREATE TABLE IF NOT EXISTS capability_audit (
+    hid TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    granted INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_cap_audit_hid ON capability_audit(hid);
+"#;
+
+/// The file name inside a store root.
+pub const DB_FILE: &str = "dhp.sqlite3";
+
+/// A store root with its SQLite connection.
+pub struct SqliteStore {
+    root: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("root", &self.root).finish()
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the store under `root`. Refuses a store
+    /// whose schema is newer than v3 before changing anything in it.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        let root = root.as_ref();
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
+        let conn = Connection::open(root.join(DB_FILE))?;
+        conn.busy_timeout(Duration::from_secs(30))?;
+        // Durable like the reference: WAL with a full sync at commit.
+        conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+        conn.execute_batch("PRAGMA synchronous=FULL;")?;
+        let has_version_table: bool = conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'", [], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if has_version_table {
+            let found: Option<i64> =
+                conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+            if let Some(v) = found {
+                if v > SCHEMA_VERSION {
+                    return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION });
+                }
+            }
+        }
+        {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute_batch(SCHEMA_SQL)?;
+            let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+            if found.map_or(true, |v| v < SCHEMA_VERSION) {
+                // v1/v2 → v3 is additive: the CREATE IF NOT EXISTS above did it.
+                tx.execute(
+                    "INSERT OR IGNORE INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+                    params![SCHEMA_VERSION, crate::envelope::now()],
+                )?;
+            }
+            tx.commit()?;
+        }
+        Ok(SqliteStore { root, conn: Mutex::new(conn) })
+    }
+
+    /// The store root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of the database file.
+    pub fn db_path(&self) -> PathBuf {
+        self.root.join(DB_FILE)
+    }
+
+    /// Run raw SQL (tests, fault injection, the conformance harness).
+    pub fn execute_raw(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<usize> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(conn.execute(sql, args)?)
+    }
+}
+
+impl Backend for SqliteStore {
+    fn transact(&self, mode: Mode, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let behavior = match mode {
+            Mode::Read => TransactionBehavior::Deferred,
+            // Take the write lock at BEGIN so a read-then-write CAS cannot be
+            // interleaved by another process.
+            Mode::Write => TransactionBehavior::Immediate,
+        };
+        let tx = conn.transaction_with_behavior(behavior)?;
+        f(&mut SqliteTx { c: &tx })?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        self.db_path().display().to_string()
+    }
+}
+
+struct SqliteTx<'a> {
+    c: &'a Connection,
+}
+
+fn ownership_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Ownership> {
+    Ok(Ownership {
+        hid: r.get(0)?,
+        holder: r.get(1)?,
+        fence: r.get(2)?,
+        lease_expires_at: r.get(3)?,
+        heartbeat_interval_s: r.get(4)?,
+        max_missed: r.get(5)?,
+    })
+}
+
+fn checkpoint_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CheckpointRow> {
+    Ok(CheckpointRow { seq: r.get(0)?, state_json: r.get(1)?, state_hash: r.get(2)?, at: r.get(3)? })
+}
+
+fn approval_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
+    Ok(Approval {
+        approval_id: r.get(0)?,
+        hid: r.get(1)?,
+        action_class: r.get(2)?,
+        details_json: r.get(3)?,
+        status: r.get(4)?,
+        created_at: r.get(5)?,
+        expires_at: r.get(6)?,
+        decided_at: r.get(7)?,
+    })
+}
+
+const OWNERSHIP_COLS: &str = "hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed";
+const APPROVAL_COLS: &str =
+    "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
+
+impl SqliteTx<'_> {
+    fn strings(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<String>> {
+        let mut st = self.c.prepare_cached(sql)?;
+        let rows = st.query_map(args, |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+impl Tx for SqliteTx<'_> {
+    fn envelope(&mut self, hid: &str) -> Result<Option<Value>> {
+        let text: Option<String> = self
+            .c
+            .prepare_cached("SELECT envelope_json FROM handoffs WHERE hid=?1")?
+            .query_row([hid], |r| r.get(0))
+            .optional()?;
+        text.map(|t| json::parse(&t)).transpose()
+    }
+
+    fn status(&mut self, hid: &str) -> Result<Option<String>> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT json_extract(envelope_json, '$.execution.status') FROM handoffs WHERE hid=?1")?
+            .query_row([hid], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+            .map(Option::unwrap_or_default))
+    }
+
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached("INSERT OR IGNORE INTO handoffs (hid, envelope_json, updated_at) VALUES (?1, ?2, ?3)")?
+            .execute(params![hid, envelope_json, now])?;
+        Ok(n > 0)
+    }
+
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached("UPDATE handoffs SET envelope_json=?1, updated_at=?2 WHERE hid=?3")?
+            .execute(params![envelope_json, now, hid])?;
+        Ok(n > 0)
+    }
+
+    fn all_hids(&mut self) -> Result<Vec<String>> {
+        self.strings("SELECT hid FROM handoffs ORDER BY hid", [])
+    }
+
+    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT hid FROM handoffs WHERE json_extract(envelope_json, '$.execution.status')=?1 ORDER BY hid",
+            [status],
+        )
+    }
+
+    fn next_seq(&mut self, hid: &str) -> Result<i64> {
+        // MAX over the (hid, seq) primary key is one index seek, not a scan.
+        Ok(self
+            .c
+            .prepare_cached("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid=?1")?
+            .query_row([hid], |r| r.get(0))?)
+    }
+
+    fn insert_checkpoint(&mut self, hid: &str, row: &CheckpointRow) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached(
+                "INSERT OR IGNORE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![hid, row.seq, row.state_json, row.state_hash, row.at])?;
+        Ok(n > 0)
+    }
+
+    fn last_checkpoint(&mut self, hid: &str) -> Result<Option<CheckpointRow>> {
+        Ok(self
+            .c
+            .prepare_cached(
+                "SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=?1 ORDER BY seq DESC LIMIT 1",
+            )?
+            .query_row([hid], checkpoint_row)
+            .optional()?)
+    }
+
+    fn checkpoints(&mut self, hid: &str) -> Result<Vec<CheckpointRow>> {
+        let mut st =
+            self.c.prepare_cached("SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=?1 ORDER BY seq")?;
+        let rows = st.query_map([hid], checkpoint_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn checkpoint_count(&mut self, hid: &str) -> Result<i64> {
+        Ok(self.c.prepare_cached("SELECT COUNT(*) FROM checkpoints WHERE hid=?1")?.query_row([hid], |r| r.get(0))?)
+    }
+
+    fn ownership(&mut self, hid: &str) -> Result<Option<Ownership>> {
+        Ok(self
+            .c
+            .prepare_cached(&format!("SELECT {OWNERSHIP_COLS} FROM ownership WHERE hid=?1"))?
+            .query_row([hid], ownership_row)
+            .optional()?)
+    }
+
+    fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached(
+                "INSERT OR IGNORE INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, \
+                 max_missed, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, now])?;
+        Ok(n > 0)
+    }
+
+    fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached(
+                "UPDATE ownership SET holder=?2, fence=?3, lease_expires_at=?4, heartbeat_interval_s=?5, \
+                 max_missed=?6, updated_at=?7 WHERE hid=?1",
+            )?
+            .execute(params![o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, now])?;
+        Ok(n > 0)
+    }
+
+    fn delete_ownership(&mut self, hid: &str) -> Result<()> {
+        self.c.prepare_cached("DELETE FROM ownership WHERE hid=?1")?.execute([hid])?;
+        Ok(())
+    }
+
+    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
+             AND json_extract(h.envelope_json, '$.execution.status')='running' ORDER BY o.hid",
+            [now],
+        )
+    }
+
+    fn running_ownerships(&mut self) -> Result<Vec<Ownership>> {
+        let mut st = self.c.prepare_cached(
+            "SELECT o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed \
+             FROM ownership o JOIN handoffs h ON h.hid=o.hid \
+             WHERE json_extract(h.envelope_json, '$.execution.status')='running' ORDER BY o.hid",
+        )?;
+        let rows = st.query_map([], ownership_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn leadership(&mut self) -> Result<Option<Leadership>> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT holder, expires_at FROM leadership WHERE id=1")?
+            .query_row([], |r| Ok(Leadership { holder: r.get(0)?, expires_at: r.get(1)? }))
+            .optional()?)
+    }
+
+    fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()> {
+        self.c
+            .prepare_cached(
+                "INSERT INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3) \
+                 ON CONFLICT(id) DO UPDATE SET holder=excluded.holder, expires_at=excluded.expires_at, \
+                 updated_at=excluded.updated_at",
+            )?
+            .execute(params![l.holder, l.expires_at, now])?;
+        Ok(())
+    }
+
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached("INSERT OR IGNORE INTO effects (hid, step_id, result_json, at) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![hid, step_id, result_json, now])?;
+        Ok(n > 0)
+    }
+
+    fn effect(&mut self, hid: &str, step_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT result_json FROM effects WHERE hid=?1 AND step_id=?2")?
+            .query_row([hid, step_id], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn effect_count(&mut self, hid: &str) -> Result<i64> {
+        Ok(self.c.prepare_cached("SELECT COUNT(*) FROM effects WHERE hid=?1")?.query_row([hid], |r| r.get(0))?)
+    }
+
+    fn insert_approval(&mut self, a: &Approval) -> Result<()> {
+        self.c
+            .prepare_cached(&format!("INSERT INTO approvals ({APPROVAL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"))?
+            .execute(params![
+                a.approval_id,
+                a.hid,
+                a.action_class,
+                a.details_json,
+                a.status,
+                a.created_at,
+                a.expires_at,
+                a.decided_at
+            ])?;
+        Ok(())
+    }
+
+    fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>> {
+        Ok(self
+            .c
+            .prepare_cached(&format!("SELECT {APPROVAL_COLS} FROM approvals WHERE approval_id=?1"))?
+            .query_row([approval_id], approval_row)
+            .optional()?)
+    }
+
+    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool> {
+        let n = self
+            .c
+            .prepare_cached(
+                "UPDATE approvals SET status=?1, decided_at=?2 WHERE approval_id=?3 AND status='pending'",
+            )?
+            .execute(params![status, now, approval_id])?;
+        Ok(n > 0)
+    }
+
+    fn expire_approvals(&mut self, now: f64) -> Result<usize> {
+        Ok(self
+            .c
+            .prepare_cached(
+                "UPDATE approvals SET status='expired', decided_at=?1 WHERE status='pending' AND expires_at < ?1",
+            )?
+            .execute([now])?)
+    }
+
+    fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>> {
+        let mut st =
+            self.c.prepare_cached(&format!("SELECT {APPROVAL_COLS} FROM approvals WHERE hid=?1 ORDER BY created_at"))?;
+        let rows = st.query_map([hid], approval_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn progress(&mut self, hid: &str) -> Result<Option<Progress>> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT last_checkpoint_at, last_digest, digest_repeat_count FROM progress WHERE hid=?1")?
+            .query_row([hid], |r| {
+                Ok(Progress { last_checkpoint_at: r.get(0)?, last_digest: r.get(1)?, digest_repeat_count: r.get(2)? })
+            })
+            .optional()?)
+    }
+
+    fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()> {
+        self.c
+            .prepare_cached(
+                "INSERT INTO progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(hid) DO UPDATE SET \
+                 last_checkpoint_at=excluded.last_checkpoint_at, last_digest=excluded.last_digest, \
+                 digest_repeat_count=excluded.digest_repeat_count, updated_at=excluded.updated_at",
+            )?
+            .execute(params![hid, p.last_checkpoint_at, p.last_digest, p.digest_repeat_count, now])?;
+        Ok(())
+    }
+
+    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+        self.strings(
+            "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
+             WHERE o.lease_expires_at >= ?1 AND json_extract(h.envelope_json, '$.execution.status') = 'running' \
+             AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) OR p.digest_repeat_count >= ?3) \
+             ORDER BY p.hid",
+            params![now, cutoff, max_repeats],
+        )
+    }
+
+    fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()> {
+        self.c
+            .prepare_cached("INSERT INTO capability_audit (hid, domain, resource, granted, at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![hid, a.domain, a.resource, a.granted as i64, a.at])?;
+        Ok(())
+    }
+
+    fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>> {
+        let mut st = self
+            .c
+            .prepare_cached("SELECT domain, resource, granted, at FROM capability_audit WHERE hid=?1 ORDER BY at")?;
+        let rows = st.query_map([hid], |r| {
+            Ok(CapabilityAudit { domain: r.get(0)?, resource: r.get(1)?, granted: r.get::<_, i64>(2)? != 0, at: r.get(3)? })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}

@@ -1,0 +1,380 @@
+//! The supervisor: leader election over the `leadership` row and a scan
+//! loop that orphans expired leases (or dead-letters them at
+//! `max_attempts`), fails over-budget work closed, orphans stalled work
+//! (dead-lettering after `max_stall_retries`) and expires approvals.
+//!
+//! Each orphan is one transaction that re-checks the lease under the write
+//! lock, so a worker that heartbeats between the scan's query and the
+//! orphan keeps its handoff (the reference can orphan a just-renewed lease).
+
+use crate::config::Config;
+use crate::envelope::{self, check_worker_id, now, ORPHANED_HOLDER};
+use crate::error::{Error, Result};
+use crate::json;
+use crate::liveness;
+use crate::runner::{budget_violation, load, save};
+use crate::store::{with_tx, Backend, Leadership, Mode, SqliteStore, Tx};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Why a handoff is being orphaned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanReason {
+    /// The lease ran out (the worker is dead, paused or partitioned).
+    LeaseExpired,
+    /// The worker's liveness token dropped: the process is gone.
+    WorkerDied,
+    /// Alive but no progress.
+    Stalled,
+}
+
+impl OrphanReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrphanReason::LeaseExpired => "lease-expired",
+            OrphanReason::WorkerDied => "worker-died",
+            OrphanReason::Stalled => "stalled",
+        }
+    }
+}
+
+/// Counters for health checks.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub scans: AtomicU64,
+    pub orphans: AtomicU64,
+    pub dlq: AtomicU64,
+    pub budget_kills: AtomicU64,
+    pub leadership_changes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Metrics {
+    pub fn snapshot(&self) -> Value {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        json!({
+            "scans": g(&self.scans), "orphans": g(&self.orphans), "dlq": g(&self.dlq),
+            "budget_kills": g(&self.budget_kills), "leadership_changes": g(&self.leadership_changes),
+            "errors": g(&self.errors),
+        })
+    }
+}
+
+/// A supervisor process's view of one store.
+pub struct Supervisor {
+    store: Arc<dyn Backend>,
+    cfg: Config,
+    id: String,
+    root: Option<PathBuf>,
+    is_leader: AtomicBool,
+    pub metrics: Metrics,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").field("id", &self.id).finish()
+    }
+}
+
+impl Supervisor {
+    /// A supervisor over any backend. `root`, when given, is where worker
+    /// liveness tokens are looked for (same-host fast detection).
+    pub fn new(store: Arc<dyn Backend>, id: &str, cfg: Config, root: Option<PathBuf>) -> Result<Self> {
+        check_worker_id(id)?;
+        cfg.validate()?;
+        Ok(Supervisor {
+            store,
+            cfg,
+            id: id.to_string(),
+            root,
+            is_leader: AtomicBool::new(false),
+            metrics: Metrics::default(),
+            started: Instant::now(),
+        })
+    }
+
+    /// Open the SQLite store at `root`.
+    pub fn open(root: impl AsRef<Path>, id: &str, cfg: Config) -> Result<Self> {
+        let store = SqliteStore::open(root.as_ref())?;
+        let root = store.root().to_path_buf();
+        Self::new(Arc::new(store), id, cfg, Some(root))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.is_leader.load(Ordering::Relaxed)
+    }
+
+    fn write<R>(&self, f: impl FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        with_tx(self.store.as_ref(), Mode::Write, f)
+    }
+
+    /// Renew leadership if held, else take it if absent or expired.
+    pub fn ensure_leadership(&self) -> Result<bool> {
+        let ttl = self.cfg.leader_ttl_s;
+        let leader = self.write(|tx| {
+            let t = now();
+            let cur = tx.leadership()?;
+            let mine = match &cur {
+                None => true,
+                Some(l) if l.holder == self.id => true,
+                Some(l) => l.expires_at < t,
+            };
+            if mine {
+                tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
+            }
+            Ok(mine)
+        })?;
+        let was = self.is_leader.swap(leader, Ordering::Relaxed);
+        if leader && !was {
+            self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(supervisor = %self.id, "became leader");
+        }
+        Ok(leader)
+    }
+
+    /// Give up leadership (clean shutdown), so a standby takes over at once.
+    pub fn resign(&self) -> Result<()> {
+        if !self.is_leader() {
+            return Ok(());
+        }
+        self.write(|tx| {
+            if let Some(l) = tx.leadership()?.filter(|l| l.holder == self.id) {
+                tx.put_leadership(&Leadership { holder: l.holder, expires_at: 0.0 }, now())?;
+            }
+            Ok(())
+        })?;
+        self.is_leader.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Orphan one handoff. `expected` guards the CAS: the orphan happens
+    /// only if the ownership row still has that (holder, fence) — and, for
+    /// lease expiry, only if the lease is still expired under the lock.
+    pub fn orphan(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<Value> {
+        envelope::check_hid(hid)?;
+        let cfg = &self.cfg;
+        let out = self.write(|tx| {
+            let Some(mut own) = tx.ownership(hid)? else {
+                return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
+            };
+            let t = now();
+            let stale = own.holder == ORPHANED_HOLDER
+                || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
+                || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
+            if stale || tx.status(hid)?.as_deref() != Some("running") {
+                return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
+            }
+            let previous = (own.holder.clone(), own.fence);
+            own.holder = ORPHANED_HOLDER.into();
+            own.fence += 1;
+            own.lease_expires_at = 0.0;
+            tx.update_ownership(&own, t)?;
+            let mut env = load(tx, hid)?;
+            let max_att = envelope::budget_f64(&env, "max_attempts").unwrap_or(3.0) as i64;
+            let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
+            let ex = env.get_mut("execution").and_then(Value::as_object_mut).ok_or_else(|| {
+                Error::Validation("envelope has no execution object".into())
+            })?;
+            let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
+            let ckpts = tx.next_seq(hid)?;
+            let base = json!({"hid": hid, "attempt": attempt, "checkpoints": ckpts, "reason": reason.as_str(),
+                              "previous_holder": previous.0, "previous_fence": previous.1, "fence": own.fence});
+            let mut action = base.clone();
+            if attempt >= max_att {
+                ex.insert("status".into(), json!("failed"));
+                ex.insert("error".into(), json!(format!("{}; max_attempts={max_att} exhausted → DLQ", reason.as_str())));
+                action["action"] = json!("dlq");
+            } else {
+                let stall_count = ex.get("stall_count").and_then(Value::as_i64).unwrap_or(0);
+                if reason == OrphanReason::Stalled && stall_count + 1 > max_stalls {
+                    ex.insert("stall_count".into(), json!(stall_count + 1));
+                    ex.insert("status".into(), json!("failed"));
+                    ex.insert(
+                        "error".into(),
+                        json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)),
+                    );
+                    action["action"] = json!("dlq");
+                    action["stall_count"] = json!(stall_count + 1);
+                } else {
+                    let sc = if reason == OrphanReason::Stalled { stall_count + 1 } else { 0 };
+                    ex.insert("stall_count".into(), json!(sc));
+                    ex.insert("status".into(), json!("orphaned"));
+                    ex.insert("orphaned_at".into(), json::float(t));
+                    ex.insert("orphan_reason".into(), json!(reason.as_str()));
+                    action["action"] = json!("orphaned");
+                }
+            }
+            save(tx, hid, &env, cfg)?;
+            Ok(action)
+        })?;
+        match out["action"].as_str() {
+            Some("dlq") => {
+                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(hid = &hid[..12], reason = reason.as_str(), "dead-lettered");
+            }
+            Some("orphaned") => {
+                self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(hid = &hid[..12], reason = reason.as_str(), "orphaned");
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    /// Fail a running or orphaned handoff closed for an exhausted budget.
+    pub fn kill_on_budget(&self, hid: &str) -> Result<Value> {
+        let cfg = &self.cfg;
+        let out = self.write(|tx| {
+            let mut env = load(tx, hid)?;
+            let st = envelope::status(&env);
+            if st != "running" && st != "orphaned" {
+                return Ok(json!({"hid": hid, "action": "already-terminal"}));
+            }
+            let t = now();
+            let Some(reason) = budget_violation(&env, t) else {
+                return Ok(json!({"hid": hid, "action": "within-budget"}));
+            };
+            let ex = env.get_mut("execution").and_then(Value::as_object_mut).expect("status read above");
+            ex.insert("status".into(), json!("failed"));
+            ex.insert("error".into(), json!(format!("budget exhausted: {reason}")));
+            ex.insert("failed_at".into(), json::float(t));
+            save(tx, hid, &env, cfg)?;
+            // Fence the worker out so nothing keeps billing against it.
+            tx.delete_ownership(hid)?;
+            Ok(json!({"hid": hid, "action": "budget-killed", "reasons": [reason]}))
+        })?;
+        if out["action"] == "budget-killed" {
+            self.metrics.budget_kills.fetch_add(1, Ordering::Relaxed);
+            self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(out)
+    }
+
+    /// One pass. Only the leader acts; followers return an empty list.
+    pub fn scan(&self) -> Result<Vec<Value>> {
+        if !self.ensure_leadership()? {
+            return Ok(Vec::new());
+        }
+        self.metrics.scans.fetch_add(1, Ordering::Relaxed);
+        let mut actions = Vec::new();
+        let (expired, running, stalled, expired_approvals) = with_tx(self.store.as_ref(), Mode::Write, |tx| {
+            let t = now();
+            let expired = tx.expired_leases(t)?;
+            let running = tx.hids_with_status("running")?;
+            let stalled =
+                tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
+            let n = tx.expire_approvals(t)?;
+            Ok((expired, running, stalled, n))
+        })?;
+        for hid in &expired {
+            actions.push(self.orphan(hid, OrphanReason::LeaseExpired, None)?);
+        }
+        actions.extend(self.dead_workers()?);
+        for hid in &running {
+            let env = with_tx(self.store.as_ref(), Mode::Read, |tx| load(tx, hid))?;
+            if budget_violation(&env, now()).is_some() {
+                actions.push(self.kill_on_budget(hid)?);
+            }
+        }
+        for hid in &stalled {
+            actions.push(self.orphan(hid, OrphanReason::Stalled, None)?);
+        }
+        if expired_approvals > 0 {
+            tracing::info!(n = expired_approvals, "expired stale approvals");
+        }
+        actions.retain(|a| a["action"] != "already-orphaned-or-released" && a["action"] != "within-budget");
+        Ok(actions)
+    }
+
+    /// Orphan the handoffs whose holder's liveness token dropped (the
+    /// process died on this host). Holders without a token are left to
+    /// lease expiry.
+    pub fn dead_workers(&self) -> Result<Vec<Value>> {
+        let Some(root) = &self.root else { return Ok(Vec::new()) };
+        let owns = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.running_ownerships())?;
+        let mut out = Vec::new();
+        for o in owns {
+            if o.holder == ORPHANED_HOLDER {
+                continue;
+            }
+            if liveness::is_dead(root, &o.holder) {
+                let a = self.orphan(&o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)))?;
+                if a["action"] != "already-orphaned-or-released" {
+                    out.push(a);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Scan every `supervisor_scan_s` until `duration` elapses or `stop` is
+    /// set; the scan in flight finishes first. Between scans the leader
+    /// polls liveness tokens every `liveness_poll` so a dead worker on this
+    /// host is orphaned within milliseconds. On return, leadership is
+    /// resigned.
+    pub fn watch(
+        &self,
+        duration: Option<Duration>,
+        stop: &AtomicBool,
+        mut on_action: impl FnMut(&Value),
+    ) -> Result<Vec<Value>> {
+        let end = duration.map(|d| Instant::now() + d);
+        let scan_every = Duration::from_secs_f64(self.cfg.supervisor_scan_s);
+        let poll = liveness::poll_interval();
+        let mut all = Vec::new();
+        let mut next_scan = Instant::now();
+        while !stop.load(Ordering::SeqCst) && end.map_or(true, |e| Instant::now() < e) {
+            let now_i = Instant::now();
+            let res = if now_i >= next_scan {
+                next_scan = now_i + scan_every;
+                self.scan()
+            } else if self.is_leader() {
+                self.dead_workers()
+            } else {
+                Ok(Vec::new())
+            };
+            match res {
+                Ok(acts) => {
+                    for a in &acts {
+                        on_action(a);
+                    }
+                    all.extend(acts);
+                }
+                Err(e) => {
+                    self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(supervisor = %self.id, error = %e, "scan failed");
+                }
+            }
+            std::thread::sleep(poll.min(scan_every));
+        }
+        if let Err(e) = self.resign() {
+            tracing::warn!(error = %e, "could not resign leadership");
+        }
+        Ok(all)
+    }
+
+    /// Health snapshot for monitoring.
+    pub fn health(&self) -> Result<Value> {
+        let (leader, pending) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
+            let l = tx.leadership()?;
+            let n = tx.hids_with_status("pending")?.len() + tx.hids_with_status("orphaned")?.len();
+            Ok((l, n))
+        })?;
+        Ok(json!({
+            "supervisor_id": self.id,
+            "is_leader": self.is_leader(),
+            "leader": leader.map(|l| json!({"holder": l.holder, "expires_at": json::float(l.expires_at)})),
+            "metrics": self.metrics.snapshot(),
+            "pending_work": pending,
+            "uptime_s": self.started.elapsed().as_secs_f64(),
+        }))
+    }
+}

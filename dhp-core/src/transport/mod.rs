@@ -1,0 +1,65 @@
+//! Moving checkpoints between hosts. The log format ([`log`]) is the
+//! protocol; TCP only moves its lines.
+
+pub mod log;
+
+use crate::config::Config;
+use crate::error::Result;
+use crate::runner::Runner;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Where a worker ships its envelope and checkpoint lines. Implemented by
+/// the file log ([`FileShipper`]) and the TCP shipper.
+pub trait Shipper: Send {
+    /// Ship the envelope header (idempotent on the receiving side).
+    fn ship_envelope(&mut self, hid: &str, env: &Value) -> Result<()>;
+    /// Ship one checkpoint line (as made by [`log::checkpoint_line`]).
+    fn ship_checkpoint(&mut self, hid: &str, seq: i64, line: &str) -> Result<()>;
+    /// Highest seq the destination already holds (-1 if none).
+    fn acked_seq(&mut self, hid: &str) -> Result<i64>;
+    /// Wait until everything shipped so far is acknowledged (asynchronous
+    /// shippers); a no-op for synchronous ones.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Ships lines to a local (or shared-volume) transport log file.
+#[derive(Debug, Clone)]
+pub struct FileShipper {
+    pub path: PathBuf,
+    pub cfg: Config,
+}
+
+impl Shipper for FileShipper {
+    fn ship_envelope(&mut self, _hid: &str, env: &Value) -> Result<()> {
+        log::ship_envelope(&self.path, env, &self.cfg)
+    }
+
+    fn ship_checkpoint(&mut self, _hid: &str, _seq: i64, line: &str) -> Result<()> {
+        log::append_line(&self.path, line, &self.cfg, false)
+    }
+
+    fn acked_seq(&mut self, _hid: &str) -> Result<i64> {
+        Ok(log::max_seq(&self.path, &self.cfg))
+    }
+}
+
+/// Bring a destination up to date with the store: ship the envelope, then
+/// every checkpoint above what it already holds. A worker calls this after
+/// claim or recover, so a predecessor killed between its commit and its
+/// ship leaves the peer short only until the successor starts.
+pub fn catch_up(shipper: &mut dyn Shipper, runner: &Runner, hid: &str) -> Result<usize> {
+    let env = runner.envelope_bare(hid)?;
+    shipper.ship_envelope(hid, &env)?;
+    let acked = shipper.acked_seq(hid)?;
+    let mut n = 0;
+    for row in runner.checkpoints(hid)?.into_iter().filter(|r| r.seq > acked) {
+        let state = crate::json::parse(&row.state_json)?;
+        let line = log::checkpoint_line(row.seq, &state, &row.state_hash, &row.at)?;
+        shipper.ship_checkpoint(hid, row.seq, &line)?;
+        n += 1;
+    }
+    Ok(n)
+}

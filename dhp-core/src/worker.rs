@@ -1,0 +1,167 @@
+//! The built-in prime-census worker behind `dhp work`: the task the
+//! reference's chaos harness runs, checkpointing `{next_n, count, total}`
+//! after every chunk and shipping each checkpoint once it is committed.
+
+use crate::census;
+use crate::envelope::utcnow_iso;
+use crate::error::{Error, Result};
+use crate::failpoint;
+use crate::history::History;
+use crate::json;
+use crate::liveness;
+use crate::runner::{Runner, TaskContext};
+use crate::transport::{catch_up, log, Shipper};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How the worker gets the handoff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    Claim,
+    Recover,
+}
+
+/// Options of one worker run.
+pub struct WorkOptions {
+    pub root: PathBuf,
+    pub start: Start,
+    pub hid: String,
+    pub shipper: Option<Box<dyn Shipper>>,
+    /// Sleep after each chunk (simulated slow work).
+    pub pace: Duration,
+    pub history: History,
+    /// Stop (exit code 3, no completion) after this many checkpoints.
+    pub stop_after: Option<u64>,
+    /// Publish a same-host liveness token before claiming.
+    pub liveness: bool,
+    /// Heartbeat from a background thread as well as after each chunk.
+    pub background_heartbeat: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Completed(Value),
+    Stopped(Value),
+}
+
+fn inline_u64(env: &Value, key: &str) -> Result<u64> {
+    env.pointer(&format!("/task/inputs/inline/{key}"))
+        .and_then(Value::as_u64)
+        .ok_or_else(|| Error::Validation(format!("prime.census input {key:?} must be a non-negative integer")))
+}
+
+fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
+    let mut f = fields;
+    f["error"] = json!(e.to_string());
+    f["error_kind"] = json!(e.kind());
+    h.record(op, "fail", f);
+}
+
+/// Run the census worker to completion (or `stop_after`).
+pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
+    let hid = opts.hid.clone();
+    let h = &opts.history;
+    let holder = runner.id().to_string();
+    let _token = if opts.liveness {
+        match liveness::publish(&opts.root, &holder) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "running without a liveness token (lease-only)");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let op = match opts.start {
+        Start::Claim => "claim",
+        Start::Recover => "recover",
+    };
+    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    let ctx = match opts.start {
+        Start::Claim => runner.claim(&hid),
+        Start::Recover => runner.recover(&hid),
+    };
+    let mut ctx: TaskContext = match ctx {
+        Ok(c) => c,
+        Err(e) => {
+            hist_err(h, op, &e, json!({"hid": hid, "holder": holder}));
+            return Err(e);
+        }
+    };
+    let fence = ctx.fence();
+    h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
+    if opts.background_heartbeat {
+        ctx.start_heartbeat(None);
+    }
+    let env = runner.envelope_bare(&hid)?;
+    let (lo, hi) = (inline_u64(&env, "lo")?, inline_u64(&env, "hi")?);
+    let chunk = inline_u64(&env, "chunk").unwrap_or(100).max(1);
+    if let Some(s) = opts.shipper.as_deref_mut() {
+        let n = catch_up(s, runner, &hid)?;
+        if n > 0 {
+            tracing::info!(n, "re-shipped checkpoints the peer lacked");
+        }
+    }
+    let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
+        None => (lo, 0u64, 0u64),
+        Some(st) => (
+            st.get("next_n").and_then(Value::as_u64).unwrap_or(lo),
+            st.get("count").and_then(Value::as_u64).unwrap_or(0),
+            st.get("total").and_then(Value::as_u64).unwrap_or(0),
+        ),
+    };
+    let resumed_from = next;
+    let started = Instant::now();
+    let mut done = 0u64;
+    while next < hi {
+        let end = (next + chunk).min(hi);
+        let (c, s) = census::chunk(next, end);
+        count += c;
+        total += s;
+        next = end;
+        let state = json!({"next_n": next, "count": count, "total": total});
+        h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+        let seq = match ctx.checkpoint(&state) {
+            Ok(seq) => seq,
+            Err(e) => {
+                hist_err(h, "checkpoint", &e, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+                return Err(e);
+            }
+        };
+        h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
+        failpoint::hit("ship.after_commit");
+        if let Some(s) = opts.shipper.as_deref_mut() {
+            let (_, hash) = json::state_text_and_hash(&state)?;
+            let line = log::checkpoint_line(seq, &state, &hash, &utcnow_iso())?;
+            s.ship_checkpoint(&hid, seq, &line)?;
+        }
+        done += 1;
+        ctx.note_step(1)?;
+        ctx.heartbeat()?;
+        if !opts.pace.is_zero() {
+            std::thread::sleep(opts.pace);
+        }
+        if opts.stop_after.is_some_and(|k| done >= k) && next < hi {
+            return Ok(Outcome::Stopped(json!({"stopped": true, "hid": hid, "checkpoints": done, "next_n": next})));
+        }
+    }
+    if let Some(s) = opts.shipper.as_deref_mut() {
+        s.flush()?;
+    }
+    let result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total,
+                        "chunks_done": (hi - lo).div_ceil(chunk)});
+    h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    if let Err(e) = ctx.complete(&result) {
+        hist_err(h, "complete", &e, json!({"hid": hid, "holder": holder, "fence": fence}));
+        return Err(e);
+    }
+    h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    Ok(Outcome::Completed(json!({
+        "completed": true, "hid": hid, "prime_count": count, "prime_sum": total,
+        "resumed_from": resumed_from, "chunks_this_run": done,
+        "elapsed_s": started.elapsed().as_secs_f64(),
+    })))
+}
