@@ -212,6 +212,12 @@ pub fn py_float_repr(f: f64) -> Result<String> {
     Ok(out)
 }
 
+/// Equal as the reference would see them: same canonical bytes (`1.5e-7`
+/// and `1.5e-07` are one float; `Value`'s own `==` compares number text).
+pub fn equivalent(a: &Value, b: &Value) -> bool {
+    matches!((canonical(a), canonical(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// A JSON float value as Python would hold it (`10.0`, not `10`).
 pub fn float(f: f64) -> Value {
     // from_f64 only fails for non-finite input; those become null rather
