@@ -1,0 +1,5 @@
+pub mod fetch;
+pub mod mirror;
+pub mod record;
+pub mod titles;
+pub mod pageworker;
