@@ -1,1 +1,25 @@
-//! Benchmarks live in benches/.
+//! # dhp-benches — benchmarks of dhp-core, and the comparison with the reference
+//!
+//! - `benches/benches/*.rs`: criterion benchmarks (`cargo bench -p dhp-benches`).
+//!   Under `cargo test --benches` each runs once with small sizes.
+//! - `benches/compare.sh`: one command that measures the same operations on
+//!   dhp-core (the `dhp-bench` binary of this crate) and on the reference
+//!   Python package dhp-protocol 1.3.0 (`benches/ref_bench.py`) and prints a
+//!   Markdown table of rates, ratios and targets (`benches/RESULTS.md`).
+//!
+//! The library holds what both share: fixtures ([`fixture`]), timing and
+//! machine probes ([`measure`]), the group-commit path ([`group`]), the
+//! comparison's operations ([`suite`]) and the report ([`report`]).
+
+pub mod fixture;
+pub mod group;
+pub mod measure;
+pub mod report;
+pub mod suite;
+
+/// True when a criterion bench binary runs as a benchmark (`cargo bench`
+/// passes `--bench`); false under `cargo test --benches`, where each bench
+/// function runs once and set-ups must stay small.
+pub fn bench_mode() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}

@@ -1,0 +1,118 @@
+//! `dhp-bench`: the dhp-core half of `benches/compare.sh`.
+//!
+//! ```text
+//! dhp-bench fixtures --dir D [--quick]      shared fixtures (ingest log, scan stores)
+//! dhp-bench run --dir D [--quick] --out F   measure dhp-core, write JSON results
+//! dhp-bench rss --dhp BIN --dir D --out F   peak RSS of `dhp work` on a census handoff
+//! dhp-bench report --ours F --ref F --rss F --machine F [--command C]   Markdown
+//! dhp-bench machine --dir D --out F         machine description (JSON)
+//! ```
+
+use dhp_benches::{measure, report, suite};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn usage() -> ! {
+    eprintln!("usage: dhp-bench (fixtures|run|rss|report|machine) [options]; see the source header");
+    std::process::exit(2);
+}
+
+struct Args {
+    rest: Vec<String>,
+}
+
+impl Args {
+    fn flag(&self, name: &str) -> bool {
+        self.rest.iter().any(|a| a == name)
+    }
+    fn opt(&self, name: &str) -> Option<String> {
+        self.rest.iter().position(|a| a == name).and_then(|i| self.rest.get(i + 1)).cloned()
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.opt(name).map(PathBuf::from).unwrap_or_else(|| {
+            eprintln!("dhp-bench: missing {name}");
+            usage()
+        })
+    }
+}
+
+fn read_json(p: &Path) -> Value {
+    std::fs::read_to_string(p).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| json!({}))
+}
+
+fn write_json(p: &Path, v: &Value) {
+    let text = serde_json::to_string_pretty(v).expect("results serialize");
+    if let Err(e) = std::fs::write(p, text + "\n") {
+        eprintln!("dhp-bench: {}: {e}", p.display());
+        std::process::exit(1);
+    }
+}
+
+fn fail(e: impl std::fmt::Display) -> ! {
+    eprintln!("dhp-bench: {e}");
+    std::process::exit(1);
+}
+
+fn sizes(a: &Args) -> suite::Sizes {
+    if a.flag("--quick") {
+        suite::Sizes::quick()
+    } else {
+        suite::Sizes::full()
+    }
+}
+
+fn main() {
+    let mut argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.is_empty() {
+        usage();
+    }
+    let cmd = argv.remove(0);
+    let a = Args { rest: argv };
+    match cmd.as_str() {
+        "fixtures" => {
+            let dir = a.path("--dir");
+            let s = sizes(&a);
+            suite::make_fixtures(&dir, &s).unwrap_or_else(|e| fail(e));
+            write_json(
+                &dir.join("fixtures.json"),
+                &json!({"quick": s.quick, "ingest_lines": s.ingest_lines, "scan_handoffs": s.scan_handoffs,
+                        "log": dir.join("ingest.log"), "scan_ref": dir.join("scan-py"), "work": dir.join("work")}),
+            );
+        }
+        "run" => {
+            let dir = a.path("--dir");
+            let out = a.path("--out");
+            let s = sizes(&a);
+            let fx = suite::Fixtures { work: dir.join("work"), log: dir.join("ingest.log"), scan_root: dir.join("scan-rs") };
+            if !fx.log.exists() {
+                fail(format!("no fixtures in {}: run `dhp-bench fixtures` first", dir.display()));
+            }
+            let v = suite::run_ours(&s, &fx, |line| eprintln!("dhp-rs {line}")).unwrap_or_else(|e| fail(e));
+            write_json(&out, &v);
+        }
+        "rss" => {
+            let dhp = a.path("--dhp");
+            let dir = a.path("--dir");
+            let out = a.path("--out");
+            let (lo, hi, chunk) = (0, 200_000, 2_000);
+            let (kib, detail) = suite::worker_rss(&dhp, &dir, lo, hi, chunk).unwrap_or_else(|e| fail(e));
+            write_json(&out, &json!({"max_rss_kib": kib, "census": format!("{lo},{hi},{chunk}"), "detail": detail}));
+        }
+        "machine" => {
+            let dir = a.path("--dir");
+            let out = a.path("--out");
+            let mut m = measure::machine(&dir);
+            m["loadavg_start"] = json!(measure::loadavg());
+            write_json(&out, &m);
+        }
+        "report" => {
+            let ours = read_json(&a.path("--ours"));
+            let reference = read_json(&a.path("--ref"));
+            let rss = read_json(&a.path("--rss"));
+            let machine = read_json(&a.path("--machine"));
+            let command = a.opt("--command").unwrap_or_else(|| "benches/compare.sh".into());
+            print!("{}", report::markdown(&ours, &reference, &rss, &machine, &command));
+        }
+        _ => usage(),
+    }
+}

@@ -1,0 +1,162 @@
+//! Timing helpers and the machine's own limits: raw fsync rate, the SQLite
+//! commit floor, peak RSS of a child process, and a description of the
+//! machine.
+
+use dhp_core::Result;
+use rusqlite::{params, Connection};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::fixture::io_err;
+
+/// Median of a non-empty list.
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = xs.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Operations per second of `iters` calls of `f`, best-of-nothing: the
+/// median over `rounds` rounds. `f` gets the global call index.
+pub fn rate(rounds: usize, iters: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let mut rates = Vec::with_capacity(rounds);
+    let mut k = 0;
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        for _ in 0..iters.max(1) {
+            f(k)?;
+            k += 1;
+        }
+        rates.push(iters.max(1) as f64 / t.elapsed().as_secs_f64());
+    }
+    Ok(median(rates))
+}
+
+/// Like [`rate`] but `f` reports the time of its own measured region (for
+/// operations that need per-call set-up).
+pub fn rate_timed(rounds: usize, iters: usize, mut f: impl FnMut(usize) -> Result<Duration>) -> Result<f64> {
+    let mut rates = Vec::with_capacity(rounds);
+    let mut k = 0;
+    for _ in 0..rounds.max(1) {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters.max(1) {
+            total += f(k)?;
+            k += 1;
+        }
+        rates.push(iters.max(1) as f64 / total.as_secs_f64());
+    }
+    Ok(median(rates))
+}
+
+/// The raw durable-append rate of the file system holding `dir`: a
+/// 100-byte `write(2)` followed by `fdatasync(2)`, on an append-only file,
+/// as a WAL commit does. Median of `rounds` rounds of `n`.
+pub fn fsync_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
+    let path = dir.join(format!("fsync-probe-{}", std::process::id()));
+    let line = [b'x'; 99].iter().copied().chain(std::iter::once(b'\n')).collect::<Vec<u8>>();
+    let mut rates = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| io_err(&path, e))?;
+        f.sync_all().map_err(|e| io_err(&path, e))?;
+        let t = Instant::now();
+        for _ in 0..n.max(1) {
+            f.write_all(&line).map_err(|e| io_err(&path, e))?;
+            f.sync_data().map_err(|e| io_err(&path, e))?;
+        }
+        rates.push(n.max(1) as f64 / t.elapsed().as_secs_f64());
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(median(rates))
+}
+
+/// The SQLite floor: a one-row INSERT committed with `BEGIN IMMEDIATE` on
+/// a WAL database with `synchronous=FULL` (what one checkpoint costs with
+/// no protocol logic at all).
+pub fn sqlite_commit_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
+    let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
+    let c = Connection::open(&db)?;
+    c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+    c.execute_batch("PRAGMA synchronous=FULL; CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);")?;
+    let mut k = 0i64;
+    let r = rate(rounds, n, |_| {
+        c.execute_batch("BEGIN IMMEDIATE")?;
+        c.execute("INSERT INTO t (k, v) VALUES (?1, ?2)", params![k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"])?;
+        c.execute_batch("COMMIT")?;
+        k += 1;
+        Ok(())
+    });
+    drop(c);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    r
+}
+
+/// Peak resident set (KiB) of all children waited for so far
+/// (`getrusage(RUSAGE_CHILDREN).ru_maxrss`).
+pub fn children_max_rss_kib() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|u| u.max_rss())
+        .unwrap_or(-1)
+}
+
+/// nproc, CPU model, memory, and the file system of `path`.
+pub fn machine(path: &Path) -> serde_json::Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let abs = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mut best: Option<(usize, String, String, String)> = None;
+    for l in std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let mnt = f[1];
+        if abs.starts_with(mnt) && best.as_ref().is_none_or(|b| mnt.len() > b.0) {
+            best = Some((mnt.len(), format!("{} on {}", f[0], mnt), f[2].to_string(), f[3].to_string()));
+        }
+    }
+    let (mount, fstype, opts) = best.map(|b| (b.1, b.2, b.3)).unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
+    serde_json::json!({
+        "nproc": nproc, "cpu": model, "mem_gib": (mem_kib as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0,
+        "path": abs.display().to_string(), "mount": mount, "fstype": fstype, "mount_options": opts,
+        "kernel": kernel,
+    })
+}
+
+/// The 1-minute load average.
+pub fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}

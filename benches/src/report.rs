@@ -1,0 +1,244 @@
+//! The Markdown table of a comparison run: rates of both implementations,
+//! their ratios, and each target met or missed — computed from the two
+//! result files, never typed in.
+
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Ten megabytes, in KiB (10,000,000 bytes).
+pub const RSS_TARGET_KIB: f64 = 10_000_000.0 / 1024.0;
+
+fn rate(v: &Value, key: &str) -> Option<f64> {
+    v.pointer(&format!("/ops/{key}/rate")).and_then(Value::as_f64).filter(|r| r.is_finite() && *r > 0.0)
+}
+
+fn skipped(v: &Value, key: &str) -> Option<String> {
+    v.pointer(&format!("/ops/{key}/skipped")).and_then(Value::as_str).map(str::to_string)
+}
+
+/// `12,345`, `123.4`, `1.23`.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    if x >= 1000.0 {
+        let s = format!("{:.0}", x);
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn fmt_ratio(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}×")
+    } else if x >= 10.0 {
+        format!("{x:.1}×")
+    } else {
+        format!("{x:.2}×")
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "**MISSED**"
+    }
+}
+
+/// One target: what it asks, the number, and whether it holds.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    pub wanted: String,
+    pub got: String,
+    pub met: Option<bool>,
+}
+
+/// Compute the targets from the results.
+pub fn targets(ours: &Value, reference: &Value, rss: &Value) -> Vec<Target> {
+    let mut t = Vec::new();
+    let fsync = rate(ours, "fsync_raw");
+    let c100 = rate(ours, "checkpoint_100");
+    let c100k = rate(ours, "checkpoint_100000");
+    let mut push = |name: &str, wanted: &str, got: Option<(String, bool)>| {
+        let (got, met) = match got {
+            Some((g, m)) => (g, Some(m)),
+            None => ("not measured".to_string(), None),
+        };
+        t.push(Target { name: name.into(), wanted: wanted.into(), got, met });
+    };
+    push(
+        "checkpoint rate vs raw fsync",
+        "≥ 0.70 × raw fsync rate (100 earlier checkpoints)",
+        fsync.zip(c100).map(|(f, c)| (format!("{} / {} = {:.2}", fmt_num(c), fmt_num(f), c / f), c / f >= 0.7)),
+    );
+    push(
+        "checkpoint rate is flat",
+        "rate at 100k earlier ≥ 0.90 × rate at 100",
+        c100.zip(c100k).map(|(a, b)| (format!("{} / {} = {:.2}", fmt_num(b), fmt_num(a), b / a), b / a >= 0.9)),
+    );
+    let ratio = |key: &str| rate(ours, key).zip(rate(reference, key)).map(|(a, b)| a / b);
+    for (name, key, min) in [
+        ("checkpoint at 2k vs reference", "checkpoint_2000", 8.0),
+        ("ingest vs reference", "ingest", 20.0),
+        ("dispatch vs reference", "dispatch", 3.0),
+        ("claim vs reference", "claim", 3.0),
+    ] {
+        push(name, &format!("≥ {min:.0}× the reference"), ratio(key).map(|r| (fmt_ratio(r), r >= min)));
+    }
+    let rss_kib = rss.pointer("/ours/max_rss_kib").and_then(Value::as_f64).filter(|x| *x > 0.0);
+    push(
+        "worker peak RSS",
+        "`dhp work` ≤ 10 MB (10,000,000 bytes)",
+        rss_kib.map(|k| (format!("{:.1} MB ({} KiB)", k * 1024.0 / 1e6, fmt_num(k)), k <= RSS_TARGET_KIB)),
+    );
+    t
+}
+
+/// Rows of the main table: (label, key, unit). Keys absent from both
+/// result files are left out.
+const ROWS: &[(&str, &str)] = &[
+    ("raw fsync: 100-byte append + fdatasync", "fsync_raw"),
+    ("SQLite floor: 1-row commit, WAL, synchronous=FULL", "sqlite_commit"),
+    ("envelope build + handoff_id", "envelope_build"),
+    ("canonical hash, 1 KB state", "canonical_hash_1k"),
+    ("canonical hash, 100 KB state", "canonical_hash_100k"),
+    ("dispatch (SDK: build + verify + store)", "dispatch"),
+    ("claim", "claim"),
+    ("checkpoint, 100 earlier", "checkpoint_100"),
+    ("checkpoint, 1k earlier", "checkpoint_1000"),
+    ("checkpoint, 2k earlier", "checkpoint_2000"),
+    ("checkpoint, 10k earlier", "checkpoint_10000"),
+    ("checkpoint, 100k earlier", "checkpoint_100000"),
+    ("group commit, best total", "group_commit_best"),
+    ("recover CAS, 8 racers", "recover_race"),
+    ("ingest, 10k-line log", "ingest"),
+    ("TCP ship, synchronous", "ship_tcp_sync"),
+    ("TCP ship, asynchronous", "ship_tcp_async"),
+    ("supervisor scan, 10k handoffs", "scan"),
+];
+
+/// The full Markdown report.
+pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, command: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| operation | unit | dhp-rs | reference 1.3.0 | dhp-rs / ref |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|");
+    for (label, key) in ROWS {
+        let o = rate(ours, key);
+        let r = rate(reference, key);
+        let in_ours = ours.pointer(&format!("/ops/{key}")).is_some();
+        let in_ref = reference.pointer(&format!("/ops/{key}")).is_some();
+        if !in_ours && !in_ref {
+            continue;
+        }
+        let unit = ours
+            .pointer(&format!("/ops/{key}/unit"))
+            .or_else(|| reference.pointer(&format!("/ops/{key}/unit")))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let rcell = match (r, skipped(reference, key)) {
+            (Some(r), _) => fmt_num(r),
+            (None, Some(why)) => format!("not run: {why}"),
+            (None, None) if key.starts_with("fsync") || key.starts_with("sqlite") || key.starts_with("group") => {
+                "—".into()
+            }
+            (None, None) => "not run".into(),
+        };
+        let ocell = match (o, skipped(ours, key)) {
+            (Some(o), _) => fmt_num(o),
+            (None, Some(why)) => format!("not run: {why}"),
+            (None, None) => "not run".into(),
+        };
+        let ratio = o.zip(r).map(|(a, b)| fmt_ratio(a / b)).unwrap_or_else(|| "—".into());
+        let _ = writeln!(s, "| {label} | {unit} | {ocell} | {rcell} | {ratio} |");
+    }
+    let ok = rss.pointer("/ours/max_rss_kib").and_then(Value::as_f64);
+    let rk = rss.pointer("/reference/max_rss_kib").and_then(Value::as_f64);
+    if ok.is_some() || rk.is_some() {
+        let cell = |x: Option<f64>| x.map(|k| format!("{:.1} MB", k * 1024.0 / 1e6)).unwrap_or_else(|| "not run".into());
+        let ratio = ok.zip(rk).map(|(a, b)| format!("{} smaller", fmt_ratio(b / a))).unwrap_or_else(|| "—".into());
+        let _ = writeln!(s, "| worker process peak RSS (census, {}) | MB | {} | {} | {ratio} |",
+            rss.pointer("/census").and_then(Value::as_str).unwrap_or("?"), cell(ok), cell(rk));
+    }
+
+    let _ = writeln!(s, "\n### Targets\n");
+    let _ = writeln!(s, "| target | wanted | measured | verdict |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for t in targets(ours, reference, rss) {
+        let v = match t.met {
+            Some(m) => verdict(m),
+            None => "not measured",
+        };
+        let _ = writeln!(s, "| {} | {} | {} | {v} |", t.name, t.wanted, t.got);
+    }
+
+    if let Some(g) = ours.pointer("/ops/group_commit").and_then(Value::as_object) {
+        let _ = writeln!(s, "\n### Group commit (dhp-rs)\n");
+        let _ = writeln!(s, "| configuration | checkpoints/s (all handoffs) |");
+        let _ = writeln!(s, "|---|---:|");
+        for v in g.values() {
+            let _ = writeln!(s, "| {} | {} |", v["detail"].as_str().unwrap_or(""), fmt_num(v["rate"].as_f64().unwrap_or(f64::NAN)));
+        }
+    }
+
+    let _ = writeln!(s, "\n### Machine\n");
+    let m = machine;
+    let _ = writeln!(
+        s,
+        "- {} CPUs (nproc): {}\n- memory: {} GiB\n- /work: {} ({}, {}), kernel {}\n- load average (1 min) at start {:.2}, at end of our run {:.2}, at end of the reference run {:.2}",
+        m["nproc"], m["cpu"].as_str().unwrap_or("?"), m["mem_gib"], m["mount"].as_str().unwrap_or("?"),
+        m["fstype"].as_str().unwrap_or("?"), m["mount_options"].as_str().unwrap_or("?"), m["kernel"].as_str().unwrap_or("?"),
+        m["loadavg_start"].as_f64().unwrap_or(f64::NAN), ours["loadavg_end"].as_f64().unwrap_or(f64::NAN),
+        reference["loadavg_end"].as_f64().unwrap_or(f64::NAN),
+    );
+    let _ = writeln!(s, "\nProduced by `{command}`.");
+    let notes: Vec<String> = [ours, reference]
+        .iter()
+        .filter_map(|v| v.get("notes").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(s);
+        for n in notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn targets_are_computed_from_rates() {
+        let ours = json!({"ops": {"fsync_raw": {"rate": 1000.0}, "checkpoint_100": {"rate": 800.0},
+            "checkpoint_100000": {"rate": 700.0}, "checkpoint_2000": {"rate": 800.0},
+            "ingest": {"rate": 100000.0}, "dispatch": {"rate": 900.0}, "claim": {"rate": 900.0}}});
+        let reference = json!({"ops": {"checkpoint_2000": {"rate": 50.0}, "ingest": {"rate": 1000.0},
+            "dispatch": {"rate": 400.0}, "claim": {"rate": 100.0}, "checkpoint_100000": {"skipped": "O(n)"}}});
+        let rss = json!({"ours": {"max_rss_kib": 5000.0}});
+        let t = targets(&ours, &reference, &rss);
+        let met: Vec<Option<bool>> = t.iter().map(|t| t.met).collect();
+        assert_eq!(met, vec![Some(true), Some(false), Some(true), Some(true), Some(false), Some(true), Some(true)]);
+        let md = markdown(&ours, &reference, &rss, &json!({}), "test");
+        assert!(md.contains("not run: O(n)"), "{md}");
+        assert!(md.contains("**MISSED**"));
+        assert_eq!(fmt_num(1234567.0), "1,234,567");
+    }
+}

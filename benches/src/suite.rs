@@ -1,0 +1,397 @@
+//! The operations of the side-by-side comparison, run on dhp-core. Each
+//! returns a rate; `benches/ref_bench.py` measures the same operation on the
+//! reference with the same sizes, keys and units.
+
+use crate::fixture::{self, bench_config, CheckpointBed};
+use crate::group::{self, GroupCommitter, Item};
+use crate::measure::{self, rate, rate_timed};
+use dhp_core::store::SqliteStore;
+use dhp_core::transport::log;
+use dhp_core::{json, Result, Runner, Supervisor};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+/// How much of everything to run.
+#[derive(Debug, Clone)]
+pub struct Sizes {
+    pub quick: bool,
+    pub rounds: usize,
+    pub build_iters: usize,
+    pub hash_1k_iters: usize,
+    pub hash_100k_iters: usize,
+    pub dispatch_iters: usize,
+    pub claim_iters: usize,
+    pub ckpt_depths: Vec<i64>,
+    pub ckpt_iters: usize,
+    pub group_batches: Vec<usize>,
+    pub group_threads: Vec<usize>,
+    pub group_iters: usize,
+    pub recover_races: usize,
+    pub racers: usize,
+    pub ingest_lines: usize,
+    pub ingest_reps: usize,
+    pub scan_handoffs: usize,
+    pub scan_reps: usize,
+    pub fsync_n: usize,
+}
+
+impl Sizes {
+    /// The sizes of the published table.
+    pub fn full() -> Self {
+        Sizes {
+            quick: false,
+            rounds: 3,
+            build_iters: 20_000,
+            hash_1k_iters: 20_000,
+            hash_100k_iters: 300,
+            dispatch_iters: 1_000,
+            claim_iters: 1_000,
+            ckpt_depths: vec![100, 1_000, 2_000, 10_000, 100_000],
+            ckpt_iters: 1_000,
+            group_batches: vec![1, 8, 32, 128],
+            group_threads: vec![8, 32],
+            group_iters: 200,
+            recover_races: 40,
+            racers: 8,
+            ingest_lines: 10_000,
+            ingest_reps: 3,
+            scan_handoffs: 10_000,
+            scan_reps: 5,
+            fsync_n: 2_000,
+        }
+    }
+
+    /// A smoke run: every code path, tiny sizes (seconds, even unoptimized).
+    pub fn quick() -> Self {
+        Sizes {
+            quick: true,
+            rounds: 1,
+            build_iters: 50,
+            hash_1k_iters: 50,
+            hash_100k_iters: 2,
+            dispatch_iters: 10,
+            claim_iters: 10,
+            ckpt_depths: vec![100, 1_000],
+            ckpt_iters: 10,
+            group_batches: vec![1, 8],
+            group_threads: vec![4],
+            group_iters: 5,
+            recover_races: 2,
+            racers: 8,
+            ingest_lines: 200,
+            ingest_reps: 1,
+            scan_handoffs: 200,
+            scan_reps: 1,
+            fsync_n: 50,
+        }
+    }
+}
+
+fn op(rate: f64, unit: &str, detail: impl Into<String>) -> Value {
+    json!({"rate": rate, "unit": unit, "detail": detail.into()})
+}
+
+/// Everything the suite needs on disk, shared with the reference run.
+#[derive(Debug, Clone)]
+pub struct Fixtures {
+    /// Scratch space for fresh stores (same file system as the fixtures).
+    pub work: PathBuf,
+    /// The transport log to ingest.
+    pub log: PathBuf,
+    /// A store with `scan_handoffs` running handoffs, for our scan.
+    pub scan_root: PathBuf,
+}
+
+/// Make the shared fixtures in `dir`: `ingest.log`, and the scan store in
+/// `scan-rs/` and an identical copy in `scan-py/` for the reference.
+pub fn make_fixtures(dir: &Path, s: &Sizes) -> Result<Fixtures> {
+    let mk = |p: &Path| std::fs::create_dir_all(p).map_err(|e| fixture::io_err(p, e));
+    mk(dir)?;
+    let work = dir.join("work");
+    mk(&work)?;
+    let log = dir.join("ingest.log");
+    fixture::write_log(&log, s.ingest_lines)?;
+    let scan_root = dir.join("scan-rs");
+    let _ = std::fs::remove_dir_all(&scan_root);
+    fixture::scan_store(&scan_root, s.scan_handoffs)?;
+    let copy = dir.join("scan-py");
+    let _ = std::fs::remove_dir_all(&copy);
+    mk(&copy)?;
+    let (from, to) = (scan_root.join("dhp.sqlite3"), copy.join("dhp.sqlite3"));
+    std::fs::copy(&from, &to).map_err(|e| fixture::io_err(&to, e))?;
+    Ok(Fixtures { work, log, scan_root })
+}
+
+/// Run every operation on dhp-core. `progress` gets a line per step.
+pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Result<Value> {
+    let mut ops = Map::new();
+    let cfg = bench_config();
+    let work = &fx.work;
+    let t0 = Instant::now();
+    let mut step = |name: &str, v: Value, ops: &mut Map<String, Value>| {
+        progress(&format!("[{:6.1}s] {name}: {:.1} {}", t0.elapsed().as_secs_f64(), v["rate"].as_f64().unwrap_or(0.0), v["unit"].as_str().unwrap_or("")));
+        ops.insert(name.to_string(), v);
+    };
+
+    // ---- the machine's limits ----
+    let f = measure::fsync_rate(work, s.rounds, s.fsync_n)?;
+    step("fsync_raw", op(f, "fsync/s", "100-byte append + fdatasync"), &mut ops);
+    let c = measure::sqlite_commit_rate(work, s.rounds, s.fsync_n / 2)?;
+    step("sqlite_commit", op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL"), &mut ops);
+
+    // ---- pure CPU ----
+    let r = rate(s.rounds, s.build_iters, |i| fixture::sdk_envelope(i as u64).map(drop))?;
+    step("envelope_build", op(r, "ops/s", "build SDK envelope incl. input_hash, trace_id, handoff_id"), &mut ops);
+    for (name, bytes, iters) in [("canonical_hash_1k", 1_000, s.hash_1k_iters), ("canonical_hash_100k", 100_000, s.hash_100k_iters)] {
+        let st = fixture::state_of_size(bytes);
+        let len = json::canonical(&st)?.len();
+        let r = rate(s.rounds, iters, |_| {
+            std::hint::black_box(json::sha256_hex(&json::canonical(std::hint::black_box(&st))?));
+            Ok(())
+        })?;
+        step(name, op(r, "ops/s", format!("sha256(canonical(state)), {len} bytes")), &mut ops);
+    }
+
+    // ---- store operations (durable) ----
+    {
+        let root = fixture::fresh_root(work, "dispatch");
+        let r0 = Runner::open(&root, "w1", cfg.clone())?;
+        let r = rate(s.rounds, s.dispatch_iters, |i| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop))?;
+        step("dispatch", op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)"), &mut ops);
+        drop(r0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    {
+        let root = fixture::fresh_root(work, "claim");
+        let r0 = Runner::open(&root, "w1", cfg.clone())?;
+        let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters) as u64)?;
+        let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
+        step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"), &mut ops);
+        drop(r0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    for &d in &s.ckpt_depths {
+        let mut bed = CheckpointBed::new(work, d)?;
+        let r = rate(s.rounds, s.ckpt_iters, |_| bed.checkpoint().map(drop))?;
+        step(&format!("checkpoint_{d}"), op(r, "ckpt/s", format!("Runner::checkpoint after {d} earlier checkpoints")), &mut ops);
+    }
+
+    // ---- group commit ----
+    let mut best = (0.0f64, String::new());
+    let mut group = Map::new();
+    for &b in &s.group_batches {
+        let root = fixture::fresh_root(work, "group");
+        let r0 = Runner::open(&root, "w1", cfg.clone())?;
+        let hids = fixture::bulk_dispatch(&r0, 0, b as u64)?;
+        for h in &hids {
+            r0.claim(h)?;
+        }
+        let mut n = 0u64;
+        let tx_rate = rate(s.rounds, s.group_iters, |_| {
+            let items: Vec<Item> = hids
+                .iter()
+                .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: fixture::small_state(n) })
+                .collect();
+            n += 1;
+            for res in group::checkpoint_many(r0.store().as_ref(), &cfg, &items)? {
+                res?;
+            }
+            Ok(())
+        })?;
+        let total = tx_rate * b as f64;
+        let label = format!("checkpoint_many, {b} handoffs per transaction");
+        group.insert(format!("batch_{b}"), op(total, "ckpt/s", label.clone()));
+        if total > best.0 {
+            best = (total, label);
+        }
+        drop(r0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    for &t in &s.group_threads {
+        for grouped in [false, true] {
+            let root = fixture::fresh_root(work, "gthreads");
+            let r0 = Runner::open(&root, "w1", cfg.clone())?;
+            let hids = fixture::bulk_dispatch(&r0, 0, t as u64)?;
+            for h in &hids {
+                r0.claim(h)?;
+            }
+            let (gc, stats) = GroupCommitter::start(r0.store().clone(), cfg.clone(), 1024);
+            let iters = s.group_iters;
+            let start = Instant::now();
+            let failures = Mutex::new(Vec::<String>::new());
+            std::thread::scope(|sc| {
+                for h in &hids {
+                    let handle = gc.handle();
+                    let (r0, failures) = (&r0, &failures);
+                    sc.spawn(move || {
+                        for k in 0..iters {
+                            let st = fixture::small_state(k as u64);
+                            let res = if grouped {
+                                handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: st })
+                            } else {
+                                r0.checkpoint(h, 0, &st)
+                            };
+                            if let Err(e) = res {
+                                failures.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            let el = start.elapsed().as_secs_f64();
+            drop(gc);
+            let fails = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+            assert!(fails.is_empty(), "group commit workers failed: {fails:?}");
+            let total = (t * iters) as f64 / el;
+            let st = *stats.lock().unwrap_or_else(|p| p.into_inner());
+            let label = if grouped {
+                format!(
+                    "{t} worker threads, GroupCommitter (avg {:.1} ckpt per fsync)",
+                    st.checkpoints as f64 / st.transactions.max(1) as f64
+                )
+            } else {
+                format!("{t} worker threads, Runner::checkpoint each (no grouping)")
+            };
+            group.insert(format!("threads_{t}_{}", if grouped { "grouped" } else { "plain" }), op(total, "ckpt/s", label.clone()));
+            if grouped && total > best.0 {
+                best = (total, label);
+            }
+            drop(r0);
+            let _ = std::fs::remove_dir_all(&root);
+        }
+    }
+    step("group_commit_best", op(best.0, "ckpt/s", best.1), &mut ops);
+    ops.insert("group_commit".into(), Value::Object(group));
+
+    // ---- recover race ----
+    let r = recover_race(work, s.racers, s.recover_races)?;
+    step("recover_race", op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)), &mut ops);
+
+    // ---- ingest ----
+    let r = rate_timed(1, s.ingest_reps, |_| {
+        let root = fixture::fresh_root(work, "ingest");
+        let store = SqliteStore::open(&root)?;
+        let t = Instant::now();
+        let rep = log::ingest(&store, &fx.log, &cfg)?;
+        let el = t.elapsed();
+        assert_eq!(rep.checkpoints_new, s.ingest_lines, "ingest fixture");
+        drop(store);
+        let _ = std::fs::remove_dir_all(&root);
+        Ok(el)
+    })?;
+    step("ingest", op(r * s.ingest_lines as f64, "lines/s", format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines)), &mut ops);
+
+    // ---- supervisor scan ----
+    let sup = Supervisor::open(&fx.scan_root, "bench-sup", cfg.clone())?;
+    let acts = sup.scan()?;
+    assert!(acts.is_empty(), "scan fixture should need no action: {acts:?}");
+    let r = rate(1, s.scan_reps, |_| sup.scan().map(drop))?;
+    step(
+        "scan",
+        op(r, "scans/s", format!("Supervisor::scan over {} running handoffs ({:.0} handoffs/s)", s.scan_handoffs, r * s.scan_handoffs as f64)),
+        &mut ops,
+    );
+
+    Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops, "loadavg_end": measure::loadavg()}))
+}
+
+/// `races` recover races of `racers` threads, each with its own store
+/// connection, on freshly orphaned handoffs. Returns races per second
+/// (time from the start barrier until every racer returned).
+pub fn recover_race(work: &Path, racers: usize, races: usize) -> Result<f64> {
+    let root = fixture::fresh_root(work, "recover");
+    let cfg = bench_config();
+    let owner = Runner::open(&root, "w0", cfg.clone())?;
+    let sup = Supervisor::open(&root, "sup", cfg.clone())?;
+    let runners: Vec<Runner> =
+        (0..racers).map(|k| Runner::open(&root, &format!("r{k}"), cfg.clone())).collect::<Result<_>>()?;
+    let start = Arc::new(Barrier::new(racers + 1));
+    let end = Arc::new(Barrier::new(racers + 1));
+    let slot = Arc::new(Mutex::new(None::<String>));
+    let wins = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let mut total = Duration::ZERO;
+    std::thread::scope(|sc| -> Result<()> {
+        for (k, r) in runners.iter().enumerate() {
+            let (start, end, slot, wins) = (start.clone(), end.clone(), slot.clone(), wins.clone());
+            sc.spawn(move || loop {
+                start.wait();
+                let hid = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let Some(hid) = hid else { break };
+                let won = r.recover(&hid).is_ok();
+                if won {
+                    wins.lock().unwrap_or_else(|p| p.into_inner()).push(k);
+                }
+                end.wait();
+            });
+        }
+        let mut result = Ok(());
+        for i in 0..races {
+            let set_up = (|| -> Result<()> {
+                let hid = owner.dispatch(&fixture::sdk_envelope(i as u64)?)?;
+                owner.claim(&hid)?;
+                fixture::orphan(&owner, &sup, &hid)?;
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(hid);
+                Ok(())
+            })();
+            if let Err(e) = set_up {
+                result = Err(e);
+                break;
+            }
+            wins.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            let t = Instant::now();
+            start.wait();
+            end.wait();
+            total += t.elapsed();
+            let w = wins.lock().unwrap_or_else(|p| p.into_inner()).len();
+            assert_eq!(w, 1, "exactly one of {racers} recoverers must win, {w} did");
+        }
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        start.wait();
+        result
+    })?;
+    drop(runners);
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(races as f64 / total.as_secs_f64())
+}
+
+/// Run `dhp work` on a census handoff as a child process and return its
+/// peak RSS in KiB. Call from a process that has no other children.
+pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Result<(i64, Value)> {
+    let root = fixture::fresh_root(work, "rss");
+    let r = Runner::open(&root, "dispatcher", dhp_core::Config::default())?;
+    let chunks = (hi - lo).div_ceil(chunk) as i64;
+    let budget = dhp_core::envelope::Budget { max_steps: chunks + 100, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: 25 };
+    let env = dhp_core::envelope::build(
+        dhp_core::census::KIND,
+        dhp_core::census::inputs(lo, hi, chunk),
+        dhp_core::census::output_schema(),
+        dhp_core::envelope::BuildOptions { budget: Some(budget.to_value()), created_by: Some("dhp-bench".into()), ..Default::default() },
+    )?;
+    let hid = r.dispatch(&env)?;
+    drop(r);
+    let t = Instant::now();
+    let out = std::process::Command::new(dhp)
+        .arg("--json")
+        .arg("work")
+        .arg(&root)
+        .args(["--runner", "w-rss", "claim", &hid])
+        .output()
+        .map_err(|e| fixture::io_err(dhp, e))?;
+    let el = t.elapsed().as_secs_f64();
+    let rss = measure::children_max_rss_kib();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let _ = std::fs::remove_dir_all(&root);
+    if !out.status.success() {
+        return Err(dhp_core::Error::Validation(format!(
+            "dhp work failed ({}): {} {}",
+            out.status,
+            stdout,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+    Ok((rss, json!({"checkpoints": chunks, "elapsed_s": el, "result": v})))
+}
