@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dhp_core::envelope::{self, BuildOptions, Budget};
 use dhp_core::history::History;
 use dhp_core::supervisor::Supervisor;
-use dhp_core::transport::{log, FileShipper, Shipper};
+use dhp_core::transport::{log, net, FileShipper, Shipper};
 use dhp_core::worker::{self, Outcome, Start, WorkOptions};
 use dhp_core::{census, json, Config, Error, Runner};
 use serde_json::{json, Value};
@@ -74,6 +74,20 @@ enum Cmd {
     },
     /// Run the built-in prime-census worker on a handoff.
     Work(WorkArgs),
+    /// Serve TCP checkpoint shipping: verified lines go to LOGDIR/<hid>.log
+    /// (token from DHP_TRANSPORT_TOKEN; SIGTERM/SIGINT stop it gracefully).
+    Transport {
+        logdir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// 0 picks a free port (printed on the first line).
+        #[arg(long, default_value_t = dhp_core::transport::net::DEFAULT_PORT)]
+        port: u16,
+        /// Drop a connection that takes longer than this (seconds) to send a
+        /// frame or to read a reply.
+        #[arg(long, default_value_t = 60.0)]
+        idle_timeout: f64,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -151,6 +165,31 @@ struct WorkArgs {
     /// Heartbeat only after each chunk, not from a background thread.
     #[arg(long)]
     no_background_heartbeat: bool,
+    /// Ship every checkpoint to a `dhp transport` server (or the
+    /// reference's) at HOST:PORT; token from DHP_TRANSPORT_TOKEN.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "ship")]
+    ship_to: Option<String>,
+    /// sync: a checkpoint returns only once the peer acked it; async: ship
+    /// in the background with at most --ship-max-lag lines unacked.
+    #[arg(long, value_enum, default_value = "sync", requires = "ship_to")]
+    ship_mode: ShipModeArg,
+    /// Local buffer log for --ship-to (a directory, or a file ending not
+    /// in '/'); default ROOT/ship-buffer/.
+    #[arg(long, requires = "ship_to")]
+    ship_buffer: Option<PathBuf>,
+    /// Unacked lines allowed in async mode before a checkpoint waits.
+    #[arg(long, default_value_t = 256, requires = "ship_to")]
+    ship_max_lag: usize,
+    /// Longest a checkpoint waits on the peer (seconds) before failing
+    /// with a transport error.
+    #[arg(long, default_value_t = 30.0, requires = "ship_to")]
+    ship_timeout: f64,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum ShipModeArg {
+    Sync,
+    Async,
 }
 
 /// A failure with its exit code and kind.
@@ -255,6 +294,7 @@ fn run(cli: Cli) -> Result<(Value, String), Failure> {
             Ok((json!({"approval_id": approval_id, "recorded": recorded}), format!("recorded: {recorded}")))
         }
         Cmd::Work(a) => work(a, cfg),
+        Cmd::Transport { logdir, host, port, idle_timeout } => transport_server(logdir, &host, port, idle_timeout, cfg),
     }
 }
 
@@ -376,8 +416,10 @@ fn work(a: WorkArgs, cfg: Config) -> Result<(Value, String), Failure> {
         Some(p) => History::open(p, &a.runner).map_err(|e| Error::Transport(format!("history {}: {e}", p.display())))?,
         None => History::disabled(),
     };
-    let shipper: Option<Box<dyn Shipper>> =
-        a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>);
+    let shipper: Option<Box<dyn Shipper>> = match &a.ship_to {
+        Some(addr) => Some(Box::new(tcp_shipper(&a, addr, &cfg)?)),
+        None => a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>),
+    };
     let opts = WorkOptions {
         root: sup_root(&a.root),
         start: if a.mode == StartArg::Claim { Start::Claim } else { Start::Recover },
@@ -400,4 +442,71 @@ fn work(a: WorkArgs, cfg: Config) -> Result<(Value, String), Failure> {
             Ok((v, text))
         }
     }
+}
+
+// ---- TCP transport (server and --ship-to) ----
+
+fn tcp_shipper(a: &WorkArgs, addr: &str, cfg: &Config) -> Result<net::TcpShipper, Failure> {
+    if !(a.ship_timeout.is_finite() && a.ship_timeout > 0.0) {
+        return Err(usage("--ship-timeout must be a positive number of seconds"));
+    }
+    let mode = match a.ship_mode {
+        ShipModeArg::Sync => net::ShipMode::Sync,
+        ShipModeArg::Async => net::ShipMode::Async { max_lag: a.ship_max_lag },
+    };
+    let buffer = match &a.ship_buffer {
+        Some(p) if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') => net::BufferLog::Dir(p.clone()),
+        Some(p) => net::BufferLog::File(p.clone()),
+        None => net::BufferLog::Dir(a.root.join("ship-buffer")),
+    };
+    let opts = net::ShipperOptions {
+        buffer: Some(buffer),
+        call_timeout: Duration::from_secs_f64(a.ship_timeout),
+        cfg: cfg.clone(),
+        ..net::ShipperOptions::from_env(mode)?
+    };
+    Ok(net::TcpShipper::new(addr, opts)?)
+}
+
+fn transport_server(logdir: PathBuf, host: &str, port: u16, idle_timeout: f64, cfg: Config) -> Result<(Value, String), Failure> {
+    use std::io::Write;
+    if !(idle_timeout.is_finite() && idle_timeout > 0.0) {
+        return Err(usage("--idle-timeout must be a positive number of seconds"));
+    }
+    let token = std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default();
+    if token.is_empty() {
+        tracing::warn!("DHP_TRANSPORT_TOKEN is not set: accepting any client");
+    }
+    std::fs::create_dir_all(&logdir).map_err(|e| Error::Transport(format!("log dir {}: {e}", logdir.display())))?;
+    let shown = logdir.canonicalize().unwrap_or_else(|_| logdir.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Transport(format!("cannot start the runtime: {e}")))?;
+    let stats = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let sig = |k| signal(k).map_err(|e| Error::Transport(format!("cannot watch signals: {e}")));
+        let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
+        let listener = tokio::net::TcpListener::bind((host, port))
+            .await
+            .map_err(|e| Error::Transport(format!("cannot listen on {host}:{port}: {e}")))?;
+        let local = listener.local_addr().map_err(|e| Error::Transport(format!("listener address: {e}")))?;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
+        let _ = out.flush();
+        drop(out);
+        let server = net::ServerConfig { logdir, token, cfg, idle_timeout: Duration::from_secs_f64(idle_timeout) };
+        net::run(listener, server, async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+        .await
+    })?;
+    let text = format!(
+        "dhp transport: stopped ({} connections, {} checkpoints appended, {} duplicates, {} frames refused)",
+        stats.connections, stats.checkpoints_appended, stats.checkpoints_duplicate, stats.frames_rejected
+    );
+    Ok((json!({"stats": stats}), text))
 }

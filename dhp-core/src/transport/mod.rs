@@ -2,6 +2,7 @@
 //! protocol; TCP only moves its lines.
 
 pub mod log;
+pub mod net;
 
 use crate::config::Config;
 use crate::error::Result;

@@ -1,0 +1,194 @@
+//! TCP checkpoint shipping (PROTOCOL §6): a server that appends shipped
+//! lines to `<logdir>/<hid>.log`, and a [`Shipper`](super::Shipper) that
+//! sends them, wire-compatible with the reference's `dhp.net`
+//! (`TransportServer`, `NetShipper`).
+//!
+//! Newline-delimited JSON both ways, every frame written as Python
+//! `json.dumps(obj, sort_keys=True)`:
+//!
+//! ```text
+//! C → S  {"handoff_id": H, "token": T, "type": "hello"}
+//! S → C  {"ack_seq": N, "ok": true}          (highest seq held, -1 if none)
+//!      | {"error": "...", "ok": false}
+//! C → S  {"envelope": {...}, "type": "envelope"}                → {"ok": true}
+//! C → S  {"at": ..., "seq": N, "state": {...}, "state_hash": ..., "type": "checkpoint"}
+//!                                                               → {"ok": true, "seq": N}
+//! C → S  {"type": "bye"}                                        → {"ok": true}
+//! ```
+//!
+//! A checkpoint frame is exactly a transport-log line, so the shipper sends
+//! the lines it also writes to its local buffer log.
+//!
+//! Where this goes beyond the reference:
+//! - the server verifies that the envelope and any `handoff_id` carried by
+//!   a checkpoint frame belong to the handoff named in the hello, refuses
+//!   checkpoints before an envelope header exists (ingest would skip them),
+//!   and does not append a seq the log already holds;
+//! - lines are capped at `DHP_TRANSPORT_MAX_LINE_BYTES` while reading, each
+//!   connection has an idle timeout, and one slow or hostile client cannot
+//!   stall the others;
+//! - the shipper pipelines frames, reconnects with exponential backoff,
+//!   resumes from the server's `ack_seq` and replays what the server lacks
+//!   from its local buffer log; every wait is bounded.
+
+mod seqset;
+mod server;
+mod shipper;
+
+pub use server::{run, ServerConfig, ServerStats};
+pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
+
+/// The reference's default port.
+pub const DEFAULT_PORT: u16 = 8471;
+
+/// Longest reply the shipper accepts from a server (replies are tiny; this
+/// only bounds what a hostile peer can make us buffer).
+pub(crate) const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// What reading one frame produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// A complete line (without its newline) is in the buffer.
+    Line,
+    /// The peer closed the connection between frames.
+    Eof,
+    /// The peer closed the connection in the middle of a line (discarded).
+    Partial,
+    /// The line would exceed the cap; nothing beyond the cap was buffered.
+    TooLong,
+}
+
+/// Would a line whose content is `len` bytes (newline not counted) exceed
+/// `max` (which, as in the log, counts the newline)?
+pub(crate) fn over_cap(len: usize, max: usize) -> bool {
+    len.saturating_add(1) > max
+}
+
+/// Read one `\n`-terminated line into `buf` (cleared first), never holding
+/// more than `max` bytes of it.
+pub(crate) async fn read_frame_async<R>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Frame>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    use tokio::io::AsyncBufReadExt;
+    buf.clear();
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            return Ok(if buf.is_empty() { Frame::Eof } else { Frame::Partial });
+        }
+        if let Some(i) = avail.iter().position(|b| *b == b'\n') {
+            if over_cap(buf.len() + i, max) {
+                r.consume(i + 1);
+                return Ok(Frame::TooLong);
+            }
+            buf.extend_from_slice(&avail[..i]);
+            r.consume(i + 1);
+            return Ok(Frame::Line);
+        }
+        let n = avail.len();
+        if over_cap(buf.len() + n, max) {
+            return Ok(Frame::TooLong);
+        }
+        buf.extend_from_slice(avail);
+        r.consume(n);
+    }
+}
+
+/// Blocking twin of [`read_frame_async`].
+pub(crate) fn read_frame_sync<R: std::io::BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Frame> {
+    buf.clear();
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(if buf.is_empty() { Frame::Eof } else { Frame::Partial });
+        }
+        if let Some(i) = avail.iter().position(|b| *b == b'\n') {
+            if over_cap(buf.len() + i, max) {
+                r.consume(i + 1);
+                return Ok(Frame::TooLong);
+            }
+            buf.extend_from_slice(&avail[..i]);
+            r.consume(i + 1);
+            return Ok(Frame::Line);
+        }
+        let n = avail.len();
+        if over_cap(buf.len() + n, max) {
+            return Ok(Frame::TooLong);
+        }
+        buf.extend_from_slice(avail);
+        r.consume(n);
+    }
+}
+
+/// Append `line` plus a newline to `path` with one `write(2)`; when
+/// `terminate_previous` is set, first end a torn last line (a crash
+/// mid-write) so that the new line stays intact and the torn one is
+/// skipped at ingest. Returns the bytes written.
+pub(crate) fn append_raw(path: &std::path::Path, line: &[u8], terminate_previous: bool) -> crate::Result<u64> {
+    use std::io::Write;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| crate::Error::io(path, e))?;
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    if terminate_previous {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(line);
+    buf.push(b'\n');
+    f.write_all(&buf).map_err(|e| crate::Error::io(path, e))?;
+    Ok(buf.len() as u64)
+}
+
+/// Does a non-empty file end without a newline (a torn last line)?
+pub(crate) fn ends_torn(data: &[u8]) -> bool {
+    data.last().is_some_and(|b| *b != b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_frames_respect_the_cap() {
+        let mut buf = Vec::new();
+        let mut r = std::io::BufReader::with_capacity(4, &b"abc\ndefghijk\nxy"[..]);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Line);
+        assert_eq!(buf, b"abc");
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::TooLong);
+        assert!(buf.len() < 8);
+        let mut r = std::io::BufReader::new(&b"1234567\nxy"[..]);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Line);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Partial);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Eof);
+        let mut r = std::io::BufReader::new(&b"12345678\n"[..]);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::TooLong);
+    }
+
+    #[tokio::test]
+    async fn async_frames_respect_the_cap() {
+        let mut buf = Vec::new();
+        let mut r = tokio::io::BufReader::with_capacity(3, &b"ab\n0123456789\nok\nhalf"[..]);
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Line);
+        assert_eq!(buf, b"ab");
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::TooLong);
+        assert!(buf.len() <= 6);
+    }
+
+    #[test]
+    fn torn_tail_is_terminated() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.log");
+        std::fs::write(&p, b"{\"type\": \"checkpoint\", \"se").unwrap();
+        assert!(ends_torn(&std::fs::read(&p).unwrap()));
+        append_raw(&p, b"{\"type\": \"bye\"}", true).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().nth(1), Some("{\"type\": \"bye\"}"));
+        assert!(!ends_torn(text.as_bytes()));
+    }
+}

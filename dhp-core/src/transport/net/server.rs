@@ -1,0 +1,531 @@
+//! The transport server: one task per connection, one append lock per
+//! handoff log, held only while the log is written.
+
+use super::seqset::SeqSet;
+use super::{append_raw, ends_torn, read_frame_async, Frame};
+use crate::config::Config;
+use crate::envelope::{self, utcnow_iso};
+use crate::error::{Error, Result};
+use crate::json;
+use crate::runner::checked_state;
+use crate::transport::log::{self, Line};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Mutex as AsyncMutex, OwnedMutexGuard};
+use tokio::task::JoinSet;
+
+/// Connections served at once; more are told `server busy` and closed.
+const MAX_CONNECTIONS: usize = 4096;
+/// Consecutive rejected frames after which a connection is dropped.
+const MAX_BAD_STREAK: u32 = 64;
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where `<hid>.log` files are written (created if missing).
+    pub logdir: PathBuf,
+    /// Shared secret every hello must carry; empty disables authentication
+    /// (as in the reference).
+    pub token: String,
+    /// Limits: `transport_max_line_bytes` caps a frame,
+    /// `max_checkpoint_bytes` a checkpoint state.
+    pub cfg: Config,
+    /// A connection that takes longer than this to deliver a whole frame,
+    /// or to take a reply, is closed.
+    pub idle_timeout: Duration,
+}
+
+/// What a server did, returned when it stops.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ServerStats {
+    pub connections: u64,
+    pub hellos_accepted: u64,
+    pub hellos_rejected: u64,
+    pub envelopes: u64,
+    pub checkpoints_appended: u64,
+    pub checkpoints_duplicate: u64,
+    pub frames_rejected: u64,
+    pub lines_too_long: u64,
+    pub partial_lines: u64,
+    pub idle_timeouts: u64,
+    pub busy_rejections: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    connections: AtomicU64,
+    hellos_accepted: AtomicU64,
+    hellos_rejected: AtomicU64,
+    envelopes: AtomicU64,
+    checkpoints_appended: AtomicU64,
+    checkpoints_duplicate: AtomicU64,
+    frames_rejected: AtomicU64,
+    lines_too_long: AtomicU64,
+    partial_lines: AtomicU64,
+    idle_timeouts: AtomicU64,
+    busy_rejections: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    fn snapshot(&self) -> ServerStats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ServerStats {
+            connections: g(&self.connections),
+            hellos_accepted: g(&self.hellos_accepted),
+            hellos_rejected: g(&self.hellos_rejected),
+            envelopes: g(&self.envelopes),
+            checkpoints_appended: g(&self.checkpoints_appended),
+            checkpoints_duplicate: g(&self.checkpoints_duplicate),
+            frames_rejected: g(&self.frames_rejected),
+            lines_too_long: g(&self.lines_too_long),
+            partial_lines: g(&self.partial_lines),
+            idle_timeouts: g(&self.idle_timeouts),
+            busy_rejections: g(&self.busy_rejections),
+        }
+    }
+}
+
+/// What the server knows about one `<hid>.log`. Kept in memory so that a
+/// hello costs a `stat`, not a scan; re-read whenever the file changed
+/// behind our back (size or inode differ from what we wrote).
+#[derive(Debug)]
+struct HidLog {
+    path: PathBuf,
+    loaded: bool,
+    len: u64,
+    ino: u64,
+    /// The file ends in a torn line (crash mid-write by someone).
+    torn: bool,
+    /// `handoff_id` of the first envelope record, if any.
+    header: Option<String>,
+    seqs: SeqSet,
+}
+
+#[cfg(unix)]
+fn ino_of(m: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(m)
+}
+#[cfg(not(unix))]
+fn ino_of(_m: &std::fs::Metadata) -> u64 {
+    0
+}
+
+impl HidLog {
+    fn new(path: PathBuf) -> Self {
+        HidLog { path, loaded: false, len: 0, ino: 0, torn: false, header: None, seqs: SeqSet::new() }
+    }
+
+    /// Bring the in-memory view up to date with the file.
+    fn refresh(&mut self, cfg: &Config) -> Result<()> {
+        match std::fs::metadata(&self.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                *self = HidLog { loaded: true, ..HidLog::new(std::mem::take(&mut self.path)) };
+                Ok(())
+            }
+            Err(e) => Err(Error::io(&self.path, e)),
+            Ok(m) if self.loaded && m.len() == self.len && ino_of(&m) == self.ino => Ok(()),
+            Ok(_) => self.rescan(cfg),
+        }
+    }
+
+    fn rescan(&mut self, cfg: &Config) -> Result<()> {
+        let data = std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let m = std::fs::metadata(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let mut header = None;
+        let mut seqs = SeqSet::new();
+        for line in log::parse_lines(&data, cfg) {
+            let Line::Record(v) = line else { continue };
+            match v["type"].as_str() {
+                Some("envelope") if header.is_none() => {
+                    header = v.pointer("/envelope/handoff_id").and_then(Value::as_str).map(str::to_string);
+                }
+                Some("checkpoint") => {
+                    if let Some(s) = v.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0) {
+                        seqs.insert(s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.loaded = true;
+        self.len = data.len() as u64;
+        self.ino = ino_of(&m);
+        self.torn = ends_torn(&data);
+        self.header = header;
+        self.seqs = seqs;
+        if self.len != m.len() {
+            // Appended to while we read: read again on next use.
+            self.loaded = false;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, line: &str) -> Result<()> {
+        let n = append_raw(&self.path, line.as_bytes(), self.torn)?;
+        self.torn = false;
+        if self.len == 0 {
+            if let Ok(m) = std::fs::metadata(&self.path) {
+                self.ino = ino_of(&m);
+            }
+        }
+        self.len += n;
+        Ok(())
+    }
+}
+
+struct Srv {
+    cfg: ServerConfig,
+    token_digest: Option<[u8; 32]>,
+    logs: std::sync::Mutex<HashMap<String, Arc<AsyncMutex<HidLog>>>>,
+    stats: Counters,
+}
+
+/// A reply frame plus whether the connection ends after it.
+struct Reply {
+    body: Value,
+    close: bool,
+}
+
+fn ok(body: Value) -> Reply {
+    Reply { body, close: false }
+}
+
+fn refuse(msg: impl Into<String>) -> Reply {
+    Reply { body: json!({"ok": false, "error": msg.into()}), close: false }
+}
+
+fn refuse_and_close(msg: impl Into<String>) -> Reply {
+    Reply { body: json!({"ok": false, "error": msg.into()}), close: true }
+}
+
+/// What a connection is bound to after a good hello.
+struct Session {
+    hid: String,
+    log: Arc<AsyncMutex<HidLog>>,
+}
+
+impl Srv {
+    fn hid_log(&self, hid: &str) -> Result<Arc<AsyncMutex<HidLog>>> {
+        let path = log::log_path(&self.cfg.logdir, hid)?;
+        let mut map = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(map.entry(hid.to_string()).or_insert_with(|| Arc::new(AsyncMutex::new(HidLog::new(path)))).clone())
+    }
+
+    /// Run `f` on a handoff log, under its lock, off the async threads.
+    async fn with_log<T: Send + 'static>(
+        &self,
+        log: &Arc<AsyncMutex<HidLog>>,
+        f: impl FnOnce(&mut HidLog, &Config) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let mut guard: OwnedMutexGuard<HidLog> = log.clone().lock_owned().await;
+        let cfg = self.cfg.cfg.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = guard.refresh(&cfg).and_then(|_| f(&mut guard, &cfg));
+            if r.is_err() {
+                // Unknown state on disk: re-read before the next use.
+                guard.loaded = false;
+            }
+            r
+        })
+        .await
+        .map_err(|e| Error::Transport(format!("log writer task failed: {e}")))?
+    }
+
+    fn token_ok(&self, presented: Option<&str>) -> bool {
+        let Some(want) = &self.token_digest else { return true };
+        let Some(got) = presented else { return false };
+        let got: [u8; 32] = Sha256::digest(got.as_bytes()).into();
+        bool::from(got.ct_eq(want))
+    }
+
+    async fn hello(&self, msg: &Value) -> (Reply, Option<Session>) {
+        if msg.get("type").and_then(Value::as_str) != Some("hello") {
+            bump(&self.stats.hellos_rejected);
+            return (refuse_and_close("want hello"), None);
+        }
+        if !self.token_ok(msg.get("token").and_then(Value::as_str)) {
+            bump(&self.stats.hellos_rejected);
+            tracing::warn!("transport: rejected a client (bad token)");
+            return (refuse_and_close("bad token"), None);
+        }
+        let hid = msg.get("handoff_id").and_then(Value::as_str).unwrap_or("");
+        let log = match envelope::check_hid(hid).and_then(|_| self.hid_log(hid)) {
+            Ok(l) => l,
+            Err(e) => {
+                bump(&self.stats.hellos_rejected);
+                return (refuse_and_close(e.to_string()), None);
+            }
+        };
+        match self.with_log(&log, |l, _| Ok(l.seqs.max())).await {
+            Ok(ack) => {
+                bump(&self.stats.hellos_accepted);
+                tracing::info!(hid = &hid[..12], ack, "transport: client shipping");
+                (ok(json!({"ok": true, "ack_seq": ack})), Some(Session { hid: hid.to_string(), log }))
+            }
+            Err(e) => {
+                bump(&self.stats.hellos_rejected);
+                tracing::error!(error = %e, "transport: cannot read log");
+                (refuse_and_close(format!("server cannot read log: {e}")), None)
+            }
+        }
+    }
+
+    async fn envelope(&self, s: &Session, msg: &Value) -> Reply {
+        let env = msg.get("envelope").cloned().unwrap_or(Value::Null);
+        let hid = match envelope::verify(&env) {
+            Ok(h) => h,
+            Err(Error::Tamper(m)) => return refuse(format!("envelope identity failed: {m}")),
+            Err(e) => return refuse(format!("bad envelope: {e}")),
+        };
+        if hid != s.hid {
+            return refuse("envelope is for a different handoff than the hello");
+        }
+        let line = match log::envelope_line(&env) {
+            Ok(l) if super::over_cap(l.len(), self.cfg.cfg.transport_max_line_bytes) => {
+                return refuse("envelope line exceeds max line bytes")
+            }
+            Ok(l) => l,
+            Err(e) => return refuse(format!("bad envelope: {e}")),
+        };
+        let want = s.hid.clone();
+        let r = self
+            .with_log(&s.log, move |l, _| match &l.header {
+                Some(h) if *h == want => Ok(None),
+                Some(h) => Ok(Some(format!("log already holds handoff {h}"))),
+                None => {
+                    l.append(&line)?;
+                    l.header = Some(want);
+                    Ok(None)
+                }
+            })
+            .await;
+        match r {
+            Ok(None) => {
+                bump(&self.stats.envelopes);
+                ok(json!({"ok": true}))
+            }
+            Ok(Some(m)) => refuse(m),
+            Err(e) => refuse(format!("server cannot write log: {e}")),
+        }
+    }
+
+    async fn checkpoint(&self, s: &Session, msg: &Value) -> Reply {
+        if let Some(h) = msg.get("handoff_id") {
+            if h.as_str() != Some(s.hid.as_str()) {
+                return refuse("checkpoint is for a different handoff than the hello");
+            }
+        }
+        let seq = msg.get("seq").filter(|v| v.is_number()).and_then(Value::as_i64).filter(|s| *s >= 0);
+        let state = msg.get("state").filter(|v| v.is_object());
+        let (Some(seq), Some(state)) = (seq, state) else {
+            return refuse("bad checkpoint frame");
+        };
+        let hash = match checked_state(state, &self.cfg.cfg) {
+            Ok((_, h)) => h,
+            Err(e) => return refuse(e.to_string()),
+        };
+        if msg.get("state_hash").and_then(Value::as_str) != Some(hash.as_str()) {
+            return refuse("hash mismatch");
+        }
+        let at = msg.get("at").and_then(Value::as_str).map_or_else(utcnow_iso, str::to_string);
+        let line = match log::checkpoint_line(seq, state, &hash, &at) {
+            Ok(l) if super::over_cap(l.len(), self.cfg.cfg.transport_max_line_bytes) => {
+                return refuse("checkpoint line exceeds max line bytes")
+            }
+            Ok(l) => l,
+            Err(e) => return refuse(e.to_string()),
+        };
+        let r = self
+            .with_log(&s.log, move |l, _| {
+                if l.header.is_none() {
+                    return Ok(Err("no envelope for this handoff yet: send the envelope first"));
+                }
+                if l.seqs.contains(seq) {
+                    return Ok(Ok(false));
+                }
+                l.append(&line)?;
+                l.seqs.insert(seq);
+                Ok(Ok(true))
+            })
+            .await;
+        match r {
+            Ok(Ok(appended)) => {
+                bump(if appended { &self.stats.checkpoints_appended } else { &self.stats.checkpoints_duplicate });
+                ok(json!({"ok": true, "seq": seq}))
+            }
+            Ok(Err(m)) => refuse(m),
+            Err(e) => refuse(format!("server cannot write log: {e}")),
+        }
+    }
+
+    /// Answer one complete line.
+    async fn frame(&self, session: &mut Option<Session>, raw: &[u8]) -> Reply {
+        let msg = match json::parse_bytes(raw) {
+            Ok(v) if v.is_object() => v,
+            Ok(_) => return self.bad(session, "bad frame: not a JSON object".into()),
+            Err(e) => return self.bad(session, format!("bad frame: {e}")),
+        };
+        let Some(s) = session.as_ref() else {
+            let (reply, s) = self.hello(&msg).await;
+            *session = s;
+            return reply;
+        };
+        match msg.get("type").and_then(Value::as_str) {
+            Some("envelope") => self.envelope(s, &msg).await,
+            Some("checkpoint") => self.checkpoint(s, &msg).await,
+            Some("bye") => Reply { body: json!({"ok": true}), close: true },
+            Some("hello") => refuse("already said hello"),
+            _ => refuse("unknown type"),
+        }
+    }
+
+    fn bad(&self, session: &Option<Session>, msg: String) -> Reply {
+        if session.is_none() {
+            bump(&self.stats.hellos_rejected);
+            refuse_and_close(msg)
+        } else {
+            refuse(msg)
+        }
+    }
+
+    async fn serve(self: Arc<Self>, sock: TcpStream, peer: SocketAddr, mut shutdown: watch::Receiver<bool>) {
+        let _ = sock.set_nodelay(true);
+        let idle = self.cfg.idle_timeout;
+        let max = self.cfg.cfg.transport_max_line_bytes;
+        let (rd, wr) = sock.into_split();
+        let mut rd = BufReader::with_capacity(64 * 1024, rd);
+        let mut wr = BufWriter::with_capacity(16 * 1024, wr);
+        let mut buf = Vec::new();
+        let mut session: Option<Session> = None;
+        let mut bad_streak = 0u32;
+        loop {
+            let got = tokio::select! {
+                biased;
+                _ = shutdown.wait_for(|stop| *stop) => break,
+                r = tokio::time::timeout(idle, read_frame_async(&mut rd, &mut buf, max)) => r,
+            };
+            let reply = match got {
+                Err(_) => {
+                    bump(&self.stats.idle_timeouts);
+                    tracing::debug!(%peer, "transport: idle timeout");
+                    break;
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "transport: read failed");
+                    break;
+                }
+                Ok(Ok(Frame::Eof)) => break,
+                Ok(Ok(Frame::Partial)) => {
+                    bump(&self.stats.partial_lines);
+                    tracing::info!(%peer, bytes = buf.len(), "transport: connection closed mid-line (discarded)");
+                    break;
+                }
+                Ok(Ok(Frame::TooLong)) => {
+                    bump(&self.stats.lines_too_long);
+                    tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
+                    refuse_and_close(format!("line exceeds max line bytes ({max})"))
+                }
+                Ok(Ok(Frame::Line)) => {
+                    if buf.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    self.frame(&mut session, &buf).await
+                }
+            };
+            if reply.body["ok"] == true {
+                bad_streak = 0;
+            } else {
+                bump(&self.stats.frames_rejected);
+                bad_streak += 1;
+            }
+            let mut text = match json::dumps_sorted(&reply.body) {
+                Ok(t) => t,
+                Err(_) => "{\"error\": \"internal error\", \"ok\": false}".to_string(),
+            };
+            text.push('\n');
+            // Hold replies while the client has more complete frames queued
+            // (pipelining): one write for many acks.
+            let more = rd.buffer().contains(&b'\n') && !reply.close;
+            let wrote = tokio::time::timeout(idle, async {
+                wr.write_all(text.as_bytes()).await?;
+                if !more {
+                    wr.flush().await?;
+                }
+                std::io::Result::Ok(())
+            })
+            .await;
+            if !matches!(wrote, Ok(Ok(()))) {
+                tracing::debug!(%peer, "transport: client not reading replies; closing");
+                break;
+            }
+            if reply.close || bad_streak >= MAX_BAD_STREAK {
+                break;
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1).min(idle), async {
+            let _ = wr.flush().await;
+            let _ = wr.shutdown().await;
+        })
+        .await;
+    }
+}
+
+/// Serve until `shutdown` resolves: then stop accepting, let every
+/// connection finish the frame it is processing, and return.
+pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Future<Output = ()>) -> Result<ServerStats> {
+    server.cfg.validate()?;
+    if server.idle_timeout.is_zero() {
+        return Err(Error::Config("transport idle timeout must be > 0".into()));
+    }
+    std::fs::create_dir_all(&server.logdir).map_err(|e| Error::io(&server.logdir, e))?;
+    let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
+    let srv = Arc::new(Srv { cfg: server, token_digest, logs: Default::default(), stats: Counters::default() });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            acc = listener.accept() => match acc {
+                Ok((sock, peer)) => {
+                    bump(&srv.stats.connections);
+                    if tasks.len() >= MAX_CONNECTIONS {
+                        bump(&srv.stats.busy_rejections);
+                        tasks.spawn(busy(sock));
+                    } else {
+                        tasks.spawn(srv.clone().serve(sock, peer, stop_rx.clone()));
+                    }
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "transport: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    Ok(srv.stats.snapshot())
+}
+
+async fn busy(mut sock: TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n")).await;
+}
