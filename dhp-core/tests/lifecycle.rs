@@ -1,0 +1,199 @@
+//! The runner and supervisor paths beyond the happy path: DLQ, stalls,
+//! budget kills, leadership, heartbeats, effects, approvals, capabilities.
+
+mod common;
+use common::*;
+use dhp_core::envelope::{self, BuildOptions};
+use dhp_core::supervisor::{OrphanReason, Supervisor};
+use dhp_core::{testing, Config, Error, Runner};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn setup(budget: Option<Value>, caps: Option<Value>, cfg: Config) -> (tempfile::TempDir, Runner, Supervisor, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Runner::open(dir.path(), "w", cfg.clone()).unwrap();
+    let env = envelope::build(
+        "t",
+        json!({"inline": {"n": 1}}),
+        serde_json::from_str(SCHEMA_X).unwrap(),
+        BuildOptions { budget, capabilities: caps, ..Default::default() },
+    )
+    .unwrap();
+    let hid = r.dispatch(&env).unwrap();
+    let sup = Supervisor::open(dir.path(), "sup", cfg).unwrap();
+    (dir, r, sup, hid)
+}
+
+fn status(r: &Runner, hid: &str) -> String {
+    r.status(hid).unwrap()["status"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn dead_letter_queue_at_max_attempts_keeps_checkpoints() {
+    let budget = json!({"max_steps": 10, "max_spend_usd": 1.0, "max_wallclock_s": 60.0, "max_attempts": 1});
+    let (_d, r, sup, hid) = setup(Some(budget), None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    ctx.checkpoint(&json!({"s": 1})).unwrap();
+    testing::expire_lease(&r, &hid).unwrap();
+    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+    let w2 = r.with_id("w2").unwrap();
+    let ctx2 = w2.recover(&hid).unwrap();
+    ctx2.checkpoint(&json!({"s": 2})).unwrap();
+    testing::expire_lease(&r, &hid).unwrap();
+    let acts = sup.scan().unwrap();
+    assert_eq!(acts[0]["action"], "dlq", "{acts:?}");
+    assert_eq!(status(&r, &hid), "failed");
+    assert_eq!(r.checkpoints(&hid).unwrap().len(), 2, "DLQ keeps checkpoints");
+    assert!(r.status(&hid).unwrap()["error"].as_str().unwrap().contains("max_attempts"));
+    assert!(w2.recover(&hid).is_err());
+}
+
+#[test]
+fn orphan_rechecks_the_lease_under_the_lock() {
+    let (_d, r, sup, hid) = setup(None, None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    // The scan saw an expired lease, but the worker heartbeat in between.
+    testing::expire_lease(&r, &hid).unwrap();
+    let mut own = r.ownership(&hid).unwrap().unwrap();
+    own.lease_expires_at = envelope::now() + 5.0;
+    dhp_core::store::with_tx(r.store().as_ref(), dhp_core::store::Mode::Write, |tx| tx.update_ownership(&own, envelope::now())).unwrap();
+    let a = sup.orphan(&hid, OrphanReason::LeaseExpired, None).unwrap();
+    assert_eq!(a["action"], "already-orphaned-or-released");
+    ctx.checkpoint(&json!({"still": "mine"})).unwrap();
+}
+
+#[test]
+fn heartbeat_extends_and_background_heartbeat_keeps_a_slow_worker() {
+    let cfg = Config { lease_interval_s: 0.2, lease_max_missed: 2, ..Config::default() };
+    let (_d, r, sup, hid) = setup(None, None, cfg);
+    let mut ctx = r.claim(&hid).unwrap();
+    let before = r.ownership(&hid).unwrap().unwrap().lease_expires_at;
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(ctx.heartbeat().unwrap() > 0.3);
+    assert!(r.ownership(&hid).unwrap().unwrap().lease_expires_at > before);
+    ctx.start_heartbeat(None);
+    std::thread::sleep(Duration::from_millis(1200)); // three lease lengths of "thinking"
+    assert!(sup.scan().unwrap().is_empty(), "a heartbeating worker is not orphaned");
+    ctx.checkpoint(&json!({"s": 1})).unwrap();
+    ctx.stop_heartbeat();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+    assert!(matches!(ctx.checkpoint(&json!({"s": 2})), Err(Error::StaleFence { .. })));
+}
+
+#[test]
+fn release_idempotent_complete_and_ack() {
+    let (_d, r, _sup, hid) = setup(None, None, Config::default());
+    let mut ctx = r.claim(&hid).unwrap();
+    ctx.release("shutting down").unwrap();
+    assert_eq!(status(&r, &hid), "pending");
+    assert!(r.ownership(&hid).unwrap().is_none());
+    let mut ctx = r.claim(&hid).unwrap();
+    assert!(r.ack(&hid).is_err(), "ack only after complete");
+    ctx.complete(&json!({"x": 1})).unwrap();
+    r.complete(&hid, ctx.fence(), &json!({"x": 1})).unwrap();
+    assert_eq!(r.status(&hid).unwrap()["result"], json!({"x": 1}));
+    r.ack(&hid).unwrap();
+    assert_eq!(r.status(&hid).unwrap()["acked"], true);
+}
+
+#[test]
+fn bad_output_parks_the_handoff_as_failed() {
+    let (_d, r, _sup, hid) = setup(None, None, Config::default());
+    let mut ctx = r.claim(&hid).unwrap();
+    let e = ctx.complete(&json!({"x": "not an integer"})).unwrap_err();
+    assert!(matches!(e, Error::SchemaViolation { .. }), "{e:?}");
+    let st = r.status(&hid).unwrap();
+    assert_eq!(st["status"], "failed");
+    assert!(st["error"].as_str().unwrap().starts_with("schema validation"));
+    assert!(r.ownership(&hid).unwrap().is_none());
+}
+
+#[test]
+fn budget_in_the_worker_and_in_the_supervisor() {
+    let budget = json!({"max_steps": 2, "max_spend_usd": 1.0, "max_wallclock_s": 60.0, "max_attempts": 3});
+    let (_d, r, sup, hid) = setup(Some(budget), None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    ctx.note_step(2).unwrap();
+    assert!(matches!(ctx.note_step(1), Err(Error::BudgetExceeded { .. })));
+    let acts = sup.scan().unwrap();
+    assert_eq!(acts[0]["action"], "budget-killed", "{acts:?}");
+    assert_eq!(status(&r, &hid), "failed");
+    assert!(ctx.checkpoint(&json!({})).is_err(), "a budget-killed worker is fenced out");
+
+    let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 60.0, "max_attempts": 3});
+    let (_d, r, _sup, hid) = setup(Some(budget), None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    ctx.note_spend(0.75).unwrap();
+    assert!(matches!(ctx.note_spend(0.5), Err(Error::BudgetExceeded { .. })));
+}
+
+#[test]
+fn stall_orphans_then_dead_letters_after_max_stall_retries() {
+    let cfg = Config { stall_max_repeats: 3, ..Config::default() };
+    let (_d, r, sup, hid) = setup(None, None, cfg);
+    let mut worker = r.clone();
+    // max_stall_retries defaults to 2: the third stall goes to the DLQ.
+    for round in 1..=3 {
+        let ctx = if round == 1 { worker.claim(&hid).unwrap() } else { worker.recover(&hid).unwrap() };
+        for _ in 0..3 {
+            ctx.note_activity("same-tool-same-args").unwrap();
+        }
+        let acts = sup.scan().unwrap();
+        let want = if round < 3 { "orphaned" } else { "dlq" };
+        assert_eq!(acts[0]["action"], want, "round {round}: {acts:?}");
+        worker = r.with_id(&format!("w{round}")).unwrap();
+    }
+    assert!(r.status(&hid).unwrap()["error"].as_str().unwrap().contains("livelock"));
+}
+
+#[test]
+fn leadership_one_leader_and_takeover() {
+    let (d, r, s1, _hid) = setup(None, None, Config::default());
+    let s2 = Supervisor::open(d.path(), "sup2", Config::default()).unwrap();
+    assert!(s1.ensure_leadership().unwrap());
+    assert!(!s2.ensure_leadership().unwrap());
+    assert!(s2.scan().unwrap().is_empty(), "a follower does not scan");
+    testing::expire_leadership(&r).unwrap();
+    assert!(s2.ensure_leadership().unwrap());
+    assert!(!s1.ensure_leadership().unwrap());
+    assert_eq!(testing::leader(&r).unwrap().unwrap().holder, "sup2");
+    s2.resign().unwrap();
+    assert!(s1.ensure_leadership().unwrap(), "resigning hands over at once");
+}
+
+#[test]
+fn effects_first_write_wins_and_capabilities_fail_closed() {
+    let caps = json!({"network": ["api.example.com"]});
+    let (_d, r, _sup, hid) = setup(None, Some(caps), Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    assert!(ctx.record_effect("charge-1", &json!({"id": "ch_1"})).unwrap());
+    assert!(!ctx.record_effect("charge-1", &json!({"id": "ch_2"})).unwrap());
+    assert_eq!(ctx.effect_done("charge-1").unwrap(), Some(json!({"id": "ch_1"})));
+    ctx.require_capability("network", "api.example.com").unwrap();
+    ctx.require_capability("dhp", "anything").unwrap();
+    assert!(matches!(ctx.require_capability("network", "evil.example.com"), Err(Error::CapabilityDenied { .. })));
+    assert!(matches!(ctx.require_capability("filesystem", "/"), Err(Error::CapabilityDenied { .. })));
+    let audit = r.capability_audit(&hid).unwrap();
+    assert_eq!(audit.iter().map(|a| a.granted).collect::<Vec<_>>(), vec![true, true, false, false]);
+}
+
+#[test]
+fn approvals_fail_closed_until_decided() {
+    let (_d, r, sup, hid) = setup(None, None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    ctx.request_approval("read", &json!({}), 60.0).unwrap();
+    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0) else {
+        panic!("financial actions need approval")
+    };
+    assert!(r.decide_approval(&approval_id, true).unwrap());
+    ctx.await_approval(&approval_id, Duration::from_millis(10)).unwrap();
+    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("destructive", &json!({}), 0.01) else {
+        panic!()
+    };
+    std::thread::sleep(Duration::from_millis(30));
+    sup.scan().unwrap();
+    assert!(matches!(ctx.await_approval(&approval_id, Duration::from_millis(10)), Err(Error::ApprovalDenied { .. })));
+    assert!(!r.decide_approval(&approval_id, true).unwrap(), "an expired approval cannot be approved later");
+    assert_eq!(r.status(&hid).unwrap()["approvals"].as_array().unwrap().len(), 2);
+}

@@ -1,0 +1,95 @@
+//! Same-host death detection (liveness tokens): a SIGKILLed `dhp work`
+//! process is orphaned as `worker-died` long before its lease could run
+//! out; a SIGSTOPped one is not orphaned; a worker without a token (the
+//! Python reference) keeps the lease-only path.
+
+mod common;
+use common::*;
+use dhp_core::{Config, Runner};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
+
+fn env_of(r: &Runner, hid: &str) -> serde_json::Value {
+    r.envelope_bare(hid).unwrap()["execution"].clone()
+}
+
+fn start(args: &[&str], lease: &str) -> Child {
+    Command::new(dhp_bin())
+        .args(args)
+        .env("DHP_LEASE_INTERVAL_S", lease)
+        .env("DHP_LEASE_MAX_MISSED", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (_, a, _) = dhp(&["dispatch", root, "--census", "5000000,5100000,100"], &[]);
+    let (_, b, _) = dhp(&["dispatch", root, "--census", "6000000,6010000,100"], &[]);
+    let (ha, hb) = (a["hid"].as_str().unwrap().to_string(), b["hid"].as_str().unwrap().to_string());
+    let r = Runner::open(root, "observer", Config::default()).unwrap();
+    // Lease TTL 30 s: anything orphaned within the test is the token path.
+    let mut sup = start(&["supervisor", root, "sup", "60"], "10");
+    let mut wa = start(&["work", root, "--runner", "wa", "claim", &ha, "--pace", "0.01"], "10");
+    let mut wb = start(&["work", root, "--runner", "wb", "claim", &hb, "--pace", "0.02"], "10");
+    assert!(wait_for(20.0, || r.status(&ha).unwrap()["checkpoints"].as_i64() >= Some(5)
+        && r.status(&hb).unwrap()["checkpoints"].as_i64() >= Some(5)));
+
+    // Pause wb: it keeps its token and must not be orphaned.
+    kill(Pid::from_raw(wb.id() as i32), Signal::SIGSTOP).unwrap();
+    wa.kill().unwrap();
+    let t0 = Instant::now();
+    wa.wait().unwrap();
+    assert!(wait_for(10.0, || r.status(&ha).unwrap()["status"] == "orphaned"), "not orphaned within 10 s (lease is 30 s)");
+    eprintln!("kill -9 → orphaned in {:?}", t0.elapsed());
+    assert_eq!(env_of(&r, &ha)["orphan_reason"], "worker-died");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(r.status(&hb).unwrap()["status"], "running", "a paused worker is not dead");
+    kill(Pid::from_raw(wb.id() as i32), Signal::SIGCONT).unwrap();
+    assert!(wb.wait().unwrap().success(), "the resumed worker completes");
+    assert_eq!(r.status(&hb).unwrap()["status"], "completed");
+    assert_eq!(r.status(&hb).unwrap()["attempt"], 0);
+    kill(Pid::from_raw(sup.id() as i32), Signal::SIGTERM).unwrap();
+    assert!(sup.wait().unwrap().success());
+}
+
+#[test]
+fn worker_without_a_token_keeps_the_lease_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (_, a, _) = dhp(&["dispatch", root, "--census", "1000,50000,100"], &[]);
+    let hid = a["hid"].as_str().unwrap().to_string();
+    let r = Runner::open(root, "observer", Config::default()).unwrap();
+    let mut sup = start(&["supervisor", root, "sup", "60"], "0.5");
+    let mut w = Command::new(dhp_core::testing::python())
+        .arg(refctl_path())
+        .args(["census", root, &hid, "--runner", "py", "--mode", "claim", "--chunk", "100", "--pace", "0.02"])
+        .env("DHP_LEASE_INTERVAL_S", "0.5")
+        .env("DHP_LEASE_MAX_MISSED", "3")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(5)));
+    w.kill().unwrap();
+    w.wait().unwrap();
+    assert!(wait_for(10.0, || r.status(&hid).unwrap()["status"] == "orphaned"));
+    assert_eq!(env_of(&r, &hid)["orphan_reason"], "lease-expired");
+    let _ = sup.kill();
+}
