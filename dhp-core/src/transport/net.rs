@@ -125,24 +125,58 @@ pub(crate) fn read_frame_sync<R: std::io::BufRead>(r: &mut R, buf: &mut Vec<u8>,
     }
 }
 
-/// Append `line` plus a newline to `path` with one `write(2)`; when
-/// `terminate_previous` is set, first end a torn last line (a crash
-/// mid-write) so that the new line stays intact and the torn one is
-/// skipped at ingest. Returns the bytes written.
-pub(crate) fn append_raw(path: &std::path::Path, line: &[u8], terminate_previous: bool) -> crate::Result<u64> {
-    use std::io::Write;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+/// Appends lines to one file through a handle kept open between appends.
+#[derive(Debug)]
+pub(crate) struct Appender {
+    pub(crate) path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    /// The file ends in a torn line (a crash mid-write): the next append
+    /// first ends it, so the new line stays intact and the torn one is
+    /// skipped at ingest.
+    pub(crate) torn: bool,
+}
+
+impl Appender {
+    pub(crate) fn new(path: std::path::PathBuf, torn: bool) -> Self {
+        Appender { path, file: None, torn }
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| crate::Error::io(path, e))?;
-    let mut buf = Vec::with_capacity(line.len() + 2);
-    if terminate_previous {
+
+    /// Forget the handle (the file was replaced or failed).
+    pub(crate) fn reset(&mut self) {
+        self.file = None;
+    }
+
+    /// Append `line` plus a newline with one `write(2)`; returns the bytes
+    /// written.
+    pub(crate) fn append(&mut self, line: &[u8]) -> crate::Result<u64> {
+        use std::io::Write;
+        let path = &self.path;
+        if self.file.is_none() {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
+            }
+            let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| crate::Error::io(path, e))?;
+            self.file = Some(f);
+        }
+        let mut buf = Vec::with_capacity(line.len() + 2);
+        if self.torn {
+            buf.push(b'\n');
+        }
+        buf.extend_from_slice(line);
         buf.push(b'\n');
+        let r = self.file.as_mut().map(|f| f.write_all(&buf));
+        match r {
+            Some(Ok(())) => {
+                self.torn = false;
+                Ok(buf.len() as u64)
+            }
+            Some(Err(e)) => {
+                self.file = None;
+                Err(crate::Error::io(path, e))
+            }
+            None => Ok(0),
+        }
     }
-    buf.extend_from_slice(line);
-    buf.push(b'\n');
-    f.write_all(&buf).map_err(|e| crate::Error::io(path, e))?;
-    Ok(buf.len() as u64)
 }
 
 /// Does a non-empty file end without a newline (a torn last line)?
@@ -186,9 +220,12 @@ mod tests {
         let p = dir.path().join("x.log");
         std::fs::write(&p, b"{\"type\": \"checkpoint\", \"se").unwrap();
         assert!(ends_torn(&std::fs::read(&p).unwrap()));
-        append_raw(&p, b"{\"type\": \"bye\"}", true).unwrap();
+        let mut a = Appender::new(p.clone(), true);
+        a.append(b"{\"type\": \"bye\"}").unwrap();
+        a.append(b"{}").unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text.lines().nth(1), Some("{\"type\": \"bye\"}"));
+        assert_eq!(text.lines().nth(2), Some("{}"));
         assert!(!ends_torn(text.as_bytes()));
     }
 }

@@ -2,7 +2,7 @@
 //! handoff log, held only while the log is written.
 
 use super::seqset::SeqSet;
-use super::{append_raw, ends_torn, read_frame_async, Frame};
+use super::{ends_torn, read_frame_async, Appender, Frame};
 use crate::config::Config;
 use crate::envelope::{self, utcnow_iso};
 use crate::error::{Error, Result};
@@ -104,12 +104,10 @@ impl Counters {
 /// behind our back (size or inode differ from what we wrote).
 #[derive(Debug)]
 struct HidLog {
-    path: PathBuf,
+    out: Appender,
     loaded: bool,
     len: u64,
     ino: u64,
-    /// The file ends in a torn line (crash mid-write by someone).
-    torn: bool,
     /// `handoff_id` of the first envelope record, if any.
     header: Option<String>,
     seqs: SeqSet,
@@ -126,25 +124,26 @@ fn ino_of(_m: &std::fs::Metadata) -> u64 {
 
 impl HidLog {
     fn new(path: PathBuf) -> Self {
-        HidLog { path, loaded: false, len: 0, ino: 0, torn: false, header: None, seqs: SeqSet::new() }
+        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new() }
     }
 
     /// Bring the in-memory view up to date with the file.
     fn refresh(&mut self, cfg: &Config) -> Result<()> {
-        match std::fs::metadata(&self.path) {
+        match std::fs::metadata(&self.out.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *self = HidLog { loaded: true, ..HidLog::new(std::mem::take(&mut self.path)) };
+                *self = HidLog { loaded: true, ..HidLog::new(std::mem::take(&mut self.out.path)) };
                 Ok(())
             }
-            Err(e) => Err(Error::io(&self.path, e)),
+            Err(e) => Err(Error::io(&self.out.path, e)),
             Ok(m) if self.loaded && m.len() == self.len && ino_of(&m) == self.ino => Ok(()),
             Ok(_) => self.rescan(cfg),
         }
     }
 
     fn rescan(&mut self, cfg: &Config) -> Result<()> {
-        let data = std::fs::read(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        let m = std::fs::metadata(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        let path = &self.out.path;
+        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let mut header = None;
         let mut seqs = SeqSet::new();
         for line in log::parse_lines(&data, cfg) {
@@ -164,7 +163,8 @@ impl HidLog {
         self.loaded = true;
         self.len = data.len() as u64;
         self.ino = ino_of(&m);
-        self.torn = ends_torn(&data);
+        self.out.reset();
+        self.out.torn = ends_torn(&data);
         self.header = header;
         self.seqs = seqs;
         if self.len != m.len() {
@@ -175,10 +175,9 @@ impl HidLog {
     }
 
     fn append(&mut self, line: &str) -> Result<()> {
-        let n = append_raw(&self.path, line.as_bytes(), self.torn)?;
-        self.torn = false;
+        let n = self.out.append(line.as_bytes())?;
         if self.len == 0 {
-            if let Ok(m) = std::fs::metadata(&self.path) {
+            if let Ok(m) = std::fs::metadata(&self.out.path) {
                 self.ino = ino_of(&m);
             }
         }
@@ -225,7 +224,9 @@ impl Srv {
         Ok(map.entry(hid.to_string()).or_insert_with(|| Arc::new(AsyncMutex::new(HidLog::new(path)))).clone())
     }
 
-    /// Run `f` on a handoff log, under its lock, off the async threads.
+    /// Run `f` on a handoff log under its lock. Scanning a log (first use,
+    /// or changed behind our back) runs on the blocking pool; a `stat` and
+    /// an append to page cache run inline.
     async fn with_log<T: Send + 'static>(
         &self,
         log: &Arc<AsyncMutex<HidLog>>,
@@ -233,16 +234,22 @@ impl Srv {
     ) -> Result<T> {
         let mut guard: OwnedMutexGuard<HidLog> = log.clone().lock_owned().await;
         let cfg = self.cfg.cfg.clone();
-        tokio::task::spawn_blocking(move || {
-            let r = guard.refresh(&cfg).and_then(|_| f(&mut guard, &cfg));
+        let work = move |g: &mut HidLog| {
+            let r = g.refresh(&cfg).and_then(|_| f(g, &cfg));
             if r.is_err() {
                 // Unknown state on disk: re-read before the next use.
-                guard.loaded = false;
+                g.loaded = false;
+                g.out.reset();
             }
             r
-        })
-        .await
-        .map_err(|e| Error::Transport(format!("log writer task failed: {e}")))?
+        };
+        if guard.loaded {
+            work(&mut guard)
+        } else {
+            tokio::task::spawn_blocking(move || work(&mut guard))
+                .await
+                .map_err(|e| Error::Transport(format!("log writer task failed: {e}")))?
+        }
     }
 
     fn token_ok(&self, presented: Option<&str>) -> bool {

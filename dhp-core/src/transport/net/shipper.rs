@@ -11,7 +11,7 @@
 //! line stays queued and in the local log).
 
 use super::seqset::SeqSet;
-use super::{append_raw, ends_torn, over_cap, read_frame_sync, Frame, MAX_REPLY_BYTES};
+use super::{ends_torn, over_cap, read_frame_sync, Appender, Frame, MAX_REPLY_BYTES};
 use crate::config::Config;
 use crate::envelope;
 use crate::error::{Error, Result};
@@ -213,9 +213,8 @@ impl Shared {
 /// What the caller side knows about a handoff's local buffer log.
 #[derive(Debug)]
 struct LocalLog {
-    path: PathBuf,
+    out: Appender,
     seqs: SeqSet,
-    torn: bool,
 }
 
 /// Ships checkpoint lines to a [`run`](super::run) server or the
@@ -338,7 +337,7 @@ impl TcpShipper {
                 )));
             }
             let (seqs, torn) = scan_local(&path, hid, &self.opts.cfg)?;
-            self.locals.insert(hid.to_string(), LocalLog { path, seqs, torn });
+            self.locals.insert(hid.to_string(), LocalLog { out: Appender::new(path, torn), seqs });
         }
         Ok(self.locals.get_mut(hid))
     }
@@ -394,10 +393,8 @@ impl Shipper for TcpShipper {
         }
         let cfg = self.opts.cfg.clone();
         if let Some(l) = self.local(hid)? {
-            log::ship_envelope(&l.path, env, &cfg)?;
-            if let Ok(d) = std::fs::read(&l.path) {
-                l.torn = ends_torn(&d);
-            }
+            // First writer wins: only an empty or missing log gets a header.
+            log::ship_envelope(&l.out.path, env, &cfg)?;
         }
         let sync = self.opts.mode == ShipMode::Sync;
         let ticket = {
@@ -437,8 +434,7 @@ impl Shipper for TcpShipper {
         }
         if let Some(l) = self.local(hid)? {
             if !l.seqs.contains(seq) {
-                append_raw(&l.path, line.as_bytes(), l.torn)?;
-                l.torn = false;
+                l.out.append(line.as_bytes())?;
                 l.seqs.insert(seq);
             }
         }
@@ -673,7 +669,7 @@ impl Pump {
                 }
             }
             let Some(c) = conn.as_mut() else { continue };
-            if let Err(m) = self.send_batch(c) {
+            if let Err(m) = self.drive(c) {
                 tracing::info!(error = %m, "transport: connection lost; will reconnect");
                 conn = None;
                 self.failed(&hid, m, false);
@@ -813,34 +809,56 @@ impl Pump {
         out
     }
 
-    /// Send up to `window` frames, then settle their replies.
-    fn send_batch(&self, c: &mut Conn) -> std::result::Result<(), String> {
-        let mut frames: Vec<(Expect, Arc<str>)> = Vec::new();
-        {
-            let mut st = self.shared.lock();
-            let q = st.queues.entry(c.hid.clone()).or_default();
-            if let (Some(env), false) = (&q.envelope, q.env_acked) {
-                frames.push((Expect::Envelope(q.env_ticket), env.clone()));
+    /// Keep up to `window` frames in flight on `c`, settling replies as
+    /// they arrive and topping the window up after each (so the peer's
+    /// acks never wait on a delayed ACK), until nothing for its handoff is
+    /// queued or in flight.
+    fn drive(&self, c: &mut Conn) -> std::result::Result<(), String> {
+        let window = self.opts.window.max(1);
+        let mut in_flight: VecDeque<Expect> = VecDeque::new();
+        let mut env_in_flight = false;
+        let mut cps_in_flight = 0usize;
+        let mut frames: Vec<Arc<str>> = Vec::new();
+        loop {
+            frames.clear();
+            {
+                let mut st = self.shared.lock();
+                if st.stop {
+                    return Ok(());
+                }
+                let q = st.queues.entry(c.hid.clone()).or_default();
+                let mut room = window.saturating_sub(in_flight.len());
+                if room > 0 && !env_in_flight && !q.env_acked {
+                    if let Some(env) = &q.envelope {
+                        in_flight.push_back(Expect::Envelope(q.env_ticket));
+                        frames.push(env.clone());
+                        env_in_flight = true;
+                        room -= 1;
+                    }
+                }
+                // In-flight checkpoints are always the front of the queue.
+                for i in q.items.iter().skip(cps_in_flight).take(room) {
+                    in_flight.push_back(Expect::Checkpoint { ticket: i.ticket, seq: i.seq });
+                    frames.push(i.line.clone());
+                    cps_in_flight += 1;
+                }
+                if in_flight.is_empty() {
+                    q.want_hello = false;
+                    drop(st);
+                    self.shared.done.notify_all();
+                    return Ok(());
+                }
             }
-            let room = self.opts.window.max(1).saturating_sub(frames.len()).max(1);
-            for i in q.items.iter().take(room) {
-                frames.push((Expect::Checkpoint { ticket: i.ticket, seq: i.seq }, i.line.clone()));
+            if !frames.is_empty() {
+                for line in &frames {
+                    c.writer
+                        .write_all(line.as_bytes())
+                        .and_then(|_| c.writer.write_all(b"\n"))
+                        .map_err(|e| format!("sending: {e}"))?;
+                }
+                c.writer.flush().map_err(|e| format!("sending: {e}"))?;
             }
-            if frames.is_empty() {
-                q.want_hello = false;
-                drop(st);
-                self.shared.done.notify_all();
-                return Ok(());
-            }
-        }
-        for (_, line) in &frames {
-            c.writer
-                .write_all(line.as_bytes())
-                .and_then(|_| c.writer.write_all(b"\n"))
-                .map_err(|e| format!("sending: {e}"))?;
-        }
-        c.writer.flush().map_err(|e| format!("sending: {e}"))?;
-        for (expect, _) in frames {
+            let Some(expect) = in_flight.pop_front() else { continue };
             let reply = c.reply()?;
             let ok = reply.get("ok") == Some(&Value::Bool(true));
             let err = reply.get("error").and_then(Value::as_str).unwrap_or("no reason given").to_string();
@@ -850,11 +868,16 @@ impl Pump {
             let mut st = self.shared.lock();
             match expect {
                 Expect::Envelope(ticket) => {
+                    env_in_flight = false;
                     let q = st.queues.entry(c.hid.clone()).or_default();
-                    q.env_acked = true;
+                    if q.env_ticket == ticket {
+                        q.env_acked = true;
+                        if !ok {
+                            // A refused envelope is never re-sent.
+                            q.envelope = None;
+                        }
+                    }
                     if !ok {
-                        // A refused envelope is never re-sent.
-                        q.envelope = None;
                         tracing::warn!(error = %err, "transport: server refused the envelope");
                     }
                     st.resolve(ticket, if ok { Ok(()) } else { Err(Refusal::classify("envelope", &err)) });
@@ -863,6 +886,7 @@ impl Pump {
                     if ok && reply.get("seq").and_then(Value::as_i64) != Some(seq) {
                         return Err(format!("server acked {} for checkpoint {seq}", reply.get("seq").unwrap_or(&Value::Null)));
                     }
+                    cps_in_flight -= 1;
                     let q = st.queues.entry(c.hid.clone()).or_default();
                     let Some(pos) = q.items.iter().position(|i| i.ticket == ticket) else { continue };
                     q.items.remove(pos);
@@ -878,6 +902,5 @@ impl Pump {
             drop(st);
             self.shared.done.notify_all();
         }
-        Ok(())
     }
 }
