@@ -3,3 +3,5 @@ pub mod mirror;
 pub mod record;
 pub mod titles;
 pub mod pageworker;
+pub mod netns;
+pub mod procs;

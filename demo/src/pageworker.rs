@@ -131,18 +131,27 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
     // crossed hosts by transport log keeps its DHP attempt count).
     let attempt = (dhp_attempt + 1).max(prev_attempt + 1);
     let resumed_from = next;
+    emit(
+        "claimed",
+        json!({"worker": opts.worker_id, "host": opts.host, "pid": pid, "hid": hid, "fence": ctx.fence()}),
+    );
     let mut reshipped = 0;
     let mut peer_had = None;
+    let mut peer_wait_s = None;
     if let Some(s) = opts.shipper.as_deref_mut() {
+        // Bring the peer up to date first: envelope header, then anything a
+        // predecessor committed but did not get acknowledged.
+        let t = std::time::Instant::now();
         reshipped = catch_up(s, runner, &hid)?;
         peer_had = Some(s.acked_seq(&hid)?);
+        peer_wait_s = Some(t.elapsed().as_secs_f64());
     }
     emit(
         "start",
         json!({"worker": opts.worker_id, "host": opts.host, "pid": pid, "hid": hid, "fence": ctx.fence(),
                "mode": if opts.start == Start::Claim { "claim" } else { "recover" },
                "attempt": attempt, "resume_index": next, "pages": titles.len(),
-               "reshipped": reshipped, "peer_acked_seq": peer_had}),
+               "reshipped": reshipped, "peer_acked_seq": peer_had, "peer_wait_s": peer_wait_s}),
     );
     let fetcher = Fetcher::new(&opts.base_url, opts.http_timeout);
     let mut fetched_this_run = 0u64;

@@ -4,6 +4,7 @@
 
 use clap::{Parser, ValueEnum};
 use demo::pageworker::{self, Options, Start};
+use dhp_core::transport::net::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{FileShipper, Shipper};
 use dhp_core::{Config, Runner};
 use std::path::PathBuf;
@@ -40,6 +41,10 @@ struct Args {
     /// Local copy of every shipped line (partition buffer) for --ship-tcp.
     #[arg(long, requires = "ship_tcp")]
     ship_buffer: Option<PathBuf>,
+    /// Longest one ship waits for the peer's ack (seconds); the TCP shipper
+    /// reconnects with backoff meanwhile.
+    #[arg(long, default_value_t = 120.0, requires = "ship_tcp")]
+    ship_timeout: f64,
     /// Ship checkpoints to a transport log file instead.
     #[arg(long)]
     ship_file: Option<PathBuf>,
@@ -59,8 +64,15 @@ fn shipper(a: &Args, cfg: &Config) -> anyhow::Result<Option<Box<dyn Shipper>>> {
         return Ok(Some(Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() })));
     }
     if let Some(addr) = &a.ship_tcp {
-        let _ = (&a.ship_buffer, addr);
-        anyhow::bail!("--ship-tcp: the TCP shipper is not available in this build of dhp-core");
+        anyhow::ensure!(a.ship_timeout.is_finite() && a.ship_timeout > 0.0, "--ship-timeout must be > 0");
+        let buffer = a.ship_buffer.clone().unwrap_or_else(|| a.root.join("ship-buffer").join("shipped.log"));
+        let opts = ShipperOptions {
+            buffer: Some(BufferLog::File(buffer)),
+            call_timeout: Duration::from_secs_f64(a.ship_timeout),
+            cfg: cfg.clone(),
+            ..ShipperOptions::from_env(ShipMode::Sync)?
+        };
+        return Ok(Some(Box::new(TcpShipper::new(addr, opts)?)));
     }
     Ok(None)
 }
