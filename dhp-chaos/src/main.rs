@@ -1,1 +1,441 @@
-fn main() { println!("not yet built"); }
+//! `dhp-chaos`: seeded SIGKILL/SIGSTOP fault injection against real DHP
+//! worker and supervisor processes, with an invariant checker.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use dhp_chaos::check::{self, RoundReport};
+use dhp_chaos::config::{default_fault_mix, parse_fault_mix, Impl, RoundConfig, Timing};
+use dhp_chaos::{locate, python, report, round, timeline};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const ABOUT: &str = "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
+
+const LONG_ABOUT: &str = "\
+Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.
+
+Each round dispatches M prime-census handoffs, starts real worker processes and at least two \
+supervisor processes, and lets a seeded injector SIGKILL workers, the leader supervisor, followers \
+and several processes at once, SIGSTOP workers (SIGCONT after they were replaced: a woken zombie \
+must be fenced), and arm failpoints that kill a worker inside the protocol. A provisioner starts \
+recovery workers for orphans and replacement supervisors. Afterwards the checker verifies, from the \
+store, the transport logs and the recorded history: each handoff completed exactly once with the \
+recomputed result or parked in the DLQ with checkpoints intact; seqs continuous; fences never go \
+backwards along commit order and no two holders' writes interleave; the transport log agrees with \
+the store; nothing is stuck; work redone per fault is at most one chunk; and it reports kill → \
+orphan detection latency (p50/p99).
+
+REPLAY: a seed replays the fault SCHEDULE (which kind of fault, when, and which eligible process \
+by position), NOT the OS interleaving — process start-up, scheduling and I/O timing differ between \
+runs, so the same seed can take a different path. The recorded history (history.jsonl in the round \
+directory) is the ground truth of what happened; `dhp-chaos analyze DIR` re-checks a saved run \
+from its files.
+
+Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
+failing round prints this exact command.
+
+Exit status: 0 every invariant held, 1 a violation, 2 harness error.";
+
+#[derive(Parser)]
+#[command(name = "dhp-chaos", version, about = ABOUT, long_about = LONG_ABOUT, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Re-check a saved run (a run directory with round-* subdirectories, or one round directory).
+    Analyze {
+        dir: PathBuf,
+        /// Rewrite timeline.svg as well.
+        #[arg(long)]
+        timeline: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Number of rounds (round i uses seed S+i).
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Seed of the fault schedule; drawn and printed when absent. Replays the schedule, not the OS interleaving.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run directory (default: $TMPDIR/dhp-chaos/seed-S-<time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Handoffs per round (M).
+    #[arg(long, default_value_t = 4)]
+    handoffs: u32,
+    /// Chunks per handoff.
+    #[arg(long, default_value_t = 300)]
+    chunks: u64,
+    /// Numbers per chunk.
+    #[arg(long, default_value_t = 100)]
+    chunk: u64,
+    /// First handoff's lo (the reference's harness uses 5,000,000).
+    #[arg(long, default_value_t = 5_000_000)]
+    base: u64,
+    /// Worker sleep after each chunk, seconds.
+    #[arg(long, default_value_t = 0.03)]
+    pace: f64,
+    /// max_attempts of ordinary handoffs.
+    #[arg(long, default_value_t = 1000)]
+    max_attempts: i64,
+    /// Handoffs per round dispatched with --dlq-max-attempts (exercise the DLQ path).
+    #[arg(long, default_value_t = 1)]
+    dlq_handoffs: u32,
+    #[arg(long, default_value_t = 4)]
+    dlq_max_attempts: i64,
+    /// Workers: builtin (dhp work), python (reference work_driver4.py), mixed (seeded per spawn), or a command
+    /// taking `ROOT --runner ID claim|recover HID --ship LOG --pace S --history FILE`.
+    #[arg(long, default_value = "builtin")]
+    workers: String,
+    /// Supervisors: builtin (dhp supervisor), python (reference supervisor3_watch.py), or a command taking
+    /// `ROOT ID SECONDS --history FILE`.
+    #[arg(long, default_value = "builtin")]
+    supervisors: String,
+    /// Supervisor processes kept alive (at least 2).
+    #[arg(long, default_value_t = 2)]
+    supervisor_count: u32,
+    /// Seconds between faults, MIN,MAX (default 0.15,0.55; 0.6,1.6 when python processes take part).
+    #[arg(long)]
+    fault_interval: Option<String>,
+    /// Fault mix, e.g. kill-worker=50,kill-leader=10,kill-follower=8,kill-multi=14,pause=12.
+    #[arg(long)]
+    faults: Option<String>,
+    /// Probability that a builtin worker starts with a failpoint armed.
+    #[arg(long, default_value_t = 0.2)]
+    failpoint_rate: f64,
+    /// Probability that an orphan gets 2–3 racing recoverers.
+    #[arg(long, default_value_t = 0.15)]
+    race_rate: f64,
+    /// Longest SIGSTOP, seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pause_max: f64,
+    /// Replacement supervisors start within this many seconds.
+    #[arg(long, default_value_t = 0.3)]
+    supervisor_restart_max: f64,
+    /// Longest fault phase per round, seconds.
+    #[arg(long, default_value_t = 90.0)]
+    fault_seconds: f64,
+    /// After faults stop, seconds to wait for every handoff to end.
+    #[arg(long, default_value_t = 30.0)]
+    grace: f64,
+    /// DHP_LEASE_INTERVAL_S for every process.
+    #[arg(long, default_value_t = 0.2)]
+    lease_interval: f64,
+    /// DHP_LEASE_MAX_MISSED.
+    #[arg(long, default_value_t = 3)]
+    lease_max_missed: i64,
+    /// DHP_SUPERVISOR_SCAN_S.
+    #[arg(long, default_value_t = 0.1)]
+    scan: f64,
+    /// DHP_LEADER_TTL_S.
+    #[arg(long, default_value_t = 0.6)]
+    leader_ttl: f64,
+    /// Builtin workers publish no liveness token (lease-only detection, like the reference).
+    #[arg(long)]
+    no_liveness: bool,
+    /// The dhp binary (default: next to this executable, rebuilt first under cargo).
+    #[arg(long)]
+    dhp: Option<PathBuf>,
+    /// Python interpreter for python workers/supervisors (default $DHP_PYTHON or <repo>/.venv/bin/python).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Run rounds until --budget-minutes is spent; stop at the first violation and keep its artifacts.
+    #[arg(long)]
+    nightly: bool,
+    #[arg(long, default_value_t = 30.0)]
+    budget_minutes: f64,
+    /// In --nightly mode, keep the store, logs and process logs of passing rounds too.
+    #[arg(long)]
+    keep_passing: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Some(Cmd::Analyze { dir, timeline }) => analyze(&dir, timeline),
+        None => run(cli.run),
+    };
+    std::process::exit(match code {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("dhp-chaos: harness error: {e:#}");
+            2
+        }
+    });
+}
+
+fn round_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    if check::is_round_dir(dir) {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| check::is_round_dir(p))
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        bail!("{} holds no round directories (round.json + history.jsonl)", dir.display());
+    }
+    Ok(v)
+}
+
+fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
+    let mut reports = Vec::new();
+    for d in round_dirs(dir)? {
+        let r = check::check_round(&d).with_context(|| format!("checking {}", d.display()))?;
+        if with_timeline {
+            timeline::write(&d)?;
+        }
+        reports.push(r);
+    }
+    let t = report::totals(&reports);
+    print!("{}", report::summary(&reports, &t));
+    Ok(if reports.iter().all(|r| r.held) { 0 } else { 1 })
+}
+
+/// The command line minus run-level flags, for the replay command.
+fn replay_args() -> Vec<String> {
+    let drop_with_value = ["--seed", "--rounds", "--budget-minutes", "--out"];
+    let drop_flag = ["--nightly", "--keep-passing", "--quiet", "-q"];
+    let mut out = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if drop_with_value.contains(&a.as_str()) {
+            args.next();
+            continue;
+        }
+        if drop_with_value.iter().any(|d| a.starts_with(&format!("{d}="))) || drop_flag.contains(&a.as_str()) {
+            continue;
+        }
+        out.push(if a.contains(' ') { format!("'{a}'") } else { a });
+    }
+    out
+}
+
+fn replay_command(seed: u64) -> String {
+    let release = std::env::current_exe().ok().is_some_and(|e| e.components().any(|c| c.as_os_str() == "release"));
+    let mut s = format!("cargo run{} -p dhp-chaos -- --seed {seed} --rounds 1", if release { " --release" } else { "" });
+    for a in replay_args() {
+        s.push(' ');
+        s.push_str(&a);
+    }
+    s
+}
+
+fn parse_interval(s: &str) -> Result<(f64, f64)> {
+    let (a, b) = s.split_once(',').context("--fault-interval wants MIN,MAX")?;
+    let (a, b): (f64, f64) = (a.trim().parse()?, b.trim().parse()?);
+    if !(a > 0.0 && b >= a) {
+        bail!("--fault-interval wants 0 < MIN <= MAX");
+    }
+    Ok((a, b))
+}
+
+fn run(a: RunArgs) -> Result<i32> {
+    let workers = Impl::parse(&a.workers, "workers")?;
+    let supervisors = Impl::parse(&a.supervisors, "supervisors")?;
+    if a.supervisor_count < 2 {
+        bail!("--supervisor-count must be at least 2");
+    }
+    if a.handoffs == 0 || a.chunks == 0 || a.chunk == 0 {
+        bail!("--handoffs, --chunks and --chunk must be positive");
+    }
+    let uses_py = workers.uses_python() || supervisors.uses_python();
+    let (python, reference_dir) = if uses_py {
+        let py = python::interpreter(a.python.as_deref())?;
+        let (dir, version) = python::reference_dir(&py)?;
+        if version != "1.3.0" {
+            eprintln!("dhp-chaos: warning: reference package is dhp-protocol {version}, expected 1.3.0");
+        }
+        (Some(py), Some(dir))
+    } else {
+        (None, None)
+    };
+    let dhp = locate::dhp_binary(a.dhp.as_deref())?;
+    let seed = a.seed.unwrap_or_else(rand::random::<u64>);
+    let fault_interval = match &a.fault_interval {
+        Some(s) => parse_interval(s)?,
+        None if uses_py => (0.6, 1.6),
+        None => (0.15, 0.55),
+    };
+    let fault_mix = match &a.faults {
+        Some(s) => parse_fault_mix(s)?,
+        None => default_fault_mix(),
+    };
+    let timing = Timing {
+        lease_interval_s: a.lease_interval,
+        lease_max_missed: a.lease_max_missed,
+        supervisor_scan_s: a.scan,
+        leader_ttl_s: a.leader_ttl,
+    };
+    if !(timing.leader_ttl_s > timing.supervisor_scan_s) {
+        bail!("--leader-ttl must exceed --scan");
+    }
+    let started_at = chrono::Utc::now();
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => std::env::temp_dir().join("dhp-chaos").join(format!("seed-{seed}-{}", started_at.format("%Y%m%dT%H%M%S"))),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
+    println!("dhp-chaos: run directory {}", out.display());
+    println!(
+        "dhp-chaos: workers {}, supervisors {} ×{}, {} handoffs × {} chunks, faults every {:.2}–{:.2}s, lease {}s×{}, dhp {}",
+        workers.label(),
+        supervisors.label(),
+        a.supervisor_count,
+        a.handoffs,
+        a.chunks,
+        fault_interval.0,
+        fault_interval.1,
+        timing.lease_interval_s,
+        timing.lease_max_missed,
+        dhp.display()
+    );
+    let budget = Duration::from_secs_f64((a.budget_minutes * 60.0).max(0.0));
+    let t_start = Instant::now();
+    let mut reports: Vec<RoundReport> = Vec::new();
+    let mut harness_error: Option<anyhow::Error> = None;
+    let mut last_round = Duration::ZERO;
+    let mut i: u32 = 0;
+    loop {
+        if a.nightly {
+            if t_start.elapsed() + last_round > budget && i > 0 {
+                break;
+            }
+        } else if i >= a.rounds {
+            break;
+        }
+        let rseed = seed.wrapping_add(u64::from(i));
+        let cfg = RoundConfig {
+            seed: rseed,
+            round: i,
+            handoffs: a.handoffs,
+            chunks: a.chunks,
+            chunk: a.chunk,
+            base: a.base,
+            pace_s: a.pace,
+            max_attempts: a.max_attempts,
+            dlq_handoffs: a.dlq_handoffs.min(a.handoffs),
+            dlq_max_attempts: a.dlq_max_attempts,
+            workers: workers.clone(),
+            supervisors: supervisors.clone(),
+            supervisor_count: a.supervisor_count,
+            fault_interval_s: fault_interval,
+            fault_mix: fault_mix.clone(),
+            failpoint_rate: a.failpoint_rate,
+            race_rate: a.race_rate,
+            pause_max_s: a.pause_max,
+            supervisor_restart_max_s: a.supervisor_restart_max,
+            fault_seconds: a.fault_seconds,
+            grace_seconds: a.grace,
+            timing: timing.clone(),
+            liveness: !a.no_liveness,
+            dhp: dhp.clone(),
+            python: python.clone(),
+            reference_dir: reference_dir.clone(),
+            replay: replay_command(rseed),
+        };
+        let dir = out.join(format!("round-{i:04}"));
+        let r0 = Instant::now();
+        match run_round(&cfg, &dir, a.quiet) {
+            Ok(r) => {
+                if a.nightly || a.rounds > 1 {
+                    if i == 0 {
+                        println!("{}", report::header());
+                    }
+                    println!("{}", report::round_line(&r));
+                }
+                let failed = !r.held;
+                if failed {
+                    println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
+                    println!("  replay: {}", r.replay);
+                } else if a.nightly && !a.keep_passing {
+                    for sub in ["store", "transport", "procs"] {
+                        let _ = std::fs::remove_dir_all(dir.join(sub));
+                    }
+                }
+                reports.push(r);
+                if failed && a.nightly {
+                    break;
+                }
+            }
+            Err(e) => {
+                eprintln!("dhp-chaos: round {i} (seed {rseed}): harness error: {e:#}");
+                eprintln!("  artifacts in {}; replay: {}", dir.display(), cfg.replay);
+                harness_error = Some(e);
+                break;
+            }
+        }
+        last_round = r0.elapsed();
+        i += 1;
+    }
+    let totals = report::totals(&reports);
+    print!("{}", report::summary(&reports, &totals));
+    let code = if harness_error.is_some() {
+        2
+    } else if reports.iter().all(|r| r.held) {
+        0
+    } else {
+        1
+    };
+    let results = json!({
+        "seed": seed,
+        "started_at": started_at.to_rfc3339(),
+        "command": std::env::args().collect::<Vec<_>>(),
+        "note": "a seed replays the fault schedule, not the OS interleaving; each round's history.jsonl is the ground truth",
+        "exit_code": code,
+        "harness_error": harness_error.as_ref().map(|e| format!("{e:#}")),
+        "totals": totals,
+        "rounds": reports,
+    });
+    std::fs::write(out.join("results.json"), serde_json::to_vec_pretty(&results)?)?;
+    println!("\nresults: {}", out.join("results.json").display());
+    match code {
+        0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
+        1 => println!("dhp-chaos: INVARIANT VIOLATED"),
+        _ => println!("dhp-chaos: HARNESS ERROR"),
+    }
+    Ok(code)
+}
+
+fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool) -> Result<RoundReport> {
+    let pb = if quiet { ProgressBar::hidden() } else { ProgressBar::with_draw_target(Some(u64::from(cfg.handoffs)), ProgressDrawTarget::stderr()) };
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} round {prefix} [{elapsed_precise}] {bar:24} {pos}/{len} ended · {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_prefix(format!("{} (seed {})", cfg.round, cfg.seed));
+    {
+        let mut d = round::Driver::new(cfg, dir)?;
+        let mut last = Instant::now();
+        d.run(|live| {
+            if last.elapsed() >= Duration::from_millis(100) {
+                last = Instant::now();
+                pb.set_position(live.terminal as u64);
+                pb.set_message(format!(
+                    "kills {} (failpoints {}), pauses {}, workers started {}, supervisors started {}",
+                    live.kills, live.failpoint_kills, live.pauses, live.spawned_workers, live.spawned_supervisors
+                ));
+            }
+        })?;
+    }
+    pb.finish_and_clear();
+    let r = check::check_round(dir)?;
+    std::fs::write(dir.join("round-report.json"), serde_json::to_vec_pretty(&r)?)?;
+    timeline::write(dir)?;
+    Ok(r)
+}

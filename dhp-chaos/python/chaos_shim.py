@@ -1,0 +1,118 @@
+"""dhp-chaos history shim for the Python reference (dhp-protocol 1.3.0).
+
+Runs the reference's own script (work_driver4.py or supervisor3_watch.py)
+unchanged, after wrapping the reference's Runner3 / Supervisor3 methods so
+that every protocol operation is appended to the round's history file in
+the same JSON-lines format as `dhp work --history`:
+
+    {"t", "pid", "process", "op", "type": invoke|ok|fail, "hid", "holder",
+     "fence", "seq", "next_n", ...}
+
+Only observation is added: the wrapped methods are called exactly as the
+driver calls them, with the same arguments, and their results and
+exceptions are passed through untouched. One os.write() per line on an
+O_APPEND descriptor, so a SIGKILL loses at most the line in flight.
+
+    python chaos_shim.py worker|supervisor HISTORY NAME SCRIPT [ARGS...]
+"""
+import json
+import os
+import runpy
+import sys
+import time
+
+
+def main():
+    role, hist_path, name, script = sys.argv[1:5]
+    rest = sys.argv[5:]
+    fd = os.open(hist_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    pid = os.getpid()
+
+    def rec(op, typ, **fields):
+        line = {"t": time.time(), "pid": pid, "process": name, "op": op,
+                "type": typ, "impl": "python"}
+        line.update(fields)
+        os.write(fd, (json.dumps(line) + "\n").encode())
+
+    def fail(op, e, **fields):
+        rec(op, "fail", error=str(e), error_kind=type(e).__name__, **fields)
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(script))))
+
+    if role == "worker":
+        from dhp.runner3 import Runner3
+        orig_claim, orig_recover = Runner3.claim, Runner3.recover
+        orig_checkpoint, orig_complete = Runner3.checkpoint, Runner3.complete
+
+        def start(op, orig):
+            def wrapped(self, hid):
+                rec(op, "invoke", hid=hid, holder=self.runner_id)
+                try:
+                    ctx = orig(self, hid)
+                except BaseException as e:
+                    fail(op, e, hid=hid, holder=self.runner_id)
+                    raise
+                rec(op, "ok", hid=hid, holder=self.runner_id, fence=ctx.fence)
+                return ctx
+            return wrapped
+
+        def checkpoint(self, hid, state, fence):
+            f = dict(hid=hid, holder=self.runner_id, fence=fence,
+                     next_n=state.get("next_n") if isinstance(state, dict) else None)
+            rec("checkpoint", "invoke", **f)
+            try:
+                seq = orig_checkpoint(self, hid, state, fence)
+            except BaseException as e:
+                fail("checkpoint", e, **f)
+                raise
+            rec("checkpoint", "ok", seq=seq, **f)
+            return seq
+
+        def complete(self, hid, result, fence):
+            f = dict(hid=hid, holder=self.runner_id, fence=fence)
+            rec("complete", "invoke", result=result, **f)
+            try:
+                out = orig_complete(self, hid, result, fence)
+            except BaseException as e:
+                fail("complete", e, **f)
+                raise
+            rec("complete", "ok", result=result, **f)
+            return out
+
+        Runner3.claim = start("claim", orig_claim)
+        Runner3.recover = start("recover", orig_recover)
+        Runner3.checkpoint = checkpoint
+        Runner3.complete = complete
+    elif role == "supervisor":
+        from dhp.supervisor3 import Supervisor3
+        orig_orphan, orig_budget = Supervisor3.orphan, Supervisor3.kill_on_budget
+
+        def orphan(self, hid, reason="lease-expired"):
+            before = self.store.get_ownership(hid) or {}
+            out = orig_orphan(self, hid, reason)
+            if out.get("action") not in (None, "already-orphaned-or-released"):
+                after = self.store.get_ownership(hid) or {}
+                fields = dict(out)
+                fields.update(reason=reason,
+                              previous_holder=before.get("holder"),
+                              previous_fence=before.get("fence"),
+                              fence=after.get("fence"))
+                rec("supervise", "ok", **fields)
+            return out
+
+        def kill_on_budget(self, hid, reasons):
+            out = orig_budget(self, hid, reasons)
+            rec("supervise", "ok", **out)
+            return out
+
+        Supervisor3.orphan = orphan
+        Supervisor3.kill_on_budget = kill_on_budget
+    else:
+        sys.exit(f"chaos_shim: unknown role {role!r}")
+
+    sys.argv = [script] + rest
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

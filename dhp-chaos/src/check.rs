@@ -1,0 +1,1145 @@
+//! The invariant checker. Runs after a round from files only — the SQLite
+//! store, the transport logs, `history.jsonl` and `round.json` — so
+//! `dhp-chaos analyze DIR` re-checks a saved run with exactly the same code.
+//!
+//! The recorded history is the ground truth for who did what and when; the
+//! store is the ground truth for what was committed. Where they disagree,
+//! that is a finding (an acknowledged write that is not in the store, a
+//! committed write no process recorded).
+
+use crate::hist::{self, Ev, History};
+use crate::round::{Paths, ORPHANED};
+use anyhow::{Context, Result};
+use dhp_core::census;
+use dhp_core::transport::log as tlog;
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+/// One invariant's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Invariant {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// How many items were checked (0 means the invariant was not exercised).
+    pub checked: u64,
+    pub violations: Vec<String>,
+    /// Things worth knowing that are not violations.
+    pub notes: Vec<String>,
+}
+
+impl Invariant {
+    fn new(name: &'static str, what: &'static str) -> Self {
+        Invariant { name, what, checked: 0, violations: Vec::new(), notes: Vec::new() }
+    }
+    pub fn held(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// Latency distribution (seconds).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub n: usize,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    pub samples: Vec<f64>,
+}
+
+pub fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        // nearest rank
+        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+        Some(v[rank.min(v.len()) - 1])
+    };
+    Stats { n: v.len(), p50: pct(50.0), p99: pct(99.0), max: v.last().copied(), samples: v }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Latencies {
+    /// Injector SIGKILL of a lease-holding worker → orphan committed.
+    pub worker_kill: Stats,
+    /// SIGSTOP of a lease-holding worker → orphan (lease expiry path).
+    pub pause: Stats,
+    /// Failpoint self-kill (as observed by the reaper) → orphan.
+    pub failpoint: Stats,
+    /// SIGKILL of the leader supervisor → another leader observed.
+    pub leader_failover: Stats,
+    /// Lease-holding victims whose handoff was never orphaned and never completed by them.
+    pub undetected: Vec<String>,
+    /// Where the orphan time came from: supervisor history or the monitor.
+    pub from_history: usize,
+    pub from_monitor: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Zombies {
+    pub paused: u64,
+    /// Woken after a successor had been granted a newer fence.
+    pub woken_after_replacement: u64,
+    /// Of those, whose first protocol operation after waking failed (fenced).
+    pub fenced: u64,
+    /// Of those, that exited or were fenced without any further operation recorded.
+    pub silent: u64,
+    /// Of those, that committed a write after waking (must be 0).
+    pub wrote: u64,
+}
+
+/// Everything about one round.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundReport {
+    pub dir: String,
+    pub seed: u64,
+    pub round: u32,
+    pub workers: String,
+    pub supervisors: String,
+    pub replay: String,
+    pub handoffs: usize,
+    pub completed: usize,
+    pub dlq: usize,
+    pub fault_phase_s: f64,
+    pub round_s: f64,
+    pub kills: u64,
+    pub kills_per_min: f64,
+    pub faults_by_kind: BTreeMap<String, u64>,
+    pub kills_by_role: BTreeMap<String, u64>,
+    pub spawned_workers: u64,
+    pub spawned_supervisors: u64,
+    pub recoveries: u64,
+    pub racing_provisions: u64,
+    pub race_losers: u64,
+    pub checkpoints: u64,
+    pub latencies: Latencies,
+    pub zombies: Zombies,
+    /// Chunks computed by a faulted worker and never committed, per fault victim.
+    pub rework_max_chunks: u64,
+    pub rework_total_chunks: u64,
+    pub invariants: Vec<Invariant>,
+    pub history_lines: usize,
+    pub history_malformed: usize,
+    pub held: bool,
+}
+
+impl RoundReport {
+    pub fn violations(&self) -> usize {
+        self.invariants.iter().map(|i| i.violations.len()).sum()
+    }
+}
+
+// ---------------------------------------------------------------- store
+
+#[derive(Debug, Clone)]
+pub struct Ckpt {
+    pub seq: i64,
+    pub state_json: String,
+    pub state_hash: String,
+    pub state: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    pub hid: String,
+    pub env: Value,
+    pub status: String,
+    pub ckpts: Vec<Ckpt>,
+    pub own: Option<(String, i64)>,
+}
+
+pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
+    let cx = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening store {}", db.display()))?;
+    cx.busy_timeout(std::time::Duration::from_secs(10))?;
+    let mut out = BTreeMap::new();
+    let mut st = cx.prepare("SELECT hid, envelope_json FROM handoffs")?;
+    let rows: Vec<(String, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, text) in rows {
+        let env: Value = serde_json::from_str(&text).with_context(|| format!("envelope of {hid}"))?;
+        let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
+        out.insert(hid.clone(), Handoff { hid, env, status, ckpts: Vec::new(), own: None });
+    }
+    let mut st = cx.prepare("SELECT hid, seq, state_json, state_hash FROM checkpoints ORDER BY hid, seq")?;
+    let rows: Vec<(String, i64, String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, seq, state_json, state_hash) in rows {
+        let state = serde_json::from_str(&state_json).unwrap_or(Value::Null);
+        if let Some(h) = out.get_mut(&hid) {
+            h.ckpts.push(Ckpt { seq, state_json, state_hash, state });
+        }
+    }
+    let mut st = cx.prepare("SELECT hid, holder, fence FROM ownership")?;
+    let rows: Vec<(String, String, i64)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, holder, fence) in rows {
+        if let Some(h) = out.get_mut(&hid) {
+            h.own = Some((holder, fence));
+        }
+    }
+    Ok(out)
+}
+
+fn inline_u64(env: &Value, k: &str) -> Option<u64> {
+    env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64)
+}
+
+fn iso_to_epoch(s: &str) -> Option<f64> {
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_micros() as f64 / 1e6)
+}
+
+fn short(h: &str) -> &str {
+    &h[..h.len().min(12)]
+}
+
+// ---------------------------------------------------------------- history index
+
+/// A protocol operation: its invoke and (if recorded) its outcome.
+#[derive(Debug, Clone)]
+struct Op {
+    process: String,
+    pid: i64,
+    op: String,
+    hid: String,
+    holder: String,
+    fence: Option<i64>,
+    next_n: Option<u64>,
+    invoke_t: f64,
+    /// `Some(true)` ok, `Some(false)` fail, `None` in flight when the process died.
+    ok: Option<bool>,
+    out_t: Option<f64>,
+    seq: Option<i64>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Orphan {
+    t: f64,
+    hid: String,
+    previous_holder: Option<String>,
+    previous_fence: Option<i64>,
+    fence: Option<i64>,
+    supervisor: String,
+}
+
+#[derive(Debug, Clone)]
+struct SpawnInfo {
+    imp: String,
+    role: String,
+    hid: Option<String>,
+}
+
+struct Index<'a> {
+    ops: Vec<Op>,
+    orphans: Vec<Orphan>,
+    spawns: HashMap<String, SpawnInfo>,
+    faults: Vec<&'a Ev>,
+    observes: Vec<&'a Ev>,
+    provisions: Vec<&'a Ev>,
+    resumes: Vec<&'a Ev>,
+    processes_with_history: HashSet<String>,
+}
+
+fn index(h: &History) -> Index<'_> {
+    let mut ops: Vec<Op> = Vec::new();
+    let mut open: HashMap<(i64, String, String), usize> = HashMap::new();
+    let mut ix = Index {
+        ops: Vec::new(),
+        orphans: Vec::new(),
+        spawns: HashMap::new(),
+        faults: Vec::new(),
+        observes: Vec::new(),
+        provisions: Vec::new(),
+        resumes: Vec::new(),
+        processes_with_history: HashSet::new(),
+    };
+    for e in &h.events {
+        if e.is_chaos() {
+            match e.op() {
+                "spawn" => {
+                    if let Some(name) = e.s("name") {
+                        ix.spawns.insert(
+                            name.to_string(),
+                            SpawnInfo {
+                                imp: e.s("impl").unwrap_or("").into(),
+                                role: e.s("role").unwrap_or("").into(),
+                                hid: e.hid().map(String::from),
+                            },
+                        );
+                    }
+                }
+                "fault" => ix.faults.push(e),
+                "observe" => ix.observes.push(e),
+                "provision" => ix.provisions.push(e),
+                "resume" => ix.resumes.push(e),
+                _ => {}
+            }
+            continue;
+        }
+        ix.processes_with_history.insert(e.process().to_string());
+        match (e.op(), e.ty()) {
+            ("supervise", "ok") => {
+                let action = e.s("action").unwrap_or("").to_string();
+                if action == "orphaned" || action == "dlq" {
+                    ix.orphans.push(Orphan {
+                        t: e.t(),
+                        hid: e.hid().unwrap_or("").into(),
+                        previous_holder: e.s("previous_holder").map(String::from),
+                        previous_fence: e.i("previous_fence"),
+                        fence: e.i("fence"),
+                        supervisor: e.process().into(),
+                    });
+                }
+            }
+            (op @ ("claim" | "recover" | "checkpoint" | "complete"), ty) => {
+                let key = (e.pid(), op.to_string(), e.hid().unwrap_or("").to_string());
+                match ty {
+                    "invoke" => {
+                        ops.push(Op {
+                            process: e.process().into(),
+                            pid: e.pid(),
+                            op: op.into(),
+                            hid: e.hid().unwrap_or("").into(),
+                            holder: e.s("holder").unwrap_or(e.process()).into(),
+                            fence: e.i("fence"),
+                            next_n: e.u("next_n"),
+                            invoke_t: e.t(),
+                            ok: None,
+                            out_t: None,
+                            seq: None,
+                            error: None,
+                        });
+                        open.insert(key, ops.len() - 1);
+                    }
+                    "ok" | "fail" => {
+                        let i = match open.remove(&key) {
+                            Some(i) => i,
+                            None => {
+                                // outcome without invoke: keep it as its own op
+                                ops.push(Op {
+                                    process: e.process().into(),
+                                    pid: e.pid(),
+                                    op: op.into(),
+                                    hid: e.hid().unwrap_or("").into(),
+                                    holder: e.s("holder").unwrap_or(e.process()).into(),
+                                    fence: e.i("fence"),
+                                    next_n: e.u("next_n"),
+                                    invoke_t: e.t(),
+                                    ok: None,
+                                    out_t: None,
+                                    seq: None,
+                                    error: None,
+                                });
+                                ops.len() - 1
+                            }
+                        };
+                        let o = &mut ops[i];
+                        o.ok = Some(ty == "ok");
+                        o.out_t = Some(e.t());
+                        if let Some(f) = e.i("fence") {
+                            o.fence = Some(f);
+                        }
+                        o.seq = e.i("seq");
+                        if o.next_n.is_none() {
+                            o.next_n = e.u("next_n");
+                        }
+                        o.error = e.s("error").map(String::from);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    ix.ops = ops;
+    ix
+}
+
+// ---------------------------------------------------------------- per-handoff facts
+
+/// The census state a correct run has after `k+1` chunks, for every k.
+fn expected_chain(lo: u64, hi: u64, chunk: u64) -> Vec<(u64, u64, u64)> {
+    let mut out = Vec::new();
+    let (mut n, mut c, mut s) = (lo, 0u64, 0u64);
+    while n < hi {
+        let end = (n + chunk).min(hi);
+        let (dc, ds) = census::chunk(n, end);
+        c += dc;
+        s += ds;
+        n = end;
+        out.push((n, c, s));
+    }
+    out
+}
+
+/// Who wrote each committed checkpoint, as far as the history tells.
+#[derive(Debug, Clone)]
+struct Writer {
+    holder: String,
+    process: String,
+    fence: i64,
+    invoke_t: f64,
+    acknowledged: bool,
+}
+
+struct Ctx<'a> {
+    paths: &'a Paths,
+    ix: Index<'a>,
+}
+
+impl Ctx<'_> {
+    fn imp_of(&self, process: &str) -> String {
+        self.ix.spawns.get(process).map(|s| s.imp.clone()).unwrap_or_else(|| "unknown".into())
+    }
+
+    /// Every worker spawned for `hid` recorded history (or never got to).
+    fn history_complete(&self, hid: &str) -> bool {
+        self.ix.spawns.iter().filter(|(_, s)| s.role == "worker" && s.hid.as_deref() == Some(hid)).all(|(name, s)| {
+            s.imp != "cmd" || self.ix.processes_with_history.contains(name)
+        })
+    }
+
+    fn grants(&self, hid: &str) -> Vec<&Op> {
+        let mut g: Vec<&Op> = self
+            .ix
+            .ops
+            .iter()
+            .filter(|o| o.hid == hid && (o.op == "claim" || o.op == "recover") && o.ok == Some(true))
+            .collect();
+        g.sort_by(|a, b| a.out_t.unwrap_or(a.invoke_t).total_cmp(&b.out_t.unwrap_or(b.invoke_t)));
+        g
+    }
+
+    /// The earliest recorded time at which fence `f` of `hid` was superseded
+    /// (a newer fence granted, or the handoff orphaned past it). Both are
+    /// recorded after their commit, so an operation invoked later than this
+    /// must be rejected.
+    fn superseded_at(&self, hid: &str, f: i64) -> Option<(f64, String)> {
+        let mut best: Option<(f64, String)> = None;
+        for g in self.grants(hid) {
+            if g.fence.is_some_and(|gf| gf > f) {
+                let t = g.out_t.unwrap_or(g.invoke_t);
+                if best.as_ref().is_none_or(|b| t < b.0) {
+                    best = Some((t, format!("{} got fence {}", g.holder, g.fence.unwrap_or(-1))));
+                }
+            }
+        }
+        for o in &self.ix.orphans {
+            if o.hid == hid && o.fence.is_some_and(|of| of > f) && best.as_ref().is_none_or(|b| o.t < b.0) {
+                best = Some((o.t, format!("{} orphaned it to fence {}", o.supervisor, o.fence.unwrap_or(-1))));
+            }
+        }
+        best
+    }
+}
+
+// ---------------------------------------------------------------- the checks
+
+/// Check a round directory.
+pub fn check_round(dir: &Path) -> Result<RoundReport> {
+    let paths = Paths::new(dir);
+    let meta: Value = serde_json::from_slice(&std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?)?;
+    let history = hist::load(&paths.history)?;
+    let store = load_store(&paths.store.join("dhp.sqlite3"))?;
+    let hids: Vec<String> = meta["hids"].as_array().map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect()).unwrap_or_default();
+    let cx = Ctx { paths: &paths, ix: index(&history) };
+
+    let mut outcome = Invariant::new("outcome", "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending");
+    let mut result = Invariant::new("result", "each completed result equals the census recomputed from scratch");
+    let mut once = Invariant::new("exactly-once", "each handoff's completion committed exactly once, by the current fence holder");
+    let mut chain = Invariant::new("checkpoints", "seqs continuous 0..n-1, hashes valid, each state is the census up to its next_n (no rework, nothing skipped)");
+    let mut fencing = Invariant::new("fencing", "along commit order fences never go backwards, no two holders' writes interleave, no write after its fence was superseded, every acknowledged write is in the store");
+    let mut zombie_inv = Invariant::new("zombies", "a paused worker woken after it was replaced commits nothing");
+    let mut transport = Invariant::new("transport", "the peer's transport log agrees with the store (identity, hashes, every committed seq present)");
+    let mut rework_inv = Invariant::new("rework", "work redone per fault is at most one chunk");
+    let mut detect = Invariant::new("detection", "every worker that died holding a lease was orphaned (or had completed)");
+
+    let mut checkpoints_total = 0u64;
+    let mut completed = 0;
+    let mut dlq = 0;
+    let final_state = meta.get("final").cloned().unwrap_or(Value::Null);
+
+    for hid in &hids {
+        let Some(h) = store.get(hid) else {
+            outcome.violations.push(format!("{}: dispatched but not in the store", short(hid)));
+            continue;
+        };
+        let env = &h.env;
+        let (Some(lo), Some(hi), Some(chunk)) = (inline_u64(env, "lo"), inline_u64(env, "hi"), inline_u64(env, "chunk")) else {
+            outcome.violations.push(format!("{}: not a census handoff", short(hid)));
+            continue;
+        };
+        let chunk = chunk.max(1);
+        let exp_chain = expected_chain(lo, hi, chunk);
+        let hist_complete = cx.history_complete(hid);
+
+        // ---- outcome
+        outcome.checked += 1;
+        match h.status.as_str() {
+            "completed" => completed += 1,
+            "failed" => {
+                let err = env.pointer("/execution/error").and_then(Value::as_str).unwrap_or("");
+                let attempt = env.pointer("/execution/attempt").and_then(Value::as_i64).unwrap_or(0);
+                let max_att = env.pointer("/contract/budget/max_attempts").and_then(Value::as_i64).unwrap_or(3);
+                if err.contains("DLQ") && attempt >= max_att {
+                    dlq += 1;
+                    outcome.notes.push(format!("{}: in the DLQ after {attempt} attempts ({} checkpoints kept)", short(hid), h.ckpts.len()));
+                } else {
+                    outcome.violations.push(format!("{}: failed but not a max-attempts DLQ park: attempt {attempt}/{max_att}, error {err:?}", short(hid)));
+                }
+            }
+            other => {
+                let f = &final_state[hid.as_str()];
+                let alive = f["owner_alive"].as_bool().unwrap_or(false);
+                outcome.violations.push(format!(
+                    "{}: stuck in {other:?} at the end (holder {:?}, fence {:?}, owner process alive: {alive})",
+                    short(hid),
+                    h.own.as_ref().map(|o| &o.0),
+                    h.own.as_ref().map(|o| o.1)
+                ));
+            }
+        }
+
+        // ---- checkpoints chain
+        chain.checked += h.ckpts.len() as u64;
+        checkpoints_total += h.ckpts.len() as u64;
+        for (k, c) in h.ckpts.iter().enumerate() {
+            if c.seq != k as i64 {
+                chain.violations.push(format!("{}: seq gap/duplicate: position {k} holds seq {}", short(hid), c.seq));
+                break;
+            }
+            let hash = dhp_core::json::sha256_hex(c.state_json.as_bytes());
+            if hash != c.state_hash {
+                chain.violations.push(format!("{}: seq {} state_hash does not match state_json", short(hid), c.seq));
+            }
+            let got = (c.state["next_n"].as_u64(), c.state["count"].as_u64(), c.state["total"].as_u64());
+            match exp_chain.get(k) {
+                Some(&(n, cnt, tot)) if got == (Some(n), Some(cnt), Some(tot)) => {}
+                Some(&(n, cnt, tot)) => {
+                    chain.violations.push(format!(
+                        "{}: seq {k} is {{next_n {:?}, count {:?}, total {:?}}}, the census says {{{n}, {cnt}, {tot}}} (rework or a wrong resume point)",
+                        short(hid), got.0, got.1, got.2
+                    ));
+                    break;
+                }
+                None => {
+                    chain.violations.push(format!("{}: seq {k} is beyond the last chunk ({} chunks): work was redone", short(hid), exp_chain.len()));
+                    break;
+                }
+            }
+        }
+        if h.status == "completed" && h.ckpts.len() != exp_chain.len() {
+            chain.violations.push(format!("{}: completed with {} checkpoints, the census has {} chunks", short(hid), h.ckpts.len(), exp_chain.len()));
+        }
+
+        // ---- attribution of committed checkpoints to writers
+        let ops_h: Vec<&Op> = cx.ix.ops.iter().filter(|o| &o.hid == hid).collect();
+        let mut writers: BTreeMap<i64, Writer> = BTreeMap::new();
+        let by_seq: HashMap<i64, &Ckpt> = h.ckpts.iter().map(|c| (c.seq, c)).collect();
+        for o in ops_h.iter().filter(|o| o.op == "checkpoint" && o.ok == Some(true)) {
+            fencing.checked += 1;
+            let Some(seq) = o.seq else { continue };
+            match by_seq.get(&seq) {
+                None => fencing.violations.push(format!(
+                    "{}: {} was told seq {seq} committed (fence {:?}) but the store has no seq {seq}: an acknowledged write was lost",
+                    short(hid), o.holder, o.fence
+                )),
+                Some(c) if o.next_n.is_some() && c.state["next_n"].as_u64() != o.next_n => fencing.violations.push(format!(
+                    "{}: {} was told seq {seq} committed with next_n {:?}, the store's seq {seq} has next_n {:?}: overwritten",
+                    short(hid), o.holder, o.next_n, c.state["next_n"].as_u64()
+                )),
+                Some(_) => {}
+            }
+            if let Some(prev) = writers.get(&seq) {
+                fencing.violations.push(format!("{}: seq {seq} acknowledged to both {} and {}", short(hid), prev.holder, o.holder));
+            }
+            writers.insert(
+                seq,
+                Writer { holder: o.holder.clone(), process: o.process.clone(), fence: o.fence.unwrap_or(-1), invoke_t: o.invoke_t, acknowledged: true },
+            );
+        }
+        let mut unattributed = Vec::new();
+        for c in &h.ckpts {
+            if writers.contains_key(&c.seq) {
+                continue;
+            }
+            let nn = c.state["next_n"].as_u64();
+            let cands: Vec<&&Op> = ops_h.iter().filter(|o| o.op == "checkpoint" && o.ok.is_none() && o.next_n == nn).collect();
+            match cands.as_slice() {
+                [o] => {
+                    writers.insert(
+                        c.seq,
+                        Writer { holder: o.holder.clone(), process: o.process.clone(), fence: o.fence.unwrap_or(-1), invoke_t: o.invoke_t, acknowledged: false },
+                    );
+                }
+                [] => unattributed.push(c.seq),
+                many => fencing.notes.push(format!(
+                    "{}: seq {} committed without acknowledgement; {} in-flight writers could have made it (not attributed)",
+                    short(hid), c.seq, many.len()
+                )),
+            }
+        }
+        if !unattributed.is_empty() {
+            let msg = format!("{}: seqs {unattributed:?} were committed but no recorded operation wrote them", short(hid));
+            if hist_complete {
+                fencing.violations.push(msg);
+            } else {
+                fencing.notes.push(format!("{msg} (some workers of this handoff record no history)"));
+            }
+        }
+        let unack = writers.values().filter(|w| !w.acknowledged).count();
+        if unack > 0 {
+            fencing.notes.push(format!("{}: {unack} checkpoint(s) committed but the writer died before recording ok (attributed via its invoke)", short(hid)));
+        }
+
+        // ---- fence ledger: one holder per fence, one claim
+        let grants = cx.grants(hid);
+        let mut fence_holder: HashMap<i64, String> = HashMap::new();
+        for g in &grants {
+            fencing.checked += 1;
+            let f = g.fence.unwrap_or(-1);
+            if let Some(prev) = fence_holder.get(&f) {
+                if prev != &g.holder {
+                    fencing.violations.push(format!("{}: fence {f} granted to both {prev} and {} (split brain at {})", short(hid), g.holder, g.op));
+                }
+            }
+            fence_holder.insert(f, g.holder.clone());
+        }
+        let claims = grants.iter().filter(|g| g.op == "claim").count();
+        if claims > 1 {
+            fencing.violations.push(format!("{}: claimed {claims} times (exactly one claimer must win)", short(hid)));
+        }
+        let mut orphan_to: HashMap<i64, usize> = HashMap::new();
+        for o in cx.ix.orphans.iter().filter(|o| &o.hid == hid) {
+            if let (Some(p), Some(f)) = (o.previous_fence, o.fence) {
+                if f != p + 1 {
+                    fencing.violations.push(format!("{}: {} orphaned fence {p} to fence {f} (must be +1)", short(hid), o.supervisor));
+                }
+                *orphan_to.entry(f).or_default() += 1;
+            }
+        }
+        for (f, n) in orphan_to {
+            if n > 1 {
+                fencing.violations.push(format!("{}: orphaned to fence {f} {n} times", short(hid)));
+            }
+        }
+
+        // ---- commit order: fences never go backwards, holders do not interleave
+        let mut max_f: Option<(i64, i64, String)> = None; // (fence, seq, holder)
+        for (seq, w) in &writers {
+            if let Some(gh) = fence_holder.get(&w.fence) {
+                if gh != &w.holder {
+                    fencing.violations.push(format!("{}: seq {seq} written by {} with fence {}, which was granted to {gh}", short(hid), w.holder, w.fence));
+                }
+            } else if hist_complete && w.fence >= 0 {
+                fencing.violations.push(format!("{}: seq {seq} written by {} with fence {} that was never granted", short(hid), w.holder, w.fence));
+            }
+            if let Some((mf, ms, mh)) = &max_f {
+                if w.fence < *mf {
+                    fencing.violations.push(format!(
+                        "{}: fence went backwards along commit order: seq {seq} by {} (fence {}) after seq {ms} by {mh} (fence {mf}) — split brain",
+                        short(hid), w.holder, w.fence
+                    ));
+                }
+                if w.fence == *mf && &w.holder != mh {
+                    fencing.violations.push(format!("{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}", short(hid), w.holder));
+                }
+            }
+            if max_f.as_ref().is_none_or(|(mf, _, _)| w.fence >= *mf) {
+                max_f = Some((w.fence, *seq, w.holder.clone()));
+            }
+            // ---- no write may begin after its fence was superseded
+            if let Some((t, why)) = cx.superseded_at(hid, w.fence) {
+                if w.invoke_t > t {
+                    fencing.violations.push(format!(
+                        "{}: seq {seq} committed by {} with fence {} although it was invoked {:.3}s after {why} (stale write accepted)",
+                        short(hid), w.holder, w.fence, w.invoke_t - t
+                    ));
+                }
+            }
+        }
+
+        // ---- completion: exactly once, by the current holder
+        if h.status == "completed" {
+            once.checked += 1;
+            let completed_at = env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch);
+            let oks: Vec<&&Op> = ops_h.iter().filter(|o| o.op == "complete" && o.ok == Some(true)).collect();
+            let mut per_pid: HashMap<i64, usize> = HashMap::new();
+            for o in &oks {
+                *per_pid.entry(o.pid).or_default() += 1;
+            }
+            for (pid, n) in &per_pid {
+                if *n > 1 {
+                    let who = oks.iter().find(|o| o.pid == *pid).map(|o| o.holder.clone()).unwrap_or_default();
+                    once.violations.push(format!("{}: {who} (pid {pid}) completed it {n} times", short(hid)));
+                }
+            }
+            // A complete that began after the completion committed is the
+            // protocol's idempotent no-op; every other acknowledged complete
+            // is a commit.
+            let (noop, commits): (Vec<&&Op>, Vec<&&Op>) =
+                oks.iter().partition(|o| completed_at.is_some_and(|ca| ca + 1e-6 < o.invoke_t));
+            if !noop.is_empty() {
+                once.notes.push(format!(
+                    "{}: {} late complete(s) by {} answered as the idempotent no-op",
+                    short(hid),
+                    noop.len(),
+                    noop.iter().map(|o| format!("{}(fence {:?})", o.holder, o.fence)).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            let distinct: BTreeSet<(i64, String)> = commits.iter().map(|o| (o.pid, o.holder.clone())).collect();
+            if distinct.len() > 1 {
+                once.violations.push(format!(
+                    "{}: completion committed by {} processes: {}",
+                    short(hid),
+                    distinct.len(),
+                    distinct.iter().map(|(p, h)| format!("{h}/{p}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            let completer: Option<(String, String, Option<i64>, f64)> = match commits.first() {
+                Some(o) => Some((o.holder.clone(), o.process.clone(), o.fence, o.invoke_t)),
+                None => {
+                    // killed after committing (complete.after_commit): its invoke is in flight
+                    let pend: Vec<&&Op> = ops_h
+                        .iter()
+                        .filter(|o| o.op == "complete" && o.ok.is_none() && completed_at.is_none_or(|ca| o.invoke_t <= ca + 1e-6))
+                        .collect();
+                    match pend.as_slice() {
+                        [o] => {
+                            once.notes.push(format!("{}: completion committed by {} which died before recording ok", short(hid), o.holder));
+                            Some((o.holder.clone(), o.process.clone(), o.fence, o.invoke_t))
+                        }
+                        _ => {
+                            if hist_complete {
+                                once.violations.push(format!("{}: completed, but no recorded complete could have committed it", short(hid)));
+                            } else {
+                                once.notes.push(format!("{}: completer unknown (no history)", short(hid)));
+                            }
+                            None
+                        }
+                    }
+                }
+            };
+            if let Some((holder, process, fence, invoke_t)) = &completer {
+                if let Some(f) = fence {
+                    if let Some((t, why)) = cx.superseded_at(hid, *f) {
+                        if *invoke_t > t {
+                            once.violations.push(format!(
+                                "{}: completed by {holder} with fence {f}, invoked {:.3}s after {why}",
+                                short(hid),
+                                invoke_t - t
+                            ));
+                        }
+                    }
+                    if let Some(top) = grants.iter().filter_map(|g| g.fence).max() {
+                        if *f < top {
+                            once.violations.push(format!("{}: completed by {holder} with fence {f}, but fence {top} had been granted", short(hid)));
+                        }
+                    }
+                }
+                // ---- result
+                result.checked += 1;
+                let got = env.pointer("/delivery/result").cloned().unwrap_or(Value::Null);
+                let want = census::expected(lo, hi, chunk);
+                for k in ["lo", "hi", "prime_count", "prime_sum"] {
+                    if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
+                        result.violations.push(format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                    }
+                }
+                let imp = cx.imp_of(process);
+                let got_cd = got.get("chunks_done").and_then(Value::as_u64);
+                if imp == "python" {
+                    // The reference reports the chunks of its final run only.
+                    let final_run = ops_h.iter().filter(|o| &o.process == process && o.op == "checkpoint" && o.ok == Some(true)).count() as u64;
+                    if got_cd != Some(final_run) {
+                        result.violations.push(format!("{}: python completer {holder} reported chunks_done {got_cd:?}, its history shows {final_run}", short(hid)));
+                    } else if final_run != want["chunks_done"].as_u64().unwrap_or(0) {
+                        result.notes.push(format!(
+                            "{}: reference semantics: chunks_done {final_run} counts the final run only (the handoff has {})",
+                            short(hid), want["chunks_done"]
+                        ));
+                    }
+                } else if got_cd != want.get("chunks_done").and_then(Value::as_u64) {
+                    result.violations.push(format!("{}: result chunks_done = {got_cd:?}, recomputed {}", short(hid), want["chunks_done"]));
+                }
+            } else if h.status == "completed" {
+                // still check the census numbers
+                result.checked += 1;
+                let got = env.pointer("/delivery/result").cloned().unwrap_or(Value::Null);
+                let want = census::expected(lo, hi, chunk);
+                for k in ["lo", "hi", "prime_count", "prime_sum"] {
+                    if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
+                        result.violations.push(format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                    }
+                }
+            }
+        }
+
+        // ---- transport log vs store
+        transport.checked += 1;
+        check_transport(&cx, h, &writers, &mut transport);
+    }
+
+    // ---- faults: detection latency, rework, zombies
+    let mut lat = Latencies::default();
+    let mut worker_kill = Vec::new();
+    let mut pause_l = Vec::new();
+    let mut fp_l = Vec::new();
+    let mut leader_l = Vec::new();
+    let mut faults_by_kind: BTreeMap<String, u64> = BTreeMap::new();
+    let mut kills_by_role: BTreeMap<String, u64> = BTreeMap::new();
+    let mut kills = 0u64;
+    let mut seen_fault_ids: HashSet<u64> = HashSet::new();
+    let mut rework_victims: HashMap<String, String> = HashMap::new();
+    let mut zombies = Zombies::default();
+
+    for f in &cx.ix.faults {
+        let kind = f.s("kind").unwrap_or("");
+        let sig = f.s("signal").unwrap_or("");
+        if kind == "teardown" || kind == "resume" {
+            continue;
+        }
+        let fid = f.u("fault_id").unwrap_or(0);
+        if seen_fault_ids.insert(fid) {
+            *faults_by_kind.entry(if kind == "failpoint" { format!("failpoint:{}", f.s("failpoint").unwrap_or("?")) } else { kind.to_string() }).or_default() += 1;
+        }
+        let victim = f.s("victim").unwrap_or("").to_string();
+        let role = f.s("role").unwrap_or("");
+        if sig == "KILL" {
+            kills += 1;
+            *kills_by_role.entry(role.to_string()).or_default() += 1;
+        }
+        if role == "supervisor" {
+            if sig == "KILL" && f.get("leader").and_then(Value::as_bool) == Some(true) {
+                let t = f.t();
+                if let Some(o) = cx.ix.observes.iter().find(|o| {
+                    o.s("what") == Some("leader") && o.t() >= t && o.s("holder").is_some_and(|hh| hh != victim)
+                }) {
+                    leader_l.push(o.t() - t);
+                }
+            }
+            continue;
+        }
+        // worker victim
+        let Some(hid) = f.hid().map(String::from) else { continue };
+        rework_victims.insert(victim.clone(), hid.clone());
+        let t = f.t();
+        // the fence it held at that moment, from its own history
+        let held = cx
+            .ix
+            .ops
+            .iter()
+            .filter(|o| o.process == victim && o.hid == hid && (o.op == "claim" || o.op == "recover") && o.ok == Some(true) && o.out_t.unwrap_or(o.invoke_t) <= t)
+            .filter_map(|o| o.fence)
+            .max();
+        let Some(fence) = held else { continue };
+        let orphaned_before = cx.ix.orphans.iter().any(|o| o.hid == hid && o.previous_fence == Some(fence) && o.t < t);
+        let completed_before = cx.ix.ops.iter().any(|o| o.process == victim && o.op == "complete" && o.ok == Some(true) && o.out_t.unwrap_or(0.0) <= t);
+        if orphaned_before || completed_before {
+            continue;
+        }
+        let orphan_t = cx
+            .ix
+            .orphans
+            .iter()
+            .filter(|o| o.hid == hid && o.previous_fence == Some(fence) && o.previous_holder.as_deref().is_none_or(|p| p == victim))
+            .map(|o| o.t)
+            .reduce(f64::min);
+        let (ot, from_hist) = match orphan_t {
+            Some(ot) => (Some(ot), true),
+            None => (
+                cx.ix
+                    .observes
+                    .iter()
+                    .filter(|o| o.hid() == Some(hid.as_str()) && o.s("holder") == Some(ORPHANED) && o.i("fence").is_some_and(|of| of > fence))
+                    .map(|o| o.t())
+                    .reduce(f64::min),
+                false,
+            ),
+        };
+        match ot {
+            Some(ot) => {
+                if from_hist {
+                    lat.from_history += 1;
+                } else {
+                    lat.from_monitor += 1;
+                }
+                let d = (ot - t).max(0.0);
+                match (kind, sig) {
+                    ("failpoint", _) => fp_l.push(d),
+                    (_, "STOP") => pause_l.push(d),
+                    (_, "KILL") => worker_kill.push(d),
+                    _ => {}
+                }
+            }
+            None => {
+                let st = store.get(&hid).map(|h| h.status.as_str()).unwrap_or("");
+                let completed_by_victim = cx.ix.ops.iter().any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false));
+                if sig == "STOP" && st == "completed" {
+                    continue; // woken before its lease ran out and finished, or completed by others after it
+                }
+                if !completed_by_victim {
+                    lat.undetected.push(format!("{victim} ({kind}) holding {} fence {fence}", short(&hid)));
+                }
+            }
+        }
+    }
+    detect.checked = (worker_kill.len() + pause_l.len() + fp_l.len() + lat.undetected.len()) as u64;
+    for u in &lat.undetected {
+        // a SIGSTOPped worker that was woken before its lease was taken may legitimately keep it
+        detect.violations.push(format!("{u}: never orphaned and did not complete"));
+    }
+    lat.worker_kill = stats(worker_kill);
+    lat.pause = stats(pause_l);
+    lat.failpoint = stats(fp_l);
+    lat.leader_failover = stats(leader_l);
+
+    // rework: chunks a faulted worker computed that never got committed
+    let mut rework_max = 0u64;
+    let mut rework_total = 0u64;
+    for (victim, hid) in &rework_victims {
+        let Some(h) = store.get(hid) else { continue };
+        rework_inv.checked += 1;
+        let committed: HashSet<u64> = h.ckpts.iter().filter_map(|c| c.state["next_n"].as_u64()).collect();
+        let computed: BTreeSet<u64> =
+            cx.ix.ops.iter().filter(|o| &o.process == victim && &o.hid == hid && o.op == "checkpoint").filter_map(|o| o.next_n).collect();
+        let lost = computed.iter().filter(|n| !committed.contains(n)).count() as u64;
+        rework_max = rework_max.max(lost);
+        rework_total += lost;
+        if lost > 1 {
+            rework_inv.violations.push(format!("{}: {victim} computed {lost} chunks that were never committed (> 1 chunk redone for one fault)", short(hid)));
+        }
+    }
+    rework_inv.notes.push("plus at most the one chunk a victim was computing when it died, which no history can show".into());
+
+    // zombies: paused workers woken after replacement
+    for f in cx.ix.faults.iter().filter(|f| f.s("signal") == Some("STOP")) {
+        zombies.paused += 1;
+        let victim = f.s("victim").unwrap_or("");
+        let Some(hid) = f.hid() else { continue };
+        let Some(fence) = f.i("lease_fence") else { continue };
+        let Some(cont) = cx.ix.faults.iter().find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t()) else {
+            continue;
+        };
+        let tc = cont.t();
+        let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
+        if !replaced {
+            continue;
+        }
+        zombies.woken_after_replacement += 1;
+        zombie_inv.checked += 1;
+        let after: Vec<&Op> = cx.ix.ops.iter().filter(|o| o.process == victim && o.invoke_t >= tc).collect();
+        let wrote: Vec<&&Op> = after
+            .iter()
+            .filter(|o| o.ok == Some(true) && o.op == "checkpoint")
+            .collect();
+        let completed_at = store
+            .get(hid)
+            .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch));
+        let bad_complete =
+            after.iter().any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
+        // ops in flight when paused finish after waking: their invoke is before tc
+        let in_flight_commit = cx
+            .ix
+            .ops
+            .iter()
+            .any(|o| o.process == victim && o.invoke_t < tc && o.op == "checkpoint" && o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc));
+        if !wrote.is_empty() || bad_complete {
+            zombies.wrote += 1;
+            zombie_inv.violations.push(format!(
+                "{}: {victim} (fence {fence}) woken after it was replaced and then committed {} checkpoint(s){}",
+                short(hid),
+                wrote.len(),
+                if bad_complete { " and a completion" } else { "" }
+            ));
+        } else if after.first().is_some_and(|o| o.ok == Some(false)) || (after.is_empty() && in_flight_commit) {
+            zombies.fenced += 1;
+        } else if after.is_empty() {
+            zombies.silent += 1;
+        } else {
+            zombies.fenced += 1;
+        }
+        if in_flight_commit {
+            zombie_inv.notes.push(format!(
+                "{}: {victim} was paused inside a write transaction; it committed on waking, before anyone else could write (SQLite write lock held while stopped)",
+                short(hid)
+            ));
+        }
+    }
+
+    // ---- totals
+    let t0 = meta["t0"].as_f64().unwrap_or(0.0);
+    let t_fe = meta["t_faults_end"].as_f64().unwrap_or(t0);
+    let t_end = meta["t_end"].as_f64().unwrap_or(t_fe);
+    let fault_phase_s = (t_fe - t0).max(0.0);
+    let cfg = &meta["config"];
+    let recoveries = cx.ix.ops.iter().filter(|o| o.op == "recover" && o.ok == Some(true)).count() as u64;
+    let race_losers = cx
+        .ix
+        .ops
+        .iter()
+        .filter(|o| (o.op == "recover" || o.op == "claim") && o.ok == Some(false))
+        .count() as u64;
+    let history_lines = history.events.len();
+    if history.malformed > 0 {
+        fencing.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
+    }
+    let invariants = vec![outcome, result, once, chain, fencing, zombie_inv, transport, rework_inv, detect];
+    let held = invariants.iter().all(Invariant::held);
+    Ok(RoundReport {
+        dir: dir.display().to_string(),
+        seed: cfg["seed"].as_u64().unwrap_or(0),
+        round: cfg["round"].as_u64().unwrap_or(0) as u32,
+        workers: impl_label(&cfg["workers"]),
+        supervisors: impl_label(&cfg["supervisors"]),
+        replay: cfg["replay"].as_str().unwrap_or("").to_string(),
+        handoffs: hids.len(),
+        completed,
+        dlq,
+        fault_phase_s,
+        round_s: (t_end - t0).max(0.0),
+        kills,
+        kills_per_min: if fault_phase_s > 0.0 { kills as f64 * 60.0 / fault_phase_s } else { 0.0 },
+        faults_by_kind,
+        kills_by_role,
+        spawned_workers: cx.ix.spawns.values().filter(|s| s.role == "worker").count() as u64,
+        spawned_supervisors: cx.ix.spawns.values().filter(|s| s.role == "supervisor").count() as u64,
+        recoveries,
+        racing_provisions: cx.ix.provisions.len() as u64,
+        race_losers,
+        checkpoints: checkpoints_total,
+        latencies: lat,
+        zombies,
+        rework_max_chunks: rework_max,
+        rework_total_chunks: rework_total,
+        invariants,
+        history_lines,
+        history_malformed: history.malformed,
+        held,
+    })
+}
+
+fn impl_label(v: &Value) -> String {
+    match v["kind"].as_str() {
+        Some("cmd") => format!("cmd:{}", v["argv"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")).unwrap_or_default()),
+        Some(k) => k.to_string(),
+        None => "?".into(),
+    }
+}
+
+fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant) {
+    let hid = &h.hid;
+    let path = cx.paths.transport.join(format!("{hid}.log"));
+    let cfg = dhp_core::Config::default();
+    if !path.exists() {
+        if h.ckpts.is_empty() {
+            return;
+        }
+        inv.violations.push(format!("{}: {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
+        return;
+    }
+    let lines = match tlog::read_log(&path, &cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            inv.violations.push(format!("{}: transport log unreadable: {e}", short(hid)));
+            return;
+        }
+    };
+    let by_seq: HashMap<i64, &Ckpt> = h.ckpts.iter().map(|c| (c.seq, c)).collect();
+    let mut have: HashSet<i64> = HashSet::new();
+    let mut env_seen = false;
+    let mut skipped = 0;
+    for l in &lines {
+        let rec = match l {
+            tlog::Line::Record(v) => v,
+            tlog::Line::Skipped(_) => {
+                skipped += 1;
+                continue;
+            }
+        };
+        match rec["type"].as_str() {
+            Some("envelope") => {
+                if !env_seen {
+                    env_seen = true;
+                    let e = &rec["envelope"];
+                    if e["handoff_id"].as_str() != Some(hid.as_str()) || !dhp_core::envelope::verify_id(e) {
+                        inv.violations.push(format!("{}: transport envelope does not verify as this handoff", short(hid)));
+                    }
+                }
+            }
+            Some("checkpoint") => {
+                let Some(seq) = rec["seq"].as_i64() else {
+                    inv.violations.push(format!("{}: transport checkpoint without seq", short(hid)));
+                    continue;
+                };
+                let hash = match dhp_core::json::state_text_and_hash(&rec["state"]) {
+                    Ok((_, h)) => h,
+                    Err(_) => String::new(),
+                };
+                if rec["state_hash"].as_str() != Some(hash.as_str()) {
+                    inv.violations.push(format!("{}: transport seq {seq}: state_hash does not match its state", short(hid)));
+                }
+                match by_seq.get(&seq) {
+                    None => inv.violations.push(format!("{}: transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
+                    Some(c) if c.state_hash != hash => {
+                        inv.violations.push(format!("{}: transport seq {seq} differs from the store's seq {seq}", short(hid)))
+                    }
+                    Some(_) => {}
+                }
+                have.insert(seq);
+            }
+            _ => {}
+        }
+    }
+    if !env_seen {
+        inv.violations.push(format!("{}: transport log has no envelope line", short(hid)));
+    }
+    if skipped > 0 {
+        inv.notes.push(format!("{}: {skipped} unreadable transport line(s) skipped", short(hid)));
+    }
+    // completeness
+    let missing: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !have.contains(s)).collect();
+    let top = h.ckpts.last().map(|c| c.seq);
+    for s in missing {
+        let writer = writers.get(&s);
+        let imp = writer.map(|w| cx.imp_of(&w.process)).unwrap_or_else(|| "unknown".into());
+        if imp == "python" {
+            inv.notes.push(format!(
+                "{}: seq {s} never reached the transport log: written by the reference worker {} (known weakness, PROTOCOL §9: commit, then ship, no catch-up on recovery)",
+                short(hid),
+                writer.map(|w| w.holder.as_str()).unwrap_or("?")
+            ));
+        } else if h.status == "failed" && Some(s) == top {
+            inv.notes.push(format!("{}: DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
+        } else {
+            inv.violations.push(format!(
+                "{}: seq {s} (status {}) is in the store but not in the transport log (writer {:?})",
+                short(hid),
+                h.status,
+                writer.map(|w| &w.holder)
+            ));
+        }
+    }
+    // The real ingest path agrees: replay the log into a scratch store.
+    if let Ok(tmp) = tempfile::tempdir() {
+        match dhp_core::store::SqliteStore::open(tmp.path()) {
+            Ok(st) => match tlog::ingest_lines(&st, &lines, &cfg) {
+                Ok(rep) => {
+                    if rep.handoff_id != *hid {
+                        inv.violations.push(format!("{}: ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
+                    }
+                }
+                Err(e) => inv.violations.push(format!("{}: dhp ingest of the transport log fails: {e}", short(hid))),
+            },
+            Err(e) => inv.notes.push(format!("scratch store for ingest: {e}")),
+        }
+    }
+}
+
+/// Leftover check for `analyze`: is this a round directory?
+pub fn is_round_dir(p: &Path) -> bool {
+    p.join("round.json").exists() && p.join("history.jsonl").exists()
+}

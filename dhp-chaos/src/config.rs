@@ -1,0 +1,200 @@
+//! Round configuration: everything a round needs to run, saved as
+//! `round.json` so `dhp-chaos analyze` can re-check it later.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Which implementation runs a role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "argv", rename_all = "lowercase")]
+pub enum Impl {
+    /// `dhp work` / `dhp supervisor` (this repository).
+    Builtin,
+    /// The reference's `work_driver4.py` / `supervisor3_watch.py`, run by the
+    /// venv interpreter through the history shim.
+    Python,
+    /// Workers only: each spawn draws builtin or python from the seeded RNG.
+    Mixed,
+    /// Any command speaking the `dhp work` / `dhp supervisor` command line.
+    Cmd(Vec<String>),
+}
+
+impl Impl {
+    pub fn parse(s: &str, role: &str) -> Result<Impl> {
+        Ok(match s.trim() {
+            "builtin" | "ours" | "rust" => Impl::Builtin,
+            "python" | "reference" => Impl::Python,
+            "mixed" if role == "workers" => Impl::Mixed,
+            "mixed" => bail!("--{role} mixed is only for workers"),
+            "" => bail!("--{role} needs builtin, python{} or a command", if role == "workers" { ", mixed" } else { "" }),
+            cmd => Impl::Cmd(cmd.split_whitespace().map(String::from).collect()),
+        })
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            Impl::Builtin => "builtin".into(),
+            Impl::Python => "python".into(),
+            Impl::Mixed => "mixed".into(),
+            Impl::Cmd(argv) => format!("cmd:{}", argv.join(" ")),
+        }
+    }
+
+    pub fn uses_python(&self) -> bool {
+        matches!(self, Impl::Python | Impl::Mixed)
+    }
+}
+
+/// The kinds of fault the injector draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// SIGKILL one worker.
+    KillWorker,
+    /// SIGKILL the supervisor holding leadership.
+    KillLeader,
+    /// SIGKILL a supervisor that is not the leader.
+    KillFollower,
+    /// SIGKILL 2–3 processes at once (workers and supervisors).
+    KillMulti,
+    /// SIGSTOP a worker holding a lease; SIGCONT it after it was replaced.
+    Pause,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 5] =
+        [FaultKind::KillWorker, FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::KillMulti, FaultKind::Pause];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::KillWorker => "kill-worker",
+            FaultKind::KillLeader => "kill-leader",
+            FaultKind::KillFollower => "kill-follower",
+            FaultKind::KillMulti => "kill-multi",
+            FaultKind::Pause => "pause",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// `kill-worker=5,pause=1` → weights (kinds not named get 0). A bare name
+/// means weight 1.
+pub fn parse_fault_mix(s: &str) -> Result<Vec<(FaultKind, f64)>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, w) = match part.split_once('=') {
+            Some((n, w)) => (n.trim(), w.trim().parse::<f64>().with_context(|| format!("bad weight in {part:?}"))?),
+            None => (part, 1.0),
+        };
+        let kind = FaultKind::from_name(name).with_context(|| {
+            format!(
+                "unknown fault kind {name:?} (known: {})",
+                FaultKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        if !(w.is_finite() && w >= 0.0) {
+            bail!("fault weight for {name} must be >= 0");
+        }
+        out.push((kind, w));
+    }
+    if out.iter().all(|(_, w)| *w == 0.0) {
+        bail!("--faults: at least one fault kind needs a positive weight");
+    }
+    Ok(out)
+}
+
+pub fn default_fault_mix() -> Vec<(FaultKind, f64)> {
+    vec![
+        (FaultKind::KillWorker, 50.0),
+        (FaultKind::KillLeader, 10.0),
+        (FaultKind::KillFollower, 8.0),
+        (FaultKind::KillMulti, 14.0),
+        (FaultKind::Pause, 12.0),
+    ]
+}
+
+/// The failpoints the injector arms in builtin worker spawns.
+pub const FAILPOINTS: [&str; 5] = ["checkpoint.in_tx", "ship.after_commit", "heartbeat", "complete", "complete.after_commit"];
+
+/// DHP timing knobs passed to every spawned process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub lease_interval_s: f64,
+    pub lease_max_missed: i64,
+    pub supervisor_scan_s: f64,
+    pub leader_ttl_s: f64,
+}
+
+impl Timing {
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("DHP_LEASE_INTERVAL_S".into(), self.lease_interval_s.to_string()),
+            ("DHP_LEASE_MAX_MISSED".into(), self.lease_max_missed.to_string()),
+            ("DHP_SUPERVISOR_SCAN_S".into(), self.supervisor_scan_s.to_string()),
+            ("DHP_LEADER_TTL_S".into(), self.leader_ttl_s.to_string()),
+        ]
+    }
+}
+
+/// One round, fully determined by these values and the seed (the fault
+/// schedule, not the OS interleaving).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RoundConfig {
+    /// This round's seed (the run seed plus the round index).
+    pub seed: u64,
+    /// Index of the round within its run (naming only).
+    pub round: u32,
+    pub handoffs: u32,
+    /// Chunks per handoff.
+    pub chunks: u64,
+    /// Numbers per chunk.
+    pub chunk: u64,
+    /// First handoff's `lo`; handoff i covers `[base + i*chunks*chunk, +chunks*chunk)`.
+    pub base: u64,
+    pub pace_s: f64,
+    pub max_attempts: i64,
+    /// How many handoffs get `dlq_max_attempts` instead (exercises the DLQ).
+    pub dlq_handoffs: u32,
+    pub dlq_max_attempts: i64,
+    pub workers: Impl,
+    pub supervisors: Impl,
+    /// Supervisors kept alive (killed ones are replaced).
+    pub supervisor_count: u32,
+    /// Seconds between faults: uniform in `[min, max]`.
+    pub fault_interval_s: (f64, f64),
+    pub fault_mix: Vec<(FaultKind, f64)>,
+    /// Probability that a builtin worker spawn has a failpoint armed.
+    pub failpoint_rate: f64,
+    /// Probability that an orphan (or a pending handoff) gets 2–3 racing workers.
+    pub race_rate: f64,
+    /// A paused worker is resumed at the latest after this long.
+    pub pause_max_s: f64,
+    /// Replacement supervisors start after a delay uniform in `[0, this]`.
+    pub supervisor_restart_max_s: f64,
+    /// Faults are injected for at most this long.
+    pub fault_seconds: f64,
+    /// After faults stop, wait this long for every handoff to end.
+    pub grace_seconds: f64,
+    pub timing: Timing,
+    /// Builtin workers publish liveness tokens (fast same-host detection).
+    pub liveness: bool,
+    pub dhp: PathBuf,
+    /// Interpreter for python workers/supervisors.
+    pub python: Option<PathBuf>,
+    /// Directory holding the reference's `work_driver4.py`.
+    pub reference_dir: Option<PathBuf>,
+    /// The command that replays this round.
+    pub replay: String,
+}
+
+impl RoundConfig {
+    pub fn lo_hi(&self, i: u32) -> (u64, u64) {
+        let span = self.chunks * self.chunk;
+        let lo = self.base + u64::from(i) * span;
+        (lo, lo + span)
+    }
+}

@@ -1,0 +1,123 @@
+//! The round's history file: JSON lines from every process (workers,
+//! supervisors, the harness itself as process `chaos`). Written with one
+//! `write(2)` per line on an `O_APPEND` descriptor, so lines from
+//! concurrent processes do not interleave and a SIGKILL loses at most the
+//! line in flight. This file is the ground truth the checker reads.
+
+use anyhow::{Context, Result};
+use serde_json::{json, Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+/// Wall-clock seconds since the Unix epoch (same clock as every process).
+pub fn now() -> f64 {
+    dhp_core::envelope::now()
+}
+
+/// The harness's own history writer.
+#[derive(Debug)]
+pub struct Writer {
+    file: File,
+    pid: u32,
+}
+
+impl Writer {
+    pub fn open(path: &Path) -> Result<Writer> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening history {}", path.display()))?;
+        Ok(Writer { file, pid: std::process::id() })
+    }
+
+    /// Record a harness event; returns its timestamp.
+    pub fn record(&mut self, op: &str, fields: Value) -> f64 {
+        let t = now();
+        self.record_at(t, op, fields);
+        t
+    }
+
+    pub fn record_at(&mut self, t: f64, op: &str, fields: Value) {
+        let mut line = json!({"t": t, "pid": self.pid, "process": "chaos", "op": op, "type": "event"});
+        if let (Some(m), Value::Object(extra)) = (line.as_object_mut(), fields) {
+            m.extend(extra);
+        }
+        let mut text = line.to_string();
+        text.push('\n');
+        // One write per line; a failure here is a harness error surfaced later
+        // by the checker as missing events, never silently "passing".
+        if let Err(e) = self.file.write_all(text.as_bytes()) {
+            eprintln!("dhp-chaos: cannot append to history: {e}");
+        }
+    }
+}
+
+/// One history line, with typed accessors.
+#[derive(Debug, Clone)]
+pub struct Ev {
+    /// Position in the file (ties in `t` keep file order).
+    pub idx: usize,
+    pub v: Map<String, Value>,
+}
+
+impl Ev {
+    pub fn t(&self) -> f64 {
+        self.v.get("t").and_then(Value::as_f64).unwrap_or(0.0)
+    }
+    pub fn s(&self, k: &str) -> Option<&str> {
+        self.v.get(k).and_then(Value::as_str)
+    }
+    pub fn i(&self, k: &str) -> Option<i64> {
+        self.v.get(k).and_then(Value::as_i64)
+    }
+    pub fn u(&self, k: &str) -> Option<u64> {
+        self.v.get(k).and_then(Value::as_u64)
+    }
+    pub fn pid(&self) -> i64 {
+        self.i("pid").unwrap_or(-1)
+    }
+    pub fn op(&self) -> &str {
+        self.s("op").unwrap_or("")
+    }
+    pub fn ty(&self) -> &str {
+        self.s("type").unwrap_or("")
+    }
+    pub fn process(&self) -> &str {
+        self.s("process").unwrap_or("")
+    }
+    pub fn hid(&self) -> Option<&str> {
+        self.s("hid")
+    }
+    pub fn is_chaos(&self) -> bool {
+        self.process() == "chaos"
+    }
+    pub fn get(&self, k: &str) -> Option<&Value> {
+        self.v.get(k)
+    }
+}
+
+/// Everything in a history file: parsed lines and the count of lines that
+/// were not JSON objects (a torn write would show up here).
+#[derive(Debug, Default)]
+pub struct History {
+    pub events: Vec<Ev>,
+    pub malformed: usize,
+}
+
+pub fn load(path: &Path) -> Result<History> {
+    let data = std::fs::read(path).with_context(|| format!("reading history {}", path.display()))?;
+    let mut h = History::default();
+    for (idx, raw) in data.split(|b| *b == b'\n').enumerate() {
+        let raw = raw.trim_ascii();
+        if raw.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(raw) {
+            Ok(Value::Object(v)) => h.events.push(Ev { idx, v }),
+            _ => h.malformed += 1,
+        }
+    }
+    Ok(h)
+}

@@ -1,0 +1,29 @@
+//! # dhp-chaos — seeded fault injection against real DHP processes
+//!
+//! A round dispatches M prime-census handoffs into a fresh store, starts
+//! real `dhp work` worker processes and at least two `dhp supervisor`
+//! processes (or the Python reference's, or any command speaking the same
+//! command line), and lets a seeded injector SIGKILL workers, the leader
+//! supervisor, followers and several processes at once, SIGSTOP workers and
+//! SIGCONT them after they were replaced, and arm failpoints that kill a
+//! worker inside the protocol. A provisioner starts recovery workers for
+//! orphans and replacement supervisors. Every process appends its protocol
+//! operations to the round's history; afterwards [`check::check_round`]
+//! verifies the invariants from the store, the transport logs and the
+//! history alone.
+//!
+//! A seed replays the fault *schedule* — which kind of fault, when, and
+//! which of the eligible processes (by position) is hit — not the OS
+//! interleaving: process start-up, scheduling and I/O timing differ from run
+//! to run, so the same seed can take a different path. The recorded history
+//! is the ground truth of what happened in a given run.
+
+pub mod check;
+pub mod config;
+pub mod hist;
+pub mod locate;
+pub mod procs;
+pub mod python;
+pub mod report;
+pub mod round;
+pub mod timeline;

@@ -1,0 +1,183 @@
+//! Child processes of a round: real `dhp work` / `dhp supervisor`
+//! processes (or the reference's, or any command), each with its own log
+//! file, signalled by pid with nix.
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde::Serialize;
+use std::fs::File;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Worker,
+    Supervisor,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExitInfo {
+    pub t: f64,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+/// One child process.
+#[derive(Debug)]
+pub struct Proc {
+    pub name: String,
+    pub role: Role,
+    /// builtin / python / cmd
+    pub imp: String,
+    pub hid: Option<String>,
+    /// claim / recover (workers)
+    pub mode: Option<String>,
+    /// For recoverers: the orphan fence they were spawned for.
+    pub orphan_fence: Option<i64>,
+    pub failpoint: Option<String>,
+    pub child: Child,
+    pub pid: i32,
+    pub spawned: f64,
+    /// `Some((t, fence))` while SIGSTOPped.
+    pub paused: Option<(f64, Option<i64>)>,
+    pub exited: Option<ExitInfo>,
+    /// The harness SIGKILLed it (fault or teardown).
+    pub killed_by_harness: bool,
+    pub log: PathBuf,
+}
+
+impl Proc {
+    pub fn alive(&self) -> bool {
+        self.exited.is_none()
+    }
+
+    /// Alive and running (not SIGSTOPped).
+    pub fn active(&self) -> bool {
+        self.exited.is_none() && self.paused.is_none()
+    }
+
+    /// Reap without blocking; returns the exit if it just happened.
+    pub fn poll(&mut self) -> Option<ExitInfo> {
+        if self.exited.is_some() {
+            return None;
+        }
+        match self.child.try_wait() {
+            Ok(Some(st)) => {
+                let e = ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal() };
+                self.exited = Some(e.clone());
+                self.paused = None;
+                Some(e)
+            }
+            Ok(None) => None,
+            Err(_) => None,
+        }
+    }
+
+    /// Send a signal, but only to a child that has not been reaped (its pid
+    /// cannot have been reused). Returns false if it already exited.
+    pub fn signal(&mut self, sig: Signal) -> bool {
+        if self.exited.is_some() {
+            return false;
+        }
+        if self.poll().is_some() {
+            return false;
+        }
+        kill(Pid::from_raw(self.pid), sig).is_ok()
+    }
+}
+
+/// What to start.
+pub struct Spec {
+    pub name: String,
+    pub role: Role,
+    pub imp: String,
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub hid: Option<String>,
+    pub mode: Option<String>,
+    pub orphan_fence: Option<i64>,
+    pub failpoint: Option<String>,
+}
+
+/// Start a child with stdout and stderr going to `<logdir>/<name>.log`,
+/// in its own process group (a Ctrl-C at the terminal reaches the harness,
+/// which tears its children down itself).
+pub fn spawn(spec: Spec, logdir: &Path) -> Result<Proc> {
+    let log = logdir.join(format!("{}.log", spec.name));
+    let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let err = out.try_clone()?;
+    let (prog, args) = spec.argv.split_first().context("empty command")?;
+    let child = Command::new(prog)
+        .args(args)
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("spawning {}", spec.argv.join(" ")))?;
+    let pid = child.id() as i32;
+    Ok(Proc {
+        name: spec.name,
+        role: spec.role,
+        imp: spec.imp,
+        hid: spec.hid,
+        mode: spec.mode,
+        orphan_fence: spec.orphan_fence,
+        failpoint: spec.failpoint,
+        child,
+        pid,
+        spawned: crate::hist::now(),
+        paused: None,
+        exited: None,
+        killed_by_harness: false,
+        log,
+    })
+}
+
+/// All children of a round. Dropping it kills whatever is still alive.
+#[derive(Debug, Default)]
+pub struct Table {
+    pub procs: Vec<Proc>,
+}
+
+impl Table {
+    pub fn by_name(&self, name: &str) -> Option<&Proc> {
+        self.procs.iter().find(|p| p.name == name)
+    }
+
+    pub fn alive(&self, role: Role) -> impl Iterator<Item = &Proc> {
+        self.procs.iter().filter(move |p| p.role == role && p.alive())
+    }
+
+    /// SIGCONT then SIGKILL everything alive, and reap.
+    pub fn kill_all(&mut self) {
+        for p in &mut self.procs {
+            if p.alive() {
+                if p.paused.is_some() {
+                    p.signal(Signal::SIGCONT);
+                }
+                if p.signal(Signal::SIGKILL) {
+                    p.killed_by_harness = true;
+                }
+            }
+        }
+        for p in &mut self.procs {
+            if p.exited.is_none() {
+                if let Ok(st) = p.child.wait() {
+                    p.exited = Some(ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal() });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}

@@ -1,0 +1,56 @@
+//! The Python reference as workers and supervisors: find the venv
+//! interpreter and the reference's scripts, and the history shim that
+//! makes them record the same history as `dhp work --history`.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The shim (see `python/chaos_shim.py`): runs the reference's script
+/// unchanged after wrapping Runner3/Supervisor3 methods to record history.
+pub const SHIM: &str = include_str!("../python/chaos_shim.py");
+
+/// The repository root (parent of this crate).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `--python`, else `$DHP_PYTHON`, else `<repo>/.venv/bin/python`.
+pub fn interpreter(explicit: Option<&Path>) -> Result<PathBuf> {
+    let p = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os("DHP_PYTHON") {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => repo_root().join(".venv/bin/python"),
+        },
+    };
+    if !p.exists() {
+        bail!("python interpreter {} not found: run `bash scripts/setup.sh` (creates <repo>/.venv with dhp-protocol 1.3.0) or pass --python", p.display());
+    }
+    Ok(p)
+}
+
+/// The directory of the installed reference package (`dhp/`), checked to
+/// hold work_driver4.py and supervisor3_watch.py, and its version.
+pub fn reference_dir(python: &Path) -> Result<(PathBuf, String)> {
+    let out = std::process::Command::new(python)
+        .args(["-c", "import dhp, os; print(os.path.dirname(os.path.abspath(dhp.__file__))); print(dhp.__version__)"])
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} cannot import the reference package dhp: {} (run `bash scripts/setup.sh`)",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let dir = PathBuf::from(lines.next().unwrap_or_default().trim());
+    let version = lines.next().unwrap_or_default().trim().to_string();
+    for f in ["work_driver4.py", "supervisor3_watch.py", "runner3.py", "supervisor3.py"] {
+        if !dir.join(f).exists() {
+            bail!("reference package at {} has no {f}", dir.display());
+        }
+    }
+    Ok((dir, version))
+}

@@ -1,0 +1,220 @@
+//! Summary table and `results.json`.
+
+use crate::check::{stats, RoundReport, Stats};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+fn ms(x: Option<f64>) -> String {
+    match x {
+        Some(v) => format!("{:.0}", v * 1000.0),
+        None => "-".into(),
+    }
+}
+
+fn lat(s: &Stats) -> String {
+    if s.n == 0 {
+        return "n=0".into();
+    }
+    format!("p50 {} ms, p99 {} ms, max {} ms (n={})", ms(s.p50), ms(s.p99), ms(s.max), s.n)
+}
+
+/// Totals over rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub rounds: usize,
+    pub rounds_held: usize,
+    pub handoffs: usize,
+    pub completed: usize,
+    pub dlq: usize,
+    pub kills: u64,
+    pub fault_phase_s: f64,
+    pub kills_per_min: f64,
+    pub faults_by_kind: BTreeMap<String, u64>,
+    pub kills_by_role: BTreeMap<String, u64>,
+    pub recoveries: u64,
+    pub race_losers: u64,
+    pub checkpoints: u64,
+    pub zombies_woken: u64,
+    pub zombies_fenced: u64,
+    pub zombies_wrote: u64,
+    pub detection_worker_kill: Stats,
+    pub detection_pause: Stats,
+    pub detection_failpoint: Stats,
+    pub leader_failover: Stats,
+    pub undetected: usize,
+    pub rework_max_chunks: u64,
+    pub invariants: BTreeMap<String, Value>,
+    pub violations: usize,
+}
+
+pub fn totals(rounds: &[RoundReport]) -> Totals {
+    let mut t = Totals {
+        rounds: rounds.len(),
+        rounds_held: rounds.iter().filter(|r| r.held).count(),
+        handoffs: 0,
+        completed: 0,
+        dlq: 0,
+        kills: 0,
+        fault_phase_s: 0.0,
+        kills_per_min: 0.0,
+        faults_by_kind: BTreeMap::new(),
+        kills_by_role: BTreeMap::new(),
+        recoveries: 0,
+        race_losers: 0,
+        checkpoints: 0,
+        zombies_woken: 0,
+        zombies_fenced: 0,
+        zombies_wrote: 0,
+        detection_worker_kill: Stats::default(),
+        detection_pause: Stats::default(),
+        detection_failpoint: Stats::default(),
+        leader_failover: Stats::default(),
+        undetected: 0,
+        rework_max_chunks: 0,
+        invariants: BTreeMap::new(),
+        violations: 0,
+    };
+    let (mut wk, mut pa, mut fp, mut lf) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut inv: BTreeMap<String, (u64, usize)> = BTreeMap::new();
+    for r in rounds {
+        t.handoffs += r.handoffs;
+        t.completed += r.completed;
+        t.dlq += r.dlq;
+        t.kills += r.kills;
+        t.fault_phase_s += r.fault_phase_s;
+        for (k, v) in &r.faults_by_kind {
+            *t.faults_by_kind.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &r.kills_by_role {
+            *t.kills_by_role.entry(k.clone()).or_default() += v;
+        }
+        t.recoveries += r.recoveries;
+        t.race_losers += r.race_losers;
+        t.checkpoints += r.checkpoints;
+        t.zombies_woken += r.zombies.woken_after_replacement;
+        t.zombies_fenced += r.zombies.fenced;
+        t.zombies_wrote += r.zombies.wrote;
+        wk.extend(&r.latencies.worker_kill.samples);
+        pa.extend(&r.latencies.pause.samples);
+        fp.extend(&r.latencies.failpoint.samples);
+        lf.extend(&r.latencies.leader_failover.samples);
+        t.undetected += r.latencies.undetected.len();
+        t.rework_max_chunks = t.rework_max_chunks.max(r.rework_max_chunks);
+        for i in &r.invariants {
+            let e = inv.entry(i.name.to_string()).or_default();
+            e.0 += i.checked;
+            e.1 += i.violations.len();
+        }
+        t.violations += r.violations();
+    }
+    t.kills_per_min = if t.fault_phase_s > 0.0 { t.kills as f64 * 60.0 / t.fault_phase_s } else { 0.0 };
+    t.detection_worker_kill = stats(wk);
+    t.detection_pause = stats(pa);
+    t.detection_failpoint = stats(fp);
+    t.leader_failover = stats(lf);
+    for s in [&mut t.detection_worker_kill, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
+        s.samples.clear();
+    }
+    t.invariants = inv.into_iter().map(|(k, (c, v))| (k, json!({"checked": c, "violations": v, "held": v == 0}))).collect();
+    t
+}
+
+/// One line per round.
+pub fn round_line(r: &RoundReport) -> String {
+    format!(
+        "{:>5} {:>20} {:>8}/{:<8} {:>6.1}s {:>6} {:>6.0} {:>5} {:>4}/{:<3} {:>5} {:>7} {:>7}  {}",
+        r.round,
+        r.seed,
+        short_impl(&r.workers),
+        short_impl(&r.supervisors),
+        r.round_s,
+        r.kills,
+        r.kills_per_min,
+        r.recoveries,
+        r.completed,
+        r.dlq,
+        r.zombies.woken_after_replacement,
+        ms(r.latencies.worker_kill.p50),
+        ms(r.latencies.worker_kill.p99),
+        if r.held { "HELD".to_string() } else { format!("VIOLATED ({})", r.violations()) }
+    )
+}
+
+fn short_impl(s: &str) -> String {
+    if s.len() > 8 {
+        format!("{}…", &s[..7])
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn header() -> String {
+    format!(
+        "{:>5} {:>20} {:>17} {:>7} {:>6} {:>6} {:>5} {:>8} {:>5} {:>7} {:>7}  {}",
+        "round", "seed", "workers/sups", "time", "kills", "k/min", "recov", "done/dlq", "zomb", "det-p50", "det-p99", "invariants"
+    )
+}
+
+/// The full summary printed at the end of a run.
+pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n{}", header());
+    for r in rounds {
+        let _ = writeln!(s, "{}", round_line(r));
+    }
+    let _ = writeln!(s, "\nfaults by kind:");
+    for (k, v) in &t.faults_by_kind {
+        let _ = writeln!(s, "  {k:<32} {v:>6}");
+    }
+    let _ = writeln!(
+        s,
+        "kills: {} ({}) in {:.1} s of fault injection = {:.0} kills/min",
+        t.kills,
+        t.kills_by_role.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "),
+        t.fault_phase_s,
+        t.kills_per_min
+    );
+    let _ = writeln!(
+        s,
+        "handoffs: {} completed, {} in the DLQ, of {}; recoveries {}, race losers {}, checkpoints {}",
+        t.completed, t.dlq, t.handoffs, t.recoveries, t.race_losers, t.checkpoints
+    );
+    let _ = writeln!(s, "zombies woken after replacement: {} (fenced {}, wrote {})", t.zombies_woken, t.zombies_fenced, t.zombies_wrote);
+    let _ = writeln!(s, "detection latency:");
+    let _ = writeln!(s, "  worker SIGKILL → orphan   {}", lat(&t.detection_worker_kill));
+    let _ = writeln!(s, "  worker SIGSTOP → orphan   {}", lat(&t.detection_pause));
+    let _ = writeln!(s, "  failpoint death → orphan  {}", lat(&t.detection_failpoint));
+    let _ = writeln!(s, "  leader SIGKILL → new leader {}", lat(&t.leader_failover));
+    let _ = writeln!(s, "work redone per fault: at most {} uncommitted chunk(s) recorded (limit 1)", t.rework_max_chunks);
+    let _ = writeln!(s, "invariants:");
+    if let Some(last) = rounds.last() {
+        // names and descriptions from a round, counts from the totals
+        for i in &last.invariants {
+            let tot = &t.invariants[i.name];
+            let held = tot["held"].as_bool().unwrap_or(false);
+            let _ = writeln!(
+                s,
+                "  {:<13} {:<9} checked {:>7}  {}",
+                i.name,
+                if held { "held" } else { "VIOLATED" },
+                tot["checked"].as_u64().unwrap_or(0),
+                i.what
+            );
+        }
+    }
+    for r in rounds.iter().filter(|r| !r.held) {
+        let _ = writeln!(s, "\nround {} (seed {}) violations — {}:", r.round, r.seed, r.dir);
+        for i in r.invariants.iter().filter(|i| !i.held()) {
+            for v in i.violations.iter().take(20) {
+                let _ = writeln!(s, "  [{}] {v}", i.name);
+            }
+            if i.violations.len() > 20 {
+                let _ = writeln!(s, "  [{}] … {} more in round-report.json", i.name, i.violations.len() - 20);
+            }
+        }
+        let _ = writeln!(s, "  replay: {}", r.replay);
+    }
+    s
+}
