@@ -54,8 +54,11 @@ pub(crate) enum Frame {
     Eof,
     /// The peer closed the connection in the middle of a line (discarded).
     Partial,
-    /// The line would exceed the cap; nothing beyond the cap was buffered.
+    /// The line exceeded the cap; nothing beyond the cap was buffered, and
+    /// the line was consumed through its newline.
     TooLong,
+    /// The line exceeds the cap and its rest is still unread.
+    Overrun,
 }
 
 /// Would a line whose content is `len` bytes (newline not counted) exceed
@@ -88,10 +91,36 @@ where
         }
         let n = avail.len();
         if over_cap(buf.len() + n, max) {
-            return Ok(Frame::TooLong);
+            return Ok(Frame::Overrun);
         }
         buf.extend_from_slice(avail);
         r.consume(n);
+    }
+}
+
+/// Discard the rest of an overlong line, up to `limit` bytes; true when
+/// its newline was reached (the stream is in sync again).
+pub(crate) async fn skip_line_async<R>(r: &mut R, limit: usize) -> std::io::Result<bool>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    use tokio::io::AsyncBufReadExt;
+    let mut skipped = 0usize;
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            return Ok(false);
+        }
+        if let Some(i) = avail.iter().position(|b| *b == b'\n') {
+            r.consume(i + 1);
+            return Ok(true);
+        }
+        let n = avail.len();
+        r.consume(n);
+        skipped += n;
+        if skipped > limit {
+            return Ok(false);
+        }
     }
 }
 
@@ -118,7 +147,7 @@ pub(crate) fn read_frame_sync<R: std::io::BufRead>(r: &mut R, buf: &mut Vec<u8>,
         }
         let n = avail.len();
         if over_cap(buf.len() + n, max) {
-            return Ok(Frame::TooLong);
+            return Ok(Frame::Overrun);
         }
         buf.extend_from_slice(avail);
         r.consume(n);
@@ -194,7 +223,7 @@ mod tests {
         let mut r = std::io::BufReader::with_capacity(4, &b"abc\ndefghijk\nxy"[..]);
         assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Line);
         assert_eq!(buf, b"abc");
-        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::TooLong);
+        assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Overrun);
         assert!(buf.len() < 8);
         let mut r = std::io::BufReader::new(&b"1234567\nxy"[..]);
         assert_eq!(read_frame_sync(&mut r, &mut buf, 8).unwrap(), Frame::Line);
@@ -210,8 +239,15 @@ mod tests {
         let mut r = tokio::io::BufReader::with_capacity(3, &b"ab\n0123456789\nok\nhalf"[..]);
         assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Line);
         assert_eq!(buf, b"ab");
-        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::TooLong);
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Overrun);
         assert!(buf.len() <= 6);
+        assert!(skip_line_async(&mut r, 100).await.unwrap());
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Line);
+        assert_eq!(buf, b"ok");
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Partial);
+        let mut r = tokio::io::BufReader::with_capacity(3, &b"0123456789abcdef\nz\n"[..]);
+        assert_eq!(read_frame_async(&mut r, &mut buf, 6).await.unwrap(), Frame::Overrun);
+        assert!(!skip_line_async(&mut r, 4).await.unwrap());
     }
 
     #[test]

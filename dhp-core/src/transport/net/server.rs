@@ -2,7 +2,7 @@
 //! handoff log, held only while the log is written.
 
 use super::seqset::SeqSet;
-use super::{ends_torn, read_frame_async, Appender, Frame};
+use super::{ends_torn, read_frame_async, skip_line_async, Appender, Frame};
 use crate::config::Config;
 use crate::envelope::{self, utcnow_iso};
 use crate::error::{Error, Result};
@@ -28,6 +28,9 @@ use tokio::task::JoinSet;
 const MAX_CONNECTIONS: usize = 4096;
 /// Consecutive rejected frames after which a connection is dropped.
 const MAX_BAD_STREAK: u32 = 64;
+/// Bytes of an overlong line discarded (never buffered) to find the next
+/// frame; a longer one closes the connection.
+const MAX_SKIP_BYTES: usize = 64 << 20;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -444,7 +447,20 @@ impl Srv {
                 Ok(Ok(Frame::TooLong)) => {
                     bump(&self.stats.lines_too_long);
                     tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
-                    refuse_and_close(format!("line exceeds max line bytes ({max})"))
+                    refuse(format!("line exceeds max line bytes ({max})"))
+                }
+                Ok(Ok(Frame::Overrun)) => {
+                    bump(&self.stats.lines_too_long);
+                    tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
+                    let msg = format!("line exceeds max line bytes ({max})");
+                    // Discard the rest without buffering it, so the frames
+                    // after it still get their replies in order.
+                    let skipped = tokio::select! {
+                        biased;
+                        _ = shutdown.wait_for(|stop| *stop) => false,
+                        r = tokio::time::timeout(idle, skip_line_async(&mut rd, MAX_SKIP_BYTES)) => matches!(r, Ok(Ok(true))),
+                    };
+                    if skipped { refuse(msg) } else { refuse_and_close(msg) }
                 }
                 Ok(Ok(Frame::Line)) => {
                     if buf.iter().all(u8::is_ascii_whitespace) {

@@ -618,7 +618,7 @@ impl Conn {
                 _ => Err(format!("bad reply from server: {:?}", String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)]))),
             },
             Ok(Frame::Eof) | Ok(Frame::Partial) => Err("connection closed by server".into()),
-            Ok(Frame::TooLong) => Err("reply from server exceeds 64 KiB".into()),
+            Ok(Frame::TooLong) | Ok(Frame::Overrun) => Err("reply from server exceeds 64 KiB".into()),
             Err(e) => Err(format!("reading reply: {e}")),
         }
     }
