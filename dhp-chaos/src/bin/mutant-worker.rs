@@ -1,1 +1,225 @@
-fn main() {}
+//! `mutant-worker`: deliberately broken census workers, to prove that the
+//! dhp-chaos checker catches protocol violations. Same command line as
+//! `dhp work` (so it plugs in as `--workers "mutant-worker --mode M"`) and
+//! the same history format, but:
+//!
+//! - `skip-fence`: claims/recovers properly, then writes checkpoints and the
+//!   completion straight into the SQLite store with rusqlite, never checking
+//!   the ownership row — a worker that ignores fencing. Harmless while it is
+//!   the only holder; once it is paused, replaced and woken (or its lease is
+//!   otherwise taken), its writes interleave with the successor's.
+//! - `complete-twice`: a correct run, then a second completion written
+//!   directly to the store, both recorded as `complete ok`.
+//! - `wrong-result`: a correct run that completes with prime_count off by one.
+//!
+//! ```text
+//! mutant-worker --mode skip-fence ROOT --runner ID claim|recover HID
+//!               [--ship LOG] [--pace S] [--history FILE] [--no-liveness]
+//! ```
+
+use anyhow::{bail, Context, Result};
+use dhp_core::envelope::utcnow_iso;
+use dhp_core::history::History;
+use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
+use dhp_core::{census, json, liveness, Config, Runner};
+use rusqlite::{params, Connection, TransactionBehavior};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    SkipFence,
+    CompleteTwice,
+    WrongResult,
+}
+
+struct Args {
+    mode: Mode,
+    root: PathBuf,
+    runner: String,
+    start: String,
+    hid: String,
+    ship: Option<PathBuf>,
+    pace: f64,
+    history: Option<PathBuf>,
+    liveness: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut mode = std::env::var("DHP_MUTANT_MODE").ok();
+    let (mut runner, mut ship, mut pace, mut history, mut liveness) = (None, None, 0.0, None, true);
+    let mut pos = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = |name: &str| it.next().with_context(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--mode" => mode = Some(val("--mode")?),
+            "--runner" => runner = Some(val("--runner")?),
+            "--ship" => ship = Some(PathBuf::from(val("--ship")?)),
+            "--pace" => pace = val("--pace")?.parse()?,
+            "--history" => history = Some(PathBuf::from(val("--history")?)),
+            "--no-liveness" => liveness = false,
+            "--no-background-heartbeat" => {}
+            s if s.starts_with("--") => bail!("unknown flag {s}"),
+            _ => pos.push(a),
+        }
+    }
+    let [root, start, hid] = <[String; 3]>::try_from(pos).map_err(|p| anyhow::anyhow!("want ROOT claim|recover HID, got {p:?}"))?;
+    let mode = match mode.as_deref() {
+        Some("skip-fence") => Mode::SkipFence,
+        Some("complete-twice") => Mode::CompleteTwice,
+        Some("wrong-result") => Mode::WrongResult,
+        other => bail!("--mode skip-fence|complete-twice|wrong-result (got {other:?})"),
+    };
+    if start != "claim" && start != "recover" {
+        bail!("mode must be claim or recover");
+    }
+    Ok(Args { mode, root: PathBuf::from(root), runner: runner.context("--runner is required")?, start, hid, ship, pace, history, liveness })
+}
+
+fn db(root: &Path) -> Result<Connection> {
+    let c = Connection::open(root.join("dhp.sqlite3"))?;
+    c.busy_timeout(Duration::from_secs(30))?;
+    Ok(c)
+}
+
+/// INSERT the next checkpoint with no ownership check at all.
+fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
+    let (text, hash) = json::state_text_and_hash(state)?;
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let seq: i64 = tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
+    tx.execute(
+        "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![hid, seq, text, hash, utcnow_iso()],
+    )?;
+    tx.commit()?;
+    Ok(seq)
+}
+
+/// Mark the handoff completed with `result`, with no ownership or status check.
+fn write_complete_unfenced(c: &mut Connection, hid: &str, result: &Value) -> Result<()> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let text: String = tx.query_row("SELECT envelope_json FROM handoffs WHERE hid = ?1", [hid], |r| r.get(0))?;
+    let mut env = json::parse(&text)?;
+    env["execution"]["status"] = json!("completed");
+    env["execution"]["completed_at"] = json!(utcnow_iso());
+    env["delivery"]["outbox"] = json!({"ack": false});
+    env["delivery"]["result"] = result.clone();
+    tx.execute(
+        "UPDATE handoffs SET envelope_json = ?1, updated_at = ?2 WHERE hid = ?3",
+        params![json::dumps(&env)?, dhp_core::envelope::now(), hid],
+    )?;
+    tx.execute("DELETE FROM ownership WHERE hid = ?1", [hid])?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn main() {
+    match run() {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("mutant-worker: {e:#}");
+            std::process::exit(5);
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let a = parse_args()?;
+    let cfg = Config::from_env()?;
+    let runner = Runner::open(&a.root, &a.runner, cfg.clone())?;
+    let h = match &a.history {
+        Some(p) => History::open(p, &a.runner)?,
+        None => History::disabled(),
+    };
+    let _token = if a.liveness { liveness::publish(&a.root, &a.runner).ok() } else { None };
+    let (hid, holder) = (a.hid.clone(), a.runner.clone());
+    let op = a.start.as_str();
+    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    let ctx = if op == "claim" { runner.claim(&hid) } else { runner.recover(&hid) };
+    let mut ctx = match ctx {
+        Ok(c) => c,
+        Err(e) => {
+            h.record(op, "fail", json!({"hid": hid, "holder": holder, "error": e.to_string()}));
+            return Err(e.into());
+        }
+    };
+    let fence = ctx.fence();
+    h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
+
+    let env = runner.envelope_bare(&hid)?;
+    let get = |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
+    let (lo, hi, chunk) = (get("lo")?, get("hi")?, get("chunk")?.max(1));
+    let mut shipper = a.ship.as_ref().map(|p| FileShipper { path: p.clone(), cfg: cfg.clone() });
+    if let Some(s) = shipper.as_mut() {
+        catch_up(s, &runner, &hid)?;
+    }
+    let mut conn = db(&a.root)?;
+    if a.mode == Mode::SkipFence {
+        // keep the lease alive, ignoring every error (a worker that never notices it lost)
+        let (r2, h2) = (runner.clone(), hid.clone());
+        let every = Duration::from_secs_f64(cfg.lease_interval_s / 2.0);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(every);
+            let _ = r2.heartbeat(&h2, fence);
+        });
+    } else {
+        ctx.start_heartbeat(None);
+    }
+    let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
+        None => (lo, 0, 0),
+        Some(st) => (
+            st["next_n"].as_u64().unwrap_or(lo),
+            st["count"].as_u64().unwrap_or(0),
+            st["total"].as_u64().unwrap_or(0),
+        ),
+    };
+    while next < hi {
+        let end = (next + chunk).min(hi);
+        let (c, s) = census::chunk(next, end);
+        count += c;
+        total += s;
+        next = end;
+        let state = json!({"next_n": next, "count": count, "total": total});
+        h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+        let seq = if a.mode == Mode::SkipFence { write_checkpoint_unfenced(&mut conn, &hid, &state) } else { ctx.checkpoint(&state).map_err(Into::into) };
+        let seq = match seq {
+            Ok(s) => s,
+            Err(e) => {
+                h.record("checkpoint", "fail", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}));
+                return Err(e);
+            }
+        };
+        h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
+        if let Some(s) = shipper.as_mut() {
+            let (_, hash) = json::state_text_and_hash(&state)?;
+            s.ship_checkpoint(&hid, seq, &log::checkpoint_line(seq, &state, &hash, &utcnow_iso())?)?;
+        }
+        if a.mode != Mode::SkipFence {
+            let _ = ctx.note_step(1);
+        }
+        if a.pace > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(a.pace));
+        }
+    }
+    let mut result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
+    if a.mode == Mode::WrongResult {
+        result["prime_count"] = json!(count + 1);
+    }
+    h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    let done = if a.mode == Mode::SkipFence { write_complete_unfenced(&mut conn, &hid, &result) } else { ctx.complete(&result).map_err(Into::into) };
+    if let Err(e) = done {
+        h.record("complete", "fail", json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
+        return Err(e);
+    }
+    h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    if a.mode == Mode::CompleteTwice {
+        std::thread::sleep(Duration::from_millis(5));
+        h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+        write_complete_unfenced(&mut conn, &hid, &result)?;
+        h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    }
+    println!("{}", json!({"completed": true, "hid": hid, "mode": format!("{:?}", a.mode)}));
+    Ok(())
+}
