@@ -28,9 +28,10 @@ use tokio::task::JoinSet;
 const MAX_CONNECTIONS: usize = 4096;
 /// Consecutive rejected frames after which a connection is dropped.
 const MAX_BAD_STREAK: u32 = 64;
-/// Bytes of an overlong line discarded (never buffered) to find the next
-/// frame; a longer one closes the connection.
-const MAX_SKIP_BYTES: usize = 64 << 20;
+/// An overlong line is discarded (never buffered) up to this many times
+/// the line cap (at least 1 MiB) to find the next frame; a longer one
+/// closes the connection.
+const SKIP_FACTOR: usize = 4;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -458,7 +459,7 @@ impl Srv {
                     let skipped = tokio::select! {
                         biased;
                         _ = shutdown.wait_for(|stop| *stop) => false,
-                        r = tokio::time::timeout(idle, skip_line_async(&mut rd, MAX_SKIP_BYTES)) => matches!(r, Ok(Ok(true))),
+                        r = tokio::time::timeout(idle, skip_line_async(&mut rd, max.saturating_mul(SKIP_FACTOR).max(1 << 20))) => matches!(r, Ok(Ok(true))),
                     };
                     if skipped { refuse(msg) } else { refuse_and_close(msg) }
                 }
