@@ -1,0 +1,110 @@
+//! Deliberately broken variants of the adapter, each removing one
+//! guarantee by wrapping dhp-core calls. They exist to prove that the
+//! conformance assertions can fail: `tests/mutants.rs` runs the suite
+//! against each and expects exactly the assertion that guards that
+//! guarantee to fail.
+
+/// A broken guarantee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutant {
+    NoFenceCheck,
+    NonAtomicRecover,
+    NoIdCheck,
+    NoInputHashCheck,
+    NoSchemaValidation,
+    NoBudgetCheck,
+    VolatileCheckpoints,
+    NoDlq,
+    TwoLeaders,
+    ShipCompactJson,
+    BundleDropsCheckpoints,
+    IgnoreLeaseExpiry,
+    HeartbeatNoop,
+    ReleaseKeepsLease,
+    CompleteNotIdempotent,
+    AckBeforeComplete,
+    NonAtomicClaim,
+    ResumeNoVerify,
+    IngestNoIdCheck,
+    IngestNoHashCheck,
+    IngestStrict,
+    IgnoreSchemaVersion,
+    NoSizeLimits,
+    LenientIds,
+    NoStallDetection,
+    NoBudgetKill,
+    EffectsLastWriteWins,
+    CapabilitiesFailOpen,
+    CanonicalSerde,
+    NoLiveness,
+}
+
+/// Name, mutant, what it breaks.
+pub const ALL: &[(&str, Mutant, &str)] = &[
+    ("no-fence-check", Mutant::NoFenceCheck, "worker writes are made with the current owner's token, whatever token was presented"),
+    ("non-atomic-recover", Mutant::NonAtomicRecover, "recover reads the orphaned row, waits, then writes without a compare-and-set"),
+    ("no-id-check", Mutant::NoIdCheck, "dispatch checks the input binding but not that the envelope matches its handoff_id"),
+    ("no-input-hash-check", Mutant::NoInputHashCheck, "dispatch checks the handoff_id but not that inputs match input_hash"),
+    ("no-schema-validation", Mutant::NoSchemaValidation, "complete accepts any result (the output schema is ignored)"),
+    ("no-budget-check", Mutant::NoBudgetCheck, "note_step / note_spend never raise BudgetExceeded"),
+    ("volatile-checkpoints", Mutant::VolatileCheckpoints, "checkpoints are buffered in memory and written at the next request: a killed worker loses them"),
+    ("no-dlq", Mutant::NoDlq, "an expired lease is always orphaned for retry, never dead-lettered"),
+    ("two-leaders", Mutant::TwoLeaders, "a supervisor takes leadership whether or not another holds a live term"),
+    ("ship-compact-json", Mutant::ShipCompactJson, "checkpoint log lines are written as compact JSON instead of json.dumps(sort_keys=True)"),
+    ("bundle-drops-checkpoints", Mutant::BundleDropsCheckpoints, "suspend writes a bundle without its checkpoints"),
+    ("ignore-lease-expiry", Mutant::IgnoreLeaseExpiry, "a write refused for an expired lease renews the lease and retries"),
+    ("heartbeat-noop", Mutant::HeartbeatNoop, "heartbeat answers without extending the lease"),
+    ("release-keeps-lease", Mutant::ReleaseKeepsLease, "release marks the handoff pending but leaves the ownership row"),
+    ("complete-not-idempotent", Mutant::CompleteNotIdempotent, "completing a completed handoff is an error"),
+    ("ack-before-complete", Mutant::AckBeforeComplete, "ack is recorded whatever the status"),
+    ("non-atomic-claim", Mutant::NonAtomicClaim, "claim reads pending, waits, then overwrites the ownership row"),
+    ("resume-no-verify", Mutant::ResumeNoVerify, "resume re-identifies the bundle envelope and drops checkpoint hashes instead of verifying"),
+    ("ingest-no-id-check", Mutant::IngestNoIdCheck, "ingest re-identifies the log's envelope instead of verifying it"),
+    ("ingest-no-hash-check", Mutant::IngestNoHashCheck, "ingest recomputes checkpoint hashes instead of verifying them"),
+    ("ingest-strict", Mutant::IngestStrict, "ingest refuses a log with any malformed line"),
+    ("ignore-schema-version", Mutant::IgnoreSchemaVersion, "open deletes schema_version rows newer than 3 instead of refusing the store"),
+    ("no-size-limits", Mutant::NoSizeLimits, "the DHP_MAX_* limits are ignored"),
+    ("lenient-ids", Mutant::LenientIds, "malformed ids are normalized (lowercased, cleaned) instead of refused"),
+    ("no-stall-detection", Mutant::NoStallDetection, "the stall limits are ignored (never stalled)"),
+    ("no-budget-kill", Mutant::NoBudgetKill, "the supervisor scan skips budget enforcement"),
+    ("effects-last-write-wins", Mutant::EffectsLastWriteWins, "record_effect overwrites an existing effect"),
+    ("capabilities-fail-open", Mutant::CapabilitiesFailOpen, "a contract without capabilities grants everything"),
+    ("canonical-serde", Mutant::CanonicalSerde, "canonical JSON is serde_json's default output"),
+    ("no-liveness", Mutant::NoLiveness, "declares fast-death-detection but publishes no liveness token"),
+];
+
+pub fn parse(name: &str) -> Option<Mutant> {
+    ALL.iter().find(|(n, _, _)| *n == name).map(|(_, m, _)| *m)
+}
+
+pub fn name(m: Mutant) -> &'static str {
+    ALL.iter().find(|(_, x, _)| *x == m).map(|(n, _, _)| *n).unwrap_or("?")
+}
+
+/// Ways to break the exchange itself (bad adapters), on one op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misbehave {
+    /// Exit without answering.
+    Crash,
+    /// Never answer.
+    Hang,
+    /// Print a line that is not JSON instead of the answer.
+    Garbage,
+    /// Answer with another request's id.
+    WrongId,
+    /// Answer with a result its schema rejects.
+    BadReply,
+}
+
+pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
+    let (mode, op) = spec.split_once(':')?;
+    let m = match mode {
+        "crash" => Misbehave::Crash,
+        "hang" => Misbehave::Hang,
+        "garbage" => Misbehave::Garbage,
+        "wrong-id" => Misbehave::WrongId,
+        "bad-reply" => Misbehave::BadReply,
+        _ => return None,
+    };
+    Some((m, op.to_string()))
+}

@@ -1,0 +1,93 @@
+//! How an assertion ends, and the small vocabulary assertions are written in.
+
+use crate::client::{AdapterError, ErrorReply};
+
+/// Why an assertion did not pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fail {
+    /// The implementation broke a guarantee (or answered wrongly).
+    Failed(String),
+    /// The adapter exchange broke (crash, hang, garbage, wrong id, bad
+    /// reply shape, unsupported operation): no verdict on the implementation.
+    Errored(String),
+    /// An optional feature this assertion needs is not declared.
+    Skipped(String),
+}
+
+impl Fail {
+    pub fn failed(msg: impl Into<String>) -> Fail {
+        Fail::Failed(msg.into())
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Fail::Failed(m) | Fail::Errored(m) | Fail::Skipped(m) => m,
+        }
+    }
+
+    /// Prefix the message with what was being done.
+    pub fn context(self, what: &str) -> Fail {
+        match self {
+            Fail::Failed(m) => Fail::Failed(format!("{what}: {m}")),
+            Fail::Errored(m) => Fail::Errored(format!("{what}: {m}")),
+            Fail::Skipped(m) => Fail::Skipped(m),
+        }
+    }
+}
+
+impl From<AdapterError> for Fail {
+    fn from(e: AdapterError) -> Fail {
+        Fail::Errored(e.to_string())
+    }
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Fail {
+        Fail::Failed(format!("reading the standard store: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Fail {
+    fn from(e: std::io::Error) -> Fail {
+        Fail::Errored(format!("runner I/O: {e}"))
+    }
+}
+
+/// Result of an assertion.
+pub type Check<T = ()> = Result<T, Fail>;
+
+/// Fail the assertion unless `cond`.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err($crate::check::Fail::Failed(format!($($fmt)+)));
+        }
+    };
+}
+
+/// Fail unless `left == right`, showing both.
+#[macro_export]
+macro_rules! ensure_eq {
+    ($left:expr, $right:expr, $($fmt:tt)+) => {
+        match (&$left, &$right) {
+            (l, r) => {
+                if l != r {
+                    return Err($crate::check::Fail::Failed(format!("{}: got {:?}, want {:?}", format!($($fmt)+), l, r)));
+                }
+            }
+        }
+    };
+}
+
+/// The ownership family of error kinds: a stale or lost token.
+pub const OWNERSHIP_KINDS: &[&str] = &["FencingError", "LeaseLost", "OwnershipLost"];
+
+/// Check an error reply's kind against the accepted ones.
+pub fn kind_in(e: &ErrorReply, kinds: &[&str], what: &str) -> Check {
+    if kinds.contains(&e.kind.as_str()) {
+        Ok(())
+    } else {
+        Err(Fail::Failed(format!("{what}: rejected with {e}, want one of {}", kinds.join("/"))))
+    }
+}

@@ -1,0 +1,480 @@
+//! Adapter processes: spawning, the JSON-lines exchange, timeouts, and a
+//! pool that reuses healthy processes across assertions.
+//!
+//! Anything that goes wrong *in the exchange* — the process will not start,
+//! exits, hangs past the timeout, prints a line that is not JSON, answers
+//! with another request's id, or sends a reply its schema rejects — is an
+//! [`AdapterError`]: the assertion that hit it is reported as *errored*, not
+//! failed, and the process is never reused. An implementation that answers
+//! properly with an error is a [`Reply::Err`], judged by the assertion.
+
+use crate::protocol;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, VecDeque};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Lines of adapter stderr kept for error messages.
+const STDERR_TAIL: usize = 20;
+
+/// What went wrong talking to an adapter.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AdapterError {
+    #[error("could not start adapter `{cmd}`: {reason}")]
+    Spawn { cmd: String, reason: String },
+    #[error("adapter did not answer {op} within {secs:.1}s{tail}")]
+    Timeout { op: String, secs: f64, tail: String },
+    #[error("adapter exited ({status}) while {op} was pending{tail}")]
+    Exited { op: String, status: String, tail: String },
+    #[error("adapter printed a line that is not a JSON reply while {op} was pending: {line:?}{tail}")]
+    Garbage { op: String, line: String, tail: String },
+    #[error("adapter answered {op} (id {expected}) with id {got}")]
+    WrongId { op: String, expected: u64, got: String },
+    #[error("adapter reply to {op} violates reply.schema.json: {detail}")]
+    Schema { op: String, detail: String },
+    #[error("handshake: {0}")]
+    Handshake(String),
+    #[error("runner built an invalid {op} request (a dhp-conform bug): {detail}")]
+    BadRequest { op: String, detail: String },
+    #[error("writing to adapter: {0}")]
+    Io(String),
+}
+
+/// An adapter's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Ok(Value),
+    Err(ErrorReply),
+}
+
+/// A typed error reply: `kind` is the reference's exception class name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorReply {
+    pub kind: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ErrorReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+/// The `hello` result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hello {
+    pub implementation: String,
+    pub version: String,
+    pub protocol_version: String,
+    pub features: BTreeSet<String>,
+    pub pid: Option<u64>,
+}
+
+impl Hello {
+    fn from_result(v: &Value) -> Hello {
+        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        Hello {
+            implementation: s("implementation"),
+            version: s("version"),
+            protocol_version: s("protocol_version"),
+            features: v["features"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect(),
+            pid: v["pid"].as_u64(),
+        }
+    }
+
+    pub fn has(&self, feature: &str) -> bool {
+        self.features.contains(feature)
+    }
+}
+
+/// Environment profile an adapter process is started with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// Reference lease timing (2 s × 3), tight size limits.
+    Default,
+    /// Leases of 0.5 s × 2 for assertions that let real time pass.
+    ShortLease,
+}
+
+impl Profile {
+    /// The `DHP_*` variables of this profile. Every other `DHP_*` variable
+    /// of the runner's environment is removed, so results do not depend on
+    /// the caller's shell.
+    pub fn env(self) -> Vec<(&'static str, &'static str)> {
+        let mut env = vec![
+            ("DHP_MAX_CHECKPOINT_BYTES", "65536"),
+            ("DHP_MAX_RESULT_BYTES", "65536"),
+            ("DHP_MAX_ENVELOPE_BYTES", "262144"),
+            ("DHP_TRANSPORT_MAX_LINE_BYTES", "262144"),
+        ];
+        if self == Profile::ShortLease {
+            env.push(("DHP_LEASE_INTERVAL_S", "0.5"));
+            env.push(("DHP_LEASE_MAX_MISSED", "2"));
+        }
+        env
+    }
+}
+
+/// One running adapter process.
+pub struct Adapter {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Option<String>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    next_id: u64,
+    timeout: Duration,
+    broken: bool,
+    exited: bool,
+    hello: Option<Hello>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Adapter").field("pid", &self.child.id()).field("broken", &self.broken).finish()
+    }
+}
+
+impl Adapter {
+    /// Start `command` (run by `sh -c "exec …"`, so the adapter is the
+    /// child itself) with the profile's environment, and shake hands.
+    pub fn spawn(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Result<Adapter, AdapterError> {
+        let mut a = Self::start(command, profile, timeout, echo_stderr)?;
+        a.handshake()?;
+        Ok(a)
+    }
+
+    /// Start without the handshake (see [`Adapter::handshake`]).
+    pub fn start(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Result<Adapter, AdapterError> {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!("exec {command}"));
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("DHP_") && k != "DHP_PYTHON" {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.envs(profile.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| AdapterError::Spawn { cmd: command.to_string(), reason: e.to_string() })?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut buf = Vec::new();
+                match r.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(None);
+                        return;
+                    }
+                    Ok(_) => {
+                        if tx.send(Some(String::from_utf8_lossy(&buf).trim_end().to_string())).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail2 = tail.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if echo_stderr {
+                    eprintln!("[adapter] {line}");
+                }
+                let mut t = tail2.lock().unwrap_or_else(|e| e.into_inner());
+                if t.len() == STDERR_TAIL {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        });
+        Ok(Adapter {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            stderr: tail,
+            next_id: 1,
+            timeout,
+            broken: false,
+            exited: false,
+            hello: None,
+        })
+    }
+
+    /// Send `hello` and check the answer.
+    pub fn handshake(&mut self) -> Result<&Hello, AdapterError> {
+        let id = self.send("hello", json!({"adapter_protocol": protocol::ADAPTER_PROTOCOL}), None)?;
+        self.finish_handshake(id)
+    }
+
+    /// Receive the `hello` answer for a request sent with [`Adapter::send`].
+    pub fn finish_handshake(&mut self, id: u64) -> Result<&Hello, AdapterError> {
+        match self.recv(id, "hello")? {
+            Reply::Ok(v) => {
+                self.hello = Some(Hello::from_result(&v));
+                Ok(self.hello.as_ref().expect("just set"))
+            }
+            Reply::Err(e) => {
+                self.broken = true;
+                Err(AdapterError::Handshake(format!("hello refused: {e}")))
+            }
+        }
+    }
+
+    pub fn hello(&self) -> Option<&Hello> {
+        self.hello.as_ref()
+    }
+
+    /// OS process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True once an exchange failed; a broken adapter is never reused.
+    pub fn is_broken(&self) -> bool {
+        self.broken || self.exited
+    }
+
+    fn tail(&self) -> String {
+        let t = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        if t.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<&str> = t.iter().rev().take(5).rev().map(String::as_str).collect();
+            format!("; adapter stderr tail: {}", lines.join(" | "))
+        }
+    }
+
+    /// Write one request; returns its id. `at` is the barrier time.
+    pub fn send(&mut self, op: &str, args: Value, at: Option<f64>) -> Result<u64, AdapterError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut req = json!({"id": id, "op": op, "args": args});
+        if let Some(at) = at {
+            req["at"] = json!(at);
+        }
+        protocol::validate_request(&req).map_err(|detail| AdapterError::BadRequest { op: op.into(), detail })?;
+        let mut line = serde_json::to_vec(&req).expect("a Value serializes");
+        line.push(b'\n');
+        let res = match self.stdin.as_mut() {
+            Some(w) => w.write_all(&line).and_then(|_| w.flush()),
+            None => Err(std::io::Error::other("stdin closed")),
+        };
+        if let Err(e) = res {
+            self.broken = true;
+            // A dead process is the real story; report that if we can.
+            std::thread::sleep(Duration::from_millis(20));
+            if let Ok(Some(st)) = self.child.try_wait() {
+                self.exited = true;
+                return Err(AdapterError::Exited { op: op.into(), status: st.to_string(), tail: self.tail() });
+            }
+            return Err(AdapterError::Io(e.to_string()));
+        }
+        Ok(id)
+    }
+
+    /// Wait for the reply to request `id`.
+    pub fn recv(&mut self, id: u64, op: &str) -> Result<Reply, AdapterError> {
+        let res = self.recv_inner(id, op);
+        if res.is_err() {
+            self.broken = true;
+        }
+        res
+    }
+
+    fn recv_inner(&mut self, id: u64, op: &str) -> Result<Reply, AdapterError> {
+        let deadline = Instant::now() + self.timeout;
+        let line = match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Some(l)) => l,
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.wait_exit(Duration::from_millis(500));
+                return Err(AdapterError::Exited { op: op.into(), status, tail: self.tail() });
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(AdapterError::Timeout { op: op.into(), secs: self.timeout.as_secs_f64(), tail: self.tail() })
+            }
+        };
+        let v: Value = match serde_json::from_str(&line) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => {
+                let mut shown: String = line.chars().take(200).collect();
+                if shown.len() < line.len() {
+                    shown.push('…');
+                }
+                return Err(AdapterError::Garbage { op: op.into(), line: shown, tail: self.tail() });
+            }
+        };
+        if v.get("id").and_then(Value::as_u64) != Some(id) {
+            let got = v.get("id").map(|i| i.to_string()).unwrap_or_else(|| "none".into());
+            return Err(AdapterError::WrongId { op: op.into(), expected: id, got });
+        }
+        protocol::validate_reply(op, &v).map_err(|detail| AdapterError::Schema { op: op.into(), detail })?;
+        if v["ok"] == Value::Bool(true) {
+            Ok(Reply::Ok(v["result"].clone()))
+        } else {
+            let e = &v["error"];
+            Ok(Reply::Err(ErrorReply {
+                kind: e["kind"].as_str().unwrap_or_default().to_string(),
+                message: e["message"].as_str().unwrap_or_default().to_string(),
+            }))
+        }
+    }
+
+    /// Send and wait.
+    pub fn call(&mut self, op: &str, args: Value) -> Result<Reply, AdapterError> {
+        let id = self.send(op, args, None)?;
+        self.recv(id, op)
+    }
+
+    fn wait_exit(&mut self, grace: Duration) -> String {
+        let end = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => {
+                    self.exited = true;
+                    return st.to_string();
+                }
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) => return "stdout closed, still running".into(),
+                Err(e) => return format!("wait failed: {e}"),
+            }
+        }
+    }
+
+    /// SIGKILL the process and reap it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.exited = true;
+        self.broken = true;
+    }
+
+    /// Close stdin (the adapter exits at EOF); SIGKILL after a grace period.
+    pub fn close(mut self) {
+        self.stdin.take();
+        if !self.exited {
+            self.wait_exit(Duration::from_millis(500));
+            if !self.exited {
+                self.kill();
+            }
+        }
+    }
+}
+
+impl Drop for Adapter {
+    fn drop(&mut self) {
+        if !self.exited {
+            self.stdin.take();
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Healthy adapter processes of one implementation and profile, reused
+/// across assertions (every assertion works in its own store roots).
+pub struct Pool {
+    command: String,
+    profile: Profile,
+    timeout: Duration,
+    echo_stderr: bool,
+    idle: Mutex<Vec<Adapter>>,
+}
+
+/// Idle processes kept per pool; extra ones are closed when returned.
+const MAX_IDLE: usize = 6;
+
+impl Pool {
+    pub fn new(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Pool {
+        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()) }
+    }
+
+    /// An idle process, or a new one.
+    pub fn get(&self) -> Result<Lease<'_>, AdapterError> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(a) => Ok(Lease { pool: self, adapter: Some(a) }),
+            None => self.fresh(),
+        }
+    }
+
+    /// Always a new process.
+    pub fn fresh(&self) -> Result<Lease<'_>, AdapterError> {
+        let a = Adapter::spawn(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+        Ok(Lease { pool: self, adapter: Some(a) })
+    }
+
+    /// `n` new processes, started together and handshaken in parallel.
+    pub fn fresh_many(&self, n: usize) -> Result<Vec<Lease<'_>>, AdapterError> {
+        let mut started = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut a = Adapter::start(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+            let id = a.send("hello", json!({"adapter_protocol": protocol::ADAPTER_PROTOCOL}), None)?;
+            started.push((a, id));
+        }
+        let mut out = Vec::with_capacity(n);
+        for (mut a, id) in started {
+            a.finish_handshake(id)?;
+            out.push(Lease { pool: self, adapter: Some(a) });
+        }
+        Ok(out)
+    }
+
+    /// Close every idle process.
+    pub fn drain(&self) {
+        let idle: Vec<Adapter> = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        for a in idle {
+            a.close();
+        }
+    }
+
+    fn put_back(&self, a: Adapter) {
+        if a.is_broken() {
+            return; // dropped: killed
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(a);
+        } else {
+            drop(idle);
+            a.close();
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.drain();
+    }
+}
+
+/// A process borrowed from a [`Pool`]; returned when dropped unless broken.
+pub struct Lease<'p> {
+    pool: &'p Pool,
+    adapter: Option<Adapter>,
+}
+
+impl std::ops::Deref for Lease<'_> {
+    type Target = Adapter;
+    fn deref(&self) -> &Adapter {
+        self.adapter.as_ref().expect("present until drop")
+    }
+}
+
+impl std::ops::DerefMut for Lease<'_> {
+    fn deref_mut(&mut self) -> &mut Adapter {
+        self.adapter.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(a) = self.adapter.take() {
+            self.pool.put_back(a);
+        }
+    }
+}

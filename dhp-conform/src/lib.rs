@@ -1,0 +1,25 @@
+//! # dhp-conform — conformance runner for DHP 1.3 implementations
+//!
+//! An implementation is reached through an *adapter*: a process that
+//! speaks JSON lines on stdin/stdout (see `ADAPTERS.md` and the schemas in
+//! `schema/`). The runner checks the reference's ten assertions, an
+//! extended level and a cross-implementation level against it, through the
+//! adapter and — for implementations on the standard store — by reading
+//! the SQLite file and transport logs itself.
+//!
+//! Outcomes are *passed*, *failed* (the implementation broke a guarantee),
+//! *errored* (the adapter crashed, hung, printed garbage, answered the
+//! wrong id or an invalid reply: no verdict) and *skipped* (an optional
+//! feature the adapter does not declare).
+
+pub mod assertions;
+pub mod check;
+pub mod client;
+pub mod ops;
+pub mod protocol;
+pub mod report;
+pub mod store_view;
+pub mod suite;
+
+pub use check::{Check, Fail};
+pub use suite::{Impl, Level, Options, Outcome};

@@ -1,0 +1,251 @@
+//! Outcome records and the ways they are reported: the closing line, the
+//! JSON summary, JUnit XML and the Markdown comparison table.
+
+use crate::suite::{Level, Outcome};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+/// One assertion's outcome against one implementation (or pair).
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Implementation label, or `A->B` for cross assertions.
+    pub implementation: String,
+    pub assertion: String,
+    pub level: Level,
+    pub outcome: Outcome,
+    pub seconds: f64,
+}
+
+/// Records collected by trials running on several threads.
+#[derive(Debug, Default)]
+pub struct Records(Mutex<Vec<Record>>);
+
+impl Records {
+    pub fn push(&self, r: Record) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+    }
+
+    pub fn snapshot(&self) -> Vec<Record> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub passed: usize,
+    pub failed: usize,
+    pub errored: usize,
+    pub skipped: usize,
+}
+
+impl Counts {
+    pub fn of(records: &[Record]) -> Counts {
+        let mut c = Counts::default();
+        for r in records {
+            match r.outcome {
+                Outcome::Passed => c.passed += 1,
+                Outcome::Failed(_) => c.failed += 1,
+                Outcome::Errored(_) => c.errored += 1,
+                Outcome::Skipped(_) => c.skipped += 1,
+            }
+        }
+        c
+    }
+
+    /// `N passed, N failed, N errored, N skipped`.
+    pub fn line(&self) -> String {
+        format!("{} passed, {} failed, {} errored, {} skipped", self.passed, self.failed, self.errored, self.skipped)
+    }
+
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.errored == 0
+    }
+}
+
+/// The machine-readable summary printed last with `--format json`.
+pub fn json_summary(records: &[Record], implementations: &[(String, String)], seconds: f64) -> Value {
+    let c = Counts::of(records);
+    json!({
+        "type": "dhp-conform",
+        "event": "summary",
+        "implementations": implementations.iter().map(|(l, d)| json!({"label": l, "describe": d})).collect::<Vec<_>>(),
+        "passed": c.passed, "failed": c.failed, "errored": c.errored, "skipped": c.skipped,
+        "seconds": seconds,
+        "results": records.iter().map(|r| json!({
+            "implementation": r.implementation,
+            "assertion": r.assertion,
+            "level": r.level.as_str(),
+            "outcome": r.outcome.word(),
+            "message": r.outcome.message(),
+            "seconds": r.seconds,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push_str(&format!("&#{};", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JUnit XML: one `<testsuite>` per implementation; failed is
+/// `<failure>`, errored `<error>`, skipped `<skipped>`.
+pub fn junit(records: &[Record]) -> String {
+    let mut suites: Vec<(String, Vec<&Record>)> = Vec::new();
+    for r in records {
+        match suites.iter_mut().find(|(n, _)| *n == r.implementation) {
+            Some((_, v)) => v.push(r),
+            None => suites.push((r.implementation.clone(), vec![r])),
+        }
+    }
+    let all = Counts::of(records);
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    out.push_str(&format!(
+        "<testsuites name=\"dhp-conform\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n",
+        records.len(),
+        all.failed,
+        all.errored,
+        all.skipped
+    ));
+    for (name, rs) in suites {
+        let owned: Vec<Record> = rs.iter().map(|r| (*r).clone()).collect();
+        let c = Counts::of(&owned);
+        let time: f64 = rs.iter().map(|r| r.seconds).sum();
+        out.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{time:.3}\">\n",
+            xml(&name),
+            rs.len(),
+            c.failed,
+            c.errored,
+            c.skipped
+        ));
+        for r in rs {
+            out.push_str(&format!(
+                "    <testcase name=\"{}\" classname=\"dhp-conform.{}.{}\" time=\"{:.3}\"",
+                xml(&r.assertion),
+                xml(&name),
+                r.level.as_str(),
+                r.seconds
+            ));
+            match &r.outcome {
+                Outcome::Passed => out.push_str("/>\n"),
+                Outcome::Failed(m) => out.push_str(&format!(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n", xml(first_line(m)), xml(m))),
+                Outcome::Errored(m) => out.push_str(&format!(">\n      <error message=\"{}\">{}</error>\n    </testcase>\n", xml(first_line(m)), xml(m))),
+                Outcome::Skipped(m) => out.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml(m))),
+            }
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn cell(o: Option<&Outcome>) -> &'static str {
+    match o {
+        None => "—",
+        Some(Outcome::Passed) => "pass",
+        Some(Outcome::Failed(_)) => "**FAIL**",
+        Some(Outcome::Errored(_)) => "**error**",
+        Some(Outcome::Skipped(_)) => "skip",
+    }
+}
+
+/// Markdown table: assertions × implementations, then a totals row.
+/// `rows` gives the assertion order with levels; `columns` the labels.
+pub fn compare_table(records: &[Record], rows: &[(String, Level)], columns: &[String]) -> String {
+    let mut out = String::new();
+    out.push_str("| assertion | level |");
+    for c in columns {
+        out.push_str(&format!(" {c} |"));
+    }
+    out.push_str("\n|---|---|");
+    for _ in columns {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    for (name, level) in rows {
+        out.push_str(&format!("| {name} | {} |", level.as_str()));
+        for c in columns {
+            let o = records.iter().find(|r| &r.implementation == c && &r.assertion == name).map(|r| &r.outcome);
+            out.push_str(&format!(" {} |", cell(o)));
+        }
+        out.push('\n');
+    }
+    out.push_str("| **total** | |");
+    for c in columns {
+        let mine: Vec<Record> = records.iter().filter(|r| &r.implementation == c).cloned().collect();
+        let n = Counts::of(&mine);
+        out.push_str(&format!(" {}/{} passed", n.passed, mine.len()));
+        if n.skipped > 0 {
+            out.push_str(&format!(", {} skipped", n.skipped));
+        }
+        if n.failed + n.errored > 0 {
+            out.push_str(&format!(", {} failed, {} errored", n.failed, n.errored));
+        }
+        out.push_str(" |");
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(imp: &str, name: &str, o: Outcome) -> Record {
+        Record { implementation: imp.into(), assertion: name.into(), level: Level::Core, outcome: o, seconds: 0.5 }
+    }
+
+    #[test]
+    fn counts_and_line() {
+        let rs = vec![
+            rec("a", "x", Outcome::Passed),
+            rec("a", "y", Outcome::Failed("boom".into())),
+            rec("a", "z", Outcome::Errored("hang".into())),
+            rec("a", "w", Outcome::Skipped("unsupported".into())),
+        ];
+        let c = Counts::of(&rs);
+        assert_eq!(c.line(), "1 passed, 1 failed, 1 errored, 1 skipped");
+        assert!(!c.ok());
+    }
+
+    #[test]
+    fn junit_distinguishes_failure_error_skip_and_escapes() {
+        let rs = vec![
+            rec("ours", "x", Outcome::Passed),
+            rec("ours", "y", Outcome::Failed("got <1> & \"2\"".into())),
+            rec("ours", "z", Outcome::Errored("hang".into())),
+            rec("ref", "w", Outcome::Skipped("unsupported".into())),
+        ];
+        let x = junit(&rs);
+        assert!(x.contains("<testsuite name=\"ours\" tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\""), "{x}");
+        assert!(x.contains("<failure message=\"got &lt;1&gt; &amp; &quot;2&quot;\">"), "{x}");
+        assert!(x.contains("<error message=\"hang\">"), "{x}");
+        assert!(x.contains("<skipped message=\"unsupported\"/>"), "{x}");
+        assert!(x.contains("<testsuites name=\"dhp-conform\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\">"), "{x}");
+    }
+
+    #[test]
+    fn table_has_a_cell_per_pair() {
+        let rs = vec![rec("a", "x", Outcome::Passed), rec("b", "x", Outcome::Failed("f".into()))];
+        let t = compare_table(&rs, &[("x".into(), Level::Core), ("y".into(), Level::Core)], &["a".into(), "b".into()]);
+        assert!(t.contains("| x | core | pass | **FAIL** |"), "{t}");
+        assert!(t.contains("| y | core | — | — |"), "{t}");
+        assert!(t.contains("| **total** | | 1/1 passed | 0/1 passed, 1 failed, 0 errored |"), "{t}");
+    }
+}

@@ -1,0 +1,364 @@
+//! Implementations under test, the context an assertion runs in, and
+//! running one assertion to an [`Outcome`].
+
+use crate::check::{Check, Fail};
+use crate::client::{Hello, Lease, Pool, Profile};
+use crate::store_view::StoreView;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Runner-wide settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Copy adapter stderr to the runner's stderr.
+    pub echo_stderr: bool,
+    /// Keep each assertion's temporary directory (printed on failure).
+    pub keep: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { timeout: Duration::from_secs(20), echo_stderr: false, keep: false }
+    }
+}
+
+/// An implementation under test, reached through its adapter command.
+pub struct Impl {
+    pub label: String,
+    pub command: String,
+    /// The handshake, or why it failed.
+    pub hello: Result<Hello, String>,
+    default: Pool,
+    short_lease: Pool,
+}
+
+impl std::fmt::Debug for Impl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Impl").field("label", &self.label).field("command", &self.command).finish()
+    }
+}
+
+/// A label safe for test names: lowercase `[a-z0-9.-]`.
+pub fn sanitize_label(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() || c == '.' {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-').to_string();
+    if out.is_empty() {
+        "impl".into()
+    } else {
+        out
+    }
+}
+
+impl Impl {
+    /// Start one adapter process and shake hands; the process stays in the
+    /// pool. A failed handshake is kept: every assertion then errors with it.
+    pub fn connect(command: &str, label: Option<&str>, opts: &Options) -> Impl {
+        let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr);
+        let short_lease = Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr);
+        let hello = match default.get() {
+            Ok(lease) => Ok(lease.hello().cloned().expect("a pooled adapter has shaken hands")),
+            Err(e) => Err(e.to_string()),
+        };
+        let label = match (label, &hello) {
+            (Some(l), _) => l.to_string(),
+            (None, Ok(h)) => sanitize_label(&h.implementation),
+            (None, Err(_)) => sanitize_label(command.split_whitespace().next().unwrap_or("impl")),
+        };
+        Impl { label, command: command.to_string(), hello, default, short_lease }
+    }
+
+    pub fn has(&self, feature: &str) -> bool {
+        self.hello.as_ref().is_ok_and(|h| h.has(feature))
+    }
+
+    pub fn pool(&self, profile: Profile) -> &Pool {
+        match profile {
+            Profile::Default => &self.default,
+            Profile::ShortLease => &self.short_lease,
+        }
+    }
+
+    /// One line describing the implementation.
+    pub fn describe(&self) -> String {
+        match &self.hello {
+            Ok(h) => format!(
+                "{} = {} {} (DHP {}; features: {})",
+                self.label,
+                h.implementation,
+                h.version,
+                h.protocol_version,
+                h.features.iter().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            Err(e) => format!("{} = `{}`: {e}", self.label, self.command),
+        }
+    }
+
+    /// Close idle adapter processes.
+    pub fn shutdown(&self) {
+        self.default.drain();
+        self.short_lease.drain();
+    }
+}
+
+/// Which level an assertion belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// The reference's ten (`dhp/conform.py`).
+    Core,
+    /// Beyond the ten.
+    Extended,
+    /// Implementation A writes, B continues.
+    Cross,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Core => "core",
+            Level::Extended => "extended",
+            Level::Cross => "cross",
+        }
+    }
+}
+
+/// A single-implementation assertion.
+pub struct Assertion {
+    pub name: &'static str,
+    pub level: Level,
+    /// Optional features the assertion cannot run without.
+    pub needs: &'static [&'static str],
+    /// One sentence: the guarantee checked.
+    pub about: &'static str,
+    pub run: fn(&Ctx<'_>) -> Check,
+}
+
+/// A cross-implementation assertion: `a` writes, `b` continues.
+pub struct CrossAssertion {
+    pub name: &'static str,
+    pub needs: &'static [&'static str],
+    pub about: &'static str,
+    pub run: fn(&CrossCtx<'_>) -> Check,
+}
+
+/// Temporary directory of one assertion run.
+pub struct Workdir {
+    dir: Option<tempfile::TempDir>,
+    path: PathBuf,
+}
+
+impl Workdir {
+    fn new(keep: bool) -> Check<Workdir> {
+        let dir = tempfile::Builder::new().prefix("dhp-conform-").tempdir()?;
+        if keep {
+            Ok(Workdir { path: dir.keep(), dir: None })
+        } else {
+            Ok(Workdir { path: dir.path().to_path_buf(), dir: Some(dir) })
+        }
+    }
+
+    /// A path inside the directory (nothing is created).
+    pub fn path(&self, name: &str) -> String {
+        self.path.join(name).to_string_lossy().into_owned()
+    }
+
+    /// A store root directory, created empty.
+    pub fn root(&self, name: &str) -> Check<String> {
+        let p = self.path.join(name);
+        std::fs::create_dir_all(&p)?;
+        Ok(p.to_string_lossy().into_owned())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.path
+    }
+
+    fn is_kept(&self) -> bool {
+        self.dir.is_none()
+    }
+}
+
+/// What an assertion against one implementation runs with.
+pub struct Ctx<'a> {
+    pub imp: &'a Impl,
+    pub work: Workdir,
+}
+
+impl<'a> Ctx<'a> {
+    /// A pooled adapter process (default profile).
+    pub fn adapter(&self) -> Check<Lease<'a>> {
+        Ok(self.imp.pool(Profile::Default).get()?)
+    }
+
+    /// A pooled adapter process of another profile.
+    pub fn adapter_with(&self, profile: Profile) -> Check<Lease<'a>> {
+        Ok(self.imp.pool(profile).get()?)
+    }
+
+    /// A process started for this use (e.g. one that will be killed).
+    pub fn fresh(&self) -> Check<Lease<'a>> {
+        Ok(self.imp.pool(Profile::Default).fresh()?)
+    }
+
+    /// `n` processes started together (races).
+    pub fn fresh_many(&self, n: usize) -> Check<Vec<Lease<'a>>> {
+        Ok(self.imp.pool(Profile::Default).fresh_many(n)?)
+    }
+
+    pub fn root(&self, name: &str) -> Check<String> {
+        self.work.root(name)
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.work.path(name)
+    }
+
+    pub fn has(&self, feature: &str) -> bool {
+        self.imp.has(feature)
+    }
+
+    /// The runner's own view of the store at `root`, when the
+    /// implementation uses the standard store; `None` otherwise.
+    pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
+        if self.has(crate::protocol::feature::STANDARD_STORE) {
+            StoreView::open(Path::new(root)).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// What a cross-implementation assertion runs with.
+pub struct CrossCtx<'a> {
+    pub a: &'a Impl,
+    pub b: &'a Impl,
+    pub work: Workdir,
+}
+
+impl<'a> CrossCtx<'a> {
+    pub fn a(&self) -> Check<Lease<'a>> {
+        Ok(self.a.pool(Profile::Default).get()?)
+    }
+
+    pub fn b(&self) -> Check<Lease<'a>> {
+        Ok(self.b.pool(Profile::Default).get()?)
+    }
+
+    pub fn root(&self, name: &str) -> Check<String> {
+        self.work.root(name)
+    }
+
+    pub fn path(&self, name: &str) -> String {
+        self.work.path(name)
+    }
+
+    /// The runner's view of a store both sides declare standard.
+    pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
+        let std = crate::protocol::feature::STANDARD_STORE;
+        if self.a.has(std) && self.b.has(std) {
+            StoreView::open(Path::new(root)).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// How an assertion ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Passed,
+    Failed(String),
+    Errored(String),
+    Skipped(String),
+}
+
+impl Outcome {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed(_) => "failed",
+            Outcome::Errored(_) => "errored",
+            Outcome::Skipped(_) => "skipped",
+        }
+    }
+
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Outcome::Passed => None,
+            Outcome::Failed(m) | Outcome::Errored(m) | Outcome::Skipped(m) => Some(m),
+        }
+    }
+}
+
+/// Errored if an adapter did not shake hands; skipped if a needed
+/// feature is not declared.
+fn gate(imps: &[&Impl], needs: &[&str]) -> Option<Outcome> {
+    for imp in imps {
+        if let Err(e) = &imp.hello {
+            return Some(Outcome::Errored(format!("no working adapter for {}: {e}", imp.label)));
+        }
+        for f in needs {
+            if !imp.has(f) {
+                return Some(Outcome::Skipped(format!("unsupported: {} does not declare feature `{f}`", imp.label)));
+            }
+        }
+    }
+    None
+}
+
+fn finish(res: std::thread::Result<Check>, work: &Workdir) -> Outcome {
+    let kept = if work.is_kept() { format!(" (files kept in {})", work.dir().display()) } else { String::new() };
+    match res {
+        Ok(Ok(())) => Outcome::Passed,
+        Ok(Err(Fail::Failed(m))) => Outcome::Failed(format!("{m}{kept}")),
+        Ok(Err(Fail::Errored(m))) => Outcome::Errored(format!("{m}{kept}")),
+        Ok(Err(Fail::Skipped(m))) => Outcome::Skipped(m),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            Outcome::Errored(format!("runner panicked (a dhp-conform bug): {msg}{kept}"))
+        }
+    }
+}
+
+/// Run one assertion against one implementation.
+pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
+    let start = Instant::now();
+    if let Some(o) = gate(&[imp], a.needs) {
+        return (o, 0.0);
+    }
+    let work = match Workdir::new(opts.keep) {
+        Ok(w) => w,
+        Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
+    };
+    let ctx = Ctx { imp, work };
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
+    (finish(res, &ctx.work), start.elapsed().as_secs_f64())
+}
+
+/// Run one cross assertion: `a` writes, `b` continues.
+pub fn run_cross(a: &Impl, b: &Impl, x: &CrossAssertion, opts: &Options) -> (Outcome, f64) {
+    let start = Instant::now();
+    if let Some(o) = gate(&[a, b], x.needs) {
+        return (o, 0.0);
+    }
+    let work = match Workdir::new(opts.keep) {
+        Ok(w) => w,
+        Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
+    };
+    let ctx = CrossCtx { a, b, work };
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));
+    (finish(res, &ctx.work), start.elapsed().as_secs_f64())
+}
