@@ -9,13 +9,15 @@
 //!
 //! The library holds what both share: fixtures ([`fixture`]), timing and
 //! machine probes ([`measure`]), the group-commit path ([`group`]), the
-//! comparison's operations ([`suite`]) and the report ([`report`]).
+//! comparison's operations ([`suite`]), the TCP server/shipper beds ([`tcp`])
+//! and the report ([`report`]).
 
 pub mod fixture;
 pub mod group;
 pub mod measure;
 pub mod report;
 pub mod suite;
+pub mod tcp;
 
 /// True when a criterion bench binary runs as a benchmark (`cargo bench`
 /// passes `--bench`); false under `cargo test --benches`, where each bench

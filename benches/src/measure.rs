@@ -107,12 +107,105 @@ pub fn sqlite_commit_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
     r
 }
 
-/// Peak resident set (KiB) of all children waited for so far
-/// (`getrusage(RUSAGE_CHILDREN).ru_maxrss`).
-pub fn children_max_rss_kib() -> i64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .map(|u| u.max_rss())
-        .unwrap_or(-1)
+/// What [`peak_rss`] observed.
+#[derive(Debug, Clone)]
+pub struct PeakRss {
+    /// `VmHWM` of the process, read at its exit stop (KiB): the peak
+    /// resident set since its `exec`, file-backed pages included.
+    pub vm_hwm_kib: i64,
+    /// Resident anonymous / file-backed KiB at the exit stop.
+    pub anon_kib: i64,
+    pub file_kib: i64,
+    /// The largest mappings at the exit stop: (Rss KiB, mapping).
+    pub top_mappings: Vec<(i64, String)>,
+    pub exit_code: Option<i32>,
+    pub elapsed_s: f64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+fn status_kib(pid: i32, field: &str) -> Option<i64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The `n` mappings with the most resident memory, merged by name.
+fn top_mappings(pid: i32, n: usize) -> Vec<(i64, String)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut by_name: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut current = String::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.first().is_some_and(|a| a.contains('-') && a.chars().all(|c| c.is_ascii_hexdigit() || c == '-')) {
+            current = f.get(5).map(|s| s.to_string()).unwrap_or_else(|| "[anon]".into());
+        } else if f.first() == Some(&"Rss:") {
+            *by_name.entry(current.clone()).or_default() += f.get(1).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+        }
+    }
+    let mut v: Vec<(i64, String)> = by_name.into_iter().map(|(k, r)| (r, k)).collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0));
+    v.truncate(n);
+    v
+}
+
+/// Run `cmd` to completion and return its peak RSS, read from
+/// `/proc/<pid>/status` (`VmHWM`) while the process sits in its
+/// `PTRACE_EVENT_EXIT` stop — after its last instruction, before its
+/// memory is torn down. Unlike `getrusage(RUSAGE_CHILDREN)`, this is not
+/// inflated by the parent's image that a fork/vfork child carries up to its
+/// `exec`. The child's stdout/stderr are captured to temporary files.
+pub fn peak_rss(cmd: &mut std::process::Command) -> Result<PeakRss> {
+    use nix::sys::ptrace::{self, Event, Options};
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    use nix::unistd::Pid;
+    let out = tempfile::tempfile().map_err(|e| io_err(Path::new("stdout"), e))?;
+    let err = tempfile::tempfile().map_err(|e| io_err(Path::new("stderr"), e))?;
+    let (out2, err2) = (
+        out.try_clone().map_err(|e| io_err(Path::new("stdout"), e))?,
+        err.try_clone().map_err(|e| io_err(Path::new("stderr"), e))?,
+    );
+    let t = Instant::now();
+    // The spawn returns once the child has exec'ed (posix_spawn/vfork), so
+    // the seized image is the program's own.
+    let child = cmd.stdout(out2).stderr(err2).spawn().map_err(|e| io_err(Path::new("spawn"), e))?;
+    let pid = Pid::from_raw(child.id() as i32);
+    let sys = |e: nix::errno::Errno| dhp_core::Error::Io { path: "ptrace".into(), source: std::io::Error::from(e) };
+    ptrace::seize(pid, Options::PTRACE_O_TRACEEXIT).map_err(sys)?;
+    let (mut hwm, mut anon, mut file, mut top) = (-1, -1, -1, Vec::new());
+    let code = loop {
+        match waitpid(pid, Some(WaitPidFlag::__WALL)).map_err(sys)? {
+            WaitStatus::PtraceEvent(p, _, ev) if ev == Event::PTRACE_EVENT_EXIT as i32 => {
+                hwm = status_kib(p.as_raw(), "VmHWM:").unwrap_or(-1);
+                anon = status_kib(p.as_raw(), "RssAnon:").unwrap_or(-1);
+                file = status_kib(p.as_raw(), "RssFile:").unwrap_or(-1);
+                top = top_mappings(p.as_raw(), 6);
+                let _ = ptrace::cont(p, None);
+            }
+            WaitStatus::PtraceEvent(p, _, _) => {
+                let _ = ptrace::cont(p, None);
+            }
+            WaitStatus::Stopped(p, sig) => {
+                let _ = ptrace::cont(p, Some(sig));
+            }
+            WaitStatus::Exited(_, c) => break Some(c),
+            WaitStatus::Signaled(..) => break None,
+            _ => {}
+        }
+    };
+    let elapsed_s = t.elapsed().as_secs_f64();
+    drop(child);
+    let read = |mut f: std::fs::File| {
+        use std::io::{Read, Seek};
+        let mut s = String::new();
+        let _ = f.seek(std::io::SeekFrom::Start(0));
+        let _ = f.read_to_string(&mut s);
+        s
+    };
+    Ok(PeakRss { vm_hwm_kib: hwm, anon_kib: anon, file_kib: file, top_mappings: top, exit_code: code, elapsed_s, stdout: read(out), stderr: read(err) })
 }
 
 /// nproc, CPU model, memory, and the file system of `path`.

@@ -5,6 +5,8 @@
 use crate::fixture::{self, bench_config, CheckpointBed};
 use crate::group::{self, GroupCommitter, Item};
 use crate::measure::{self, rate, rate_timed};
+use crate::tcp::{ShipBed, TcpServer};
+use dhp_core::transport::net::ShipMode;
 use dhp_core::store::SqliteStore;
 use dhp_core::transport::log;
 use dhp_core::{json, Result, Runner, Supervisor};
@@ -25,6 +27,7 @@ pub struct Sizes {
     pub claim_iters: usize,
     pub ckpt_depths: Vec<i64>,
     pub ckpt_iters: usize,
+    pub ckpt_rounds: usize,
     pub group_batches: Vec<usize>,
     pub group_threads: Vec<usize>,
     pub group_iters: usize,
@@ -35,6 +38,7 @@ pub struct Sizes {
     pub scan_handoffs: usize,
     pub scan_reps: usize,
     pub fsync_n: usize,
+    pub ship_iters: usize,
 }
 
 impl Sizes {
@@ -49,7 +53,8 @@ impl Sizes {
             dispatch_iters: 1_000,
             claim_iters: 1_000,
             ckpt_depths: vec![100, 1_000, 2_000, 10_000, 100_000],
-            ckpt_iters: 1_000,
+            ckpt_iters: 500,
+            ckpt_rounds: 5,
             group_batches: vec![1, 8, 32, 128],
             group_threads: vec![8, 32],
             group_iters: 200,
@@ -59,7 +64,8 @@ impl Sizes {
             ingest_reps: 3,
             scan_handoffs: 10_000,
             scan_reps: 5,
-            fsync_n: 2_000,
+            fsync_n: 500,
+            ship_iters: 2_000,
         }
     }
 
@@ -75,6 +81,7 @@ impl Sizes {
             claim_iters: 10,
             ckpt_depths: vec![100, 1_000],
             ckpt_iters: 10,
+            ckpt_rounds: 1,
             group_batches: vec![1, 8],
             group_threads: vec![4],
             group_iters: 5,
@@ -85,6 +92,7 @@ impl Sizes {
             scan_handoffs: 200,
             scan_reps: 1,
             fsync_n: 50,
+            ship_iters: 20,
         }
     }
 }
@@ -136,8 +144,10 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     };
 
     // ---- the machine's limits ----
-    let f = measure::fsync_rate(work, s.rounds, s.fsync_n)?;
-    step("fsync_raw", op(f, "fsync/s", "100-byte append + fdatasync"), &mut ops);
+    // Raw fsync and checkpoints at every depth, interleaved round by round
+    // so that all of them see the same disk and the same background load.
+    let (f, ckpts) = interleaved_checkpoints(work, &s.ckpt_depths, s.ckpt_rounds, s.ckpt_iters, s.fsync_n)?;
+    step("fsync_raw", op(f, "fsync/s", "100-byte append + fdatasync, median of rounds interleaved with the checkpoint rounds"), &mut ops);
     let c = measure::sqlite_commit_rate(work, s.rounds, s.fsync_n / 2)?;
     step("sqlite_commit", op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL"), &mut ops);
 
@@ -172,10 +182,12 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         drop(r0);
         let _ = std::fs::remove_dir_all(&root);
     }
-    for &d in &s.ckpt_depths {
-        let mut bed = CheckpointBed::new(work, d)?;
-        let r = rate(s.rounds, s.ckpt_iters, |_| bed.checkpoint().map(drop))?;
-        step(&format!("checkpoint_{d}"), op(r, "ckpt/s", format!("Runner::checkpoint after {d} earlier checkpoints")), &mut ops);
+    for (d, r) in ckpts {
+        step(
+            &format!("checkpoint_{d}"),
+            op(r, "ckpt/s", format!("Runner::checkpoint after {d} earlier checkpoints (median of {} rounds of {})", s.ckpt_rounds, s.ckpt_iters)),
+            &mut ops,
+        );
     }
 
     // ---- group commit ----
@@ -284,6 +296,32 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     })?;
     step("ingest", op(r * s.ingest_lines as f64, "lines/s", format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines)), &mut ops);
 
+    // ---- TCP ship ----
+    {
+        let dir = fixture::fresh_root(work, "tcp");
+        let server = TcpServer::start(&dir.join("server-logs"))?;
+        let mut bed = ShipBed::new(server.addr(), ShipMode::Sync, dir.join("sync-buffer.log"), 1)?;
+        let r = rate(s.rounds, s.ship_iters, |_| bed.ship_next())?;
+        step("ship_tcp_sync", op(r, "lines/s", "TcpShipper, ShipMode::Sync: hash + line + ship, returns on the server's ack; local buffer log"), &mut ops);
+        let mut abed = ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.join("async-buffer.log"), 2)?;
+        let n = s.ship_iters * 4;
+        let r = rate_timed(s.rounds, 1, |_| {
+            let t = Instant::now();
+            for _ in 0..n {
+                abed.ship_next()?;
+            }
+            abed.flush()?;
+            Ok(t.elapsed())
+        })? * n as f64;
+        step("ship_tcp_async", op(r, "lines/s", format!("TcpShipper, ShipMode::Async{{max_lag: 256}}: {n} lines then flush (all acked); local buffer log")), &mut ops);
+        let shipped = (bed.shipped() + abed.shipped()) as u64;
+        drop(bed);
+        drop(abed);
+        let stats = server.stop()?;
+        assert_eq!(stats.checkpoints_appended, shipped, "server appended every shipped line: {stats:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     // ---- supervisor scan ----
     let sup = Supervisor::open(&fx.scan_root, "bench-sup", cfg.clone())?;
     let acts = sup.scan()?;
@@ -296,6 +334,29 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     );
 
     Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops, "loadavg_end": measure::loadavg()}))
+}
+
+/// Beds with `depths` earlier checkpoints, then `rounds` rounds, each of
+/// `fsync_n` raw fsyncs followed by `iters` checkpoints on every bed.
+/// Returns the median fsync rate and each depth's median checkpoint rate.
+pub fn interleaved_checkpoints(
+    work: &Path,
+    depths: &[i64],
+    rounds: usize,
+    iters: usize,
+    fsync_n: usize,
+) -> Result<(f64, Vec<(i64, f64)>)> {
+    let mut beds: Vec<CheckpointBed> = depths.iter().map(|&d| CheckpointBed::new(work, d)).collect::<Result<_>>()?;
+    let mut fs = Vec::new();
+    let mut per: Vec<Vec<f64>> = vec![Vec::new(); beds.len()];
+    for _ in 0..rounds.max(1) {
+        fs.push(measure::fsync_rate(work, 1, fsync_n)?);
+        for (i, bed) in beds.iter_mut().enumerate() {
+            per[i].push(rate(1, iters, |_| bed.checkpoint().map(drop))?);
+        }
+    }
+    let out = depths.iter().zip(per).map(|(&d, r)| (d, measure::median(r))).collect();
+    Ok((measure::median(fs), out))
 }
 
 /// `races` recover races of `racers` threads, each with its own store
@@ -357,9 +418,10 @@ pub fn recover_race(work: &Path, racers: usize, races: usize) -> Result<f64> {
     Ok(races as f64 / total.as_secs_f64())
 }
 
-/// Run `dhp work` on a census handoff as a child process and return its
-/// peak RSS in KiB. Call from a process that has no other children.
-pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Result<(i64, Value)> {
+/// Dispatch a census handoff (what `dhp dispatch --census LO,HI,CHUNK`
+/// makes), run `dhp work` on it as a child process, and return its peak RSS
+/// (see [`measure::peak_rss`]).
+pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Result<Value> {
     let root = fixture::fresh_root(work, "rss");
     let r = Runner::open(&root, "dispatcher", dhp_core::Config::default())?;
     let chunks = (hi - lo).div_ceil(chunk) as i64;
@@ -372,26 +434,15 @@ pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Resu
     )?;
     let hid = r.dispatch(&env)?;
     drop(r);
-    let t = Instant::now();
-    let out = std::process::Command::new(dhp)
-        .arg("--json")
-        .arg("work")
-        .arg(&root)
-        .args(["--runner", "w-rss", "claim", &hid])
-        .output()
-        .map_err(|e| fixture::io_err(dhp, e))?;
-    let el = t.elapsed().as_secs_f64();
-    let rss = measure::children_max_rss_kib();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut cmd = std::process::Command::new(dhp);
+    cmd.arg("--json").arg("work").arg(&root).args(["--runner", "w-rss", "claim", &hid]);
+    let p = measure::peak_rss(&mut cmd)?;
     let _ = std::fs::remove_dir_all(&root);
-    if !out.status.success() {
-        return Err(dhp_core::Error::Validation(format!(
-            "dhp work failed ({}): {} {}",
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        )));
+    if p.exit_code != Some(0) {
+        return Err(dhp_core::Error::Validation(format!("dhp work failed ({:?}): {} {}", p.exit_code, p.stdout, p.stderr)));
     }
-    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
-    Ok((rss, json!({"checkpoints": chunks, "elapsed_s": el, "result": v})))
+    Ok(json!({"max_rss_kib": p.vm_hwm_kib, "census": format!("{lo},{hi},{chunk}"), "method": "VmHWM at PTRACE_EVENT_EXIT",
+              "detail": {"worker": "dhp work (release build)", "anon_kib_at_exit": p.anon_kib, "file_kib_at_exit": p.file_kib,
+                         "top_mappings_at_exit": p.top_mappings, "checkpoints": chunks, "elapsed_s": p.elapsed_s,
+                         "result": serde_json::from_str::<Value>(p.stdout.trim()).unwrap_or(Value::Null)}}))
 }

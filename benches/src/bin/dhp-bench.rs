@@ -4,8 +4,10 @@
 //! dhp-bench fixtures --dir D [--quick]      shared fixtures (ingest log, scan stores)
 //! dhp-bench run --dir D [--quick] --out F   measure dhp-core, write JSON results
 //! dhp-bench rss --dhp BIN --dir D --out F   peak RSS of `dhp work` on a census handoff
-//! dhp-bench report --ours F --ref F --rss F --machine F [--command C]   Markdown
+//! dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
+//! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
+//! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! ```
 
 use dhp_benches::{measure, report, suite};
@@ -94,9 +96,41 @@ fn main() {
             let dhp = a.path("--dhp");
             let dir = a.path("--dir");
             let out = a.path("--out");
-            let (lo, hi, chunk) = (0, 200_000, 2_000);
-            let (kib, detail) = suite::worker_rss(&dhp, &dir, lo, hi, chunk).unwrap_or_else(|e| fail(e));
-            write_json(&out, &json!({"max_rss_kib": kib, "census": format!("{lo},{hi},{chunk}"), "detail": detail}));
+            let v = suite::worker_rss(&dhp, &dir, 0, 200_000, 2_000).unwrap_or_else(|e| fail(e));
+            write_json(&out, &v);
+        }
+        "peak-rss" => {
+            // dhp-bench peak-rss --out F [--label L] -- CMD ARGS...
+            let out = a.path("--out");
+            let Some(sep) = a.rest.iter().position(|x| x == "--") else { usage() };
+            let argv = &a.rest[sep + 1..];
+            if argv.is_empty() {
+                usage();
+            }
+            let mut cmd = std::process::Command::new(&argv[0]);
+            cmd.args(&argv[1..]);
+            let p = measure::peak_rss(&mut cmd).unwrap_or_else(|e| fail(e));
+            if p.exit_code != Some(0) {
+                fail(format!("{argv:?} failed ({:?}): {} {}", p.exit_code, p.stdout, p.stderr));
+            }
+            let mut v = json!({"max_rss_kib": p.vm_hwm_kib, "method": "VmHWM at PTRACE_EVENT_EXIT",
+                               "detail": {"worker": a.opt("--label").unwrap_or_else(|| argv.join(" ")),
+                                          "anon_kib_at_exit": p.anon_kib, "file_kib_at_exit": p.file_kib,
+                                          "top_mappings_at_exit": p.top_mappings,
+                                          "elapsed_s": p.elapsed_s, "result": p.stdout.trim().lines().last().unwrap_or("")}});
+            if let Some(c) = a.opt("--census") {
+                v["census"] = json!(c);
+            }
+            write_json(&out, &v);
+        }
+        "checkpoint" => {
+            // Ad-hoc probe (e.g. under strace): K checkpoints after DEPTH earlier ones.
+            let dir = a.path("--dir");
+            let depth: i64 = a.opt("--depth").and_then(|v| v.parse().ok()).unwrap_or(100);
+            let k: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1000);
+            let mut bed = dhp_benches::fixture::CheckpointBed::new(&dir, depth).unwrap_or_else(|e| fail(e));
+            let r = measure::rate(1, k, |_| bed.checkpoint().map(drop)).unwrap_or_else(|e| fail(e));
+            println!("{r:.1} checkpoints/s after {depth}");
         }
         "machine" => {
             let dir = a.path("--dir");
@@ -108,7 +142,10 @@ fn main() {
         "report" => {
             let ours = read_json(&a.path("--ours"));
             let reference = read_json(&a.path("--ref"));
-            let rss = read_json(&a.path("--rss"));
+            let ours_rss = read_json(&a.path("--rss-ours"));
+            let ref_rss = read_json(&a.path("--rss-ref"));
+            let census = ours_rss.get("census").or_else(|| ref_rss.get("census")).cloned().unwrap_or(Value::Null);
+            let rss = json!({"ours": ours_rss, "reference": ref_rss, "census": census});
             let machine = read_json(&a.path("--machine"));
             let command = a.opt("--command").unwrap_or_else(|| "benches/compare.sh".into());
             print!("{}", report::markdown(&ours, &reference, &rss, &machine, &command));

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of dhp-core against the reference, dhp-protocol
+# 1.3.0, in one invocation. Prints a Markdown table of rates, ratios and
+# targets, with the machine's raw fsync rate; a full run also writes it to
+# benches/RESULTS.md.
+#
+#   benches/compare.sh            full run (several minutes), updates RESULTS.md
+#   benches/compare.sh --quick    smoke run with tiny sizes (seconds), no RESULTS.md
+#   benches/compare.sh --no-write full run, table on stdout only
+#
+# Both sides run on the same machine, on the same file system (scratch under
+# target/bench-compare), on the same fixtures: the ingest log and the scan
+# store are made once by `dhp-bench fixtures` and read by both. Progress goes
+# to stderr. Run it when the machine is quiet: `uptime` load is recorded in
+# the table.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$REPO"
+
+QUICK=""
+WRITE=1
+for arg in "$@"; do
+    case "$arg" in
+        --quick) QUICK="--quick"; WRITE=0 ;;
+        --no-write) WRITE=0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "compare.sh: unknown argument $arg" >&2; exit 2 ;;
+    esac
+done
+
+PY="$(bash scripts/setup.sh | tail -n 1)"
+echo "compare.sh: building (release)" >&2
+cargo build --release -p dhp-benches --bin dhp-bench >&2
+cargo build --release -p dhp-core --bin dhp >&2
+TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+BIN="$TARGET_DIR/release/dhp-bench"
+DHP="$TARGET_DIR/release/dhp"
+
+DIR="$TARGET_DIR/bench-compare"
+rm -rf "$DIR"
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
+
+"$BIN" machine --dir "$DIR" --out "$DIR/machine.json"
+echo "compare.sh: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$BIN" fixtures --dir "$DIR" $QUICK
+"$PY" "$REPO/benches/ref_bench.py" run --dir "$DIR" $QUICK --out "$DIR/ref.json"
+"$BIN" run --dir "$DIR" $QUICK --out "$DIR/ours.json"
+"$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
+"$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
+
+CMD="benches/compare.sh${QUICK:+ $QUICK}"
+"$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
+    --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" --command "$CMD" > "$DIR/table.md"
+cat "$DIR/table.md"
+
+if [ "$WRITE" = 1 ]; then
+    {
+        echo "# dhp-rs vs dhp-protocol 1.3.0 — benchmark results"
+        echo
+        echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) at commit $(git rev-parse --short HEAD) by \`benches/compare.sh\`:"
+        echo "each number below comes from that one run (raw JSON: target/bench-compare/*.json)."
+        echo "Rates are operations per second, higher is better; durable operations commit to SQLite"
+        echo "(WAL, synchronous=FULL) on both sides. See benches/README.md for what each row measures."
+        echo
+        cat "$DIR/table.md"
+    } > "$REPO/benches/RESULTS.md"
+    echo "compare.sh: wrote benches/RESULTS.md" >&2
+fi
