@@ -53,7 +53,7 @@ impl Fetcher {
             Err(ureq::Error::Status(code, r)) => {
                 anyhow::bail!("GET {url}: HTTP {code} {}", r.status_text())
             }
-            Err(e) => anyhow::bail!("GET {url}: {e}"),
+            Err(e) => anyhow::bail!("{e}"),
         };
         let status = resp.status();
         let mut body = Vec::new();

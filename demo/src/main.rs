@@ -15,7 +15,8 @@ use demo::mirror::{self, Mirror, MirrorConfig};
 use demo::netns::{self, Host, NetNs};
 use demo::pageworker;
 use demo::procs::{self, Proc};
-use demo::record::{self, PageRecord};
+use demo::record;
+use demo::verify::{check_records, describe_counts};
 use demo::{fetch, titles};
 use dhp_core::envelope::{self, now, BuildOptions, Budget};
 use dhp_core::{Config, Runner};
@@ -201,6 +202,23 @@ fn tail(path: &Path, n: usize) -> String {
 // the run
 // ---------------------------------------------------------------------------
 
+/// A failure before anything ran (bad options, missing prerequisites):
+/// exit 2, nothing kept.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+macro_rules! usage {
+    ($($t:tt)*) => { anyhow::Error::new(Usage(format!($($t)*))) };
+}
+
 /// Set by SIGINT/SIGTERM; every wait checks it, so the demo unwinds and
 /// cleans up (children killed, namespaces deleted).
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
@@ -297,15 +315,22 @@ fn main() {
         }
         Err(e) => {
             let msg = format!("{e:#}");
+            let is_usage = e.downcast_ref::<Usage>().is_some();
             // Keep the evidence of a failed run.
-            if let Some(t) = run.tempdir.take() {
+            if let Some(t) = run.tempdir.take().filter(|_| !is_usage) {
                 let kept = t.keep();
                 summary.insert("run_dir".into(), json!(kept));
                 ui.say(&format!("(data kept for inspection in {})", kept.display()));
             }
             ui.say(&ui.color("1;31", &format!("MAD DEMO: RED — {msg}")));
             summary.insert("failure".into(), json!(msg));
-            if msg == "interrupted" { 130 } else { 1 }
+            if is_usage {
+                2
+            } else if msg == "interrupted" {
+                130
+            } else {
+                1
+            }
         }
     };
     if json_out {
@@ -320,34 +345,37 @@ fn main() {
 fn demo_main(args: Args, run: &mut Run, ui: &mut Ui, summary: &mut Map<String, Value>) -> anyhow::Result<()> {
     let t0 = now();
     let started = Instant::now();
-    anyhow::ensure!(args.pages >= 2, "--pages must be at least 2");
-    anyhow::ensure!(
-        args.kill_at >= 1 && args.kill_at < args.pages,
-        "--kill-at must be between 1 and --pages - 1 ({})",
-        args.pages - 1
-    );
-    anyhow::ensure!(args.transport_down_s.is_finite() && args.transport_down_s >= 0.0, "--transport-down-s must be >= 0");
-    anyhow::ensure!(args.phase_timeout_s.is_finite() && args.phase_timeout_s > 0.0, "--phase-timeout-s must be > 0");
-    let (dmin, dmax) = parse_delay(&args.mirror_delay_ms)?;
+    if args.pages < 2 {
+        return Err(usage!("--pages must be at least 2"));
+    }
+    if !(args.kill_at >= 1 && args.kill_at < args.pages) {
+        return Err(usage!("--kill-at must be between 1 and --pages - 1 ({})", args.pages - 1));
+    }
+    if !(args.transport_down_s.is_finite() && args.transport_down_s >= 0.0) {
+        return Err(usage!("--transport-down-s must be >= 0"));
+    }
+    if !(args.phase_timeout_s.is_finite() && args.phase_timeout_s > 0.0) {
+        return Err(usage!("--phase-timeout-s must be > 0"));
+    }
+    let (dmin, dmax) = parse_delay(&args.mirror_delay_ms).map_err(|e| usage!("--mirror-delay-ms: {e}"))?;
     if args.netns && args.source == Source::Wikipedia {
-        anyhow::bail!("--netns works with --source mirror only: the namespaces have no route to the internet");
+        return Err(usage!("--netns works with --source mirror only: the namespaces have no route to the internet"));
+    }
+    if args.netns {
+        netns::preflight().map_err(|e| usage!("{e:#}"))?;
     }
     let seed = args.seed.unwrap_or_else(|| {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         (t.as_nanos() as u64 ^ u64::from(std::process::id()).rotate_left(32)) % 1_000_000
     });
-    let titles = titles::pick(seed, args.pages)?;
+    let titles = titles::pick(seed, args.pages).map_err(|e| usage!("{e:#}"))?;
     let cfg = Config::from_env()?;
 
     // ---- directories ----
     let dir = match &args.keep {
         Some(d) => {
-            if d.exists() {
-                anyhow::ensure!(
-                    d.read_dir()?.next().is_none(),
-                    "--keep {}: directory is not empty (the demo starts from nothing)",
-                    d.display()
-                );
+            if d.exists() && d.read_dir()?.next().is_some() {
+                return Err(usage!("--keep {}: directory is not empty (the demo starts from nothing)", d.display()));
             }
             std::fs::create_dir_all(d)?;
             d.canonicalize()?
@@ -419,15 +447,14 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
 
     // ---- binaries ----
     let mut notes = Vec::new();
-    cx.dhp = procs::locate_dhp(cx.args.dhp.as_deref(), &mut |m| notes.push(m.to_string()))?;
+    cx.dhp = procs::locate_dhp(cx.args.dhp.as_deref(), &mut |m| notes.push(m.to_string())).map_err(|e| usage!("{e:#}"))?;
     for n in notes {
         cx.ui.say(&n);
     }
-    cx.worker_bin = procs::page_worker_bin()?;
+    cx.worker_bin = procs::page_worker_bin().map_err(|e| usage!("{e:#}"))?;
 
     // ---- the page source ----
     if cx.args.netns {
-        netns::preflight()?;
         let ns = NetNs::create(std::process::id())?;
         cx.ui.say(&format!(
             "netns: host A = {} ({}), host B = {} ({}), veth {}<->{} (/30 only inside the namespaces)",
@@ -472,9 +499,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         Source::Wikipedia => {
             let base = "https://en.wikipedia.org".to_string();
             let f = fetch::Fetcher::new(&base, Duration::from_secs(15));
-            f.fetch(&titles[0]).map_err(|e| {
-                anyhow::anyhow!("cannot reach en.wikipedia.org ({e:#}); run offline with --source mirror")
-            })?;
+            f.fetch(&titles[0])
+                .map_err(|e| usage!("cannot reach en.wikipedia.org ({e:#}); run offline with --source mirror"))?;
             cx.ui.say("source: https://en.wikipedia.org/api/rest_v1/page/summary/{title} (reachable)");
             (base.clone(), base)
         }
@@ -578,6 +604,13 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         match events_a.recv_timeout(Duration::from_millis(2)) {
             Ok(ev) => {
                 handle_event(cx, "worker-A", &ev, pages, &mut a_pages, &mut a_started)?;
+                if ev["event"] == "start" {
+                    cx.fact(
+                        "worker_a_start",
+                        json!({"t": ev["t"], "peer_wait_s": ev["peer_wait_s"], "peer_acked_seq": ev["peer_acked_seq"],
+                               "reshipped": ev["reshipped"], "fence": ev["fence"], "attempt": ev["attempt"]}),
+                    );
+                }
                 if ev["event"] == "fetch_start" && ev["index"].as_u64() == Some(kill_at as u64) {
                     fetch_started_kill_page = ev["t"].as_f64();
                     if cx.args.source == Source::Wikipedia {
@@ -752,6 +785,11 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         match events_b.recv_timeout(Duration::from_millis(5)) {
             Ok(ev) => {
                 if ev["event"] == "start" {
+                    cx.fact(
+                        "worker_b_start",
+                        json!({"t": ev["t"], "resume_index": ev["resume_index"], "fence": ev["fence"],
+                               "attempt": ev["attempt"], "mode": ev["mode"]}),
+                    );
                     resumed = Some((ev["t"].as_f64().unwrap_or_else(now), ev["resume_index"].as_u64().unwrap_or(u64::MAX)));
                 }
                 if ev["event"] == "complete" {
@@ -1013,66 +1051,4 @@ fn handle_event(
         _ => {}
     }
     Ok(())
-}
-
-/// Rows in title order, pages before the kill by worker-A (attempt 1),
-/// the rest by worker-B (attempt 2).
-fn check_records(records: &[PageRecord], titles: &[String], kill_at: usize) -> Vec<String> {
-    let mut bad = Vec::new();
-    if records.len() != titles.len() {
-        bad.push(format!("dataset has {} rows for {} titles", records.len(), titles.len()));
-    }
-    for (i, (r, t)) in records.iter().zip(titles).enumerate() {
-        let (who, attempt) = if i < kill_at { ("worker-A", 1) } else { ("worker-B", 2) };
-        if r.index != i as u64 || &r.title != t {
-            bad.push(format!("row {i} is page {} {:?}, expected {t:?}", r.index, r.title));
-        }
-        if r.fetched_by != who || r.attempt != attempt {
-            bad.push(format!("page {} was fetched by {} attempt {}, expected {who} attempt {attempt}", i + 1, r.fetched_by, r.attempt));
-        }
-        if r.sha256.len() != 64 || r.http_status != 200 || !r.url.ends_with(&titles::encode_title(t)) {
-            bad.push(format!("page {} has a malformed record", i + 1));
-        }
-    }
-    bad
-}
-
-/// Summarize the mirror's per-page request counts; pages before the kill
-/// must have exactly 1, the page killed mid-fetch exactly 2 (the killed
-/// request and worker-B's), the rest exactly 1.
-fn describe_counts(counts: &BTreeMap<String, u64>, titles: &[String], kill_at: usize) -> (Vec<String>, Vec<String>) {
-    let c: Vec<u64> = titles.iter().map(|t| counts.get(t).copied().unwrap_or(0)).collect();
-    let mut bad = Vec::new();
-    let range = |lo: usize, hi: usize| -> String {
-        let seg = &c[lo..hi];
-        let uniform = seg.iter().all(|&x| x == seg[0]);
-        let sum: u64 = seg.iter().sum();
-        if uniform {
-            format!("pages {}–{}: {} each ({sum} requests)", lo + 1, hi, seg[0])
-        } else {
-            format!("pages {}–{}: {seg:?} ({sum} requests)", lo + 1, hi)
-        }
-    };
-    for (i, &n) in c.iter().enumerate() {
-        let want = if i == kill_at { 2 } else { 1 };
-        if n != want {
-            bad.push(format!("mirror served page {} ({}) {n} times, expected {want}", i + 1, titles[i]));
-        }
-    }
-    let mut lines = vec![format!("mirror requests: {}", range(0, kill_at))];
-    lines.push(format!(
-        "                 page {}: {} (worker-A's, killed in flight and never answered; then worker-B's)",
-        kill_at + 1,
-        c[kill_at]
-    ));
-    if kill_at + 1 < c.len() {
-        lines.push(format!("                 {}", range(kill_at + 1, c.len())));
-    }
-    let total: u64 = c.iter().sum();
-    lines.push(format!(
-        "                 total {total} requests for {} pages — pages 1–{kill_at} fetched exactly once in all: {}",
-        c.len(),
-        if c[..kill_at].iter().all(|&x| x == 1) { "yes" } else { "NO" }
-    ));
-    (lines, bad)
 }

@@ -10,13 +10,16 @@
 //! [`Mirror::release_hold`] — so a worker killed meanwhile dies with its
 //! request in flight, provably.
 //!
-//! One mirror can listen on several sockets (e.g. the loopback of two
+//! The HTTP/1.1 server is a small one of its own (keep-alive, one write
+//! per response on a `TCP_NODELAY` socket). One mirror can listen on several sockets (e.g. the loopback of two
 //! network namespaces) and keeps one set of counters for all of them.
 
 use crate::titles::{self, SplitMix64};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -159,7 +162,7 @@ struct Inner {
 /// A running mirror.
 pub struct Mirror {
     inner: Arc<Inner>,
-    servers: Vec<Arc<tiny_http::Server>>,
+    stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     addrs: Vec<SocketAddr>,
 }
@@ -181,30 +184,32 @@ impl Mirror {
             hold: Mutex::new(HoldState::default()),
             cv: Condvar::new(),
         });
-        let mut servers = Vec::new();
+        let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for l in listeners {
             addrs.push(l.local_addr()?);
-            let server = Arc::new(
-                tiny_http::Server::from_listener(l, None).map_err(|e| anyhow::anyhow!("mirror listener: {e}"))?,
-            );
-            let (s, i) = (server.clone(), inner.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name("mirror-accept".into())
-                    .spawn(move || {
-                        while let Ok(req) = s.recv() {
+            // Non-blocking accept so that drop can stop the loop.
+            l.set_nonblocking(true)?;
+            let (i, stop) = (inner.clone(), stop.clone());
+            threads.push(std::thread::Builder::new().name("mirror-accept".into()).spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    match l.accept() {
+                        Ok((conn, _)) => {
                             let i = i.clone();
                             let _ = std::thread::Builder::new()
-                                .name("mirror-req".into())
-                                .spawn(move || handle(&i, req));
+                                .name("mirror-conn".into())
+                                .spawn(move || serve_connection(&i, conn));
                         }
-                    })?,
-            );
-            servers.push(server);
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })?);
         }
-        Ok(Mirror { inner, servers, threads, addrs })
+        Ok(Mirror { inner, stop, threads, addrs })
     }
 
     /// Bind `127.0.0.1:0` in the current network namespace.
@@ -241,13 +246,13 @@ impl Mirror {
             if let Some(h) = &st.held {
                 return Some(h.clone());
             }
-            let left = deadline.checked_duration_since(Instant::now())?;
+            let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())?;
             st = self.inner.cv.wait_timeout(st, left).expect("mirror hold lock").0;
         }
     }
 
-    /// Whether the held request has been answered yet (it must not have
-    /// been when the worker is killed), and when.
+    /// When the held request was answered, if it was (it must not have
+    /// been when the worker is killed).
     pub fn held_answered_at(&self) -> Option<f64> {
         self.inner.hold.lock().expect("mirror hold lock").answered_at
     }
@@ -263,30 +268,112 @@ impl Mirror {
 impl Drop for Mirror {
     fn drop(&mut self) {
         self.release_hold();
-        for s in &self.servers {
-            s.unblock();
-        }
+        self.stop.store(true, Ordering::Relaxed);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-fn respond_json(req: tiny_http::Request, status: u16, body: Vec<u8>) {
-    let ct = tiny_http::Header::from_bytes(
-        &b"Content-Type"[..],
-        &b"application/json; charset=utf-8; profile=\"https://www.mediawiki.org/wiki/Specs/Summary/1.5.0\""[..],
-    )
-    .expect("static header");
-    let resp = tiny_http::Response::from_data(body).with_status_code(status).with_header(ct);
-    // A client killed mid-request makes this fail; that is the point.
-    let _ = req.respond(resp);
+/// Largest request head the mirror reads.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// One parsed request head.
+struct RequestHead {
+    method: String,
+    target: String,
+    keep_alive: bool,
+    content_length: usize,
 }
 
-fn handle(inner: &Inner, req: tiny_http::Request) {
-    let url = req.url().to_string();
-    let path = url.split('?').next().unwrap_or("");
-    let title = (req.method() == &tiny_http::Method::Get)
+fn parse_head(head: &str) -> Option<RequestHead> {
+    let mut lines = head.split("\r\n");
+    let mut parts = lines.next()?.split(' ');
+    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
+    let mut keep_alive = version == "HTTP/1.1";
+    let mut content_length = 0;
+    for l in lines {
+        let Some((k, v)) = l.split_once(':') else { continue };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
+        match k.as_str() {
+            "connection" if v.contains("close") => keep_alive = false,
+            "connection" if v.contains("keep-alive") => keep_alive = true,
+            "content-length" => content_length = v.parse().ok()?,
+            _ => {}
+        }
+    }
+    Some(RequestHead { method: method.to_string(), target: target.to_string(), keep_alive, content_length })
+}
+
+/// HTTP/1.1 on one connection: keep-alive, each response written with a
+/// single write on a TCP_NODELAY socket (no Nagle/delayed-ACK stalls).
+fn serve_connection(inner: &Inner, mut conn: TcpStream) {
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_nodelay(true);
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    loop {
+        let end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p;
+            }
+            if buf.len() > MAX_HEAD {
+                return;
+            }
+            let mut chunk = [0u8; 4096];
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+        let mut rest = buf.split_off(end + 4);
+        let Some(req) = parse_head(&head) else {
+            let _ = write_response(&mut conn, 400, b"bad request", false);
+            return;
+        };
+        // Discard a request body, if any.
+        while rest.len() < req.content_length {
+            let mut chunk = [0u8; 4096];
+            match conn.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => rest.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buf = rest.split_off(req.content_length);
+        let (status, body) = handle(inner, &req.method, &req.target);
+        if write_response(&mut conn, status, &body, req.keep_alive).is_err() || !req.keep_alive {
+            return;
+        }
+    }
+}
+
+fn write_response(conn: &mut TcpStream, status: u16, body: &[u8], keep_alive: bool) -> std::io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "Error",
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\n\
+         Content-Type: application/json; charset=utf-8; profile=\"https://www.mediawiki.org/wiki/Specs/Summary/1.5.0\"\r\n\
+         Content-Length: {}\r\n\
+         Connection: {}\r\n\
+         Server: dhp-demo-mirror\r\n\r\n",
+        body.len(),
+        if keep_alive { "keep-alive" } else { "close" }
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    conn.write_all(&out)?;
+    conn.flush()
+}
+
+/// Answer one request: (status, body). Counts it, holds it if asked to.
+fn handle(inner: &Inner, method: &str, target: &str) -> (u16, Vec<u8>) {
+    let path = target.split('?').next().unwrap_or("");
+    let title = (method == "GET")
         .then(|| path.strip_prefix(SUMMARY_PREFIX))
         .flatten()
         .and_then(titles::decode_title)
@@ -296,12 +383,11 @@ fn handle(inner: &Inner, req: tiny_http::Request) {
         let body = json!({
             "type": "https://mediawiki.org/wiki/HyperSwitch/errors/not_found",
             "title": "Not found.",
-            "method": req.method().as_str().to_lowercase(),
+            "method": method.to_lowercase(),
             "detail": "Page or revision not found.",
             "uri": format!("/en.wikipedia.org/v1/page/summary/{}", path.rsplit('/').next().unwrap_or("")),
         });
-        respond_json(req, 404, serde_json::to_vec(&body).expect("json"));
-        return;
+        return (404, serde_json::to_vec(&body).expect("json"));
     };
     *inner.counts.lock().expect("mirror counts lock").entry(title.clone()).or_insert(0) += 1;
     let mut holding = false;
@@ -316,22 +402,21 @@ fn handle(inner: &Inner, req: tiny_http::Request) {
                 let Some(left) = deadline.checked_duration_since(Instant::now()) else { break };
                 st = inner.cv.wait_timeout(st, left).expect("mirror hold lock").0;
             }
+            // Answered from here on (the write itself may fail: the
+            // client is usually dead by now).
+            st.answered_at = Some(now());
         }
     }
     if !holding {
         let d = delay_ms(inner.cfg.seed, &title, inner.cfg.min_delay_ms, inner.cfg.max_delay_ms);
         std::thread::sleep(Duration::from_millis(d));
     }
-    respond_json(req, 200, page_body(inner.cfg.seed, &title));
-    if holding {
-        inner.hold.lock().expect("mirror hold lock").answered_at = Some(now());
-    }
+    (200, page_body(inner.cfg.seed, &title))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
 
     fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
