@@ -145,7 +145,7 @@ impl Ui {
 
 fn bar(done: usize, total: usize) -> String {
     let w = 30;
-    let filled = if total == 0 { 0 } else { done * w / total };
+    let filled = (done * w).checked_div(total).unwrap_or(0).min(w);
     format!("[{}{}]", "#".repeat(filled), ".".repeat(w - filled))
 }
 
@@ -316,8 +316,9 @@ fn main() {
         Err(e) => {
             let msg = format!("{e:#}");
             let is_usage = e.downcast_ref::<Usage>().is_some();
-            // Keep the evidence of a failed run.
-            if let Some(t) = run.tempdir.take().filter(|_| !is_usage) {
+            // Keep the evidence of a failed run (not of a bad command line
+            // or an interrupt).
+            if let Some(t) = run.tempdir.take().filter(|_| !is_usage && msg != "interrupted") {
                 let kept = t.keep();
                 summary.insert("run_dir".into(), json!(kept));
                 ui.say(&format!("(data kept for inspection in {})", kept.display()));
@@ -642,11 +643,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     let status = wa.wait_for(Duration::from_secs(10)).ok_or_else(|| anyhow::anyhow!("worker-A survived SIGKILL"))?;
     anyhow::ensure!(status.signal() == Some(9), "worker-A ended with {status}, not by SIGKILL");
     // Drain what worker-A said before it died.
-    loop {
-        match events_a.recv_timeout(Duration::from_secs(2)) {
-            Ok(ev) => handle_event(cx, "worker-A", &ev, pages, &mut a_pages, &mut a_started)?,
-            Err(_) => break,
-        }
+    while let Ok(ev) = events_a.recv_timeout(Duration::from_secs(2)) {
+        handle_event(cx, "worker-A", &ev, pages, &mut a_pages, &mut a_started)?;
     }
     let answered_before_kill = run.mirror.as_ref().and_then(|m| m.held_answered_at()).is_some_and(|t| t <= t_kill);
     if let Some(m) = &run.mirror {

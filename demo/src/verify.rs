@@ -37,7 +37,9 @@ pub fn describe_counts(counts: &BTreeMap<String, u64>, titles: &[String], kill_a
         let seg = &c[lo..hi];
         let uniform = seg.iter().all(|&x| x == seg[0]);
         let sum: u64 = seg.iter().sum();
-        if uniform {
+        if hi == lo + 1 {
+            format!("page {}: {sum} requests", lo + 1)
+        } else if uniform {
             format!("pages {}–{}: {} each ({sum} requests)", lo + 1, hi, seg[0])
         } else {
             format!("pages {}–{}: {seg:?} ({sum} requests)", lo + 1, hi)
