@@ -156,7 +156,8 @@ impl HidLog {
                 Some("envelope") if header.is_none() => {
                     header = v.pointer("/envelope/handoff_id").and_then(Value::as_str).map(str::to_string);
                 }
-                Some("checkpoint") => {
+                // Ingest skips checkpoints before the header; so do we.
+                Some("checkpoint") if header.is_some() => {
                     if let Some(s) = v.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0) {
                         seqs.insert(s);
                     }
@@ -281,7 +282,11 @@ impl Srv {
                 return (refuse_and_close(e.to_string()), None);
             }
         };
-        match self.with_log(&log, |l, _| Ok(l.seqs.max())).await {
+        let me = hid.to_string();
+        let ack = self
+            .with_log(&log, move |l, _| Ok(if l.header.as_ref().is_some_and(|h| *h != me) { -1 } else { l.seqs.max() }))
+            .await;
+        match ack {
             Ok(ack) => {
                 bump(&self.stats.hellos_accepted);
                 tracing::info!(hid = &hid[..12], ack, "transport: client shipping");
@@ -360,10 +365,13 @@ impl Srv {
             Ok(l) => l,
             Err(e) => return refuse(e.to_string()),
         };
+        let want = s.hid.clone();
         let r = self
             .with_log(&s.log, move |l, _| {
-                if l.header.is_none() {
-                    return Ok(Err("no envelope for this handoff yet: send the envelope first"));
+                match &l.header {
+                    None => return Ok(Err("no envelope for this handoff yet: send the envelope first")),
+                    Some(h) if *h != want => return Ok(Err("log holds another handoff")),
+                    Some(_) => {}
                 }
                 if l.seqs.contains(seq) {
                     return Ok(Ok(false));

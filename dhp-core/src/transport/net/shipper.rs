@@ -356,6 +356,7 @@ fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Result<(SeqSet
         Err(e) => return Err(Error::io(path, e)),
     };
     let mut seqs = SeqSet::new();
+    let mut header = false;
     for line in log::parse_lines(&data, cfg) {
         let Line::Record(v) = line else { continue };
         match v["type"].as_str() {
@@ -364,8 +365,10 @@ fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Result<(SeqSet
                 if h != hid {
                     return Err(Error::Transport(format!("buffer log {} holds handoff {h:?}, not {hid}", path.display())));
                 }
+                header = true;
             }
-            Some("checkpoint") => {
+            // Ingest skips checkpoints before the header; so do we.
+            Some("checkpoint") if header => {
                 if let Some(s) = v.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0) {
                     seqs.insert(s);
                 }
