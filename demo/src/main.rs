@@ -117,7 +117,8 @@ impl Ui {
 
     fn say(&mut self, line: &str) {
         if self.open_line {
-            self.write("\r\x1b[2K");
+            // Keep the last progress line on screen.
+            self.write("\n");
             self.open_line = false;
         }
         self.write(&format!("{line}\n"));
@@ -256,6 +257,7 @@ struct Ctx {
     worker_bin: PathBuf,
     cfg: Config,
     token: String,
+    transport_lines: Option<Receiver<String>>,
     facts: Map<String, Value>,
     timings: Map<String, Value>,
     t0: f64,
@@ -407,6 +409,7 @@ fn demo_main(args: Args, run: &mut Run, ui: &mut Ui, summary: &mut Map<String, V
         worker_bin: PathBuf::new(),
         cfg,
         token,
+        transport_lines: None,
         facts: Map::new(),
         timings: Map::new(),
         t0,
@@ -896,6 +899,16 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     }
     if let Some(t) = run.proc_mut("transport") {
         t.stop(Duration::from_secs(10));
+        let mut last = None;
+        if let Some(rx) = cx.transport_lines.take() {
+            while let Ok(l) = rx.recv_timeout(Duration::from_secs(2)) {
+                last = Some(l);
+            }
+        }
+        if let Some(stats) = last.filter(|l| l.contains("stopped")) {
+            cx.ui.say(&format!("host B {}", stats.trim_start_matches("dhp ")));
+            cx.fact("transport_stats", json!(stats));
+        }
     }
 
     anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
@@ -957,6 +970,7 @@ fn start_transport(cx: &mut Ctx, run: &mut Run, host: &str, port: u16) -> anyhow
         }
         anyhow::ensure!(Instant::now() < deadline, "dhp transport did not start listening");
     };
+    cx.transport_lines = Some(lines);
     cx.ui.say(&format!(
         "host B: {} — transport server (pid {pid}) listening on {addr}, logs -> host-b/transport/",
         cx.host_b.display()
