@@ -50,6 +50,35 @@ fn dispatch_claim(c: &mut Criterion) {
             t.elapsed()
         })
     });
+    // Group commit: 32 dispatches / claims per transaction.
+    let batch = 32u64;
+    let cfg = bench_config();
+    let r = Runner::open(fixture::fresh_root(dir.path(), "batched"), "w1", cfg.clone()).unwrap();
+    let mut next = 1_000_000u64;
+    let mut made: Vec<String> = Vec::new();
+    g.throughput(Throughput::Elements(batch));
+    g.bench_function("dispatch_many_32", |b| {
+        b.iter(|| {
+            let envs: Vec<_> = (next..next + batch).map(|i| fixture::sdk_envelope(i).unwrap()).collect();
+            next += batch;
+            for h in group::dispatch_many(r.store().as_ref(), &cfg, &envs).unwrap() {
+                made.push(h.unwrap());
+            }
+        })
+    });
+    g.bench_function("claim_many_32", |b| {
+        b.iter_custom(|iters| {
+            let hids = fixture::bulk_dispatch(&r, next, iters * batch).unwrap();
+            next += iters * batch;
+            let t = Instant::now();
+            for c in hids.chunks(batch as usize) {
+                for f in group::claim_many(r.store().as_ref(), &cfg, "w1", c).unwrap() {
+                    f.unwrap();
+                }
+            }
+            t.elapsed()
+        })
+    });
     g.finish();
 }
 

@@ -100,6 +100,101 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[Item]) -> Res
     Ok(out)
 }
 
+/// Dispatch several envelopes in one transaction (one fsync): each is
+/// verified and stored as `Runner::dispatch` stores it (checkpoints emptied,
+/// Python `json.dumps` text, size-checked); re-dispatching an existing id
+/// is a no-op, as there. Returns each envelope's id or its own error.
+pub fn dispatch_many(store: &dyn Backend, cfg: &Config, envs: &[Value]) -> Result<Vec<Result<String>>> {
+    let prepared: Vec<Result<(String, String)>> = envs
+        .iter()
+        .map(|env| {
+            let hid = dhp_core::envelope::verify(env)?;
+            if dhp_core::envelope::status(env) != "pending" {
+                return Err(Error::State { hid, op: "dispatch", reason: "envelope not pending".into() });
+            }
+            let mut stored = env.clone();
+            if let Some(ex) = stored.get_mut("execution").and_then(Value::as_object_mut) {
+                ex.insert("checkpoints".into(), Value::Array(Vec::new()));
+            }
+            let text = dhp_core::json::dumps(&stored)?;
+            if text.len() > cfg.max_envelope_bytes {
+                return Err(Error::Oversize { what: "envelope", size: text.len(), limit: cfg.max_envelope_bytes });
+            }
+            Ok((hid, text))
+        })
+        .collect();
+    let mut out = Vec::new();
+    store.transact(Mode::Write, &mut |tx| {
+        out.clear();
+        for p in &prepared {
+            out.push(match p {
+                Ok((hid, text)) => tx.insert_envelope(hid, text, now()).map(|_| hid.clone()),
+                Err(e) => Err(Error::Validation(e.to_string())),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Claim several pending handoffs for `holder` in one transaction (one
+/// fsync), with the writes of `Runner::claim`: an ownership row with fence
+/// 0 and a fresh lease, status running, `runner_id`, `claimed_at`, `fence`,
+/// `steps`/`spend_usd` defaults. Returns each fence or its own error.
+pub fn claim_many(store: &dyn Backend, cfg: &Config, holder: &str, hids: &[String]) -> Result<Vec<Result<i64>>> {
+    dhp_core::envelope::check_worker_id(holder)?;
+    let mut out = Vec::new();
+    store.transact(Mode::Write, &mut |tx| {
+        out.clear();
+        for hid in hids {
+            out.push(claim_one(tx, cfg, holder, hid));
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn claim_one(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<i64> {
+    use serde_json::json;
+    dhp_core::envelope::check_hid(hid)?;
+    let mut env = tx.envelope(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
+    let st = dhp_core::envelope::status(&env).to_string();
+    if st != "pending" {
+        return Err(Error::State { hid: hid.to_string(), op: "claim", reason: format!("status is {st}") });
+    }
+    let t = now();
+    let own = dhp_core::store::Ownership {
+        hid: hid.to_string(),
+        holder: holder.to_string(),
+        fence: 0,
+        lease_expires_at: t + cfg.lease_ttl_s(),
+        heartbeat_interval_s: cfg.lease_interval_s,
+        max_missed: cfg.lease_max_missed,
+    };
+    if !tx.insert_ownership(&own, t)? {
+        return Err(Error::OwnershipLost { hid: hid.to_string(), reason: "claim race lost".into() });
+    }
+    let ex = env
+        .get_mut("execution")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| Error::Validation("envelope has no execution object".into()))?;
+    ex.insert("status".into(), json!("running"));
+    ex.insert("runner_id".into(), json!(holder));
+    ex.insert("claimed_at".into(), dhp_core::json::float(t));
+    ex.insert("fence".into(), json!(0));
+    ex.entry("steps").or_insert(json!(0));
+    ex.entry("spend_usd").or_insert(dhp_core::json::float(0.0));
+    ex.insert("checkpoints".into(), json!([]));
+    let text = dhp_core::json::dumps(&env)?;
+    if text.len() > cfg.max_envelope_bytes {
+        return Err(Error::Oversize { what: "envelope", size: text.len(), limit: cfg.max_envelope_bytes });
+    }
+    if !tx.update_envelope(hid, &text, t)? {
+        return Err(Error::UnknownHandoff { hid: hid.to_string() });
+    }
+    Ok(0)
+}
+
 type Reply = SyncSender<Result<i64>>;
 
 /// A committer thread that batches concurrent checkpoint requests.
@@ -227,6 +322,34 @@ mod tests {
         assert_eq!(r.checkpoints(&h2).unwrap().len(), 1);
         // The rows are the same a Runner::checkpoint writes: the runner continues the sequence.
         assert_eq!(r.checkpoint(&h1, f1, &fixture::small_state(5)).unwrap(), 2);
+    }
+
+    #[test]
+    fn dispatch_and_claim_many_match_the_runner() {
+        let d = tempfile::tempdir().unwrap();
+        let r = dhp_core::Runner::open(d.path(), "w1", fixture::bench_config()).unwrap();
+        let cfg = fixture::bench_config();
+        let envs: Vec<Value> = (0..5).map(|i| fixture::sdk_envelope(i).unwrap()).collect();
+        let mut bad = envs[0].clone();
+        bad["task"]["inputs"]["inline"]["i"] = serde_json::json!(99);
+        let mut all = envs.clone();
+        all.push(bad);
+        let out = dispatch_many(r.store().as_ref(), &cfg, &all).unwrap();
+        assert!(out[5].is_err(), "a tampered envelope is refused on its own");
+        let hids: Vec<String> = out[..5].iter().map(|h| h.as_ref().unwrap().clone()).collect();
+        // Same stored text as Runner::dispatch: re-dispatch through the runner is a no-op.
+        assert_eq!(r.dispatch(&envs[0]).unwrap(), hids[0]);
+        let claimed = claim_many(r.store().as_ref(), &cfg, "w1", &hids[..4]).unwrap();
+        assert!(claimed.iter().all(|c| c.as_ref().unwrap() == &0));
+        assert!(claim_many(r.store().as_ref(), &cfg, "w2", &hids[..1]).unwrap()[0].is_err(), "claimed twice");
+        // The runner takes over where the batch left off.
+        assert_eq!(r.checkpoint(&hids[0], 0, &fixture::small_state(1)).unwrap(), 0);
+        let mine = r.claim(&hids[4]).unwrap();
+        let a = r.envelope_bare(&hids[4]).unwrap();
+        let b = r.envelope_bare(&hids[3]).unwrap();
+        let keys = |v: &Value| v["execution"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&a), keys(&b), "claim_many writes the fields Runner::claim writes, in its order");
+        drop(mine);
     }
 
     #[test]

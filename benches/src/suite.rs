@@ -39,6 +39,8 @@ pub struct Sizes {
     pub scan_reps: usize,
     pub fsync_n: usize,
     pub ship_iters: usize,
+    /// Operations per transaction for the batched dispatch/claim rows.
+    pub batch: usize,
 }
 
 impl Sizes {
@@ -66,6 +68,7 @@ impl Sizes {
             scan_reps: 5,
             fsync_n: 500,
             ship_iters: 2_000,
+            batch: 32,
         }
     }
 
@@ -93,6 +96,7 @@ impl Sizes {
             scan_reps: 1,
             fsync_n: 50,
             ship_iters: 20,
+            batch: 4,
         }
     }
 }
@@ -179,6 +183,34 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters) as u64)?;
         let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
         step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"), &mut ops);
+        drop(r0);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    // Dispatch and claim with group commit: `batch` per transaction.
+    {
+        let b = s.batch;
+        let root = fixture::fresh_root(work, "batch");
+        let r0 = Runner::open(&root, "w1", cfg.clone())?;
+        let mut next = 10_000_000u64;
+        let mut made: Vec<String> = Vec::new();
+        let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
+            let envs: Vec<Value> = (next..next + b as u64).map(fixture::sdk_envelope).collect::<Result<_>>()?;
+            next += b as u64;
+            for h in group::dispatch_many(r0.store().as_ref(), &cfg, &envs)? {
+                made.push(h?);
+            }
+            Ok(())
+        })? * b as f64;
+        step("dispatch_batched", op(r, "ops/s", format!("build + group::dispatch_many, {b} per transaction")), &mut ops);
+        let mut chunks = made.chunks(b);
+        let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
+            let c = chunks.next().expect("enough dispatched handoffs");
+            for f in group::claim_many(r0.store().as_ref(), &cfg, "w1", c)? {
+                f?;
+            }
+            Ok(())
+        })? * b as f64;
+        step("claim_batched", op(r, "ops/s", format!("group::claim_many, {b} per transaction")), &mut ops);
         drop(r0);
         let _ = std::fs::remove_dir_all(&root);
     }

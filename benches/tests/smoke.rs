@@ -64,7 +64,7 @@ fn quick_comparison_runs_end_to_end() {
     let reference = read(&d.join("ref.json"));
     for key in [
         "fsync_raw", "sqlite_commit", "envelope_build", "canonical_hash_1k", "canonical_hash_100k", "dispatch", "claim",
-        "checkpoint_100", "checkpoint_1000", "group_commit_best", "recover_race", "ingest", "ship_tcp_sync",
+        "checkpoint_100", "checkpoint_1000", "dispatch_batched", "claim_batched", "group_commit_best", "recover_race", "ingest", "ship_tcp_sync",
         "ship_tcp_async", "scan",
     ] {
         assert!(rate(&ours, key) > 0.0, "{key}");

@@ -8,6 +8,7 @@
 //! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
+//! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
 //! ```
 
 use dhp_benches::{measure, report, suite};
@@ -131,6 +132,19 @@ fn main() {
             let mut bed = dhp_benches::fixture::CheckpointBed::new(&dir, depth).unwrap_or_else(|e| fail(e));
             let r = measure::rate(1, k, |_| bed.checkpoint().map(drop)).unwrap_or_else(|e| fail(e));
             println!("{r:.1} checkpoints/s after {depth}");
+        }
+        "scan" => {
+            // Ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.
+            let dir = a.path("--dir");
+            let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(10_000);
+            let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(20);
+            let root = dhp_benches::fixture::fresh_root(&dir, "scanprobe");
+            dhp_benches::fixture::scan_store(&root, n).unwrap_or_else(|e| fail(e));
+            let sup = dhp_core::Supervisor::open(&root, "bench-sup", dhp_benches::fixture::bench_config())
+                .unwrap_or_else(|e| fail(e));
+            let r = measure::rate(1, reps, |_| sup.scan().map(drop)).unwrap_or_else(|e| fail(e));
+            println!("{r:.2} scans/s over {n} running handoffs");
+            let _ = std::fs::remove_dir_all(&root);
         }
         "machine" => {
             let dir = a.path("--dir");
