@@ -72,11 +72,26 @@ pub struct Latencies {
     pub failpoint: Stats,
     /// SIGKILL of the leader supervisor → another leader observed.
     pub leader_failover: Stats,
+    /// `worker_kill` restricted to steady state: a live leader at the kill,
+    /// no supervisor killed within a leader TTL before or until the orphan,
+    /// and no store stall in between. This is the detector's own latency.
+    pub worker_kill_steady: Stats,
+    /// Why the other worker-kill samples were not steady state.
+    pub disturbed_by: BTreeMap<String, usize>,
     /// Lease-holding victims whose handoff was never orphaned and never completed by them.
     pub undetected: Vec<String>,
     /// Where the orphan time came from: supervisor history or the monitor.
     pub from_history: usize,
     pub from_monitor: usize,
+}
+
+/// Periods in which nobody could commit: a SIGSTOPped worker was holding
+/// the SQLite write lock (seen by the harness as no `data_version` change).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stalls {
+    pub n: usize,
+    pub total_s: f64,
+    pub max_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -117,6 +132,7 @@ pub struct RoundReport {
     pub race_losers: u64,
     pub checkpoints: u64,
     pub latencies: Latencies,
+    pub store_stalls: Stalls,
     pub zombies: Zombies,
     /// Chunks computed by a faulted worker and never committed, per fault victim.
     pub rework_max_chunks: u64,
@@ -240,6 +256,8 @@ struct Index<'a> {
     observes: Vec<&'a Ev>,
     provisions: Vec<&'a Ev>,
     resumes: Vec<&'a Ev>,
+    /// process name → time its exit was observed
+    exits: HashMap<String, f64>,
     processes_with_history: HashSet<String>,
 }
 
@@ -254,6 +272,7 @@ fn index(h: &History) -> Index<'_> {
         observes: Vec::new(),
         provisions: Vec::new(),
         resumes: Vec::new(),
+        exits: HashMap::new(),
         processes_with_history: HashSet::new(),
     };
     for e in &h.events {
@@ -275,6 +294,11 @@ fn index(h: &History) -> Index<'_> {
                 "observe" => ix.observes.push(e),
                 "provision" => ix.provisions.push(e),
                 "resume" => ix.resumes.push(e),
+                "exit" => {
+                    if let Some(name) = e.s("name") {
+                        ix.exits.insert(name.to_string(), e.t());
+                    }
+                }
                 _ => {}
             }
             continue;
@@ -386,7 +410,6 @@ struct Writer {
 }
 
 struct Ctx<'a> {
-    paths: &'a Paths,
     ix: Index<'a>,
 }
 
@@ -445,7 +468,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let history = hist::load(&paths.history)?;
     let store = load_store(&paths.store.join("dhp.sqlite3"))?;
     let hids: Vec<String> = meta["hids"].as_array().map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect()).unwrap_or_default();
-    let cx = Ctx { paths: &paths, ix: index(&history) };
+    let cx = Ctx { ix: index(&history) };
+    let tcp = matches!(meta["config"]["ship"].as_str(), Some("tcp") | Some("tcp-async"));
 
     let mut outcome = Invariant::new("outcome", "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending");
     let mut result = Invariant::new("result", "each completed result equals the census recomputed from scratch");
@@ -702,10 +726,15 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             let completer: Option<(String, String, Option<i64>, f64)> = match commits.first() {
                 Some(o) => Some((o.holder.clone(), o.process.clone(), o.fence, o.invoke_t)),
                 None => {
-                    // killed after committing (complete.after_commit): its invoke is in flight
+                    // killed after committing (complete.after_commit): its invoke is in
+                    // flight. Candidates: invoked before the commit, still alive then, and
+                    // not superseded when they began.
                     let pend: Vec<&&Op> = ops_h
                         .iter()
-                        .filter(|o| o.op == "complete" && o.ok.is_none() && completed_at.is_none_or(|ca| o.invoke_t <= ca + 1e-6))
+                        .filter(|o| o.op == "complete" && o.ok.is_none())
+                        .filter(|o| completed_at.is_none_or(|ca| o.invoke_t <= ca + 1e-6))
+                        .filter(|o| completed_at.is_none_or(|ca| cx.ix.exits.get(&o.process).is_none_or(|x| *x + 1e-6 >= ca)))
+                        .filter(|o| o.fence.is_none_or(|f| cx.superseded_at(hid, f).is_none_or(|(t, _)| t >= o.invoke_t)))
                         .collect();
                     match pend.as_slice() {
                         [o] => {
@@ -778,9 +807,14 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
         }
 
-        // ---- transport log vs store
+        // ---- transport log vs store (the peer's, and the local buffer with TCP)
         transport.checked += 1;
-        check_transport(&cx, h, &writers, &mut transport);
+        if tcp {
+            check_transport(&cx, h, &writers, &mut transport, &paths.peer, "peer");
+            check_transport(&cx, h, &writers, &mut transport, &paths.transport, "local buffer");
+        } else {
+            check_transport(&cx, h, &writers, &mut transport, &paths.transport, "transport");
+        }
     }
 
     // ---- faults: detection latency, rework, zombies
@@ -793,6 +827,25 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut kills_by_role: BTreeMap<String, u64> = BTreeMap::new();
     let mut kills = 0u64;
     let mut seen_fault_ids: HashSet<u64> = HashSet::new();
+    let stall_windows: Vec<(f64, f64)> = cx
+        .ix
+        .observes
+        .iter()
+        .filter(|o| o.s("what") == Some("store-stall"))
+        .filter_map(|o| Some((o.get("since")?.as_f64()?, o.get("until")?.as_f64()?)))
+        .collect();
+    let sup_kills: Vec<f64> =
+        cx.ix.faults.iter().filter(|f| f.s("role") == Some("supervisor") && f.s("signal") == Some("KILL")).map(|f| f.t()).collect();
+    let leader_obs: Vec<(f64, bool)> = cx
+        .ix
+        .observes
+        .iter()
+        .filter(|o| o.s("what") == Some("leader"))
+        .map(|o| (o.t(), o.s("holder").is_some()))
+        .collect();
+    let leader_ttl = meta["config"]["timing"]["leader_ttl_s"].as_f64().unwrap_or(5.0);
+    let scan = meta["config"]["timing"]["supervisor_scan_s"].as_f64().unwrap_or(1.0);
+    let mut steady = Vec::new();
     let mut rework_victims: HashMap<String, String> = HashMap::new();
     let mut zombies = Zombies::default();
 
@@ -871,7 +924,23 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 match (kind, sig) {
                     ("failpoint", _) => fp_l.push(d),
                     (_, "STOP") => pause_l.push(d),
-                    (_, "KILL") => worker_kill.push(d),
+                    (_, "KILL") => {
+                        worker_kill.push(d);
+                        let leader_up = leader_obs.iter().rev().find(|(lt, _)| *lt <= t).is_some_and(|(_, up)| *up);
+                        let why = if stall_windows.iter().any(|(a, b)| *a < ot && *b > t) {
+                            Some("store stalled by a paused worker")
+                        } else if sup_kills.iter().any(|k| *k >= t - leader_ttl - scan && *k <= ot) {
+                            Some("supervisor killed around it")
+                        } else if !leader_up {
+                            Some("no live leader at the kill")
+                        } else {
+                            None
+                        };
+                        match why {
+                            None => steady.push(d),
+                            Some(w) => *lat.disturbed_by.entry(w.to_string()).or_default() += 1,
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -893,6 +962,12 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         detect.violations.push(format!("{u}: never orphaned and did not complete"));
     }
     lat.worker_kill = stats(worker_kill);
+    lat.worker_kill_steady = stats(steady);
+    let store_stalls = Stalls {
+        n: stall_windows.len(),
+        total_s: stall_windows.iter().map(|(a, b)| b - a).sum(),
+        max_s: stall_windows.iter().map(|(a, b)| b - a).fold(0.0, f64::max),
+    };
     lat.pause = stats(pause_l);
     lat.failpoint = stats(fp_l);
     lat.leader_failover = stats(leader_l);
@@ -1012,6 +1087,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         race_losers,
         checkpoints: checkpoints_total,
         latencies: lat,
+        store_stalls,
         zombies,
         rework_max_chunks: rework_max,
         rework_total_chunks: rework_total,
@@ -1030,21 +1106,21 @@ fn impl_label(v: &Value) -> String {
     }
 }
 
-fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant) {
+fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant, dir: &Path, label: &str) {
     let hid = &h.hid;
-    let path = cx.paths.transport.join(format!("{hid}.log"));
+    let path = dir.join(format!("{hid}.log"));
     let cfg = dhp_core::Config::default();
     if !path.exists() {
         if h.ckpts.is_empty() {
             return;
         }
-        inv.violations.push(format!("{}: {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
+        inv.violations.push(format!("{}: [{label}] {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
         return;
     }
     let lines = match tlog::read_log(&path, &cfg) {
         Ok(l) => l,
         Err(e) => {
-            inv.violations.push(format!("{}: transport log unreadable: {e}", short(hid)));
+            inv.violations.push(format!("{}: [{label}] transport log unreadable: {e}", short(hid)));
             return;
         }
     };
@@ -1066,13 +1142,13 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                     env_seen = true;
                     let e = &rec["envelope"];
                     if e["handoff_id"].as_str() != Some(hid.as_str()) || !dhp_core::envelope::verify_id(e) {
-                        inv.violations.push(format!("{}: transport envelope does not verify as this handoff", short(hid)));
+                        inv.violations.push(format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));
                     }
                 }
             }
             Some("checkpoint") => {
                 let Some(seq) = rec["seq"].as_i64() else {
-                    inv.violations.push(format!("{}: transport checkpoint without seq", short(hid)));
+                    inv.violations.push(format!("{}: [{label}] transport checkpoint without seq", short(hid)));
                     continue;
                 };
                 let hash = match dhp_core::json::state_text_and_hash(&rec["state"]) {
@@ -1080,12 +1156,12 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                     Err(_) => String::new(),
                 };
                 if rec["state_hash"].as_str() != Some(hash.as_str()) {
-                    inv.violations.push(format!("{}: transport seq {seq}: state_hash does not match its state", short(hid)));
+                    inv.violations.push(format!("{}: [{label}] transport seq {seq}: state_hash does not match its state", short(hid)));
                 }
                 match by_seq.get(&seq) {
-                    None => inv.violations.push(format!("{}: transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
+                    None => inv.violations.push(format!("{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
                     Some(c) if c.state_hash != hash => {
-                        inv.violations.push(format!("{}: transport seq {seq} differs from the store's seq {seq}", short(hid)))
+                        inv.violations.push(format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)))
                     }
                     Some(_) => {}
                 }
@@ -1095,10 +1171,10 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
         }
     }
     if !env_seen {
-        inv.violations.push(format!("{}: transport log has no envelope line", short(hid)));
+        inv.violations.push(format!("{}: [{label}] transport log has no envelope line", short(hid)));
     }
     if skipped > 0 {
-        inv.notes.push(format!("{}: {skipped} unreadable transport line(s) skipped", short(hid)));
+        inv.notes.push(format!("{}: [{label}] {skipped} unreadable transport line(s) skipped", short(hid)));
     }
     // completeness
     let missing: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !have.contains(s)).collect();
@@ -1113,7 +1189,7 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                 writer.map(|w| w.holder.as_str()).unwrap_or("?")
             ));
         } else if h.status == "failed" && Some(s) == top {
-            inv.notes.push(format!("{}: DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
+            inv.notes.push(format!("{}: [{label}] DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
         } else {
             inv.violations.push(format!(
                 "{}: seq {s} (status {}) is in the store but not in the transport log (writer {:?})",
@@ -1129,10 +1205,10 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
             Ok(st) => match tlog::ingest_lines(&st, &lines, &cfg) {
                 Ok(rep) => {
                     if rep.handoff_id != *hid {
-                        inv.violations.push(format!("{}: ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
+                        inv.violations.push(format!("{}: [{label}] ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
                     }
                 }
-                Err(e) => inv.violations.push(format!("{}: dhp ingest of the transport log fails: {e}", short(hid))),
+                Err(e) => inv.violations.push(format!("{}: [{label}] dhp ingest of the transport log fails: {e}", short(hid))),
             },
             Err(e) => inv.notes.push(format!("scratch store for ingest: {e}")),
         }

@@ -60,11 +60,19 @@ pub enum FaultKind {
     KillMulti,
     /// SIGSTOP a worker holding a lease; SIGCONT it after it was replaced.
     Pause,
+    /// SIGKILL the TCP transport server (`--ship tcp`); it is restarted on the same port.
+    KillTransport,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 5] =
-        [FaultKind::KillWorker, FaultKind::KillLeader, FaultKind::KillFollower, FaultKind::KillMulti, FaultKind::Pause];
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::KillWorker,
+        FaultKind::KillLeader,
+        FaultKind::KillFollower,
+        FaultKind::KillMulti,
+        FaultKind::Pause,
+        FaultKind::KillTransport,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -73,6 +81,7 @@ impl FaultKind {
             FaultKind::KillFollower => "kill-follower",
             FaultKind::KillMulti => "kill-multi",
             FaultKind::Pause => "pause",
+            FaultKind::KillTransport => "kill-transport",
         }
     }
 
@@ -115,6 +124,33 @@ pub fn default_fault_mix() -> Vec<(FaultKind, f64)> {
         (FaultKind::KillMulti, 14.0),
         (FaultKind::Pause, 12.0),
     ]
+}
+
+/// How workers ship checkpoints to the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ship {
+    /// `--ship LOG`: append to the transport log file directly.
+    #[default]
+    File,
+    /// `--ship-to HOST:PORT` (sync): a `dhp transport` server writes the peer log.
+    Tcp,
+    /// `--ship-to HOST:PORT --ship-mode async`.
+    TcpAsync,
+}
+
+impl Ship {
+    pub fn parse(s: &str) -> anyhow::Result<Ship> {
+        Ok(match s {
+            "file" => Ship::File,
+            "tcp" | "tcp-sync" => Ship::Tcp,
+            "tcp-async" => Ship::TcpAsync,
+            _ => bail!("--ship file|tcp|tcp-async"),
+        })
+    }
+    pub fn is_tcp(self) -> bool {
+        self != Ship::File
+    }
 }
 
 /// The failpoints the injector arms in builtin worker spawns.
@@ -180,6 +216,8 @@ pub struct RoundConfig {
     /// After faults stop, wait this long for every handoff to end.
     pub grace_seconds: f64,
     pub timing: Timing,
+    #[serde(default)]
+    pub ship: Ship,
     /// Builtin workers publish liveness tokens (fast same-host detection).
     pub liveness: bool,
     pub dhp: PathBuf,

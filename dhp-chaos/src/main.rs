@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use dhp_chaos::check::{self, RoundReport};
-use dhp_chaos::config::{default_fault_mix, parse_fault_mix, Impl, RoundConfig, Timing};
+use dhp_chaos::config::{default_fault_mix, parse_fault_mix, FaultKind, Impl, RoundConfig, Ship, Timing};
 use dhp_chaos::{locate, python, report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -139,6 +139,10 @@ struct RunArgs {
     /// DHP_LEADER_TTL_S.
     #[arg(long, default_value_t = 0.6)]
     leader_ttl: f64,
+    /// How workers ship checkpoints: file (--ship LOG), tcp (--ship-to a `dhp transport` server that is
+    /// itself SIGKILLed and restarted), or tcp-async. TCP needs builtin workers.
+    #[arg(long, default_value = "file")]
+    ship: String,
     /// Builtin workers publish no liveness token (lease-only detection, like the reference).
     #[arg(long)]
     no_liveness: bool,
@@ -253,6 +257,10 @@ fn run(a: RunArgs) -> Result<i32> {
     if a.handoffs == 0 || a.chunks == 0 || a.chunk == 0 {
         bail!("--handoffs, --chunks and --chunk must be positive");
     }
+    let ship = Ship::parse(&a.ship)?;
+    if ship.is_tcp() && workers != Impl::Builtin {
+        bail!("--ship {} needs --workers builtin (the reference's work_driver4.py ships to a file only)", a.ship);
+    }
     let uses_py = workers.uses_python() || supervisors.uses_python();
     let (python, reference_dir) = if uses_py {
         let py = python::interpreter(a.python.as_deref())?;
@@ -273,6 +281,11 @@ fn run(a: RunArgs) -> Result<i32> {
     };
     let fault_mix = match &a.faults {
         Some(s) => parse_fault_mix(s)?,
+        None if ship.is_tcp() => {
+            let mut m = default_fault_mix();
+            m.push((FaultKind::KillTransport, 6.0));
+            m
+        }
         None => default_fault_mix(),
     };
     let timing = Timing {
@@ -293,10 +306,11 @@ fn run(a: RunArgs) -> Result<i32> {
     println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
     println!("dhp-chaos: run directory {}", out.display());
     println!(
-        "dhp-chaos: workers {}, supervisors {} ×{}, {} handoffs × {} chunks, faults every {:.2}–{:.2}s, lease {}s×{}, dhp {}",
+        "dhp-chaos: workers {}, supervisors {} ×{}, shipping {}, {} handoffs × {} chunks, faults every {:.2}–{:.2}s, lease {}s×{}, dhp {}",
         workers.label(),
         supervisors.label(),
         a.supervisor_count,
+        a.ship,
         a.handoffs,
         a.chunks,
         fault_interval.0,
@@ -343,6 +357,7 @@ fn run(a: RunArgs) -> Result<i32> {
             fault_seconds: a.fault_seconds,
             grace_seconds: a.grace,
             timing: timing.clone(),
+            ship,
             liveness: !a.no_liveness,
             dhp: dhp.clone(),
             python: python.clone(),

@@ -16,6 +16,8 @@ use std::process::{Child, Command, Stdio};
 pub enum Role {
     Worker,
     Supervisor,
+    /// The `dhp transport` TCP server (the peer) in `--ship tcp` rounds.
+    Transport,
 }
 
 /// How a child ended.

@@ -40,6 +40,11 @@ pub struct Totals {
     pub zombies_fenced: u64,
     pub zombies_wrote: u64,
     pub detection_worker_kill: Stats,
+    pub detection_worker_kill_steady: Stats,
+    pub disturbed_by: BTreeMap<String, usize>,
+    pub store_stalls: usize,
+    pub store_stall_s: f64,
+    pub store_stall_max_s: f64,
     pub detection_pause: Stats,
     pub detection_failpoint: Stats,
     pub leader_failover: Stats,
@@ -68,6 +73,11 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         zombies_fenced: 0,
         zombies_wrote: 0,
         detection_worker_kill: Stats::default(),
+        detection_worker_kill_steady: Stats::default(),
+        disturbed_by: BTreeMap::new(),
+        store_stalls: 0,
+        store_stall_s: 0.0,
+        store_stall_max_s: 0.0,
         detection_pause: Stats::default(),
         detection_failpoint: Stats::default(),
         leader_failover: Stats::default(),
@@ -76,7 +86,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         invariants: BTreeMap::new(),
         violations: 0,
     };
-    let (mut wk, mut pa, mut fp, mut lf) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut wk, mut pa, mut fp, mut lf, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut inv: BTreeMap<String, (u64, usize)> = BTreeMap::new();
     for r in rounds {
         t.handoffs += r.handoffs;
@@ -97,6 +107,13 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.zombies_fenced += r.zombies.fenced;
         t.zombies_wrote += r.zombies.wrote;
         wk.extend(&r.latencies.worker_kill.samples);
+        st.extend(&r.latencies.worker_kill_steady.samples);
+        for (k, v) in &r.latencies.disturbed_by {
+            *t.disturbed_by.entry(k.clone()).or_default() += v;
+        }
+        t.store_stalls += r.store_stalls.n;
+        t.store_stall_s += r.store_stalls.total_s;
+        t.store_stall_max_s = t.store_stall_max_s.max(r.store_stalls.max_s);
         pa.extend(&r.latencies.pause.samples);
         fp.extend(&r.latencies.failpoint.samples);
         lf.extend(&r.latencies.leader_failover.samples);
@@ -111,10 +128,11 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
     }
     t.kills_per_min = if t.fault_phase_s > 0.0 { t.kills as f64 * 60.0 / t.fault_phase_s } else { 0.0 };
     t.detection_worker_kill = stats(wk);
+    t.detection_worker_kill_steady = stats(st);
     t.detection_pause = stats(pa);
     t.detection_failpoint = stats(fp);
     t.leader_failover = stats(lf);
-    for s in [&mut t.detection_worker_kill, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
+    for s in [&mut t.detection_worker_kill, &mut t.detection_worker_kill_steady, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
         s.samples.clear();
     }
     t.invariants = inv.into_iter().map(|(k, (c, v))| (k, json!({"checked": c, "violations": v, "held": v == 0}))).collect();
@@ -184,9 +202,26 @@ pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
     let _ = writeln!(s, "zombies woken after replacement: {} (fenced {}, wrote {})", t.zombies_woken, t.zombies_fenced, t.zombies_wrote);
     let _ = writeln!(s, "detection latency:");
     let _ = writeln!(s, "  worker SIGKILL → orphan   {}", lat(&t.detection_worker_kill));
+    let _ = writeln!(
+        s,
+        "    steady state            {}  (others: {})",
+        lat(&t.detection_worker_kill_steady),
+        if t.disturbed_by.is_empty() {
+            "none".to_string()
+        } else {
+            t.disturbed_by.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
+        }
+    );
     let _ = writeln!(s, "  worker SIGSTOP → orphan   {}", lat(&t.detection_pause));
     let _ = writeln!(s, "  failpoint death → orphan  {}", lat(&t.detection_failpoint));
     let _ = writeln!(s, "  leader SIGKILL → new leader {}", lat(&t.leader_failover));
+    if t.store_stalls > 0 {
+        let _ = writeln!(
+            s,
+            "store stalls (a SIGSTOPped worker held the SQLite write lock; nobody could commit): {} totalling {:.1} s, longest {:.1} s",
+            t.store_stalls, t.store_stall_s, t.store_stall_max_s
+        );
+    }
     let _ = writeln!(s, "work redone per fault: at most {} uncommitted chunk(s) recorded (limit 1)", t.rework_max_chunks);
     let _ = writeln!(s, "invariants:");
     if let Some(last) = rounds.last() {

@@ -31,6 +31,8 @@ pub struct Paths {
     pub procs: PathBuf,
     pub history: PathBuf,
     pub meta: PathBuf,
+    /// The TCP transport server's log directory (the peer) in `--ship tcp` rounds.
+    pub peer: PathBuf,
 }
 
 impl Paths {
@@ -42,6 +44,7 @@ impl Paths {
             procs: dir.join("procs"),
             history: dir.join("history.jsonl"),
             meta: dir.join("round.json"),
+            peer: dir.join("peer"),
         }
     }
 }
@@ -100,6 +103,13 @@ pub struct Driver<'a> {
     resume_at: HashMap<usize, f64>,
     last_spawn: HashMap<String, f64>,
     py: Option<PyEnv>,
+    /// TCP transport server port once known.
+    port: Option<u16>,
+    transport_due: Option<f64>,
+    token: String,
+    /// Store commit monitor: last `PRAGMA data_version` and when it changed.
+    data_version: Option<(i64, f64)>,
+    stall_since: Option<f64>,
     pub live: Live,
 }
 
@@ -141,6 +151,11 @@ impl<'a> Driver<'a> {
             resume_at: HashMap::new(),
             last_spawn: HashMap::new(),
             py,
+            port: None,
+            transport_due: None,
+            token: format!("chaos-{:016x}", cfg.seed),
+            data_version: None,
+            stall_since: None,
             live: Live::default(),
         })
     }
@@ -149,6 +164,9 @@ impl<'a> Driver<'a> {
         let mut e = self.cfg.timing.env();
         e.push(("DHP_LOG".into(), "warn".into()));
         e.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        if self.cfg.ship.is_tcp() {
+            e.push(("DHP_TRANSPORT_TOKEN".into(), self.token.clone()));
+        }
         e
     }
 
@@ -248,13 +266,26 @@ impl<'a> Driver<'a> {
                     name.clone(),
                     mode.into(),
                     hid.clone(),
-                    "--ship".into(),
-                    ship,
                     "--pace".into(),
                     pace,
                     "--history".into(),
                     history,
                 ];
+                if self.cfg.ship.is_tcp() {
+                    let port = self.port.context("transport server port unknown")?;
+                    // the local buffer log is the one the file mode writes
+                    a.extend([
+                        "--ship-to".into(),
+                        format!("127.0.0.1:{port}"),
+                        "--ship-buffer".into(),
+                        format!("{}/", self.paths.transport.display()),
+                    ]);
+                    if self.cfg.ship == crate::config::Ship::TcpAsync {
+                        a.extend(["--ship-mode".into(), "async".into()]);
+                    }
+                } else {
+                    a.extend(["--ship".into(), ship]);
+                }
                 if !self.cfg.liveness {
                     a.push("--no-liveness".into());
                 }
@@ -388,6 +419,63 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
+    /// Start the TCP transport server (first on a free port, later on the
+    /// same port) and wait until it listens.
+    fn spawn_transport(&mut self) -> Result<()> {
+        self.sup_n += 1;
+        let name = format!("transport{}", self.sup_n);
+        let argv = vec![
+            self.cfg.dhp.display().to_string(),
+            "transport".into(),
+            self.paths.peer.display().to_string(),
+            "--port".into(),
+            self.port.unwrap_or(0).to_string(),
+        ];
+        let p = procs::spawn(
+            Spec {
+                name: name.clone(),
+                role: Role::Transport,
+                imp: "builtin".into(),
+                argv,
+                env: self.env(),
+                hid: None,
+                mode: None,
+                orphan_fence: None,
+                failpoint: None,
+            },
+            &self.paths.procs,
+        )?;
+        let (pid, log) = (p.pid, p.log.clone());
+        self.table.procs.push(p);
+        let deadline = hist::now() + 10.0;
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(rest) = text.split("listening on ").nth(1) {
+                let addr = rest.split(|c: char| c == ',' || c.is_whitespace()).next().unwrap_or("");
+                let port: u16 = addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("transport server printed no port")?;
+                self.port = Some(port);
+                break;
+            }
+            if let Some(p) = self.table.procs.last_mut() {
+                if let Some(e) = p.poll() {
+                    if self.port.is_some() {
+                        // port still in use (TIME_WAIT or the old server lingering): retry later
+                        self.hist.record("exit", json!({"name": name, "exited_pid": pid, "role": "transport", "code": e.code, "signal": e.signal}));
+                        self.transport_due = Some(hist::now() + 0.05);
+                        return Ok(());
+                    }
+                    bail!("dhp transport exited at start-up ({:?}): {}", e, text.trim());
+                }
+            }
+            if hist::now() > deadline {
+                bail!("dhp transport did not start listening within 10 s: {}", text.trim());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.hist.record("spawn", json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}));
+        Ok(())
+    }
+
     /// Read statuses, ownership, leadership; record what changed.
     fn monitor(&mut self) {
         let Some(db) = &self.db else { return };
@@ -418,7 +506,31 @@ impl<'a> Driver<'a> {
             }
             Ok(s)
         };
+        let dv: Option<i64> = db.query_row("PRAGMA data_version", [], |r| r.get(0)).ok();
         let Ok(new) = read() else { return };
+        let now = hist::now();
+        if let Some(dv) = dv {
+            match self.data_version {
+                Some((old, _)) if old == dv => {}
+                _ => {
+                    self.data_version = Some((dv, now));
+                    if let Some(since) = self.stall_since.take() {
+                        self.hist.record("observe", json!({"what": "store-stall", "since": since, "until": now, "seconds": now - since}));
+                    }
+                }
+            }
+        }
+        // No commit by anyone for 250 ms while a worker is SIGSTOPped: it is
+        // holding the store's write lock (leaders renew every scan, workers
+        // heartbeat every lease_interval/2, so a live store commits often).
+        if self.stall_since.is_none() {
+            if let Some((_, changed)) = self.data_version {
+                let quiet = 0.25_f64.max(self.cfg.timing.supervisor_scan_s * 2.5);
+                if now - changed > quiet && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive()) {
+                    self.stall_since = Some(changed);
+                }
+            }
+        }
         for hid in &self.hids {
             let st = new.status.get(hid).cloned().unwrap_or_default();
             let own = new.own.get(hid).cloned();
@@ -469,6 +581,10 @@ impl<'a> Driver<'a> {
             if role == Role::Worker && e.code == Some(2) && imp != "python" {
                 bail!("worker {name} rejected its command line (exit 2); see {}", self.paths.procs.join(format!("{name}.log")).display());
             }
+            if role == Role::Transport && replace_supervisors {
+                let delay = self.rng.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
+                self.transport_due = Some(hist::now() + delay);
+            }
             if role == Role::Supervisor && replace_supervisors {
                 let delay = self.rng.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
                 self.sup_due.push(hist::now() + delay);
@@ -488,6 +604,10 @@ impl<'a> Driver<'a> {
         self.sup_due.retain(|t| *t > now);
         for _ in due {
             self.spawn_supervisor()?;
+        }
+        if self.transport_due.is_some_and(|t| t <= now) {
+            self.transport_due = None;
+            self.spawn_transport()?;
         }
         // workers
         for i in 0..self.hids.len() {
@@ -637,6 +757,11 @@ impl<'a> Driver<'a> {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
+            FaultKind::KillTransport => {
+                if let Some(i) = (0..self.table.procs.len()).find(|&i| self.table.procs[i].role == Role::Transport && self.table.procs[i].alive()) {
+                    victims.push((i, Signal::SIGKILL));
+                }
+            }
             FaultKind::Pause => {
                 let holders: Vec<usize> = workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
                 if let Some(&i) = holders.choose(&mut self.rng) {
@@ -736,6 +861,9 @@ impl<'a> Driver<'a> {
         self.dispatch()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
+        if self.cfg.ship.is_tcp() {
+            self.spawn_transport()?;
+        }
         for _ in 0..self.cfg.supervisor_count {
             self.spawn_supervisor()?;
         }
@@ -788,7 +916,7 @@ impl<'a> Driver<'a> {
         }
         // supervisors: SIGTERM → clean exit (resign), then SIGKILL stragglers
         for p in &mut self.table.procs {
-            if p.role == Role::Supervisor && p.alive() {
+            if (p.role == Role::Supervisor || p.role == Role::Transport) && p.alive() {
                 p.signal(Signal::SIGTERM);
             }
         }
@@ -804,6 +932,9 @@ impl<'a> Driver<'a> {
         }
         self.table.kill_all();
         self.reap(false)?;
+        if let Some(since) = self.stall_since.take() {
+            self.hist.record("observe", json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}));
+        }
         let t_end = self.hist.record("round", json!({"phase": "end"}));
         self.write_meta(json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}))?;
         Ok(())
