@@ -90,7 +90,7 @@ impl Config {
         if !(self.supervisor_scan_s.is_finite() && self.supervisor_scan_s > 0.0) {
             return bad("DHP_SUPERVISOR_SCAN_S must be > 0");
         }
-        if !(self.leader_ttl_s > self.supervisor_scan_s) {
+        if self.leader_ttl_s.partial_cmp(&self.supervisor_scan_s) != Some(std::cmp::Ordering::Greater) {
             return bad("DHP_LEADER_TTL_S must exceed DHP_SUPERVISOR_SCAN_S");
         }
         if !(self.stall_timeout_s.is_finite() && self.stall_timeout_s > 0.0) {

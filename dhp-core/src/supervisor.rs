@@ -299,7 +299,7 @@ impl Supervisor {
     /// lease expiry.
     pub fn dead_workers(&self) -> Result<Vec<Value>> {
         let Some(root) = &self.root else { return Ok(Vec::new()) };
-        let owns = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.running_ownerships())?;
+        let owns = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.held_ownerships())?;
         let mut out = Vec::new();
         for o in owns {
             if o.holder == ORPHANED_HOLDER {
@@ -331,7 +331,7 @@ impl Supervisor {
         let poll = liveness::poll_interval();
         let mut all = Vec::new();
         let mut next_scan = Instant::now();
-        while !stop.load(Ordering::SeqCst) && end.map_or(true, |e| Instant::now() < e) {
+        while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
             let now_i = Instant::now();
             let res = if now_i >= next_scan {
                 next_scan = now_i + scan_every;

@@ -92,4 +92,5 @@ fn worker_without_a_token_keeps_the_lease_path() {
     assert!(wait_for(10.0, || r.status(&hid).unwrap()["status"] == "orphaned"));
     assert_eq!(env_of(&r, &hid)["orphan_reason"], "lease-expired");
     let _ = sup.kill();
+    let _ = sup.wait();
 }

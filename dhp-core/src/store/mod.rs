@@ -142,8 +142,9 @@ pub trait Tx {
     fn delete_ownership(&mut self, hid: &str) -> Result<()>;
     /// Running handoffs whose lease expired before `now`.
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>>;
-    /// Every ownership row whose handoff is running.
-    fn running_ownerships(&mut self) -> Result<Vec<Ownership>>;
+    /// Every ownership row not held by the orphan tombstone (cheap: the
+    /// caller re-checks the handoff's status before acting).
+    fn held_ownerships(&mut self) -> Result<Vec<Ownership>>;
 
     // ---- leadership ----
     fn leadership(&mut self) -> Result<Option<Leadership>>;

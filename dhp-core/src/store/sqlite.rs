@@ -11,6 +11,7 @@
 use super::{
     Approval, Backend, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx, SCHEMA_VERSION,
 };
+use crate::envelope::ORPHANED_HOLDER;
 use crate::error::{Error, Result};
 use crate::json;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -138,7 +139,7 @@ impl SqliteStore {
             let tx = conn.unchecked_transaction()?;
             tx.execute_batch(SCHEMA_SQL)?;
             let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
-            if found.map_or(true, |v| v < SCHEMA_VERSION) {
+            if found.is_none_or(|v| v < SCHEMA_VERSION) {
                 // v1/v2 → v3 is additive: the CREATE IF NOT EXISTS above did it.
                 tx.execute(
                     "INSERT OR IGNORE INTO schema_version (version, applied_at) VALUES (?1, ?2)",
@@ -359,12 +360,11 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn running_ownerships(&mut self) -> Result<Vec<Ownership>> {
-        let mut st = self.c.prepare_cached(
-            "SELECT o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed \
-             FROM ownership o JOIN handoffs h ON h.hid=o.hid \
-             WHERE json_extract(h.envelope_json, '$.execution.status')='running' ORDER BY o.hid",
-        )?;
+    fn held_ownerships(&mut self) -> Result<Vec<Ownership>> {
+        // No JSON join: polled every few milliseconds by the leader.
+        let mut st = self.c.prepare_cached(&format!(
+            "SELECT {OWNERSHIP_COLS} FROM ownership WHERE holder != '{ORPHANED_HOLDER}' ORDER BY hid"
+        ))?;
         let rows = st.query_map([], ownership_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -534,10 +534,11 @@ impl Drop for TcpShipper {
             return;
         }
         // Best effort: give a healthy connection a moment to drain the
-        // backlog (the lines are in the local buffer log regardless).
+        // backlog (the lines are in the local buffer log regardless); a
+        // peer that is down or refusing us gets no extra wait.
         let deadline = Instant::now() + self.opts.call_timeout.min(Duration::from_secs(2));
         let mut st = self.shared.lock();
-        while st.unacked > 0 {
+        while st.unacked > 0 && st.last_error.is_none() {
             let now = Instant::now();
             if now >= deadline {
                 break;
