@@ -1,0 +1,77 @@
+//! Adapters that crash, hang, print garbage, answer the wrong id or send a
+//! reply their schema rejects: the assertions that hit it are *errored*
+//! (not failed) within the timeout, and the run goes on.
+
+mod common;
+use common::*;
+
+/// The assertions that call `suspend`.
+const USES_SUSPEND: &[&str] = &["no-runner-lock-in", "tampered-bundle-rejected"];
+
+fn misbehaving(mode: &str, cause: &str) {
+    let run = conform(&["--impl", &adapter(&format!("--misbehave {mode}:suspend")), "--format", "json", "--timeout", "2", "--level", "extended"]);
+    assert_eq!(run.code, 101, "{}", run.stderr);
+    let mut errored = run.with_outcome("errored");
+    errored.sort();
+    assert_eq!(errored, USES_SUSPEND, "{mode}: errored assertions");
+    assert!(run.with_outcome("failed").is_empty(), "{mode}: nothing fails: {:?}", run.with_outcome("failed"));
+    assert_eq!(run.with_outcome("passed").len(), 29 - USES_SUSPEND.len(), "{mode}: the run goes on");
+    for ((_, name), (_, msg)) in run.outcomes() {
+        if USES_SUSPEND.contains(&name.as_str()) {
+            assert!(msg.contains(cause), "{mode}: {name}: message {msg:?} should say {cause:?}");
+        }
+    }
+    assert!(run.wall.as_secs_f64() < 30.0, "{mode}: took {:?}", run.wall);
+}
+
+#[test]
+fn crash_is_errored() {
+    misbehaving("crash", "adapter exited");
+}
+
+#[test]
+fn hang_is_errored_after_the_timeout() {
+    misbehaving("hang", "did not answer suspend within 2.0s");
+}
+
+#[test]
+fn garbage_is_errored() {
+    misbehaving("garbage", "not a JSON reply");
+}
+
+#[test]
+fn wrong_id_is_errored() {
+    misbehaving("wrong-id", "with id");
+}
+
+#[test]
+fn reply_violating_its_schema_is_errored() {
+    misbehaving("bad-reply", "violates reply.schema.json");
+}
+
+/// A handshake that fails errors every assertion at once, quickly.
+fn dead_on_arrival(cmd: &str, cause: &str) {
+    let run = conform(&["--impl", cmd, "--format", "json", "--timeout", "1"]);
+    assert_eq!(run.code, 101, "{}", run.stderr);
+    let s = run.summary();
+    assert_eq!((s["errored"].as_u64(), s["passed"].as_u64(), s["failed"].as_u64()), (Some(29), Some(0), Some(0)), "{s}");
+    for (_, (_, msg)) in run.outcomes() {
+        assert!(msg.contains(cause), "{cmd}: {msg:?} should say {cause:?}");
+    }
+    assert!(run.wall.as_secs_f64() < 10.0, "{cmd}: took {:?}", run.wall);
+}
+
+#[test]
+fn garbage_at_handshake() {
+    dead_on_arrival("sh -c 'echo hello there; sleep 30'", "not a JSON reply");
+}
+
+#[test]
+fn missing_command() {
+    dead_on_arrival("/nonexistent/dhp-adapter", "adapter exited");
+}
+
+#[test]
+fn silent_at_handshake() {
+    dead_on_arrival("sleep 30", "did not answer hello within 1.0s");
+}

@@ -1,0 +1,84 @@
+//! Running the `dhp-conform` binary from tests.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What one run of the runner produced.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub wall: Duration,
+}
+
+impl Run {
+    /// The `--format json` summary (the last stdout line).
+    pub fn summary(&self) -> Value {
+        let last = self.stdout.lines().last().unwrap_or("");
+        let v: Value = serde_json::from_str(last)
+            .unwrap_or_else(|e| panic!("last line is not the JSON summary ({e}):\n{}\n{}", self.stdout, self.stderr));
+        assert_eq!(v["type"], "dhp-conform", "{v}");
+        v
+    }
+
+    /// `(implementation, assertion) -> (outcome, message)`.
+    pub fn outcomes(&self) -> BTreeMap<(String, String), (String, String)> {
+        self.summary()["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| {
+                (
+                    (r["implementation"].as_str().unwrap().to_string(), r["assertion"].as_str().unwrap().to_string()),
+                    (r["outcome"].as_str().unwrap().to_string(), r["message"].as_str().unwrap_or("").to_string()),
+                )
+            })
+            .collect()
+    }
+
+    /// Assertion names with the given outcome (any implementation).
+    pub fn with_outcome(&self, outcome: &str) -> Vec<String> {
+        self.outcomes().into_iter().filter(|(_, (o, _))| o == outcome).map(|((_, a), _)| a).collect()
+    }
+}
+
+/// The Python reference must be present: interop tests never skip.
+pub fn python() -> String {
+    dhp_core::testing::python().to_string_lossy().into_owned()
+}
+
+/// Run `dhp-conform` with `args`.
+pub fn conform(args: &[&str]) -> Run {
+    let start = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_dhp-conform"))
+        .args(args)
+        .env("DHP_PYTHON", python())
+        .output()
+        .expect("running dhp-conform");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        wall: start.elapsed(),
+    }
+}
+
+/// Our adapter, with extra arguments (a mutant, a misbehaviour).
+pub fn adapter(extra: &str) -> String {
+    format!("'{}' {extra}", env!("CARGO_BIN_EXE_dhp-adapter"))
+}
+
+/// Every single-implementation assertion name, from `--list`.
+pub fn assertion_names() -> Vec<String> {
+    let run = conform(&["--list", "--level", "extended"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(|l| l.rsplit("] ").next().unwrap().to_string())
+        .collect()
+}
