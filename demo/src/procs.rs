@@ -107,10 +107,19 @@ pub fn page_worker_bin() -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
+/// Newest modification time of the files under `p` (recursively).
+fn newest_mtime(p: &Path) -> Option<std::time::SystemTime> {
+    let md = std::fs::metadata(p).ok()?;
+    if md.is_file() {
+        return md.modified().ok();
+    }
+    std::fs::read_dir(p).ok()?.flatten().filter_map(|e| newest_mtime(&e.path())).max()
+}
+
 /// The `dhp` binary: `explicit` if given; else `target/<profile>/dhp` next
 /// to this executable, built with `cargo build -p dhp-core --bin dhp` when
-/// missing (or always when the demo runs under cargo, which makes it a
-/// cheap freshness check). `log` reports what is done.
+/// missing — or, when the demo runs under cargo, when dhp-core's sources
+/// (or Cargo.lock) are newer than it. `log` reports what is done.
 pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow::Result<PathBuf> {
     if let Some(p) = explicit {
         anyhow::ensure!(p.is_file(), "--dhp {}: no such file", p.display());
@@ -119,17 +128,26 @@ pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow:
     let dir = exe_dir()?;
     let bin = dir.join("dhp");
     let under_cargo = std::env::var_os("CARGO").is_some();
-    if bin.is_file() && !under_cargo {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
+    let stale = || {
+        let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
+        let sources = [workspace.join("dhp-core"), workspace.join("Cargo.lock")]
+            .iter()
+            .filter_map(|p| newest_mtime(p))
+            .max();
+        matches!((built, sources), (Some(b), Some(s)) if s > b)
+    };
+    if bin.is_file() && !(under_cargo && stale()) {
         return Ok(bin);
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
     let manifest = workspace.join("Cargo.toml");
     let target_dir = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.clone());
     let profile = dir.file_name().and_then(|s| s.to_str()).unwrap_or("debug").to_string();
-    if !bin.is_file() {
-        log(&format!("building dhp: cargo build -p dhp-core --bin dhp ({profile}) …"));
-    }
+    log(&format!(
+        "building dhp ({}): cargo build -p dhp-core --bin dhp ({profile}) …",
+        if bin.is_file() { "dhp-core changed" } else { "missing" }
+    ));
     let mut cmd = Command::new(&cargo);
     cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp", "--manifest-path"])
         .arg(&manifest)
