@@ -60,7 +60,8 @@ pub type Check<T = ()> = Result<T, Fail>;
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
+        if $cond {
+        } else {
             return Err($crate::check::Fail::Failed(format!($($fmt)+)));
         }
     };

@@ -173,3 +173,24 @@ mod tests {
         assert!(validate_reply("claim", &json!({"ok": true, "result": {"fence": 1}})).is_err());
     }
 }
+
+#[cfg(test)]
+mod doc_tests {
+    /// ADAPTERS.md documents every op, every feature and every assertion.
+    #[test]
+    fn adapters_md_is_complete() {
+        let doc = include_str!("../ADAPTERS.md");
+        for op in super::OPS {
+            assert!(doc.contains(&format!("| `{op}` |")), "ADAPTERS.md has no row for op {op}");
+        }
+        for f in super::feature::ALL {
+            assert!(doc.contains(&format!("| `{f}` |")), "ADAPTERS.md has no row for feature {f}");
+        }
+        for a in crate::assertions::all() {
+            assert!(doc.contains(&format!("`{}`", a.name)), "ADAPTERS.md does not list assertion {}", a.name);
+        }
+        for x in crate::assertions::cross::all() {
+            assert!(doc.contains(&format!("`{}`", x.name)), "ADAPTERS.md does not list {}", x.name);
+        }
+    }
+}

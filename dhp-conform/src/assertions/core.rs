@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 /// Racing processes in exactly-one-wins and claim-race.
 pub const RACERS: usize = 4;
 
-/// 1. Kill the worker process mid-run; a standby recovers from the last
+/// no-lost-results: Kill the worker process mid-run; a standby recovers from the last
 /// checkpoint and the result is delivered.
 pub fn no_lost_results(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
@@ -54,7 +54,7 @@ pub fn no_lost_results(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 2. Inputs that do not match their bound hash, or an envelope that does
+/// no-crossed-inputs: Inputs that do not match their bound hash, or an envelope that does
 /// not match its id, are refused at dispatch.
 pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
@@ -104,7 +104,7 @@ fn hash_inputs(env: &Value) -> Check<String> {
     envelope::input_hash(&env["task"]["inputs"]).map_err(|e| Fail::Errored(e.to_string()))
 }
 
-/// 3. A result that violates the contract's output schema is rejected and
+/// no-untyped-results: A result that violates the contract's output schema is rejected and
 /// the handoff parks as failed.
 pub fn no_untyped_results(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
@@ -134,7 +134,7 @@ pub fn no_untyped_results(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 4. Going over the step or spend budget raises BudgetExceeded in the
+/// no-silent-budget-overrun: Going over the step or spend budget raises BudgetExceeded in the
 /// worker, and the overrun is recorded.
 pub fn no_silent_budget_overrun(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
@@ -162,7 +162,7 @@ pub fn no_silent_budget_overrun(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 5. Suspend in one process on one root, resume in another process on
+/// no-runner-lock-in: Suspend in one process on one root, resume in another process on
 /// another root, complete there.
 pub fn no_runner_lock_in(cx: &Ctx<'_>) -> Check {
     let (ra, rb) = (cx.root("a")?, cx.root("b")?);
@@ -201,7 +201,7 @@ pub fn no_runner_lock_in(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 6. N recoverers in N processes, released at one instant: exactly one wins.
+/// exactly-one-wins: N recoverers in N processes, released at one instant: exactly one wins.
 pub fn exactly_one_wins(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
     let mut m = cx.adapter()?;
@@ -261,7 +261,7 @@ pub fn race(racers: &mut [crate::client::Lease<'_>], op: &str, args: impl Fn(usi
     Ok(out)
 }
 
-/// 7. After orphan + recover, the old token — held by a live worker in
+/// fencing: After orphan + recover, the old token — held by a live worker in
 /// another process — can no longer write; nor can a restarted worker's
 /// older incarnation under the same id.
 pub fn fencing(cx: &Ctx<'_>) -> Check {
@@ -303,7 +303,7 @@ pub fn fencing(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 8. Of two supervisors (two processes) exactly one leads and only the
+/// leader-election: Of two supervisors (two processes) exactly one leads and only the
 /// leader acts; when the leader's lease lapses the other takes over.
 pub fn leader_election(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
@@ -343,7 +343,7 @@ pub fn leader_election(cx: &Ctx<'_>) -> Check {
     Ok(())
 }
 
-/// 9. Shipping a handoff to a transport log and ingesting it elsewhere
+/// transport: Shipping a handoff to a transport log and ingesting it elsewhere
 /// reconstructs its checkpoints exactly; re-ingest adds nothing.
 pub fn transport(cx: &Ctx<'_>) -> Check {
     let (ra, rb) = (cx.root("a")?, cx.root("b")?);
@@ -403,7 +403,7 @@ pub fn check_log_format(log: &str, hid: &str, checkpoints: i64) -> Check {
     Ok(())
 }
 
-/// 10. When max_attempts is exhausted the handoff is dead-lettered:
+/// dead-letter-queue: When max_attempts is exhausted the handoff is dead-lettered:
 /// failed with its error and checkpoints kept, never silently dropped.
 pub fn dead_letter_queue(cx: &Ctx<'_>) -> Check {
     let root = cx.root("store")?;
