@@ -18,6 +18,7 @@ pub mod client;
 pub mod ops;
 pub mod protocol;
 pub mod report;
+pub mod rs_adapter;
 pub mod store_view;
 pub mod suite;
 

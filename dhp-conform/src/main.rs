@@ -40,8 +40,8 @@ enum LevelArg {
     name = "dhp-conform",
     version,
     about = "Conformance runner for DHP 1.3 implementations (adapter protocol: dhp-conform/ADAPTERS.md)",
-    after_help = "CMD is an adapter command line (run with `sh -c 'exec CMD'`), or `ours` (the dhp-adapter \
-binary next to this one) or `reference` (the Python reference, dhp-protocol 1.3.0, from the venv made by \
+    after_help = "CMD is an adapter command line (run with `sh -c 'exec CMD'`), or `ours` (dhp-core, through this \
+binary in adapter mode) or `reference` (the Python reference, dhp-protocol 1.3.0, from the venv made by \
 scripts/setup.sh). A FILTER matches assertion names and kinds, e.g. `fencing`, `core`, `reference`. \
 Exit status: 0 all passed or skipped, 101 something failed or errored, 2 usage."
 )]
@@ -89,15 +89,9 @@ fn sh_quote(s: &str) -> String {
 fn resolve(spec: &str) -> Result<(String, Option<String>), String> {
     match spec {
         "ours" => {
+            // This very binary, in adapter mode: nothing else to build.
             let exe = std::env::current_exe().map_err(|e| format!("locating dhp-conform: {e}"))?;
-            let adapter = exe.with_file_name("dhp-adapter");
-            if !adapter.exists() {
-                return Err(format!(
-                    "{} is missing: build it with `cargo build -p dhp-conform --bins`",
-                    adapter.display()
-                ));
-            }
-            Ok((sh_quote(&adapter.to_string_lossy()), Some("ours".into())))
+            Ok((format!("{} {ADAPTER_MODE}", sh_quote(&exe.to_string_lossy())), Some("ours".into())))
         }
         "reference" => {
             let py = std::env::var_os("DHP_PYTHON")
@@ -134,7 +128,14 @@ fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
     }
 }
 
+/// First argument that turns this binary into our adapter (`--impl ours`).
+const ADAPTER_MODE: &str = "__adapter";
+
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(ADAPTER_MODE) {
+        let code = dhp_conform::rs_adapter::run(std::env::args().skip(2));
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let mut cli = Cli::parse();
     if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
         eprintln!("dhp-conform: --timeout must be a positive number of seconds");

@@ -1,12 +1,14 @@
-//! `dhp-adapter`: the dhp-conform adapter for dhp-core (ADAPTERS.md).
+//! The dhp-conform adapter for dhp-core (ADAPTERS.md): the `dhp-adapter`
+//! binary, also reachable as `dhp-conform __adapter` (what `--impl ours`
+//! runs, so `cargo run -p dhp-conform` needs no other binary).
 //!
 //! Reads one JSON request per line on stdin, answers one JSON reply per
 //! line on stdout, logs on stderr, exits at EOF. `--mutant NAME` removes
-//! one guarantee (see `mutants.rs`, `--list-mutants`); `--misbehave
+//! one guarantee (see [`mutants`], `--list-mutants`); `--misbehave
 //! MODE:OP` breaks the exchange on one operation (crash, hang, garbage,
 //! wrong-id, bad-reply) — both exist to test the runner.
 
-mod mutants;
+pub mod mutants;
 
 use dhp_core::envelope::{self, check_hid, now, utcnow_iso, BuildOptions, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, Mode, Ownership};
@@ -714,10 +716,12 @@ fn usage() -> ! {
     std::process::exit(2);
 }
 
-fn main() {
+/// Run the adapter over stdin/stdout with command-line `args` (without
+/// the program name). Returns the exit status.
+pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
     let mut mutant = None;
     let mut misbehave: Option<(Misbehave, String)> = None;
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--mutant" => mutant = Some(mutants::parse(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
@@ -726,7 +730,7 @@ fn main() {
                 for (name, _, what) in mutants::ALL {
                     println!("{name}\t{what}");
                 }
-                return;
+                return 0;
             }
             _ => usage(),
         }
@@ -735,7 +739,7 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("dhp-adapter: {e}");
-            std::process::exit(2);
+            return 2;
         }
     };
     if mutant == Some(Mutant::NoSizeLimits) {
@@ -812,4 +816,5 @@ fn main() {
         }
     }
     ad.flush();
+    0
 }
