@@ -205,13 +205,11 @@ fn main() -> ExitCode {
         for imp in &under_test {
             let (imp, records, opts) = (imp.clone(), records.clone(), opts.clone());
             let kind = if multi { format!("{}/{}", imp.label, a.level.as_str()) } else { a.level.as_str().to_string() };
-            let (name, level, run, needs, about) = (a.name, a.level, a.run, a.needs, a.about);
             trials.push(
-                Trial::ignorable_test(name, move || {
-                    let a = suite::Assertion { name, level, needs, about, run };
+                Trial::ignorable_test(a.name, move || {
                     let (outcome, seconds) = suite::run_one(&imp, &a, &opts);
                     let res = to_trial_result(&outcome);
-                    records.push(Record { implementation: imp.label.clone(), assertion: name.into(), level, outcome, seconds });
+                    records.push(Record { implementation: imp.label.clone(), assertion: a.name.into(), level: a.level, outcome, seconds });
                     res
                 })
                 .with_kind(kind),
@@ -228,13 +226,11 @@ fn main() -> ExitCode {
                     }
                     let pair = format!("{}->{}", a.label, b.label);
                     let (a, b, records, opts) = (a.clone(), b.clone(), records.clone(), opts.clone());
-                    let (name, needs, about, run) = (x.name, x.needs, x.about, x.run);
                     trials.push(
-                        Trial::ignorable_test(format!("{name}:{pair}"), move || {
-                            let x = suite::CrossAssertion { name, needs, about, run };
+                        Trial::ignorable_test(format!("{}:{pair}", x.name), move || {
                             let (outcome, seconds) = suite::run_cross(&a, &b, &x, &opts);
                             let res = to_trial_result(&outcome);
-                            records.push(Record { implementation: pair, assertion: name.into(), level: Level::Cross, outcome, seconds });
+                            records.push(Record { implementation: pair, assertion: x.name.into(), level: Level::Cross, outcome, seconds });
                             res
                         })
                         .with_kind("cross"),

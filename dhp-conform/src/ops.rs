@@ -218,8 +218,8 @@ impl Adapter {
         string(&v, "resume", "hid")
     }
 
-    /// Claim, expire the lease, have `supervisor` scan: the handoff must
-    /// come out orphaned. Returns the stale token.
+    /// Expire `t`'s lease and have `supervisor` scan: the handoff must come
+    /// out orphaned (`t` is stale from then on).
     pub fn orphan_via_scan(&mut self, t: &Token, supervisor: &str) -> Check {
         self.expire_lease(&t.root, &t.hid)?;
         let acts = self.scan(&t.root, supervisor)?;

@@ -40,7 +40,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn of(records: &[Record]) -> Counts {
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a Record>) -> Counts {
         let mut c = Counts::default();
         for r in records {
             match r.outcome {
@@ -119,8 +119,7 @@ pub fn junit(records: &[Record]) -> String {
         all.skipped
     ));
     for (name, rs) in suites {
-        let owned: Vec<Record> = rs.iter().map(|r| (*r).clone()).collect();
-        let c = Counts::of(&owned);
+        let c = Counts::of(rs.iter().copied());
         let time: f64 = rs.iter().map(|r| r.seconds).sum();
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{time:.3}\">\n",
@@ -188,8 +187,8 @@ pub fn compare_table(records: &[Record], rows: &[(String, Level)], columns: &[St
     }
     out.push_str("| **total** | |");
     for c in columns {
-        let mine: Vec<Record> = records.iter().filter(|r| &r.implementation == c).cloned().collect();
-        let n = Counts::of(&mine);
+        let mine: Vec<&Record> = records.iter().filter(|r| &r.implementation == c).collect();
+        let n = Counts::of(mine.iter().copied());
         out.push_str(&format!(" {}/{} passed", n.passed, mine.len()));
         if n.skipped > 0 {
             out.push_str(&format!(", {} skipped", n.skipped));

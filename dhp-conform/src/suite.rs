@@ -132,6 +132,7 @@ impl Level {
 }
 
 /// A single-implementation assertion.
+#[derive(Clone, Copy)]
 pub struct Assertion {
     pub name: &'static str,
     pub level: Level,
@@ -143,6 +144,7 @@ pub struct Assertion {
 }
 
 /// A cross-implementation assertion: `a` writes, `b` continues.
+#[derive(Clone, Copy)]
 pub struct CrossAssertion {
     pub name: &'static str,
     pub needs: &'static [&'static str],
@@ -333,32 +335,40 @@ fn finish(res: std::thread::Result<Check>, work: &Workdir) -> Outcome {
     }
 }
 
-/// Run one assertion against one implementation.
-pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
+/// Gate on the handshake and features, then run `body` in a fresh
+/// working directory, timing it and turning a panic into *errored*.
+fn execute(
+    imps: &[&Impl],
+    needs: &[&str],
+    opts: &Options,
+    body: impl FnOnce(Workdir) -> (std::thread::Result<Check>, Workdir),
+) -> (Outcome, f64) {
     let start = Instant::now();
-    if let Some(o) = gate(&[imp], a.needs) {
+    if let Some(o) = gate(imps, needs) {
         return (o, 0.0);
     }
     let work = match Workdir::new(opts.keep) {
         Ok(w) => w,
         Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
     };
-    let ctx = Ctx { imp, work };
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
-    (finish(res, &ctx.work), start.elapsed().as_secs_f64())
+    let (res, work) = body(work);
+    (finish(res, &work), start.elapsed().as_secs_f64())
+}
+
+/// Run one assertion against one implementation.
+pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
+    execute(&[imp], a.needs, opts, |work| {
+        let ctx = Ctx { imp, work };
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
+        (res, ctx.work)
+    })
 }
 
 /// Run one cross assertion: `a` writes, `b` continues.
 pub fn run_cross(a: &Impl, b: &Impl, x: &CrossAssertion, opts: &Options) -> (Outcome, f64) {
-    let start = Instant::now();
-    if let Some(o) = gate(&[a, b], x.needs) {
-        return (o, 0.0);
-    }
-    let work = match Workdir::new(opts.keep) {
-        Ok(w) => w,
-        Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
-    };
-    let ctx = CrossCtx { a, b, work };
-    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));
-    (finish(res, &ctx.work), start.elapsed().as_secs_f64())
+    execute(&[a, b], x.needs, opts, |work| {
+        let ctx = CrossCtx { a, b, work };
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));
+        (res, ctx.work)
+    })
 }
