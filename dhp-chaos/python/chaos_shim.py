@@ -14,11 +14,25 @@ exceptions are passed through untouched. One os.write() per line on an
 O_APPEND descriptor, so a SIGKILL loses at most the line in flight.
 
     python chaos_shim.py worker|supervisor HISTORY NAME SCRIPT [ARGS...]
+
+Pause points (workers, optional): DHP_CHAOS_PAUSE_POINTS="NAME=P,..." makes
+the process SIGSTOP itself with probability P at NAME — a simulated
+preemption at a precise place, between the reference's ownership check and
+its write (they are separate statements in the reference's store):
+
+    checkpoint.after_check   in Store.add_checkpoint, before the INSERT
+    complete.after_check     in the completing save_envelope, before the UPDATE
+
+Draws come from random.Random(DHP_CHAOS_PAUSE_SEED). The harness notices the
+stopped process and SIGCONTs it after it was replaced.
 """
 import json
 import os
+import random
 import runpy
+import signal
 import sys
+import threading
 import time
 
 
@@ -38,6 +52,20 @@ def main():
         rec(op, "fail", error=str(e), error_kind=type(e).__name__, **fields)
 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(script))))
+
+    points = {}
+    for part in os.environ.get("DHP_CHAOS_PAUSE_POINTS", "").split(","):
+        if "=" in part:
+            k, v = part.split("=", 1)
+            points[k.strip()] = float(v)
+    rng = random.Random(int(os.environ.get("DHP_CHAOS_PAUSE_SEED", "0")))
+    tls = threading.local()
+
+    def pause_point(point, **fields):
+        p = points.get(point, 0.0)
+        if p > 0 and rng.random() < p:
+            rec("pause-point", "event", name=point, **fields)
+            os.kill(pid, signal.SIGSTOP)
 
     if role == "worker":
         from dhp.runner3 import Runner3
@@ -71,13 +99,34 @@ def main():
         def complete(self, hid, result, fence):
             f = dict(hid=hid, holder=self.runner_id, fence=fence)
             rec("complete", "invoke", result=result, **f)
+            tls.completing = (hid, fence)
             try:
                 out = orig_complete(self, hid, result, fence)
             except BaseException as e:
                 fail("complete", e, **f)
                 raise
+            finally:
+                tls.completing = None
             rec("complete", "ok", result=result, **f)
             return out
+
+        if points:
+            from dhp.store import Store
+            orig_add, orig_save = Store.add_checkpoint, Store.save_envelope
+
+            def add_checkpoint(self, hid, state):
+                pause_point("checkpoint.after_check", hid=hid,
+                            next_n=state.get("next_n") if isinstance(state, dict) else None)
+                return orig_add(self, hid, state)
+
+            def save_envelope(self, hid, env):
+                c = getattr(tls, "completing", None)
+                if c and c[0] == hid and env.get("execution", {}).get("status") == "completed":
+                    pause_point("complete.after_check", hid=hid, fence=c[1])
+                return orig_save(self, hid, env)
+
+            Store.add_checkpoint = add_checkpoint
+            Store.save_envelope = save_envelope
 
         Runner3.claim = start("claim", orig_claim)
         Runner3.recover = start("recover", orig_recover)

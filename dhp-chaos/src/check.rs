@@ -26,16 +26,20 @@ pub struct Invariant {
     /// How many items were checked (0 means the invariant was not exercised).
     pub checked: u64,
     pub violations: Vec<String>,
+    /// Violations that start at a documented weakness of the Python
+    /// reference (only ever for handoffs a reference process broke).
+    pub known: Vec<String>,
     /// Things worth knowing that are not violations.
     pub notes: Vec<String>,
 }
 
 impl Invariant {
     fn new(name: &'static str, what: &'static str) -> Self {
-        Invariant { name, what, checked: 0, violations: Vec::new(), notes: Vec::new() }
+        Invariant { name, what, checked: 0, violations: Vec::new(), known: Vec::new(), notes: Vec::new() }
     }
+    /// No violation at all (known reference weaknesses included).
     pub fn held(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.known.is_empty()
     }
 }
 
@@ -144,7 +148,12 @@ pub struct RoundReport {
 }
 
 impl RoundReport {
+    /// All violations, known reference weaknesses included.
     pub fn violations(&self) -> usize {
+        self.invariants.iter().map(|i| i.violations.len() + i.known.len()).sum()
+    }
+    /// Violations not explained by a documented weakness of the reference.
+    pub fn unexplained(&self) -> usize {
         self.invariants.iter().map(|i| i.violations.len()).sum()
     }
 }
@@ -461,6 +470,32 @@ impl Ctx<'_> {
 
 // ---------------------------------------------------------------- the checks
 
+/// One handoff's violations, held back until we know whether they start at
+/// a documented weakness of the reference (then they are filed as known).
+#[derive(Default)]
+struct Findings {
+    items: Vec<(&'static str, String)>,
+    taint: Option<String>,
+}
+
+impl Findings {
+    fn push(&mut self, inv: &'static str, msg: String) {
+        self.items.push((inv, msg));
+    }
+    fn taint(&mut self, why: &str) {
+        if self.taint.is_none() {
+            self.taint = Some(why.to_string());
+        }
+    }
+}
+
+/// Torn claim/recover of the reference: ownership row and envelope status
+/// are separate autocommit statements, so a kill between them leaves a
+/// handoff that no claim, recover or orphan can move again.
+pub const TORN_START: &str = "torn claim/recover: the ownership row and the envelope are separate autocommit statements";
+/// Non-atomic check-then-write of the reference (PROTOCOL §9).
+pub const CHECK_THEN_WRITE: &str = "check-then-write: ownership check and write are separate statements (PROTOCOL §9)";
+
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
@@ -485,15 +520,17 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut completed = 0;
     let mut dlq = 0;
     let final_state = meta.get("final").cloned().unwrap_or(Value::Null);
+    let mut tainted: HashMap<String, String> = HashMap::new();
 
     for hid in &hids {
+        let mut fnd = Findings::default();
         let Some(h) = store.get(hid) else {
-            outcome.violations.push(format!("{}: dispatched but not in the store", short(hid)));
+            fnd.push("outcome", format!("{}: dispatched but not in the store", short(hid)));
             continue;
         };
         let env = &h.env;
         let (Some(lo), Some(hi), Some(chunk)) = (inline_u64(env, "lo"), inline_u64(env, "hi"), inline_u64(env, "chunk")) else {
-            outcome.violations.push(format!("{}: not a census handoff", short(hid)));
+            fnd.push("outcome", format!("{}: not a census handoff", short(hid)));
             continue;
         };
         let chunk = chunk.max(1);
@@ -512,13 +549,24 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     dlq += 1;
                     outcome.notes.push(format!("{}: in the DLQ after {attempt} attempts ({} checkpoints kept)", short(hid), h.ckpts.len()));
                 } else {
-                    outcome.violations.push(format!("{}: failed but not a max-attempts DLQ park: attempt {attempt}/{max_att}, error {err:?}", short(hid)));
+                    fnd.push("outcome", format!("{}: failed but not a max-attempts DLQ park: attempt {attempt}/{max_att}, error {err:?}", short(hid)));
                 }
             }
             other => {
                 let f = &final_state[hid.as_str()];
                 let alive = f["owner_alive"].as_bool().unwrap_or(false);
-                outcome.violations.push(format!(
+                // a reference worker killed inside claim/recover left its ownership row behind
+                if let Some((holder, _)) = &h.own {
+                    let torn = cx.imp_of(holder) == "python"
+                        && cx.ix.exits.contains_key(holder)
+                        && cx.ix.ops.iter().any(|o| {
+                            &o.process == holder && &o.hid == hid && (o.op == "claim" || o.op == "recover") && o.ok.is_none()
+                        });
+                    if torn {
+                        fnd.taint(TORN_START);
+                    }
+                }
+                fnd.push("outcome", format!(
                     "{}: stuck in {other:?} at the end (holder {:?}, fence {:?}, owner process alive: {alive})",
                     short(hid),
                     h.own.as_ref().map(|o| &o.0),
@@ -532,31 +580,31 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         checkpoints_total += h.ckpts.len() as u64;
         for (k, c) in h.ckpts.iter().enumerate() {
             if c.seq != k as i64 {
-                chain.violations.push(format!("{}: seq gap/duplicate: position {k} holds seq {}", short(hid), c.seq));
+                fnd.push("checkpoints", format!("{}: seq gap/duplicate: position {k} holds seq {}", short(hid), c.seq));
                 break;
             }
             let hash = dhp_core::json::sha256_hex(c.state_json.as_bytes());
             if hash != c.state_hash {
-                chain.violations.push(format!("{}: seq {} state_hash does not match state_json", short(hid), c.seq));
+                fnd.push("checkpoints", format!("{}: seq {} state_hash does not match state_json", short(hid), c.seq));
             }
             let got = (c.state["next_n"].as_u64(), c.state["count"].as_u64(), c.state["total"].as_u64());
             match exp_chain.get(k) {
                 Some(&(n, cnt, tot)) if got == (Some(n), Some(cnt), Some(tot)) => {}
                 Some(&(n, cnt, tot)) => {
-                    chain.violations.push(format!(
+                    fnd.push("checkpoints", format!(
                         "{}: seq {k} is {{next_n {:?}, count {:?}, total {:?}}}, the census says {{{n}, {cnt}, {tot}}} (rework or a wrong resume point)",
                         short(hid), got.0, got.1, got.2
                     ));
                     break;
                 }
                 None => {
-                    chain.violations.push(format!("{}: seq {k} is beyond the last chunk ({} chunks): work was redone", short(hid), exp_chain.len()));
+                    fnd.push("checkpoints", format!("{}: seq {k} is beyond the last chunk ({} chunks): work was redone", short(hid), exp_chain.len()));
                     break;
                 }
             }
         }
         if h.status == "completed" && h.ckpts.len() != exp_chain.len() {
-            chain.violations.push(format!("{}: completed with {} checkpoints, the census has {} chunks", short(hid), h.ckpts.len(), exp_chain.len()));
+            fnd.push("checkpoints", format!("{}: completed with {} checkpoints, the census has {} chunks", short(hid), h.ckpts.len(), exp_chain.len()));
         }
 
         // ---- attribution of committed checkpoints to writers
@@ -567,18 +615,18 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             fencing.checked += 1;
             let Some(seq) = o.seq else { continue };
             match by_seq.get(&seq) {
-                None => fencing.violations.push(format!(
+                None => fnd.push("fencing", format!(
                     "{}: {} was told seq {seq} committed (fence {:?}) but the store has no seq {seq}: an acknowledged write was lost",
                     short(hid), o.holder, o.fence
                 )),
-                Some(c) if o.next_n.is_some() && c.state["next_n"].as_u64() != o.next_n => fencing.violations.push(format!(
+                Some(c) if o.next_n.is_some() && c.state["next_n"].as_u64() != o.next_n => fnd.push("fencing", format!(
                     "{}: {} was told seq {seq} committed with next_n {:?}, the store's seq {seq} has next_n {:?}: overwritten",
                     short(hid), o.holder, o.next_n, c.state["next_n"].as_u64()
                 )),
                 Some(_) => {}
             }
             if let Some(prev) = writers.get(&seq) {
-                fencing.violations.push(format!("{}: seq {seq} acknowledged to both {} and {}", short(hid), prev.holder, o.holder));
+                fnd.push("fencing", format!("{}: seq {seq} acknowledged to both {} and {}", short(hid), prev.holder, o.holder));
             }
             writers.insert(
                 seq,
@@ -609,7 +657,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         if !unattributed.is_empty() {
             let msg = format!("{}: seqs {unattributed:?} were committed but no recorded operation wrote them", short(hid));
             if hist_complete {
-                fencing.violations.push(msg);
+                fnd.push("fencing", msg);
             } else {
                 fencing.notes.push(format!("{msg} (some workers of this handoff record no history)"));
             }
@@ -627,27 +675,27 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             let f = g.fence.unwrap_or(-1);
             if let Some(prev) = fence_holder.get(&f) {
                 if prev != &g.holder {
-                    fencing.violations.push(format!("{}: fence {f} granted to both {prev} and {} (split brain at {})", short(hid), g.holder, g.op));
+                    fnd.push("fencing", format!("{}: fence {f} granted to both {prev} and {} (split brain at {})", short(hid), g.holder, g.op));
                 }
             }
             fence_holder.insert(f, g.holder.clone());
         }
         let claims = grants.iter().filter(|g| g.op == "claim").count();
         if claims > 1 {
-            fencing.violations.push(format!("{}: claimed {claims} times (exactly one claimer must win)", short(hid)));
+            fnd.push("fencing", format!("{}: claimed {claims} times (exactly one claimer must win)", short(hid)));
         }
         let mut orphan_to: HashMap<i64, usize> = HashMap::new();
         for o in cx.ix.orphans.iter().filter(|o| &o.hid == hid) {
             if let (Some(p), Some(f)) = (o.previous_fence, o.fence) {
                 if f != p + 1 {
-                    fencing.violations.push(format!("{}: {} orphaned fence {p} to fence {f} (must be +1)", short(hid), o.supervisor));
+                    fnd.push("fencing", format!("{}: {} orphaned fence {p} to fence {f} (must be +1)", short(hid), o.supervisor));
                 }
                 *orphan_to.entry(f).or_default() += 1;
             }
         }
         for (f, n) in orphan_to {
             if n > 1 {
-                fencing.violations.push(format!("{}: orphaned to fence {f} {n} times", short(hid)));
+                fnd.push("fencing", format!("{}: orphaned to fence {f} {n} times", short(hid)));
             }
         }
 
@@ -656,20 +704,24 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         for (seq, w) in &writers {
             if let Some(gh) = fence_holder.get(&w.fence) {
                 if gh != &w.holder {
-                    fencing.violations.push(format!("{}: seq {seq} written by {} with fence {}, which was granted to {gh}", short(hid), w.holder, w.fence));
+                    fnd.push("fencing", format!("{}: seq {seq} written by {} with fence {}, which was granted to {gh}", short(hid), w.holder, w.fence));
                 }
             } else if hist_complete && w.fence >= 0 {
-                fencing.violations.push(format!("{}: seq {seq} written by {} with fence {} that was never granted", short(hid), w.holder, w.fence));
+                fnd.push("fencing", format!("{}: seq {seq} written by {} with fence {} that was never granted", short(hid), w.holder, w.fence));
             }
             if let Some((mf, ms, mh)) = &max_f {
                 if w.fence < *mf {
-                    fencing.violations.push(format!(
+                    // the reference's check passed before it was superseded; its write landed after
+                    if cx.imp_of(&w.process) == "python" && cx.superseded_at(hid, w.fence).is_none_or(|(t, _)| t >= w.invoke_t) {
+                        fnd.taint(CHECK_THEN_WRITE);
+                    }
+                    fnd.push("fencing", format!(
                         "{}: fence went backwards along commit order: seq {seq} by {} (fence {}) after seq {ms} by {mh} (fence {mf}) — split brain",
                         short(hid), w.holder, w.fence
                     ));
                 }
                 if w.fence == *mf && &w.holder != mh {
-                    fencing.violations.push(format!("{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}", short(hid), w.holder));
+                    fnd.push("fencing", format!("{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}", short(hid), w.holder));
                 }
             }
             if max_f.as_ref().is_none_or(|(mf, _, _)| w.fence >= *mf) {
@@ -678,7 +730,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             // ---- no write may begin after its fence was superseded
             if let Some((t, why)) = cx.superseded_at(hid, w.fence) {
                 if w.invoke_t > t {
-                    fencing.violations.push(format!(
+                    fnd.push("fencing", format!(
                         "{}: seq {seq} committed by {} with fence {} although it was invoked {:.3}s after {why} (stale write accepted)",
                         short(hid), w.holder, w.fence, w.invoke_t - t
                     ));
@@ -698,7 +750,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             for (pid, n) in &per_pid {
                 if *n > 1 {
                     let who = oks.iter().find(|o| o.pid == *pid).map(|o| o.holder.clone()).unwrap_or_default();
-                    once.violations.push(format!("{}: {who} (pid {pid}) completed it {n} times", short(hid)));
+                    fnd.push("exactly-once", format!("{}: {who} (pid {pid}) completed it {n} times", short(hid)));
                 }
             }
             // A complete that began after the completion committed is the
@@ -716,7 +768,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
             let distinct: BTreeSet<(i64, String)> = commits.iter().map(|o| (o.pid, o.holder.clone())).collect();
             if distinct.len() > 1 {
-                once.violations.push(format!(
+                fnd.push("exactly-once", format!(
                     "{}: completion committed by {} processes: {}",
                     short(hid),
                     distinct.len(),
@@ -743,7 +795,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         }
                         _ => {
                             if hist_complete {
-                                once.violations.push(format!("{}: completed, but no recorded complete could have committed it", short(hid)));
+                                fnd.push("exactly-once", format!("{}: completed, but no recorded complete could have committed it", short(hid)));
                             } else {
                                 once.notes.push(format!("{}: completer unknown (no history)", short(hid)));
                             }
@@ -754,9 +806,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             };
             if let Some((holder, process, fence, invoke_t)) = &completer {
                 if let Some(f) = fence {
+                    let stale = grants.iter().filter_map(|g| g.fence).max().is_some_and(|top| *f < top);
+                    if stale && cx.imp_of(process) == "python" && cx.superseded_at(hid, *f).is_none_or(|(t, _)| t >= *invoke_t) {
+                        fnd.taint(CHECK_THEN_WRITE);
+                    }
                     if let Some((t, why)) = cx.superseded_at(hid, *f) {
                         if *invoke_t > t {
-                            once.violations.push(format!(
+                            fnd.push("exactly-once", format!(
                                 "{}: completed by {holder} with fence {f}, invoked {:.3}s after {why}",
                                 short(hid),
                                 invoke_t - t
@@ -765,7 +821,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     }
                     if let Some(top) = grants.iter().filter_map(|g| g.fence).max() {
                         if *f < top {
-                            once.violations.push(format!("{}: completed by {holder} with fence {f}, but fence {top} had been granted", short(hid)));
+                            fnd.push("exactly-once", format!("{}: completed by {holder} with fence {f}, but fence {top} had been granted", short(hid)));
                         }
                     }
                 }
@@ -775,7 +831,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 let want = census::expected(lo, hi, chunk);
                 for k in ["lo", "hi", "prime_count", "prime_sum"] {
                     if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
-                        result.violations.push(format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                        fnd.push("result", format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
                     }
                 }
                 let imp = cx.imp_of(process);
@@ -784,7 +840,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     // The reference reports the chunks of its final run only.
                     let final_run = ops_h.iter().filter(|o| &o.process == process && o.op == "checkpoint" && o.ok == Some(true)).count() as u64;
                     if got_cd != Some(final_run) {
-                        result.violations.push(format!("{}: python completer {holder} reported chunks_done {got_cd:?}, its history shows {final_run}", short(hid)));
+                        fnd.push("result", format!("{}: python completer {holder} reported chunks_done {got_cd:?}, its history shows {final_run}", short(hid)));
                     } else if final_run != want["chunks_done"].as_u64().unwrap_or(0) {
                         result.notes.push(format!(
                             "{}: reference semantics: chunks_done {final_run} counts the final run only (the handoff has {})",
@@ -792,7 +848,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         ));
                     }
                 } else if got_cd != want.get("chunks_done").and_then(Value::as_u64) {
-                    result.violations.push(format!("{}: result chunks_done = {got_cd:?}, recomputed {}", short(hid), want["chunks_done"]));
+                    fnd.push("result", format!("{}: result chunks_done = {got_cd:?}, recomputed {}", short(hid), want["chunks_done"]));
                 }
             } else if h.status == "completed" {
                 // still check the census numbers
@@ -801,7 +857,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 let want = census::expected(lo, hi, chunk);
                 for k in ["lo", "hi", "prime_count", "prime_sum"] {
                     if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
-                        result.violations.push(format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                        fnd.push("result", format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
                     }
                 }
             }
@@ -809,11 +865,32 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
 
         // ---- transport log vs store (the peer's, and the local buffer with TCP)
         transport.checked += 1;
-        if tcp {
-            check_transport(&cx, h, &writers, &mut transport, &paths.peer, "peer");
-            check_transport(&cx, h, &writers, &mut transport, &paths.transport, "local buffer");
-        } else {
-            check_transport(&cx, h, &writers, &mut transport, &paths.transport, "transport");
+        let dirs: Vec<(&Path, &str)> =
+            if tcp { vec![(&paths.peer, "peer"), (&paths.transport, "local buffer")] } else { vec![(&paths.transport, "transport")] };
+        for (d, label) in dirs {
+            for v in check_transport(&cx, h, &writers, &mut transport, d, label) {
+                fnd.push("transport", v);
+            }
+        }
+
+        // ---- distribute: a handoff whose trouble starts at a documented
+        // weakness of the reference has its violations filed as known.
+        for (name, msg) in fnd.items {
+            let inv = match name {
+                "outcome" => &mut outcome,
+                "result" => &mut result,
+                "exactly-once" => &mut once,
+                "checkpoints" => &mut chain,
+                "fencing" => &mut fencing,
+                _ => &mut transport,
+            };
+            match &fnd.taint {
+                Some(why) => inv.known.push(format!("{msg} [known reference weakness: {why}]")),
+                None => inv.violations.push(msg),
+            }
+        }
+        if let Some(why) = fnd.taint {
+            tainted.insert(hid.clone(), why);
         }
     }
 
@@ -1000,48 +1077,68 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             continue;
         };
         let tc = cont.t();
+        let ts = f.t();
+        // ops in flight when it was stopped finish after waking (their invoke is before the stop)
+        let in_flight_commits: Vec<&Op> = cx
+            .ix
+            .ops
+            .iter()
+            .filter(|o| o.process == victim && o.invoke_t <= ts && (o.op == "checkpoint" || o.op == "complete"))
+            .filter(|o| o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc))
+            .collect();
         let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
         if !replaced {
+            if !in_flight_commits.is_empty() {
+                zombie_inv.notes.push(format!(
+                    "{}: {victim} was stopped inside a write and committed on waking, before anyone else could act (it held the SQLite write lock while stopped)",
+                    short(hid)
+                ));
+            }
             continue;
         }
         zombies.woken_after_replacement += 1;
         zombie_inv.checked += 1;
         let after: Vec<&Op> = cx.ix.ops.iter().filter(|o| o.process == victim && o.invoke_t >= tc).collect();
-        let wrote: Vec<&&Op> = after
-            .iter()
-            .filter(|o| o.ok == Some(true) && o.op == "checkpoint")
-            .collect();
+        let wrote: Vec<&&Op> = after.iter().filter(|o| o.ok == Some(true) && o.op == "checkpoint").collect();
         let completed_at = store
             .get(hid)
             .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch));
         let bad_complete =
             after.iter().any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
-        // ops in flight when paused finish after waking: their invoke is before tc
-        let in_flight_commit = cx
-            .ix
-            .ops
+        // a completion that was already committed when the zombie's complete began is the idempotent no-op
+        let in_flight_bad: Vec<&&Op> = in_flight_commits
             .iter()
-            .any(|o| o.process == victim && o.invoke_t < tc && o.op == "checkpoint" && o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc));
-        if !wrote.is_empty() || bad_complete {
+            .filter(|o| o.op == "checkpoint" || completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t))
+            .collect();
+        if !wrote.is_empty() || bad_complete || !in_flight_bad.is_empty() {
             zombies.wrote += 1;
-            zombie_inv.violations.push(format!(
-                "{}: {victim} (fence {fence}) woken after it was replaced and then committed {} checkpoint(s){}",
+            let msg = format!(
+                "{}: {victim} (fence {fence}) was replaced while stopped and, after waking, committed {} new checkpoint(s){}{}",
                 short(hid),
                 wrote.len(),
-                if bad_complete { " and a completion" } else { "" }
-            ));
-        } else if after.first().is_some_and(|o| o.ok == Some(false)) || (after.is_empty() && in_flight_commit) {
+                if bad_complete { " and a completion" } else { "" },
+                if in_flight_bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; its in-flight {} committed after its replacement",
+                        in_flight_bad.iter().map(|o| o.op.as_str()).collect::<Vec<_>>().join(" and ")
+                    )
+                }
+            );
+            match tainted.get(hid) {
+                Some(why) => zombie_inv.known.push(format!("{msg} [known reference weakness: {why}]")),
+                None if cx.imp_of(victim) == "python" => {
+                    zombie_inv.known.push(format!("{msg} [known reference weakness: {CHECK_THEN_WRITE}]"))
+                }
+                None => zombie_inv.violations.push(msg),
+            }
+        } else if after.first().is_some_and(|o| o.ok == Some(false)) {
             zombies.fenced += 1;
         } else if after.is_empty() {
             zombies.silent += 1;
         } else {
             zombies.fenced += 1;
-        }
-        if in_flight_commit {
-            zombie_inv.notes.push(format!(
-                "{}: {victim} was paused inside a write transaction; it committed on waking, before anyone else could write (SQLite write lock held while stopped)",
-                short(hid)
-            ));
         }
     }
 
@@ -1106,22 +1203,23 @@ fn impl_label(v: &Value) -> String {
     }
 }
 
-fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant, dir: &Path, label: &str) {
+fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant, dir: &Path, label: &str) -> Vec<String> {
+    let mut out = Vec::new();
     let hid = &h.hid;
     let path = dir.join(format!("{hid}.log"));
     let cfg = dhp_core::Config::default();
     if !path.exists() {
         if h.ckpts.is_empty() {
-            return;
+            return out;
         }
-        inv.violations.push(format!("{}: [{label}] {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
-        return;
+        out.push(format!("{}: [{label}] {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
+        return out;
     }
     let lines = match tlog::read_log(&path, &cfg) {
         Ok(l) => l,
         Err(e) => {
-            inv.violations.push(format!("{}: [{label}] transport log unreadable: {e}", short(hid)));
-            return;
+            out.push(format!("{}: [{label}] transport log unreadable: {e}", short(hid)));
+            return out;
         }
     };
     let by_seq: HashMap<i64, &Ckpt> = h.ckpts.iter().map(|c| (c.seq, c)).collect();
@@ -1142,13 +1240,13 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                     env_seen = true;
                     let e = &rec["envelope"];
                     if e["handoff_id"].as_str() != Some(hid.as_str()) || !dhp_core::envelope::verify_id(e) {
-                        inv.violations.push(format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));
+                        out.push(format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));
                     }
                 }
             }
             Some("checkpoint") => {
                 let Some(seq) = rec["seq"].as_i64() else {
-                    inv.violations.push(format!("{}: [{label}] transport checkpoint without seq", short(hid)));
+                    out.push(format!("{}: [{label}] transport checkpoint without seq", short(hid)));
                     continue;
                 };
                 let hash = match dhp_core::json::state_text_and_hash(&rec["state"]) {
@@ -1156,12 +1254,12 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                     Err(_) => String::new(),
                 };
                 if rec["state_hash"].as_str() != Some(hash.as_str()) {
-                    inv.violations.push(format!("{}: [{label}] transport seq {seq}: state_hash does not match its state", short(hid)));
+                    out.push(format!("{}: [{label}] transport seq {seq}: state_hash does not match its state", short(hid)));
                 }
                 match by_seq.get(&seq) {
-                    None => inv.violations.push(format!("{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
+                    None => out.push(format!("{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
                     Some(c) if c.state_hash != hash => {
-                        inv.violations.push(format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)))
+                        out.push(format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)))
                     }
                     Some(_) => {}
                 }
@@ -1171,7 +1269,7 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
         }
     }
     if !env_seen {
-        inv.violations.push(format!("{}: [{label}] transport log has no envelope line", short(hid)));
+        out.push(format!("{}: [{label}] transport log has no envelope line", short(hid)));
     }
     if skipped > 0 {
         inv.notes.push(format!("{}: [{label}] {skipped} unreadable transport line(s) skipped", short(hid)));
@@ -1191,7 +1289,7 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
         } else if h.status == "failed" && Some(s) == top {
             inv.notes.push(format!("{}: [{label}] DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
         } else {
-            inv.violations.push(format!(
+            out.push(format!(
                 "{}: seq {s} (status {}) is in the store but not in the transport log (writer {:?})",
                 short(hid),
                 h.status,
@@ -1205,14 +1303,15 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
             Ok(st) => match tlog::ingest_lines(&st, &lines, &cfg) {
                 Ok(rep) => {
                     if rep.handoff_id != *hid {
-                        inv.violations.push(format!("{}: [{label}] ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
+                        out.push(format!("{}: [{label}] ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
                     }
                 }
-                Err(e) => inv.violations.push(format!("{}: [{label}] dhp ingest of the transport log fails: {e}", short(hid))),
+                Err(e) => out.push(format!("{}: [{label}] dhp ingest of the transport log fails: {e}", short(hid))),
             },
             Err(e) => inv.notes.push(format!("scratch store for ingest: {e}")),
         }
     }
+    out
 }
 
 /// Leftover check for `analyze`: is this a round directory?

@@ -218,6 +218,10 @@ pub struct RoundConfig {
     pub timing: Timing,
     #[serde(default)]
     pub ship: Ship,
+    /// Pause points for python workers (`checkpoint.after_check=P,complete.after_check=Q`),
+    /// passed to the shim as DHP_CHAOS_PAUSE_POINTS; empty = none.
+    #[serde(default)]
+    pub pause_points: String,
     /// Builtin workers publish liveness tokens (fast same-host detection).
     pub liveness: bool,
     pub dhp: PathBuf,

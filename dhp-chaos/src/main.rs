@@ -143,6 +143,10 @@ struct RunArgs {
     /// itself SIGKILLed and restarted), or tcp-async. TCP needs builtin workers.
     #[arg(long, default_value = "file")]
     ship: String,
+    /// Pause points for python workers: the shim SIGSTOPs the worker between the reference's ownership check
+    /// and its write, e.g. checkpoint.after_check=0.02,complete.after_check=0.3 (probability per pass).
+    #[arg(long, default_value = "")]
+    pause_points: String,
     /// Builtin workers publish no liveness token (lease-only detection, like the reference).
     #[arg(long)]
     no_liveness: bool,
@@ -358,6 +362,7 @@ fn run(a: RunArgs) -> Result<i32> {
             grace_seconds: a.grace,
             timing: timing.clone(),
             ship,
+            pause_points: a.pause_points.clone(),
             liveness: !a.no_liveness,
             dhp: dhp.clone(),
             python: python.clone(),

@@ -292,6 +292,11 @@ impl<'a> Driver<'a> {
                 a
             }
             "python" => {
+                if !self.cfg.pause_points.is_empty() {
+                    env.push(("DHP_CHAOS_PAUSE_POINTS".into(), self.cfg.pause_points.clone()));
+                    env.push(("DHP_CHAOS_PAUSE_SEED".into(), self.rng.gen::<u32>().to_string()));
+                    failpoint = Some(format!("pause-points:{}", self.cfg.pause_points));
+                }
                 let py = self.py.as_ref().context("python environment missing")?;
                 vec![
                     py.python.display().to_string(),
@@ -780,6 +785,36 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Python workers with pause points SIGSTOP themselves; notice it
+    /// (process state `T` in /proc) and treat them like injected pauses.
+    fn notice_self_pauses(&mut self) {
+        if self.cfg.pause_points.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        for (i, p) in self.table.procs.iter().enumerate() {
+            if p.role == Role::Worker && p.imp == "python" && p.active() && stopped(p.pid) {
+                found.push(i);
+            }
+        }
+        for i in found {
+            let lease = self.lease_of(&self.table.procs[i]);
+            let t = hist::now();
+            self.fault_id += 1;
+            self.live.faults += 1;
+            self.live.pauses += 1;
+            let p = &mut self.table.procs[i];
+            p.paused = Some((t, lease));
+            let (name, pid, hid) = (p.name.clone(), p.pid, p.hid.clone());
+            self.hist.record_at(
+                t,
+                "fault",
+                json!({"fault_id": self.fault_id, "kind": "pause-point", "signal": "STOP", "victim": name, "victim_pid": pid,
+                       "role": "worker", "hid": hid, "lease_fence": lease, "leader": false, "self": true}),
+            );
+        }
+    }
+
     /// SIGCONT paused workers once they were replaced (or at the latest
     /// after `pause_max_s`, or when their handoff ended).
     fn wake(&mut self, all: bool) {
@@ -878,6 +913,7 @@ impl<'a> Driver<'a> {
         loop {
             self.reap(true)?;
             self.monitor();
+            self.notice_self_pauses();
             self.wake(false);
             self.provision()?;
             if self.all_terminal() || hist::now() >= fault_end {
@@ -893,6 +929,7 @@ impl<'a> Driver<'a> {
         while !self.all_terminal() && hist::now() < grace_end {
             self.reap(true)?;
             self.monitor();
+            self.notice_self_pauses();
             self.wake(true);
             self.provision()?;
             tick(&self.live);
@@ -939,6 +976,14 @@ impl<'a> Driver<'a> {
         self.write_meta(json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}))?;
         Ok(())
     }
+}
+
+/// Is the process stopped (state `T`)?
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['T', 't'])))
+        .unwrap_or(false)
 }
 
 impl Proc {
