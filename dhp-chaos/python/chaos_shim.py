@@ -22,6 +22,8 @@ its write (they are separate statements in the reference's store):
 
     checkpoint.after_check   in Store.add_checkpoint, before the INSERT
     complete.after_check     in the completing save_envelope, before the UPDATE
+    claim.after_ownership    in Runner3.claim, after the ownership INSERT, before the envelope save
+    recover.after_ownership  in Runner3.recover, after the ownership CAS, before the envelope save
 
 Draws come from random.Random(DHP_CHAOS_PAUSE_SEED). The harness notices the
 stopped process and SIGCONTs it after it was replaced.
@@ -125,8 +127,17 @@ def main():
                     pause_point("complete.after_check", hid=hid, fence=c[1])
                 return orig_save(self, hid, env)
 
+            orig_acquire = Store.acquire_ownership
+
+            def acquire_ownership(self, hid, holder, interval_s, max_missed, expected_fence=None):
+                fence = orig_acquire(self, hid, holder, interval_s, max_missed, expected_fence=expected_fence)
+                point = "claim.after_ownership" if expected_fence is None else "recover.after_ownership"
+                pause_point(point, hid=hid, fence=fence)
+                return fence
+
             Store.add_checkpoint = add_checkpoint
             Store.save_envelope = save_envelope
+            Store.acquire_ownership = acquire_ownership
 
         Runner3.claim = start("claim", orig_claim)
         Runner3.recover = start("recover", orig_recover)

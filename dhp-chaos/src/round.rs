@@ -725,7 +725,12 @@ impl<'a> Driver<'a> {
         let mut kind_name = kind.name();
         match kind {
             FaultKind::KillWorker => {
-                if let Some(&i) = workers.choose(&mut self.rng) {
+                // a stopped worker can be killed too: a crash at exactly the place it stopped
+                let stopped: Vec<usize> = (0..self.table.procs.len())
+                    .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].alive() && self.table.procs[i].paused.is_some())
+                    .collect();
+                let pool = if !stopped.is_empty() && self.rng.gen_bool(0.5) { &stopped } else { &workers };
+                if let Some(&i) = pool.choose(&mut self.rng) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
