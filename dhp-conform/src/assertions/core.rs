@@ -210,7 +210,10 @@ pub fn exactly_one_wins(cx: &Ctx<'_>) -> Check {
     let t = m.claim(&root, "w0", &hid)?;
     m.checkpoint(&t, json!({"s": 1}))?;
     m.orphan_via_scan(&t, "s1")?;
-    let orphan_fence = m.ownership(&root, &hid)?.and_then(|o| o["fence"].as_i64());
+    let orphan_fence = m
+        .ownership(&root, &hid)?
+        .and_then(|o| o["fence"].as_i64())
+        .ok_or_else(|| Fail::failed("an orphaned handoff has no ownership fence to recover from"))?;
 
     let mut racers = cx.fresh_many(RACERS)?;
     for r in racers.iter_mut() {
@@ -229,16 +232,15 @@ pub fn exactly_one_wins(cx: &Ctx<'_>) -> Check {
     ensure_eq!(st["owner"], json!(format!("r{w}")), "owner after the race");
     ensure_eq!(st["attempt"], json!(1), "attempt after one recovery");
     let own = m.ownership(&root, &hid)?.ok_or_else(|| Fail::failed("no ownership after the race"))?;
-    if let (Some(before), Some(after)) = (orphan_fence, own["fence"].as_i64()) {
-        ensure!(after > before, "winner's fence {after} must exceed the orphaned fence {before}");
-    }
+    let after = own["fence"].as_i64().unwrap_or(-1);
+    ensure!(after > orphan_fence, "winner's fence {after} must exceed the orphaned fence {orphan_fence}");
     let Reply::Ok(won) = &outcomes[w] else { unreachable!() };
     let wt = crate::ops::Token { root: root.clone(), worker: format!("r{w}"), hid: hid.clone(), fence: won["fence"].as_i64().unwrap_or(-1) };
     ensure_eq!(racers[w].checkpoint(&wt, json!({"s": 2}))?, 1, "winner's checkpoint seq");
     if let Some(db) = cx.store(&root)? {
         let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row after the race"))?;
         ensure_eq!(o.holder, format!("r{w}"), "stored holder");
-        ensure_eq!(Some(o.fence), orphan_fence.map(|f| f + 1), "stored fence: orphaned fence + 1");
+        ensure_eq!(o.fence, orphan_fence + 1, "stored fence: orphaned fence + 1");
     }
     Ok(())
 }
