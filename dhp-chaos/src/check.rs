@@ -521,9 +521,28 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut dlq = 0;
     let final_state = meta.get("final").cloned().unwrap_or(Value::Null);
     let mut tainted: HashMap<String, String> = HashMap::new();
+    // A reference worker stopped between its ownership check and its write,
+    // replaced, then woken: its write lands after the successor's grant.
+    for f in cx.ix.faults.iter().filter(|f| f.s("signal") == Some("STOP")) {
+        let victim = f.s("victim").unwrap_or("");
+        let (Some(hid), Some(fence)) = (f.hid(), f.i("lease_fence")) else { continue };
+        if cx.imp_of(victim) != "python" {
+            continue;
+        }
+        let Some(tc) = cx.ix.faults.iter().find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t()).map(|c| c.t()) else {
+            continue;
+        };
+        let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
+        let late_write = cx.ix.ops.iter().any(|o| {
+            o.process == victim && o.invoke_t <= f.t() && (o.op == "checkpoint" || o.op == "complete") && o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc)
+        });
+        if replaced && late_write {
+            tainted.entry(hid.to_string()).or_insert_with(|| CHECK_THEN_WRITE.to_string());
+        }
+    }
 
     for hid in &hids {
-        let mut fnd = Findings::default();
+        let mut fnd = Findings { taint: tainted.get(hid).cloned(), ..Findings::default() };
         let Some(h) = store.get(hid) else {
             fnd.push("outcome", format!("{}: dispatched but not in the store", short(hid)));
             continue;

@@ -1,0 +1,115 @@
+//! Helpers shared by the dhp-chaos integration tests.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn chaos_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dhp-chaos"))
+}
+
+pub fn mutant_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mutant-worker"))
+}
+
+/// `target/<profile>/dhp`: cargo builds a dependency's binaries only for
+/// its own tests, so build it (a no-op when fresh) once per test process.
+pub fn dhp_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let profile_dir = chaos_bin().parent().expect("target/<profile>").to_path_buf();
+        dhp_chaos::locate::cargo_build_dhp(&profile_dir).expect("building dhp (cargo build -p dhp-core --bin dhp)");
+        let p = profile_dir.join("dhp");
+        assert!(p.exists(), "{} missing after cargo build", p.display());
+        p
+    })
+    .clone()
+}
+
+/// The reference venv's interpreter, created by scripts/setup.sh when
+/// missing. Returns None only when DHP_CHAOS_SKIP_REFERENCE=1 is set.
+pub fn python() -> Option<PathBuf> {
+    if std::env::var("DHP_CHAOS_SKIP_REFERENCE").as_deref() == Ok("1") {
+        eprintln!("DHP_CHAOS_SKIP_REFERENCE=1: skipping the reference round");
+        return None;
+    }
+    if let Ok(p) = dhp_chaos::python::interpreter(None) {
+        return Some(p);
+    }
+    let root = dhp_chaos::python::repo_root();
+    let st = Command::new("bash").arg(root.join("scripts/setup.sh")).status().expect("running scripts/setup.sh");
+    assert!(st.success(), "scripts/setup.sh failed: the reference venv is needed (or set DHP_CHAOS_SKIP_REFERENCE=1)");
+    Some(dhp_chaos::python::interpreter(None).expect("venv python after setup.sh"))
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub out: PathBuf,
+    pub results: Value,
+}
+
+impl Run {
+    pub fn totals(&self) -> &Value {
+        &self.results["totals"]
+    }
+    /// Violations (unexplained) of one invariant, over all rounds.
+    pub fn violations(&self, inv: &str) -> Vec<String> {
+        self.invariant_list(inv, "violations")
+    }
+    pub fn known(&self, inv: &str) -> Vec<String> {
+        self.invariant_list(inv, "known")
+    }
+    fn invariant_list(&self, inv: &str, field: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.results["rounds"].as_array().into_iter().flatten() {
+            for i in r["invariants"].as_array().into_iter().flatten() {
+                if i["name"] == inv {
+                    out.extend(i[field].as_array().into_iter().flatten().filter_map(|v| v.as_str().map(String::from)));
+                }
+            }
+        }
+        out
+    }
+    pub fn checked(&self, inv: &str) -> u64 {
+        self.totals()["invariants"][inv]["checked"].as_u64().unwrap_or(0)
+    }
+    pub fn dump(&self) -> String {
+        format!("exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// Run `dhp-chaos ARGS --out <tmp> --quiet --dhp <dhp>` and load results.json.
+pub fn run_chaos(name: &str, args: &[&str]) -> Run {
+    let out = std::env::temp_dir().join("dhp-chaos-tests").join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let dhp = dhp_bin();
+    let o = Command::new(chaos_bin())
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .arg("--dhp")
+        .arg(&dhp)
+        .output()
+        .expect("running dhp-chaos");
+    let results = std::fs::read(out.join("results.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+        out,
+        results,
+    }
+}
+
+pub fn analyze(dir: &Path) -> (i32, String) {
+    let o = Command::new(chaos_bin()).arg("analyze").arg(dir).output().expect("running dhp-chaos analyze");
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into())
+}
