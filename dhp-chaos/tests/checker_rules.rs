@@ -1,0 +1,276 @@
+//! The checker's rules on small synthetic rounds built with dhp-core
+//! directly (no processes, no timing): each rule must fire on the history
+//! or store that breaks it, and stay quiet on the legitimate look-alike.
+
+use dhp_chaos::check::{check_round, RoundReport};
+use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::supervisor::Supervisor;
+use dhp_core::transport::log as tlog;
+use dhp_core::{census, testing, Config, Runner, TaskContext};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::PathBuf;
+
+const LO: u64 = 1000;
+const HI: u64 = 1500;
+const CHUNK: u64 = 100;
+
+struct Synth {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    runner: Runner,
+    hid: String,
+    hist: std::fs::File,
+    pid: i64,
+}
+
+impl Synth {
+    fn new() -> Synth {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        for d in ["store", "transport", "procs"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let runner = Runner::open(dir.join("store"), "chaos", Config::default()).unwrap();
+        let budget = Budget { max_steps: 1000, max_spend_usd: 1.0, max_wallclock_s: 3600.0, max_attempts: 10 };
+        let env = envelope::build(
+            census::KIND,
+            census::inputs(LO, HI, CHUNK),
+            census::output_schema(),
+            BuildOptions { budget: Some(budget.to_value()), ..Default::default() },
+        )
+        .unwrap();
+        let hid = runner.dispatch(&env).unwrap();
+        let t0 = envelope::now();
+        let meta = json!({
+            "config": {"seed": 1, "round": 0, "workers": {"kind": "builtin"}, "supervisors": {"kind": "builtin"},
+                       "replay": "synthetic", "timing": {"leader_ttl_s": 5.0, "supervisor_scan_s": 1.0}},
+            "hids": [hid], "t0": t0, "t_faults_end": t0, "t_end": t0,
+        });
+        std::fs::write(dir.join("round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+        let hist = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("history.jsonl")).unwrap();
+        tlog::ship_envelope(&dir.join("transport").join(format!("{hid}.log")), &runner.envelope_bare(&hid).unwrap(), &Config::default())
+            .unwrap();
+        Synth { _tmp: tmp, dir, runner, hid, hist, pid: 100 }
+    }
+
+    fn line(&mut self, process: &str, op: &str, ty: &str, extra: Value) {
+        let mut v = json!({"t": envelope::now(), "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        writeln!(self.hist, "{v}").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+
+    fn pid_of(&self, process: &str) -> i64 {
+        if process == "chaos" {
+            1
+        } else {
+            self.pid + process.bytes().map(i64::from).sum::<i64>()
+        }
+    }
+
+    fn spawn(&mut self, name: &str, imp: &str) {
+        let hid = self.hid.clone();
+        self.line("chaos", "spawn", "event", json!({"name": name, "role": "worker", "impl": imp, "hid": hid}));
+    }
+
+    fn start(&mut self, name: &str, recover: bool) -> TaskContext {
+        let hid = self.hid.clone();
+        let op = if recover { "recover" } else { "claim" };
+        self.line(name, op, "invoke", json!({"hid": hid, "holder": name}));
+        let r = self.runner.with_id(name).unwrap();
+        let ctx = if recover { r.recover(&hid).unwrap() } else { r.claim(&hid).unwrap() };
+        self.line(name, op, "ok", json!({"hid": hid, "holder": name, "fence": ctx.fence()}));
+        ctx
+    }
+
+    fn state(next: u64) -> Value {
+        let (c, s) = census::chunk(LO, next);
+        json!({"next_n": next, "count": c, "total": s})
+    }
+
+    /// Checkpoint chunks up to `upto` (exclusive of already done ones), recorded and shipped.
+    fn work(&mut self, name: &str, ctx: &TaskContext, from: u64, upto: u64) {
+        let hid = self.hid.clone();
+        let mut n = from;
+        while n < upto {
+            n += CHUNK;
+            let st = Self::state(n);
+            self.line(name, "checkpoint", "invoke", json!({"hid": hid, "holder": name, "fence": ctx.fence(), "next_n": n}));
+            let seq = ctx.checkpoint(&st).unwrap();
+            self.line(name, "checkpoint", "ok", json!({"hid": hid, "holder": name, "fence": ctx.fence(), "seq": seq, "next_n": n}));
+            tlog::ship_checkpoint(&self.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default()).unwrap();
+        }
+    }
+
+    fn complete(&mut self, name: &str, ctx: &mut TaskContext) {
+        let hid = self.hid.clone();
+        let result = census::expected(LO, HI, CHUNK);
+        self.line(name, "complete", "invoke", json!({"hid": hid, "holder": name, "fence": ctx.fence()}));
+        ctx.complete(&result).unwrap();
+        self.line(name, "complete", "ok", json!({"hid": hid, "holder": name, "fence": ctx.fence()}));
+    }
+
+    /// Lease runs out, a supervisor orphans it (recorded like `dhp supervisor --history`).
+    fn orphan(&mut self) {
+        testing::expire_lease(&self.runner, &self.hid).unwrap();
+        let sup = Supervisor::open(self.dir.join("store"), "sup1", Config::default()).unwrap();
+        for a in sup.scan().unwrap() {
+            self.line("sup1", "supervise", "ok", a);
+        }
+    }
+
+    fn check(&self) -> RoundReport {
+        check_round(&self.dir).unwrap()
+    }
+}
+
+fn violations(r: &RoundReport, inv: &str) -> Vec<String> {
+    r.invariants.iter().find(|i| i.name == inv).map(|i| i.violations.clone()).unwrap_or_default()
+}
+
+fn all_violations(r: &RoundReport) -> Vec<String> {
+    r.invariants.iter().flat_map(|i| i.violations.iter().map(move |v| format!("[{}] {v}", i.name))).collect()
+}
+
+/// claim by w1 (3 chunks), orphan, recover by w2, finish.
+fn recovered_run(s: &mut Synth) -> (TaskContext, TaskContext) {
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 300);
+    s.orphan();
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 300, HI);
+    s.complete("w2", &mut c2);
+    (c1, c2)
+}
+
+#[test]
+fn a_correct_recovered_run_holds() {
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let r = s.check();
+    assert!(r.held, "{:#?}", all_violations(&r));
+    assert_eq!(r.completed, 1);
+    assert_eq!(r.recoveries, 1);
+    assert_eq!(r.checkpoints, 5);
+}
+
+#[test]
+fn a_late_complete_by_the_replaced_holder_is_the_idempotent_noop() {
+    let mut s = Synth::new();
+    let (mut c1, _) = recovered_run(&mut s);
+    // w1 (fence 0) was replaced; completing a completed handoff is a no-op that returns Ok
+    s.complete("w1", &mut c1);
+    let r = s.check();
+    assert!(r.held, "{:#?}", all_violations(&r));
+    let once = r.invariants.iter().find(|i| i.name == "exactly-once").unwrap();
+    assert!(once.notes.iter().any(|n| n.contains("idempotent no-op")), "{:#?}", once.notes);
+}
+
+#[test]
+fn an_acknowledged_checkpoint_missing_from_the_store_is_lost_data() {
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let hid = s.hid.clone();
+    s.line("w2", "checkpoint", "invoke", json!({"hid": hid, "holder": "w2", "fence": 2, "next_n": HI + 100}));
+    s.line("w2", "checkpoint", "ok", json!({"hid": hid, "holder": "w2", "fence": 2, "seq": 9, "next_n": HI + 100}));
+    let v = violations(&s.check(), "fencing");
+    assert!(v.iter().any(|m| m.contains("acknowledged write was lost")), "{v:#?}");
+}
+
+#[test]
+fn a_write_by_the_replaced_holder_after_its_replacement_is_split_brain() {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 200);
+    s.orphan();
+    s.spawn("w2", "builtin");
+    let c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 200, LO + 300);
+    // w1 writes seq 3 directly, bypassing the fence (what a broken worker would do)
+    let hid = s.hid.clone();
+    s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": LO + 400}));
+    let st = Synth::state(LO + 400);
+    let (text, hash) = dhp_core::json::state_text_and_hash(&st).unwrap();
+    let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
+    store
+        .execute_raw(
+            "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, 3, ?2, ?3, 'x')",
+            &[&hid, &text, &hash],
+        )
+        .unwrap();
+    s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": 0, "seq": 3, "next_n": LO + 400}));
+    let r = s.check();
+    let v = violations(&r, "fencing");
+    assert!(v.iter().any(|m| m.contains("fence went backwards")), "{v:#?}");
+    assert!(v.iter().any(|m| m.contains("stale write accepted")), "{v:#?}");
+    assert!(!r.held);
+}
+
+#[test]
+fn a_checkpoint_whose_state_is_not_the_census_is_rework() {
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
+    let bad = json!({"next_n": LO + 200, "count": 1, "total": 2});
+    let (text, hash) = dhp_core::json::state_text_and_hash(&bad).unwrap();
+    store
+        .execute_raw("UPDATE checkpoints SET state_json = ?1, state_hash = ?2 WHERE hid = ?3 AND seq = 1", &[&text, &hash, &s.hid])
+        .unwrap();
+    let r = s.check();
+    let v = violations(&r, "checkpoints");
+    assert!(v.iter().any(|m| m.contains("seq 1 is")), "{v:#?}");
+    // and the transport log now disagrees with the store
+    let t = violations(&r, "transport");
+    assert!(t.iter().any(|m| m.contains("differs from the store")), "{t:#?}");
+}
+
+#[test]
+fn a_committed_seq_missing_from_the_transport_log_is_a_violation_for_ours_and_a_note_for_the_reference() {
+    for imp in ["builtin", "python"] {
+        let mut s = Synth::new();
+        s.spawn("w1", imp);
+        let mut c1 = s.start("w1", false);
+        s.work("w1", &c1, LO, HI);
+        s.complete("w1", &mut c1);
+        // drop seq 2 from the peer's log
+        let path = s.dir.join("transport").join(format!("{}.log", s.hid));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: Vec<&str> = text.lines().filter(|l| !l.contains("\"seq\": 2,")).collect();
+        assert_eq!(kept.len() + 1, text.lines().count());
+        std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+        let r = s.check();
+        let inv = r.invariants.iter().find(|i| i.name == "transport").unwrap();
+        if imp == "builtin" {
+            assert!(inv.violations.iter().any(|m| m.contains("seq 2")), "{inv:#?}");
+        } else {
+            assert!(inv.violations.is_empty(), "{inv:#?}");
+            assert!(inv.notes.iter().any(|m| m.contains("seq 2") && m.contains("PROTOCOL §9")), "{inv:#?}");
+        }
+    }
+}
+
+#[test]
+fn a_handoff_left_running_is_stuck() {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 200);
+    let v = violations(&s.check(), "outcome");
+    assert!(v.iter().any(|m| m.contains("stuck in \"running\"")), "{v:#?}");
+}
+
+#[test]
+fn two_holders_granted_the_same_fence_is_split_brain() {
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let hid = s.hid.clone();
+    // a recover acknowledged with a fence another holder already got
+    s.line("w3", "recover", "invoke", json!({"hid": hid, "holder": "w3"}));
+    s.line("w3", "recover", "ok", json!({"hid": hid, "holder": "w3", "fence": 2}));
+    let v = violations(&s.check(), "fencing");
+    assert!(v.iter().any(|m| m.contains("fence 2 granted to both")), "{v:#?}");
+}
