@@ -161,6 +161,10 @@ struct RunArgs {
     nightly: bool,
     #[arg(long, default_value_t = 30.0)]
     budget_minutes: f64,
+    /// Exit 0 (and, with --nightly, keep going) when every violation is a documented weakness of the
+    /// Python reference (torn claim/recover, check-then-write); they are still reported and saved.
+    #[arg(long)]
+    allow_known_reference_bugs: bool,
     /// In --nightly mode, keep the store, logs and process logs of passing rounds too.
     #[arg(long)]
     keep_passing: bool,
@@ -217,7 +221,7 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
 /// The command line minus run-level flags, for the replay command.
 fn replay_args() -> Vec<String> {
     let drop_with_value = ["--seed", "--rounds", "--budget-minutes", "--out"];
-    let drop_flag = ["--nightly", "--keep-passing", "--quiet", "-q"];
+    let drop_flag = ["--nightly", "--keep-passing", "--quiet", "-q", "--allow-known-reference-bugs"];
     let mut out = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -379,7 +383,7 @@ fn run(a: RunArgs) -> Result<i32> {
                     }
                     println!("{}", report::round_line(&r));
                 }
-                let failed = !r.held;
+                let failed = !r.held && !(a.allow_known_reference_bugs && r.unexplained() == 0);
                 if failed {
                     println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
                     println!("  replay: {}", r.replay);
@@ -407,7 +411,7 @@ fn run(a: RunArgs) -> Result<i32> {
     print!("{}", report::summary(&reports, &totals));
     let code = if harness_error.is_some() {
         2
-    } else if reports.iter().all(|r| r.held) {
+    } else if reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
         0
     } else {
         1
@@ -425,6 +429,10 @@ fn run(a: RunArgs) -> Result<i32> {
     std::fs::write(out.join("results.json"), serde_json::to_vec_pretty(&results)?)?;
     println!("\nresults: {}", out.join("results.json").display());
     match code {
+        0 if totals.violations > 0 => println!(
+            "dhp-chaos: only known reference weaknesses were hit ({} violations, allowed by --allow-known-reference-bugs)",
+            totals.violations
+        ),
         0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
         1 => println!("dhp-chaos: INVARIANT VIOLATED"),
         _ => println!("dhp-chaos: HARNESS ERROR"),
