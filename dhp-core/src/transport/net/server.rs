@@ -492,15 +492,23 @@ impl Srv {
             // Hold replies while the client has more complete frames queued
             // (pipelining): one write for many acks.
             let more = rd.buffer().contains(&b'\n') && !reply.close;
-            let wrote = tokio::time::timeout(idle, async {
+            let write = tokio::time::timeout(idle, async {
                 wr.write_all(text.as_bytes()).await?;
                 if !more {
                     wr.flush().await?;
                 }
                 std::io::Result::Ok(())
-            })
-            .await;
-            if !matches!(wrote, Ok(Ok(()))) {
+            });
+            // A client that does not take its reply does not hold up a
+            // shutdown for more than a second (the frame itself is done).
+            let wrote = tokio::select! {
+                r = write => matches!(r, Ok(Ok(()))),
+                _ = async {
+                    let _ = shutdown.wait_for(|stop| *stop).await;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                } => false,
+            };
+            if !wrote {
                 tracing::debug!(%peer, "transport: client not reading replies; closing");
                 break;
             }
