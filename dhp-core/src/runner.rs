@@ -297,14 +297,27 @@ impl Runner {
 
     /// Append a checkpoint; returns its seq (0, 1, 2, …).
     pub fn checkpoint(&self, hid: &str, fence: i64, state: &Value) -> Result<i64> {
+        Ok(self.checkpoint_step(hid, fence, state, 0)?.seq)
+    }
+
+    /// Append a checkpoint and, in the same transaction (one fsync instead
+    /// of three), count `steps` steps and extend the lease: what a worker
+    /// does after each unit of work. The checkpoint is committed even when
+    /// the steps go over budget; [`Step::over_budget`] then says why, and
+    /// the worker must stop ([`Step::enforce_budget`]).
+    pub fn checkpoint_step(&self, hid: &str, fence: i64, state: &Value, steps: i64) -> Result<Step> {
         check_hid(hid)?;
+        if steps < 0 {
+            return Err(Error::Validation("steps cannot be negative".into()));
+        }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        let max = self.cfg.max_checkpoints_per_handoff;
-        self.write(|tx| {
+        let cfg = &self.cfg;
+        let (seq, env) = self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
             let seq = tx.next_seq(hid)?;
-            if seq >= max {
-                return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit: max as usize });
+            if seq >= cfg.max_checkpoints_per_handoff {
+                let limit = cfg.max_checkpoints_per_handoff as usize;
+                return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit });
             }
             let row = CheckpointRow { seq, state_json: text.clone(), state_hash: hash.clone(), at: utcnow_iso() };
             if !tx.insert_checkpoint(hid, &row)? {
@@ -314,9 +327,23 @@ impl Runner {
             // A checkpoint resets the stall clock and the digest counter.
             let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
             tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
+            let mut env = None;
+            if steps > 0 {
+                let mut e = load(tx, hid)?;
+                let ex = exec_mut(&mut e)?;
+                let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
+                ex.insert("steps".into(), json!(s));
+                save(tx, hid, &e, cfg)?;
+                let mut own = tx.ownership(hid)?.expect("checked above");
+                own.lease_expires_at = t + own.heartbeat_interval_s * own.max_missed as f64;
+                tx.update_ownership(&own, t)?;
+                env = Some(e);
+            }
             failpoint::hit("checkpoint.in_tx");
-            Ok(seq)
-        })
+            Ok((seq, env))
+        })?;
+        let over_budget = env.as_ref().and_then(|e| budget_violation(e, now()));
+        Ok(Step { hid: hid.to_string(), seq, over_budget })
     }
 
     fn bump(&self, hid: &str, fence: i64, steps: i64, spend: f64) -> Result<()> {
@@ -568,11 +595,13 @@ impl Runner {
             other => return Err(Error::Validation(format!("unknown bundle version {other:?}"))),
         }
         let mut env = data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
-        if !envelope::verify_id(&env) {
-            return Err(Error::Tamper("bundle envelope does not match its handoff_id".into()));
-        }
-        let hid = env["handoff_id"].as_str().unwrap_or_default().to_string();
-        check_hid(&hid)?;
+        // Identity and input binding: an envelope whose inputs were swapped
+        // and whose id was recomputed is refused here as at dispatch (the
+        // reference checks only the id).
+        let hid = envelope::verify(&env).map_err(|e| match e {
+            Error::Tamper(m) => Error::Tamper(format!("bundle envelope: {m}")),
+            other => other,
+        })?;
         let items = match data.get("checkpoints") {
             None => Vec::new(),
             Some(Value::Array(a)) => a.clone(),
@@ -773,6 +802,25 @@ fn materialize(tx: &mut dyn Tx, hid: &str, env: &mut Value) -> Result<Vec<Checkp
     Ok(rows)
 }
 
+/// A committed checkpoint of [`Runner::checkpoint_step`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub hid: String,
+    pub seq: i64,
+    /// Set when the counted steps put the handoff over its budget.
+    pub over_budget: Option<String>,
+}
+
+impl Step {
+    /// `Err(BudgetExceeded)` when over budget.
+    pub fn enforce_budget(&self) -> Result<i64> {
+        match &self.over_budget {
+            Some(reason) => Err(Error::BudgetExceeded { hid: self.hid.clone(), reason: reason.clone() }),
+            None => Ok(self.seq),
+        }
+    }
+}
+
 /// What a worker holds after claim or recover: the handoff id and its
 /// fencing token. Every call re-validates against the store.
 pub struct TaskContext {
@@ -839,6 +887,11 @@ impl TaskContext {
 
     pub fn checkpoint(&self, state: &Value) -> Result<i64> {
         self.runner.checkpoint(&self.hid, self.fence, state)
+    }
+
+    /// Checkpoint, count steps and extend the lease in one transaction.
+    pub fn checkpoint_step(&self, state: &Value, steps: i64) -> Result<Step> {
+        self.runner.checkpoint_step(&self.hid, self.fence, state, steps)
     }
 
     pub fn heartbeat(&self) -> Result<f64> {

@@ -124,13 +124,14 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         next = end;
         let state = json!({"next_n": next, "count": count, "total": total});
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
-        let seq = match ctx.checkpoint(&state) {
-            Ok(seq) => seq,
+        let step = match ctx.checkpoint_step(&state, 1) {
+            Ok(step) => step,
             Err(e) => {
                 hist_err(h, "checkpoint", &e, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
                 return Err(e);
             }
         };
+        let seq = step.seq;
         h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
         failpoint::hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
@@ -139,8 +140,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
             s.ship_checkpoint(&hid, seq, &line)?;
         }
         done += 1;
-        ctx.note_step(1)?;
-        ctx.heartbeat()?;
+        step.enforce_budget()?;
         if !opts.pace.is_zero() {
             std::thread::sleep(opts.pace);
         }

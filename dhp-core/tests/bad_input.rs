@@ -166,6 +166,12 @@ fn tampered_bundles_change_nothing() {
     v["checkpoints"][0]["state"] = json!({"s": 666});
     v["checkpoints"][0]["state_hash"] = json!(json::state_text_and_hash(&json!({"s": 1})).unwrap().1);
     rejected(&bfx, "TamperError", || rb.resume(&json::canonical(&v).unwrap()));
+    // Inputs swapped and the id recomputed: the input hash still binds them.
+    let mut v: Value = json::parse_bytes(&bundle).unwrap();
+    v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(3);
+    v["envelope"]["handoff_id"] = json!(envelope::handoff_id(&v["envelope"]).unwrap());
+    let e = rejected(&bfx, "TamperError", || rb.resume(&json::canonical(&v).unwrap()));
+    assert!(e.to_string().contains("input_hash"), "{e}");
     let mut v: Value = json::parse_bytes(&bundle).unwrap();
     v["dhp_bundle"] = json!("9.9");
     rejected(&bfx, "ValidationError", || rb.resume(&json::canonical(&v).unwrap()));

@@ -22,6 +22,24 @@ fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// SIGSTOP a worker at a moment it holds no SQLite write lock: a process
+/// paused inside `BEGIN IMMEDIATE` would block every writer of the store
+/// (SQLite has one writer) until it resumes or dies.
+fn pause_outside_transaction(child: &Child, db: &std::path::Path) {
+    let pid = Pid::from_raw(child.id() as i32);
+    let probe = rusqlite::Connection::open(db).unwrap();
+    for _ in 0..200 {
+        kill(pid, Signal::SIGSTOP).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        if probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_ok() {
+            return;
+        }
+        kill(pid, Signal::SIGCONT).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    panic!("could not pause the worker outside a transaction");
+}
+
 fn env_of(r: &Runner, hid: &str) -> serde_json::Value {
     r.envelope_bare(hid).unwrap()["execution"].clone()
 }
@@ -53,7 +71,7 @@ fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
         && r.status(&hb).unwrap()["checkpoints"].as_i64() >= Some(5)));
 
     // Pause wb: it keeps its token and must not be orphaned.
-    kill(Pid::from_raw(wb.id() as i32), Signal::SIGSTOP).unwrap();
+    pause_outside_transaction(&wb, &dir.path().join("dhp.sqlite3"));
     wa.kill().unwrap();
     let t0 = Instant::now();
     wa.wait().unwrap();
