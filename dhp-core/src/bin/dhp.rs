@@ -74,7 +74,7 @@ enum Cmd {
     },
     /// Run the built-in prime-census worker on a handoff.
     Work(WorkArgs),
-    /// Serve TCP checkpoint shipping: verified lines go to LOGDIR/<hid>.log
+    /// Serve TCP checkpoint shipping: verified lines go to LOGDIR/HID.log
     /// (token from DHP_TRANSPORT_TOKEN; SIGTERM/SIGINT stop it gracefully).
     Transport {
         logdir: PathBuf,

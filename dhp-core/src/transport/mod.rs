@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 /// Where a worker ships its envelope and checkpoint lines. Implemented by
-/// the file log ([`FileShipper`]) and the TCP shipper.
+/// the file log ([`FileShipper`]) and the TCP shipper ([`net::TcpShipper`]).
 pub trait Shipper: Send {
     /// Ship the envelope header (idempotent on the receiving side).
     fn ship_envelope(&mut self, hid: &str, env: &Value) -> Result<()>;

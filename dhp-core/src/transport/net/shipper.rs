@@ -70,6 +70,8 @@ pub struct ShipperOptions {
     /// Per read/write on the socket; a silent peer is dropped after this.
     pub io_timeout: Duration,
     pub backoff_initial: Duration,
+    /// Longest pause between attempts (capped at a quarter of
+    /// `call_timeout`, so a waiting caller sees several attempts).
     pub backoff_max: Duration,
     /// Frames in flight before waiting for their replies.
     pub window: usize,
@@ -251,6 +253,10 @@ impl TcpShipper {
         if opts.call_timeout.is_zero() || opts.io_timeout.is_zero() || opts.connect_timeout.is_zero() {
             return Err(Error::Config("shipper timeouts must be > 0".into()));
         }
+        let mut opts = opts;
+        // A caller must see at least a few attempts within its wait.
+        opts.backoff_max = opts.backoff_max.min(opts.call_timeout / 4).max(Duration::from_millis(1));
+        opts.backoff_initial = opts.backoff_initial.min(opts.backoff_max);
         let shared = Arc::new(Shared { st: Mutex::new(State::default()), work: Condvar::new(), done: Condvar::new() });
         let thread = {
             let (shared, addr, opts) = (shared.clone(), addr.to_string(), opts.clone());
