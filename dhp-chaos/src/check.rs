@@ -82,6 +82,8 @@ pub struct Latencies {
     pub worker_kill_steady: Stats,
     /// Why the other worker-kill samples were not steady state.
     pub disturbed_by: BTreeMap<String, usize>,
+    /// Every measured fault: which one, and its kill → orphan latency.
+    pub per_fault: Vec<FaultLatency>,
     /// Lease-holding victims whose handoff was never orphaned and never completed by them.
     pub undetected: Vec<String>,
     /// Where the orphan time came from: supervisor history or the monitor.
@@ -89,8 +91,25 @@ pub struct Latencies {
     pub from_monitor: usize,
 }
 
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultLatency {
+    pub fault_id: u64,
+    pub kind: String,
+    pub signal: String,
+    pub victim: String,
+    pub hid: String,
+    pub fence: i64,
+    /// Seconds from the fault to the orphan committing it.
+    pub latency_s: f64,
+    /// `supervisor history` or `monitor` (when no supervisor recorded it).
+    pub source: &'static str,
+    /// Why this sample is not steady state (worker SIGKILLs only).
+    pub disturbed_by: Option<String>,
+}
+
 /// Periods in which nobody could commit: a SIGSTOPped worker was holding
-/// the SQLite write lock (seen by the harness as no `data_version` change).
+/// the SQLite write lock (no `data_version` change for 250 ms, and a
+/// `BEGIN IMMEDIATE` probe finds the lock taken).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Stalls {
     pub n: usize,
@@ -1017,6 +1036,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     lat.from_monitor += 1;
                 }
                 let d = (ot - t).max(0.0);
+                let mut disturbed: Option<String> = None;
                 match (kind, sig) {
                     ("failpoint", _) => fp_l.push(d),
                     (_, "STOP") => pause_l.push(d),
@@ -1024,7 +1044,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         worker_kill.push(d);
                         let leader_up = leader_obs.iter().rev().find(|(lt, _)| *lt <= t).is_some_and(|(_, up)| *up);
                         let why = if stall_windows.iter().any(|(a, b)| *a < ot && *b > t) {
-                            Some("store stalled by a paused worker")
+                            Some("store stalled by a stopped worker")
                         } else if sup_kills.iter().any(|k| *k >= t - leader_ttl - scan && *k <= ot) {
                             Some("supervisor killed around it")
                         } else if !leader_up {
@@ -1036,9 +1056,21 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                             None => steady.push(d),
                             Some(w) => *lat.disturbed_by.entry(w.to_string()).or_default() += 1,
                         }
+                        disturbed = why.map(String::from);
                     }
                     _ => {}
                 }
+                lat.per_fault.push(FaultLatency {
+                    fault_id: fid,
+                    kind: kind.to_string(),
+                    signal: sig.to_string(),
+                    victim: victim.clone(),
+                    hid: short(&hid).to_string(),
+                    fence,
+                    latency_s: d,
+                    source: if from_hist { "supervisor history" } else { "monitor" },
+                    disturbed_by: disturbed,
+                });
             }
             None => {
                 let st = store.get(&hid).map(|h| h.status.as_str()).unwrap_or("");

@@ -233,7 +233,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
     if t.store_stalls > 0 {
         let _ = writeln!(
             s,
-            "store stalls (a SIGSTOPped worker held the SQLite write lock; nobody could commit): {} totalling {:.1} s, longest {:.1} s",
+            "store stalls (a SIGSTOPped worker held the SQLite write lock, probed; nobody could commit): {} totalling {:.1} s, longest {:.1} s",
             t.store_stalls, t.store_stall_s, t.store_stall_max_s
         );
     }

@@ -110,6 +110,9 @@ pub struct Driver<'a> {
     /// Store commit monitor: last `PRAGMA data_version` and when it changed.
     data_version: Option<(i64, f64)>,
     stall_since: Option<f64>,
+    /// Read-write connection used only to probe whether the write lock is held.
+    probe: Option<Connection>,
+    last_probe: f64,
     pub live: Live,
 }
 
@@ -156,6 +159,8 @@ impl<'a> Driver<'a> {
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
+            probe: None,
+            last_probe: 0.0,
             live: Live::default(),
         })
     }
@@ -211,6 +216,9 @@ impl<'a> Driver<'a> {
         )?;
         db.busy_timeout(Duration::from_millis(500))?;
         self.db = Some(db);
+        let probe = Connection::open_with_flags(self.paths.store.join("dhp.sqlite3"), OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        probe.busy_timeout(Duration::ZERO)?;
+        self.probe = Some(probe);
         Ok(())
     }
 
@@ -525,14 +533,23 @@ impl<'a> Driver<'a> {
                 }
             }
         }
-        // No commit by anyone for 250 ms while a worker is SIGSTOPped: it is
-        // holding the store's write lock (leaders renew every scan, workers
-        // heartbeat every lease_interval/2, so a live store commits often).
+        // No commit by anyone for 250 ms while a worker is SIGSTOPped (leaders
+        // renew every scan, workers heartbeat every lease_interval/2, so a live
+        // store commits often): probe whether someone holds the write lock —
+        // BEGIN IMMEDIATE with no busy wait, rolled back at once, at most every 50 ms.
         if self.stall_since.is_none() {
             if let Some((_, changed)) = self.data_version {
                 let quiet = 0.25_f64.max(self.cfg.timing.supervisor_scan_s * 2.5);
-                if now - changed > quiet && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive()) {
-                    self.stall_since = Some(changed);
+                if now - changed > quiet && now - self.last_probe > 0.05 && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive()) {
+                    self.last_probe = now;
+                    if let Some(probe) = &self.probe {
+                        match probe.execute_batch("BEGIN IMMEDIATE") {
+                            Ok(()) => {
+                                let _ = probe.execute_batch("ROLLBACK");
+                            }
+                            Err(_) => self.stall_since = Some(changed),
+                        }
+                    }
                 }
             }
         }
