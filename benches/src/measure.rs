@@ -57,30 +57,55 @@ pub fn rate_timed(rounds: usize, iters: usize, mut f: impl FnMut(usize) -> Resul
     Ok(median(rates))
 }
 
-/// The raw durable-append rate of the file system holding `dir`: a
-/// 100-byte `write(2)` followed by `fdatasync(2)`, on an append-only file,
-/// as a WAL commit does. Median of `rounds` rounds of `n`.
-pub fn fsync_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
-    let path = dir.join(format!("fsync-probe-{}", std::process::id()));
-    let line = [b'x'; 99].iter().copied().chain(std::iter::once(b'\n')).collect::<Vec<u8>>();
-    let mut rates = Vec::new();
-    for _ in 0..rounds.max(1) {
-        let mut f = std::fs::OpenOptions::new()
+/// An append-only probe file for [`FsyncProbe::rate`]. Kept open across
+/// rounds and removed on drop, so that no truncate or unlink (a TRIM on a
+/// `discard` mount) lands between the rounds it is compared with.
+pub struct FsyncProbe {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl FsyncProbe {
+    pub fn new(dir: &Path) -> Result<Self> {
+        let path = dir.join(format!("fsync-probe-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)
             .write(true)
             .mode(0o644)
             .open(&path)
             .map_err(|e| io_err(&path, e))?;
-        f.sync_all().map_err(|e| io_err(&path, e))?;
+        file.sync_all().map_err(|e| io_err(&path, e))?;
+        Ok(FsyncProbe { path, file })
+    }
+
+    /// The raw durable-append rate: a 100-byte `write(2)` followed by
+    /// `fdatasync(2)`, appended, as a WAL commit does; `n` of them.
+    pub fn rate(&mut self, n: usize) -> Result<f64> {
+        let mut line = vec![b'x'; 99];
+        line.push(b'\n');
         let t = Instant::now();
         for _ in 0..n.max(1) {
-            f.write_all(&line).map_err(|e| io_err(&path, e))?;
-            f.sync_data().map_err(|e| io_err(&path, e))?;
+            self.file.write_all(&line).map_err(|e| io_err(&self.path, e))?;
+            self.file.sync_data().map_err(|e| io_err(&self.path, e))?;
         }
-        rates.push(n.max(1) as f64 / t.elapsed().as_secs_f64());
+        Ok(n.max(1) as f64 / t.elapsed().as_secs_f64())
     }
-    let _ = std::fs::remove_file(&path);
+}
+
+impl Drop for FsyncProbe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Median of `rounds` rounds of [`FsyncProbe::rate`] on a file in `dir`.
+pub fn fsync_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
+    let mut p = FsyncProbe::new(dir)?;
+    let mut rates = Vec::new();
+    for _ in 0..rounds.max(1) {
+        rates.push(p.rate(n)?);
+    }
     Ok(median(rates))
 }
 
@@ -252,4 +277,85 @@ pub fn loadavg() -> f64 {
         .ok()
         .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
         .unwrap_or(f64::NAN)
+}
+
+fn fine_busy_handler(attempt: i32) -> bool {
+    // 100 µs sleeps for up to ~30 s: a waiter gets the lock within 0.1 ms
+    // of its release instead of SQLite's 1, 2, 5, 10, 15, 20, 25 … ms ladder.
+    if attempt > 300_000 {
+        return false;
+    }
+    std::thread::sleep(Duration::from_micros(100));
+    true
+}
+
+/// What limits a recover race: `racers` threads, each with its own
+/// connection, run the recover CAS in raw SQL (`BEGIN IMMEDIATE`; read the
+/// owner row; the one that sees `__orphaned__` takes it and commits, the
+/// others roll back) on a WAL database with `synchronous=FULL`. With
+/// `fine_busy` the connections use a 100 µs busy handler instead of
+/// `busy_timeout` (SQLite's sleep ladder). Returns races per second.
+pub fn lock_race_rate(dir: &Path, racers: usize, races: usize, fine_busy: bool) -> Result<f64> {
+    use std::sync::{Arc, Barrier};
+    let db = dir.join(format!("lock-race-{}-{}.sqlite3", std::process::id(), fine_busy));
+    {
+        let c = Connection::open(&db)?;
+        c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+        c.execute_batch("CREATE TABLE IF NOT EXISTS own (k INTEGER PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL);")?;
+    }
+    let open = || -> Result<Connection> {
+        let c = Connection::open(&db)?;
+        c.execute_batch("PRAGMA synchronous=FULL;")?;
+        if fine_busy {
+            c.busy_handler(Some(fine_busy_handler))?;
+        } else {
+            c.busy_timeout(Duration::from_secs(30))?;
+        }
+        Ok(c)
+    };
+    let setup = open()?;
+    let conns: Vec<Connection> = (0..racers).map(|_| open()).collect::<Result<_>>()?;
+    let (start, end) = (Arc::new(Barrier::new(racers + 1)), Arc::new(Barrier::new(racers + 1)));
+    let mut total = Duration::ZERO;
+    std::thread::scope(|sc| -> Result<()> {
+        let handles: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let (start, end) = (start.clone(), end.clone());
+                sc.spawn(move || -> Result<usize> {
+                    let mut wins = 0;
+                    for k in 0..races {
+                        start.wait();
+                        c.execute_batch("BEGIN IMMEDIATE")?;
+                        let holder: String = c.query_row("SELECT holder FROM own WHERE k=?1", [k as i64], |r| r.get(0))?;
+                        if holder == "__orphaned__" {
+                            c.execute("UPDATE own SET holder=?1, fence=fence+1 WHERE k=?2", params![format!("r{i}"), k as i64])?;
+                            c.execute_batch("COMMIT")?;
+                            wins += 1;
+                        } else {
+                            c.execute_batch("ROLLBACK")?;
+                        }
+                        end.wait();
+                    }
+                    Ok(wins)
+                })
+            })
+            .collect();
+        for k in 0..races {
+            setup.execute("INSERT INTO own (k, holder, fence) VALUES (?1, '__orphaned__', 1)", [k as i64])?;
+            let t = Instant::now();
+            start.wait();
+            end.wait();
+            total += t.elapsed();
+        }
+        let wins: usize = handles.into_iter().map(|h| h.join().expect("racer thread").unwrap_or(0)).sum();
+        assert_eq!(wins, races, "exactly one winner per race");
+        Ok(())
+    })?;
+    drop(setup);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    Ok(races as f64 / total.as_secs_f64())
 }

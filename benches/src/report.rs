@@ -135,6 +135,8 @@ const ROWS: &[(&str, &str)] = &[
     ("checkpoint, 100k earlier", "checkpoint_100000"),
     ("group commit, best total", "group_commit_best"),
     ("recover CAS, 8 racers", "recover_race"),
+    ("… same CAS in raw SQL, SQLite busy_timeout", "lock_race_default"),
+    ("… same CAS in raw SQL, 100 µs busy handler", "lock_race_fine"),
     ("ingest, 10k-line log", "ingest"),
     ("TCP ship, synchronous", "ship_tcp_sync"),
     ("TCP ship, asynchronous", "ship_tcp_async"),
@@ -166,7 +168,12 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
             (Some(r), _) if ref_key != *key => format!("{} (per call)", fmt_num(r)),
             (Some(r), _) => fmt_num(r),
             (None, Some(why)) => format!("not run: {why}"),
-            (None, None) if key.starts_with("fsync") || key.starts_with("sqlite") || key.starts_with("group") => {
+            (None, None)
+                if key.starts_with("fsync")
+                    || key.starts_with("sqlite")
+                    || key.starts_with("group")
+                    || key.starts_with("lock_race") =>
+            {
                 "—".into()
             }
             (None, None) => "not run".into(),

@@ -314,6 +314,16 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     let r = recover_race(work, s.racers, s.recover_races)?;
     step("recover_race", op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)), &mut ops);
 
+    // What limits the race: the same CAS in raw SQL, SQLite's busy-wait
+    // ladder vs a 100 µs busy handler.
+    for (key, fine, label) in [
+        ("lock_race_default", false, "recover CAS in raw SQL, 8 connections, busy_timeout (SQLite's 1, 2, 5, 10 … ms sleeps)"),
+        ("lock_race_fine", true, "recover CAS in raw SQL, 8 connections, 100 µs busy handler"),
+    ] {
+        let r = measure::lock_race_rate(work, s.racers, s.recover_races, fine)?;
+        step(key, op(r, "races/s", label), &mut ops);
+    }
+
     // ---- ingest ----
     let r = rate_timed(1, s.ingest_reps, |_| {
         let root = fixture::fresh_root(work, "ingest");
@@ -369,8 +379,9 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
 }
 
 /// Beds with `depths` earlier checkpoints, then `rounds` rounds, each of
-/// `fsync_n` raw fsyncs followed by `iters` checkpoints on every bed.
-/// Returns the median fsync rate and each depth's median checkpoint rate.
+/// `fsync_n` raw fsyncs followed by `iters` checkpoints on every bed (the
+/// bed order rotates from round to round). Returns the median fsync rate
+/// and each depth's median checkpoint rate.
 pub fn interleaved_checkpoints(
     work: &Path,
     depths: &[i64],
@@ -379,11 +390,22 @@ pub fn interleaved_checkpoints(
     fsync_n: usize,
 ) -> Result<(f64, Vec<(i64, f64)>)> {
     let mut beds: Vec<CheckpointBed> = depths.iter().map(|&d| CheckpointBed::new(work, d)).collect::<Result<_>>()?;
+    // One untimed warm-up round grows every WAL to its working size.
+    for bed in beds.iter_mut() {
+        for _ in 0..iters.min(200) {
+            bed.checkpoint()?;
+        }
+    }
+    let mut probe = measure::FsyncProbe::new(work)?;
+    probe.rate(fsync_n.min(100))?;
     let mut fs = Vec::new();
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); beds.len()];
-    for _ in 0..rounds.max(1) {
-        fs.push(measure::fsync_rate(work, 1, fsync_n)?);
-        for (i, bed) in beds.iter_mut().enumerate() {
+    let n = beds.len();
+    for round in 0..rounds.max(1) {
+        fs.push(probe.rate(fsync_n)?);
+        for k in 0..n {
+            let i = (round + k) % n;
+            let bed = &mut beds[i];
             per[i].push(rate(1, iters, |_| bed.checkpoint().map(drop))?);
         }
     }

@@ -9,6 +9,7 @@
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
+//! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
 //! ```
 
 use dhp_benches::{measure, report, suite};
@@ -145,6 +146,41 @@ fn main() {
             let r = measure::rate(1, reps, |_| sup.scan().map(drop)).unwrap_or_else(|e| fail(e));
             println!("{r:.2} scans/s over {n} running handoffs");
             let _ = std::fs::remove_dir_all(&root);
+        }
+        "ingest" => {
+            // Ad-hoc probe (e.g. under perf): ingest a LINES-line log REPS times.
+            let dir = a.path("--dir");
+            let lines: usize = a.opt("--lines").and_then(|v| v.parse().ok()).unwrap_or(10_000);
+            let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(10);
+            let logp = dir.join("probe-ingest.log");
+            dhp_benches::fixture::write_log(&logp, lines).unwrap_or_else(|e| fail(e));
+            let cfg = dhp_benches::fixture::bench_config();
+            let mut parse = 0.0;
+            let r = measure::rate_timed(1, reps, |_| {
+                let root = dhp_benches::fixture::fresh_root(&dir, "ingestprobe");
+                let store = dhp_core::store::SqliteStore::open(&root)?;
+                let t = std::time::Instant::now();
+                let parsed = dhp_core::transport::log::read_log(&logp, &cfg)?;
+                parse += t.elapsed().as_secs_f64();
+                dhp_core::transport::log::ingest_lines(&store, &parsed, &cfg)?;
+                let el = t.elapsed();
+                drop(store);
+                let _ = std::fs::remove_dir_all(&root);
+                Ok(el)
+            })
+            .unwrap_or_else(|e| fail(e));
+            println!("{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
+                r * lines as f64, parse / reps as f64 * 1e3, 1e3 / r);
+            let _ = std::fs::remove_file(&logp);
+        }
+        "lock-race" => {
+            // Ad-hoc probe: the recover CAS in raw SQL, default vs 100 µs busy handler.
+            let dir = a.path("--dir");
+            let races: usize = a.opt("--races").and_then(|v| v.parse().ok()).unwrap_or(50);
+            for fine in [false, true] {
+                let r = measure::lock_race_rate(&dir, 8, races, fine).unwrap_or_else(|e| fail(e));
+                println!("{r:.1} races/s, 8 racers, {}", if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" });
+            }
         }
         "machine" => {
             let dir = a.path("--dir");
