@@ -43,7 +43,7 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required
 
 FULL = dict(rounds=3, build_iters=3000, hash_1k_iters=3000, hash_100k_iters=30, dispatch_iters=300,
             claim_iters=300, ckpt_depths=[100, 1000, 2000, 10000], ckpt_iters=50, ckpt_budget_s=120.0,
-            recover_races=20, racers=8, ingest_reps=1, scan_reps=3, ship_iters=1000)
+            recover_races=20, racers=8, ingest_reps=2, scan_reps=3, ship_iters=1000)
 QUICK = dict(rounds=1, build_iters=20, hash_1k_iters=20, hash_100k_iters=2, dispatch_iters=5,
              claim_iters=5, ckpt_depths=[100, 1000], ckpt_iters=5, ckpt_budget_s=10.0,
              recover_races=2, racers=8, ingest_reps=1, scan_reps=1, ship_iters=10)

@@ -110,26 +110,44 @@ pub fn fsync_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
 }
 
 /// The SQLite floor: a one-row INSERT committed with `BEGIN IMMEDIATE` on
-/// a WAL database with `synchronous=FULL` (what one checkpoint costs with
-/// no protocol logic at all).
-pub fn sqlite_commit_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
-    let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
-    let c = Connection::open(&db)?;
-    c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
-    c.execute_batch("PRAGMA synchronous=FULL; CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);")?;
-    let mut k = 0i64;
-    let r = rate(rounds, n, |_| {
-        c.execute_batch("BEGIN IMMEDIATE")?;
-        c.execute("INSERT INTO t (k, v) VALUES (?1, ?2)", params![k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"])?;
-        c.execute_batch("COMMIT")?;
-        k += 1;
-        Ok(())
-    });
-    drop(c);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+/// a WAL database with `synchronous=FULL` (what one commit costs with no
+/// protocol logic at all). The database is removed on drop.
+pub struct CommitProbe {
+    db: std::path::PathBuf,
+    c: Option<Connection>,
+    k: i64,
+}
+
+impl CommitProbe {
+    pub fn new(dir: &Path) -> Result<Self> {
+        let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
+        let c = Connection::open(&db)?;
+        c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+        c.execute_batch("PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);")?;
+        Ok(CommitProbe { db, c: Some(c), k: 0 })
     }
-    r
+
+    /// Commits per second over `n` commits.
+    pub fn rate(&mut self, n: usize) -> Result<f64> {
+        let c = self.c.as_ref().expect("open until drop");
+        let k = &mut self.k;
+        rate(1, n, |_| {
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            c.execute("INSERT INTO t (k, v) VALUES (?1, ?2)", params![*k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"])?;
+            c.execute_batch("COMMIT")?;
+            *k += 1;
+            Ok(())
+        })
+    }
+}
+
+impl Drop for CommitProbe {
+    fn drop(&mut self) {
+        drop(self.c.take());
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.db.display()));
+        }
+    }
 }
 
 /// What [`peak_rss`] observed.
@@ -193,13 +211,38 @@ pub fn peak_rss(cmd: &mut std::process::Command) -> Result<PeakRss> {
         out.try_clone().map_err(|e| io_err(Path::new("stdout"), e))?,
         err.try_clone().map_err(|e| io_err(Path::new("stderr"), e))?,
     );
+    // The child starts as a shell blocked on its stdin: it is seized there
+    // (no race with a short-lived program), then released to `exec` the
+    // command in place. The exec gives the program a fresh memory image, so
+    // VmHWM at the exit stop covers the program alone.
+    let mut w = std::process::Command::new("/bin/sh");
+    w.arg("-c").arg("read -r _ || true; exec \"$0\" \"$@\"").arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => w.env(k, v),
+            None => w.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        w.current_dir(d);
+    }
     let t = Instant::now();
-    // The spawn returns once the child has exec'ed (posix_spawn/vfork), so
-    // the seized image is the program's own.
-    let child = cmd.stdout(out2).stderr(err2).spawn().map_err(|e| io_err(Path::new("spawn"), e))?;
+    let mut child = w
+        .stdin(std::process::Stdio::piped())
+        .stdout(out2)
+        .stderr(err2)
+        .spawn()
+        .map_err(|e| io_err(Path::new("spawn"), e))?;
     let pid = Pid::from_raw(child.id() as i32);
     let sys = |e: nix::errno::Errno| dhp_core::Error::Io { path: "ptrace".into(), source: std::io::Error::from(e) };
-    ptrace::seize(pid, Options::PTRACE_O_TRACEEXIT).map_err(sys)?;
+    let seized = ptrace::seize(pid, Options::PTRACE_O_TRACEEXIT).map_err(sys);
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"go\n");
+    }
+    if let Err(e) = seized {
+        let _ = child.wait();
+        return Err(e);
+    }
     let (mut hwm, mut anon, mut file, mut top) = (-1, -1, -1, Vec::new());
     let code = loop {
         match waitpid(pid, Some(WaitPidFlag::__WALL)).map_err(sys)? {

@@ -116,6 +116,69 @@ pub fn targets(ours: &Value, reference: &Value, rss: &Value) -> Vec<Target> {
     t
 }
 
+/// Bounds derived from the measured rates (sentences, numbers from the run).
+pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let commit = rate(ours, "sqlite_commit");
+    let fsync = rate(ours, "fsync_raw");
+    if let (Some(c), Some(f)) = (commit, fsync) {
+        out.push(format!(
+            "A durable one-commit operation cannot beat this machine's SQLite commit floor: {} commits/s, {:.2} × the raw \
+             fsync rate (a WAL commit writes whole 4 KiB pages and fsyncs; the probe appends 100 bytes).",
+            fmt_num(c),
+            c / f
+        ));
+    }
+    if let Some(c) = commit {
+        for (key, what) in [("dispatch", "dispatch"), ("claim", "claim")] {
+            if let Some(r) = rate(reference, key) {
+                out.push(format!(
+                    "Per-call {what} is one commit, so it is at most {} /s here: at most {} the reference's {} /s \
+                     (the reference pays one fsync per autocommit statement: {}). Beyond that only sharing fsyncs \
+                     helps (group commit rows).",
+                    fmt_num(c),
+                    fmt_ratio(c / r),
+                    fmt_num(r),
+                    if key == "dispatch" { "one for dispatch" } else { "two for claim" }
+                ));
+            }
+        }
+    }
+    if let (Some(a), Some(b), Some(o)) =
+        (rate(ours, "lock_race_default"), rate(ours, "lock_race_fine"), rate(ours, "recover_race"))
+    {
+        out.push(format!(
+            "Recover races are bounded by SQLite's busy-wait ladder (1, 2, 5, 10 … ms sleeps) that every loser of \
+             BEGIN IMMEDIATE goes through: the bare CAS in raw SQL manages {} races/s with it and {} with a 100 µs busy \
+             handler; dhp-core's recover does {}.",
+            fmt_num(a),
+            fmt_num(b),
+            fmt_num(o)
+        ));
+    }
+    let d = |k: &str| rss.pointer(&format!("/ours/detail/{k}")).and_then(Value::as_f64);
+    if let (Some(peak), Some(file), Some(anon)) =
+        (rss.pointer("/ours/max_rss_kib").and_then(Value::as_f64), d("file_kib_at_exit"), d("anon_kib_at_exit"))
+    {
+        let bin = rss
+            .pointer("/ours/detail/top_mappings_at_exit/0")
+            .and_then(Value::as_array)
+            .and_then(|m| Some((m.first()?.as_f64()?, m.get(1)?.as_str()?.to_string())));
+        let mut l = format!(
+            "Worker peak RSS {} KiB: at exit {} KiB file-backed (program text and libraries) and {} KiB anonymous",
+            fmt_num(peak),
+            fmt_num(file),
+            fmt_num(anon)
+        );
+        if let Some((kib, name)) = bin {
+            let _ = write!(l, "; the largest mapping is {name} with {} KiB resident", fmt_num(kib));
+        }
+        l.push('.');
+        out.push(l);
+    }
+    out
+}
+
 /// Rows of the main table: (label, key, unit). Keys absent from both
 /// result files are left out.
 const ROWS: &[(&str, &str)] = &[
@@ -204,6 +267,14 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
             None => "not measured",
         };
         let _ = writeln!(s, "| {} | {} | {} | {v} |", t.name, t.wanted, t.got);
+    }
+
+    let limits = limits(ours, reference, rss);
+    if !limits.is_empty() {
+        let _ = writeln!(s, "\n### What bounds the numbers (computed from this run)\n");
+        for l in limits {
+            let _ = writeln!(s, "- {l}");
+        }
     }
 
     if let Some(g) = ours.pointer("/ops/group_commit").and_then(Value::as_object) {

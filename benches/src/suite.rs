@@ -150,10 +150,9 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     // ---- the machine's limits ----
     // Raw fsync and checkpoints at every depth, interleaved round by round
     // so that all of them see the same disk and the same background load.
-    let (f, ckpts) = interleaved_checkpoints(work, &s.ckpt_depths, s.ckpt_rounds, s.ckpt_iters, s.fsync_n)?;
+    let (f, c, ckpts) = interleaved_checkpoints(work, &s.ckpt_depths, s.ckpt_rounds, s.ckpt_iters, s.fsync_n)?;
     step("fsync_raw", op(f, "fsync/s", "100-byte append + fdatasync, median of rounds interleaved with the checkpoint rounds"), &mut ops);
-    let c = measure::sqlite_commit_rate(work, s.rounds, s.fsync_n / 2)?;
-    step("sqlite_commit", op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL"), &mut ops);
+    step("sqlite_commit", op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL; interleaved likewise"), &mut ops);
 
     // ---- pure CPU ----
     let r = rate(s.rounds, s.build_iters, |i| fixture::sdk_envelope(i as u64).map(drop))?;
@@ -380,15 +379,16 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
 
 /// Beds with `depths` earlier checkpoints, then `rounds` rounds, each of
 /// `fsync_n` raw fsyncs followed by `iters` checkpoints on every bed (the
-/// bed order rotates from round to round). Returns the median fsync rate
-/// and each depth's median checkpoint rate.
+/// bed order rotates from round to round), plus as many raw 1-row SQLite
+/// commits. Returns the median fsync rate, the median commit rate and each
+/// depth's median checkpoint rate.
 pub fn interleaved_checkpoints(
     work: &Path,
     depths: &[i64],
     rounds: usize,
     iters: usize,
     fsync_n: usize,
-) -> Result<(f64, Vec<(i64, f64)>)> {
+) -> Result<(f64, f64, Vec<(i64, f64)>)> {
     let mut beds: Vec<CheckpointBed> = depths.iter().map(|&d| CheckpointBed::new(work, d)).collect::<Result<_>>()?;
     // One untimed warm-up round grows every WAL to its working size.
     for bed in beds.iter_mut() {
@@ -398,11 +398,14 @@ pub fn interleaved_checkpoints(
     }
     let mut probe = measure::FsyncProbe::new(work)?;
     probe.rate(fsync_n.min(100))?;
-    let mut fs = Vec::new();
+    let mut commit = measure::CommitProbe::new(work)?;
+    commit.rate(iters.min(200))?;
+    let (mut fs, mut cs) = (Vec::new(), Vec::new());
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); beds.len()];
     let n = beds.len();
     for round in 0..rounds.max(1) {
         fs.push(probe.rate(fsync_n)?);
+        cs.push(commit.rate(iters)?);
         for k in 0..n {
             let i = (round + k) % n;
             let bed = &mut beds[i];
@@ -410,7 +413,7 @@ pub fn interleaved_checkpoints(
         }
     }
     let out = depths.iter().zip(per).map(|(&d, r)| (d, measure::median(r))).collect();
-    Ok((measure::median(fs), out))
+    Ok((measure::median(fs), measure::median(cs), out))
 }
 
 /// `races` recover races of `racers` threads, each with its own store
