@@ -27,9 +27,10 @@ backwards along commit order and no two holders' writes interleave; the transpor
 the store; nothing is stuck; work redone per fault is at most one chunk; and it reports kill → \
 orphan detection latency (p50/p99).
 
-REPLAY: a seed replays the fault SCHEDULE (which kind of fault, when, and which eligible process \
-by position), NOT the OS interleaving — process start-up, scheduling and I/O timing differ between \
-runs, so the same seed can take a different path. The recorded history (history.jsonl in the round \
+REPLAY: a seed replays the fault SCHEDULE (the kind and time of every fault exactly; the victim by \
+position among the processes eligible at that moment; failpoints, racing recoverers, delays), NOT \
+the OS interleaving — process start-up, scheduling and I/O timing differ between runs, so the same \
+seed can take a different path. The recorded history (history.jsonl in the round \
 directory) is the ground truth of what happened; `dhp-chaos analyze DIR` re-checks a saved run \
 from its files.
 

@@ -88,7 +88,16 @@ fn terminal(status: &str) -> bool {
 pub struct Driver<'a> {
     cfg: &'a RoundConfig,
     pub paths: Paths,
+    /// Fault schedule: kinds, times, victims. A stream of its own, so the
+    /// kinds and times of faults replay exactly for a seed whatever else happens.
     rng: StdRng,
+    /// Victim choice among the eligible processes (its draws depend on how
+    /// many are eligible, so it is kept apart from the kind/time stream).
+    rng_victim: StdRng,
+    /// Spawn decisions: implementation (mixed), failpoints, racing recoverers, pause-point seeds.
+    rng_spawn: StdRng,
+    /// Delays: replacement start-up, zombie wake-up, DLQ handoff choice.
+    rng_misc: StdRng,
     hist: Writer,
     table: Table,
     db: Option<Connection>,
@@ -141,6 +150,9 @@ impl<'a> Driver<'a> {
             hist: Writer::open(&paths.history)?,
             paths,
             rng: StdRng::seed_from_u64(cfg.seed),
+            rng_victim: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0003),
+            rng_spawn: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0001),
+            rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
             table: Table::default(),
             db: None,
             hids: Vec::new(),
@@ -182,7 +194,7 @@ impl<'a> Driver<'a> {
     /// Dispatch the census handoffs with `dhp dispatch`.
     fn dispatch(&mut self) -> Result<()> {
         let mut dlq: Vec<u32> = (0..self.cfg.handoffs).collect();
-        dlq.shuffle(&mut self.rng);
+        dlq.shuffle(&mut self.rng_misc);
         dlq.truncate(self.cfg.dlq_handoffs as usize);
         for i in 0..self.cfg.handoffs {
             let (lo, hi) = self.cfg.lo_hi(i);
@@ -226,25 +238,25 @@ impl<'a> Driver<'a> {
         match &self.cfg.workers {
             Impl::Builtin => "builtin".into(),
             Impl::Python => "python".into(),
-            Impl::Mixed => if self.rng.gen_bool(0.5) { "builtin" } else { "python" }.into(),
+            Impl::Mixed => if self.rng_spawn.gen_bool(0.5) { "builtin" } else { "python" }.into(),
             Impl::Cmd(_) => "cmd".into(),
         }
     }
 
     fn pick_failpoint(&mut self, hid: &str) -> Option<String> {
-        if !self.rng.gen_bool(self.cfg.failpoint_rate.clamp(0.0, 1.0)) {
+        if !self.rng_spawn.gen_bool(self.cfg.failpoint_rate.clamp(0.0, 1.0)) {
             return None;
         }
         let done = self.snap.ckpts.get(hid).copied().unwrap_or(0).max(0) as u64;
         let remaining = self.cfg.chunks.saturating_sub(done).max(1);
-        let name = if remaining <= 8 && self.rng.gen_bool(0.5) {
-            *[FAILPOINTS[3], FAILPOINTS[4]].choose(&mut self.rng).expect("non-empty")
+        let name = if remaining <= 8 && self.rng_spawn.gen_bool(0.5) {
+            *[FAILPOINTS[3], FAILPOINTS[4]].choose(&mut self.rng_spawn).expect("non-empty")
         } else {
-            *FAILPOINTS.choose(&mut self.rng).expect("non-empty")
+            *FAILPOINTS.choose(&mut self.rng_spawn).expect("non-empty")
         };
         let n = match name {
-            "checkpoint.in_tx" | "ship.after_commit" => self.rng.gen_range(1..=remaining.min(20)),
-            "heartbeat" => self.rng.gen_range(1..=40),
+            "checkpoint.in_tx" | "ship.after_commit" => self.rng_spawn.gen_range(1..=remaining.min(20)),
+            "heartbeat" => self.rng_spawn.gen_range(1..=40),
             _ => 1,
         };
         Some(format!("{name}=kill@{n}"))
@@ -302,7 +314,7 @@ impl<'a> Driver<'a> {
             "python" => {
                 if !self.cfg.pause_points.is_empty() {
                     env.push(("DHP_CHAOS_PAUSE_POINTS".into(), self.cfg.pause_points.clone()));
-                    env.push(("DHP_CHAOS_PAUSE_SEED".into(), self.rng.gen::<u32>().to_string()));
+                    env.push(("DHP_CHAOS_PAUSE_SEED".into(), self.rng_spawn.gen::<u32>().to_string()));
                     failpoint = Some(format!("pause-points:{}", self.cfg.pause_points));
                 }
                 let py = self.py.as_ref().context("python environment missing")?;
@@ -604,11 +616,11 @@ impl<'a> Driver<'a> {
                 bail!("worker {name} rejected its command line (exit 2); see {}", self.paths.procs.join(format!("{name}.log")).display());
             }
             if role == Role::Transport && replace_supervisors {
-                let delay = self.rng.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
+                let delay = self.rng_misc.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
                 self.transport_due = Some(hist::now() + delay);
             }
             if role == Role::Supervisor && replace_supervisors {
-                let delay = self.rng.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
+                let delay = self.rng_misc.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
                 self.sup_due.push(hist::now() + delay);
             }
         }
@@ -658,7 +670,7 @@ impl<'a> Driver<'a> {
                 _ => None,
             };
             if let Some((mode, fence)) = want {
-                let n = if self.rng.gen_bool(self.cfg.race_rate.clamp(0.0, 1.0)) { self.rng.gen_range(2..=3) } else { 1 };
+                let n = if self.rng_spawn.gen_bool(self.cfg.race_rate.clamp(0.0, 1.0)) { self.rng_spawn.gen_range(2..=3) } else { 1 };
                 if n > 1 {
                     self.hist.record("provision", json!({"hid": hid, "mode": mode, "racers": n, "orphan_fence": fence}));
                 }
@@ -746,8 +758,8 @@ impl<'a> Driver<'a> {
                 let stopped: Vec<usize> = (0..self.table.procs.len())
                     .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].alive() && self.table.procs[i].paused.is_some())
                     .collect();
-                let pool = if !stopped.is_empty() && self.rng.gen_bool(0.5) { &stopped } else { &workers };
-                if let Some(&i) = pool.choose(&mut self.rng) {
+                let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
+                if let Some(&i) = pool.choose(&mut self.rng_victim) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
@@ -755,7 +767,7 @@ impl<'a> Driver<'a> {
                 Some(i) => victims.push((i, Signal::SIGKILL)),
                 None => {
                     // no live leader right now (failover in progress): any supervisor
-                    if let Some(&i) = sups.choose(&mut self.rng) {
+                    if let Some(&i) = sups.choose(&mut self.rng_victim) {
                         kind_name = "kill-supervisor";
                         victims.push((i, Signal::SIGKILL));
                     }
@@ -763,20 +775,20 @@ impl<'a> Driver<'a> {
             },
             FaultKind::KillFollower => {
                 let f: Vec<usize> = sups.iter().copied().filter(|i| Some(*i) != leader).collect();
-                if let Some(&i) = f.choose(&mut self.rng) {
+                if let Some(&i) = f.choose(&mut self.rng_victim) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
             FaultKind::KillMulti => {
-                let k = self.rng.gen_range(2..=3usize);
+                let k = self.rng_victim.gen_range(2..=3usize);
                 let mut pool: Vec<usize> = workers.iter().chain(sups.iter()).copied().collect();
                 if let Some(l) = leader {
-                    if self.rng.gen_bool(0.5) {
+                    if self.rng_victim.gen_bool(0.5) {
                         victims.push((l, Signal::SIGKILL));
                         pool.retain(|&i| i != l);
                     }
                 }
-                pool.shuffle(&mut self.rng);
+                pool.shuffle(&mut self.rng_victim);
                 for i in pool {
                     if victims.len() >= k {
                         break;
@@ -791,7 +803,7 @@ impl<'a> Driver<'a> {
             }
             FaultKind::Pause => {
                 let holders: Vec<usize> = workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
-                if let Some(&i) = holders.choose(&mut self.rng) {
+                if let Some(&i) = holders.choose(&mut self.rng_victim) {
                     victims.push((i, Signal::SIGSTOP));
                 }
             }
@@ -861,7 +873,7 @@ impl<'a> Driver<'a> {
             } else if now - t >= self.cfg.pause_max_s {
                 Some("timeout")
             } else if replaced {
-                let at = *self.resume_at.entry(i).or_insert_with(|| now + self.rng.gen_range(0.0..=0.15));
+                let at = *self.resume_at.entry(i).or_insert_with(|| now + self.rng_misc.gen_range(0.0..=0.15));
                 (now >= at).then_some("replaced")
             } else {
                 None
