@@ -742,7 +742,9 @@ impl<'a> Driver<'a> {
             return;
         }
         let (a, b) = self.cfg.fault_interval_s;
-        self.next_fault = now + if b > a { self.rng.gen_range(a..=b) } else { a };
+        // scheduled from the previous fault's planned time, not from now: fault
+        // times are t0 + the seeded intervals, late by at most a loop tick
+        self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
         let kind = self.pick_kind();
         let workers: Vec<usize> =
             (0..self.table.procs.len()).filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active()).collect();
