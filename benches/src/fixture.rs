@@ -117,10 +117,24 @@ pub struct CheckpointBed {
 
 impl CheckpointBed {
     pub fn new(base: &Path, depth: i64) -> Result<Self> {
+        Self::warmed(base, depth, 0)
+    }
+
+    /// Like [`CheckpointBed::new`], then `warm` untimed checkpoints on a
+    /// second handoff of the same store: the WAL grows to its working size
+    /// (and wraps) without changing the measured handoff's depth.
+    pub fn warmed(base: &Path, depth: i64, warm: usize) -> Result<Self> {
         let root = fresh_root(base, &format!("ckpt{depth}"));
         let (runner, hid, fence) = claimed(&root, "w1", depth as u64)?;
         if depth > 0 {
             prefill_checkpoints(&root.join("dhp.sqlite3"), &hid, 0, depth)?;
+        }
+        if warm > 0 {
+            let other = runner.dispatch(&sdk_envelope(u64::MAX - depth as u64)?)?;
+            let f = runner.claim(&other)?.fence();
+            for k in 0..warm {
+                runner.checkpoint(&other, f, &small_state(k as u64))?;
+            }
         }
         Ok(CheckpointBed { root, runner, hid, fence, next: depth as u64 })
     }

@@ -171,6 +171,40 @@ fn main() {
             .unwrap_or_else(|e| fail(e));
             println!("{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
                 r * lines as f64, parse / reps as f64 * 1e3, 1e3 / r);
+            // Breakdown: re-serialize + hash every state; bare SQL insert of the rows.
+            let parsed = dhp_core::transport::log::read_log(&logp, &cfg).unwrap_or_else(|e| fail(e));
+            let states: Vec<serde_json::Value> = parsed
+                .iter()
+                .filter_map(|l| match l {
+                    dhp_core::transport::log::Line::Record(v) if v["type"] == "checkpoint" => Some(v["state"].clone()),
+                    _ => None,
+                })
+                .collect();
+            let t = std::time::Instant::now();
+            let rows: Vec<(String, String)> =
+                states.iter().map(|s| dhp_core::json::state_text_and_hash(s).unwrap_or_else(|e| fail(e))).collect();
+            let hash_ms = t.elapsed().as_secs_f64() * 1e3;
+            let root = dhp_benches::fixture::fresh_root(&dir, "ingestsql");
+            drop(dhp_core::store::SqliteStore::open(&root).unwrap_or_else(|e| fail(e)));
+            let mut c = rusqlite::Connection::open(root.join("dhp.sqlite3")).unwrap_or_else(|e| fail(e));
+            c.execute_batch("PRAGMA synchronous=FULL;").unwrap_or_else(|e| fail(e));
+            let t = std::time::Instant::now();
+            let tx = c.transaction().unwrap_or_else(|e| fail(e));
+            {
+                let mut st = tx
+                    .prepare("INSERT OR IGNORE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)")
+                    .unwrap_or_else(|e| fail(e));
+                for (i, (text, hash)) in rows.iter().enumerate() {
+                    st.execute(rusqlite::params!["a".repeat(64), i as i64, text, hash, "2026-01-01T00:00:00.000000+00:00"])
+                        .unwrap_or_else(|e| fail(e));
+                }
+            }
+            let t_ins = t.elapsed().as_secs_f64() * 1e3;
+            tx.commit().unwrap_or_else(|e| fail(e));
+            let t_all = t.elapsed().as_secs_f64() * 1e3;
+            println!("  breakdown: state_text_and_hash {hash_ms:.1} ms; bare SQL insert {t_ins:.1} ms + commit {:.1} ms", t_all - t_ins);
+            drop(c);
+            let _ = std::fs::remove_dir_all(&root);
             let _ = std::fs::remove_file(&logp);
         }
         "lock-race" => {
