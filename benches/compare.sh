@@ -44,8 +44,14 @@ trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
 "$BIN" machine --dir "$DIR" --out "$DIR/machine.json"
 echo "compare.sh: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$BIN" fixtures --dir "$DIR" $QUICK
+# Between the phases: flush what the previous one left (its scratch stores
+# are deleted at its end) so that it does not land under the next one's fsyncs.
+settle() { sync; sleep "${1:-2}"; }
+settle 1
 "$PY" "$REPO/benches/ref_bench.py" run --dir "$DIR" $QUICK --out "$DIR/ref.json"
+settle
 "$BIN" run --dir "$DIR" $QUICK --out "$DIR/ours.json"
+settle
 "$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
 
@@ -58,7 +64,9 @@ if [ "$WRITE" = 1 ]; then
     {
         echo "# dhp-rs vs dhp-protocol 1.3.0 — benchmark results"
         echo
-        echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) at commit $(git rev-parse --short HEAD) by \`benches/compare.sh\`:"
+        DIRTY="$(git status --porcelain --untracked-files=no | wc -l | tr -d ' ')"
+        echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on the work tree at commit $(git rev-parse --short HEAD)" \
+             "($DIRTY tracked files modified) by \`benches/compare.sh\`:"
         echo "each number below comes from that one run (raw JSON: target/bench-compare/*.json)."
         echo "Rates are operations per second, higher is better; durable operations commit to SQLite"
         echo "(WAL, synchronous=FULL) on both sides. See benches/README.md for what each row measures."

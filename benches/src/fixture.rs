@@ -106,7 +106,9 @@ pub fn prefill_checkpoints(db: &Path, hid: &str, start: i64, n: i64) -> Result<(
     Ok(())
 }
 
-/// A handoff claimed on a fresh store with `depth` earlier checkpoints.
+/// A handoff claimed on a fresh store with `depth` earlier checkpoints. The
+/// store stays on disk (under the caller's scratch directory) when the bed
+/// is dropped: deleting it mid-run would slow the next measurement's fsyncs.
 pub struct CheckpointBed {
     pub root: PathBuf,
     pub runner: Runner,
@@ -144,12 +146,6 @@ impl CheckpointBed {
         let st = small_state(self.next);
         self.next += 1;
         self.runner.checkpoint(&self.hid, self.fence, &st)
-    }
-}
-
-impl Drop for CheckpointBed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

@@ -174,7 +174,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let r = rate(s.rounds, s.dispatch_iters, |i| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop))?;
         step("dispatch", op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)"), &mut ops);
         drop(r0);
-        let _ = std::fs::remove_dir_all(&root);
     }
     {
         let root = fixture::fresh_root(work, "claim");
@@ -183,7 +182,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
         step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"), &mut ops);
         drop(r0);
-        let _ = std::fs::remove_dir_all(&root);
     }
     // Dispatch and claim with group commit: `batch` per transaction.
     {
@@ -211,7 +209,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         })? * b as f64;
         step("claim_batched", op(r, "ops/s", format!("group::claim_many, {b} per transaction")), &mut ops);
         drop(r0);
-        let _ = std::fs::remove_dir_all(&root);
     }
     for (d, r) in ckpts {
         step(
@@ -250,7 +247,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             best = (total, label);
         }
         drop(r0);
-        let _ = std::fs::remove_dir_all(&root);
     }
     for &t in &s.group_threads {
         for grouped in [false, true] {
@@ -303,7 +299,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
                 best = (total, label);
             }
             drop(r0);
-            let _ = std::fs::remove_dir_all(&root);
         }
     }
     step("group_commit_best", op(best.0, "ckpt/s", best.1), &mut ops);
@@ -332,7 +327,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let el = t.elapsed();
         assert_eq!(rep.checkpoints_new, s.ingest_lines, "ingest fixture");
         drop(store);
-        let _ = std::fs::remove_dir_all(&root);
         Ok(el)
     })?;
     step("ingest", op(r * s.ingest_lines as f64, "lines/s", format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines)), &mut ops);
@@ -360,7 +354,6 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         drop(abed);
         let stats = server.stop()?;
         assert_eq!(stats.checkpoints_appended, shipped, "server appended every shipped line: {stats:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     // ---- supervisor scan ----
@@ -374,7 +367,21 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         &mut ops,
     );
 
-    Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops, "loadavg_end": measure::loadavg()}))
+    let load = measure::loadavg();
+    // Scratch stores are removed only now: deleting files mid-run makes the
+    // file system discard blocks (a `discard` mount) under the next fsyncs.
+    clean_scratch(work);
+    Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops, "loadavg_end": load}))
+}
+
+/// Remove everything under the scratch directory.
+pub fn clean_scratch(work: &Path) {
+    if let Ok(rd) = std::fs::read_dir(work) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+        }
+    }
 }
 
 /// Beds with `depths` earlier checkpoints, then `rounds` rounds, each of
@@ -467,7 +474,6 @@ pub fn recover_race(work: &Path, racers: usize, races: usize) -> Result<f64> {
         result
     })?;
     drop(runners);
-    let _ = std::fs::remove_dir_all(&root);
     Ok(races as f64 / total.as_secs_f64())
 }
 

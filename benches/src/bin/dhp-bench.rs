@@ -10,6 +10,7 @@
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
 //! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
+//! dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
 //! ```
 
 use dhp_benches::{measure, report, suite};
@@ -215,6 +216,18 @@ fn main() {
                 let r = measure::lock_race_rate(&dir, 8, races, fine).unwrap_or_else(|e| fail(e));
                 println!("{r:.1} races/s, 8 racers, {}", if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" });
             }
+        }
+        "dispatch" => {
+            // Ad-hoc probe (e.g. under perf/strace): N SDK dispatches on a fresh store.
+            let dir = a.path("--dir");
+            let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(2000);
+            let root = dhp_benches::fixture::fresh_root(&dir, "dispatchprobe");
+            let r = dhp_core::Runner::open(&root, "w1", dhp_benches::fixture::bench_config()).unwrap_or_else(|e| fail(e));
+            let rate = measure::rate(1, n, |i| r.dispatch(&dhp_benches::fixture::sdk_envelope(i as u64)?).map(drop))
+                .unwrap_or_else(|e| fail(e));
+            println!("{rate:.1} dispatches/s");
+            drop(r);
+            let _ = std::fs::remove_dir_all(&root);
         }
         "machine" => {
             let dir = a.path("--dir");
