@@ -1286,9 +1286,9 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
             }
         };
         match rec["type"].as_str() {
-            Some("envelope") => {
-                if !env_seen {
-                    env_seen = true;
+            Some("envelope") if !env_seen => {
+                env_seen = true;
+                {
                     let e = &rec["envelope"];
                     if e["handoff_id"].as_str() != Some(hid.as_str()) || !dhp_core::envelope::verify_id(e) {
                         out.push(format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));

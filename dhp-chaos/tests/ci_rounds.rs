@@ -46,7 +46,7 @@ fn reference_round_has_no_unexplained_violation() {
     let r = run_chaos(
         "reference",
         &["--seed", "6161", "--workers", "python", "--supervisors", "python", "--python", &py, "--handoffs", "3",
-          "--base", "200000", "--chunks", "80"],
+          "--base", "200000", "--chunks", "250"],
     );
     assert!(r.code == 0 || r.code == 1, "harness error against the reference\n{}", r.dump());
     assert_eq!(
@@ -59,7 +59,7 @@ fn reference_round_has_no_unexplained_violation() {
         eprintln!("reference round hit known reference weaknesses:\n{}", r.stdout);
     }
     assert_exercised(&r, 3);
-    assert!(r.totals()["kills"].as_u64().unwrap_or(0) >= 3, "{}", r.dump());
+    assert!(r.totals()["kills_by_role"]["worker"].as_u64().unwrap_or(0) >= 2, "worker kills expected\n{}", r.dump());
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn mixed_workers_under_python_supervisors_hold() {
     let r = run_chaos(
         "mixed",
         &["--seed", "7171", "--workers", "mixed", "--supervisors", "python", "--python", &py, "--handoffs", "3",
-          "--base", "300000", "--chunks", "80"],
+          "--base", "300000", "--chunks", "150"],
     );
     assert!(r.code == 0 || r.code == 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());

@@ -18,7 +18,8 @@ fn seed_77_reference_torn_claim_is_stuck_forever() {
         "pinned-77",
         &["--seed", "77", "--workers", "python", "--supervisors", "python", "--python", &py, "--base", "200000",
           "--chunks", "60", "--handoffs", "2", "--dlq-handoffs", "0", "--pause-points", "claim.after_ownership=1.0",
-          "--faults", "kill-worker=1", "--pause-max", "5", "--fault-seconds", "10", "--grace", "3"],
+          "--faults", "kill-worker=1", "--fault-interval", "0.3,0.5", "--pause-max", "8", "--fault-seconds", "12",
+          "--grace", "2"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());
