@@ -71,7 +71,7 @@ pub fn write(dir: &Path) -> Result<()> {
         k += step;
     }
     // lanes
-    let _ = writeln!(svg, r#"<text x="6" y="{:.1}">supervisors</text>"#, TOP + 20.0);
+    let _ = writeln!(svg, r#"<text x="6" y="{:.1}">supervisors</text><text x="6" y="{:.1}" font-size="9">(leader green)</text>"#, TOP + 16.0, TOP + 28.0);
     for (i, hid) in hids.iter().enumerate() {
         let y = lane_y(i);
         let _ = writeln!(svg, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ccc"/><text x="6" y="{:.1}"><title>{hid}</title>{}</text>"##, LEFT + WIDTH, y + 24.0, &hid[..12.min(hid.len())]);
@@ -98,7 +98,8 @@ pub fn write(dir: &Path) -> Result<()> {
         }
     }
     let sups: Vec<&String> = {
-        let mut v: Vec<&String> = roles.iter().filter(|(_, r)| r.as_str() == "supervisor").map(|(n, _)| n).collect();
+        let mut v: Vec<&String> =
+            roles.iter().filter(|(_, r)| r.as_str() == "supervisor" || r.as_str() == "transport").map(|(n, _)| n).collect();
         v.sort_by(|a, b| spawned[*a].total_cmp(&spawned[*b]));
         v
     };
@@ -106,9 +107,10 @@ pub fn write(dir: &Path) -> Result<()> {
     for (i, s) in sups.iter().enumerate() {
         let y = TOP + 4.0 + i as f64 * sup_h;
         let (a, b) = (spawned[*s], exited.get(*s).copied().unwrap_or(t_end));
+        let fill = if roles[*s] == "transport" { "#bcd" } else { "#ddd" };
         let _ = writeln!(
             svg,
-            r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#ddd"><title>{s}: {:.3}s → {:.3}s</title></rect>"##,
+            r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{s}: {:.3}s → {:.3}s</title></rect>"##,
             x(a),
             (x(b) - x(a)).max(1.0),
             (sup_h - 1.0).max(1.0),
@@ -141,6 +143,22 @@ pub fn write(dir: &Path) -> Result<()> {
                 (sup_h - 1.0).max(1.0),
                 a - t0,
                 b - t0
+            );
+        }
+    }
+
+    // kills of supervisors and the transport server, on their rows
+    for e in h.events.iter().filter(|e| e.is_chaos() && e.op() == "fault" && e.s("signal") == Some("KILL") && e.s("kind") != Some("teardown")) {
+        let Some(v) = e.s("victim") else { continue };
+        if let Some(i) = sups.iter().position(|s| s.as_str() == v) {
+            let y = TOP + 4.0 + i as f64 * sup_h + sup_h / 2.0 + 4.0;
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{y:.1}" fill="{}" font-size="12" text-anchor="middle">×<title>{:.3}s {} {v}</title></text>"#,
+                x(e.t()),
+                if e.get("leader").and_then(Value::as_bool) == Some(true) { "#d22" } else { "#a55" },
+                e.t() - t0,
+                e.s("kind").unwrap_or("")
             );
         }
     }
