@@ -237,7 +237,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
             t.store_stalls, t.store_stall_s, t.store_stall_max_s
         );
     }
-    let _ = writeln!(s, "work redone per fault: at most {} uncommitted chunk(s) recorded (limit 1)", t.rework_max_chunks);
+    let _ = writeln!(s, "work redone per fault: at most {} chunk(s) a faulted worker computed but did not commit itself (limit 1)", t.rework_max_chunks);
     let _ = writeln!(s, "invariants:");
     if let Some(last) = rounds.last() {
         // names and descriptions from a round, counts from the totals
