@@ -274,3 +274,27 @@ fn two_holders_granted_the_same_fence_is_split_brain() {
     let v = violations(&s.check(), "fencing");
     assert!(v.iter().any(|m| m.contains("fence 2 granted to both")), "{v:#?}");
 }
+
+#[test]
+fn a_faulted_worker_whose_chunks_were_recomputed_counts_as_rework() {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 200);
+    let hid = s.hid.clone();
+    // w1 computed two more chunks whose checkpoints never committed (it kept going after failures)
+    for n in [LO + 300, LO + 400] {
+        s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n}));
+        s.line("w1", "checkpoint", "fail", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n, "error": "x"}));
+    }
+    s.line("chaos", "fault", "event", json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}));
+    s.orphan();
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 200, HI);
+    s.complete("w2", &mut c2);
+    let r = s.check();
+    let v = violations(&r, "rework");
+    assert!(v.iter().any(|m| m.contains("w1 computed 2 chunks")), "{v:#?}");
+    assert_eq!(r.rework_max_chunks, 2);
+}
