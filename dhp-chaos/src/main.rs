@@ -390,9 +390,12 @@ fn run(a: RunArgs) -> Result<i32> {
                     println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
                     println!("  replay: {}", r.replay);
                 } else if a.nightly && !a.keep_passing {
-                    for sub in ["store", "transport", "procs"] {
+                    // passing rounds keep their reports and timeline only (the history of
+                    // a long round is megabytes; a nightly runs dozens of rounds)
+                    for sub in ["store", "transport", "procs", "peer"] {
                         let _ = std::fs::remove_dir_all(dir.join(sub));
                     }
+                    let _ = std::fs::remove_file(dir.join("history.jsonl"));
                 }
                 reports.push(r);
                 if failed && a.nightly {
