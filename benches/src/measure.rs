@@ -285,6 +285,15 @@ pub fn machine(path: &Path) -> serde_json::Value {
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
+    let mhz = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split_once(':'))
+        .and_then(|(_, v)| v.trim().parse::<f64>().ok());
+    let model = match mhz {
+        Some(m) => format!("{model} @ {:.2} GHz", m / 1000.0),
+        None => model,
+    };
     let nproc = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
         .unwrap_or_default()

@@ -241,7 +241,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             Ok(())
         })?;
         let total = tx_rate * b as f64;
-        let label = format!("checkpoint_many, {b} handoffs per transaction");
+        let label = format!("checkpoint_many, {b} handoff{} per transaction", if b == 1 { "" } else { "s" });
         group.insert(format!("batch_{b}"), op(total, "ckpt/s", label.clone()));
         if total > best.0 {
             best = (total, label);
