@@ -190,7 +190,7 @@ fn top_mappings(pid: i32, n: usize) -> Vec<(i64, String)> {
         }
     }
     let mut v: Vec<(i64, String)> = by_name.into_iter().map(|(k, r)| (r, k)).collect();
-    v.sort_by(|a, b| b.0.cmp(&a.0));
+    v.sort_by_key(|m| std::cmp::Reverse(m.0));
     v.truncate(n);
     v
 }

@@ -384,6 +384,10 @@ pub fn clean_scratch(work: &Path) {
     }
 }
 
+/// Median raw fsync rate, median SQLite commit rate, and each depth's
+/// median checkpoint rate.
+pub type Interleaved = (f64, f64, Vec<(i64, f64)>);
+
 /// Beds with `depths` earlier checkpoints, then `rounds` rounds, each of
 /// `fsync_n` raw fsyncs followed by `iters` checkpoints on every bed (the
 /// bed order rotates from round to round), plus as many raw 1-row SQLite
@@ -395,7 +399,7 @@ pub fn interleaved_checkpoints(
     rounds: usize,
     iters: usize,
     fsync_n: usize,
-) -> Result<(f64, f64, Vec<(i64, f64)>)> {
+) -> Result<Interleaved> {
     // Each store's WAL is warmed on a second handoff (ref_bench.py does the same).
     let mut beds: Vec<CheckpointBed> =
         depths.iter().map(|&d| CheckpointBed::warmed(work, d, iters.min(300))).collect::<Result<_>>()?;
