@@ -265,24 +265,27 @@ impl Supervisor {
         }
         self.metrics.scans.fetch_add(1, Ordering::Relaxed);
         let mut actions = Vec::new();
-        let (expired, running, stalled, expired_approvals) = with_tx(self.store.as_ref(), Mode::Write, |tx| {
+        // One read transaction gathers the work (no write lock held while
+        // 10k envelopes are read); each action is then its own CAS.
+        let (expired, over_budget, stalled) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
             let t = now();
             let expired = tx.expired_leases(t)?;
-            let running = tx.hids_with_status("running")?;
-            let stalled =
-                tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
-            let n = tx.expire_approvals(t)?;
-            Ok((expired, running, stalled, n))
+            let mut over_budget = Vec::new();
+            for hid in tx.hids_with_status("running")? {
+                if budget_violation(&load(tx, &hid)?, t).is_some() {
+                    over_budget.push(hid);
+                }
+            }
+            let stalled = tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
+            Ok((expired, over_budget, stalled))
         })?;
+        let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
         for hid in &expired {
             actions.push(self.orphan(hid, OrphanReason::LeaseExpired, None)?);
         }
         actions.extend(self.dead_workers()?);
-        for hid in &running {
-            let env = with_tx(self.store.as_ref(), Mode::Read, |tx| load(tx, hid))?;
-            if budget_violation(&env, now()).is_some() {
-                actions.push(self.kill_on_budget(hid)?);
-            }
+        for hid in &over_budget {
+            actions.push(self.kill_on_budget(hid)?);
         }
         for hid in &stalled {
             actions.push(self.orphan(hid, OrphanReason::Stalled, None)?);

@@ -95,6 +95,24 @@ CREATE TABLE IF NOT EXISTS capability_audit (
 CREATE INDEX IF NOT EXISTS idx_cap_audit_hid ON capability_audit(hid);
 "#;
 
+/// How long a writer waits for the lock before `SQLITE_BUSY`, like the
+/// reference's 30 s timeout.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Busy handler: SQLite's default ladder sleeps 1, 2, 5, 10 … 100 ms
+/// between retries, so a loser of a short `BEGIN IMMEDIATE` race waits far
+/// longer than the winner's transaction. Poll every 100 µs for the first
+/// 10 ms, then every 1 ms, and give up after [`BUSY_TIMEOUT`].
+fn busy_wait(attempt: i32) -> bool {
+    const FINE: i32 = 100; // 100 × 100 µs = 10 ms
+    let waited_ms = if attempt < FINE { attempt as u64 / 10 } else { 10 + (attempt - FINE) as u64 };
+    if waited_ms >= BUSY_TIMEOUT.as_millis() as u64 {
+        return false;
+    }
+    std::thread::sleep(if attempt < FINE { Duration::from_micros(100) } else { Duration::from_millis(1) });
+    true
+}
+
 /// The file name inside a store root.
 pub const DB_FILE: &str = "dhp.sqlite3";
 
@@ -118,7 +136,7 @@ impl SqliteStore {
         std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
         let conn = Connection::open(root.join(DB_FILE))?;
-        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.busy_handler(Some(busy_wait))?;
         // Durable like the reference: WAL with a full sync at commit.
         conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
         conn.execute_batch("PRAGMA synchronous=FULL;")?;
