@@ -146,6 +146,8 @@ fn main() {
                 .unwrap_or_else(|e| fail(e));
             let r = measure::rate(1, reps, |_| sup.scan().map(drop)).unwrap_or_else(|e| fail(e));
             println!("{r:.2} scans/s over {n} running handoffs");
+            let d = measure::rate(1, reps, |_| sup.dead_workers().map(drop)).unwrap_or_else(|e| fail(e));
+            println!("  Supervisor::dead_workers alone (run every liveness poll between scans): {:.1} ms", 1e3 / d);
             let _ = std::fs::remove_dir_all(&root);
         }
         "ingest" => {
