@@ -80,6 +80,9 @@ pub struct Latencies {
     /// no supervisor killed within a leader TTL before or until the orphan,
     /// and no store stall in between. This is the detector's own latency.
     pub worker_kill_steady: Stats,
+    /// Injector SIGKILL of a lease-holding worker → the first checkpoint
+    /// committed by its successor (detection + provisioning + recover).
+    pub kill_to_resume: Stats,
     /// Why the other worker-kill samples were not steady state.
     pub disturbed_by: BTreeMap<String, usize>,
     /// Every measured fault: which one, and its kill → orphan latency.
@@ -264,6 +267,8 @@ struct Op {
 struct Orphan {
     t: f64,
     hid: String,
+    /// `lease-expired`, `worker-died` or `stalled` (builtin supervisors).
+    reason: Option<String>,
     previous_holder: Option<String>,
     previous_fence: Option<i64>,
     fence: Option<i64>,
@@ -340,6 +345,7 @@ fn index(h: &History) -> Index<'_> {
                     ix.orphans.push(Orphan {
                         t: e.t(),
                         hid: e.hid().unwrap_or("").into(),
+                        reason: e.s("reason").map(String::from),
                         previous_holder: e.s("previous_holder").map(String::from),
                         previous_fence: e.i("previous_fence"),
                         fence: e.i("fence"),
@@ -535,6 +541,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut transport = Invariant::new("transport", "the peer's transport log agrees with the store (identity, hashes, every committed seq present)");
     let mut rework_inv = Invariant::new("rework", "work redone per fault is at most one chunk");
     let mut detect = Invariant::new("detection", "every worker that died holding a lease was orphaned (or had completed)");
+    let mut false_orphans = Invariant::new("no-false-orphans", "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died");
 
     let mut checkpoints_total = 0u64;
     let mut completed = 0;
@@ -949,6 +956,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut pause_l = Vec::new();
     let mut fp_l = Vec::new();
     let mut leader_l = Vec::new();
+    let mut kill_resume = Vec::new();
     let mut faults_by_kind: BTreeMap<String, u64> = BTreeMap::new();
     let mut kills_by_role: BTreeMap<String, u64> = BTreeMap::new();
     let mut kills = 0u64;
@@ -1053,6 +1061,17 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     (_, "STOP") => pause_l.push(d),
                     (_, "KILL") => {
                         worker_kill.push(d);
+                        if let Some(r) = cx
+                            .ix
+                            .ops
+                            .iter()
+                            .filter(|o| o.hid == hid && o.op == "checkpoint" && o.ok == Some(true) && o.process != victim)
+                            .filter(|o| o.fence.is_some_and(|f| f > fence) && o.out_t.unwrap_or(o.invoke_t) >= t)
+                            .map(|o| o.out_t.unwrap_or(o.invoke_t))
+                            .reduce(f64::min)
+                        {
+                            kill_resume.push(r - t);
+                        }
                         let leader_up = leader_obs.iter().rev().find(|(lt, _)| *lt <= t).is_some_and(|(_, up)| *up);
                         let why = if stall_windows.iter().any(|(a, b)| *a < ot && *b > t) {
                             Some("store stalled by a stopped worker")
@@ -1101,6 +1120,41 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         detect.violations.push(format!("{u}: never orphaned and did not complete"));
     }
     lat.worker_kill = stats(worker_kill);
+    lat.kill_to_resume = stats(kill_resume);
+    // False orphans: a worker-died orphan whose holder had not been faulted
+    // and had not exited (its exit is reaped within milliseconds of death;
+    // allow 1 s for a loaded machine) — the liveness mechanism took a live
+    // worker's handoff. Lease-expired orphans of unfaulted workers are the
+    // lease working as designed (fenced), counted in a note.
+    let mut lease_orphans_of_unfaulted = 0usize;
+    for o in &cx.ix.orphans {
+        let Some(holder) = o.previous_holder.as_deref() else { continue };
+        if holder == ORPHANED {
+            continue;
+        }
+        let faulted = cx.ix.faults.iter().any(|f| f.s("victim") == Some(holder) && f.t() <= o.t + 0.001);
+        let exited = cx.ix.exits.get(holder).is_some_and(|et| *et <= o.t + 1.0);
+        match o.reason.as_deref() {
+            Some("worker-died") => {
+                false_orphans.checked += 1;
+                if !faulted && !exited {
+                    false_orphans.violations.push(format!(
+                        "{}: orphaned as worker-died from {holder} (fence {:?}) by {}, but {holder} was neither faulted nor exited",
+                        short(&o.hid),
+                        o.previous_fence,
+                        o.supervisor
+                    ));
+                }
+            }
+            Some("lease-expired") if !faulted && !exited => lease_orphans_of_unfaulted += 1,
+            _ => {}
+        }
+    }
+    if lease_orphans_of_unfaulted > 0 {
+        false_orphans.notes.push(format!(
+            "{lease_orphans_of_unfaulted} lease-expired orphan(s) of workers that were never faulted (a lease missed under load: fenced, not a violation)"
+        ));
+    }
     lat.worker_kill_steady = stats(steady);
     let store_stalls = Stalls {
         n: stall_windows.len(),
@@ -1234,7 +1288,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     if history.malformed > 0 {
         fencing.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
     }
-    let invariants = vec![outcome, result, once, chain, fencing, zombie_inv, transport, rework_inv, detect];
+    let invariants = vec![outcome, result, once, chain, fencing, zombie_inv, transport, rework_inv, detect, false_orphans];
     let held = invariants.iter().all(Invariant::held);
     Ok(RoundReport {
         dir: dir.display().to_string(),

@@ -41,6 +41,7 @@ pub struct Totals {
     pub zombies_wrote: u64,
     pub detection_worker_kill: Stats,
     pub detection_worker_kill_steady: Stats,
+    pub kill_to_resume: Stats,
     pub disturbed_by: BTreeMap<String, usize>,
     pub store_stalls: usize,
     pub store_stall_s: f64,
@@ -77,6 +78,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         zombies_wrote: 0,
         detection_worker_kill: Stats::default(),
         detection_worker_kill_steady: Stats::default(),
+        kill_to_resume: Stats::default(),
         disturbed_by: BTreeMap::new(),
         store_stalls: 0,
         store_stall_s: 0.0,
@@ -91,6 +93,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         unexplained: 0,
     };
     let (mut wk, mut pa, mut fp, mut lf, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut kr = Vec::new();
     let mut inv: BTreeMap<String, (u64, usize, usize)> = BTreeMap::new();
     for r in rounds {
         t.handoffs += r.handoffs;
@@ -112,6 +115,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.zombies_wrote += r.zombies.wrote;
         wk.extend(&r.latencies.worker_kill.samples);
         st.extend(&r.latencies.worker_kill_steady.samples);
+        kr.extend(&r.latencies.kill_to_resume.samples);
         for (k, v) in &r.latencies.disturbed_by {
             *t.disturbed_by.entry(k.clone()).or_default() += v;
         }
@@ -135,10 +139,11 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
     t.kills_per_min = if t.fault_phase_s > 0.0 { t.kills as f64 * 60.0 / t.fault_phase_s } else { 0.0 };
     t.detection_worker_kill = stats(wk);
     t.detection_worker_kill_steady = stats(st);
+    t.kill_to_resume = stats(kr);
     t.detection_pause = stats(pa);
     t.detection_failpoint = stats(fp);
     t.leader_failover = stats(lf);
-    for s in [&mut t.detection_worker_kill, &mut t.detection_worker_kill_steady, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
+    for s in [&mut t.detection_worker_kill, &mut t.detection_worker_kill_steady, &mut t.kill_to_resume, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
         s.samples.clear();
     }
     t.invariants = inv
@@ -227,6 +232,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
             t.disturbed_by.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
         }
     );
+    let _ = writeln!(s, "  worker SIGKILL → successor's first checkpoint {}", lat(&t.kill_to_resume));
     let _ = writeln!(s, "  worker SIGSTOP → orphan   {}", lat(&t.detection_pause));
     let _ = writeln!(s, "  failpoint death → orphan  {}", lat(&t.detection_failpoint));
     let _ = writeln!(s, "  leader SIGKILL → new leader {}", lat(&t.leader_failover));

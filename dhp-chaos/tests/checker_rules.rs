@@ -298,3 +298,34 @@ fn a_faulted_worker_whose_chunks_were_recomputed_counts_as_rework() {
     assert!(v.iter().any(|m| m.contains("w1 computed 2 chunks")), "{v:#?}");
     assert_eq!(r.rework_max_chunks, 2);
 }
+
+/// w1 holds the handoff; the supervisor orphans it as `worker-died`.
+fn worker_died_orphan(s: &mut Synth, faulted: bool) -> RoundReport {
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 200);
+    if faulted {
+        let hid = s.hid.clone();
+        s.line("chaos", "fault", "event", json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1",
+                                                  "victim_pid": 1234, "role": "worker", "hid": hid}));
+    }
+    let sup = Supervisor::open(s.dir.join("store"), "sup1", Config::default()).unwrap();
+    let a = sup.orphan(&s.hid, dhp_core::supervisor::OrphanReason::WorkerDied, Some(("w1", c1.fence()))).unwrap();
+    assert_eq!(a["action"], "orphaned");
+    s.line("sup1", "supervise", "ok", a);
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 200, HI);
+    s.complete("w2", &mut c2);
+    s.check()
+}
+
+#[test]
+fn a_worker_died_orphan_of_a_live_worker_is_a_false_orphan() {
+    let r = worker_died_orphan(&mut Synth::new(), false);
+    let v = violations(&r, "no-false-orphans");
+    assert_eq!(v.len(), 1, "{:#?}", all_violations(&r));
+    assert!(v[0].contains("neither faulted nor exited"), "{v:?}");
+    let r = worker_died_orphan(&mut Synth::new(), true);
+    assert!(violations(&r, "no-false-orphans").is_empty(), "{:#?}", all_violations(&r));
+}
