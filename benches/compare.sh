@@ -7,6 +7,8 @@
 #   benches/compare.sh            full run (several minutes), updates RESULTS.md
 #   benches/compare.sh --quick    smoke run with tiny sizes (seconds), no RESULTS.md
 #   benches/compare.sh --no-write full run, table on stdout only
+#   benches/compare.sh --report-only   re-render the last run's results (same
+#                                 numbers, current report code) into RESULTS.md
 #
 # Both sides run on the same machine, on the same file system (scratch under
 # target/bench-compare), on the same fixtures: the ingest log and the scan
@@ -19,11 +21,13 @@ cd "$REPO"
 
 QUICK=""
 WRITE=1
+REPORT_ONLY=0
 for arg in "$@"; do
     case "$arg" in
         --quick) QUICK="--quick"; WRITE=0 ;;
         --no-write) WRITE=0 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --report-only) REPORT_ONLY=1 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
@@ -31,12 +35,26 @@ done
 PY="$(bash scripts/setup.sh | tail -n 1)"
 echo "compare.sh: building (release)" >&2
 cargo build --release -p dhp-benches --bin dhp-bench >&2
-cargo build --release -p dhp-core --bin dhp >&2
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 BIN="$TARGET_DIR/release/dhp-bench"
 DHP="$TARGET_DIR/release/dhp"
-
 DIR="$TARGET_DIR/bench-compare"
+
+render() {
+    "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
+        --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" --command "$1" > "$DIR/table.md"
+}
+
+if [ "$REPORT_ONLY" = 1 ]; then
+    [ -f "$DIR/header.md" ] && [ -f "$DIR/ours.json" ] || { echo "compare.sh: no full run in $DIR to re-render" >&2; exit 1; }
+    render "benches/compare.sh"
+    cat "$DIR/header.md" "$DIR/table.md" > "$REPO/benches/RESULTS.md"
+    cat "$DIR/table.md"
+    echo "compare.sh: re-rendered benches/RESULTS.md from $DIR" >&2
+    exit 0
+fi
+
+cargo build --release -p dhp-core --bin dhp >&2
 rm -rf "$DIR"
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
@@ -56,22 +74,21 @@ settle
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
-"$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
-    --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" --command "$CMD" > "$DIR/table.md"
+render "$CMD"
 cat "$DIR/table.md"
 
 if [ "$WRITE" = 1 ]; then
+    DIRTY="$(git status --porcelain --untracked-files=no | wc -l | tr -d ' ')"
     {
         echo "# dhp-rs vs dhp-protocol 1.3.0 — benchmark results"
         echo
-        DIRTY="$(git status --porcelain --untracked-files=no | wc -l | tr -d ' ')"
         echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on the work tree at commit $(git rev-parse --short HEAD)" \
              "($DIRTY tracked files modified) by \`benches/compare.sh\`:"
         echo "each number below comes from that one run (raw JSON: target/bench-compare/*.json)."
         echo "Rates are operations per second, higher is better; durable operations commit to SQLite"
         echo "(WAL, synchronous=FULL) on both sides. See benches/README.md for what each row measures."
         echo
-        cat "$DIR/table.md"
-    } > "$REPO/benches/RESULTS.md"
+    } > "$DIR/header.md"
+    cat "$DIR/header.md" "$DIR/table.md" > "$REPO/benches/RESULTS.md"
     echo "compare.sh: wrote benches/RESULTS.md" >&2
 fi

@@ -148,9 +148,10 @@ pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
         (rate(ours, "lock_race_default"), rate(ours, "lock_race_fine"), rate(ours, "recover_race"))
     {
         out.push(format!(
-            "Recover races are bounded by SQLite's busy-wait ladder (1, 2, 5, 10 … ms sleeps) that every loser of \
-             BEGIN IMMEDIATE goes through: the bare CAS in raw SQL manages {} races/s with it and {} with a 100 µs busy \
-             handler; dhp-core's recover does {}.",
+            "A recover race ends when the last loser of BEGIN IMMEDIATE has had the lock, so it is decided by how \
+             waiters poll for it: the bare CAS in raw SQL completes {} races/s with SQLite's busy_timeout (sleeps of \
+             1, 2, 5, 10 … ms) and {} with a 100 µs busy handler; dhp-core's recover (full protocol, own connection \
+             per racer) completes {}.",
             fmt_num(a),
             fmt_num(b),
             fmt_num(o)
