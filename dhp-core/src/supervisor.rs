@@ -125,7 +125,9 @@ impl Supervisor {
             let mine = match &cur {
                 None => true,
                 Some(l) if l.holder == self.id => true,
-                Some(l) => l.expires_at < t,
+                // Expired, or the leader process died on this host (its
+                // liveness token dropped): take over without waiting.
+                Some(l) => l.expires_at < t || self.root.as_deref().is_some_and(|r| liveness::is_dead(r, &l.holder)),
             };
             if mine {
                 tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
@@ -138,6 +140,17 @@ impl Supervisor {
             tracing::info!(supervisor = %self.id, "became leader");
         }
         Ok(leader)
+    }
+
+    /// Cheap read for followers: the leader's lease expired or its process
+    /// died on this host, so a takeover attempt is worth a write.
+    pub fn leader_gone(&self) -> Result<bool> {
+        let l = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.leadership())?;
+        Ok(match l {
+            None => true,
+            Some(l) if l.holder == self.id => false,
+            Some(l) => l.expires_at < now() || self.root.as_deref().is_some_and(|r| liveness::is_dead(r, &l.holder)),
+        })
     }
 
     /// Give up leadership (clean shutdown), so a standby takes over at once.
@@ -321,7 +334,9 @@ impl Supervisor {
     /// Scan every `supervisor_scan_s` until `duration` elapses or `stop` is
     /// set; the scan in flight finishes first. Between scans the leader
     /// polls liveness tokens every `liveness_poll` so a dead worker on this
-    /// host is orphaned within milliseconds. On return, leadership is
+    /// host is orphaned within milliseconds, and followers poll the leader's
+    /// token so a dead leader is replaced as fast. The supervisor publishes
+    /// its own token for as long as it watches. On return, leadership is
     /// resigned.
     pub fn watch(
         &self,
@@ -334,9 +349,16 @@ impl Supervisor {
         let poll = liveness::poll_interval();
         let mut all = Vec::new();
         let mut next_scan = Instant::now();
+        let _token = match &self.root {
+            Some(root) => liveness::publish(root, &self.id)
+                .map_err(|e| tracing::warn!(error = %e, "supervising without a liveness token (TTL-only failover)"))
+                .ok(),
+            None => None,
+        };
         while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
             let now_i = Instant::now();
-            let res = if now_i >= next_scan {
+            let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
+            let res = if due {
                 next_scan = now_i + scan_every;
                 self.scan()
             } else if self.is_leader() {

@@ -112,3 +112,35 @@ fn worker_without_a_token_keeps_the_lease_path() {
     let _ = sup.kill();
     let _ = sup.wait();
 }
+
+#[test]
+fn a_killed_leader_is_replaced_long_before_its_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let r = Runner::open(root, "observer", Config::default()).unwrap();
+    let sup = |id: &str| {
+        Command::new(dhp_bin())
+            .args(["supervisor", root, id, "60"])
+            .env("DHP_LEADER_TTL_S", "30")
+            .env("DHP_SUPERVISOR_SCAN_S", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = sup("sup-a");
+    assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-a")));
+    let mut b = sup("sup-b");
+    std::thread::sleep(Duration::from_millis(300)); // b is a follower now
+    assert_eq!(dhp_core::testing::leader(&r).unwrap().unwrap().holder, "sup-a");
+    a.kill().unwrap();
+    let t0 = Instant::now();
+    a.wait().unwrap();
+    assert!(
+        wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-b")),
+        "the follower did not take over within 10 s (TTL is 30 s)"
+    );
+    eprintln!("leader kill -9 → new leader in {:?}", t0.elapsed());
+    kill(Pid::from_raw(b.id() as i32), Signal::SIGTERM).unwrap();
+    assert!(b.wait().unwrap().success());
+}
