@@ -41,8 +41,10 @@ DHP="$TARGET_DIR/release/dhp"
 DIR="$TARGET_DIR/bench-compare"
 
 render() {
+    local min=()
+    [ -f "$DIR/rss-ours-min.json" ] && min=(--rss-ours-min "$DIR/rss-ours-min.json")
     "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
-        --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" --command "$1" > "$DIR/table.md"
+        --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -55,6 +57,8 @@ if [ "$REPORT_ONLY" = 1 ]; then
 fi
 
 cargo build --release -p dhp-core --bin dhp >&2
+# The size-optimized deployment build of the worker, for the RSS row.
+cargo build --profile min-size -p dhp-core --bin dhp >&2
 rm -rf "$DIR"
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
@@ -71,6 +75,7 @@ settle
 "$BIN" run --dir "$DIR" $QUICK --out "$DIR/ours.json"
 settle
 "$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
+"$BIN" rss --dhp "$TARGET_DIR/min-size/dhp" --dir "$DIR/work" --out "$DIR/rss-ours-min.json"
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"

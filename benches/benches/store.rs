@@ -61,7 +61,7 @@ fn dispatch_claim(c: &mut Criterion) {
         b.iter(|| {
             let envs: Vec<_> = (next..next + batch).map(|i| fixture::sdk_envelope(i).unwrap()).collect();
             next += batch;
-            for h in group::dispatch_many(r.store().as_ref(), &cfg, &envs).unwrap() {
+            for h in group::dispatch_many(&r, &envs).unwrap() {
                 made.push(h.unwrap());
             }
         })
@@ -72,7 +72,7 @@ fn dispatch_claim(c: &mut Criterion) {
             next += iters * batch;
             let t = Instant::now();
             for c in hids.chunks(batch as usize) {
-                for f in group::claim_many(r.store().as_ref(), &cfg, "w1", c).unwrap() {
+                for f in group::claim_many(&r, "w1", c).unwrap() {
                     f.unwrap();
                 }
             }

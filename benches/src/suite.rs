@@ -193,7 +193,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
             let envs: Vec<Value> = (next..next + b as u64).map(fixture::sdk_envelope).collect::<Result<_>>()?;
             next += b as u64;
-            for h in group::dispatch_many(r0.store().as_ref(), &cfg, &envs)? {
+            for h in group::dispatch_many(&r0, &envs)? {
                 made.push(h?);
             }
             Ok(())
@@ -202,7 +202,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let mut chunks = made.chunks(b);
         let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
             let c = chunks.next().expect("enough dispatched handoffs");
-            for f in group::claim_many(r0.store().as_ref(), &cfg, "w1", c)? {
+            for f in group::claim_many(&r0, "w1", c)? {
                 f?;
             }
             Ok(())

@@ -83,7 +83,7 @@ fn quick_comparison_runs_end_to_end() {
             "--rss-ref", &p("rss-ref.json"), "--machine", &p("machine.json"), "--command", "smoke",
         ],
     );
-    for needle in ["| checkpoint, 100 earlier |", "| ingest, 10k-line log |", "### Targets", "| worker peak RSS |", "### Machine"] {
+    for needle in ["| checkpoint, 100 earlier |", "| ingest, 10k-line log |", "### Targets", "| worker peak RSS (release build) |", "### Machine"] {
         assert!(table.contains(needle), "report lacks {needle:?}:\n{table}");
     }
     eprintln!("smoke: comparison ran in {:.1}s", t0.elapsed().as_secs_f64());

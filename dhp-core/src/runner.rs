@@ -153,29 +153,7 @@ impl Runner {
     /// Inside a transaction: the presented token is the current owner, its
     /// lease is live and the handoff is running.
     fn check_owner(&self, tx: &mut dyn Tx, hid: &str, fence: i64) -> Result<()> {
-        let own = tx.ownership(hid)?;
-        match &own {
-            Some(o) if o.holder == self.id && o.fence == fence => {
-                let t = now();
-                if o.lease_expires_at < t {
-                    return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
-                }
-            }
-            _ => {
-                return Err(Error::StaleFence {
-                    hid: hid.to_string(),
-                    holder: self.id.clone(),
-                    presented: fence,
-                    current: own.as_ref().map(|o| o.fence),
-                    current_holder: own.map(|o| o.holder),
-                })
-            }
-        }
-        match tx.status(hid)? {
-            None => Err(Error::UnknownHandoff { hid: hid.to_string() }),
-            Some(s) if s == "running" => Ok(()),
-            Some(s) => Err(state_err(hid, "write", format!("not running (status={s})"))),
-        }
+        check_owner_as(tx, &self.id, hid, fence)
     }
 
     // ---- lifecycle ----
@@ -183,11 +161,7 @@ impl Runner {
     /// Accept an envelope: identity and input binding verified, status
     /// pending. Re-dispatching the same envelope returns its id unchanged.
     pub fn dispatch(&self, env: &Value) -> Result<String> {
-        let hid = envelope::verify(env)?;
-        if envelope::status(env) != "pending" {
-            return Err(state_err(&hid, "dispatch", "envelope not pending"));
-        }
-        let text = envelope_text(env, &self.cfg)?;
+        let (hid, text) = prepare_dispatch(env, &self.cfg)?;
         self.write(|tx| {
             tx.insert_envelope(&hid, &text, now())?;
             Ok(())
@@ -196,43 +170,58 @@ impl Runner {
         Ok(hid)
     }
 
+    /// Dispatch several envelopes in one transaction (one fsync for all).
+    /// Each gets its own id or its own error; `Err` only when the
+    /// transaction as a whole failed, and then nothing was stored.
+    pub fn dispatch_many(&self, envs: &[Value]) -> Result<Vec<Result<String>>> {
+        let prepared: Vec<Result<(String, String)>> = envs.iter().map(|e| prepare_dispatch(e, &self.cfg)).collect();
+        let mut out = Vec::with_capacity(envs.len());
+        self.store.transact(Mode::Write, &mut |tx| {
+            out.clear();
+            for p in &prepared {
+                out.push(match p {
+                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now()).map(|_| hid.clone())),
+                    Err(_) => None,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(merge(prepared, out))
+    }
+
     /// Claim a pending handoff: ownership row with fence 0, status running.
     pub fn claim(&self, hid: &str) -> Result<TaskContext> {
         check_hid(hid)?;
-        let cfg = &self.cfg;
-        let (fence, env) = self.write(|tx| {
-            let mut env = load(tx, hid)?;
-            let st = envelope::status(&env).to_string();
-            if st != "pending" {
-                return Err(state_err(hid, "claim", format!("status is {st}")));
-            }
-            let t = now();
-            let own = Ownership {
-                hid: hid.to_string(),
-                holder: self.id.clone(),
-                fence: 0,
-                lease_expires_at: t + cfg.lease_ttl_s(),
-                heartbeat_interval_s: cfg.lease_interval_s,
-                max_missed: cfg.lease_max_missed,
-            };
-            if !tx.insert_ownership(&own, t)? {
-                return Err(Error::OwnershipLost { hid: hid.to_string(), reason: "claim race lost".into() });
-            }
-            let ex = exec_mut(&mut env)?;
-            ex.insert("status".into(), json!("running"));
-            ex.insert("runner_id".into(), json!(self.id));
-            ex.insert("claimed_at".into(), json::float(t));
-            ex.insert("fence".into(), json!(0));
-            ex.entry("steps").or_insert(json!(0));
-            ex.entry("spend_usd").or_insert(json::float(0.0));
-            save(tx, hid, &env, cfg)?;
-            Ok((0, env))
-        })?;
+        let env = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid))?;
         if let Some(reason) = budget_violation(&env, now()) {
             return Err(Error::BudgetExceeded { hid: hid.to_string(), reason });
         }
-        tracing::info!(hid = &hid[..12], runner = %self.id, fence, "claim");
-        Ok(TaskContext::new(self.clone(), hid, fence))
+        tracing::info!(hid = &hid[..12], runner = %self.id, fence = 0, "claim");
+        Ok(TaskContext::new(self.clone(), hid, 0))
+    }
+
+    /// Claim several pending handoffs in one transaction (one fsync for
+    /// all), each with the writes and checks of [`Runner::claim`].
+    pub fn claim_many(&self, hids: &[String]) -> Result<Vec<Result<TaskContext>>> {
+        let mut envs = Vec::with_capacity(hids.len());
+        self.store.transact(Mode::Write, &mut |tx| {
+            envs.clear();
+            for hid in hids {
+                envs.push(check_hid(hid).map(|_| ()).and_then(|()| claim_in(tx, &self.cfg, &self.id, hid)));
+            }
+            Ok(())
+        })?;
+        Ok(hids
+            .iter()
+            .zip(envs)
+            .map(|(hid, env)| {
+                let env = env?;
+                match budget_violation(&env, now()) {
+                    Some(reason) => Err(Error::BudgetExceeded { hid: hid.clone(), reason }),
+                    None => Ok(TaskContext::new(self.clone(), hid, 0)),
+                }
+            })
+            .collect())
     }
 
     /// Recover an orphaned handoff: CAS on the observed fence, so of N
@@ -311,37 +300,7 @@ impl Runner {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        let cfg = &self.cfg;
-        let (seq, env) = self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
-            let seq = tx.next_seq(hid)?;
-            if seq >= cfg.max_checkpoints_per_handoff {
-                let limit = cfg.max_checkpoints_per_handoff as usize;
-                return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit });
-            }
-            let row = CheckpointRow { seq, state_json: text.clone(), state_hash: hash.clone(), at: utcnow_iso() };
-            if !tx.insert_checkpoint(hid, &row)? {
-                return Err(Error::OwnershipLost { hid: hid.to_string(), reason: format!("checkpoint seq {seq} taken") });
-            }
-            let t = now();
-            // A checkpoint resets the stall clock and the digest counter.
-            let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
-            tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
-            let mut env = None;
-            if steps > 0 {
-                let mut e = load(tx, hid)?;
-                let ex = exec_mut(&mut e)?;
-                let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
-                ex.insert("steps".into(), json!(s));
-                save(tx, hid, &e, cfg)?;
-                let mut own = tx.ownership(hid)?.expect("checked above");
-                own.lease_expires_at = t + own.heartbeat_interval_s * own.max_missed as f64;
-                tx.update_ownership(&own, t)?;
-                env = Some(e);
-            }
-            failpoint::hit("checkpoint.in_tx");
-            Ok((seq, env))
-        })?;
+        let (seq, env) = self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, now()));
         Ok(Step { hid: hid.to_string(), seq, over_budget })
     }
@@ -786,6 +745,167 @@ impl Runner {
         check_hid(hid)?;
         Ok(TaskContext::new(self.clone(), hid, fence))
     }
+}
+
+/// Inside a transaction: `(holder, fence)` is the current owner, its lease
+/// is live and the handoff is running.
+fn check_owner_as(tx: &mut dyn Tx, holder: &str, hid: &str, fence: i64) -> Result<()> {
+    let own = tx.ownership(hid)?;
+    match &own {
+        Some(o) if o.holder == holder && o.fence == fence => {
+            let t = now();
+            if o.lease_expires_at < t {
+                return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
+            }
+        }
+        _ => {
+            return Err(Error::StaleFence {
+                hid: hid.to_string(),
+                holder: holder.to_string(),
+                presented: fence,
+                current: own.as_ref().map(|o| o.fence),
+                current_holder: own.map(|o| o.holder),
+            })
+        }
+    }
+    match tx.status(hid)? {
+        None => Err(Error::UnknownHandoff { hid: hid.to_string() }),
+        Some(s) if s == "running" => Ok(()),
+        Some(s) => Err(state_err(hid, "write", format!("not running (status={s})"))),
+    }
+}
+
+/// Verify an envelope for dispatch and render its store text (outside any
+/// transaction).
+fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(String, String)> {
+    let hid = envelope::verify(env)?;
+    if envelope::status(env) != "pending" {
+        return Err(state_err(&hid, "dispatch", "envelope not pending"));
+    }
+    Ok((hid.clone(), envelope_text(env, cfg)?))
+}
+
+/// The claim CAS inside a transaction; returns the claimed envelope.
+fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<Value> {
+    let mut env = load(tx, hid)?;
+    let st = envelope::status(&env).to_string();
+    if st != "pending" {
+        return Err(state_err(hid, "claim", format!("status is {st}")));
+    }
+    let t = now();
+    let own = Ownership {
+        hid: hid.to_string(),
+        holder: holder.to_string(),
+        fence: 0,
+        lease_expires_at: t + cfg.lease_ttl_s(),
+        heartbeat_interval_s: cfg.lease_interval_s,
+        max_missed: cfg.lease_max_missed,
+    };
+    if !tx.insert_ownership(&own, t)? {
+        return Err(Error::OwnershipLost { hid: hid.to_string(), reason: "claim race lost".into() });
+    }
+    let ex = exec_mut(&mut env)?;
+    ex.insert("status".into(), json!("running"));
+    ex.insert("runner_id".into(), json!(holder));
+    ex.insert("claimed_at".into(), json::float(t));
+    ex.insert("fence".into(), json!(0));
+    ex.entry("steps").or_insert(json!(0));
+    ex.entry("spend_usd").or_insert(json::float(0.0));
+    save(tx, hid, &env, cfg)?;
+    Ok(env)
+}
+
+/// The checkpoint append inside a transaction (see
+/// [`Runner::checkpoint_step`]); returns the seq and, when steps were
+/// counted, the updated envelope for the budget check.
+#[allow(clippy::too_many_arguments)]
+fn append_checkpoint(
+    tx: &mut dyn Tx,
+    cfg: &Config,
+    holder: &str,
+    hid: &str,
+    fence: i64,
+    text: &str,
+    hash: &str,
+    steps: i64,
+) -> Result<(i64, Option<Value>)> {
+    check_owner_as(tx, holder, hid, fence)?;
+    let seq = tx.next_seq(hid)?;
+    if seq >= cfg.max_checkpoints_per_handoff {
+        let limit = cfg.max_checkpoints_per_handoff as usize;
+        return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit });
+    }
+    let row = CheckpointRow { seq, state_json: text.to_string(), state_hash: hash.to_string(), at: utcnow_iso() };
+    if !tx.insert_checkpoint(hid, &row)? {
+        return Err(Error::OwnershipLost { hid: hid.to_string(), reason: format!("checkpoint seq {seq} taken") });
+    }
+    let t = now();
+    // A checkpoint resets the stall clock and the digest counter.
+    let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
+    tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
+    let mut env = None;
+    if steps > 0 {
+        let mut e = load(tx, hid)?;
+        let ex = exec_mut(&mut e)?;
+        let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
+        ex.insert("steps".into(), json!(s));
+        save(tx, hid, &e, cfg)?;
+        let mut own = tx.ownership(hid)?.expect("checked above");
+        own.lease_expires_at = t + own.heartbeat_interval_s * own.max_missed as f64;
+        tx.update_ownership(&own, t)?;
+        env = Some(e);
+    }
+    failpoint::hit("checkpoint.in_tx");
+    Ok((seq, env))
+}
+
+/// One checkpoint of a batch: who presents which token for which handoff.
+#[derive(Debug, Clone)]
+pub struct CheckpointItem {
+    pub hid: String,
+    pub holder: String,
+    pub fence: i64,
+    pub state: Value,
+}
+
+/// Group commit: append one checkpoint per item — of any handoffs and
+/// holders — in ONE write transaction, hence one fsync. Each item gets the
+/// checks of [`Runner::checkpoint`] and its own seq or error; `Err` only
+/// when the transaction as a whole failed (then nothing was written).
+pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
+    // Hash outside the write lock, as Runner::checkpoint does.
+    let prepared: Vec<Result<(String, String)>> = items
+        .iter()
+        .map(|it| check_hid(&it.hid).map(|_| ()).and_then(|()| checked_state(&it.state, cfg)))
+        .collect();
+    let mut out = Vec::with_capacity(items.len());
+    store.transact(Mode::Write, &mut |tx| {
+        out.clear();
+        for (it, p) in items.iter().zip(&prepared) {
+            out.push(match p {
+                Ok((text, hash)) => {
+                    Some(append_checkpoint(tx, cfg, &it.holder, &it.hid, it.fence, text, hash, 0).map(|(seq, _)| seq))
+                }
+                Err(_) => None,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(merge(prepared, out))
+}
+
+/// Per-item results of a batch: an item refused before the transaction
+/// keeps its own (typed) error, the others their outcome inside it.
+fn merge<P, R>(prepared: Vec<Result<P>>, done: Vec<Option<Result<R>>>) -> Vec<Result<R>> {
+    prepared
+        .into_iter()
+        .zip(done)
+        .map(|(p, d)| match (p, d) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(r)) => r,
+            (Ok(_), None) => unreachable!("every prepared item has an outcome"),
+        })
+        .collect()
 }
 
 /// Fill `execution.checkpoints` from the rows, as the reference does.

@@ -197,3 +197,32 @@ fn approvals_fail_closed_until_decided() {
     assert!(!r.decide_approval(&approval_id, true).unwrap(), "an expired approval cannot be approved later");
     assert_eq!(r.status(&hid).unwrap()["approvals"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn batches_share_one_transaction_and_keep_per_item_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Runner::open(dir.path(), "w", Config::default()).unwrap();
+    let mk = |n: i64| envelope::build("t", json!({"inline": {"n": n}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default()).unwrap();
+    let mut tampered = mk(99);
+    tampered["task"]["inputs"]["inline"]["n"] = json!(100);
+    let ids = r.dispatch_many(&[mk(1), tampered, mk(2)]).unwrap();
+    assert!(ids[0].is_ok() && ids[2].is_ok());
+    assert_eq!(ids[1].as_ref().unwrap_err().kind(), "TamperError", "the item keeps its typed error");
+    let hids: Vec<String> = vec![ids[0].as_ref().unwrap().clone(), "0".repeat(64), ids[2].as_ref().unwrap().clone()];
+    let ctxs = r.claim_many(&hids).unwrap();
+    assert_eq!(ctxs[1].as_ref().unwrap_err().kind(), "UnknownHandoff");
+    let (a, b) = (ctxs[0].as_ref().unwrap(), ctxs[2].as_ref().unwrap());
+    let items = vec![
+        dhp_core::runner::CheckpointItem { hid: a.hid().into(), holder: "w".into(), fence: 0, state: json!({"s": 1}) },
+        dhp_core::runner::CheckpointItem { hid: b.hid().into(), holder: "w".into(), fence: 7, state: json!({"s": 1}) },
+        dhp_core::runner::CheckpointItem { hid: b.hid().into(), holder: "w".into(), fence: 0, state: json!([1]) },
+        dhp_core::runner::CheckpointItem { hid: a.hid().into(), holder: "w".into(), fence: 0, state: json!({"s": 2}) },
+    ];
+    let seqs = dhp_core::runner::checkpoint_many(r.store().as_ref(), &Config::default(), &items).unwrap();
+    assert_eq!(seqs[0].as_ref().unwrap(), &0);
+    assert_eq!(seqs[1].as_ref().unwrap_err().kind(), "FencingError");
+    assert_eq!(seqs[2].as_ref().unwrap_err().kind(), "ValidationError");
+    assert_eq!(seqs[3].as_ref().unwrap(), &1);
+    assert_eq!(r.checkpoints(a.hid()).unwrap().len(), 2);
+    assert!(r.checkpoints(b.hid()).unwrap().is_empty());
+}

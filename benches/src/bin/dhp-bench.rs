@@ -5,7 +5,7 @@
 //! dhp-bench run --dir D [--quick] --out F   measure dhp-core, write JSON results
 //! dhp-bench rss --dhp BIN --dir D --out F   peak RSS of `dhp work` on a census handoff
 //! dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
-//! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--command C]
+//! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
@@ -244,7 +244,11 @@ fn main() {
             let ours_rss = read_json(&a.path("--rss-ours"));
             let ref_rss = read_json(&a.path("--rss-ref"));
             let census = ours_rss.get("census").or_else(|| ref_rss.get("census")).cloned().unwrap_or(Value::Null);
-            let rss = json!({"ours": ours_rss, "reference": ref_rss, "census": census});
+            let mut rss = json!({"ours": ours_rss, "reference": ref_rss, "census": census});
+            // The size-optimized deployment build (`--profile min-size`), when measured.
+            if let Some(p) = a.opt("--rss-ours-min") {
+                rss["ours_min_size"] = read_json(std::path::Path::new(&p));
+            }
             let machine = read_json(&a.path("--machine"));
             let command = a.opt("--command").unwrap_or_else(|| "benches/compare.sh".into());
             print!("{}", report::markdown(&ours, &reference, &rss, &machine, &command));
