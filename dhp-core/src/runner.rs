@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::json;
 use crate::store::{
-    with_tx, Approval, Backend, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress, SqliteStore, Tx,
+    with_tx, Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress, SqliteStore, Tx,
 };
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -85,27 +85,41 @@ pub fn checked_state(state: &Value, cfg: &Config) -> Result<(String, String)> {
 
 /// Budget check of the reference (`_check_budget`); `None` when within.
 pub fn budget_violation(env: &Value, at: f64) -> Option<String> {
-    let ex = env.get("execution")?;
-    let steps = ex.get("steps").and_then(Value::as_f64).unwrap_or(0.0);
-    let spend = ex.get("spend_usd").and_then(Value::as_f64).unwrap_or(0.0);
-    let claimed = ex.get("claimed_at").and_then(Value::as_f64).unwrap_or(at);
-    let mut reasons = Vec::new();
-    if let Some(max) = envelope::budget_f64(env, "max_steps") {
-        if steps > max {
+    env.get("execution")?;
+    BudgetUsage::of_envelope(env).violation(at)
+}
+
+impl BudgetUsage {
+    /// Read usage and caps from an envelope.
+    pub fn of_envelope(env: &Value) -> Self {
+        let ex = |k: &str| env.pointer(&format!("/execution/{k}")).and_then(Value::as_f64);
+        BudgetUsage {
+            hid: env.get("handoff_id").and_then(Value::as_str).unwrap_or_default().to_string(),
+            steps: ex("steps"),
+            spend_usd: ex("spend_usd"),
+            claimed_at: ex("claimed_at"),
+            max_steps: envelope::budget_f64(env, "max_steps"),
+            max_spend_usd: envelope::budget_f64(env, "max_spend_usd"),
+            max_wallclock_s: envelope::budget_f64(env, "max_wallclock_s"),
+        }
+    }
+
+    /// Why the usage is over budget at time `at`, or `None`.
+    pub fn violation(&self, at: f64) -> Option<String> {
+        let (steps, spend) = (self.steps.unwrap_or(0.0), self.spend_usd.unwrap_or(0.0));
+        let claimed = self.claimed_at.unwrap_or(at);
+        let mut reasons = Vec::new();
+        if let Some(max) = self.max_steps.filter(|m| steps > *m) {
             reasons.push(format!("steps {steps} > {max}"));
         }
-    }
-    if let Some(max) = envelope::budget_f64(env, "max_spend_usd") {
-        if spend > max {
+        if let Some(max) = self.max_spend_usd.filter(|m| spend > *m) {
             reasons.push(format!("spend ${spend:.2} > ${max:.2}"));
         }
-    }
-    if let Some(max) = envelope::budget_f64(env, "max_wallclock_s") {
-        if at - claimed > max {
+        if self.max_wallclock_s.is_some_and(|m| at - claimed > m) {
             reasons.push("wallclock exceeded".to_string());
         }
+        (!reasons.is_empty()).then(|| reasons.join("; "))
     }
-    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 impl Runner {

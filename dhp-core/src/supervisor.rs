@@ -283,12 +283,8 @@ impl Supervisor {
         let (expired, over_budget, stalled) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
             let t = now();
             let expired = tx.expired_leases(t)?;
-            let mut over_budget = Vec::new();
-            for hid in tx.hids_with_status("running")? {
-                if budget_violation(&load(tx, &hid)?, t).is_some() {
-                    over_budget.push(hid);
-                }
-            }
+            let over_budget: Vec<String> =
+                tx.running_budgets()?.into_iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid).collect();
             let stalled = tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
             Ok((expired, over_budget, stalled))
         })?;

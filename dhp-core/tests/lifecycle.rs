@@ -122,10 +122,22 @@ fn budget_in_the_worker_and_in_the_supervisor() {
     assert!(ctx.checkpoint(&json!({})).is_err(), "a budget-killed worker is fenced out");
 
     let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 60.0, "max_attempts": 3});
-    let (_d, r, _sup, hid) = setup(Some(budget), None, Config::default());
+    let (_d, r, sup, hid) = setup(Some(budget), None, Config::default());
     let ctx = r.claim(&hid).unwrap();
     ctx.note_spend(0.75).unwrap();
+    assert!(sup.scan().unwrap().is_empty(), "within budget: nothing to do");
     assert!(matches!(ctx.note_spend(0.5), Err(Error::BudgetExceeded { .. })));
+    let acts = sup.scan().unwrap();
+    assert_eq!(acts[0]["action"], "budget-killed", "{acts:?}");
+    assert!(acts[0]["reasons"][0].as_str().unwrap().starts_with("spend $1.25"), "{acts:?}");
+
+    // Wall clock, as the reference stores claimed_at (a float).
+    let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 0.05, "max_attempts": 3});
+    let (_d, r, sup, hid) = setup(Some(budget), None, Config::default());
+    let ctx = r.claim(&hid).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(sup.scan().unwrap()[0]["action"], "budget-killed");
+    assert!(ctx.checkpoint(&json!({})).is_err());
 }
 
 #[test]

@@ -80,6 +80,19 @@ pub struct CapabilityAudit {
     pub at: f64,
 }
 
+/// Budget usage and caps of a handoff (execution counters and contract
+/// budget), as the supervisor's budget check needs them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BudgetUsage {
+    pub hid: String,
+    pub steps: Option<f64>,
+    pub spend_usd: Option<f64>,
+    pub claimed_at: Option<f64>,
+    pub max_steps: Option<f64>,
+    pub max_spend_usd: Option<f64>,
+    pub max_wallclock_s: Option<f64>,
+}
+
 /// Whether a transaction may write. Writers serialize at begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -122,6 +135,9 @@ pub trait Tx {
     fn all_hids(&mut self) -> Result<Vec<String>>;
     /// Hids whose `execution.status` is `status`.
     fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>>;
+    /// Budget usage of every running handoff, without materializing the
+    /// envelopes (one query for the supervisor's scan).
+    fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>>;
 
     // ---- checkpoints ----
     /// Next seq: one past the highest (0 when none). O(log n).

@@ -9,7 +9,7 @@
 //! use SQLite's own locking, so the two may run against one store at once.
 
 use super::{
-    Approval, Backend, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx, SCHEMA_VERSION,
+    Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx, SCHEMA_VERSION,
 };
 use crate::envelope::ORPHANED_HOLDER;
 use crate::error::{Error, Result};
@@ -294,6 +294,38 @@ impl Tx for SqliteTx<'_> {
             "SELECT hid FROM handoffs WHERE json_extract(envelope_json, '$.execution.status')=?1 ORDER BY hid",
             [status],
         )
+    }
+
+    fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
+        let mut st = self.c.prepare_cached(
+            "SELECT hid, json_extract(envelope_json, '$.execution.steps'), \
+             json_extract(envelope_json, '$.execution.spend_usd'), json_extract(envelope_json, '$.execution.claimed_at'), \
+             json_extract(envelope_json, '$.contract.budget.max_steps'), \
+             json_extract(envelope_json, '$.contract.budget.max_spend_usd'), \
+             json_extract(envelope_json, '$.contract.budget.max_wallclock_s') \
+             FROM handoffs WHERE json_extract(envelope_json, '$.execution.status')='running' ORDER BY hid",
+        )?;
+        // Non-numeric JSON (a string where a number belongs) reads as None,
+        // as the envelope path's as_f64 does.
+        let num = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<Option<f64>> {
+            Ok(match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(n) => Some(n as f64),
+                rusqlite::types::ValueRef::Real(f) => Some(f),
+                _ => None,
+            })
+        };
+        let rows = st.query_map([], |r| {
+            Ok(BudgetUsage {
+                hid: r.get(0)?,
+                steps: num(r, 1)?,
+                spend_usd: num(r, 2)?,
+                claimed_at: num(r, 3)?,
+                max_steps: num(r, 4)?,
+                max_spend_usd: num(r, 5)?,
+                max_wallclock_s: num(r, 6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn next_seq(&mut self, hid: &str) -> Result<i64> {
