@@ -67,6 +67,27 @@ pub(crate) fn over_cap(len: usize, max: usize) -> bool {
     len.saturating_add(1) > max
 }
 
+/// One buffered chunk `avail` of a frame being read into `buf`: how many
+/// bytes to consume, and the frame if this chunk ends it. Shared by the
+/// async and blocking readers.
+fn frame_step(buf: &mut Vec<u8>, avail: &[u8], max: usize) -> (Option<Frame>, usize) {
+    if avail.is_empty() {
+        return (Some(if buf.is_empty() { Frame::Eof } else { Frame::Partial }), 0);
+    }
+    if let Some(i) = avail.iter().position(|b| *b == b'\n') {
+        if over_cap(buf.len() + i, max) {
+            return (Some(Frame::TooLong), i + 1);
+        }
+        buf.extend_from_slice(&avail[..i]);
+        return (Some(Frame::Line), i + 1);
+    }
+    if over_cap(buf.len() + avail.len(), max) {
+        return (Some(Frame::Overrun), 0);
+    }
+    buf.extend_from_slice(avail);
+    (None, avail.len())
+}
+
 /// Read one `\n`-terminated line into `buf` (cleared first), never holding
 /// more than `max` bytes of it.
 pub(crate) async fn read_frame_async<R>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Frame>
@@ -77,24 +98,11 @@ where
     buf.clear();
     loop {
         let avail = r.fill_buf().await?;
-        if avail.is_empty() {
-            return Ok(if buf.is_empty() { Frame::Eof } else { Frame::Partial });
+        let (frame, used) = frame_step(buf, avail, max);
+        r.consume(used);
+        if let Some(f) = frame {
+            return Ok(f);
         }
-        if let Some(i) = avail.iter().position(|b| *b == b'\n') {
-            if over_cap(buf.len() + i, max) {
-                r.consume(i + 1);
-                return Ok(Frame::TooLong);
-            }
-            buf.extend_from_slice(&avail[..i]);
-            r.consume(i + 1);
-            return Ok(Frame::Line);
-        }
-        let n = avail.len();
-        if over_cap(buf.len() + n, max) {
-            return Ok(Frame::Overrun);
-        }
-        buf.extend_from_slice(avail);
-        r.consume(n);
     }
 }
 
@@ -133,24 +141,11 @@ pub(crate) fn read_frame_sync<R: std::io::BufRead>(r: &mut R, buf: &mut Vec<u8>,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        if avail.is_empty() {
-            return Ok(if buf.is_empty() { Frame::Eof } else { Frame::Partial });
+        let (frame, used) = frame_step(buf, avail, max);
+        r.consume(used);
+        if let Some(f) = frame {
+            return Ok(f);
         }
-        if let Some(i) = avail.iter().position(|b| *b == b'\n') {
-            if over_cap(buf.len() + i, max) {
-                r.consume(i + 1);
-                return Ok(Frame::TooLong);
-            }
-            buf.extend_from_slice(&avail[..i]);
-            r.consume(i + 1);
-            return Ok(Frame::Line);
-        }
-        let n = avail.len();
-        if over_cap(buf.len() + n, max) {
-            return Ok(Frame::Overrun);
-        }
-        buf.extend_from_slice(avail);
-        r.consume(n);
     }
 }
 
