@@ -263,6 +263,26 @@ struct Op {
     error: Option<String>,
 }
 
+impl Op {
+    /// The operation as its history line names it, outcome not yet known.
+    fn invoked(e: &crate::hist::Ev, op: &str) -> Op {
+        Op {
+            process: e.process().into(),
+            pid: e.pid(),
+            op: op.into(),
+            hid: e.hid().unwrap_or("").into(),
+            holder: e.s("holder").unwrap_or(e.process()).into(),
+            fence: e.i("fence"),
+            next_n: e.u("next_n"),
+            invoke_t: e.t(),
+            ok: None,
+            out_t: None,
+            seq: None,
+            error: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Orphan {
     t: f64,
@@ -357,20 +377,7 @@ fn index(h: &History) -> Index<'_> {
                 let key = (e.pid(), op.to_string(), e.hid().unwrap_or("").to_string());
                 match ty {
                     "invoke" => {
-                        ops.push(Op {
-                            process: e.process().into(),
-                            pid: e.pid(),
-                            op: op.into(),
-                            hid: e.hid().unwrap_or("").into(),
-                            holder: e.s("holder").unwrap_or(e.process()).into(),
-                            fence: e.i("fence"),
-                            next_n: e.u("next_n"),
-                            invoke_t: e.t(),
-                            ok: None,
-                            out_t: None,
-                            seq: None,
-                            error: None,
-                        });
+                        ops.push(Op::invoked(e, op));
                         open.insert(key, ops.len() - 1);
                     }
                     "ok" | "fail" => {
@@ -378,20 +385,7 @@ fn index(h: &History) -> Index<'_> {
                             Some(i) => i,
                             None => {
                                 // outcome without invoke: keep it as its own op
-                                ops.push(Op {
-                                    process: e.process().into(),
-                                    pid: e.pid(),
-                                    op: op.into(),
-                                    hid: e.hid().unwrap_or("").into(),
-                                    holder: e.s("holder").unwrap_or(e.process()).into(),
-                                    fence: e.i("fence"),
-                                    next_n: e.u("next_n"),
-                                    invoke_t: e.t(),
-                                    ok: None,
-                                    out_t: None,
-                                    seq: None,
-                                    error: None,
-                                });
+                                ops.push(Op::invoked(e, op));
                                 ops.len() - 1
                             }
                         };
