@@ -243,6 +243,15 @@ fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> Check<String> {
     json::dumps_sorted(&v).map_err(|e| Fail::Errored(e.to_string()))
 }
 
+/// A copy of `log` (as `tampered.log`) with line `i` rewritten by `f`.
+fn tampered_copy(cx: &Ctx<'_>, log: &str, i: usize, f: impl FnOnce(&mut Value)) -> Check<String> {
+    let mut lines = log_lines(log)?;
+    lines[i] = edit_line(&lines[i], f)?;
+    let bad = cx.path("tampered.log");
+    write(&bad, (lines.join("\n") + "\n").as_bytes())?;
+    Ok(bad)
+}
+
 /// A log whose envelope does not match its id is refused; nothing is created.
 pub fn tampered_log_rejected(cx: &Ctx<'_>) -> Check {
     let (ra, rb, rc) = (cx.root("a")?, cx.root("b")?, cx.root("c")?);
@@ -252,10 +261,7 @@ pub fn tampered_log_rejected(cx: &Ctx<'_>) -> Check {
         m.open(r)?;
     }
     let hid = shipped_log(&mut m, &ra, &log, 2)?;
-    let mut lines = log_lines(&log)?;
-    lines[0] = edit_line(&lines[0], |v| v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(999))?;
-    let bad = cx.path("tampered.log");
-    write(&bad, (lines.join("\n") + "\n").as_bytes())?;
+    let bad = tampered_copy(cx, &log, 0, |v| v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(999))?;
     m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log whose envelope was changed")?;
     untouched(cx, &mut m, &rb, &hid, "a refused log")?;
     let out = m.ingest(&rc, &log)?;
@@ -272,10 +278,7 @@ pub fn tampered_checkpoint_rejected(cx: &Ctx<'_>) -> Check {
     m.open(&ra)?;
     m.open(&rb)?;
     let hid = shipped_log(&mut m, &ra, &log, 3)?;
-    let mut lines = log_lines(&log)?;
-    lines[2] = edit_line(&lines[2], |v| v["state"] = json!({"s": 100}))?;
-    let bad = cx.path("tampered.log");
-    write(&bad, (lines.join("\n") + "\n").as_bytes())?;
+    let bad = tampered_copy(cx, &log, 2, |v| v["state"] = json!({"s": 100}))?;
     m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log with a tampered checkpoint")?;
     match m.try_op("status", json!({"root": rb, "hid": hid}))? {
         Err(e) if e.kind == "UnknownHandoff" => {}
