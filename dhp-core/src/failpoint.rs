@@ -4,8 +4,10 @@
 //!
 //! Armed through `DHP_FAILPOINTS`, a comma-separated list of
 //! `NAME=kill@N` (die at the Nth hit of NAME) or `NAME=kill%P` (die at each
-//! hit with probability P, drawn from `DHP_FAILPOINT_SEED`). Unarmed, a
-//! failpoint costs one relaxed atomic load.
+//! hit with probability P, drawn from `DHP_FAILPOINT_SEED`); `stop@N` and
+//! `stop%P` SIGSTOP the process there instead (a pause at a precise place,
+//! e.g. inside a write transaction). Unarmed, a failpoint costs one relaxed
+//! atomic load.
 //!
 //! Names: `checkpoint.in_tx`, `ship.after_commit`, `heartbeat`, `complete`,
 //! `complete.after_commit`.
@@ -20,8 +22,14 @@ enum Trigger {
     Probability(f64),
 }
 
+#[derive(Clone, Copy)]
+enum Action {
+    Kill,
+    Stop,
+}
+
 struct Armed {
-    points: HashMap<String, (Trigger, u64)>,
+    points: HashMap<String, (Action, Trigger, u64)>,
     rng: rand::rngs::StdRng,
 }
 
@@ -31,15 +39,22 @@ static ARMED: OnceLock<Option<Mutex<Armed>>> = OnceLock::new();
 fn parse(spec: &str, seed: u64) -> Option<Armed> {
     let mut points = HashMap::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (name, action) = part.split_once('=')?;
-        let trigger = if let Some(n) = action.strip_prefix("kill@") {
+        let (name, spec) = part.split_once('=')?;
+        let (action, rest) = if let Some(r) = spec.strip_prefix("kill") {
+            (Action::Kill, r)
+        } else if let Some(r) = spec.strip_prefix("stop") {
+            (Action::Stop, r)
+        } else {
+            return None;
+        };
+        let trigger = if let Some(n) = rest.strip_prefix('@') {
             Trigger::Nth(n.parse().ok()?)
-        } else if let Some(p) = action.strip_prefix("kill%") {
+        } else if let Some(p) = rest.strip_prefix('%') {
             Trigger::Probability(p.parse().ok()?)
         } else {
             return None;
         };
-        points.insert(name.to_string(), (trigger, 0));
+        points.insert(name.to_string(), (action, trigger, 0));
     }
     (!points.is_empty()).then(|| Armed { points, rng: rand::rngs::StdRng::seed_from_u64(seed) })
 }
@@ -67,17 +82,27 @@ pub fn hit(name: &str) {
     let Some(m) = armed() else { return };
     let mut a = m.lock().unwrap_or_else(|p| p.into_inner());
     let Armed { points, rng } = &mut *a;
-    let Some((trigger, hits)) = points.get_mut(name) else { return };
+    let Some((action, trigger, hits)) = points.get_mut(name) else { return };
     *hits += 1;
     let fire = match trigger {
         Trigger::Nth(n) => *hits == *n,
         Trigger::Probability(p) => rng.gen::<f64>() < *p,
     };
-    if fire {
-        eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGKILL self");
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::Signal::SIGKILL);
-        // SIGKILL cannot be caught; this is only reached if kill failed.
-        std::process::abort();
+    if !fire {
+        return;
+    }
+    use nix::sys::signal::{kill, Signal};
+    match action {
+        Action::Kill => {
+            eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGKILL self");
+            let _ = kill(nix::unistd::Pid::this(), Signal::SIGKILL);
+            // SIGKILL cannot be caught; this is only reached if kill failed.
+            std::process::abort();
+        }
+        Action::Stop => {
+            eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGSTOP self");
+            let _ = kill(nix::unistd::Pid::this(), Signal::SIGSTOP);
+        }
     }
 }
 
@@ -88,6 +113,8 @@ mod tests {
     #[test]
     fn specs_parse() {
         assert!(parse("checkpoint.in_tx=kill@3,heartbeat=kill%0.5", 1).is_some());
+        assert!(parse("checkpoint.in_tx=stop@2", 1).is_some());
+        assert!(parse("x=stop", 1).is_none());
         assert!(parse("x=explode", 1).is_none());
         assert!(parse("", 1).is_none());
     }

@@ -103,3 +103,85 @@ mod tests {
         assert!(!is_dead(d.path(), "w1"), "clean exit removes the token");
     }
 }
+
+// ---- a paused process holding the store's write lock ----
+//
+// SQLite has one writer. A process stopped (SIGSTOP, a debugger) inside a
+// write transaction holds the WAL write lock — a POSIX lock on byte 120 of
+// `dhp.sqlite3-shm` — and every other writer waits until it resumes or
+// dies. [`stalled_writer`] finds such a process from /proc/locks; the
+// supervisor SIGKILLs it once it has blocked the store for a lease TTL, but
+// only if it holds a liveness token of this store (a DHP worker or
+// supervisor on this host; never a foreign process). The kernel then drops
+// its locks, SQLite rolls its transaction back, and its handoffs are
+// orphaned by the token path as for any dead worker.
+
+/// Byte of the `-shm` file that SQLite's WAL write lock covers.
+const WAL_WRITE_LOCK_BYTE: u64 = 120;
+
+struct LockLine {
+    kind: String,
+    write: bool,
+    pid: i32,
+    dev: (u64, u64),
+    ino: u64,
+    start: u64,
+}
+
+fn proc_locks() -> Vec<LockLine> {
+    let Ok(text) = std::fs::read_to_string("/proc/locks") else { return Vec::new() };
+    text.lines()
+        .filter(|l| !l.contains("->")) // waiters, not holders
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dev: Vec<&str> = f.get(5)?.split(':').collect();
+            Some(LockLine {
+                kind: f.get(1)?.to_string(),
+                write: *f.get(3)? == "WRITE",
+                pid: f.get(4)?.parse().ok()?,
+                dev: (u64::from_str_radix(dev.first()?, 16).ok()?, u64::from_str_radix(dev.get(1)?, 16).ok()?),
+                ino: dev.get(2)?.parse().ok()?,
+                start: f.get(6)?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+fn file_id(path: &Path) -> Option<((u64, u64), u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    let dev = m.dev();
+    Some(((nix::sys::stat::major(dev), nix::sys::stat::minor(dev)), m.ino()))
+}
+
+fn is_stopped(pid: i32) -> bool {
+    // /proc/PID/stat: "pid (comm) S ..." — the state follows the last ')'.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()))
+        .is_some_and(|c| c == 'T' || c == 't')
+}
+
+/// A stopped process holding the store's write lock, with the liveness
+/// token (worker or supervisor id) it holds in this store.
+pub fn stalled_writer(root: &Path) -> Option<(i32, String)> {
+    let (dev, ino) = file_id(&root.join(format!("{}-shm", crate::store::sqlite::DB_FILE)))?;
+    let locks = proc_locks();
+    let pid = locks
+        .iter()
+        .find(|l| l.kind == "POSIX" && l.write && l.dev == dev && l.ino == ino && l.start == WAL_WRITE_LOCK_BYTE)?
+        .pid;
+    if !is_stopped(pid) {
+        return None;
+    }
+    let dir = std::fs::read_dir(root.join(DIR)).ok()?;
+    for entry in dir.flatten() {
+        let path = entry.path();
+        let Some(id) = file_id(&path) else { continue };
+        if locks.iter().any(|l| l.kind == "FLOCK" && l.pid == pid && (l.dev, l.ino) == id) {
+            let name = path.file_stem()?.to_string_lossy().into_owned();
+            return Some((pid, name));
+        }
+    }
+    None
+}

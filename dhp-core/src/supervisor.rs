@@ -48,6 +48,8 @@ pub struct Metrics {
     pub orphans: AtomicU64,
     pub dlq: AtomicU64,
     pub budget_kills: AtomicU64,
+    /// Stopped processes SIGKILLed for holding the store's write lock.
+    pub stalled_writers_killed: AtomicU64,
     pub leadership_changes: AtomicU64,
     pub errors: AtomicU64,
 }
@@ -58,6 +60,7 @@ impl Metrics {
         json!({
             "scans": g(&self.scans), "orphans": g(&self.orphans), "dlq": g(&self.dlq),
             "budget_kills": g(&self.budget_kills), "leadership_changes": g(&self.leadership_changes),
+            "stalled_writers_killed": g(&self.stalled_writers_killed),
             "errors": g(&self.errors),
         })
     }
@@ -351,35 +354,72 @@ impl Supervisor {
                 .ok(),
             None => None,
         };
-        while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
-            let now_i = Instant::now();
-            let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
-            let res = if due {
-                next_scan = now_i + scan_every;
-                self.scan()
-            } else if self.is_leader() {
-                self.dead_workers()
-            } else {
-                Ok(Vec::new())
-            };
-            match res {
-                Ok(acts) => {
-                    for a in &acts {
-                        on_action(a);
-                    }
-                    all.extend(acts);
-                }
-                Err(e) => {
-                    self.metrics.errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!(supervisor = %self.id, error = %e, "scan failed");
-                }
+        let done = AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            if let Some(root) = &self.root {
+                let done = &done;
+                sc.spawn(move || self.stalled_writer_watchdog(root, done));
             }
-            std::thread::sleep(poll.min(scan_every));
-        }
+            while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
+                let now_i = Instant::now();
+                let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
+                let res = if due {
+                    next_scan = now_i + scan_every;
+                    self.scan()
+                } else if self.is_leader() {
+                    self.dead_workers()
+                } else {
+                    Ok(Vec::new())
+                };
+                match res {
+                    Ok(acts) => {
+                        for a in &acts {
+                            on_action(a);
+                        }
+                        all.extend(acts);
+                    }
+                    Err(e) => {
+                        self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(supervisor = %self.id, error = %e, "scan failed");
+                    }
+                }
+                std::thread::sleep(poll.min(scan_every));
+            }
+            done.store(true, Ordering::SeqCst);
+        });
         if let Err(e) = self.resign() {
             tracing::warn!(error = %e, "could not resign leadership");
         }
         Ok(all)
+    }
+
+    /// SIGKILL a stopped DHP process (it holds a liveness token of this
+    /// store) that has held the store's write lock for a lease TTL: while
+    /// it is paused nobody can commit, not even the orphan that would fence
+    /// it out. Any supervisor does this, leader or not, since a stalled
+    /// store also blocks leader election. See [`liveness::stalled_writer`].
+    fn stalled_writer_watchdog(&self, root: &Path, done: &AtomicBool) {
+        let limit = Duration::from_secs_f64(self.cfg.lease_ttl_s());
+        let me = std::process::id() as i32;
+        let mut seen: Option<(i32, Instant)> = None;
+        while !done.load(Ordering::SeqCst) {
+            match liveness::stalled_writer(root) {
+                Some((pid, who)) if pid != me => {
+                    let since = match seen {
+                        Some((p, t)) if p == pid => t,
+                        _ => seen.insert((pid, Instant::now())).1,
+                    };
+                    if since.elapsed() >= limit {
+                        tracing::warn!(pid, holder = %who, "killing a stopped process that holds the store's write lock");
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                        self.metrics.stalled_writers_killed.fetch_add(1, Ordering::Relaxed);
+                        seen = None;
+                    }
+                }
+                _ => seen = None,
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Health snapshot for monitoring.

@@ -144,3 +144,46 @@ fn a_killed_leader_is_replaced_long_before_its_ttl() {
     kill(Pid::from_raw(b.id() as i32), Signal::SIGTERM).unwrap();
     assert!(b.wait().unwrap().success());
 }
+
+#[test]
+fn a_worker_stopped_inside_a_write_transaction_is_killed_and_the_store_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (_, a, _) = dhp(&["dispatch", root, "--census", "1000,31000,100"], &[]);
+    let hid = a["hid"].as_str().unwrap().to_string();
+    let r = Runner::open(root, "observer", Config::default()).unwrap();
+    let lease = [("DHP_LEASE_INTERVAL_S", "0.3"), ("DHP_LEASE_MAX_MISSED", "2")];
+    // The worker SIGSTOPs itself inside its 5th checkpoint transaction.
+    let mut w = Command::new(dhp_bin())
+        .args(["work", root, "--runner", "paused", "claim", &hid])
+        .envs(lease)
+        .env("DHP_FAILPOINTS", "checkpoint.in_tx=stop@5")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let probe = rusqlite::Connection::open(dir.path().join("dhp.sqlite3")).unwrap();
+    assert!(
+        wait_for(20.0, || probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_err()),
+        "the stopped worker holds the write lock"
+    );
+    let mut sup = Command::new(dhp_bin())
+        .args(["supervisor", root, "sup", "60"])
+        .envs(lease)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let status = w.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "the supervisor SIGKILLs the stopped writer: {status:?}");
+    eprintln!("stopped writer killed {:?} after the supervisor started", t0.elapsed());
+    assert!(wait_for(10.0, || r.status(&hid).unwrap()["status"] == "orphaned"));
+    assert_eq!(r.status(&hid).unwrap()["checkpoints"], 4, "the 5th checkpoint's transaction was rolled back");
+    let (code, _, err) = dhp(&["work", root, "--runner", "w2", "recover", &hid], &lease);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(r.status(&hid).unwrap()["status"], "completed");
+    kill(Pid::from_raw(sup.id() as i32), Signal::SIGTERM).unwrap();
+    assert!(sup.wait().unwrap().success());
+}
