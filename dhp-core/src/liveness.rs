@@ -88,22 +88,6 @@ pub fn poll_interval() -> Duration {
     Duration::from_millis(ms.max(1))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn token_lifecycle() {
-        let d = tempfile::tempdir().unwrap();
-        assert!(!is_dead(d.path(), "w1"), "no token means lease-only, not dead");
-        let t = publish(d.path(), "w1").unwrap();
-        assert!(!is_dead(d.path(), "w1"));
-        assert!(publish(d.path(), "w1").is_err());
-        drop(t);
-        assert!(!is_dead(d.path(), "w1"), "clean exit removes the token");
-    }
-}
-
 // ---- a paused process holding the store's write lock ----
 //
 // SQLite has one writer. A process stopped (SIGSTOP, a debugger) inside a
@@ -184,4 +168,20 @@ pub fn stalled_writer(root: &Path) -> Option<(i32, String)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_lifecycle() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!is_dead(d.path(), "w1"), "no token means lease-only, not dead");
+        let t = publish(d.path(), "w1").unwrap();
+        assert!(!is_dead(d.path(), "w1"));
+        assert!(publish(d.path(), "w1").is_err());
+        drop(t);
+        assert!(!is_dead(d.path(), "w1"), "clean exit removes the token");
+    }
 }
