@@ -10,12 +10,16 @@
 //!
 //! [`sqlite::SqliteStore`] is the implementation shared with the reference:
 //! the same file, schema v3, WAL mode, and `BEGIN IMMEDIATE` for writes.
+//! [`mem::MemStore`] is a second, in-memory implementation; the same
+//! protocol scenarios run on both (`tests/backends.rs`).
 
+pub mod mem;
 pub mod sqlite;
 
 use crate::error::Result;
 use serde_json::Value;
 
+pub use mem::MemStore;
 pub use sqlite::SqliteStore;
 
 /// The schema version this crate reads and writes.
