@@ -105,6 +105,14 @@ pub struct Spec {
     pub failpoint: Option<String>,
 }
 
+impl Spec {
+    /// A process that serves the store (supervisor, transport server):
+    /// bound to no handoff, no failpoint.
+    pub fn service(name: String, role: Role, imp: &str, argv: Vec<String>, env: Vec<(String, String)>) -> Spec {
+        Spec { name, role, imp: imp.into(), argv, env, hid: None, mode: None, orphan_fence: None, failpoint: None }
+    }
+}
+
 /// Start a child with stdout and stderr going to `<logdir>/<name>.log`,
 /// in its own process group (a Ctrl-C at the terminal reaches the harness,
 /// which tears its children down itself).

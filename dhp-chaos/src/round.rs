@@ -425,17 +425,7 @@ impl<'a> Driver<'a> {
             }
         };
         let p = procs::spawn(
-            Spec {
-                name: name.clone(),
-                role: Role::Supervisor,
-                imp: imp.into(),
-                argv,
-                env: self.env(),
-                hid: None,
-                mode: None,
-                orphan_fence: None,
-                failpoint: None,
-            },
+            Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()),
             &self.paths.procs,
         )?;
         self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
@@ -457,17 +447,7 @@ impl<'a> Driver<'a> {
             self.port.unwrap_or(0).to_string(),
         ];
         let p = procs::spawn(
-            Spec {
-                name: name.clone(),
-                role: Role::Transport,
-                imp: "builtin".into(),
-                argv,
-                env: self.env(),
-                hid: None,
-                mode: None,
-                orphan_fence: None,
-                failpoint: None,
-            },
+            Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()),
             &self.paths.procs,
         )?;
         let (pid, log) = (p.pid, p.log.clone());

@@ -6,7 +6,7 @@
 use super::core::{race, RACERS};
 use super::{new_handoff, new_handoff_with, now, sleep_until, spec_with, OWNED_OR_STATE};
 use crate::check::{Check, Fail};
-use crate::client::{Adapter, Profile, Reply};
+use crate::client::{Adapter, Lease, Profile, Reply};
 use crate::ops::{action_for, Token};
 use crate::suite::Ctx;
 use crate::{ensure, ensure_eq};
@@ -252,14 +252,22 @@ fn tampered_copy(cx: &Ctx<'_>, log: &str, i: usize, f: impl FnOnce(&mut Value)) 
     Ok(bad)
 }
 
+/// A pooled adapter with the store roots `names` created and opened.
+fn opened<'a, const N: usize>(cx: &Ctx<'a>, names: [&str; N]) -> Check<(Lease<'a>, [String; N])> {
+    let mut m = cx.adapter()?;
+    let mut roots = Vec::with_capacity(N);
+    for n in names {
+        let r = cx.root(n)?;
+        m.open(&r)?;
+        roots.push(r);
+    }
+    Ok((m, roots.try_into().expect("one root per name")))
+}
+
 /// A log whose envelope does not match its id is refused; nothing is created.
 pub fn tampered_log_rejected(cx: &Ctx<'_>) -> Check {
-    let (ra, rb, rc) = (cx.root("a")?, cx.root("b")?, cx.root("c")?);
+    let (mut m, [ra, rb, rc]) = opened(cx, ["a", "b", "c"])?;
     let log = cx.path("t.log");
-    let mut m = cx.adapter()?;
-    for r in [&ra, &rb, &rc] {
-        m.open(r)?;
-    }
     let hid = shipped_log(&mut m, &ra, &log, 2)?;
     let bad = tampered_copy(cx, &log, 0, |v| v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(999))?;
     m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log whose envelope was changed")?;
@@ -272,11 +280,8 @@ pub fn tampered_log_rejected(cx: &Ctx<'_>) -> Check {
 /// A checkpoint line whose state does not match its hash is refused, and
 /// nothing at or after it is ingested.
 pub fn tampered_checkpoint_rejected(cx: &Ctx<'_>) -> Check {
-    let (ra, rb) = (cx.root("a")?, cx.root("b")?);
+    let (mut m, [ra, rb]) = opened(cx, ["a", "b"])?;
     let log = cx.path("t.log");
-    let mut m = cx.adapter()?;
-    m.open(&ra)?;
-    m.open(&rb)?;
     let hid = shipped_log(&mut m, &ra, &log, 3)?;
     let bad = tampered_copy(cx, &log, 2, |v| v["state"] = json!({"s": 100}))?;
     m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log with a tampered checkpoint")?;
@@ -299,11 +304,8 @@ pub fn tampered_checkpoint_rejected(cx: &Ctx<'_>) -> Check {
 /// A crash leaves a garbage line and a truncated last line: both are
 /// skipped and counted, everything valid is ingested.
 pub fn truncated_log_line_tolerated(cx: &Ctx<'_>) -> Check {
-    let (ra, rb) = (cx.root("a")?, cx.root("b")?);
+    let (mut m, [ra, rb]) = opened(cx, ["a", "b"])?;
     let log = cx.path("t.log");
-    let mut m = cx.adapter()?;
-    m.open(&ra)?;
-    m.open(&rb)?;
     let hid = shipped_log(&mut m, &ra, &log, 4)?;
     let lines = log_lines(&log)?;
     let cut = &lines[4][..lines[4].len() / 2];
