@@ -13,16 +13,16 @@ use anyhow::{Context, Result};
 use dhp_core::census;
 use dhp_core::transport::log as tlog;
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 /// One invariant's verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Invariant {
-    pub name: &'static str,
-    pub what: &'static str,
+    pub name: String,
+    pub what: String,
     /// How many items were checked (0 means the invariant was not exercised).
     pub checked: u64,
     pub violations: Vec<String>,
@@ -35,7 +35,7 @@ pub struct Invariant {
 
 impl Invariant {
     fn new(name: &'static str, what: &'static str) -> Self {
-        Invariant { name, what, checked: 0, violations: Vec::new(), known: Vec::new(), notes: Vec::new() }
+        Invariant { name: name.into(), what: what.into(), checked: 0, violations: Vec::new(), known: Vec::new(), notes: Vec::new() }
     }
     /// No violation at all (known reference weaknesses included).
     pub fn held(&self) -> bool {
@@ -44,7 +44,7 @@ impl Invariant {
 }
 
 /// Latency distribution (seconds).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub n: usize,
     pub p50: Option<f64>,
@@ -66,7 +66,7 @@ pub fn stats(mut v: Vec<f64>) -> Stats {
     Stats { n: v.len(), p50: pct(50.0), p99: pct(99.0), max: v.last().copied(), samples: v }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Latencies {
     /// Injector SIGKILL of a lease-holding worker → orphan committed.
     pub worker_kill: Stats,
@@ -94,7 +94,7 @@ pub struct Latencies {
     pub from_monitor: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FaultLatency {
     pub fault_id: u64,
     pub kind: String,
@@ -105,7 +105,7 @@ pub struct FaultLatency {
     /// Seconds from the fault to the orphan committing it.
     pub latency_s: f64,
     /// `supervisor history` or `monitor` (when no supervisor recorded it).
-    pub source: &'static str,
+    pub source: String,
     /// Why this sample is not steady state (worker SIGKILLs only).
     pub disturbed_by: Option<String>,
 }
@@ -113,14 +113,14 @@ pub struct FaultLatency {
 /// Periods in which nobody could commit: a SIGSTOPped worker was holding
 /// the SQLite write lock (no `data_version` change for 250 ms, and a
 /// `BEGIN IMMEDIATE` probe finds the lock taken).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stalls {
     pub n: usize,
     pub total_s: f64,
     pub max_s: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Zombies {
     pub paused: u64,
     /// Woken after a successor had been granted a newer fence.
@@ -134,7 +134,7 @@ pub struct Zombies {
 }
 
 /// Everything about one round.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundReport {
     pub dir: String,
     pub seed: u64,
@@ -237,6 +237,11 @@ fn inline_u64(env: &Value, k: &str) -> Option<u64> {
 
 fn iso_to_epoch(s: &str) -> Option<f64> {
     chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_micros() as f64 / 1e6)
+}
+
+/// An optional value for people: the value, or "none" (never `Some(…)`).
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "none".into(), |v| v.to_string())
 }
 
 fn short(h: &str) -> &str {
@@ -513,6 +518,9 @@ impl Findings {
 /// are separate autocommit statements, so a kill between them leaves a
 /// handoff that no claim, recover or orphan can move again.
 pub const TORN_START: &str = "torn claim/recover: the ownership row and the envelope are separate autocommit statements";
+/// The reference's worker does not re-ship what the peer lacks when it
+/// takes a handoff over (PROTOCOL §9: commit, then ship, no catch-up).
+pub const NO_CATCH_UP: &str = "no catch-up: a reference worker that takes a handoff over does not re-ship the seqs the peer lacks (PROTOCOL §9)";
 /// Non-atomic check-then-write of the reference (PROTOCOL §9).
 pub const CHECK_THEN_WRITE: &str = "check-then-write: ownership check and write are separate statements (PROTOCOL §9)";
 
@@ -609,10 +617,10 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     }
                 }
                 fnd.push("outcome", format!(
-                    "{}: stuck in {other:?} at the end (holder {:?}, fence {:?}, owner process alive: {alive})",
+                    "{}: stuck in {other:?} at the end (holder {}, fence {}, owner process alive: {alive})",
                     short(hid),
-                    h.own.as_ref().map(|o| &o.0),
-                    h.own.as_ref().map(|o| o.1)
+                    opt(h.own.as_ref().map(|o| &o.0)),
+                    opt(h.own.as_ref().map(|o| o.1))
                 ));
             }
         }
@@ -634,8 +642,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 Some(&(n, cnt, tot)) if got == (Some(n), Some(cnt), Some(tot)) => {}
                 Some(&(n, cnt, tot)) => {
                     fnd.push("checkpoints", format!(
-                        "{}: seq {k} is {{next_n {:?}, count {:?}, total {:?}}}, the census says {{{n}, {cnt}, {tot}}} (rework or a wrong resume point)",
-                        short(hid), got.0, got.1, got.2
+                        "{}: seq {k} is {{next_n {}, count {}, total {}}}, the census says {{{n}, {cnt}, {tot}}} (rework or a wrong resume point)",
+                        short(hid), opt(got.0), opt(got.1), opt(got.2)
                     ));
                     break;
                 }
@@ -658,12 +666,12 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             let Some(seq) = o.seq else { continue };
             match by_seq.get(&seq) {
                 None => fnd.push("fencing", format!(
-                    "{}: {} was told seq {seq} committed (fence {:?}) but the store has no seq {seq}: an acknowledged write was lost",
-                    short(hid), o.holder, o.fence
+                    "{}: {} was told seq {seq} committed (fence {}) but the store has no seq {seq}: an acknowledged write was lost",
+                    short(hid), o.holder, opt(o.fence)
                 )),
                 Some(c) if o.next_n.is_some() && c.state["next_n"].as_u64() != o.next_n => fnd.push("fencing", format!(
-                    "{}: {} was told seq {seq} committed with next_n {:?}, the store's seq {seq} has next_n {:?}: overwritten",
-                    short(hid), o.holder, o.next_n, c.state["next_n"].as_u64()
+                    "{}: {} was told seq {seq} committed with next_n {}, the store's seq {seq} has next_n {}: overwritten",
+                    short(hid), o.holder, opt(o.next_n), opt(c.state["next_n"].as_u64())
                 )),
                 Some(_) => {}
             }
@@ -813,7 +821,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     "{}: {} late complete(s) by {} answered as the idempotent no-op",
                     short(hid),
                     noop.len(),
-                    noop.iter().map(|o| format!("{}(fence {:?})", o.holder, o.fence)).collect::<Vec<_>>().join(", ")
+                    noop.iter().map(|o| format!("{}(fence {})", o.holder, opt(o.fence))).collect::<Vec<_>>().join(", ")
                 ));
             }
             let distinct: BTreeSet<(i64, String)> = commits.iter().map(|o| (o.pid, o.holder.clone())).collect();
@@ -890,7 +898,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     // The reference reports the chunks of its final run only.
                     let final_run = ops_h.iter().filter(|o| &o.process == process && o.op == "checkpoint" && o.ok == Some(true)).count() as u64;
                     if got_cd != Some(final_run) {
-                        fnd.push("result", format!("{}: python completer {holder} reported chunks_done {got_cd:?}, its history shows {final_run}", short(hid)));
+                        fnd.push("result", format!("{}: python completer {holder} reported chunks_done {}, its history shows {final_run}", short(hid), opt(got_cd)));
                     } else if final_run != want["chunks_done"].as_u64().unwrap_or(0) {
                         result.notes.push(format!(
                             "{}: reference semantics: chunks_done {final_run} counts the final run only (the handoff has {})",
@@ -898,7 +906,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         ));
                     }
                 } else if got_cd != want.get("chunks_done").and_then(Value::as_u64) {
-                    fnd.push("result", format!("{}: result chunks_done = {got_cd:?}, recomputed {}", short(hid), want["chunks_done"]));
+                    fnd.push("result", format!("{}: result chunks_done = {}, recomputed {}", short(hid), opt(got_cd), want["chunks_done"]));
                 }
             } else if h.status == "completed" {
                 // still check the census numbers
@@ -1092,7 +1100,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     hid: short(&hid).to_string(),
                     fence,
                     latency_s: d,
-                    source: if from_hist { "supervisor history" } else { "monitor" },
+                    source: if from_hist { "supervisor history" } else { "monitor" }.into(),
                     disturbed_by: disturbed,
                 });
             }
@@ -1133,9 +1141,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 false_orphans.checked += 1;
                 if !faulted && !exited {
                     false_orphans.violations.push(format!(
-                        "{}: orphaned as worker-died from {holder} (fence {:?}) by {}, but {holder} was neither faulted nor exited",
+                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} was neither faulted nor exited",
                         short(&o.hid),
-                        o.previous_fence,
+                        opt(o.previous_fence),
                         o.supervisor
                     ));
                 }
@@ -1412,12 +1420,16 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
         } else if h.status == "failed" && Some(s) == top {
             inv.notes.push(format!("{}: [{label}] DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
         } else {
-            out.push(format!(
-                "{}: seq {s} (status {}) is in the store but not in the transport log (writer {:?})",
+            let msg = format!(
+                "{}: [{label}] seq {s} (status {}) is in the store but not in the transport log (written by {})",
                 short(hid),
                 h.status,
-                writer.map(|w| &w.holder)
-            ));
+                writer.map(|w| w.holder.as_str()).unwrap_or("an unattributed writer")
+            );
+            match writer.and_then(|w| reference_successor_without_catch_up(cx, hid, w)) {
+                Some(by) => inv.known.push(format!("{msg}; the successor {by} never shipped it [known reference weakness: {NO_CATCH_UP}]")),
+                None => out.push(msg),
+            }
         }
     }
     // The real ingest path agrees: replay the log into a scratch store.
@@ -1437,7 +1449,41 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
     out
 }
 
+/// A seq our worker committed but died before shipping is re-shipped by
+/// the next builtin holder (it catches the peer up before its first
+/// checkpoint). When the handoff passed only to reference workers, which
+/// never catch up, the gap is the reference's. Returns that reference
+/// successor, unless a builtin successor went on to write (and so should
+/// have filled the gap).
+fn reference_successor_without_catch_up(cx: &Ctx<'_>, hid: &str, w: &Writer) -> Option<String> {
+    let successors: Vec<&Op> =
+        cx.grants(hid).into_iter().filter(|g| g.process != w.process && g.out_t.unwrap_or(g.invoke_t) > w.invoke_t).collect();
+    let builtin_wrote = successors.iter().any(|g| {
+        cx.imp_of(&g.process) == "builtin"
+            && cx.ix.ops.iter().any(|o| {
+                o.process == g.process && o.hid == hid && (o.op == "checkpoint" || o.op == "complete") && o.ok == Some(true)
+            })
+    });
+    if builtin_wrote {
+        return None;
+    }
+    successors.iter().find(|g| cx.imp_of(&g.process) == "python").map(|g| g.holder.clone())
+}
+
 /// Leftover check for `analyze`: is this a round directory?
 pub fn is_round_dir(p: &Path) -> bool {
     p.join("round.json").exists() && p.join("history.jsonl").exists()
+}
+
+/// A round directory a nightly pruned after it passed: `round.json` and
+/// `round-report.json` kept, the history and the store removed.
+pub fn is_pruned_round_dir(p: &Path) -> bool {
+    p.join("round.json").exists() && p.join("round-report.json").exists() && !p.join("history.jsonl").exists()
+}
+
+/// The report saved in a round directory (`round-report.json`).
+pub fn load_saved_report(dir: &Path) -> Result<RoundReport> {
+    let path = dir.join("round-report.json");
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not a round report", path.display()))
 }

@@ -8,6 +8,7 @@ use dhp_chaos::config::{default_fault_mix, parse_fault_mix, FaultKind, Impl, Rou
 use dhp_chaos::{locate, python, report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -61,8 +62,8 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Number of rounds (round i uses seed S+i).
-    #[arg(long, default_value_t = 1)]
+    /// Number of rounds (round i uses seed S+i); at least 1.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
     /// Seed of the fault schedule; drawn and printed when absent. Replays the schedule, not the OS interleaving.
     #[arg(long)]
@@ -189,25 +190,38 @@ fn main() {
     });
 }
 
+/// The round directories of a run directory (or the one round given):
+/// full ones, and those a nightly pruned after they passed.
 fn round_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    if check::is_round_dir(dir) {
+    if check::is_round_dir(dir) || check::is_pruned_round_dir(dir) {
         return Ok(vec![dir.to_path_buf()]);
     }
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| check::is_round_dir(p))
+        .filter(|p| check::is_round_dir(p) || check::is_pruned_round_dir(p))
         .collect();
     v.sort();
     if v.is_empty() {
-        bail!("{} holds no round directories (round.json + history.jsonl)", dir.display());
+        bail!(
+            "{} holds no round directories (round.json with history.jsonl, or with round-report.json if pruned)",
+            dir.display()
+        );
     }
     Ok(v)
 }
 
 fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
     let mut reports = Vec::new();
+    let mut pruned = Vec::new();
     for d in round_dirs(dir)? {
+        if !check::is_round_dir(&d) {
+            // a passing nightly round keeps only its reports: its verdict
+            // cannot be re-checked, so it is taken as saved, and said so
+            reports.push(check::load_saved_report(&d)?);
+            pruned.push(d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            continue;
+        }
         let r = check::check_round(&d).with_context(|| format!("checking {}", d.display()))?;
         if with_timeline {
             timeline::write(&d)?;
@@ -215,7 +229,14 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
         reports.push(r);
     }
     let t = report::totals(&reports);
-    print!("{}", report::summary(&reports, &t));
+    print!("{}", report::summary(&reports, &t, true));
+    if !pruned.is_empty() {
+        println!(
+            "\n{} round(s) pruned after passing (no history or store kept), shown from their saved round-report.json, not re-checked: {}",
+            pruned.len(),
+            pruned.join(", ")
+        );
+    }
     Ok(if reports.iter().all(|r| r.held) { 0 } else { 1 })
 }
 
@@ -334,6 +355,11 @@ fn run(a: RunArgs) -> Result<i32> {
     let mut harness_error: Option<anyhow::Error> = None;
     let mut last_round = Duration::ZERO;
     let mut i: u32 = 0;
+    // Several rounds: a line per round as it ends. The summary repeats the
+    // table only on a terminal (where the lines have scrolled away), not in
+    // a log or a pipe.
+    let live_table = a.nightly || a.rounds > 1;
+    let table_in_summary = !live_table || std::io::stdout().is_terminal();
     loop {
         if a.nightly {
             if t_start.elapsed() + last_round > budget && i > 0 {
@@ -378,7 +404,7 @@ fn run(a: RunArgs) -> Result<i32> {
         let r0 = Instant::now();
         match run_round(&cfg, &dir, a.quiet) {
             Ok(r) => {
-                if a.nightly || a.rounds > 1 {
+                if live_table {
                     if i == 0 {
                         println!("{}", report::header());
                     }
@@ -413,7 +439,7 @@ fn run(a: RunArgs) -> Result<i32> {
         i += 1;
     }
     let totals = report::totals(&reports);
-    print!("{}", report::summary(&reports, &totals));
+    print!("{}", report::summary(&reports, &totals, table_in_summary));
     let code = if harness_error.is_some() {
         2
     } else if reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
@@ -438,6 +464,7 @@ fn run(a: RunArgs) -> Result<i32> {
             "dhp-chaos: only known reference weaknesses were hit ({} violations, allowed by --allow-known-reference-bugs)",
             totals.violations
         ),
+        0 if reports.is_empty() => println!("dhp-chaos: no round ran"),
         0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
         1 => println!("dhp-chaos: INVARIANT VIOLATED"),
         _ => println!("dhp-chaos: HARNESS ERROR"),

@@ -26,6 +26,9 @@ pub struct ExitInfo {
     pub t: f64,
     pub code: Option<i32>,
     pub signal: Option<i32>,
+    /// It was SIGSTOPped when it died (e.g. SIGKILLed by a supervisor's
+    /// stalled-writer watchdog while stopped).
+    pub stopped: bool,
 }
 
 /// One child process.
@@ -47,6 +50,10 @@ pub struct Proc {
     /// `Some((t, fence))` while SIGSTOPped.
     pub paused: Option<(f64, Option<i64>)>,
     pub exited: Option<ExitInfo>,
+    /// The exit was written to the history. Whoever reaps a child (the
+    /// reaper, a signal that finds it already dead, teardown), only the
+    /// reaper reports it: no death goes unrecorded.
+    pub exit_reported: bool,
     /// The harness SIGKILLed it (fault or teardown).
     pub killed_by_harness: bool,
     pub log: PathBuf,
@@ -68,15 +75,38 @@ impl Proc {
             return None;
         }
         match self.child.try_wait() {
-            Ok(Some(st)) => {
-                let e = ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal() };
-                self.exited = Some(e.clone());
-                self.paused = None;
-                Some(e)
-            }
+            Ok(Some(st)) => Some(self.set_exited(st)),
             Ok(None) => None,
             Err(_) => None,
         }
+    }
+
+    /// Block until it exits (teardown).
+    pub fn wait(&mut self) {
+        if self.exited.is_none() {
+            if let Ok(st) = self.child.wait() {
+                self.set_exited(st);
+            }
+        }
+    }
+
+    fn set_exited(&mut self, st: std::process::ExitStatus) -> ExitInfo {
+        let e = ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal(), stopped: self.paused.is_some() };
+        self.exited = Some(e.clone());
+        self.paused = None;
+        e
+    }
+
+    /// The exit, once, if it has not been reported yet (reaping it first
+    /// if it is due).
+    pub fn take_unreported_exit(&mut self) -> Option<ExitInfo> {
+        self.poll();
+        if self.exit_reported {
+            return None;
+        }
+        let e = self.exited.clone()?;
+        self.exit_reported = true;
+        Some(e)
     }
 
     /// Send a signal, but only to a child that has not been reaped (its pid
@@ -144,6 +174,7 @@ pub fn spawn(spec: Spec, logdir: &Path) -> Result<Proc> {
         spawned: crate::hist::now(),
         paused: None,
         exited: None,
+        exit_reported: false,
         killed_by_harness: false,
         log,
     })
@@ -164,6 +195,14 @@ impl Table {
         self.procs.iter().filter(move |p| p.role == role && p.alive())
     }
 
+    /// Reap what has exited and return every exit not reported yet (by
+    /// index), including exits reaped elsewhere — by [`Proc::signal`]
+    /// finding its target already dead, or by [`Table::kill_all`]. The
+    /// caller writes them to the history; each is returned once.
+    pub fn reap_exits(&mut self) -> Vec<(usize, ExitInfo)> {
+        self.procs.iter_mut().enumerate().filter_map(|(i, p)| p.take_unreported_exit().map(|e| (i, e))).collect()
+    }
+
     /// SIGCONT then SIGKILL everything alive, and reap.
     pub fn kill_all(&mut self) {
         for p in &mut self.procs {
@@ -177,11 +216,7 @@ impl Table {
             }
         }
         for p in &mut self.procs {
-            if p.exited.is_none() {
-                if let Ok(st) = p.child.wait() {
-                    p.exited = Some(ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal() });
-                }
-            }
+            p.wait();
         }
     }
 }

@@ -195,12 +195,15 @@ pub fn header() -> String {
     )
 }
 
-/// The full summary printed at the end of a run.
-pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
+/// The full summary printed at the end of a run; `table`: with the
+/// per-round table (left out when the rounds were already printed).
+pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "\n{}", header());
-    for r in rounds {
-        let _ = writeln!(s, "{}", round_line(r));
+    if table {
+        let _ = writeln!(s, "\n{}", header());
+        for r in rounds {
+            let _ = writeln!(s, "{}", round_line(r));
+        }
     }
     let _ = writeln!(s, "\nfaults by kind:");
     for (k, v) in &t.faults_by_kind {
@@ -248,7 +251,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals) -> String {
     if let Some(last) = rounds.last() {
         // names and descriptions from a round, counts from the totals
         for i in &last.invariants {
-            let tot = &t.invariants[i.name];
+            let tot = &t.invariants[i.name.as_str()];
             let v = tot["violations"].as_u64().unwrap_or(0);
             let kn = tot["known_reference_weakness"].as_u64().unwrap_or(0);
             let label = match (v, kn) {

@@ -452,8 +452,12 @@ impl<'a> Driver<'a> {
         )?;
         let (pid, log) = (p.pid, p.log.clone());
         self.table.procs.push(p);
+        let idx = self.table.procs.len() - 1;
         let deadline = hist::now() + 10.0;
         loop {
+            // keep reaping while we wait: a death during a slow start-up is
+            // recorded when it happens, not after (the checker compares times)
+            self.reap(true)?;
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(rest) = text.split("listening on ").nth(1) {
                 let addr = rest.split(|c: char| c == ',' || c.is_whitespace()).next().unwrap_or("");
@@ -461,16 +465,14 @@ impl<'a> Driver<'a> {
                 self.port = Some(port);
                 break;
             }
-            if let Some(p) = self.table.procs.last_mut() {
-                if let Some(e) = p.poll() {
-                    if self.port.is_some() {
-                        // port still in use (TIME_WAIT or the old server lingering): retry later
-                        self.hist.record("exit", json!({"name": name, "exited_pid": pid, "role": "transport", "code": e.code, "signal": e.signal}));
-                        self.transport_due = Some(hist::now() + 0.05);
-                        return Ok(());
-                    }
-                    bail!("dhp transport exited at start-up ({:?}): {}", e, text.trim());
+            if let Some(e) = self.table.procs[idx].exited.clone() {
+                // `reap` recorded the exit and scheduled a restart
+                if self.port.is_some() {
+                    // port still in use (TIME_WAIT or the old server lingering): retry later
+                    self.transport_due.get_or_insert(hist::now() + 0.05);
+                    return Ok(());
                 }
+                bail!("dhp transport exited at start-up ({}): {}", exit_text(&e), text.trim());
             }
             if hist::now() > deadline {
                 bail!("dhp transport did not start listening within 10 s: {}", text.trim());
@@ -566,18 +568,20 @@ impl<'a> Driver<'a> {
     /// Reap exits; classify failpoint self-kills; schedule replacement supervisors.
     fn reap(&mut self, replace_supervisors: bool) -> Result<()> {
         let mut events = Vec::new();
-        for p in &mut self.table.procs {
-            if let Some(e) = p.poll() {
-                let fired = p.signal_is_kill(&e) && !p.killed_by_harness && p.failpoint_fired();
-                events.push((p.name.clone(), p.pid, p.role, p.hid.clone(), p.failpoint.clone(), e, fired, p.imp.clone()));
-            }
+        // Every exit not yet in the history, whoever reaped it: a child that
+        // died (say by its own failpoint) just before the injector picked it
+        // is reaped inside `Proc::signal`, and teardown reaps the rest.
+        for (i, e) in self.table.reap_exits() {
+            let p = &self.table.procs[i];
+            let fired = p.signal_is_kill(&e) && !p.killed_by_harness && p.failpoint_fired();
+            events.push((p.name.clone(), p.pid, p.role, p.hid.clone(), p.failpoint.clone(), e, fired, p.imp.clone()));
         }
         for (name, pid, role, hid, fp, e, fired, imp) in events {
             self.hist.record_at(
                 e.t,
                 "exit",
                 json!({"name": name, "exited_pid": pid, "role": role, "hid": hid, "code": e.code, "signal": e.signal,
-                       "failpoint_fired": fired}),
+                       "failpoint_fired": fired, "stopped": e.stopped}),
             );
             if fired {
                 self.fault_id += 1;
@@ -991,6 +995,15 @@ impl<'a> Driver<'a> {
         let t_end = self.hist.record("round", json!({"phase": "end"}));
         self.write_meta(json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}))?;
         Ok(())
+    }
+}
+
+/// "exit code N" / "killed by signal N", for people.
+fn exit_text(e: &procs::ExitInfo) -> String {
+    match (e.code, e.signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        (None, None) => "unknown exit status".into(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! An SVG timeline of a round: per handoff, who owned it (bars, one colour
 //! per holder, labelled with the fence), its checkpoints (ticks), faults
-//! (× SIGKILL, orange band SIGSTOP→SIGCONT, purple × failpoint), orphans
+//! (× SIGKILL, orange band SIGSTOP→SIGCONT or → the kill of the stopped
+//! process, purple × failpoint, dark red × a stopped process killed by a
+//! supervisor's watchdog), orphans
 //! (◆, ■ for DLQ) and completion (●); on top, the supervisors with the
 //! leader highlighted. Hover any mark for details.
 
@@ -199,21 +201,46 @@ pub fn write(dir: &Path) -> Result<()> {
                 }
                 ("fault", Some("STOP")) => {
                     let victim = e.s("victim").unwrap_or("");
-                    let cont = h
-                        .events
-                        .iter()
-                        .find(|c| c.is_chaos() && c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= t)
-                        .map(Ev::t)
-                        .unwrap_or(t_end);
+                    let after = |op: &str, sig: Option<&str>| {
+                        h.events
+                            .iter()
+                            .find(|c| c.is_chaos() && c.op() == op && (sig.is_none() || c.s("signal") == sig) && c.t() >= t && {
+                                if op == "exit" { c.s("name") == Some(victim) } else { c.s("victim") == Some(victim) }
+                            })
+                            .map(Ev::t)
+                    };
+                    let cont = after("fault", Some("CONT"));
+                    let exit = after("exit", None);
+                    // The band ends where the stop ended: SIGCONT, or the
+                    // process dying while stopped (only SIGKILL can do that).
+                    let (end, how) = match (cont, exit) {
+                        (Some(c), Some(x)) if x < c => (x, "killed while stopped"),
+                        (Some(c), _) => (c, "SIGCONT"),
+                        (None, Some(x)) => (x, "killed while stopped"),
+                        (None, None) => (t_end, "end of round"),
+                    };
                     let _ = writeln!(
                         marks,
-                        r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="6" fill="#f90" opacity="0.8"><title>{victim} SIGSTOP {:.3}s → SIGCONT {:.3}s</title></rect>"##,
+                        r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="6" fill="#f90" opacity="0.8"><title>{victim} SIGSTOP {:.3}s → {how} {:.3}s</title></rect>"##,
                         x(t),
                         y + 30.0,
-                        (x(cont) - x(t)).max(1.0),
+                        (x(end) - x(t)).max(1.0),
                         t - t0,
-                        cont - t0
+                        end - t0
                     );
+                    let by_harness = h.events.iter().any(|k| {
+                        k.is_chaos() && k.op() == "fault" && k.s("signal") == Some("KILL") && k.s("victim") == Some(victim) && k.t() >= t && k.t() <= end
+                    });
+                    if how == "killed while stopped" && !by_harness {
+                        // nobody in the history sent it: a supervisor's stalled-writer watchdog did
+                        let _ = writeln!(
+                            marks,
+                            r##"<text x="{:.1}" y="{:.1}" fill="#822" font-size="15" text-anchor="middle" class="killed-while-stopped">×<title>{:.3}s {victim} SIGKILLed while stopped, not by the harness (a supervisor's stalled-writer watchdog)</title></text>"##,
+                            x(end),
+                            y + 13.0,
+                            end - t0
+                        );
+                    }
                 }
                 _ => {}
             }

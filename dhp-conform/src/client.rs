@@ -8,17 +8,35 @@
 //! failed, and the process is never reused. An implementation that answers
 //! properly with an error is a [`Reply::Err`], judged by the assertion.
 
-use crate::protocol;
+use crate::{pgroup, protocol};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Lines of adapter stderr kept for error messages.
 const STDERR_TAIL: usize = 20;
+
+/// The longest reply line the runner reads (the largest legitimate reply,
+/// `load_envelope` of a handoff at the default profile's limits, is well
+/// under 1 MiB). A longer line is an exchange error, and the runner stops
+/// reading at the limit instead of buffering it whole.
+pub const MAX_REPLY_LINE: usize = 16 << 20;
+
+/// What the stdout reader thread hands over.
+enum Incoming {
+    Line(String),
+    /// A line longer than [`MAX_REPLY_LINE`]; the reader stopped there.
+    TooLong,
+    Eof,
+}
 
 /// What went wrong talking to an adapter.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -31,6 +49,10 @@ pub enum AdapterError {
     Exited { op: String, status: String, tail: String },
     #[error("adapter printed a line that is not a JSON reply while {op} was pending: {line:?}{tail}")]
     Garbage { op: String, line: String, tail: String },
+    #[error("adapter's reply to {op} is longer than {} MiB, the runner's limit for one line; stopped reading it{tail}", MAX_REPLY_LINE >> 20)]
+    TooLong { op: String, tail: String },
+    #[error("adapter hung: {0}")]
+    Hung(String),
     #[error("adapter answered {op} (id {expected}) with id {got}")]
     WrongId { op: String, expected: u64, got: String },
     #[error("adapter reply to {op} violates reply.schema.json: {detail}")]
@@ -118,17 +140,23 @@ impl Profile {
     }
 }
 
-/// One running adapter process.
+/// One running adapter process, the leader of its own process group:
+/// whatever it starts is killed with it.
 pub struct Adapter {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Option<String>>,
+    lines: Receiver<Incoming>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     next_id: u64,
     timeout: Duration,
     broken: bool,
+    /// The process has exited (it may not be reaped yet).
     exited: bool,
+    /// Its process group was killed and the process reaped.
+    reaped: bool,
     hello: Option<Hello>,
+    /// Counts the requests that timed out, shared with the pool.
+    timeouts: Option<Arc<AtomicU64>>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -155,25 +183,32 @@ impl Adapter {
                 cmd.env_remove(&k);
             }
         }
-        cmd.envs(profile.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        // Its own process group, so that killing the group on the way out
+        // also ends whatever it started (a grandchild must not outlive the run).
+        cmd.envs(profile.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
         let mut child = cmd.spawn().map_err(|e| AdapterError::Spawn { cmd: command.to_string(), reason: e.to_string() })?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
+        pgroup::register(child.id());
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            pgroup::unregister(child.id());
+            return Err(AdapterError::Spawn { cmd: command.to_string(), reason: "no stdout/stderr pipe".into() });
+        };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut r = BufReader::new(stdout);
             loop {
                 let mut buf = Vec::new();
-                match r.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => {
-                        let _ = tx.send(None);
-                        return;
-                    }
-                    Ok(_) => {
-                        if tx.send(Some(String::from_utf8_lossy(&buf).trim_end().to_string())).is_err() {
-                            return;
-                        }
-                    }
+                // at most one byte past the limit: a longer line is never held whole
+                let got = r.by_ref().take(MAX_REPLY_LINE as u64 + 1).read_until(b'\n', &mut buf);
+                let msg = match got {
+                    Ok(0) | Err(_) => Incoming::Eof,
+                    Ok(_) if buf.len() > MAX_REPLY_LINE => Incoming::TooLong,
+                    Ok(_) => Incoming::Line(String::from_utf8_lossy(&buf).trim_end().to_string()),
+                };
+                let last = !matches!(msg, Incoming::Line(_));
+                if tx.send(msg).is_err() || last {
+                    return;
                 }
             }
         });
@@ -201,7 +236,9 @@ impl Adapter {
             timeout,
             broken: false,
             exited: false,
+            reaped: false,
             hello: None,
+            timeouts: None,
         })
     }
 
@@ -215,8 +252,7 @@ impl Adapter {
     pub fn finish_handshake(&mut self, id: u64) -> Result<&Hello, AdapterError> {
         match self.recv(id, "hello")? {
             Reply::Ok(v) => {
-                self.hello = Some(Hello::from_result(&v));
-                Ok(self.hello.as_ref().expect("just set"))
+                Ok(self.hello.insert(Hello::from_result(&v)))
             }
             Reply::Err(e) => {
                 self.broken = true;
@@ -258,7 +294,7 @@ impl Adapter {
             req["at"] = json!(at);
         }
         protocol::validate_request(&req).map_err(|detail| AdapterError::BadRequest { op: op.into(), detail })?;
-        let mut line = serde_json::to_vec(&req).expect("a Value serializes");
+        let mut line = req.to_string().into_bytes();
         line.push(b'\n');
         let res = match self.stdin.as_mut() {
             Some(w) => w.write_all(&line).and_then(|_| w.flush()),
@@ -268,9 +304,8 @@ impl Adapter {
             self.broken = true;
             // A dead process is the real story; report that if we can.
             std::thread::sleep(Duration::from_millis(20));
-            if let Ok(Some(st)) = self.child.try_wait() {
-                self.exited = true;
-                return Err(AdapterError::Exited { op: op.into(), status: st.to_string(), tail: self.tail() });
+            if let Some(status) = self.exit_status() {
+                return Err(AdapterError::Exited { op: op.into(), status, tail: self.tail() });
             }
             return Err(AdapterError::Io(e.to_string()));
         }
@@ -280,8 +315,13 @@ impl Adapter {
     /// Wait for the reply to request `id`.
     pub fn recv(&mut self, id: u64, op: &str) -> Result<Reply, AdapterError> {
         let res = self.recv_inner(id, op);
-        if res.is_err() {
+        if let Err(e) = &res {
             self.broken = true;
+            if matches!(e, AdapterError::Timeout { .. }) {
+                if let Some(n) = &self.timeouts {
+                    n.fetch_add(1, Ordering::SeqCst);
+                }
+            }
         }
         res
     }
@@ -289,8 +329,9 @@ impl Adapter {
     fn recv_inner(&mut self, id: u64, op: &str) -> Result<Reply, AdapterError> {
         let deadline = Instant::now() + self.timeout;
         let line = match self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(Some(l)) => l,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+            Ok(Incoming::Line(l)) => l,
+            Ok(Incoming::TooLong) => return Err(AdapterError::TooLong { op: op.into(), tail: self.tail() }),
+            Ok(Incoming::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let status = self.wait_exit(Duration::from_millis(500));
                 return Err(AdapterError::Exited { op: op.into(), status, tail: self.tail() });
             }
@@ -330,48 +371,62 @@ impl Adapter {
         self.recv(id, op)
     }
 
+    /// How the process ended, if it has, without reaping it: until it is
+    /// reaped its pid — the id of its process group — cannot be reused, so
+    /// killing that group later cannot hit anyone else.
+    fn exit_status(&mut self) -> Option<String> {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).ok()?);
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        let text = match waitid(Id::Pid(pid), flags) {
+            Ok(WaitStatus::Exited(_, code)) => format!("exit status: {code}"),
+            Ok(WaitStatus::Signaled(_, sig, _)) => format!("killed by {sig}"),
+            Ok(_) => return None,
+            Err(e) => format!("wait failed: {e}"),
+        };
+        self.exited = true;
+        Some(text)
+    }
+
     fn wait_exit(&mut self, grace: Duration) -> String {
         let end = Instant::now() + grace;
         loop {
-            match self.child.try_wait() {
-                Ok(Some(st)) => {
-                    self.exited = true;
-                    return st.to_string();
-                }
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(10)),
-                Ok(None) => return "stdout closed, still running".into(),
-                Err(e) => return format!("wait failed: {e}"),
+            if let Some(status) = self.exit_status() {
+                return status;
             }
+            if Instant::now() >= end {
+                return "stdout closed, still running".into();
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
-    /// SIGKILL the process and reap it.
+    /// SIGKILL the process and everything in its process group, and reap it.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stdin.take();
+        if !self.reaped {
+            pgroup::kill(self.child.id());
+            let _ = self.child.wait();
+            pgroup::unregister(self.child.id());
+            self.reaped = true;
+        }
         self.exited = true;
         self.broken = true;
     }
 
-    /// Close stdin (the adapter exits at EOF); SIGKILL after a grace period.
+    /// Close stdin (the adapter exits at EOF); after a grace period, or as
+    /// soon as it exited, SIGKILL its process group (what it left behind).
     pub fn close(mut self) {
         self.stdin.take();
         if !self.exited {
             self.wait_exit(Duration::from_millis(500));
-            if !self.exited {
-                self.kill();
-            }
         }
+        self.kill();
     }
 }
 
 impl Drop for Adapter {
     fn drop(&mut self) {
-        if !self.exited {
-            self.stdin.take();
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        self.kill();
     }
 }
 
@@ -383,6 +438,8 @@ pub struct Pool {
     timeout: Duration,
     echo_stderr: bool,
     idle: Mutex<Vec<Adapter>>,
+    /// Requests of this pool's processes that timed out.
+    timeouts: Arc<AtomicU64>,
 }
 
 /// Idle processes kept per pool; extra ones are closed when returned.
@@ -390,7 +447,18 @@ const MAX_IDLE: usize = 6;
 
 impl Pool {
     pub fn new(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Pool {
-        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()) }
+        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()), timeouts: Arc::default() }
+    }
+
+    /// How many requests of this pool's processes have timed out so far.
+    pub fn timeouts(&self) -> u64 {
+        self.timeouts.load(Ordering::SeqCst)
+    }
+
+    fn start(&self) -> Result<Adapter, AdapterError> {
+        let mut a = Adapter::start(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+        a.timeouts = Some(self.timeouts.clone());
+        Ok(a)
     }
 
     /// An idle process, or a new one.
@@ -404,7 +472,8 @@ impl Pool {
 
     /// Always a new process.
     pub fn fresh(&self) -> Result<Lease<'_>, AdapterError> {
-        let a = Adapter::spawn(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+        let mut a = self.start()?;
+        a.handshake()?;
         Ok(Lease { pool: self, adapter: Some(a) })
     }
 
@@ -412,7 +481,7 @@ impl Pool {
     pub fn fresh_many(&self, n: usize) -> Result<Vec<Lease<'_>>, AdapterError> {
         let mut started = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut a = Adapter::start(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+            let mut a = self.start()?;
             let id = a.send("hello", json!({"adapter_protocol": protocol::ADAPTER_PROTOCOL}), None)?;
             started.push((a, id));
         }

@@ -16,6 +16,7 @@ pub mod assertions;
 pub mod check;
 pub mod client;
 pub mod ops;
+pub mod pgroup;
 pub mod protocol;
 pub mod report;
 pub mod rs_adapter;

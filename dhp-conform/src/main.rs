@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Exit status: 0 when nothing failed or errored, 101 otherwise (libtest's
-//! convention), 2 for a bad command line.
+//! convention), 2 for a bad command line or an adapter that cannot start.
 
 use clap::{Parser, ValueEnum};
 use dhp_conform::assertions;
@@ -43,7 +43,8 @@ enum LevelArg {
     after_help = "CMD is an adapter command line (run with `sh -c 'exec CMD'`), or `ours` (dhp-core, through this \
 binary in adapter mode) or `reference` (the Python reference, dhp-protocol 1.3.0, from the venv made by \
 scripts/setup.sh). A FILTER matches assertion names and kinds, e.g. `fencing`, `core`, `reference`. \
-Exit status: 0 all passed or skipped, 101 something failed or errored, 2 usage."
+Exit status: 0 all passed or skipped, 101 something failed or errored, 2 usage or an adapter that \
+cannot start (nothing is run)."
 )]
 struct Cli {
     /// Implementation under test (repeatable; with two or more, the
@@ -106,7 +107,36 @@ fn resolve(spec: &str) -> Result<(String, Option<String>), String> {
             let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/python_ref.py");
             Ok((format!("{} {}", sh_quote(&py.to_string_lossy()), sh_quote(&script.to_string_lossy())), Some("reference".into())))
         }
-        cmd => Ok((cmd.to_string(), None)),
+        cmd => {
+            check_program(cmd)?;
+            Ok((cmd.to_string(), None))
+        }
+    }
+}
+
+/// A command whose program is a plain name (no path, quoting or variable
+/// assignment) must name a program on PATH: a mistyped `--impl referense`
+/// is a usage error before anything runs, not 29 errored assertions.
+fn check_program(cmd: &str) -> Result<(), String> {
+    let Some(first) = cmd.split_whitespace().next() else {
+        return Err("--impl: empty command".into());
+    };
+    let plain = first.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c));
+    if !plain {
+        return Ok(()); // a path or shell syntax: if it cannot start, that is reported once
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|d| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(d.join(first)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown implementation `{first}`: not `ours`, not `reference`, and no program `{first}` on PATH \
+(give an adapter command line, e.g. --impl 'node ./my-adapter.js')"
+        ))
     }
 }
 
@@ -153,21 +183,43 @@ fn main() -> ExitCode {
     let json_out = cli.test.format == Some(FormatSetting::Json);
     let say = |s: &str| if json_out { eprintln!("{s}") } else { println!("{s}") };
 
-    let connect = |spec: &String| -> Result<Impl, String> {
-        let (cmd, label) = resolve(spec)?;
-        Ok(Impl::connect(&cmd, label.as_deref(), &opts))
-    };
-    let mut under_test = Vec::new();
-    let mut partners = Vec::new();
-    for (list, out) in [(&specs, &mut under_test), (&cli.cross, &mut partners)] {
+    // Every --impl/--cross/--compare word is resolved before any adapter starts.
+    let (mut r_under, mut r_partners) = (Vec::new(), Vec::new());
+    for (list, out) in [(&specs, &mut r_under), (&cli.cross, &mut r_partners)] {
         for s in list {
-            match connect(s) {
-                Ok(i) => out.push(i),
+            match resolve(s) {
+                Ok(r) => out.push(r),
                 Err(e) => {
                     eprintln!("dhp-conform: {e}");
                     return ExitCode::from(2);
                 }
             }
+        }
+    }
+    if let Err(e) = dhp_conform::pgroup::kill_all_on_signal() {
+        eprintln!("dhp-conform: cannot install signal handlers: {e}");
+        return ExitCode::from(2);
+    }
+    let connect = |list: Vec<(String, Option<String>)>| -> Vec<Impl> {
+        list.into_iter().map(|(cmd, label)| Impl::connect(&cmd, label.as_deref(), &opts)).collect()
+    };
+    let mut under_test = connect(r_under);
+    let mut partners = connect(r_partners);
+    // An adapter that cannot even start would error every assertion with
+    // the same message: say it once and stop.
+    if !cli.test.list {
+        let dead: Vec<&Impl> = under_test.iter().chain(&partners).filter(|i| i.hello.is_err()).collect();
+        if !dead.is_empty() {
+            for imp in &dead {
+                if let Err(e) = &imp.hello {
+                    eprintln!("dhp-conform: the adapter `{}` did not start: {e}", imp.command);
+                }
+            }
+            eprintln!("dhp-conform: nothing was run");
+            for imp in under_test.iter().chain(&partners) {
+                imp.shutdown();
+            }
+            return ExitCode::from(2);
         }
     }
     // Unique labels.

@@ -2,10 +2,15 @@
 //! running one assertion to an [`Outcome`].
 
 use crate::check::{Check, Fail};
-use crate::client::{Hello, Lease, Pool, Profile};
+use crate::client::{AdapterError, Hello, Lease, Pool, Profile};
 use crate::store_view::StoreView;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Timed-out requests after which an implementation is given up on, even
+/// if it still answers a probe: each costs a full `--timeout`.
+pub const MAX_TIMEOUTS: u64 = 4;
 
 /// Runner-wide settings.
 #[derive(Debug, Clone)]
@@ -32,6 +37,19 @@ pub struct Impl {
     pub hello: Result<Hello, String>,
     default: Pool,
     short_lease: Pool,
+    health: Mutex<Health>,
+}
+
+/// Whether an implementation still answers: after a request timed out,
+/// a fresh process is probed once; one that does not answer the probe
+/// either (or too many timeouts in all) marks the implementation hung, and
+/// its remaining assertions are errored at once instead of each waiting
+/// out the timeout.
+#[derive(Debug, Default)]
+struct Health {
+    /// Timeouts already looked at.
+    timeouts_seen: u64,
+    hung: Option<String>,
 }
 
 impl std::fmt::Debug for Impl {
@@ -74,7 +92,41 @@ impl Impl {
             (None, Ok(h)) => sanitize_label(&h.implementation),
             (None, Err(_)) => sanitize_label(command.split_whitespace().next().unwrap_or("impl")),
         };
-        Impl { label, command: command.to_string(), hello, default, short_lease }
+        Impl { label, command: command.to_string(), hello, default, short_lease, health: Mutex::default() }
+    }
+
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why the implementation was given up on, if it was.
+    pub fn hung(&self) -> Option<String> {
+        self.health().hung.clone()
+    }
+
+    /// After an assertion: if a request timed out since the last look,
+    /// probe a fresh process (`hello`, then `build_envelope`, which needs no
+    /// store); if it does not answer, or the timeouts add up to
+    /// [`MAX_TIMEOUTS`], the implementation is hung.
+    pub fn check_health(&self) {
+        let mut h = self.health();
+        let total = self.default.timeouts() + self.short_lease.timeouts();
+        if h.hung.is_some() || total == h.timeouts_seen {
+            return;
+        }
+        h.timeouts_seen = total;
+        if total >= MAX_TIMEOUTS {
+            h.hung = Some(format!("{total} requests timed out; the remaining assertions were not run"));
+            return;
+        }
+        let probe = self.default.fresh().and_then(|mut a| {
+            a.call("build_envelope", serde_json::json!({"kind": "probe", "inputs": {}, "output_schema": {"type": "object"}}))
+        });
+        if let Err(e) = probe {
+            h.hung = Some(format!("a request timed out, and a fresh process did not answer either ({e}); the remaining assertions were not run"));
+        }
+        // the probe's own timeout is part of this verdict, not a new one
+        h.timeouts_seen = self.default.timeouts() + self.short_lease.timeouts();
     }
 
     pub fn has(&self, feature: &str) -> bool {
@@ -308,6 +360,9 @@ fn gate(imps: &[&Impl], needs: &[&str]) -> Option<Outcome> {
         if let Err(e) = &imp.hello {
             return Some(Outcome::Errored(format!("no working adapter for {}: {e}", imp.label)));
         }
+        if let Some(why) = imp.hung() {
+            return Some(Outcome::Errored(AdapterError::Hung(format!("{}: {why}", imp.label)).to_string()));
+        }
         for f in needs {
             if !imp.has(f) {
                 return Some(Outcome::Skipped(format!("unsupported: {} does not declare feature `{f}`", imp.label)));
@@ -352,7 +407,11 @@ fn execute(
         Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
     };
     let (res, work) = body(work);
-    (finish(res, &work), start.elapsed().as_secs_f64())
+    let outcome = finish(res, &work);
+    for imp in imps {
+        imp.check_health();
+    }
+    (outcome, start.elapsed().as_secs_f64())
 }
 
 /// Run one assertion against one implementation.

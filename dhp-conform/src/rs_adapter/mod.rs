@@ -711,8 +711,15 @@ fn orphan_without_dlq(r: &Runner, hid: &str) -> R {
     Ok(json!({"hid": hid, "action": "orphaned"}))
 }
 
+/// Start `sleep 600` in this process's group and append its pid to `file`.
+fn spawn_grandchild(file: &str) -> std::io::Result<()> {
+    let child = std::process::Command::new("sleep").arg("600").stdin(std::process::Stdio::null()).spawn()?;
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(file)?;
+    writeln!(f, "{}", child.id())
+}
+
 fn usage() -> ! {
-    eprintln!("usage: dhp-adapter [--mutant NAME] [--misbehave MODE:OP] [--list-mutants]");
+    eprintln!("usage: dhp-adapter [--mutant NAME] [--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--list-mutants]");
     std::process::exit(2);
 }
 
@@ -726,6 +733,16 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         match arg.as_str() {
             "--mutant" => mutant = Some(mutants::parse(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
             "--misbehave" => misbehave = Some(mutants::parse_misbehave(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
+            // a bad adapter for the runner's tests: leaves a process behind
+            // (appending its pid to PIDFILE) that only a kill of the whole
+            // process group ends
+            "--spawn-grandchild" => {
+                let file = args.next().unwrap_or_else(|| usage());
+                if let Err(e) = spawn_grandchild(&file) {
+                    eprintln!("dhp-adapter: --spawn-grandchild: {e}");
+                    return 2;
+                }
+            }
             "--list-mutants" => {
                 for (name, _, what) in mutants::ALL {
                     println!("{name}\t{what}");
@@ -777,7 +794,7 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         let op = req.get("op").and_then(Value::as_str).unwrap_or("").to_string();
         let args = req.get("args").cloned().unwrap_or(json!({}));
         if let Some((how, target)) = &misbehave {
-            if *target == op {
+            if mutants::targets(target, &op) {
                 match how {
                     Misbehave::Crash => std::process::exit(70),
                     Misbehave::Hang => loop {
@@ -785,6 +802,18 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
                     },
                     Misbehave::Garbage => {
                         let _ = writeln!(out, "Traceback (most recent call last): something went wrong {{");
+                        let _ = out.flush();
+                        continue;
+                    }
+                    Misbehave::HugeLine => {
+                        let piece = vec![b'x'; 1 << 16];
+                        let _ = write!(out, "{{\"id\": {id}, \"junk\": \"");
+                        for _ in 0..(1 << 14) {
+                            if out.write_all(&piece).is_err() {
+                                break; // the reader stopped: fine
+                            }
+                        }
+                        let _ = writeln!(out, "\"}}");
                         let _ = out.flush();
                         continue;
                     }
@@ -804,8 +833,8 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),
         };
         match &misbehave {
-            Some((Misbehave::WrongId, t)) if *t == op => reply["id"] = json!(id + 1000),
-            Some((Misbehave::BadReply, t)) if *t == op => reply = json!({"id": id, "ok": true, "result": {"unexpected": "shape"}}),
+            Some((Misbehave::WrongId, t)) if mutants::targets(t, &op) => reply["id"] = json!(id + 1000),
+            Some((Misbehave::BadReply, t)) if mutants::targets(t, &op) => reply = json!({"id": id, "ok": true, "result": {"unexpected": "shape"}}),
             _ => {}
         }
         if writeln!(out, "{reply}").and_then(|_| out.flush()).is_err() {

@@ -94,6 +94,15 @@ pub enum Misbehave {
     WrongId,
     /// Answer with a result its schema rejects.
     BadReply,
+    /// Answer with one 1 GiB line (written in pieces: the adapter never
+    /// holds it, so only a runner that buffers it grows).
+    HugeLine,
+}
+
+/// Does a `--misbehave MODE:TARGET` apply to `op`? `*` is every op but
+/// `hello` (a process that shakes hands, then misbehaves).
+pub fn targets(target: &str, op: &str) -> bool {
+    target == op || (target == "*" && op != "hello")
 }
 
 pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
@@ -104,6 +113,7 @@ pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
         "garbage" => Misbehave::Garbage,
         "wrong-id" => Misbehave::WrongId,
         "bad-reply" => Misbehave::BadReply,
+        "huge-line" => Misbehave::HugeLine,
         _ => return None,
     };
     Some((m, op.to_string()))
