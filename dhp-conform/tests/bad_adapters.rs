@@ -1,6 +1,7 @@
 //! Adapters that crash, hang, print garbage, answer the wrong id or send a
 //! reply their schema rejects: the assertions that hit it are *errored*
-//! (not failed) within the timeout, and the run goes on.
+//! (not failed) within the timeout, and the run goes on. (An adapter that
+//! cannot start at all: `adapter_cannot_start.rs`.)
 
 mod common;
 use common::*;
@@ -47,31 +48,4 @@ fn wrong_id_is_errored() {
 #[test]
 fn reply_violating_its_schema_is_errored() {
     misbehaving("bad-reply", "violates reply.schema.json");
-}
-
-/// A handshake that fails errors every assertion at once, quickly.
-fn dead_on_arrival(cmd: &str, cause: &str) {
-    let run = conform(&["--impl", cmd, "--format", "json", "--timeout", "1"]);
-    assert_eq!(run.code, 101, "{}", run.stderr);
-    let s = run.summary();
-    assert_eq!((s["errored"].as_u64(), s["passed"].as_u64(), s["failed"].as_u64()), (Some(29), Some(0), Some(0)), "{s}");
-    for (_, (_, msg)) in run.outcomes() {
-        assert!(msg.contains(cause), "{cmd}: {msg:?} should say {cause:?}");
-    }
-    assert!(run.wall.as_secs_f64() < 10.0, "{cmd}: took {:?}", run.wall);
-}
-
-#[test]
-fn garbage_at_handshake() {
-    dead_on_arrival("sh -c 'echo hello there; sleep 30'", "not a JSON reply");
-}
-
-#[test]
-fn missing_command() {
-    dead_on_arrival("/nonexistent/dhp-adapter", "adapter exited");
-}
-
-#[test]
-fn silent_at_handshake() {
-    dead_on_arrival("sleep 30", "did not answer hello within 1.0s");
 }

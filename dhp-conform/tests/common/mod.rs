@@ -82,3 +82,47 @@ pub fn assertion_names() -> Vec<String> {
         .map(|l| l.rsplit("] ").next().unwrap().to_string())
         .collect()
 }
+
+/// Run `dhp-conform` with `args`, sampling its peak RSS (`VmHWM`, KiB)
+/// until it exits.
+pub fn conform_peak_rss(args: &[&str]) -> (Run, u64) {
+    let start = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_dhp-conform"))
+        .args(args)
+        .env("DHP_PYTHON", python())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running dhp-conform");
+    let status_file = format!("/proc/{}/status", child.id());
+    let sampler = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        // until the process is gone (or a zombie: no VmHWM line any more)
+        while let Ok(text) = std::fs::read_to_string(&status_file) {
+            let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            else {
+                break;
+            };
+            peak = peak.max(kb);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        peak
+    });
+    let out = child.wait_with_output().expect("waiting for dhp-conform");
+    let peak = sampler.join().expect("sampler");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        wall: start.elapsed(),
+    };
+    (run, peak)
+}
+
+/// Is `pid` a live (not zombie) process?
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
