@@ -56,7 +56,7 @@ pub fn write(dir: &Path) -> Result<()> {
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="18" font-size="13">dhp-chaos round {round} seed {seed} — owners (bars, fence in label), checkpoints (ticks), SIGKILL ×, SIGSTOP band, failpoint ×(purple), orphan ◆, DLQ ■, complete ●</text>
+<text x="10" y="18" font-size="13">dhp-chaos round {round} seed {seed} — owners (bars, fence in label), checkpoints (ticks), SIGKILL ×, SIGSTOP band (to SIGCONT or death), failpoint ×(purple), killed while stopped by a watchdog ×(dark red), orphan ◆, DLQ ■, complete ●</text>
 "#,
         w = LEFT + WIDTH + 20.0,
         round = meta["config"]["round"],
