@@ -19,7 +19,7 @@ fn every_failpoint_death_is_in_the_history() {
     assert!(r.violations("no-false-orphans").is_empty(), "{:#?}", r.violations("no-false-orphans"));
     let text = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
     let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let chaos = |op: &str| events.iter().filter(move |e| e["process"] == "chaos" && e["op"] == op);
+    let chaos = |op: &'static str| events.iter().filter(move |e| e["process"] == "chaos" && e["op"] == op);
     let mut exits: HashMap<String, Vec<&Value>> = HashMap::new();
     for e in chaos("exit") {
         exits.entry(e["name"].as_str().unwrap().to_string()).or_default().push(e);
