@@ -164,7 +164,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 30.0)]
     budget_minutes: f64,
     /// Exit 0 (and, with --nightly, keep going) when every violation is a documented weakness of the
-    /// Python reference (torn claim/recover, check-then-write); they are still reported and saved.
+    /// Python reference (torn claim/recover, check-then-write, no catch-up of the peer log); they are still reported and saved.
     #[arg(long)]
     allow_known_reference_bugs: bool,
     /// In --nightly mode, keep the store, logs and process logs of passing rounds too.
