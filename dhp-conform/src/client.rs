@@ -30,6 +30,39 @@ const STDERR_TAIL: usize = 20;
 /// reading at the limit instead of buffering it whole.
 pub const MAX_REPLY_LINE: usize = 16 << 20;
 
+/// Bytes of one adapter stderr line kept; the rest of a longer line is
+/// read and dropped (stderr is free-form, but must not fill the runner).
+const STDERR_LINE_KEPT: usize = 4096;
+
+/// The next stderr line, cut to [`STDERR_LINE_KEPT`] bytes (marked with
+/// `…`); `None` at end of file.
+fn read_stderr_line(r: &mut impl BufRead) -> Option<String> {
+    let mut kept = Vec::new();
+    let mut cut = false;
+    loop {
+        let mut chunk = Vec::new();
+        match r.by_ref().take(STDERR_LINE_KEPT as u64).read_until(b'\n', &mut chunk) {
+            Ok(0) | Err(_) if kept.is_empty() && !cut => return None,
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let end = chunk.last() == Some(&b'\n');
+        let room = STDERR_LINE_KEPT.saturating_sub(kept.len());
+        if chunk.len() > room {
+            cut = true;
+        }
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if end {
+            break;
+        }
+    }
+    let mut line = String::from_utf8_lossy(&kept).trim_end().to_string();
+    if cut {
+        line.push('…');
+    }
+    Some(line)
+}
+
 /// What the stdout reader thread hands over.
 enum Incoming {
     Line(String),
@@ -215,8 +248,8 @@ impl Adapter {
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail2 = tail.clone();
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { return };
+            let mut r = BufReader::new(stderr);
+            while let Some(line) = read_stderr_line(&mut r) {
                 if echo_stderr {
                     eprintln!("[adapter] {line}");
                 }

@@ -817,6 +817,16 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
                         let _ = out.flush();
                         continue;
                     }
+                    Misbehave::HugeStderr => {
+                        let piece = vec![b'e'; 1 << 16];
+                        let mut err = std::io::stderr().lock();
+                        for _ in 0..(1 << 12) {
+                            if err.write_all(&piece).is_err() {
+                                break;
+                            }
+                        }
+                        let _ = writeln!(err);
+                    }
                     Misbehave::WrongId | Misbehave::BadReply => {}
                 }
             }

@@ -97,6 +97,8 @@ pub enum Misbehave {
     /// Answer with one 1 GiB line (written in pieces: the adapter never
     /// holds it, so only a runner that buffers it grows).
     HugeLine,
+    /// Print one 256 MiB line on stderr, then answer normally.
+    HugeStderr,
 }
 
 /// Does a `--misbehave MODE:TARGET` apply to `op`? `*` is every op but
@@ -114,6 +116,7 @@ pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
         "wrong-id" => Misbehave::WrongId,
         "bad-reply" => Misbehave::BadReply,
         "huge-line" => Misbehave::HugeLine,
+        "huge-stderr" => Misbehave::HugeStderr,
         _ => return None,
     };
     Some((m, op.to_string()))
