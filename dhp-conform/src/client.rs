@@ -434,14 +434,17 @@ impl Adapter {
     }
 
     /// SIGKILL the process and everything in its process group, and reap it.
+    /// Stdin stays open until the kill: at EOF an adapter exits cleanly,
+    /// which is not the death being simulated (a clean exit drops its
+    /// liveness token, a SIGKILL leaves it for the supervisor to find).
     pub fn kill(&mut self) {
-        self.stdin.take();
         if !self.reaped {
             pgroup::kill(self.child.id());
             let _ = self.child.wait();
             pgroup::unregister(self.child.id());
             self.reaped = true;
         }
+        self.stdin.take();
         self.exited = true;
         self.broken = true;
     }
