@@ -11,7 +11,6 @@ use super::{
 };
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::Result;
-use crate::json;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -63,7 +62,7 @@ struct MemTx {
 
 impl MemTx {
     fn status_of(&self, hid: &str) -> Option<String> {
-        let env = json::parse(self.s.handoffs.get(hid)?).ok()?;
+        let env = super::deep::parse(self.s.handoffs.get(hid)?).ok()?;
         Some(envelope::status(&env).to_string())
     }
 
@@ -74,11 +73,14 @@ impl MemTx {
 
 impl Tx for MemTx {
     fn envelope(&mut self, hid: &str) -> Result<Option<Value>> {
-        self.s.handoffs.get(hid).map(|t| json::parse(t)).transpose()
+        self.s.handoffs.get(hid).map(|t| super::deep::parse(t)).transpose()
     }
 
     fn status(&mut self, hid: &str) -> Result<Option<String>> {
-        Ok(self.status_of(hid))
+        match self.s.handoffs.get(hid) {
+            None => Ok(None),
+            Some(t) => Ok(Some(envelope::status(&super::deep::parse(t)?).to_string())),
+        }
     }
 
     fn insert_envelope(&mut self, hid: &str, envelope_json: &str, _now: f64) -> Result<bool> {
@@ -110,7 +112,7 @@ impl Tx for MemTx {
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
         self.running()
             .iter()
-            .map(|h| Ok(BudgetUsage::of_envelope(&json::parse(&self.s.handoffs[h])?)))
+            .map(|h| Ok(BudgetUsage::of_envelope(&super::deep::parse(&self.s.handoffs[h])?)))
             .collect()
     }
 

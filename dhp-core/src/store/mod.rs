@@ -13,6 +13,7 @@
 //! [`mem::MemStore`] is a second, in-memory implementation; the same
 //! protocol scenarios run on both (`tests/backends.rs`).
 
+pub mod deep;
 pub mod mem;
 pub mod sqlite;
 
@@ -97,6 +98,20 @@ pub struct BudgetUsage {
     pub max_wallclock_s: Option<f64>,
 }
 
+/// A handoff's status beside its ownership row: what the supervisor's
+/// consistency pass (torn states, quarantine) looks at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pairing {
+    pub hid: String,
+    /// `execution.status` when the backend could read it as a string;
+    /// `None` when it could not (corrupt or very deep JSON, no status, a
+    /// status that is not a string): the caller parses the envelope itself.
+    pub status: Option<String>,
+    pub ownership: Option<Ownership>,
+    /// When the ownership row was last written, if the backend keeps it.
+    pub ownership_updated_at: Option<f64>,
+}
+
 /// Whether a transaction may write. Writers serialize at begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -142,6 +157,20 @@ pub trait Tx {
     /// Budget usage of every running handoff, without materializing the
     /// envelopes (one query for the supervisor's scan).
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>>;
+    /// Every handoff that may be torn or unreadable, with its ownership
+    /// row. A backend may leave out rows that are certainly consistent
+    /// (e.g. `completed` with no ownership row); this default returns all,
+    /// built from the primitives above, and never fails because one
+    /// envelope is unreadable.
+    fn pairings(&mut self) -> Result<Vec<Pairing>> {
+        let mut out = Vec::new();
+        for hid in self.all_hids()? {
+            let status = self.status(&hid).ok().flatten().filter(|s| !s.is_empty());
+            let ownership = self.ownership(&hid)?;
+            out.push(Pairing { hid, status, ownership, ownership_updated_at: None });
+        }
+        Ok(out)
+    }
 
     // ---- checkpoints ----
     /// Next seq: one past the highest (0 when none). O(log n).

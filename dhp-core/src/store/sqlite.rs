@@ -9,11 +9,12 @@
 //! use SQLite's own locking, so the two may run against one store at once.
 
 use super::{
-    Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx, SCHEMA_VERSION,
+    Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Pairing, Progress, Tx,
+    SCHEMA_VERSION,
 };
-use crate::envelope::ORPHANED_HOLDER;
+use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
-use crate::json;
+
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -239,6 +240,11 @@ fn approval_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
 }
 
 const OWNERSHIP_COLS: &str = "hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed";
+
+/// `execution.status` of `handoffs h`, NULL when the envelope is not JSON
+/// SQLite can read: `json_extract` on a corrupt row raises an error that
+/// would fail the whole query, so one bad row would hide all the others.
+const STATUS: &str = "(CASE WHEN json_valid(h.envelope_json) THEN json_extract(h.envelope_json, '$.execution.status') END)";
 const APPROVAL_COLS: &str =
     "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
 
@@ -257,16 +263,23 @@ impl Tx for SqliteTx<'_> {
             .prepare_cached("SELECT envelope_json FROM handoffs WHERE hid=?1")?
             .query_row([hid], |r| r.get(0))
             .optional()?;
-        text.map(|t| json::parse(&t)).transpose()
+        text.map(|t| super::deep::parse(&t)).transpose()
     }
 
     fn status(&mut self, hid: &str) -> Result<Option<String>> {
-        Ok(self
+        let row: Option<(bool, Option<rusqlite::types::Value>)> = self
             .c
-            .prepare_cached("SELECT json_extract(envelope_json, '$.execution.status') FROM handoffs WHERE hid=?1")?
-            .query_row([hid], |r| r.get::<_, Option<String>>(0))
-            .optional()?
-            .map(Option::unwrap_or_default))
+            .prepare_cached(&format!("SELECT json_valid(h.envelope_json), {STATUS} FROM handoffs h WHERE h.hid=?1"))?
+            .query_row([hid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        match row {
+            None => Ok(None),
+            Some((true, Some(rusqlite::types::Value::Text(s)))) => Ok(Some(s)),
+            Some((true, _)) => Ok(Some(String::new())),
+            // Deeper than SQLite's JSON parser goes, or corrupt: parse it
+            // here (a corrupt row is a typed Json error).
+            Some((false, _)) => Ok(self.envelope(hid)?.map(|e| envelope::status(&e).to_string())),
+        }
     }
 
     fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
@@ -291,20 +304,20 @@ impl Tx for SqliteTx<'_> {
 
     fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
         self.strings(
-            "SELECT hid FROM handoffs WHERE json_extract(envelope_json, '$.execution.status')=?1 ORDER BY hid",
+            &format!("SELECT h.hid FROM handoffs h WHERE {STATUS}=?1 ORDER BY h.hid"),
             [status],
         )
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
-        let mut st = self.c.prepare_cached(
-            "SELECT hid, json_extract(envelope_json, '$.execution.steps'), \
-             json_extract(envelope_json, '$.execution.spend_usd'), json_extract(envelope_json, '$.execution.claimed_at'), \
-             json_extract(envelope_json, '$.contract.budget.max_steps'), \
-             json_extract(envelope_json, '$.contract.budget.max_spend_usd'), \
-             json_extract(envelope_json, '$.contract.budget.max_wallclock_s') \
-             FROM handoffs WHERE json_extract(envelope_json, '$.execution.status')='running' ORDER BY hid",
-        )?;
+        let mut st = self.c.prepare_cached(&format!(
+            "SELECT h.hid, json_extract(h.envelope_json, '$.execution.steps'), \
+             json_extract(h.envelope_json, '$.execution.spend_usd'), json_extract(h.envelope_json, '$.execution.claimed_at'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_steps'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_spend_usd'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_wallclock_s') \
+             FROM handoffs h WHERE {STATUS}='running' ORDER BY h.hid"
+        ))?;
         // Non-numeric JSON (a string where a number belongs) reads as None,
         // as the envelope path's as_f64 does.
         let num = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<Option<f64>> {
@@ -324,6 +337,41 @@ impl Tx for SqliteTx<'_> {
                 max_spend_usd: num(r, 5)?,
                 max_wallclock_s: num(r, 6)?,
             })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn pairings(&mut self) -> Result<Vec<Pairing>> {
+        // Leaves out only the combinations that are consistent whatever
+        // the lease says; the supervisor classifies the rest.
+        let mut st = self.c.prepare_cached(&format!(
+            "SELECT h.hid, {STATUS}, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, \
+             o.updated_at FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid \
+             WHERE NOT COALESCE( \
+               ({STATUS} IN ('pending', 'completed', 'failed', 'suspended') AND o.hid IS NULL) \
+               OR ({STATUS} = 'running' AND o.holder != '{ORPHANED_HOLDER}') \
+               OR ({STATUS} IN ('orphaned', 'failed') AND o.holder = '{ORPHANED_HOLDER}') \
+               OR {STATUS} = 'suspended', 0) \
+             ORDER BY h.hid"
+        ))?;
+        let rows = st.query_map([], |r| {
+            let status = match r.get::<_, rusqlite::types::Value>(1)? {
+                rusqlite::types::Value::Text(s) if !s.is_empty() => Some(s),
+                _ => None,
+            };
+            let holder: Option<String> = r.get(2)?;
+            let ownership = match holder {
+                None => None,
+                Some(holder) => Some(Ownership {
+                    hid: r.get(0)?,
+                    holder,
+                    fence: r.get(3)?,
+                    lease_expires_at: r.get(4)?,
+                    heartbeat_interval_s: r.get(5)?,
+                    max_missed: r.get(6)?,
+                }),
+            };
+            Ok(Pairing { hid: r.get(0)?, status, ownership, ownership_updated_at: r.get(7)? })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -404,8 +452,10 @@ impl Tx for SqliteTx<'_> {
 
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
         self.strings(
-            "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
-             AND json_extract(h.envelope_json, '$.execution.status')='running' ORDER BY o.hid",
+            &format!(
+                "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
+                 AND {STATUS}='running' ORDER BY o.hid"
+            ),
             [now],
         )
     }
@@ -532,10 +582,12 @@ impl Tx for SqliteTx<'_> {
 
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
         self.strings(
-            "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
-             WHERE o.lease_expires_at >= ?1 AND json_extract(h.envelope_json, '$.execution.status') = 'running' \
-             AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) OR p.digest_repeat_count >= ?3) \
-             ORDER BY p.hid",
+            &format!(
+                "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
+                 WHERE o.lease_expires_at >= ?1 AND {STATUS} = 'running' \
+                 AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) OR p.digest_repeat_count >= ?3) \
+                 ORDER BY p.hid"
+            ),
             params![now, cutoff, max_repeats],
         )
     }

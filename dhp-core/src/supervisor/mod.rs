@@ -6,6 +6,13 @@
 //! Each orphan is one transaction that re-checks the lease under the write
 //! lock, so a worker that heartbeats between the scan's query and the
 //! orphan keeps its handoff (the reference can orphan a just-renewed lease).
+//!
+//! Each scan also repairs torn states that other implementations leave
+//! (see [`repair`]), and a row it cannot handle — an envelope that does not
+//! parse, an unknown status — is quarantined: reported once as a
+//! `quarantined` action, counted, skipped; the scan goes on with the rest.
+
+pub mod repair;
 
 use crate::config::Config;
 use crate::envelope::{self, check_worker_id, now, ORPHANED_HOLDER};
@@ -13,11 +20,13 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
-use crate::store::{with_tx, Backend, Leadership, Mode, SqliteStore, Tx};
-use serde_json::{json, Value};
+use crate::store::{with_tx, Backend, Leadership, Mode, Ownership, Pairing, SqliteStore, Tx};
+use repair::{classify, Finding, Torn};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Why a handoff is being orphaned.
@@ -52,6 +61,10 @@ pub struct Metrics {
     pub stalled_writers_killed: AtomicU64,
     pub leadership_changes: AtomicU64,
     pub errors: AtomicU64,
+    /// Torn states repaired.
+    pub repairs: AtomicU64,
+    /// Rows quarantined (counted once per row and reason).
+    pub quarantined: AtomicU64,
 }
 
 impl Metrics {
@@ -61,7 +74,7 @@ impl Metrics {
             "scans": g(&self.scans), "orphans": g(&self.orphans), "dlq": g(&self.dlq),
             "budget_kills": g(&self.budget_kills), "leadership_changes": g(&self.leadership_changes),
             "stalled_writers_killed": g(&self.stalled_writers_killed),
-            "errors": g(&self.errors),
+            "errors": g(&self.errors), "repairs": g(&self.repairs), "quarantined": g(&self.quarantined),
         })
     }
 }
@@ -75,6 +88,9 @@ pub struct Supervisor {
     is_leader: AtomicBool,
     pub metrics: Metrics,
     started: Instant,
+    /// Quarantined hid → reason, as last reported (reported again only
+    /// when the reason changes or the row recovered in between).
+    quarantine: Mutex<BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -97,6 +113,7 @@ impl Supervisor {
             is_leader: AtomicBool::new(false),
             metrics: Metrics::default(),
             started: Instant::now(),
+            quarantine: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -194,40 +211,12 @@ impl Supervisor {
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;
-            let max_att = envelope::budget_f64(&env, "max_attempts").unwrap_or(3.0) as i64;
-            let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
-            let ex = env.get_mut("execution").and_then(Value::as_object_mut).ok_or_else(|| {
-                Error::Validation("envelope has no execution object".into())
-            })?;
-            let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
             let ckpts = tx.next_seq(hid)?;
-            let base = json!({"hid": hid, "attempt": attempt, "checkpoints": ckpts, "reason": reason.as_str(),
+            let mut action = json!({"hid": hid, "checkpoints": ckpts, "reason": reason.as_str(),
                               "previous_holder": previous.0, "previous_fence": previous.1, "fence": own.fence});
-            let mut action = base.clone();
-            if attempt >= max_att {
-                ex.insert("status".into(), json!("failed"));
-                ex.insert("error".into(), json!(format!("{}; max_attempts={max_att} exhausted → DLQ", reason.as_str())));
-                action["action"] = json!("dlq");
-            } else {
-                let stall_count = ex.get("stall_count").and_then(Value::as_i64).unwrap_or(0);
-                if reason == OrphanReason::Stalled && stall_count + 1 > max_stalls {
-                    ex.insert("stall_count".into(), json!(stall_count + 1));
-                    ex.insert("status".into(), json!("failed"));
-                    ex.insert(
-                        "error".into(),
-                        json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)),
-                    );
-                    action["action"] = json!("dlq");
-                    action["stall_count"] = json!(stall_count + 1);
-                } else {
-                    let sc = if reason == OrphanReason::Stalled { stall_count + 1 } else { 0 };
-                    ex.insert("stall_count".into(), json!(sc));
-                    ex.insert("status".into(), json!("orphaned"));
-                    ex.insert("orphaned_at".into(), json::float(t));
-                    ex.insert("orphan_reason".into(), json!(reason.as_str()));
-                    action["action"] = json!("orphaned");
-                }
-            }
+            let (verdict, extra) = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
+            action["action"] = json!(verdict);
+            merge_into(&mut action, extra);
             save(tx, hid, &env, cfg)?;
             Ok(action)
         })?;
@@ -258,7 +247,10 @@ impl Supervisor {
             let Some(reason) = budget_violation(&env, t) else {
                 return Ok(json!({"hid": hid, "action": "within-budget"}));
             };
-            let ex = env.get_mut("execution").and_then(Value::as_object_mut).expect("status read above");
+            let ex = env
+                .get_mut("execution")
+                .and_then(Value::as_object_mut)
+                .ok_or_else(|| Error::Validation("envelope has no execution object".into()))?;
             ex.insert("status".into(), json!("failed"));
             ex.insert("error".into(), json!(format!("budget exhausted: {reason}")));
             ex.insert("failed_at".into(), json::float(t));
@@ -292,27 +284,166 @@ impl Supervisor {
             Ok((expired, over_budget, stalled))
         })?;
         let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
+        // A failure that belongs to one row quarantines that row; the scan
+        // goes on. A store-level failure (locked, I/O) still fails the scan.
+        let mut flagged = BTreeMap::new();
         for hid in &expired {
-            actions.push(self.orphan(hid, OrphanReason::LeaseExpired, None)?);
+            per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::LeaseExpired, None))?;
         }
-        actions.extend(self.dead_workers()?);
+        actions.extend(self.dead_workers_into(&mut flagged)?);
         for hid in &over_budget {
-            actions.push(self.kill_on_budget(hid)?);
+            per_row(&mut flagged, &mut actions, hid, self.kill_on_budget(hid))?;
         }
         for hid in &stalled {
-            actions.push(self.orphan(hid, OrphanReason::Stalled, None)?);
+            per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::Stalled, None))?;
         }
+        self.consistency_pass(&mut flagged, &mut actions)?;
         if expired_approvals > 0 {
             tracing::info!(n = expired_approvals, "expired stale approvals");
         }
-        actions.retain(|a| a["action"] != "already-orphaned-or-released" && a["action"] != "within-budget");
+        actions.retain(|a| {
+            !matches!(a["action"].as_str(), Some("already-orphaned-or-released" | "within-budget" | "repair-skipped"))
+        });
+        actions.extend(self.report_quarantine(flagged));
         Ok(actions)
     }
+
+    /// Find torn and unreadable rows (see [`repair`]) and repair or
+    /// quarantine them; each repair is its own transaction that re-checks
+    /// the combination under the write lock.
+    fn consistency_pass(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
+        let pairs = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.pairings())?;
+        let settle = self.cfg.lease_ttl_s();
+        for p in pairs {
+            let status = match &p.status {
+                Some(s) => s.clone(),
+                // The backend could not read it: parse the envelope here.
+                None => match with_tx(self.store.as_ref(), Mode::Read, |tx| status_text(tx, &p.hid)) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        per_row(flagged, actions, &p.hid, Err(e))?;
+                        continue;
+                    }
+                },
+            };
+            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, now(), settle) {
+                Finding::Consistent | Finding::Wait => {}
+                Finding::Quarantine(reason) => {
+                    flagged.insert(p.hid.clone(), reason);
+                }
+                // Reached only when the backend's own query could not read
+                // the status (the expired-lease query then missed it too).
+                Finding::LeaseExpired => {
+                    per_row(flagged, actions, &p.hid, self.orphan(&p.hid, OrphanReason::LeaseExpired, None))?
+                }
+                Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Repair one torn handoff in one transaction, only if its status and
+    /// ownership row are still exactly what the scan saw.
+    pub fn repair(&self, seen: &Pairing, seen_status: &str, kind: Torn) -> Result<Value> {
+        let hid = seen.hid.as_str();
+        envelope::check_hid(hid)?;
+        let cfg = &self.cfg;
+        let out = self.write(|tx| {
+            let own = tx.ownership(hid)?;
+            let mut env = load(tx, hid)?;
+            let status = status_of_value(&env);
+            if own != seen.ownership || status != seen_status {
+                return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+            }
+            let t = now();
+            let mut action = json!({"hid": hid, "action": "repaired", "torn": kind.as_str(), "status_before": status,
+                                    "holder_before": own.as_ref().map(|o| o.holder.clone()),
+                                    "fence_before": own.as_ref().map(|o| o.fence)});
+            let mut orphan_env = false;
+            match kind {
+                Torn::Complete => tx.delete_ownership(hid)?,
+                Torn::Claim | Torn::Orphan => {
+                    // Take it from the (expired) holder: tombstone, fence+1.
+                    let mut o = own.clone().ok_or_else(|| Error::Validation("ownership row vanished".into()))?;
+                    o.holder = ORPHANED_HOLDER.into();
+                    o.fence += 1;
+                    o.lease_expires_at = 0.0;
+                    tx.update_ownership(&o, t)?;
+                    orphan_env = kind == Torn::Claim;
+                }
+                Torn::Release | Torn::OrphanUnwritten => orphan_env = true,
+                Torn::LostRow => {
+                    // The row is gone, and its fence with it; the envelope
+                    // records the last fence a claim or recover issued.
+                    let last = env.pointer("/execution/fence").and_then(Value::as_i64).unwrap_or(0).max(0);
+                    let o = Ownership {
+                        hid: hid.to_string(),
+                        holder: ORPHANED_HOLDER.into(),
+                        fence: last + 1,
+                        lease_expires_at: 0.0,
+                        heartbeat_interval_s: cfg.lease_interval_s,
+                        max_missed: cfg.lease_max_missed,
+                    };
+                    if !tx.insert_ownership(&o, t)? {
+                        return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+                    }
+                    orphan_env = status == "running";
+                }
+            }
+            if orphan_env {
+                let (verdict, extra) = orphan_envelope(&mut env, kind.as_str(), false, t)?;
+                merge_into(&mut action, extra);
+                action["status"] = json!(if verdict == "dlq" { "failed" } else { "orphaned" });
+                save(tx, hid, &env, cfg)?;
+            } else {
+                action["status"] = json!(status);
+            }
+            let after = tx.ownership(hid)?;
+            action["holder"] = json!(after.as_ref().map(|o| o.holder.clone()));
+            action["fence"] = json!(after.as_ref().map(|o| o.fence));
+            Ok(action)
+        })?;
+        if out["action"] == "repaired" {
+            self.metrics.repairs.fetch_add(1, Ordering::Relaxed);
+            if out["status"] == "failed" && seen_status != "failed" {
+                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::warn!(hid = &hid[..12], torn = kind.as_str(), "repaired a torn state");
+        }
+        Ok(out)
+    }
+
+    /// Turn this scan's flagged rows into `quarantined` actions: each row
+    /// is reported (and counted) once per reason, not on every scan.
+    fn report_quarantine(&self, flagged: BTreeMap<String, String>) -> Vec<Value> {
+        let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        for (hid, reason) in &flagged {
+            if known.get(hid) != Some(reason) {
+                tracing::error!(hid = %hid, reason = %reason, "quarantined");
+                self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
+                out.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
+            }
+        }
+        *known = flagged;
+        out
+    }
+
+    /// The rows quarantined by the last scan, with their reasons.
+    pub fn quarantined(&self) -> BTreeMap<String, String> {
+        self.quarantine.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
 
     /// Orphan the handoffs whose holder's liveness token dropped (the
     /// process died on this host). Holders without a token are left to
     /// lease expiry.
     pub fn dead_workers(&self) -> Result<Vec<Value>> {
+        // Rows that fail here are reported by the next scan.
+        self.dead_workers_into(&mut BTreeMap::new())
+    }
+
+    fn dead_workers_into(&self, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
         let Some(root) = &self.root else { return Ok(Vec::new()) };
         let owns = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.held_ownerships())?;
         let mut out = Vec::new();
@@ -321,10 +452,10 @@ impl Supervisor {
                 continue;
             }
             if liveness::is_dead(root, &o.holder) {
-                let a = self.orphan(&o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)))?;
-                if a["action"] != "already-orphaned-or-released" {
-                    out.push(a);
-                }
+                let mut acts = Vec::new();
+                let res = self.orphan(&o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
+                per_row(flagged, &mut acts, &o.hid, res)?;
+                out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
             }
         }
         Ok(out)
@@ -438,4 +569,94 @@ impl Supervisor {
             "uptime_s": self.started.elapsed().as_secs_f64(),
         }))
     }
+}
+
+/// Record one row's outcome: its action, or — for a failure that belongs
+/// to the row (bad JSON, bad envelope, a row-level SQL error) — a
+/// quarantine flag. Store-level failures are returned.
+fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>, hid: &str, res: Result<Value>) -> Result<()> {
+    match res {
+        Ok(a) => actions.push(a),
+        Err(e) if row_level(&e) => {
+            flagged.insert(hid.to_string(), format!("{}: {e}", e.kind()));
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// True when `e` is about one row rather than the store as a whole.
+fn row_level(e: &Error) -> bool {
+    use rusqlite::ErrorCode as C;
+    match e {
+        Error::Io { .. } | Error::NewerSchema { .. } | Error::Config(_) => false,
+        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
+            f.code,
+            C::DatabaseBusy
+                | C::DatabaseLocked
+                | C::SystemIoFailure
+                | C::DiskFull
+                | C::CannotOpen
+                | C::ReadOnly
+                | C::OutOfMemory
+                | C::PermissionDenied
+                | C::NotADatabase
+                | C::DatabaseCorrupt
+        ),
+        _ => true,
+    }
+}
+
+/// `execution.status` as text: the string, the JSON of a non-string value
+/// (so that it classifies as unknown), or "" when absent.
+fn status_of_value(env: &Value) -> String {
+    match env.pointer("/execution/status") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+fn status_text(tx: &mut dyn Tx, hid: &str) -> Result<String> {
+    Ok(status_of_value(&load(tx, hid)?))
+}
+
+fn merge_into(action: &mut Value, extra: Map<String, Value>) {
+    if let Some(a) = action.as_object_mut() {
+        a.extend(extra);
+    }
+}
+
+/// The envelope side of an orphan (the reference's `Supervisor3.orphan`):
+/// status orphaned, or failed (DLQ) when attempts — or, for a stall, stall
+/// retries — are exhausted. Returns "orphaned" or "dlq" and the fields the
+/// action reports.
+fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f64) -> Result<(&'static str, Map<String, Value>)> {
+    let max_att = envelope::budget_f64(env, "max_attempts").unwrap_or(3.0) as i64;
+    let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
+    let ex = env
+        .get_mut("execution")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| Error::Validation("envelope has no execution object".into()))?;
+    let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
+    let mut extra = Map::new();
+    extra.insert("attempt".into(), json!(attempt));
+    if attempt >= max_att {
+        ex.insert("status".into(), json!("failed"));
+        ex.insert("error".into(), json!(format!("{reason}; max_attempts={max_att} exhausted → DLQ")));
+        return Ok(("dlq", extra));
+    }
+    let stall_count = ex.get("stall_count").and_then(Value::as_i64).unwrap_or(0);
+    if stalled && stall_count + 1 > max_stalls {
+        ex.insert("stall_count".into(), json!(stall_count + 1));
+        ex.insert("status".into(), json!("failed"));
+        ex.insert("error".into(), json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)));
+        extra.insert("stall_count".into(), json!(stall_count + 1));
+        return Ok(("dlq", extra));
+    }
+    ex.insert("stall_count".into(), json!(if stalled { stall_count + 1 } else { 0 }));
+    ex.insert("status".into(), json!("orphaned"));
+    ex.insert("orphaned_at".into(), json::float(t));
+    ex.insert("orphan_reason".into(), json!(reason));
+    Ok(("orphaned", extra))
 }
