@@ -530,30 +530,34 @@ impl Runner {
     // ---- suspend / resume ----
 
     /// Suspend a running handoff and return its portable bundle: canonical
-    /// bytes of `{"dhp_bundle": "1.0", "envelope", "checkpoints"}`.
+    /// bytes of `{"dhp_bundle": "1.0", "envelope", "checkpoints"}`. The
+    /// status change is committed before this returns: a caller that then
+    /// fails to keep the bytes has a suspended handoff and no bundle, so
+    /// prefer [`Runner::suspend_to`].
     pub fn suspend(&self, hid: &str) -> Result<Vec<u8>> {
         check_hid(hid)?;
-        let cfg = &self.cfg;
-        let bundle = self.write(|tx| {
-            let mut env = load(tx, hid)?;
-            let st = envelope::status(&env);
-            if st != "running" && st != "suspended" {
-                return Err(state_err(hid, "suspend", format!("not active (status={st})")));
-            }
-            exec_mut(&mut env)?.insert("status".into(), json!("suspended"));
-            save(tx, hid, &env, cfg)?;
-            let rows = materialize(tx, hid, &mut env)?;
-            let cps: Vec<Value> = rows
-                .iter()
-                .map(|r| Ok(json!({"seq": r.seq, "state": json::parse(&r.state_json)?})))
-                .collect::<Result<_>>()?;
-            let blob = json::canonical(&json!({"dhp_bundle": "1.0", "envelope": env, "checkpoints": cps}))?;
-            if blob.len() > cfg.max_envelope_bytes {
-                return Err(Error::Oversize { what: "bundle", size: blob.len(), limit: cfg.max_envelope_bytes });
-            }
-            Ok(blob)
-        })?;
-        Ok(bundle)
+        self.write(|tx| suspend_in(tx, &self.cfg, hid))
+    }
+
+    /// Suspend into the file `out`. The bundle is written to a temporary
+    /// file beside `out`, fsynced and renamed over `out` inside the write
+    /// transaction, before the status change commits; if any of that
+    /// fails the transaction rolls back (the handoff stays as it was) and
+    /// no file is left behind. Returns the bundle's size in bytes.
+    pub fn suspend_to(&self, hid: &str, out: &Path) -> Result<usize> {
+        check_hid(hid)?;
+        let mut placed = false;
+        let res = self.write(|tx| {
+            let blob = suspend_in(tx, &self.cfg, hid)?;
+            write_file_atomic(out, &blob)?;
+            placed = true;
+            Ok(blob.len())
+        });
+        if res.is_err() && placed {
+            // The commit failed after the file was placed: take it back.
+            let _ = std::fs::remove_file(out);
+        }
+        res
     }
 
     /// Import a bundle onto this store. The handoff arrives pending with
@@ -920,6 +924,58 @@ fn merge<P, R>(prepared: Vec<Result<P>>, done: Vec<Option<Result<R>>>) -> Vec<Re
             (Ok(_), None) => unreachable!("every prepared item has an outcome"),
         })
         .collect()
+}
+
+/// Inside a write transaction: status suspended and the bundle bytes.
+fn suspend_in(tx: &mut dyn Tx, cfg: &Config, hid: &str) -> Result<Vec<u8>> {
+    let mut env = load(tx, hid)?;
+    let st = envelope::status(&env);
+    if st != "running" && st != "suspended" {
+        return Err(state_err(hid, "suspend", format!("not active (status={st})")));
+    }
+    exec_mut(&mut env)?.insert("status".into(), json!("suspended"));
+    save(tx, hid, &env, cfg)?;
+    let rows = materialize(tx, hid, &mut env)?;
+    let cps: Vec<Value> = rows
+        .iter()
+        .map(|r| Ok(json!({"seq": r.seq, "state": json::parse(&r.state_json)?})))
+        .collect::<Result<_>>()?;
+    let blob = json::canonical(&json!({"dhp_bundle": "1.0", "envelope": env, "checkpoints": cps}))?;
+    if blob.len() > cfg.max_envelope_bytes {
+        return Err(Error::Oversize { what: "bundle", size: blob.len(), limit: cfg.max_envelope_bytes });
+    }
+    Ok(blob)
+}
+
+/// Write `data` to `path` all or nothing: a temporary file in the same
+/// directory, fsynced, renamed over `path`, and the directory fsynced. On
+/// failure the temporary file is removed and `path` is untouched.
+fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::Validation(format!("bundle path {} names no file", path.display())))?;
+    let tmp = dir.join(format!(".{}.tmp-{}-{:016x}", name.to_string_lossy(), std::process::id(), rand::random::<u64>()));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    // The rename is durable once the directory is; a failure here leaves
+    // the complete file in place, so it is not an error worth a rollback.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 /// Fill `execution.checkpoints` from the rows, as the reference does.

@@ -274,10 +274,9 @@ fn run(cli: Cli) -> Result<(Value, String), Failure> {
         }
         Cmd::Suspend { root, hid, out } => {
             let r = Runner::open(&root, "dhp-cli", cfg)?;
-            let bundle = r.suspend(&hid)?;
-            std::fs::write(&out, &bundle)
-                .map_err(|e| Failure { code: 11, kind: "IoError".into(), message: format!("{}: {e}", out.display()) })?;
-            Ok((json!({"hid": hid, "bytes": bundle.len(), "out": out}), format!("suspended {} → {}", &hid[..12.min(hid.len())], out.display())))
+            // The bundle is on disk before the status change commits.
+            let bytes = r.suspend_to(&hid, &out)?;
+            Ok((json!({"hid": hid, "bytes": bytes, "out": out}), format!("suspended {} → {}", &hid[..12.min(hid.len())], out.display())))
         }
         Cmd::Resume { root, bundle } => {
             let r = Runner::open(&root, "dhp-cli", cfg)?;
