@@ -241,10 +241,22 @@ fn approval_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
 
 const OWNERSHIP_COLS: &str = "hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed";
 
-/// `execution.status` of `handoffs h`, NULL when the envelope is not JSON
-/// SQLite can read: `json_extract` on a corrupt row raises an error that
-/// would fail the whole query, so one bad row would hide all the others.
+/// `execution.status` of `handoffs h`. `json_extract` on a corrupt row
+/// raises "malformed JSON" and fails the whole query, so one bad row would
+/// hide all the others: queries over many rows run with [`STATUS_FAST`]
+/// and, only when that fails so, again with [`STATUS`] (NULL for rows
+/// SQLite cannot read), which parses every envelope twice.
 const STATUS: &str = "(CASE WHEN json_valid(h.envelope_json) THEN json_extract(h.envelope_json, '$.execution.status') END)";
+const STATUS_FAST: &str = "json_extract(h.envelope_json, '$.execution.status')";
+
+/// Run `q` with the fast status expression, falling back to the tolerant
+/// one when an unreadable envelope made SQLite's JSON functions fail.
+fn tolerant<T>(q: impl Fn(&str) -> Result<T>) -> Result<T> {
+    match q(STATUS_FAST) {
+        Err(Error::Sqlite(e)) if e.to_string().contains("malformed JSON") => q(STATUS),
+        other => other,
+    }
+}
 const APPROVAL_COLS: &str =
     "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
 
@@ -252,6 +264,76 @@ impl SqliteTx<'_> {
     fn strings(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<String>> {
         let mut st = self.c.prepare_cached(sql)?;
         let rows = st.query_map(args, |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn budgets(&self, status: &str) -> Result<Vec<BudgetUsage>> {
+        let mut st = self.c.prepare_cached(&format!(
+            "SELECT h.hid, json_extract(h.envelope_json, '$.execution.steps'), \
+             json_extract(h.envelope_json, '$.execution.spend_usd'), json_extract(h.envelope_json, '$.execution.claimed_at'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_steps'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_spend_usd'), \
+             json_extract(h.envelope_json, '$.contract.budget.max_wallclock_s') \
+             FROM handoffs h WHERE {status}='running' ORDER BY h.hid"
+        ))?;
+        // Non-numeric JSON (a string where a number belongs) reads as None,
+        // as the envelope path's as_f64 does.
+        let num = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<Option<f64>> {
+            Ok(match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Integer(n) => Some(n as f64),
+                rusqlite::types::ValueRef::Real(f) => Some(f),
+                _ => None,
+            })
+        };
+        let rows = st.query_map([], |r| {
+            Ok(BudgetUsage {
+                hid: r.get(0)?,
+                steps: num(r, 1)?,
+                spend_usd: num(r, 2)?,
+                claimed_at: num(r, 3)?,
+                max_steps: num(r, 4)?,
+                max_spend_usd: num(r, 5)?,
+                max_wallclock_s: num(r, 6)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn pairings_with(&self, status: &str) -> Result<Vec<Pairing>> {
+        // Leaves out only the combinations that are consistent whatever
+        // the lease says; the supervisor classifies the rest.
+        // The status is extracted once per row (a materialized CTE), not
+        // once per use in the filter.
+        let mut st = self.c.prepare_cached(&format!(
+            "WITH s AS MATERIALIZED (SELECT h.hid, {status} AS st FROM handoffs h) \
+             SELECT s.hid, s.st, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, \
+             o.updated_at FROM s LEFT JOIN ownership o ON o.hid = s.hid \
+             WHERE NOT COALESCE( \
+               (s.st IN ('pending', 'completed', 'failed', 'suspended') AND o.hid IS NULL) \
+               OR (s.st = 'running' AND o.holder != '{ORPHANED_HOLDER}') \
+               OR (s.st IN ('orphaned', 'failed') AND o.holder = '{ORPHANED_HOLDER}') \
+               OR s.st = 'suspended', 0) \
+             ORDER BY s.hid"
+        ))?;
+        let rows = st.query_map([], |r| {
+            let status = match r.get::<_, rusqlite::types::Value>(1)? {
+                rusqlite::types::Value::Text(s) if !s.is_empty() => Some(s),
+                _ => None,
+            };
+            let holder: Option<String> = r.get(2)?;
+            let ownership = match holder {
+                None => None,
+                Some(holder) => Some(Ownership {
+                    hid: r.get(0)?,
+                    holder,
+                    fence: r.get(3)?,
+                    lease_expires_at: r.get(4)?,
+                    heartbeat_interval_s: r.get(5)?,
+                    max_missed: r.get(6)?,
+                }),
+            };
+            Ok(Pairing { hid: r.get(0)?, status, ownership, ownership_updated_at: r.get(7)? })
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
@@ -303,77 +385,15 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
-        self.strings(
-            &format!("SELECT h.hid FROM handoffs h WHERE {STATUS}=?1 ORDER BY h.hid"),
-            [status],
-        )
+        tolerant(|st| self.strings(&format!("SELECT h.hid FROM handoffs h WHERE {st}=?1 ORDER BY h.hid"), [status]))
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
-        let mut st = self.c.prepare_cached(&format!(
-            "SELECT h.hid, json_extract(h.envelope_json, '$.execution.steps'), \
-             json_extract(h.envelope_json, '$.execution.spend_usd'), json_extract(h.envelope_json, '$.execution.claimed_at'), \
-             json_extract(h.envelope_json, '$.contract.budget.max_steps'), \
-             json_extract(h.envelope_json, '$.contract.budget.max_spend_usd'), \
-             json_extract(h.envelope_json, '$.contract.budget.max_wallclock_s') \
-             FROM handoffs h WHERE {STATUS}='running' ORDER BY h.hid"
-        ))?;
-        // Non-numeric JSON (a string where a number belongs) reads as None,
-        // as the envelope path's as_f64 does.
-        let num = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<Option<f64>> {
-            Ok(match r.get_ref(i)? {
-                rusqlite::types::ValueRef::Integer(n) => Some(n as f64),
-                rusqlite::types::ValueRef::Real(f) => Some(f),
-                _ => None,
-            })
-        };
-        let rows = st.query_map([], |r| {
-            Ok(BudgetUsage {
-                hid: r.get(0)?,
-                steps: num(r, 1)?,
-                spend_usd: num(r, 2)?,
-                claimed_at: num(r, 3)?,
-                max_steps: num(r, 4)?,
-                max_spend_usd: num(r, 5)?,
-                max_wallclock_s: num(r, 6)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        tolerant(|status| self.budgets(status))
     }
 
     fn pairings(&mut self) -> Result<Vec<Pairing>> {
-        // Leaves out only the combinations that are consistent whatever
-        // the lease says; the supervisor classifies the rest.
-        let mut st = self.c.prepare_cached(&format!(
-            "SELECT h.hid, {STATUS}, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, \
-             o.updated_at FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid \
-             WHERE NOT COALESCE( \
-               ({STATUS} IN ('pending', 'completed', 'failed', 'suspended') AND o.hid IS NULL) \
-               OR ({STATUS} = 'running' AND o.holder != '{ORPHANED_HOLDER}') \
-               OR ({STATUS} IN ('orphaned', 'failed') AND o.holder = '{ORPHANED_HOLDER}') \
-               OR {STATUS} = 'suspended', 0) \
-             ORDER BY h.hid"
-        ))?;
-        let rows = st.query_map([], |r| {
-            let status = match r.get::<_, rusqlite::types::Value>(1)? {
-                rusqlite::types::Value::Text(s) if !s.is_empty() => Some(s),
-                _ => None,
-            };
-            let holder: Option<String> = r.get(2)?;
-            let ownership = match holder {
-                None => None,
-                Some(holder) => Some(Ownership {
-                    hid: r.get(0)?,
-                    holder,
-                    fence: r.get(3)?,
-                    lease_expires_at: r.get(4)?,
-                    heartbeat_interval_s: r.get(5)?,
-                    max_missed: r.get(6)?,
-                }),
-            };
-            Ok(Pairing { hid: r.get(0)?, status, ownership, ownership_updated_at: r.get(7)? })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        tolerant(|status| self.pairings_with(status))
     }
 
     fn next_seq(&mut self, hid: &str) -> Result<i64> {
@@ -451,13 +471,15 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
-        self.strings(
-            &format!(
-                "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
-                 AND {STATUS}='running' ORDER BY o.hid"
-            ),
-            [now],
-        )
+        tolerant(|st| {
+            self.strings(
+                &format!(
+                    "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
+                     AND {st}='running' ORDER BY o.hid"
+                ),
+                [now],
+            )
+        })
     }
 
     fn held_ownerships(&mut self) -> Result<Vec<Ownership>> {
@@ -581,15 +603,17 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
-        self.strings(
-            &format!(
-                "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
-                 WHERE o.lease_expires_at >= ?1 AND {STATUS} = 'running' \
-                 AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) OR p.digest_repeat_count >= ?3) \
-                 ORDER BY p.hid"
-            ),
-            params![now, cutoff, max_repeats],
-        )
+        tolerant(|st| {
+            self.strings(
+                &format!(
+                    "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
+                     WHERE o.lease_expires_at >= ?1 AND {st} = 'running' \
+                     AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) \
+                     OR p.digest_repeat_count >= ?3) ORDER BY p.hid"
+                ),
+                params![now, cutoff, max_repeats],
+            )
+        })
     }
 
     fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()> {

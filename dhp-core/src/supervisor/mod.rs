@@ -91,6 +91,8 @@ pub struct Supervisor {
     /// Quarantined hid → reason, as last reported (reported again only
     /// when the reason changes or the row recovered in between).
     quarantine: Mutex<BTreeMap<String, String>>,
+    /// When the consistency pass last ran, and what it quarantined.
+    last_pass: Mutex<Option<(Instant, BTreeMap<String, String>)>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -114,6 +116,7 @@ impl Supervisor {
             metrics: Metrics::default(),
             started: Instant::now(),
             quarantine: Mutex::new(BTreeMap::new()),
+            last_pass: Mutex::new(None),
         })
     }
 
@@ -297,7 +300,7 @@ impl Supervisor {
         for hid in &stalled {
             per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::Stalled, None))?;
         }
-        self.consistency_pass(&mut flagged, &mut actions)?;
+        self.consistency_pass_due(&mut flagged, &mut actions)?;
         if expired_approvals > 0 {
             tracing::info!(n = expired_approvals, "expired stale approvals");
         }
@@ -306,6 +309,28 @@ impl Supervisor {
         });
         actions.extend(self.report_quarantine(flagged));
         Ok(actions)
+    }
+
+    /// Run the consistency pass on the first scan and then at most once per
+    /// lease TTL: it reads every envelope's status, torn states are rare,
+    /// and its repairs wait a lease TTL anyway. In between, what it last
+    /// quarantined stays quarantined.
+    fn consistency_pass_due(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
+        let every = Duration::from_secs_f64(self.cfg.lease_ttl_s());
+        let last = self.last_pass.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some((_, found)) = last.filter(|(at, _)| at.elapsed() < every) {
+            for (hid, reason) in found {
+                flagged.entry(hid).or_insert(reason);
+            }
+            return Ok(());
+        }
+        let mut found = BTreeMap::new();
+        self.consistency_pass(&mut found, actions)?;
+        for (hid, reason) in &found {
+            flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
+        }
+        *self.last_pass.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), found));
+        Ok(())
     }
 
     /// Find torn and unreadable rows (see [`repair`]) and repair or
