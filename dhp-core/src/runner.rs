@@ -938,7 +938,7 @@ fn suspend_in(tx: &mut dyn Tx, cfg: &Config, hid: &str) -> Result<Vec<u8>> {
     let rows = materialize(tx, hid, &mut env)?;
     let cps: Vec<Value> = rows
         .iter()
-        .map(|r| Ok(json!({"seq": r.seq, "state": json::parse(&r.state_json)?})))
+        .map(|r| Ok(json!({"seq": r.seq, "state": crate::store::deep::parse(&r.state_json)?})))
         .collect::<Result<_>>()?;
     let blob = json::canonical(&json!({"dhp_bundle": "1.0", "envelope": env, "checkpoints": cps}))?;
     if blob.len() > cfg.max_envelope_bytes {
