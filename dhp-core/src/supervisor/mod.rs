@@ -12,6 +12,8 @@
 //! parse, an unknown status — is quarantined: reported once as a
 //! `quarantined` action, counted, skipped; the scan goes on with the rest.
 
+mod consistency;
+mod quarantine;
 pub mod repair;
 
 use crate::config::Config;
@@ -20,8 +22,8 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
-use crate::store::{with_tx, Backend, Leadership, Mode, Ownership, Pairing, SqliteStore, Tx};
-use repair::{classify, Finding, Torn};
+use crate::store::{with_tx, Backend, Leadership, Mode, SqliteStore, Tx};
+use quarantine::per_row;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -311,155 +313,6 @@ impl Supervisor {
         Ok(actions)
     }
 
-    /// Run the consistency pass on the first scan and then at most once per
-    /// lease TTL: it reads every envelope's status, torn states are rare,
-    /// and its repairs wait a lease TTL anyway. In between, what it last
-    /// quarantined stays quarantined.
-    fn consistency_pass_due(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
-        let every = Duration::from_secs_f64(self.cfg.lease_ttl_s());
-        let last = self.last_pass.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some((_, found)) = last.filter(|(at, _)| at.elapsed() < every) {
-            for (hid, reason) in found {
-                flagged.entry(hid).or_insert(reason);
-            }
-            return Ok(());
-        }
-        let mut found = BTreeMap::new();
-        self.consistency_pass(&mut found, actions)?;
-        for (hid, reason) in &found {
-            flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
-        }
-        *self.last_pass.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), found));
-        Ok(())
-    }
-
-    /// Find torn and unreadable rows (see [`repair`]) and repair or
-    /// quarantine them; each repair is its own transaction that re-checks
-    /// the combination under the write lock.
-    fn consistency_pass(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
-        let pairs = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.pairings())?;
-        let settle = self.cfg.lease_ttl_s();
-        for p in pairs {
-            let status = match &p.status {
-                Some(s) => s.clone(),
-                // The backend could not read it: parse the envelope here.
-                None => match with_tx(self.store.as_ref(), Mode::Read, |tx| status_text(tx, &p.hid)) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        per_row(flagged, actions, &p.hid, Err(e))?;
-                        continue;
-                    }
-                },
-            };
-            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, now(), settle) {
-                Finding::Consistent | Finding::Wait => {}
-                Finding::Quarantine(reason) => {
-                    flagged.insert(p.hid.clone(), reason);
-                }
-                // Reached only when the backend's own query could not read
-                // the status (the expired-lease query then missed it too).
-                Finding::LeaseExpired => {
-                    per_row(flagged, actions, &p.hid, self.orphan(&p.hid, OrphanReason::LeaseExpired, None))?
-                }
-                Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
-            }
-        }
-        Ok(())
-    }
-
-    /// Repair one torn handoff in one transaction, only if its status and
-    /// ownership row are still exactly what the scan saw.
-    pub fn repair(&self, seen: &Pairing, seen_status: &str, kind: Torn) -> Result<Value> {
-        let hid = seen.hid.as_str();
-        envelope::check_hid(hid)?;
-        let cfg = &self.cfg;
-        let out = self.write(|tx| {
-            let own = tx.ownership(hid)?;
-            let mut env = load(tx, hid)?;
-            let status = status_of_value(&env);
-            if own != seen.ownership || status != seen_status {
-                return Ok(json!({"hid": hid, "action": "repair-skipped"}));
-            }
-            let t = now();
-            let mut action = json!({"hid": hid, "action": "repaired", "torn": kind.as_str(), "status_before": status,
-                                    "holder_before": own.as_ref().map(|o| o.holder.clone()),
-                                    "fence_before": own.as_ref().map(|o| o.fence)});
-            let mut orphan_env = false;
-            match kind {
-                Torn::Complete => tx.delete_ownership(hid)?,
-                Torn::Claim | Torn::Orphan => {
-                    // Take it from the (expired) holder: tombstone, fence+1.
-                    let mut o = own.clone().ok_or_else(|| Error::Validation("ownership row vanished".into()))?;
-                    o.holder = ORPHANED_HOLDER.into();
-                    o.fence += 1;
-                    o.lease_expires_at = 0.0;
-                    tx.update_ownership(&o, t)?;
-                    orphan_env = kind == Torn::Claim;
-                }
-                Torn::Release | Torn::OrphanUnwritten => orphan_env = true,
-                Torn::LostRow => {
-                    // The row is gone, and its fence with it; the envelope
-                    // records the last fence a claim or recover issued.
-                    let last = env.pointer("/execution/fence").and_then(Value::as_i64).unwrap_or(0).max(0);
-                    let o = Ownership {
-                        hid: hid.to_string(),
-                        holder: ORPHANED_HOLDER.into(),
-                        fence: last + 1,
-                        lease_expires_at: 0.0,
-                        heartbeat_interval_s: cfg.lease_interval_s,
-                        max_missed: cfg.lease_max_missed,
-                    };
-                    if !tx.insert_ownership(&o, t)? {
-                        return Ok(json!({"hid": hid, "action": "repair-skipped"}));
-                    }
-                    orphan_env = status == "running";
-                }
-            }
-            if orphan_env {
-                let (verdict, extra) = orphan_envelope(&mut env, kind.as_str(), false, t)?;
-                merge_into(&mut action, extra);
-                action["status"] = json!(if verdict == "dlq" { "failed" } else { "orphaned" });
-                save(tx, hid, &env, cfg)?;
-            } else {
-                action["status"] = json!(status);
-            }
-            let after = tx.ownership(hid)?;
-            action["holder"] = json!(after.as_ref().map(|o| o.holder.clone()));
-            action["fence"] = json!(after.as_ref().map(|o| o.fence));
-            Ok(action)
-        })?;
-        if out["action"] == "repaired" {
-            self.metrics.repairs.fetch_add(1, Ordering::Relaxed);
-            if out["status"] == "failed" && seen_status != "failed" {
-                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
-            }
-            tracing::warn!(hid = &hid[..12], torn = kind.as_str(), "repaired a torn state");
-        }
-        Ok(out)
-    }
-
-    /// Turn this scan's flagged rows into `quarantined` actions: each row
-    /// is reported (and counted) once per reason, not on every scan.
-    fn report_quarantine(&self, flagged: BTreeMap<String, String>) -> Vec<Value> {
-        let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = Vec::new();
-        for (hid, reason) in &flagged {
-            if known.get(hid) != Some(reason) {
-                tracing::error!(hid = %hid, reason = %reason, "quarantined");
-                self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
-                out.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
-            }
-        }
-        *known = flagged;
-        out
-    }
-
-    /// The rows quarantined by the last scan, with their reasons.
-    pub fn quarantined(&self) -> BTreeMap<String, String> {
-        self.quarantine.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-
     /// Orphan the handoffs whose holder's liveness token dropped (the
     /// process died on this host). Holders without a token are left to
     /// lease expiry.
@@ -596,57 +449,7 @@ impl Supervisor {
     }
 }
 
-/// Record one row's outcome: its action, or — for a failure that belongs
-/// to the row (bad JSON, bad envelope, a row-level SQL error) — a
-/// quarantine flag. Store-level failures are returned.
-fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>, hid: &str, res: Result<Value>) -> Result<()> {
-    match res {
-        Ok(a) => actions.push(a),
-        Err(e) if row_level(&e) => {
-            flagged.insert(hid.to_string(), format!("{}: {e}", e.kind()));
-        }
-        Err(e) => return Err(e),
-    }
-    Ok(())
-}
-
-/// True when `e` is about one row rather than the store as a whole.
-fn row_level(e: &Error) -> bool {
-    use rusqlite::ErrorCode as C;
-    match e {
-        Error::Io { .. } | Error::NewerSchema { .. } | Error::Config(_) => false,
-        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
-            f.code,
-            C::DatabaseBusy
-                | C::DatabaseLocked
-                | C::SystemIoFailure
-                | C::DiskFull
-                | C::CannotOpen
-                | C::ReadOnly
-                | C::OutOfMemory
-                | C::PermissionDenied
-                | C::NotADatabase
-                | C::DatabaseCorrupt
-        ),
-        _ => true,
-    }
-}
-
-/// `execution.status` as text: the string, the JSON of a non-string value
-/// (so that it classifies as unknown), or "" when absent.
-fn status_of_value(env: &Value) -> String {
-    match env.pointer("/execution/status") {
-        None => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-    }
-}
-
-fn status_text(tx: &mut dyn Tx, hid: &str) -> Result<String> {
-    Ok(status_of_value(&load(tx, hid)?))
-}
-
-fn merge_into(action: &mut Value, extra: Map<String, Value>) {
+pub(super) fn merge_into(action: &mut Value, extra: Map<String, Value>) {
     if let Some(a) = action.as_object_mut() {
         a.extend(extra);
     }
@@ -656,7 +459,7 @@ fn merge_into(action: &mut Value, extra: Map<String, Value>) {
 /// status orphaned, or failed (DLQ) when attempts — or, for a stall, stall
 /// retries — are exhausted. Returns "orphaned" or "dlq" and the fields the
 /// action reports.
-fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f64) -> Result<(&'static str, Map<String, Value>)> {
+pub(super) fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f64) -> Result<(&'static str, Map<String, Value>)> {
     let max_att = envelope::budget_f64(env, "max_attempts").unwrap_or(3.0) as i64;
     let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
     let ex = env

@@ -1,0 +1,158 @@
+//! The consistency pass: every handoff's status beside its ownership row,
+//! classified by [`super::repair::classify`]; torn states repaired (one
+//! transaction each), unreadable rows flagged for quarantine.
+
+use super::quarantine::per_row;
+use super::repair::{classify, Finding, Torn};
+use super::{merge_into, orphan_envelope, OrphanReason, Supervisor};
+use crate::envelope::{self, now, ORPHANED_HOLDER};
+use crate::error::{Error, Result};
+use crate::runner::{load, save};
+use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl Supervisor {
+    /// Run the consistency pass on the first scan and then at most once per
+    /// lease TTL: it reads every envelope's status, torn states are rare,
+    /// and its repairs wait a lease TTL anyway. In between, what it last
+    /// quarantined stays quarantined.
+    pub(super) fn consistency_pass_due(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
+        let every = Duration::from_secs_f64(self.cfg.lease_ttl_s());
+        let last = self.last_pass.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some((_, found)) = last.filter(|(at, _)| at.elapsed() < every) {
+            for (hid, reason) in found {
+                flagged.entry(hid).or_insert(reason);
+            }
+            return Ok(());
+        }
+        let mut found = BTreeMap::new();
+        self.consistency_pass(&mut found, actions)?;
+        for (hid, reason) in &found {
+            flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
+        }
+        *self.last_pass.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), found));
+        Ok(())
+    }
+
+    /// Find torn and unreadable rows (see [`repair`]) and repair or
+    /// quarantine them; each repair is its own transaction that re-checks
+    /// the combination under the write lock.
+    fn consistency_pass(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
+        let pairs = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.pairings())?;
+        let settle = self.cfg.lease_ttl_s();
+        for p in pairs {
+            let status = match &p.status {
+                Some(s) => s.clone(),
+                // The backend could not read it: parse the envelope here.
+                None => match with_tx(self.store.as_ref(), Mode::Read, |tx| status_text(tx, &p.hid)) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        per_row(flagged, actions, &p.hid, Err(e))?;
+                        continue;
+                    }
+                },
+            };
+            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, now(), settle) {
+                Finding::Consistent | Finding::Wait => {}
+                Finding::Quarantine(reason) => {
+                    flagged.insert(p.hid.clone(), reason);
+                }
+                // Reached only when the backend's own query could not read
+                // the status (the expired-lease query then missed it too).
+                Finding::LeaseExpired => {
+                    per_row(flagged, actions, &p.hid, self.orphan(&p.hid, OrphanReason::LeaseExpired, None))?
+                }
+                Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Repair one torn handoff in one transaction, only if its status and
+    /// ownership row are still exactly what the scan saw.
+    pub fn repair(&self, seen: &Pairing, seen_status: &str, kind: Torn) -> Result<Value> {
+        let hid = seen.hid.as_str();
+        envelope::check_hid(hid)?;
+        let cfg = &self.cfg;
+        let out = self.write(|tx| {
+            let own = tx.ownership(hid)?;
+            let mut env = load(tx, hid)?;
+            let status = status_of_value(&env);
+            if own != seen.ownership || status != seen_status {
+                return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+            }
+            let t = now();
+            let mut action = json!({"hid": hid, "action": "repaired", "torn": kind.as_str(), "status_before": status,
+                                    "holder_before": own.as_ref().map(|o| o.holder.clone()),
+                                    "fence_before": own.as_ref().map(|o| o.fence)});
+            let mut orphan_env = false;
+            match kind {
+                Torn::Complete => tx.delete_ownership(hid)?,
+                Torn::Claim | Torn::Orphan => {
+                    // Take it from the (expired) holder: tombstone, fence+1.
+                    let mut o = own.clone().ok_or_else(|| Error::Validation("ownership row vanished".into()))?;
+                    o.holder = ORPHANED_HOLDER.into();
+                    o.fence += 1;
+                    o.lease_expires_at = 0.0;
+                    tx.update_ownership(&o, t)?;
+                    orphan_env = kind == Torn::Claim;
+                }
+                Torn::Release | Torn::OrphanUnwritten => orphan_env = true,
+                Torn::LostRow => {
+                    // The row is gone, and its fence with it; the envelope
+                    // records the last fence a claim or recover issued.
+                    let last = env.pointer("/execution/fence").and_then(Value::as_i64).unwrap_or(0).max(0);
+                    let o = Ownership {
+                        hid: hid.to_string(),
+                        holder: ORPHANED_HOLDER.into(),
+                        fence: last + 1,
+                        lease_expires_at: 0.0,
+                        heartbeat_interval_s: cfg.lease_interval_s,
+                        max_missed: cfg.lease_max_missed,
+                    };
+                    if !tx.insert_ownership(&o, t)? {
+                        return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+                    }
+                    orphan_env = status == "running";
+                }
+            }
+            if orphan_env {
+                let (verdict, extra) = orphan_envelope(&mut env, kind.as_str(), false, t)?;
+                merge_into(&mut action, extra);
+                action["status"] = json!(if verdict == "dlq" { "failed" } else { "orphaned" });
+                save(tx, hid, &env, cfg)?;
+            } else {
+                action["status"] = json!(status);
+            }
+            let after = tx.ownership(hid)?;
+            action["holder"] = json!(after.as_ref().map(|o| o.holder.clone()));
+            action["fence"] = json!(after.as_ref().map(|o| o.fence));
+            Ok(action)
+        })?;
+        if out["action"] == "repaired" {
+            self.metrics.repairs.fetch_add(1, Ordering::Relaxed);
+            if out["status"] == "failed" && seen_status != "failed" {
+                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::warn!(hid = &hid[..12], torn = kind.as_str(), "repaired a torn state");
+        }
+        Ok(out)
+    }
+}
+
+/// `execution.status` as text: the string, the JSON of a non-string value
+/// (so that it classifies as unknown), or "" when absent.
+fn status_of_value(env: &Value) -> String {
+    match env.pointer("/execution/status") {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+fn status_text(tx: &mut dyn Tx, hid: &str) -> Result<String> {
+    Ok(status_of_value(&load(tx, hid)?))
+}

@@ -1,0 +1,67 @@
+//! Quarantine: a row the scan cannot handle is reported once, counted and
+//! skipped; the scan goes on with the others.
+
+use super::Supervisor;
+use crate::error::{Error, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+impl Supervisor {
+    /// Turn this scan's flagged rows into `quarantined` actions: each row
+    /// is reported (and counted) once per reason, not on every scan.
+    pub(super) fn report_quarantine(&self, flagged: BTreeMap<String, String>) -> Vec<Value> {
+        let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = Vec::new();
+        for (hid, reason) in &flagged {
+            if known.get(hid) != Some(reason) {
+                tracing::error!(hid = %hid, reason = %reason, "quarantined");
+                self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
+                out.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
+            }
+        }
+        *known = flagged;
+        out
+    }
+
+    /// The rows quarantined by the last scan, with their reasons.
+    pub fn quarantined(&self) -> BTreeMap<String, String> {
+        self.quarantine.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Record one row's outcome: its action, or — for a failure that belongs
+/// to the row (bad JSON, bad envelope, a row-level SQL error) — a
+/// quarantine flag. Store-level failures are returned.
+pub(super) fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>, hid: &str, res: Result<Value>) -> Result<()> {
+    match res {
+        Ok(a) => actions.push(a),
+        Err(e) if row_level(&e) => {
+            flagged.insert(hid.to_string(), format!("{}: {e}", e.kind()));
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// True when `e` is about one row rather than the store as a whole.
+fn row_level(e: &Error) -> bool {
+    use rusqlite::ErrorCode as C;
+    match e {
+        Error::Io { .. } | Error::NewerSchema { .. } | Error::Config(_) => false,
+        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
+            f.code,
+            C::DatabaseBusy
+                | C::DatabaseLocked
+                | C::SystemIoFailure
+                | C::DiskFull
+                | C::CannotOpen
+                | C::ReadOnly
+                | C::OutOfMemory
+                | C::PermissionDenied
+                | C::NotADatabase
+                | C::DatabaseCorrupt
+        ),
+        _ => true,
+    }
+}
