@@ -99,6 +99,11 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let env = runner.envelope_bare(&hid)?;
     let (lo, hi) = (inline_u64(&env, "lo")?, inline_u64(&env, "hi")?);
     let chunk = inline_u64(&env, "chunk").unwrap_or(100).max(1);
+    // Bounds keep every counter below (and sieve memory) in range; an
+    // empty range is kept as the reference keeps it (completes at once).
+    if hi > lo {
+        census::Spec::new(lo, hi, chunk)?;
+    }
     if let Some(s) = opts.shipper.as_deref_mut() {
         let n = catch_up(s, runner, &hid)?;
         if n > 0 {
@@ -117,10 +122,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let started = Instant::now();
     let mut done = 0u64;
     while next < hi {
-        let end = (next + chunk).min(hi);
+        let end = next.saturating_add(chunk).min(hi);
         let (c, s) = census::chunk(next, end);
-        count += c;
-        total += s;
+        // A checkpoint written by someone else may hold any counts.
+        let (Some(c2), Some(t2)) = (count.checked_add(c), total.checked_add(s)) else {
+            return Err(Error::Validation(format!("prime.census counters overflow at next_n={next}")));
+        };
+        (count, total) = (c2, t2);
         next = end;
         let state = json!({"next_n": next, "count": count, "total": total});
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));

@@ -831,13 +831,20 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
                 }
             }
         }
-        if let Some(at) = req.get("at").and_then(Value::as_f64) {
-            let d = at - now();
-            if d > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(d));
+        // "at" is the adapter's input: a start more than an hour away is refused.
+        let wait = match req.get("at").and_then(Value::as_f64).map(|at| at - now()) {
+            Some(d) if d > 0.0 => dhp_core::config::duration_from_secs("at (seconds from now)", d, 3_600.0).map(Some),
+            _ => Ok(None),
+        };
+        let res = match wait {
+            Ok(wait) => {
+                if let Some(d) = wait {
+                    std::thread::sleep(d);
+                }
+                ad.handle(&op, &args)
             }
-        }
-        let res = ad.handle(&op, &args);
+            Err(e) => Err(err(e.kind(), e.to_string())),
+        };
         let mut reply = match res {
             Ok(result) => json!({"id": id, "ok": true, "result": result}),
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),
