@@ -21,7 +21,7 @@ use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum LevelArg {

@@ -18,12 +18,21 @@ pub const MAX_BYTES: usize = 1 << 30;
 /// Upper bound of `DHP_MAX_CHECKPOINTS`.
 pub const MAX_CHECKPOINTS: i64 = 1_000_000_000;
 
+/// A number for a message: `1e308`, not 309 digits.
+pub fn fmt_num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 /// Seconds as a `Duration`, checked: `secs` must be finite and within
 /// `[0, max_s]`, else [`Error::OutOfRange`] naming `name` (the flag or
 /// variable). The one float→`Duration` conversion of the workspace:
 /// `Duration::from_secs_f64` panics on a negative, NaN or huge value.
 pub fn duration_from_secs(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
-    let out_of_range = || Error::OutOfRange { name: name.to_string(), value: secs.to_string(), range: format!("[0, {max_s}] seconds") };
+    let out_of_range = || Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("[0, {}] seconds", fmt_num(max_s)) };
     if !(secs.is_finite() && (0.0..=max_s).contains(&secs)) {
         return Err(out_of_range());
     }
@@ -33,12 +42,12 @@ pub fn duration_from_secs(name: &str, secs: f64, max_s: f64) -> Result<Duration>
 /// Like [`duration_from_secs`], but zero is refused too (timeouts, periods).
 pub fn positive_duration(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
     if secs == 0.0 {
-        return Err(Error::OutOfRange { name: name.to_string(), value: secs.to_string(), range: format!("(0, {max_s}] seconds") });
+        return Err(Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("(0, {}] seconds", fmt_num(max_s)) });
     }
     duration_from_secs(name, secs, max_s).map_err(|_| Error::OutOfRange {
         name: name.to_string(),
-        value: secs.to_string(),
-        range: format!("(0, {max_s}] seconds"),
+        value: fmt_num(secs),
+        range: format!("(0, {}] seconds", fmt_num(max_s)),
     })
 }
 
@@ -51,7 +60,7 @@ pub fn lease_expiry(t: f64, interval_s: f64, max_missed: i64) -> Result<f64> {
     } else {
         Err(Error::OutOfRange {
             name: "lease".into(),
-            value: format!("{interval_s} s × {max_missed}"),
+            value: format!("{} s × {max_missed}", fmt_num(interval_s)),
             range: format!("a finite expiry (interval in (0, {MAX_KNOB_S}] s)"),
         })
     }
@@ -142,7 +151,7 @@ impl Config {
             ("DHP_STALL_TIMEOUT_S", self.stall_timeout_s),
         ] {
             if !(v.is_finite() && v > 0.0 && v <= MAX_KNOB_S) {
-                return bad(format!("{name}={v} must be in (0, {MAX_KNOB_S}] seconds"));
+                return bad(format!("{name}={} must be in (0, {MAX_KNOB_S}] seconds", fmt_num(v)));
             }
         }
         if !(2..=MAX_LEASE_MISSED).contains(&self.lease_max_missed) {

@@ -61,11 +61,14 @@ pub fn from_clap(e: &clap::Error) -> Option<Failure> {
             Some(usage("no command given (see `dhp --help`)"))
         }
         _ => {
-            // clap's text: "error: <what>\n\n  tip: …\n\nUsage: …"; keep the
-            // first line, whose plain rendering carries no colour codes.
+            // clap's text: "error: <what>\n[  <details>\n]\n  tip: …\n\nUsage: …";
+            // keep the first paragraph (its plain rendering has no colour
+            // codes), joined into one line.
             let text = e.render().to_string();
-            let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("bad arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let first: Vec<&str> =
+                text.lines().map(str::trim).skip_while(|l| l.is_empty()).take_while(|l| !l.is_empty()).collect();
+            let first = first.join(" ");
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
             Some(usage(format!("{first} (see `dhp --help`)")))
         }
     }
