@@ -18,9 +18,9 @@ fn nonsense_specs_and_budgets_are_refused() {
         (vec!["--census", "0,18446744073709551615,2"], "HI"),
         (vec!["--census", "0,100,0"], "CHUNK"),
         (vec!["--census", "100,100,1"], "LO < HI"),
-        (vec!["--census", "-1,100,1"], "LO"),
+        (vec!["--census=-1,100,1"], "LO"),
         (vec!["--census", "0,100"], "LO,HI,CHUNK"),
-        (vec!["--census", "0,100,10", "--max-attempts", "-1"], "max_attempts"),
+        (vec!["--census", "0,100,10", "--max-attempts=-1"], "max_attempts"),
         (vec!["--census", "0,100,10", "--max-attempts", "0"], "max_attempts"),
         ([&kind[..], &["--budget", r#"{"max_steps":"lots"}"#]].concat(), "max_steps"),
         ([&kind[..], &["--budget", r#"{"max_steps":-1}"#]].concat(), "max_steps"),
@@ -28,8 +28,8 @@ fn nonsense_specs_and_budgets_are_refused() {
         ([&kind[..], &["--budget", r#"{"max_wallclock_s":1e300}"#]].concat(), "max_wallclock_s"),
         ([&kind[..], &["--budget", r#"{"max_spend_usd":-5}"#]].concat(), "max_spend_usd"),
         ([&kind[..], &["--budget", r#"{"max_setps":5}"#]].concat(), "unknown budget key"),
-        ([&kind[..], &["--budget", "-1"]].concat(), "object"),
-        ([&kind[..], &["--max-stall-retries", "-1"]].concat(), "max_stall_retries"),
+        ([&kind[..], &["--budget=-1"]].concat(), "object"),
+        ([&kind[..], &["--max-stall-retries=-1"]].concat(), "max_stall_retries"),
     ];
     for (extra, want) in cases {
         let args = [&["dispatch", r][..], &extra[..]].concat();

@@ -35,7 +35,7 @@ fn huge_duration_flags_are_usage_errors_not_panics() {
     let logdir = dir.path().join("logs");
     let cases: Vec<Vec<&str>> = vec![
         vec!["work", r, "--runner", "w1", "claim", &hid, "--pace", "1e20"],
-        vec!["work", r, "--runner", "w1", "claim", &hid, "--pace", "-1"],
+        vec!["work", r, "--runner", "w1", "claim", &hid, "--pace=-1"],
         vec!["work", r, "--runner", "w1", "claim", &hid, "--ship-to", "127.0.0.1:9", "--ship-timeout", "1e20"],
         vec!["supervisor", r, "sup", "1e20"],
         vec!["supervisor", r, "sup", "NaN"],

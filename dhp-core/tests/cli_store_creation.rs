@@ -55,7 +55,7 @@ fn creating_commands_need_an_empty_dir_or_create() {
     for _ in 0..2 {
         assert_eq!(run(&["dispatch", "--create", m, "--census", "0,100,10"], &[]).code, 0);
     }
-    assert_eq!(run(&["--json", "status", m], &[]).json()["handoffs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(run(&["--json", "status", m], &[]).json()["handoffs"].as_array().map(Vec::len), Some(2));
     // Nothing is left behind by the atomic creation.
     let names: Vec<String> =
         std::fs::read_dir(&missing).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();

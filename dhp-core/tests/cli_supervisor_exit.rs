@@ -24,7 +24,12 @@ fn every_scan_failing_is_an_error_exit() {
         )
         .unwrap();
     }
-    let bad = run(&["--json", "supervisor", r, "sup2", "0.5"], &[("DHP_SUPERVISOR_SCAN_S", "0.1")]);
+    // Each failed scan is logged at ERROR; the run ends with the one line.
+    let env = [("DHP_SUPERVISOR_SCAN_S", "0.1")];
+    let logged = run(&["supervisor", r, "sup2", "0.3"], &env);
+    assert_eq!(logged.code, 11, "{logged:?}");
+    assert!(logged.stderr.lines().last().unwrap_or("").starts_with("dhp: StoreError: every scan failed"), "{logged:?}");
+    let bad = run(&["--json", "--log", "off", "supervisor", r, "sup2", "0.3"], &env);
     let msg = failed_json(&bad, 11, "StoreError");
     assert!(msg.contains("every scan failed") && msg.contains("disk is full"), "{msg}");
 }

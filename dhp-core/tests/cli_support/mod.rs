@@ -27,7 +27,7 @@ impl Run {
 
 /// Run `dhp ARGS` with extra environment, no `--json` added.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = Command::new(bin()).args(args).envs(env.iter().copied()).env_remove("DHP_LOG").output().expect("run dhp");
+    let out = Command::new(bin()).args(args).env_remove("DHP_LOG").envs(env.iter().copied()).output().expect("run dhp");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
