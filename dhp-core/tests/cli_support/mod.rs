@@ -55,12 +55,22 @@ pub fn failed_json(r: &Run, code: i32, kind: &str) -> String {
     msg
 }
 
-/// A store at `dir/store` with one pending census handoff; returns (root, hid).
+/// A store at `dir/store` with one pending census handoff (made through
+/// the library, so the fixture does not depend on the CLI under test);
+/// returns (root, hid).
 pub fn store_with_census(dir: &Path) -> (PathBuf, String) {
+    use dhp_core::envelope::{self, BuildOptions, Budget};
+    use dhp_core::{census, Config, Runner};
     let root = dir.join("store");
-    let r = run(&["--json", "dispatch", "--create", root.to_str().unwrap(), "--census", "1000,2000,100"], &[]);
-    assert_eq!(r.code, 0, "{r:?}");
-    let hid = r.json()["hid"].as_str().expect("hid").to_string();
+    let budget = Budget { max_steps: 110, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: 25 };
+    let env = envelope::build(
+        census::KIND,
+        census::inputs(1000, 2000, 100),
+        census::output_schema(),
+        BuildOptions { budget: Some(budget.to_value()), ..Default::default() },
+    )
+    .expect("census envelope");
+    let hid = Runner::open(&root, "fixture", Config::default()).expect("store").dispatch(&env).expect("dispatch");
     (root, hid)
 }
 
