@@ -107,3 +107,24 @@ fn redirected_logs_carry_no_colour_codes() {
     assert!(r.stderr.contains("INFO"), "info logs were written: {r:?}");
     assert!(!r.stderr.contains('\x1b'), "ANSI codes in redirected stderr: {:?}", r.stderr);
 }
+
+#[test]
+fn suspend_to_a_missing_directory_leaves_the_handoff_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, hid) = store_with_census(dir.path());
+    let w = Runner::open(&root, "w1", Config::default()).unwrap();
+    let _ctx = w.claim(&hid).unwrap();
+    let before = common::dump(&root);
+    let out = dir.path().join("no-such-dir").join("b.json");
+    let msg = failed(&run(&["suspend", root.to_str().unwrap(), &hid, "-o", out.to_str().unwrap()], &[]), 11, "IoError");
+    assert!(msg.contains("no-such-dir"), "{msg}");
+    assert_eq!(before, common::dump(&root), "the handoff was suspended without a bundle");
+    // A good path: the bundle is written whole, no temp file is left.
+    let good = dir.path().join("b.json");
+    let ok = run(&["suspend", root.to_str().unwrap(), &hid, "-o", good.to_str().unwrap()], &[]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(std::fs::read(&good).unwrap().starts_with(b"{"));
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+}

@@ -53,3 +53,40 @@ fn is_empty_dir(root: &Path) -> bool {
         name.starts_with(SCRATCH_PREFIX) || name == DB_FILE
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_creators_share_one_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("new");
+        let opened: Vec<_> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8).map(|_| s.spawn(|| open_root(&root, OpenMode::Create).map(|o| o.dir))).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for o in &opened {
+            assert!(o.is_ok(), "{o:?}");
+        }
+        let left: Vec<String> =
+            std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        assert!(left.iter().all(|n| !n.starts_with(SCRATCH_PREFIX)), "scratch files left: {left:?}");
+    }
+
+    #[test]
+    fn existing_mode_creates_nothing_and_empty_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("s");
+        let e = open_root(&root, OpenMode::Existing).err().expect("no store");
+        assert!(matches!(e, crate::Error::NoStore { .. }), "{e:?}");
+        assert!(!root.exists());
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(root.join(DB_FILE), b"").unwrap();
+        for mode in [OpenMode::Existing, OpenMode::Create, OpenMode::CreateInEmptyDir] {
+            let e = open_root(&root, mode).err().expect("empty file refused");
+            assert!(e.to_string().contains("empty"), "{e}");
+            assert_eq!(std::fs::metadata(root.join(DB_FILE)).unwrap().len(), 0);
+        }
+    }
+}

@@ -255,10 +255,14 @@ fn create_fresh(root: &Path) -> Result<()> {
         // Closing the only connection checkpoints the WAL into the file.
         conn.close().map_err(|(_, e)| Error::from(e))
     })();
-    let linked = built.and_then(|()| match std::fs::hard_link(&scratch, root.join(DB_FILE)) {
+    let db = root.join(DB_FILE);
+    let linked = built.and_then(|()| match std::fs::hard_link(&scratch, &db) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()), // another creator won
-        Err(e) => Err(Error::io(root.join(DB_FILE), e)),
+        // A file system without hard links: rename, which is atomic but
+        // not exclusive, so only if no store appeared meanwhile.
+        Err(_) if !db.exists() => std::fs::rename(&scratch, &db).map_err(|e| Error::io(&db, e)),
+        Err(e) => Err(Error::io(&db, e)),
     });
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", scratch.display()));

@@ -201,9 +201,29 @@ pub fn ingest(root: &Path, logs: &[PathBuf], mode: OpenMode, cfg: Config) -> Res
 
 pub fn suspend(root: &Path, hid: &str, out: &Path, cfg: Config) -> Result<Output, Failure> {
     envelope::check_hid(hid)?;
+    // A typo in -o is caught before the handoff is suspended.
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::io(parent, std::io::Error::from(std::io::ErrorKind::NotFound)).into());
+    }
     let (r, _) = open_runner(root, OpenMode::Existing, "dhp-cli", cfg)?;
     let bundle = r.suspend(hid)?;
-    std::fs::write(out, &bundle).map_err(|e| Error::io(out, e))?;
+    // Written whole or not at all (a crash leaves no truncated bundle); a
+    // suspended handoff can be suspended again to retry the export.
+    // A device or pipe (`-o /dev/stdout`) is written in place.
+    if out.exists() && !out.is_file() {
+        std::fs::write(out, &bundle).map_err(|e| Error::io(out, e))?;
+    } else {
+        let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, &bundle).and_then(|()| std::fs::rename(&tmp, out)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io(out, e)
+        })?;
+    }
     Ok((json!({"hid": hid, "bytes": bundle.len(), "out": out}), format!("suspended {} → {}", &hid[..12], out.display())))
 }
 
