@@ -760,15 +760,16 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         }
     };
     if mutant == Some(Mutant::NoSizeLimits) {
-        let huge = 1usize << 40;
+        // The largest limits a valid configuration allows.
+        let huge = dhp_core::config::MAX_BYTES;
         cfg.max_checkpoint_bytes = huge;
         cfg.max_result_bytes = huge;
         cfg.max_envelope_bytes = huge;
         cfg.transport_max_line_bytes = huge;
     }
     if mutant == Some(Mutant::NoStallDetection) {
-        cfg.stall_max_repeats = i64::MAX;
-        cfg.stall_timeout_s = 1e12;
+        cfg.stall_max_repeats = dhp_core::config::MAX_STALL_REPEATS;
+        cfg.stall_timeout_s = dhp_core::config::MAX_KNOB_S;
     }
     if let Some(m) = mutant {
         eprintln!("dhp-adapter: mutant {} active", mutants::name(m));
