@@ -30,7 +30,11 @@ fn argument_errors_use_the_one_line_format() {
     // The missing argument is named on the one line.
     assert!(failed(&run(&["status"], &[]), 2, "UsageError").contains("<ROOT>"));
     // DHP_LOG is validated like --log.
-    failed(&run(&["status", "r"], &[("DHP_LOG", "bogus")]), 2, "UsageError");
+    let msg = failed(&run(&["status", "r"], &[("DHP_LOG", "bogus")]), 2, "UsageError");
+    assert!(msg.contains("DHP_LOG"), "{msg}");
+    // Empty means unset (warn), and the flag wins over the variable.
+    failed(&run(&["status", "r"], &[("DHP_LOG", "")]), 11, "StoreError");
+    failed(&run(&["status", "r", "--log", "error"], &[("DHP_LOG", "bogus")]), 11, "StoreError");
     for args in [vec!["--help"], vec!["--version"], vec!["status", "--help"], vec!["help", "work"]] {
         let r = run(&args, &[]);
         assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{args:?}: {r:?}");

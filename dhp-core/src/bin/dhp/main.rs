@@ -27,9 +27,9 @@ struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]
     json: bool,
-    /// Log level for stderr diagnostics.
-    #[arg(long, global = true, value_enum, default_value = "warn", env = "DHP_LOG")]
-    log: LogLevel,
+    /// Log level for stderr diagnostics [default: $DHP_LOG, else warn].
+    #[arg(long, global = true, value_enum)]
+    log: Option<LogLevel>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -45,6 +45,19 @@ enum LogLevel {
 }
 
 impl LogLevel {
+    /// `--log`, else `DHP_LOG` (unset or empty: warn), validated alike.
+    fn resolve(flag: Option<LogLevel>) -> Result<LogLevel, Failure> {
+        if let Some(l) = flag {
+            return Ok(l);
+        }
+        match std::env::var("DHP_LOG") {
+            Ok(v) if !v.trim().is_empty() => LogLevel::from_str(v.trim(), true).map_err(|_| {
+                failure::usage(format!("DHP_LOG={v:?} is not a log level (off, error, warn, info, debug, trace)"))
+            }),
+            _ => Ok(LogLevel::Warn),
+        }
+    }
+
     fn directive(self) -> &'static str {
         match self {
             LogLevel::Off => "off",
@@ -154,14 +167,15 @@ fn main() {
             }
         },
     };
+    let as_json = cli.json;
+    let level = LogLevel::resolve(cli.log).unwrap_or_else(|f| f.exit(as_json));
     // Colour only on a terminal: logs redirected to files stay plain text.
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(cli.log.directive()))
+        .with_env_filter(tracing_subscriber::EnvFilter::new(level.directive()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .init();
-    let as_json = cli.json;
     match run(cli) {
         Ok((value, text)) => {
             if as_json {
