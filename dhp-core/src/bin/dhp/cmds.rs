@@ -46,6 +46,7 @@ pub struct DispatchArgs {
     /// Orphan-on-stall retries before dead-lettering (0 to 1000).
     #[arg(long)]
     max_stall_retries: Option<i64>,
+    /// Recorded as the envelope's `created_by`.
     #[arg(long, default_value = "dhp-rs")]
     created_by: String,
     /// SDK semantics: wrap inputs as {"inline": ...}, SDK budget defaults.

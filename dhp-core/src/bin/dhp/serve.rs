@@ -23,6 +23,7 @@ pub const MAX_IDLE_TIMEOUT_S: f64 = 86_400.0;
 pub struct TransportArgs {
     /// Directory the verified logs go to (created if missing).
     logdir: PathBuf,
+    /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
     /// 0 picks a free port (printed on the first line).
