@@ -59,6 +59,18 @@ fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
     h.record(op, "fail", f);
 }
 
+/// `(lo, hi, chunk)` of a census envelope. Bounds keep every counter (and
+/// the sieve's memory) in range; an empty range is kept as the reference
+/// keeps it (completes at once), a reversed one (LO > HI) is refused.
+fn census_range(env: &Value) -> Result<(u64, u64, u64)> {
+    let (lo, hi) = (inline_u64(env, "lo")?, inline_u64(env, "hi")?);
+    let chunk = inline_u64(env, "chunk").unwrap_or(100).max(1);
+    if hi != lo {
+        census::Spec::new(lo, hi, chunk)?;
+    }
+    Ok((lo, hi, chunk))
+}
+
 /// Run the census worker to completion (or `stop_after`).
 pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = opts.hid.clone();
@@ -74,6 +86,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         }
     } else {
         None
+    };
+    // Inputs are immutable (content-addressed): a census this worker cannot
+    // run is refused before it is claimed, so it stays pending. An unknown
+    // handoff is left to the claim to report.
+    let checked = match runner.envelope_bare(&hid) {
+        Ok(env) => Some(census_range(&env)?),
+        Err(_) => None,
     };
     let op = match opts.start {
         Start::Claim => "claim",
@@ -96,14 +115,10 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     if opts.background_heartbeat {
         ctx.start_heartbeat(None);
     }
-    let env = runner.envelope_bare(&hid)?;
-    let (lo, hi) = (inline_u64(&env, "lo")?, inline_u64(&env, "hi")?);
-    let chunk = inline_u64(&env, "chunk").unwrap_or(100).max(1);
-    // Bounds keep every counter below (and sieve memory) in range; an
-    // empty range is kept as the reference keeps it (completes at once).
-    if hi > lo {
-        census::Spec::new(lo, hi, chunk)?;
-    }
+    let (lo, hi, chunk) = match checked {
+        Some(range) => range,
+        None => census_range(&runner.envelope_bare(&hid)?)?,
+    };
     if let Some(s) = opts.shipper.as_deref_mut() {
         let n = catch_up(s, runner, &hid)?;
         if n > 0 {
