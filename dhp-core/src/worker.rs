@@ -59,12 +59,16 @@ fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
     h.record(op, "fail", f);
 }
 
-/// `(lo, hi, chunk)` of a census envelope. Bounds keep every counter (and
-/// the sieve's memory) in range; an empty range is kept as the reference
-/// keeps it (completes at once), a reversed one (LO > HI) is refused.
-fn census_range(env: &Value) -> Result<(u64, u64, u64)> {
+/// `(lo, hi, chunk)` of a census envelope, unchecked.
+fn census_fields(env: &Value) -> Result<(u64, u64, u64)> {
     let (lo, hi) = (inline_u64(env, "lo")?, inline_u64(env, "hi")?);
-    let chunk = inline_u64(env, "chunk").unwrap_or(100).max(1);
+    Ok((lo, hi, inline_u64(env, "chunk").unwrap_or(100).max(1)))
+}
+
+/// Bounds keep every counter (and the sieve's memory) in range; an empty
+/// range is kept as the reference keeps it (completes at once), a reversed
+/// one (LO > HI) is refused.
+fn check_range((lo, hi, chunk): (u64, u64, u64)) -> Result<(u64, u64, u64)> {
     if hi != lo {
         census::Spec::new(lo, hi, chunk)?;
     }
@@ -87,12 +91,12 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     } else {
         None
     };
-    // Inputs are immutable (content-addressed): a census this worker cannot
-    // run is refused before it is claimed, so it stays pending. An unknown
-    // handoff is left to the claim to report.
-    let checked = match runner.envelope_bare(&hid) {
-        Ok(env) => Some(census_range(&env)?),
-        Err(_) => None,
+    // Inputs are immutable (content-addressed): a census out of bounds is
+    // refused before it is claimed, so it stays pending. An unknown handoff
+    // or one that is no census at all is left to the claim to report.
+    let checked = match runner.envelope_bare(&hid).ok().and_then(|env| census_fields(&env).ok()) {
+        Some(range) => Some(check_range(range)?),
+        None => None,
     };
     let op = match opts.start {
         Start::Claim => "claim",
@@ -117,7 +121,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     }
     let (lo, hi, chunk) = match checked {
         Some(range) => range,
-        None => census_range(&runner.envelope_bare(&hid)?)?,
+        None => check_range(census_fields(&runner.envelope_bare(&hid)?)?)?,
     };
     if let Some(s) = opts.shipper.as_deref_mut() {
         let n = catch_up(s, runner, &hid)?;
