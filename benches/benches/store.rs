@@ -131,7 +131,7 @@ fn recover_race(c: &mut Criterion) {
         b.iter_custom(|iters| {
             // recover_race reports races per second over `iters` races.
             let per_s = suite::recover_race(dir.path(), 8, iters as usize).unwrap();
-            Duration::from_secs_f64(iters as f64 / per_s)
+            dhp_core::config::duration_from_secs("recover_race time", iters as f64 / per_s, f64::MAX).unwrap()
         })
     });
     g.finish();

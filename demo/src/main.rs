@@ -216,6 +216,9 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// Longest `--phase-timeout-s` and `--transport-down-s`: one day.
+const MAX_PHASE_TIMEOUT_S: f64 = 86_400.0;
+
 macro_rules! usage {
     ($($t:tt)*) => { anyhow::Error::new(Usage(format!($($t)*))) };
 }
@@ -277,7 +280,9 @@ impl Ctx {
     }
 
     fn phase_timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.args.phase_timeout_s)
+        // Checked at start (`MAX_PHASE_TIMEOUT_S`); the fallback is never used.
+        dhp_core::config::positive_duration("--phase-timeout-s", self.args.phase_timeout_s, MAX_PHASE_TIMEOUT_S)
+            .unwrap_or(Duration::from_secs(60))
     }
 }
 
@@ -354,12 +359,11 @@ fn demo_main(args: Args, run: &mut Run, ui: &mut Ui, summary: &mut Map<String, V
     if !(args.kill_at >= 1 && args.kill_at < args.pages) {
         return Err(usage!("--kill-at must be between 1 and --pages - 1 ({})", args.pages - 1));
     }
-    if !(args.transport_down_s.is_finite() && args.transport_down_s >= 0.0) {
-        return Err(usage!("--transport-down-s must be >= 0"));
+    if !(args.transport_down_s.is_finite() && (0.0..=MAX_PHASE_TIMEOUT_S).contains(&args.transport_down_s)) {
+        return Err(usage!("--transport-down-s must be in [0, {MAX_PHASE_TIMEOUT_S}]"));
     }
-    if !(args.phase_timeout_s.is_finite() && args.phase_timeout_s > 0.0) {
-        return Err(usage!("--phase-timeout-s must be > 0"));
-    }
+    dhp_core::config::positive_duration("--phase-timeout-s", args.phase_timeout_s, MAX_PHASE_TIMEOUT_S)
+        .map_err(|e| usage!("{e}"))?;
     let (dmin, dmax) = parse_delay(&args.mirror_delay_ms).map_err(|e| usage!("--mirror-delay-ms: {e}"))?;
     if args.netns && args.source == Source::Wikipedia {
         return Err(usage!("--netns works with --source mirror only: the namespaces have no route to the internet"));
@@ -683,7 +687,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     cx.timing("worker_a_run_s", t_kill - t_a_spawn);
 
     // ---- phase 2: host A's supervisor orphans ----
-    let deadline = Instant::now() + Duration::from_secs_f64(cx.cfg.lease_ttl_s() + 2.0 * cx.cfg.supervisor_scan_s + 30.0);
+    let deadline = Instant::now()
+        + dhp_core::config::duration_from_secs("orphan deadline", cx.cfg.lease_ttl_s() + 2.0 * cx.cfg.supervisor_scan_s + 30.0, f64::MAX)?;
     let (orphaned_at, reason) = loop {
         check_interrupt()?;
         let e = driver_a.envelope_bare(&hid)?;
@@ -720,7 +725,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     let log_b = dhp_core::transport::log::log_path(&cx.host_b.join("transport"), &hid)?;
     anyhow::ensure!(log_b.is_file(), "host B has no transport log for the handoff ({})", log_b.display());
     let ingest_args: Vec<String> =
-        vec!["--json".into(), "ingest".into(), cx.host_b.display().to_string(), log_b.display().to_string()];
+        vec!["--json".into(), "ingest".into(), "--create".into(), cx.host_b.display().to_string(), log_b.display().to_string()];
     let t_ingest0 = now();
     let out = procs::command(&cx.prefix(run, Host::B), &cx.dhp, &ingest_args).stderr(Stdio::piped()).output()?;
     let t_ingest = now();

@@ -349,7 +349,8 @@ fn run(a: RunArgs) -> Result<i32> {
         timing.lease_max_missed,
         dhp.display()
     );
-    let budget = Duration::from_secs_f64((a.budget_minutes * 60.0).max(0.0));
+    // At most a week of rounds.
+    let budget = dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
     let t_start = Instant::now();
     let mut reports: Vec<RoundReport> = Vec::new();
     let mut harness_error: Option<anyhow::Error> = None;

@@ -202,6 +202,7 @@ impl<'a> Driver<'a> {
             let out = std::process::Command::new(&self.cfg.dhp)
                 .arg("--json")
                 .arg("dispatch")
+                .arg("--create")
                 .arg(&self.paths.store)
                 .arg("--census")
                 .arg(format!("{lo},{hi},{}", self.cfg.chunk))

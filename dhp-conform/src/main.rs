@@ -21,7 +21,7 @@ use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum LevelArg {
@@ -167,11 +167,14 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let mut cli = Cli::parse();
-    if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
-        eprintln!("dhp-conform: --timeout must be a positive number of seconds");
-        return ExitCode::from(2);
-    }
-    let opts = Arc::new(Options { timeout: Duration::from_secs_f64(cli.timeout), echo_stderr: cli.adapter_stderr, keep: cli.keep });
+    let timeout = match dhp_core::config::positive_duration("--timeout", cli.timeout, 86_400.0) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("dhp-conform: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = Arc::new(Options { timeout, echo_stderr: cli.adapter_stderr, keep: cli.keep });
     let compare = !cli.compare.is_empty();
     let specs: Vec<String> = if compare {
         cli.compare.clone()

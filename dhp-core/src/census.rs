@@ -1,10 +1,59 @@
 //! The prime census: the built-in task kind the reference's chaos harness
 //! uses. Count and sum the primes in `[lo, hi)`, chunk by chunk.
 
+use crate::error::{Error, Result};
 use serde_json::{json, Value};
 
 /// Task kind string.
 pub const KIND: &str = "prime.census";
+
+/// Largest HI of a census: the sum of the primes below 10^10 (≈ 2.2·10^18)
+/// still fits a `u64`, so no counter can wrap.
+pub const MAX_HI: u64 = 10_000_000_000;
+/// Largest CHUNK: one sieve segment is CHUNK bytes of memory.
+pub const MAX_CHUNK: u64 = 10_000_000;
+
+/// A census range `[lo, hi)` sieved `chunk` numbers at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    pub lo: u64,
+    pub hi: u64,
+    pub chunk: u64,
+}
+
+impl Spec {
+    /// A validated range: `lo < hi <= MAX_HI`, `0 < chunk <= MAX_CHUNK`.
+    pub fn new(lo: u64, hi: u64, chunk: u64) -> Result<Spec> {
+        if hi > MAX_HI {
+            return Err(Error::OutOfRange { name: "census HI".into(), value: hi.to_string(), range: format!("at most {MAX_HI}") });
+        }
+        if lo >= hi {
+            return Err(Error::Validation(format!("census wants LO < HI, got {lo},{hi}")));
+        }
+        if !(1..=MAX_CHUNK).contains(&chunk) {
+            return Err(Error::OutOfRange { name: "census CHUNK".into(), value: chunk.to_string(), range: format!("[1, {MAX_CHUNK}]") });
+        }
+        Ok(Spec { lo, hi, chunk })
+    }
+
+    /// Parse `LO,HI,CHUNK` (non-negative integers).
+    pub fn parse(text: &str) -> Result<Spec> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [lo, hi, chunk] = parts[..] else {
+            return Err(Error::Validation(format!("census wants LO,HI,CHUNK, got {text:?}")));
+        };
+        let num = |what: &str, p: &str| {
+            p.parse::<u64>()
+                .map_err(|_| Error::Validation(format!("census {what} must be a non-negative integer, got {p:?}")))
+        };
+        Spec::new(num("LO", lo)?, num("HI", hi)?, num("CHUNK", chunk)?)
+    }
+
+    /// Number of chunks (checkpoints) of a full run.
+    pub fn chunks(&self) -> u64 {
+        (self.hi - self.lo).div_ceil(self.chunk)
+    }
+}
 
 /// Count and sum of the primes in `[lo, hi)` (segmented sieve).
 pub fn chunk(lo: u64, hi: u64) -> (u64, u64) {
@@ -76,5 +125,14 @@ mod tests {
         let (c1, s1) = chunk(5_000_000, 5_000_100);
         let (c2, s2) = chunk(5_000_100, 5_000_200);
         assert_eq!(chunk(5_000_000, 5_000_200), (c1 + c2, s1 + s2));
+    }
+
+    #[test]
+    fn specs_are_bounded() {
+        assert_eq!(Spec::parse("0, 10,3").unwrap().chunks(), 4);
+        for bad in ["0,18446744073709551615,2", "5,5,1", "0,10,0", "0,10", "-1,10,1", "0,10,x", "0,10,10000001", "0,10000000001,1"] {
+            assert!(Spec::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Spec::parse("0,10000000000,10000000").is_ok());
     }
 }

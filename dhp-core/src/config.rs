@@ -3,6 +3,68 @@
 //! parse is an error, not a silent fallback to the default.
 
 use crate::error::{Error, Result};
+use std::time::Duration;
+
+/// Upper bound of every `DHP_*_S` duration knob (one day). A lease interval
+/// or scan period beyond this is a typo, and bounding it keeps every lease
+/// expiry (`now + interval × max_missed`) finite.
+pub const MAX_KNOB_S: f64 = 86_400.0;
+/// Upper bound of `DHP_LEASE_MAX_MISSED`.
+pub const MAX_LEASE_MISSED: i64 = 1_000;
+/// Upper bound of `DHP_STALL_MAX_REPEATS`.
+pub const MAX_STALL_REPEATS: i64 = 1_000_000;
+/// Upper bound of every `DHP_*_BYTES` size knob (1 GiB).
+pub const MAX_BYTES: usize = 1 << 30;
+/// Upper bound of `DHP_MAX_CHECKPOINTS`.
+pub const MAX_CHECKPOINTS: i64 = 1_000_000_000;
+
+/// A number for a message: `1e308`, not 309 digits.
+pub fn fmt_num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// Seconds as a `Duration`, checked: `secs` must be finite and within
+/// `[0, max_s]`, else [`Error::OutOfRange`] naming `name` (the flag or
+/// variable). The one float→`Duration` conversion of the workspace:
+/// `Duration::from_secs_f64` panics on a negative, NaN or huge value.
+pub fn duration_from_secs(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
+    let out_of_range = || Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("[0, {}] seconds", fmt_num(max_s)) };
+    if !(secs.is_finite() && (0.0..=max_s).contains(&secs)) {
+        return Err(out_of_range());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| out_of_range())
+}
+
+/// Like [`duration_from_secs`], but zero is refused too (timeouts, periods).
+pub fn positive_duration(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
+    if secs == 0.0 {
+        return Err(Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("(0, {}] seconds", fmt_num(max_s)) });
+    }
+    duration_from_secs(name, secs, max_s).map_err(|_| Error::OutOfRange {
+        name: name.to_string(),
+        value: fmt_num(secs),
+        range: format!("(0, {}] seconds", fmt_num(max_s)),
+    })
+}
+
+/// Lease expiry `t + interval × max_missed`, refusing a non-finite result so
+/// that Inf or NaN never reaches a store (stored rows may come from anyone).
+pub fn lease_expiry(t: f64, interval_s: f64, max_missed: i64) -> Result<f64> {
+    let at = t + interval_s * max_missed as f64;
+    if at.is_finite() && interval_s.is_finite() && interval_s > 0.0 {
+        Ok(at)
+    } else {
+        Err(Error::OutOfRange {
+            name: "lease".into(),
+            value: format!("{} s × {max_missed}", fmt_num(interval_s)),
+            range: format!("a finite expiry (interval in (0, {MAX_KNOB_S}] s)"),
+        })
+    }
+}
 
 /// Every operational knob of DHP.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,26 +140,28 @@ impl Config {
         Ok(c)
     }
 
-    /// The reference's `DHPConfig.validate`, with messages that name the knob.
+    /// The reference's `DHPConfig.validate`, plus upper bounds (see
+    /// `docs/cli.md`), with messages that name the knob.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: &str| Err(Error::Config(m.to_string()));
-        if !(self.lease_interval_s.is_finite() && self.lease_interval_s > 0.0) {
-            return bad("DHP_LEASE_INTERVAL_S must be > 0");
+        let bad = |m: String| Err(Error::Config(m));
+        for (name, v) in [
+            ("DHP_LEASE_INTERVAL_S", self.lease_interval_s),
+            ("DHP_SUPERVISOR_SCAN_S", self.supervisor_scan_s),
+            ("DHP_LEADER_TTL_S", self.leader_ttl_s),
+            ("DHP_STALL_TIMEOUT_S", self.stall_timeout_s),
+        ] {
+            if !(v.is_finite() && v > 0.0 && v <= MAX_KNOB_S) {
+                return bad(format!("{name}={} must be in (0, {MAX_KNOB_S}] seconds", fmt_num(v)));
+            }
         }
-        if self.lease_max_missed < 2 {
-            return bad("DHP_LEASE_MAX_MISSED must be >= 2");
+        if !(2..=MAX_LEASE_MISSED).contains(&self.lease_max_missed) {
+            return bad(format!("DHP_LEASE_MAX_MISSED={} must be in [2, {MAX_LEASE_MISSED}]", self.lease_max_missed));
         }
-        if !(self.supervisor_scan_s.is_finite() && self.supervisor_scan_s > 0.0) {
-            return bad("DHP_SUPERVISOR_SCAN_S must be > 0");
+        if self.leader_ttl_s <= self.supervisor_scan_s {
+            return bad("DHP_LEADER_TTL_S must exceed DHP_SUPERVISOR_SCAN_S".into());
         }
-        if self.leader_ttl_s.partial_cmp(&self.supervisor_scan_s) != Some(std::cmp::Ordering::Greater) {
-            return bad("DHP_LEADER_TTL_S must exceed DHP_SUPERVISOR_SCAN_S");
-        }
-        if !(self.stall_timeout_s.is_finite() && self.stall_timeout_s > 0.0) {
-            return bad("DHP_STALL_TIMEOUT_S must be > 0");
-        }
-        if self.stall_max_repeats < 1 {
-            return bad("DHP_STALL_MAX_REPEATS must be >= 1");
+        if !(1..=MAX_STALL_REPEATS).contains(&self.stall_max_repeats) {
+            return bad(format!("DHP_STALL_MAX_REPEATS={} must be in [1, {MAX_STALL_REPEATS}]", self.stall_max_repeats));
         }
         for (name, v) in [
             ("DHP_MAX_CHECKPOINT_BYTES", self.max_checkpoint_bytes),
@@ -105,12 +169,12 @@ impl Config {
             ("DHP_MAX_RESULT_BYTES", self.max_result_bytes),
             ("DHP_TRANSPORT_MAX_LINE_BYTES", self.transport_max_line_bytes),
         ] {
-            if v == 0 {
-                return Err(Error::Config(format!("{name} must be > 0")));
+            if !(1..=MAX_BYTES).contains(&v) {
+                return bad(format!("{name}={v} must be in [1, {MAX_BYTES}]"));
             }
         }
-        if self.max_checkpoints_per_handoff < 1 {
-            return bad("DHP_MAX_CHECKPOINTS must be > 0");
+        if !(1..=MAX_CHECKPOINTS).contains(&self.max_checkpoints_per_handoff) {
+            return bad(format!("DHP_MAX_CHECKPOINTS={} must be in [1, {MAX_CHECKPOINTS}]", self.max_checkpoints_per_handoff));
         }
         Ok(())
     }
@@ -147,5 +211,41 @@ mod tests {
         let e = with(&[("DHP_LEADER_TTL_S", "0.5")]).unwrap_err().to_string();
         assert!(e.contains("DHP_LEADER_TTL_S"), "{e}");
         assert_eq!(with(&[("DHP_LEASE_INTERVAL_S", "0.2")]).unwrap().lease_interval_s, 0.2);
+    }
+
+    #[test]
+    fn every_knob_has_an_upper_bound() {
+        for (k, v) in [
+            ("DHP_LEASE_INTERVAL_S", "1e308"),
+            ("DHP_LEASE_INTERVAL_S", "inf"),
+            ("DHP_LEASE_INTERVAL_S", "NaN"),
+            ("DHP_SUPERVISOR_SCAN_S", "1e20"),
+            ("DHP_LEADER_TTL_S", "1e20"),
+            ("DHP_STALL_TIMEOUT_S", "86401"),
+            ("DHP_LEASE_MAX_MISSED", "1001"),
+            ("DHP_STALL_MAX_REPEATS", "1000001"),
+            ("DHP_MAX_CHECKPOINT_BYTES", "1073741825"),
+            ("DHP_MAX_CHECKPOINTS", "1000000001"),
+        ] {
+            let e = with(&[(k, v)]).unwrap_err();
+            assert!(matches!(e, Error::Config(_)) && e.to_string().contains(k), "{k}={v}: {e}");
+        }
+        let c = with(&[("DHP_LEASE_INTERVAL_S", "86400"), ("DHP_LEASE_MAX_MISSED", "1000")]).unwrap();
+        assert!(c.lease_ttl_s().is_finite());
+    }
+
+    #[test]
+    fn durations_are_checked() {
+        assert_eq!(duration_from_secs("--pace", 1.5, 10.0).unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration_from_secs("--pace", 0.0, 10.0).unwrap(), Duration::ZERO);
+        for v in [1e20, -1.0, f64::NAN, f64::INFINITY, 10.5] {
+            let e = duration_from_secs("--pace", v, 10.0).unwrap_err();
+            assert!(matches!(e, Error::OutOfRange { .. }) && e.to_string().contains("--pace"), "{v}: {e}");
+        }
+        assert!(positive_duration("--t", 0.0, 10.0).is_err());
+        assert!(positive_duration("--t", 0.1, 10.0).is_ok());
+        assert!(lease_expiry(1.0, f64::MAX, 3).is_err());
+        assert!(lease_expiry(1.0, f64::NAN, 3).is_err());
+        assert_eq!(lease_expiry(1.0, 2.0, 3).unwrap(), 7.0);
     }
 }

@@ -43,7 +43,11 @@ pub fn check_hid(hid: &str) -> Result<&str> {
     }
 }
 
-/// Validate a worker or supervisor id: 1–128 chars of `[A-Za-z0-9_.-]`.
+/// Validate a worker or supervisor id: 1–128 chars of `[A-Za-z0-9_.-]`,
+/// not reserved and not confusable. Reserved: anything that starts and ends
+/// with `__` (the protocol's own holder names, such as `__orphaned__`).
+/// Confusable: ids made only of dots (`.`, `..`), which read as paths and
+/// name liveness-token files.
 pub fn check_worker_id(id: &str) -> Result<&str> {
     if id.is_empty() || id.len() > 128 {
         return Err(Error::MalformedId { what: "worker_id", reason: format!("length {} not in 1..=128", id.len()) });
@@ -53,6 +57,12 @@ pub fn check_worker_id(id: &str) -> Result<&str> {
             what: "worker_id",
             reason: format!("{:?} has characters outside [A-Za-z0-9_.-]", truncate(id, 80)),
         });
+    }
+    if id == ORPHANED_HOLDER || (id.starts_with("__") && id.ends_with("__")) {
+        return Err(Error::MalformedId { what: "worker_id", reason: format!("{id:?} is reserved (ids of the form __name__)") });
+    }
+    if id.bytes().all(|b| b == b'.') {
+        return Err(Error::MalformedId { what: "worker_id", reason: format!("{id:?} is only dots (confusable with a path)") });
     }
     Ok(id)
 }
@@ -259,6 +269,12 @@ mod tests {
         assert!(check_worker_id("").is_err());
         assert!(check_worker_id("a b").is_err());
         assert!(check_worker_id(&"a".repeat(129)).is_err());
+        for reserved in ["__orphaned__", "__x__", "____", "___", "__", ".", "..", "..."] {
+            assert!(check_worker_id(reserved).is_err(), "{reserved}");
+        }
+        for fine in ["__x", "x__", "_w_", "w.1", "..x", "_"] {
+            assert!(check_worker_id(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum Error {
     /// NaN or an infinity, which JSON cannot carry.
     #[error("non-finite number {0} cannot be written as JSON")]
     NonFinite(String),
+    /// A number (a duration, a count) outside its documented range.
+    #[error("{name}={value} is out of range: want {range}")]
+    OutOfRange { name: String, value: String, range: String },
 
     // ---- ownership / fencing ----
     /// Lost a compare-and-set race (claim, recover, checkpoint seq).
@@ -72,6 +75,12 @@ pub enum Error {
     /// An irreversible action needs an approval first.
     #[error("{action_class} action needs approval: {approval_id}")]
     ApprovalRequired { approval_id: String, action_class: String },
+    /// No approval request with that id in this store.
+    #[error("unknown approval {approval_id}")]
+    UnknownApproval { approval_id: String },
+    /// The approval was already decided (or expired): a decision is final.
+    #[error("approval {approval_id} is already {status}")]
+    ApprovalDecided { approval_id: String, status: String },
     /// The approval was denied or expired.
     #[error("approval {approval_id} {status}")]
     ApprovalDenied { approval_id: String, status: String },
@@ -91,6 +100,10 @@ pub enum Error {
     /// A DHP_* setting that does not validate.
     #[error("configuration: {0}")]
     Config(String),
+    /// ROOT holds no usable DHP store (missing, empty or foreign file) and
+    /// the caller did not ask to create one.
+    #[error("no DHP store at {}: {reason}", root.display())]
+    NoStore { root: PathBuf, reason: String },
     /// SQLite failure.
     #[error("store: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -107,9 +120,11 @@ impl Error {
     /// The reference's exception class name for this error.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::MalformedId { .. } | Error::Validation(_) | Error::Json(_) | Error::NonFinite(_) => {
-                "ValidationError"
-            }
+            Error::MalformedId { .. }
+            | Error::Validation(_)
+            | Error::Json(_)
+            | Error::NonFinite(_)
+            | Error::OutOfRange { .. } => "ValidationError",
             Error::SchemaViolation { .. } => "ValidationError",
             Error::UnknownHandoff { .. } => "UnknownHandoff",
             Error::Oversize { .. } => "OversizePayload",
@@ -120,12 +135,15 @@ impl Error {
             Error::BudgetExceeded { .. } => "BudgetExceeded",
             Error::Tamper(_) => "TamperError",
             Error::ApprovalRequired { .. } => "ApprovalRequired",
+            Error::UnknownApproval { .. } => "UnknownApproval",
+            Error::ApprovalDecided { .. } => "StateError",
             Error::ApprovalDenied { .. } => "ApprovalDenied",
             Error::CapabilityDenied { .. } => "CapabilityDenied",
             Error::Transport(_) => "TransportError",
             Error::NewerSchema { .. } => "ValidationError",
             Error::Config(_) => "ConfigError",
-            Error::Sqlite(_) | Error::Io { .. } => "StoreError",
+            Error::Sqlite(_) | Error::NoStore { .. } => "StoreError",
+            Error::Io { .. } => "IoError",
         }
     }
 
@@ -136,16 +154,21 @@ impl Error {
             | Error::Validation(_)
             | Error::Json(_)
             | Error::NonFinite(_)
+            | Error::OutOfRange { .. }
             | Error::SchemaViolation { .. }
             | Error::Oversize { .. } => 3,
-            Error::UnknownHandoff { .. } => 4,
+            Error::UnknownHandoff { .. } | Error::UnknownApproval { .. } => 4,
             Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } => 5,
-            Error::State { .. } => 6,
+            Error::State { .. } | Error::ApprovalDecided { .. } => 6,
             Error::BudgetExceeded { .. } => 7,
             Error::Tamper(_) => 8,
             Error::ApprovalRequired { .. } | Error::ApprovalDenied { .. } | Error::CapabilityDenied { .. } => 9,
             Error::Transport(_) => 10,
-            Error::NewerSchema { .. } | Error::Config(_) | Error::Sqlite(_) | Error::Io { .. } => 11,
+            Error::NewerSchema { .. }
+            | Error::Config(_)
+            | Error::Sqlite(_)
+            | Error::NoStore { .. }
+            | Error::Io { .. } => 11,
         }
     }
 
@@ -154,7 +177,8 @@ impl Error {
         matches!(self, Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. })
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// A file-system failure on `path` (kind `IoError`).
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
     }
 }

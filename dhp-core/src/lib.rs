@@ -42,6 +42,7 @@
 //! durable locally; it is on the peer host only once shipped (see
 //! [`transport`]), and a recovering worker re-ships what the peer lacks.
 
+pub mod budget;
 pub mod census;
 pub mod config;
 pub mod envelope;

@@ -8,7 +8,7 @@
 //! number of earlier checkpoints: it reads the ownership row, the status and
 //! the highest seq (one index seek), and inserts one row.
 
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::envelope::{self, check_hid, check_worker_id, now, utcnow_iso, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::failpoint;
@@ -264,7 +264,7 @@ impl Runner {
                     hid: hid.to_string(),
                     holder: self.id.clone(),
                     fence,
-                    lease_expires_at: t + cfg.lease_ttl_s(),
+                    lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
                     heartbeat_interval_s: cfg.lease_interval_s,
                     max_missed: cfg.lease_max_missed,
                 },
@@ -292,7 +292,7 @@ impl Runner {
             self.check_owner(tx, hid, fence)?;
             let mut own = tx.ownership(hid)?.expect("checked above");
             let t = now();
-            own.lease_expires_at = t + own.heartbeat_interval_s * own.max_missed as f64;
+            own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
         })
@@ -569,7 +569,8 @@ impl Runner {
         let data = json::parse_bytes(bundle)?;
         match data.get("dhp_bundle").and_then(Value::as_str) {
             Some("0.3") | Some("1.0") => {}
-            other => return Err(Error::Validation(format!("unknown bundle version {other:?}"))),
+            Some(other) => return Err(Error::Validation(format!("unknown bundle version {other}"))),
+            None => return Err(Error::Validation("not a DHP bundle: no \"dhp_bundle\" version field".into())),
         }
         let mut env = data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
         // Identity and input binding: an envelope whose inputs were swapped
@@ -815,7 +816,7 @@ fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<Va
         hid: hid.to_string(),
         holder: holder.to_string(),
         fence: 0,
-        lease_expires_at: t + cfg.lease_ttl_s(),
+        lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
         heartbeat_interval_s: cfg.lease_interval_s,
         max_missed: cfg.lease_max_missed,
     };
@@ -869,7 +870,7 @@ fn append_checkpoint(
         ex.insert("steps".into(), json!(s));
         save(tx, hid, &e, cfg)?;
         let mut own = tx.ownership(hid)?.expect("checked above");
-        own.lease_expires_at = t + own.heartbeat_interval_s * own.max_missed as f64;
+        own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
         tx.update_ownership(&own, t)?;
         env = Some(e);
     }
@@ -1049,7 +1050,9 @@ impl TaskContext {
         if self.heartbeat.is_some() {
             return;
         }
-        let interval = interval.unwrap_or_else(|| Duration::from_secs_f64(self.runner.cfg.lease_interval_s / 2.0));
+        // A validated config keeps the interval within (0, MAX_KNOB_S].
+        let half = config::duration_from_secs("DHP_LEASE_INTERVAL_S / 2", self.runner.cfg.lease_interval_s / 2.0, config::MAX_KNOB_S);
+        let interval = interval.or(half.ok()).unwrap_or(Duration::from_secs(1));
         let (tx, rx) = mpsc::channel::<()>();
         let (runner, hid, fence) = (self.runner.clone(), self.hid.clone(), self.fence);
         let handle = std::thread::Builder::new()

@@ -59,6 +59,22 @@ fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
     h.record(op, "fail", f);
 }
 
+/// `(lo, hi, chunk)` of a census envelope, unchecked.
+fn census_fields(env: &Value) -> Result<(u64, u64, u64)> {
+    let (lo, hi) = (inline_u64(env, "lo")?, inline_u64(env, "hi")?);
+    Ok((lo, hi, inline_u64(env, "chunk").unwrap_or(100).max(1)))
+}
+
+/// Bounds keep every counter (and the sieve's memory) in range; an empty
+/// range is kept as the reference keeps it (completes at once), a reversed
+/// one (LO > HI) is refused.
+fn check_range((lo, hi, chunk): (u64, u64, u64)) -> Result<(u64, u64, u64)> {
+    if hi != lo {
+        census::Spec::new(lo, hi, chunk)?;
+    }
+    Ok((lo, hi, chunk))
+}
+
 /// Run the census worker to completion (or `stop_after`).
 pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = opts.hid.clone();
@@ -74,6 +90,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         }
     } else {
         None
+    };
+    // Inputs are immutable (content-addressed): a census out of bounds is
+    // refused before it is claimed, so it stays pending. An unknown handoff
+    // or one that is no census at all is left to the claim to report.
+    let checked = match runner.envelope_bare(&hid).ok().and_then(|env| census_fields(&env).ok()) {
+        Some(range) => Some(check_range(range)?),
+        None => None,
     };
     let op = match opts.start {
         Start::Claim => "claim",
@@ -96,9 +119,10 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     if opts.background_heartbeat {
         ctx.start_heartbeat(None);
     }
-    let env = runner.envelope_bare(&hid)?;
-    let (lo, hi) = (inline_u64(&env, "lo")?, inline_u64(&env, "hi")?);
-    let chunk = inline_u64(&env, "chunk").unwrap_or(100).max(1);
+    let (lo, hi, chunk) = match checked {
+        Some(range) => range,
+        None => check_range(census_fields(&runner.envelope_bare(&hid)?)?)?,
+    };
     if let Some(s) = opts.shipper.as_deref_mut() {
         let n = catch_up(s, runner, &hid)?;
         if n > 0 {
@@ -117,10 +141,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let started = Instant::now();
     let mut done = 0u64;
     while next < hi {
-        let end = (next + chunk).min(hi);
+        let end = next.saturating_add(chunk).min(hi);
         let (c, s) = census::chunk(next, end);
-        count += c;
-        total += s;
+        // A checkpoint written by someone else may hold any counts.
+        let (Some(c2), Some(t2)) = (count.checked_add(c), total.checked_add(s)) else {
+            return Err(Error::Validation(format!("prime.census counters overflow at next_n={next}")));
+        };
+        (count, total) = (c2, t2);
         next = end;
         let state = json!({"next_n": next, "count": count, "total": total});
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));

@@ -54,13 +54,16 @@ fn rust_log_ingests_in_python_and_python_log_ingests_in_rust() {
         .as_str()
         .unwrap()
         .to_string();
-    let pf = refctl_ok(&["claim", c, &phid, "--runner", "py"], &[])["fence"].to_string();
+    // Nine Python start-ups run under this lease: a loaded machine takes
+    // longer than the default 6 s, and nothing heartbeats in between.
+    let long_lease = [("DHP_LEASE_INTERVAL_S", "60")];
+    let pf = refctl_ok(&["claim", c, &phid, "--runner", "py"], &long_lease)["fence"].to_string();
     let plog = dir.path().join("py.log");
     let plog_s = plog.to_str().unwrap();
     refctl_ok(&["ship-envelope", plog_s, c, &phid], &[]);
     for i in 0..4 {
         let st = format!(r#"{{"i": {i}, "x": 1E5, "e": "\u2028"}}"#);
-        let seq = refctl_ok(&["checkpoint", c, &phid, "--runner", "py", "--fence", &pf, "--state", &st], &[])["seq"].to_string();
+        let seq = refctl_ok(&["checkpoint", c, &phid, "--runner", "py", "--fence", &pf, "--state", &st], &long_lease)["seq"].to_string();
         refctl_ok(&["ship-checkpoint", plog_s, &seq, "--state", &st], &[]);
     }
     let text = std::fs::read_to_string(&plog).unwrap();

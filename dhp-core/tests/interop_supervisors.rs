@@ -16,7 +16,7 @@ const LEASE: &[(&str, &str)] = &[
 ];
 
 fn wait_for(what: &str, secs: f64, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let end = Instant::now() + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
     while Instant::now() < end {
         if f() {
             return;

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let end = Instant::now() + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
     while Instant::now() < end {
         if f() {
             return true;

@@ -8,7 +8,6 @@ use dhp_core::transport::net::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{FileShipper, Shipper};
 use dhp_core::{Config, Runner};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 enum Mode {
@@ -64,11 +63,10 @@ fn shipper(a: &Args, cfg: &Config) -> anyhow::Result<Option<Box<dyn Shipper>>> {
         return Ok(Some(Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() })));
     }
     if let Some(addr) = &a.ship_tcp {
-        anyhow::ensure!(a.ship_timeout.is_finite() && a.ship_timeout > 0.0, "--ship-timeout must be > 0");
         let buffer = a.ship_buffer.clone().unwrap_or_else(|| a.root.join("ship-buffer").join("shipped.log"));
         let opts = ShipperOptions {
             buffer: Some(BufferLog::File(buffer)),
-            call_timeout: Duration::from_secs_f64(a.ship_timeout),
+            call_timeout: dhp_core::config::positive_duration("--ship-timeout", a.ship_timeout, 3_600.0)?,
             cfg: cfg.clone(),
             ..ShipperOptions::from_env(ShipMode::Sync)?
         };
@@ -80,7 +78,7 @@ fn shipper(a: &Args, cfg: &Config) -> anyhow::Result<Option<Box<dyn Shipper>>> {
 fn main() {
     let a = Args::parse();
     let res = (|| -> anyhow::Result<serde_json::Value> {
-        anyhow::ensure!(a.http_timeout.is_finite() && a.http_timeout > 0.0, "--http-timeout must be > 0");
+        let http_timeout = dhp_core::config::positive_duration("--http-timeout", a.http_timeout, 3_600.0)?;
         let cfg = Config::from_env()?;
         let runner = Runner::open(&a.root, &a.id, cfg.clone())?;
         let opts = Options {
@@ -90,7 +88,7 @@ fn main() {
             start: if a.mode == Mode::Claim { Start::Claim } else { Start::Recover },
             hid: a.hid.clone(),
             base_url: a.base_url.clone(),
-            http_timeout: Duration::from_secs_f64(a.http_timeout),
+            http_timeout,
             shipper: shipper(&a, &cfg)?,
             out_csv: a.out.clone(),
             fetch_tries: a.fetch_tries,

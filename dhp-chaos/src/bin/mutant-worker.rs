@@ -57,7 +57,11 @@ fn parse_args() -> Result<Args> {
             "--mode" => mode = Some(val("--mode")?),
             "--runner" => runner = Some(val("--runner")?),
             "--ship" => ship = Some(PathBuf::from(val("--ship")?)),
-            "--pace" => pace = val("--pace")?.parse()?,
+            "--pace" => {
+                let s: f64 = val("--pace")?.parse()?;
+                dhp_core::config::duration_from_secs("--pace", s, 3_600.0)?;
+                pace = s;
+            }
             "--history" => history = Some(PathBuf::from(val("--history")?)),
             "--no-liveness" => liveness = false,
             "--no-background-heartbeat" => {}
@@ -159,7 +163,7 @@ fn run() -> Result<()> {
     if a.mode == Mode::SkipFence {
         // keep the lease alive, ignoring every error (a worker that never notices it lost)
         let (r2, h2) = (runner.clone(), hid.clone());
-        let every = Duration::from_secs_f64(cfg.lease_interval_s / 2.0);
+        let every = dhp_core::config::duration_from_secs("DHP_LEASE_INTERVAL_S / 2", cfg.lease_interval_s / 2.0, dhp_core::config::MAX_KNOB_S)?;
         std::thread::spawn(move || loop {
             std::thread::sleep(every);
             let _ = r2.heartbeat(&h2, fence);
@@ -200,7 +204,7 @@ fn run() -> Result<()> {
             let _ = ctx.note_step(1);
         }
         if a.pace > 0.0 {
-            std::thread::sleep(Duration::from_secs_f64(a.pace));
+            std::thread::sleep(dhp_core::config::duration_from_secs("--pace", a.pace, 3_600.0)?);
         }
     }
     let mut result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});

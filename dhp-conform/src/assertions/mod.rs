@@ -48,11 +48,12 @@ pub fn now() -> f64 {
     dhp_core::envelope::now()
 }
 
-/// Sleep until Unix time `t` (no-op if past).
+/// Sleep until Unix time `t` (no-op if past; at most an hour: the
+/// assertions schedule starts seconds ahead).
 pub fn sleep_until(t: f64) {
-    let d = t - now();
-    if d > 0.0 {
-        std::thread::sleep(std::time::Duration::from_secs_f64(d));
+    let d = (t - now()).clamp(0.0, 3_600.0);
+    if let Ok(d) = dhp_core::config::duration_from_secs("sleep", d, 3_600.0) {
+        std::thread::sleep(d);
     }
 }
 

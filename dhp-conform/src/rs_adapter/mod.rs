@@ -760,15 +760,16 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         }
     };
     if mutant == Some(Mutant::NoSizeLimits) {
-        let huge = 1usize << 40;
+        // The largest limits a valid configuration allows.
+        let huge = dhp_core::config::MAX_BYTES;
         cfg.max_checkpoint_bytes = huge;
         cfg.max_result_bytes = huge;
         cfg.max_envelope_bytes = huge;
         cfg.transport_max_line_bytes = huge;
     }
     if mutant == Some(Mutant::NoStallDetection) {
-        cfg.stall_max_repeats = i64::MAX;
-        cfg.stall_timeout_s = 1e12;
+        cfg.stall_max_repeats = dhp_core::config::MAX_STALL_REPEATS;
+        cfg.stall_timeout_s = dhp_core::config::MAX_KNOB_S;
     }
     if let Some(m) = mutant {
         eprintln!("dhp-adapter: mutant {} active", mutants::name(m));
@@ -831,13 +832,20 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
                 }
             }
         }
-        if let Some(at) = req.get("at").and_then(Value::as_f64) {
-            let d = at - now();
-            if d > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(d));
+        // "at" is the adapter's input: a start more than an hour away is refused.
+        let wait = match req.get("at").and_then(Value::as_f64).map(|at| at - now()) {
+            Some(d) if d > 0.0 => dhp_core::config::duration_from_secs("at (seconds from now)", d, 3_600.0).map(Some),
+            _ => Ok(None),
+        };
+        let res = match wait {
+            Ok(wait) => {
+                if let Some(d) = wait {
+                    std::thread::sleep(d);
+                }
+                ad.handle(&op, &args)
             }
-        }
-        let res = ad.handle(&op, &args);
+            Err(e) => Err(err(e.kind(), e.to_string())),
+        };
         let mut reply = match res {
             Ok(result) => json!({"id": id, "ok": true, "result": result}),
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),

@@ -15,12 +15,14 @@
 
 pub mod deep;
 pub mod mem;
+pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
 use serde_json::Value;
 
 pub use mem::MemStore;
+pub use root::{open_root, OpenMode, OpenedRoot};
 pub use sqlite::SqliteStore;
 
 /// The schema version this crate reads and writes.

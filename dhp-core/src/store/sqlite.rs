@@ -130,43 +130,78 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Open (creating if needed) the store under `root`. Refuses a store
-    /// whose schema is newer than v3 before changing anything in it.
+    /// Open the store under `root`, creating `root` and a new store if
+    /// there is none (library default; the CLI goes through
+    /// [`super::open_root`], which creates only when asked). An existing
+    /// `dhp.sqlite3` must be a DHP store: an empty, foreign or non-SQLite
+    /// file is refused ([`Error::NoStore`]), never re-initialised. Refuses a
+    /// store whose schema is newer than v3 before changing anything in it.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, true)
+    }
+
+    /// Open the store under `root`; with `create`, make `root` and a new
+    /// store if `dhp.sqlite3` does not exist, else refuse ([`Error::NoStore`])
+    /// without creating anything.
+    pub fn open_with(root: impl AsRef<Path>, create: bool) -> Result<Self> {
         let root = root.as_ref();
-        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let no_store = |reason: &str| Error::NoStore { root: root.to_path_buf(), reason: reason.to_string() };
+        if create {
+            std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        } else if !root.exists() {
+            return Err(no_store("no such directory"));
+        }
+        if !root.is_dir() {
+            return Err(no_store("not a directory"));
+        }
         let root = root.canonicalize().map_err(|e| Error::io(root, e))?;
-        let conn = Connection::open(root.join(DB_FILE))?;
+        let db = root.join(DB_FILE);
+        match std::fs::metadata(&db) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !create {
+                    return Err(no_store(&format!("no {DB_FILE} (`dhp dispatch --create` makes a new store)")));
+                }
+                create_fresh(&root)?;
+            }
+            Err(e) => return Err(Error::io(&db, e)),
+            Ok(m) if !m.is_file() => return Err(no_store(&format!("{DB_FILE} is not a regular file"))),
+            Ok(m) if m.len() == 0 => {
+                return Err(no_store(&format!("{DB_FILE} is empty (0 bytes); move it away to start a new store")))
+            }
+            Ok(_) => {}
+        }
+        // No SQLITE_OPEN_CREATE: the file exists (checked above), and if it
+        // vanished meanwhile nothing is created behind the caller's back.
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&db, flags)?;
         conn.busy_handler(Some(busy_wait))?;
+        // Identify the file before writing anything to it (even the WAL
+        // pragma rewrites the header of a foreign database).
+        let has_version_table = match conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'", [], |_| Ok(()))
+            .optional()
+        {
+            Ok(found) => found.is_some(),
+            Err(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase => {
+                return Err(no_store(&format!("{DB_FILE} is not an SQLite database")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if !has_version_table {
+            return Err(no_store(&format!("{DB_FILE} is not a DHP store (no schema_version table)")));
+        }
+        let found: Option<i64> = conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+        if let Some(v) = found {
+            if v > SCHEMA_VERSION {
+                return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION });
+            }
+        }
         // Durable like the reference: WAL with a full sync at commit.
         conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
         conn.execute_batch("PRAGMA synchronous=FULL;")?;
-        let has_version_table: bool = conn
-            .query_row("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'", [], |_| Ok(()))
-            .optional()?
-            .is_some();
-        if has_version_table {
-            let found: Option<i64> =
-                conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
-            if let Some(v) = found {
-                if v > SCHEMA_VERSION {
-                    return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION });
-                }
-            }
-        }
-        {
-            let tx = conn.unchecked_transaction()?;
-            tx.execute_batch(SCHEMA_SQL)?;
-            let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
-            if found.is_none_or(|v| v < SCHEMA_VERSION) {
-                // v1/v2 → v3 is additive: the CREATE IF NOT EXISTS above did it.
-                tx.execute(
-                    "INSERT OR IGNORE INTO schema_version (version, applied_at) VALUES (?1, ?2)",
-                    params![SCHEMA_VERSION, crate::envelope::now()],
-                )?;
-            }
-            tx.commit()?;
-        }
+        migrate(&conn)?;
         Ok(SqliteStore { root, conn: Mutex::new(conn) })
     }
 
@@ -185,6 +220,57 @@ impl SqliteStore {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         Ok(conn.execute(sql, args)?)
     }
+}
+
+/// Bring a v1/v2 store (or a fresh one) to v3: additive, idempotent.
+fn migrate(conn: &Connection) -> Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(SCHEMA_SQL)?;
+    let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+    if found.is_none_or(|v| v < SCHEMA_VERSION) {
+        // v1/v2 → v3 is additive: the CREATE IF NOT EXISTS above did it.
+        tx.execute(
+            "INSERT OR IGNORE INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+            params![SCHEMA_VERSION, crate::envelope::now()],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Prefix of the scratch file a new store is built in.
+pub(crate) const SCRATCH_PREFIX: &str = ".dhp.sqlite3.new-";
+
+/// Create `root/dhp.sqlite3` atomically: build the schema in a scratch file,
+/// then hard-link it into place. Nobody ever sees a half-initialised store
+/// (which [`SqliteStore::open_with`] would refuse as foreign), and of two
+/// concurrent creators the second simply opens the first one's store.
+fn create_fresh(root: &Path) -> Result<()> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let scratch = root.join(format!("{SCRATCH_PREFIX}{}-{nanos}", std::process::id()));
+    let built = (|| -> Result<()> {
+        let conn = Connection::open(&scratch)?;
+        conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
+        conn.execute_batch("PRAGMA synchronous=FULL;")?;
+        migrate(&conn)?;
+        // Closing the only connection checkpoints the WAL into the file.
+        conn.close().map_err(|(_, e)| Error::from(e))
+    })();
+    let db = root.join(DB_FILE);
+    let linked = built.and_then(|()| match std::fs::hard_link(&scratch, &db) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()), // another creator won
+        // A file system without hard links: rename, which is atomic but
+        // not exclusive, so only if no store appeared meanwhile.
+        Err(_) if !db.exists() => std::fs::rename(&scratch, &db).map_err(|e| Error::io(&db, e)),
+        Err(e) => Err(Error::io(&db, e)),
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", scratch.display()));
+    }
+    linked?;
+    // The new name is durable only once the directory is synced.
+    std::fs::File::open(root).and_then(|d| d.sync_all()).map_err(|e| Error::io(root, e))
 }
 
 impl Backend for SqliteStore {

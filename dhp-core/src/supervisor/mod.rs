@@ -16,7 +16,7 @@ mod consistency;
 mod quarantine;
 pub mod repair;
 
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, now, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::json;
@@ -352,8 +352,11 @@ impl Supervisor {
         stop: &AtomicBool,
         mut on_action: impl FnMut(&Value),
     ) -> Result<Vec<Value>> {
-        let end = duration.map(|d| Instant::now() + d);
-        let scan_every = Duration::from_secs_f64(self.cfg.supervisor_scan_s);
+        let end = duration.and_then(|d| Instant::now().checked_add(d));
+        let scan_every = config::positive_duration("DHP_SUPERVISOR_SCAN_S", self.cfg.supervisor_scan_s, config::MAX_KNOB_S)?;
+        // Passes that reached the store, and the last failure: a watch in
+        // which every pass failed returns that failure, not Ok.
+        let (mut ok_passes, mut last_err) = (0u64, None);
         let poll = liveness::poll_interval();
         let mut all = Vec::new();
         let mut next_scan = Instant::now();
@@ -372,6 +375,7 @@ impl Supervisor {
             while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
                 let now_i = Instant::now();
                 let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
+                let touches_store = due || self.is_leader();
                 let res = if due {
                     next_scan = now_i + scan_every;
                     self.scan()
@@ -382,6 +386,7 @@ impl Supervisor {
                 };
                 match res {
                     Ok(acts) => {
+                        ok_passes += u64::from(touches_store);
                         for a in &acts {
                             on_action(a);
                         }
@@ -390,6 +395,7 @@ impl Supervisor {
                     Err(e) => {
                         self.metrics.errors.fetch_add(1, Ordering::Relaxed);
                         tracing::error!(supervisor = %self.id, error = %e, "scan failed");
+                        last_err = Some(e);
                     }
                 }
                 std::thread::sleep(poll.min(scan_every));
@@ -399,7 +405,10 @@ impl Supervisor {
         if let Err(e) = self.resign() {
             tracing::warn!(error = %e, "could not resign leadership");
         }
-        Ok(all)
+        match last_err {
+            Some(e) if ok_passes == 0 => Err(e),
+            _ => Ok(all),
+        }
     }
 
     /// SIGKILL a stopped DHP process (it holds a liveness token of this
@@ -408,7 +417,10 @@ impl Supervisor {
     /// it out. Any supervisor does this, leader or not, since a stalled
     /// store also blocks leader election. See [`liveness::stalled_writer`].
     fn stalled_writer_watchdog(&self, root: &Path, done: &AtomicBool) {
-        let limit = Duration::from_secs_f64(self.cfg.lease_ttl_s());
+        let Ok(limit) = config::duration_from_secs("lease TTL", self.cfg.lease_ttl_s(), f64::MAX) else {
+            tracing::error!(ttl = self.cfg.lease_ttl_s(), "no stalled-writer watchdog: lease TTL out of range");
+            return;
+        };
         let me = std::process::id() as i32;
         let mut seen: Option<(i32, Instant)> = None;
         while !done.load(Ordering::SeqCst) {

@@ -143,7 +143,7 @@ pub fn dhp_ok(args: &[&str], env: &[(&str, &str)]) -> Value {
 
 /// A census handoff in `root`; returns its hid.
 pub fn census(root: &Path, lo: u64, hi: u64, chunk: u64) -> String {
-    let v = dhp_ok(&["dispatch", root.to_str().unwrap(), "--census", &format!("{lo},{hi},{chunk}")], &[]);
+    let v = dhp_ok(&["dispatch", "--create", root.to_str().unwrap(), "--census", &format!("{lo},{hi},{chunk}")], &[]);
     v["hid"].as_str().unwrap().to_string()
 }
 
@@ -203,7 +203,7 @@ pub fn store_rows(root: &Path, hid: &str) -> Vec<(i64, String)> {
 
 /// `dhp ingest ROOT LOG` into a fresh root; returns the report.
 pub fn ingest_ours(root: &Path, log: &Path) -> Value {
-    let v = dhp_ok(&["ingest", root.to_str().unwrap(), log.to_str().unwrap()], &[]);
+    let v = dhp_ok(&["ingest", "--create", root.to_str().unwrap(), log.to_str().unwrap()], &[]);
     v["reports"][0].clone()
 }
 

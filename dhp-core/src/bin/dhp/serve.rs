@@ -1,0 +1,115 @@
+//! The long-running commands: `dhp supervisor` and `dhp transport`.
+
+use crate::failure::{bad_flag, Failure};
+use crate::work::open_history;
+use crate::Output;
+use dhp_core::config::{duration_from_secs, positive_duration};
+use dhp_core::envelope::check_worker_id;
+use dhp_core::store::{open_root, OpenMode, OpenedRoot};
+use dhp_core::supervisor::Supervisor;
+use dhp_core::transport::{log, net};
+use dhp_core::{Config, Error};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Longest `dhp supervisor` run (SECONDS): one year.
+pub const MAX_SUPERVISE_S: f64 = 31_536_000.0;
+/// Longest `dhp transport --idle-timeout` (seconds): one day.
+pub const MAX_IDLE_TIMEOUT_S: f64 = 86_400.0;
+
+#[derive(clap::Args)]
+pub struct TransportArgs {
+    /// Directory the verified logs go to (created if missing).
+    logdir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// 0 picks a free port (printed on the first line).
+    #[arg(long, default_value_t = dhp_core::transport::net::DEFAULT_PORT)]
+    port: u16,
+    /// Drop a connection that takes longer than this (seconds, up to
+    /// 86400) to send a frame or to read a reply.
+    #[arg(long, default_value_t = 60.0)]
+    idle_timeout: f64,
+}
+
+fn install_stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    stop
+}
+
+pub fn supervisor(root: &Path, id: &str, seconds: f64, history: Option<PathBuf>, cfg: Config) -> Result<Output, Failure> {
+    let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
+    check_worker_id(id)?;
+    let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;
+    let sup = Supervisor::new(backend, id, cfg, Some(dir.clone()))?;
+    let hist = open_history(history.as_deref(), id)?;
+    let stop = install_stop_flag();
+    let orphan_log = dir.join("ORPHANS3.log");
+    let watched = sup.watch(Some(duration), &stop, |a| {
+        hist.record("supervise", "ok", a.clone());
+        if a["action"] == "orphaned" {
+            if let Some(hid) = a["hid"].as_str() {
+                let _ = log::append_line(&orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
+            }
+        }
+    });
+    let metrics = sup.metrics.snapshot();
+    let acts = watched.map_err(|e| {
+        // Every pass failed: the store is unusable (corrupt, disk full).
+        let mut f = Failure::from(e);
+        f.message = format!("every scan failed ({} errors); last: {}", metrics["errors"], f.message);
+        f
+    })?;
+    let out = json!({"supervisor": id, "was_leader": sup.metrics.leadership_changes.load(Ordering::Relaxed) > 0,
+                     "actions": acts, "metrics": metrics});
+    let text = serde_json::to_string_pretty(&out).unwrap_or_default();
+    Ok((out, text))
+}
+
+pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure> {
+    use std::io::Write;
+    let idle_timeout = positive_duration("--idle-timeout", a.idle_timeout, MAX_IDLE_TIMEOUT_S).map_err(bad_flag)?;
+    let (logdir, host, port) = (a.logdir, a.host, a.port);
+    let token = std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default();
+    if token.is_empty() {
+        tracing::warn!("DHP_TRANSPORT_TOKEN is not set: accepting any client");
+    }
+    std::fs::create_dir_all(&logdir).map_err(|e| Error::io(&logdir, e))?;
+    let shown = logdir.canonicalize().unwrap_or_else(|_| logdir.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Transport(format!("cannot start the runtime: {e}")))?;
+    let stats = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let sig = |k| signal(k).map_err(|e| Error::Transport(format!("cannot watch signals: {e}")));
+        let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
+        let listener = tokio::net::TcpListener::bind((host.as_str(), port))
+            .await
+            .map_err(|e| Error::Transport(format!("cannot listen on {host}:{port}: {e}")))?;
+        let local = listener.local_addr().map_err(|e| Error::Transport(format!("listener address: {e}")))?;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
+        let _ = out.flush();
+        drop(out);
+        let server = net::ServerConfig { logdir, token, cfg, idle_timeout };
+        net::run(listener, server, async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+        .await
+    })?;
+    let text = format!(
+        "dhp transport: stopped ({} connections, {} checkpoints appended, {} duplicates, {} frames refused)",
+        stats.connections, stats.checkpoints_appended, stats.checkpoints_duplicate, stats.frames_rejected
+    );
+    Ok((json!({"stats": stats}), text))
+}

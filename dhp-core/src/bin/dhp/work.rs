@@ -1,0 +1,148 @@
+//! `dhp work`: the built-in prime-census worker, optionally shipping every
+//! checkpoint to a log file or a TCP transport server.
+
+use crate::failure::{bad_flag, usage, Failure};
+use crate::{open_runner, Output, STOPPED};
+use clap::ValueEnum;
+use dhp_core::config::{duration_from_secs, positive_duration};
+use dhp_core::envelope::{check_hid, check_worker_id};
+use dhp_core::history::History;
+use dhp_core::store::OpenMode;
+use dhp_core::transport::{net, FileShipper, Shipper};
+use dhp_core::worker::{self, Outcome, Start, WorkOptions};
+use dhp_core::{Config, Error};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+/// Longest `--pace` (seconds).
+pub const MAX_PACE_S: f64 = 3_600.0;
+/// Longest `--ship-timeout` (seconds).
+pub const MAX_SHIP_TIMEOUT_S: f64 = 3_600.0;
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StartArg {
+    Claim,
+    Recover,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ShipModeArg {
+    Sync,
+    Async,
+}
+
+#[derive(clap::Args)]
+pub struct WorkArgs {
+    /// Store directory (must hold a store).
+    root: PathBuf,
+    /// Worker id (the lease holder name); stable for the whole run.
+    #[arg(long)]
+    runner: String,
+    /// claim a pending handoff, or recover an orphaned one.
+    #[arg(value_enum)]
+    mode: StartArg,
+    /// Handoff id (64 hex characters).
+    hid: String,
+    /// Ship every checkpoint to this transport log file.
+    #[arg(long)]
+    ship: Option<PathBuf>,
+    /// Sleep this many seconds after each chunk (0 to 3600).
+    #[arg(long, default_value_t = 0.0)]
+    pace: f64,
+    /// Append protocol operations (invoke/ok/fail) to this history file.
+    #[arg(long)]
+    history: Option<PathBuf>,
+    /// Exit with code 3 after this many checkpoints, without completing.
+    #[arg(long)]
+    stop_after: Option<u64>,
+    /// Do not publish a same-host liveness token (lease-only detection).
+    #[arg(long)]
+    no_liveness: bool,
+    /// Heartbeat only after each chunk, not from a background thread.
+    #[arg(long)]
+    no_background_heartbeat: bool,
+    /// Ship every checkpoint to a `dhp transport` server (or the
+    /// reference's) at HOST:PORT; token from DHP_TRANSPORT_TOKEN.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "ship")]
+    ship_to: Option<String>,
+    /// sync: a checkpoint returns only once the peer acked it; async: ship
+    /// in the background with at most --ship-max-lag lines unacked.
+    #[arg(long, value_enum, default_value = "sync", requires = "ship_to")]
+    ship_mode: ShipModeArg,
+    /// Local buffer log for --ship-to (a directory, or a file ending not
+    /// in '/'); default ROOT/ship-buffer/.
+    #[arg(long, requires = "ship_to")]
+    ship_buffer: Option<PathBuf>,
+    /// Unacked lines allowed in async mode before a checkpoint waits.
+    #[arg(long, default_value_t = 256, requires = "ship_to")]
+    ship_max_lag: usize,
+    /// Longest a checkpoint waits on the peer (seconds, up to 3600) before
+    /// failing with a transport error.
+    #[arg(long, default_value_t = 30.0, requires = "ship_to")]
+    ship_timeout: f64,
+}
+
+/// A history file (kind `IoError` if it cannot be opened).
+pub fn open_history(path: Option<&Path>, process: &str) -> Result<History, Failure> {
+    match path {
+        Some(p) => Ok(History::open(p, process).map_err(|e| Error::io(p, e))?),
+        None => Ok(History::disabled()),
+    }
+}
+
+pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
+    // Every argument is checked before the store is touched.
+    let pace = duration_from_secs("--pace", a.pace, MAX_PACE_S).map_err(bad_flag)?;
+    check_worker_id(&a.runner)?;
+    check_hid(&a.hid)?;
+    let call_timeout = match &a.ship_to {
+        Some(_) => Some(positive_duration("--ship-timeout", a.ship_timeout, MAX_SHIP_TIMEOUT_S).map_err(bad_flag)?),
+        None => None,
+    };
+    let (r, dir) = open_runner(&a.root, OpenMode::Existing, &a.runner, cfg.clone())?;
+    let history = open_history(a.history.as_deref(), &a.runner)?;
+    let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {
+        (Some(addr), Some(t)) => Some(Box::new(tcp_shipper(&a, addr, &dir, t, &cfg)?)),
+        _ => a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>),
+    };
+    let opts = WorkOptions {
+        root: dir,
+        start: if a.mode == StartArg::Claim { Start::Claim } else { Start::Recover },
+        hid: a.hid.clone(),
+        shipper,
+        pace,
+        history,
+        stop_after: a.stop_after,
+        liveness: !a.no_liveness,
+        background_heartbeat: !a.no_background_heartbeat,
+    };
+    match worker::run_census(&r, opts)? {
+        Outcome::Completed(v) => {
+            let text = format!("completed {}: {} primes, sum {}", &a.hid[..12], v["prime_count"], v["prime_sum"]);
+            Ok((v, text))
+        }
+        Outcome::Stopped(v) => {
+            STOPPED.store(true, Ordering::SeqCst);
+            let text = format!("stopped after {} checkpoints at next_n={}", v["checkpoints"], v["next_n"]);
+            Ok((v, text))
+        }
+    }
+}
+
+fn tcp_shipper(a: &WorkArgs, addr: &str, dir: &Path, call_timeout: std::time::Duration, cfg: &Config) -> Result<net::TcpShipper, Failure> {
+    if a.ship_max_lag == 0 {
+        return Err(usage("--ship-max-lag must be at least 1"));
+    }
+    let mode = match a.ship_mode {
+        ShipModeArg::Sync => net::ShipMode::Sync,
+        ShipModeArg::Async => net::ShipMode::Async { max_lag: a.ship_max_lag },
+    };
+    let buffer = match &a.ship_buffer {
+        Some(p) if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') => net::BufferLog::Dir(p.clone()),
+        Some(p) => net::BufferLog::File(p.clone()),
+        None => net::BufferLog::Dir(dir.join("ship-buffer")),
+    };
+    let opts = net::ShipperOptions { buffer: Some(buffer), call_timeout, cfg: cfg.clone(), ..net::ShipperOptions::from_env(mode)? };
+    Ok(net::TcpShipper::new(addr, opts)?)
+}
+
