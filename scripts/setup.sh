@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create <repo>/.venv with the Python reference implementation
-# (dhp-protocol 1.3.0) used by gen_vectors.py, refctl.py and the Rust
+# (dhp-protocol 1.3.0) and the MCP SDK (mcp 2.3.0) used by gen_vectors.py, refctl.py and the Rust
 # interop tests. Idempotent: re-running is cheap and fixes a broken venv.
 # The last line of output is the venv's python path.
 set -euo pipefail
@@ -9,6 +9,9 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$REPO/.venv"
 PY="$VENV/bin/python"
 WANT="1.3.0"
+# The official Python MCP client/server SDK: the reference's dhp-mcp needs
+# it, and the mcp_* tests drive both servers with its client.
+MCP_WANT="2.3.0"
 BASE_PY="${PYTHON3:-python3}"
 
 venv_ok() {
@@ -27,6 +30,11 @@ fi
 if ! "$PY" -c "import dhp; assert dhp.__version__ == '$WANT'" >/dev/null 2>&1; then
     "$PY" -m pip install --quiet --disable-pip-version-check "dhp-protocol==$WANT"
     "$PY" -c "import dhp; assert dhp.__version__ == '$WANT', dhp.__version__"
+fi
+
+if ! "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_WANT')" >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_WANT"
+    "$PY" -c "import importlib.metadata as m; v = m.version('mcp'); assert v == '$MCP_WANT', v"
 fi
 
 echo "$PY"

@@ -9,6 +9,8 @@
 
 mod cmds;
 mod failure;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod serve;
 mod work;
 
@@ -147,6 +149,9 @@ enum Cmd {
     /// Serve TCP checkpoint shipping: verified lines go to LOGDIR/HID.log
     /// (token from DHP_TRANSPORT_TOKEN; SIGTERM/SIGINT stop it gracefully).
     Transport(serve::TransportArgs),
+    /// Serve the DHP tools to agents over MCP (Model Context Protocol) on stdio.
+    #[cfg(feature = "mcp")]
+    Mcp(mcp::McpArgs),
 }
 
 /// Set when a worker stopped at --stop-after: exit 3, not 0.
@@ -209,6 +214,8 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Decide { root, approval_id, decision } => cmds::decide(&root, &approval_id, decision, cfg),
         Cmd::Work(a) => work::work(a, cfg),
         Cmd::Transport(a) => serve::transport_server(a, cfg),
+        #[cfg(feature = "mcp")]
+        Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())).map_err(Failure::from),
     }
 }
 

@@ -1,0 +1,40 @@
+//! `dhp mcp --root ROOT`: the DHP tools as a Model Context Protocol server
+//! over stdio, tool-for-tool compatible with the reference's `dhp-mcp`
+//! (same 18 tool names, parameters and reply shapes; see docs/mcp.md for
+//! where it deliberately answers differently).
+//!
+//! This lives in the binary, not the library: the library's public API
+//! never names an `rmcp` type, and the `mcp` cargo feature (default on)
+//! can drop the SDK from a build entirely.
+
+mod args;
+mod calls;
+mod server;
+mod tools;
+
+use dhp_core::{Config, Error, Runner};
+use std::path::PathBuf;
+
+/// Arguments of `dhp mcp`.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// The DHP store (a directory, created if missing), as for every other
+    /// subcommand and the reference's `dhp-mcp --root`.
+    #[arg(long)]
+    pub root: PathBuf,
+}
+
+/// Serve until the client closes stdin. stdout carries only MCP frames;
+/// logs go to stderr.
+pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
+    // The holder name of this runner is never used for ownership: every
+    // tool that touches a lease re-binds it to the caller's worker_id.
+    let runner = Runner::open(&a.root, "dhp-mcp", cfg)?;
+    tracing::info!(root = %a.root.display(), "dhp mcp serving");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Transport(format!("mcp: cannot start the async runtime: {e}")))?;
+    rt.block_on(server::serve(runner))
+}

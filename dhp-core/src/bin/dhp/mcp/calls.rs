@@ -1,0 +1,215 @@
+//! What each tool does. Stateless between calls, like the reference: a
+//! lease is tied to its `worker_id`, and the fence a call presents is the
+//! one the store holds for that worker (re-checked inside the write).
+
+use super::args::{label_limit, Args};
+use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::store::{with_tx, Approval, Mode};
+use dhp_core::{json, Error, Runner};
+use serde_json::{json, Map, Value};
+
+/// A tool's answer before encoding: the keys after `"ok": true`, or a typed error.
+pub type Reply = Result<Map<String, Value>, Error>;
+
+/// The reference's `_fence`: the fence of the lease `worker` holds on `hid`.
+fn fence_of(r: &Runner, hid: &str, worker: &str) -> Result<i64, Error> {
+    match r.ownership(hid)? {
+        Some(o) if o.holder == worker => Ok(o.fence),
+        o => Err(Error::StaleFence {
+            hid: hid.to_string(),
+            holder: worker.to_string(),
+            presented: -1,
+            current: o.as_ref().map(|o| o.fence),
+            current_holder: o.map(|o| o.holder),
+        }),
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Run tool `name`. `None` for an unknown tool.
+pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
+    super::tools::find(name)?;
+    let cfg = base.config();
+    let lim = label_limit(cfg);
+    Some((|| -> Reply {
+        match name {
+            "dhp_dispatch" => {
+                let kind = a.string("task_kind")?;
+                if kind.is_empty() || kind.chars().count() > 128 {
+                    return Err(Error::Validation("malformed task_kind: want 1-128 characters".into()));
+                }
+                let inputs = a.object("inputs", cfg.max_envelope_bytes)?;
+                let schema = a.object("output_schema", cfg.max_envelope_bytes)?;
+                // An uncompilable schema would only surface at complete time.
+                jsonschema::validator_for(schema)
+                    .map_err(|e| Error::Validation(format!("output_schema is not a valid JSON Schema: {e}")))?;
+                let env = envelope::build(
+                    kind,
+                    json!({"inline": inputs}),
+                    schema.clone(),
+                    BuildOptions {
+                        budget: Some(Budget::SDK_DEFAULT.to_value()),
+                        created_by: Some("dhp-api".into()),
+                        ..Default::default()
+                    },
+                )?;
+                Ok(obj(json!({"handoff_id": base.dispatch(&env)?})))
+            }
+            "dhp_claim" | "dhp_recover" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let r = base.with_id(w)?;
+                let ctx = if name == "dhp_claim" { r.claim(hid)? } else { r.recover(hid)? };
+                Ok(obj(json!({"fence": ctx.fence(), "resume_from": r.last_checkpoint(hid)?})))
+            }
+            "dhp_checkpoint" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let state = a.object("state", cfg.max_checkpoint_bytes)?;
+                let r = base.with_id(w)?;
+                // Checkpoint and lease renewal in one transaction.
+                let step = r.checkpoint_step(hid, fence_of(&r, hid, w)?, state, 0)?;
+                Ok(obj(json!({"seq": step.enforce_budget()?})))
+            }
+            "dhp_heartbeat" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let r = base.with_id(w)?;
+                r.heartbeat(hid, fence_of(&r, hid, w)?)?;
+                Ok(Map::new())
+            }
+            "dhp_complete" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let result = a.object("result", cfg.max_result_bytes)?;
+                let r = base.with_id(w)?;
+                // The lease row is gone once completed; complete is then a
+                // no-op (the protocol's idempotent second complete).
+                let fence = match fence_of(&r, hid, w) {
+                    Ok(f) => f,
+                    Err(e) if envelope::status(&r.envelope_bare(hid)?) == "completed" => {
+                        tracing::debug!("repeat complete of {hid} by {w}: {e}");
+                        -1
+                    }
+                    Err(e) => return Err(e),
+                };
+                r.complete(hid, fence, result)?;
+                Ok(Map::new())
+            }
+            "dhp_status" => {
+                let mut s = obj(base.status(a.hid()?)?);
+                // The reference's dhp.status has neither key.
+                s.remove("fence");
+                s.remove("acked");
+                Ok(s)
+            }
+            "dhp_last_checkpoint" => Ok(obj(json!({"state": base.last_checkpoint(a.hid()?)?}))),
+            "dhp_health" => Ok(obj(json!({
+                "handoffs": base.all_hids()?.len(),
+                "lease_ttl_s": json::float(cfg.lease_ttl_s()),
+            }))),
+            "dhp_record_effect" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let step = a.label("step_id", lim)?;
+                let result = a.object("result", cfg.max_checkpoint_bytes)?;
+                let r = base.with_id(w)?;
+                Ok(obj(json!({"recorded": r.record_effect(hid, fence_of(&r, hid, w)?, step, result)?})))
+            }
+            "dhp_effect_done" => {
+                let hid = a.hid()?;
+                let step = a.label("step_id", lim)?;
+                let text = with_tx(base.store().as_ref(), Mode::Read, |tx| {
+                    if tx.status(hid)?.is_none() {
+                        return Err(Error::UnknownHandoff { hid: hid.to_string() });
+                    }
+                    tx.effect(hid, step)
+                })?;
+                Ok(obj(json!({"result": text.map(|t| json::parse(&t)).transpose()?})))
+            }
+            "dhp_note_spend" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let usd = a.number("usd")?;
+                if usd < 0.0 {
+                    return Err(Error::Validation("usd must be >= 0 (spend cannot be refunded)".into()));
+                }
+                let r = base.with_id(w)?;
+                r.note_spend(hid, fence_of(&r, hid, w)?, usd)?;
+                Ok(Map::new())
+            }
+            "dhp_note_activity" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let digest = a.label("digest", lim)?;
+                let r = base.with_id(w)?;
+                Ok(obj(json!({"repeat_count": r.note_activity(hid, fence_of(&r, hid, w)?, digest)?})))
+            }
+            "dhp_request_approval" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let class = a.string("action_class")?;
+                let details = a.object("details", cfg.max_checkpoint_bytes)?;
+                let r = base.with_id(w)?;
+                request_approval(&r, hid, w, class, details).map(|id| obj(json!({"approval_id": id})))
+            }
+            "dhp_approval_status" => {
+                let id = a.string("approval_id")?;
+                let ap = approval_status(base, id)?;
+                Ok(obj(json!({"status": ap.status, "action_class": ap.action_class})))
+            }
+            "dhp_approve" | "dhp_deny" => {
+                let id = a.string("approval_id")?;
+                Ok(obj(json!({"decided": base.decide_approval(id, name == "dhp_approve")?})))
+            }
+            "dhp_require_capability" => {
+                let (hid, w) = (a.hid()?, a.worker()?);
+                let (domain, resource) = (a.label("domain", lim)?, a.label("resource", lim)?);
+                let r = base.with_id(w)?;
+                r.require_capability(hid, fence_of(&r, hid, w)?, domain, resource)?;
+                Ok(obj(json!({"granted": true})))
+            }
+            _ => Err(Error::Validation(format!("unknown tool {name}"))),
+        }
+    })())
+}
+
+/// Approval seconds before a pending request expires (the reference's default).
+const APPROVAL_TIMEOUT_S: f64 = 300.0;
+
+/// Like the reference's server, every class gets a pending record the
+/// approver decides; the library gates only financial/destructive, so the
+/// record for read/write is written here after the same ownership check.
+fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value) -> Result<String, Error> {
+    let fence = fence_of(r, hid, w)?;
+    match r.request_approval(hid, fence, class, details, APPROVAL_TIMEOUT_S) {
+        Err(Error::ApprovalRequired { approval_id, .. }) => Ok(approval_id),
+        Err(e) => Err(e),
+        Ok(()) => {
+            let t = envelope::now();
+            let approval_id = format!("apr-{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
+            let row = Approval {
+                approval_id: approval_id.clone(),
+                hid: hid.to_string(),
+                action_class: class.to_string(),
+                details_json: json::dumps_sorted(details)?,
+                status: "pending".into(),
+                created_at: t,
+                expires_at: t + APPROVAL_TIMEOUT_S,
+                decided_at: None,
+            };
+            with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_approval(&row))?;
+            Ok(approval_id)
+        }
+    }
+}
+
+/// An approval, with a pending one past its expiry reported (and stored) as expired.
+fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        let ap = tx.approval(id)?.ok_or_else(|| Error::Validation(format!("unknown approval_id {id:?}")))?;
+        if ap.status == "pending" && envelope::now() > ap.expires_at {
+            tx.expire_approvals(envelope::now())?;
+            return Ok(Approval { status: "expired".into(), ..ap });
+        }
+        Ok(ap)
+    })
+}

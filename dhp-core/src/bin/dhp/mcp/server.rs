@@ -1,0 +1,120 @@
+//! The MCP side: tool listing, argument decoding, reply encoding, stdio.
+
+use super::args::Args;
+use super::{calls, tools};
+use dhp_core::{json, Error, Runner};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The server: one store, no per-session state.
+#[derive(Clone)]
+pub struct DhpServer {
+    runner: Runner,
+}
+
+/// The reference's reply text: `json.dumps({"ok": ..., ...})`.
+fn encode(v: &Value) -> String {
+    // json::dumps fails only on non-finite numbers, which no reply holds.
+    json::dumps(v).unwrap_or_else(|e| format!("{{\"ok\": false, \"error\": \"{e}\", \"code\": \"InternalError\"}}"))
+}
+
+fn failure(e: &Error) -> Value {
+    json!({"ok": false, "error": e.to_string(), "code": e.kind()})
+}
+
+/// One JSON text, mirrored in structuredContent as `{"result": text}` to
+/// satisfy the tool's outputSchema, as the reference's server does.
+/// `is_error` only for an unknown tool, as in the reference; every other
+/// failure (bad arguments included) is an ordinary `{"ok": false}` reply.
+fn tool_result(reply: &Value, is_error: bool) -> CallToolResult {
+    let text = encode(reply);
+    let mut r = if is_error {
+        CallToolResult::error(vec![ContentBlock::text(text.clone())])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(text.clone())])
+    };
+    if !is_error {
+        r.structured_content = Some(json!({ "result": text }));
+    }
+    r
+}
+
+fn to_tool(t: &tools::ToolDef) -> Tool {
+    Tool::new(t.name, t.doc, Arc::new(tools::input_schema(t))).with_raw_output_schema(Arc::new(tools::output_schema(t)))
+}
+
+/// Run one call to completion on a blocking thread (SQLite blocks).
+async fn run_call(runner: Runner, name: String, args: Map<String, Value>) -> CallToolResult {
+    let joined = tokio::task::spawn_blocking(move || {
+        let a = Args::new(&args);
+        match calls::call(&runner, &name, &a) {
+            None => tool_result(
+                &failure(&Error::Validation(format!("Unknown tool: {name}"))),
+                true,
+            ),
+            Some(Ok(mut m)) => {
+                let mut v = Map::new();
+                v.insert("ok".into(), json!(true));
+                v.append(&mut m);
+                tool_result(&Value::Object(v), false)
+            }
+            // Bad arguments included: one reply shape for every failure.
+            Some(Err(e)) => tool_result(&failure(&e), false),
+        }
+    })
+    .await;
+    joined.unwrap_or_else(|e| {
+        tracing::error!("mcp tool call failed: {e}");
+        tool_result(&json!({"ok": false, "error": "internal error", "code": "InternalError"}), false)
+    })
+}
+
+impl ServerHandler for DhpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("dhp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Durable Handoff Protocol: dhp_dispatch work, dhp_claim it under a lease, dhp_checkpoint \
+                 progress, dhp_heartbeat while thinking, dhp_complete with a result; after a worker dies, \
+                 dhp_recover resumes from the last checkpoint. Every tool answers one JSON text: \
+                 {\"ok\": true, ...} or {\"ok\": false, \"error\", \"code\"}.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools::TOOLS.iter().map(to_tool).collect()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::find(name).map(to_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        Ok(run_call(self.runner.clone(), request.name.to_string(), args).await.into())
+    }
+}
+
+/// Serve on stdin/stdout until the client goes away.
+pub async fn serve(runner: Runner) -> Result<(), Error> {
+    let service = DhpServer { runner }
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::Transport(format!("mcp: session did not start: {e}")))?;
+    service.waiting().await.map_err(|e| Error::Transport(format!("mcp: session ended abnormally: {e}")))?;
+    Ok(())
+}
