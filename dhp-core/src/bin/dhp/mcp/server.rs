@@ -29,19 +29,13 @@ fn failure(e: &Error) -> Value {
 }
 
 /// One JSON text, mirrored in structuredContent as `{"result": text}` to
-/// satisfy the tool's outputSchema, as the reference's server does.
-/// `is_error` only for an unknown tool, as in the reference; every other
-/// failure (bad arguments included) is an ordinary `{"ok": false}` reply.
-fn tool_result(reply: &Value, is_error: bool) -> CallToolResult {
+/// satisfy the tool's outputSchema, as the reference's server does. Every
+/// failure (bad arguments included) is an ordinary `{"ok": false}` reply;
+/// only an unknown tool is an MCP-level error.
+fn tool_result(reply: &Value) -> CallToolResult {
     let text = encode(reply);
-    let mut r = if is_error {
-        CallToolResult::error(vec![ContentBlock::text(text.clone())])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text.clone())])
-    };
-    if !is_error {
-        r.structured_content = Some(json!({ "result": text }));
-    }
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text.clone())]);
+    r.structured_content = Some(json!({ "result": text }));
     r
 }
 
@@ -54,24 +48,22 @@ async fn run_call(runner: Runner, name: String, args: Map<String, Value>) -> Cal
     let joined = tokio::task::spawn_blocking(move || {
         let a = Args::new(&args);
         match calls::call(&runner, &name, &a) {
-            None => tool_result(
-                &failure(&Error::Validation(format!("Unknown tool: {name}"))),
-                true,
-            ),
+            // The reference's exact answer: plain text, isError.
+            None => CallToolResult::error(vec![ContentBlock::text(format!("Unknown tool: {name}"))]),
             Some(Ok(mut m)) => {
                 let mut v = Map::new();
                 v.insert("ok".into(), json!(true));
                 v.append(&mut m);
-                tool_result(&Value::Object(v), false)
+                tool_result(&Value::Object(v))
             }
             // Bad arguments included: one reply shape for every failure.
-            Some(Err(e)) => tool_result(&failure(&e), false),
+            Some(Err(e)) => tool_result(&failure(&e)),
         }
     })
     .await;
     joined.unwrap_or_else(|e| {
         tracing::error!("mcp tool call failed: {e}");
-        tool_result(&json!({"ok": false, "error": "internal error", "code": "InternalError"}), false)
+        tool_result(&json!({"ok": false, "error": "internal error", "code": "InternalError"}))
     })
 }
 
