@@ -101,8 +101,8 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
             "dhp_status" => {
                 let mut s = obj(base.status(a.hid()?)?);
                 // The reference's dhp.status has neither key.
-                s.remove("fence");
-                s.remove("acked");
+                s.shift_remove("fence");
+                s.shift_remove("acked");
                 Ok(s)
             }
             "dhp_last_checkpoint" => Ok(obj(json!({"state": base.last_checkpoint(a.hid()?)?}))),
