@@ -18,7 +18,7 @@ fn differences() -> Vec<(&'static str, Value, Value)> {
         // Spend is a cost: a negative amount would hide an overrun.
         ("spend negative", json!({"ok": true}), json!({"ok": false, "error": "<msg>", "code": "ValidationError"})),
         // An unknown id is bad input, not a server fault.
-        ("approval unknown", json!({"ok": false, "error": "<msg>", "code": "InternalError"}), json!({"ok": false, "error": "<msg>", "code": "ValidationError"})),
+        ("approval unknown", json!({"ok": false, "error": "<msg>", "code": "InternalError"}), json!({"ok": false, "error": "<msg>", "code": "UnknownApproval"})),
         // The protocol has a typed error for a denied capability.
         ("capability denied", json!({"ok": false, "error": "<msg>", "code": "InternalError"}), json!({"ok": false, "error": "<msg>", "code": "CapabilityDenied"})),
         // A second complete of a completed handoff is a no-op.

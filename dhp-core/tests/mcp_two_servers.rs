@@ -43,6 +43,8 @@ fn handover(first_is_reference: bool) {
     let root = dir.path().join("store");
     let (pa, pb) = (dir.path().join("a.pid"), dir.path().join("b.pid"));
     let (a, b) = if first_is_reference { (reference(&root), ours(&root)) } else { (ours(&root), reference(&root)) };
+    // The supervisor wants an existing store; either server would make one.
+    dhp_core::store::open_root(&root, dhp_core::store::OpenMode::Create).expect("create the store");
     let _sup = supervisor(&root);
     let args = [
         vec!["handover".into(), pa.display().to_string(), pb.display().to_string(), "--".into()],

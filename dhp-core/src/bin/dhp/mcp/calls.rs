@@ -205,7 +205,7 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
 /// An approval, with a pending one past its expiry reported (and stored) as expired.
 fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
-        let ap = tx.approval(id)?.ok_or_else(|| Error::Validation(format!("unknown approval_id {id:?}")))?;
+        let ap = tx.approval(id)?.ok_or_else(|| Error::UnknownApproval { approval_id: id.to_string() })?;
         if ap.status == "pending" && envelope::now() > ap.expires_at {
             tx.expire_approvals(envelope::now())?;
             return Ok(Approval { status: "expired".into(), ..ap });

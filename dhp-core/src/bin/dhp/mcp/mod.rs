@@ -12,14 +12,15 @@ mod calls;
 mod server;
 mod tools;
 
+use dhp_core::store::{open_root, OpenMode};
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
 
 /// Arguments of `dhp mcp`.
 #[derive(clap::Args)]
 pub struct McpArgs {
-    /// The DHP store (a directory, created if missing), as for every other
-    /// subcommand and the reference's `dhp-mcp --root`.
+    /// The DHP store directory, created if missing (as the reference's
+    /// `dhp-mcp --root` does).
     #[arg(long)]
     pub root: PathBuf,
 }
@@ -29,7 +30,8 @@ pub struct McpArgs {
 pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
     // The holder name of this runner is never used for ownership: every
     // tool that touches a lease re-binds it to the caller's worker_id.
-    let runner = Runner::open(&a.root, "dhp-mcp", cfg)?;
+    let opened = open_root(&a.root, OpenMode::Create)?;
+    let runner = Runner::new(opened.backend, "dhp-mcp", cfg)?;
     tracing::info!(root = %a.root.display(), "dhp mcp serving");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
