@@ -198,6 +198,7 @@ async def badargs(cmd):
                                                      "result": {"x": "a" * 5000}}),
                 ("inputs oversize", "dhp_dispatch", {"task_kind": "k", "inputs": {"x": "a" * 20000},
                                                      "output_schema": {}}),
+                ("effect_done unknown hid", "dhp_effect_done", {"handoff_id": "0" * 64, "step_id": "s"}),
                 ("step oversize", "dhp_record_effect", {"handoff_id": hid, "worker_id": "w1",
                                                         "step_id": "s" * 5000, "result": {}}),
             ]:
