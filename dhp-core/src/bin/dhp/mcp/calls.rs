@@ -18,6 +18,7 @@ fn fence_of(r: &Runner, hid: &str, worker: &str) -> Result<i64, Error> {
         o => Err(Error::StaleFence {
             hid: hid.to_string(),
             holder: worker.to_string(),
+            // No fence presented: server::message words this case.
             presented: -1,
             current: o.as_ref().map(|o| o.fence),
             current_holder: o.map(|o| o.holder),

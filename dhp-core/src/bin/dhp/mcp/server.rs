@@ -25,7 +25,19 @@ fn encode(v: &Value) -> String {
 }
 
 fn failure(e: &Error) -> Value {
-    json!({"ok": false, "error": e.to_string(), "code": e.kind()})
+    json!({"ok": false, "error": message(e), "code": e.kind()})
+}
+
+/// The error text an agent reads. A caller that holds no lease at all
+/// presented no fence (calls::fence_of uses -1): say so in the reference's
+/// words instead of printing the sentinel.
+fn message(e: &Error) -> String {
+    match e {
+        Error::StaleFence { hid, holder, presented: -1, .. } => {
+            format!("{holder} does not hold {}", hid.get(..12).unwrap_or(hid))
+        }
+        e => e.to_string(),
+    }
 }
 
 /// One JSON text, mirrored in structuredContent as `{"result": text}` to
