@@ -45,6 +45,7 @@ render() {
     [ -f "$DIR/rss-ours-min.json" ] && min=(--rss-ours-min "$DIR/rss-ours-min.json")
     "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
         --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
+    if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -77,6 +78,16 @@ settle
 "$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
 "$BIN" rss --dhp "$TARGET_DIR/min-size/dhp" --dir "$DIR/work" --out "$DIR/rss-ours-min.json"
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
+settle
+# The PostgreSQL rows: a throwaway cluster (fsync=on) unless DHP_BENCH_PG_URL
+# names a server; stopped when this script exits.
+PG_URL="${DHP_BENCH_PG_URL:-}"
+if [ -z "$PG_URL" ]; then
+    pg_out="$(bash scripts/pg.sh start --watch $$ | tail -1)"
+    PG_URL="${pg_out#* }"
+fi
+mkdir -p "$DIR/pg"
+"$BIN" pg --url "$PG_URL" --dhp "$DHP" --dir "$DIR/pg" $QUICK --out "$DIR/pg.json" --md "$DIR/pg.md"
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"

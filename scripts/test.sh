@@ -6,5 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 export DHP_PYTHON="$PWD/.venv/bin/python"
+# One throwaway PostgreSQL cluster for every test binary (fails the run if
+# it cannot start; stopped when this script exits). DHP_TEST_PG_URL set by
+# the caller uses that server instead.
+if [ -z "${DHP_TEST_PG_URL:-}" ]; then
+    pg_out="$(bash scripts/pg.sh start --watch $$ | tail -1)"
+    PG_DIR="${pg_out%% *}"
+    export DHP_TEST_PG_URL="${pg_out#* }"
+    trap 'bash scripts/pg.sh stop "$PG_DIR"' EXIT
+fi
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- --test-threads=2

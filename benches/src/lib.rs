@@ -15,6 +15,7 @@
 pub mod fixture;
 pub mod group;
 pub mod measure;
+pub mod pg;
 pub mod report;
 pub mod suite;
 pub mod tcp;

@@ -110,6 +110,37 @@ pub enum Error {
     /// File system failure, with the path involved.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
+    /// A ROOT that is neither a directory nor a `postgres://` URL.
+    #[error("store location {location}: {reason}")]
+    StoreLocation { location: String, reason: String },
+    /// PostgreSQL failure (a statement, a lost connection).
+    #[error("postgres: {}", pg_message(.0))]
+    Postgres(#[from] postgres::Error),
+    /// PostgreSQL could not be reached or refused the login.
+    #[error("cannot connect to PostgreSQL at {target}: {}", pg_message(.source))]
+    PgConnect { target: String, source: postgres::Error },
+    /// The location holds no DHP store, or something that is not one.
+    #[error("{location}: {reason}")]
+    NotAStore { location: String, reason: String },
+}
+
+/// The server's message when there is one, else the client's.
+fn pg_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => {
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(cause) = src {
+                let c = cause.to_string();
+                if !s.contains(&c) {
+                    s = format!("{s}: {c}");
+                }
+                src = cause.source();
+            }
+            s
+        }
+    }
 }
 
 fn short(hid: &str) -> &str {
@@ -144,6 +175,8 @@ impl Error {
             Error::Config(_) => "ConfigError",
             Error::Sqlite(_) | Error::NoStore { .. } => "StoreError",
             Error::Io { .. } => "IoError",
+            Error::StoreLocation { .. } => "ConfigError",
+            Error::Postgres(_) | Error::PgConnect { .. } | Error::NotAStore { .. } => "StoreError",
         }
     }
 
@@ -169,6 +202,7 @@ impl Error {
             | Error::Sqlite(_)
             | Error::NoStore { .. }
             | Error::Io { .. } => 11,
+            Error::StoreLocation { .. } | Error::Postgres(_) | Error::PgConnect { .. } | Error::NotAStore { .. } => 11,
         }
     }
 

@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::json;
 use crate::store::{
-    with_tx, Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress, SqliteStore, Tx,
+    self, with_tx, Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress, StoreLocation,
+    Tx,
 };
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -130,9 +131,20 @@ impl Runner {
         Ok(Runner { store, cfg, id: worker_id.to_string() })
     }
 
-    /// Open the SQLite store at `root` and bind a runner to it.
+    /// Open the store at `root` — a directory (SQLite) or a `postgres://`
+    /// URL (see [`StoreLocation`]) — and bind a runner to it.
     pub fn open(root: impl AsRef<Path>, worker_id: &str, cfg: Config) -> Result<Self> {
-        Self::new(Arc::new(SqliteStore::open(root)?), worker_id, cfg)
+        check_worker_id(worker_id)?;
+        cfg.validate()?;
+        Self::new(store::open(&StoreLocation::from_path(root.as_ref())?)?, worker_id, cfg)
+    }
+
+    /// Like [`Runner::open`], but a database location must already hold a
+    /// store (nothing is created or written).
+    pub fn open_existing(root: impl AsRef<Path>, worker_id: &str, cfg: Config) -> Result<Self> {
+        check_worker_id(worker_id)?;
+        cfg.validate()?;
+        Self::new(store::open_existing(&StoreLocation::from_path(root.as_ref())?)?, worker_id, cfg)
     }
 
     /// This runner's worker id (the lease holder name).
@@ -206,8 +218,8 @@ impl Runner {
     /// Claim a pending handoff: ownership row with fence 0, status running.
     pub fn claim(&self, hid: &str) -> Result<TaskContext> {
         check_hid(hid)?;
-        let env = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid))?;
-        if let Some(reason) = budget_violation(&env, now()) {
+        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid))?;
+        if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.to_string(), reason });
         }
         tracing::info!(hid = &hid[..12], runner = %self.id, fence = 0, "claim");
@@ -229,8 +241,8 @@ impl Runner {
             .iter()
             .zip(envs)
             .map(|(hid, env)| {
-                let env = env?;
-                match budget_violation(&env, now()) {
+                let (env, t) = env?;
+                match budget_violation(&env, t) {
                     Some(reason) => Err(Error::BudgetExceeded { hid: hid.clone(), reason }),
                     None => Ok(TaskContext::new(self.clone(), hid, 0)),
                 }
@@ -257,7 +269,7 @@ impl Runner {
                     reason: "not orphaned (another recoverer won, or the owner is alive)".into(),
                 });
             };
-            let t = now();
+            let t = tx.now()?;
             let fence = own.fence + 1;
             tx.update_ownership(
                 &Ownership {
@@ -290,8 +302,8 @@ impl Runner {
         failpoint::hit("heartbeat");
         self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
-            let mut own = tx.ownership(hid)?.expect("checked above");
-            let t = now();
+            let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
+            let t = tx.now()?;
             own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
@@ -314,15 +326,16 @@ impl Runner {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        let (seq, env) = self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
-        let over_budget = env.as_ref().and_then(|e| budget_violation(e, now()));
+        let (seq, env, t) =
+            self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
+        let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: hid.to_string(), seq, over_budget })
     }
 
     fn bump(&self, hid: &str, fence: i64, steps: i64, spend: f64) -> Result<()> {
         check_hid(hid)?;
         let cfg = &self.cfg;
-        let env = self.write(|tx| {
+        let (env, t) = self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
@@ -331,9 +344,9 @@ impl Runner {
             ex.insert("steps".into(), json!(s));
             ex.insert("spend_usd".into(), json::float(sp));
             save(tx, hid, &env, cfg)?;
-            Ok(env)
+            Ok((env, tx.now()?))
         })?;
-        match budget_violation(&env, now()) {
+        match budget_violation(&env, t) {
             Some(reason) => Err(Error::BudgetExceeded { hid: hid.to_string(), reason }),
             None => Ok(()),
         }
@@ -631,7 +644,8 @@ impl Runner {
         }
         self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
-            tx.insert_effect(hid, step_id, &text, now())
+            let t = tx.now()?;
+            tx.insert_effect(hid, step_id, &text, t)
         })
     }
 
@@ -649,7 +663,7 @@ impl Runner {
         check_hid(hid)?;
         self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
-            let t = now();
+            let t = tx.now()?;
             let p = tx.progress(hid)?;
             let count = match &p {
                 Some(p) if p.last_digest.as_deref() == Some(digest) => p.digest_repeat_count + 1,
@@ -679,7 +693,7 @@ impl Runner {
             if !matches!(action_class, "financial" | "destructive") {
                 return Ok(None);
             }
-            let t = now();
+            let t = tx.now()?;
             let approval_id = format!("apr-{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
             tx.insert_approval(&Approval {
                 approval_id: approval_id.clone(),
@@ -702,7 +716,10 @@ impl Runner {
 
     /// Decide an approval (the human or policy side). `true` if recorded.
     pub fn decide_approval(&self, approval_id: &str, approved: bool) -> Result<bool> {
-        self.write(|tx| tx.decide_approval(approval_id, if approved { "approved" } else { "denied" }, now()))
+        self.write(|tx| {
+            let t = tx.now()?;
+            tx.decide_approval(approval_id, if approved { "approved" } else { "denied" }, t)
+        })
     }
 
     /// Wait for a decision: `Ok(())` when approved, [`Error::ApprovalDenied`]
@@ -712,8 +729,9 @@ impl Runner {
             let ap = self.write(|tx| {
                 self.check_owner(tx, hid, fence)?;
                 let ap = tx.approval(approval_id)?.ok_or_else(|| Error::Validation("unknown approval_id".into()))?;
-                if ap.status == "pending" && now() > ap.expires_at {
-                    tx.expire_approvals(now())?;
+                let t = tx.now()?;
+                if ap.status == "pending" && t > ap.expires_at {
+                    tx.expire_approvals(t)?;
                     return Ok(Approval { status: "expired".into(), ..ap });
                 }
                 Ok(ap)
@@ -739,10 +757,8 @@ impl Runner {
                     .and_then(Value::as_array)
                     .is_some_and(|list| list.iter().any(|r| r.as_str() == Some(resource)))
             };
-            tx.insert_capability_audit(
-                hid,
-                &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at: now() },
-            )?;
+            let at = tx.now()?;
+            tx.insert_capability_audit(hid, &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at })?;
             Ok(granted)
         })?;
         if granted {
@@ -756,6 +772,25 @@ impl Runner {
     pub fn capability_audit(&self, hid: &str) -> Result<Vec<CapabilityAudit>> {
         check_hid(hid)?;
         self.read(|tx| tx.capability_audit(hid))
+    }
+
+    /// A standby's wait for work to recover: the first orphaned handoff, or
+    /// `None` once `timeout` passes. Woken by the store's orphan
+    /// announcements (PostgreSQL: `LISTEN`/`NOTIFY`) as soon as a handoff is
+    /// orphaned; `poll` bounds each wait, so polling remains the fallback
+    /// (and the only way on a store without announcements).
+    pub fn wait_for_orphaned(&self, timeout: Duration, poll: Duration) -> Result<Option<String>> {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(hid) = self.read(|tx| tx.hids_with_status("orphaned"))?.into_iter().next() {
+                return Ok(Some(hid));
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            self.store.wait_for_orphan(left.min(poll))?;
+        }
     }
 
     /// Re-open a handoff this runner holds, e.g. after a restart of the
@@ -772,7 +807,7 @@ fn check_owner_as(tx: &mut dyn Tx, holder: &str, hid: &str, fence: i64) -> Resul
     let own = tx.ownership(hid)?;
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
-            let t = now();
+            let t = tx.now()?;
             if o.lease_expires_at < t {
                 return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
             }
@@ -804,14 +839,15 @@ fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(String, String)> {
     Ok((hid.clone(), envelope_text(env, cfg)?))
 }
 
-/// The claim CAS inside a transaction; returns the claimed envelope.
-fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<Value> {
+/// The claim CAS inside a transaction; returns the claimed envelope and
+/// the store's time of the claim.
+fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<(Value, f64)> {
     let mut env = load(tx, hid)?;
     let st = envelope::status(&env).to_string();
     if st != "pending" {
         return Err(state_err(hid, "claim", format!("status is {st}")));
     }
-    let t = now();
+    let t = tx.now()?;
     let own = Ownership {
         hid: hid.to_string(),
         holder: holder.to_string(),
@@ -831,12 +867,12 @@ fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<Va
     ex.entry("steps").or_insert(json!(0));
     ex.entry("spend_usd").or_insert(json::float(0.0));
     save(tx, hid, &env, cfg)?;
-    Ok(env)
+    Ok((env, t))
 }
 
 /// The checkpoint append inside a transaction (see
-/// [`Runner::checkpoint_step`]); returns the seq and, when steps were
-/// counted, the updated envelope for the budget check.
+/// [`Runner::checkpoint_step`]); returns the seq, when steps were counted
+/// the updated envelope for the budget check, and the store's time.
 #[allow(clippy::too_many_arguments)]
 fn append_checkpoint(
     tx: &mut dyn Tx,
@@ -847,7 +883,7 @@ fn append_checkpoint(
     text: &str,
     hash: &str,
     steps: i64,
-) -> Result<(i64, Option<Value>)> {
+) -> Result<(i64, Option<Value>, f64)> {
     check_owner_as(tx, holder, hid, fence)?;
     let seq = tx.next_seq(hid)?;
     if seq >= cfg.max_checkpoints_per_handoff {
@@ -858,7 +894,7 @@ fn append_checkpoint(
     if !tx.insert_checkpoint(hid, &row)? {
         return Err(Error::OwnershipLost { hid: hid.to_string(), reason: format!("checkpoint seq {seq} taken") });
     }
-    let t = now();
+    let t = tx.now()?;
     // A checkpoint resets the stall clock and the digest counter.
     let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
     tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
@@ -869,13 +905,13 @@ fn append_checkpoint(
         let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
         ex.insert("steps".into(), json!(s));
         save(tx, hid, &e, cfg)?;
-        let mut own = tx.ownership(hid)?.expect("checked above");
+        let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
         own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
         tx.update_ownership(&own, t)?;
         env = Some(e);
     }
     failpoint::hit("checkpoint.in_tx");
-    Ok((seq, env))
+    Ok((seq, env, t))
 }
 
 /// One checkpoint of a batch: who presents which token for which handoff.
@@ -903,7 +939,7 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         for (it, p) in items.iter().zip(&prepared) {
             out.push(match p {
                 Ok((text, hash)) => {
-                    Some(append_checkpoint(tx, cfg, &it.holder, &it.hid, it.fence, text, hash, 0).map(|(seq, _)| seq))
+                    Some(append_checkpoint(tx, cfg, &it.holder, &it.hid, it.fence, text, hash, 0).map(|(seq, ..)| seq))
                 }
                 Err(_) => None,
             });

@@ -1,7 +1,7 @@
 //! Helpers for tests and harnesses that simulate time passing: what the
 //! reference's conformance suite does with raw SQL, behind the store trait.
 
-use crate::envelope::{check_hid, now};
+use crate::envelope::check_hid;
 use crate::error::Result;
 use crate::runner::Runner;
 use crate::store::{with_tx, Leadership, Mode};
@@ -11,8 +11,9 @@ pub fn expire_lease(r: &Runner, hid: &str) -> Result<bool> {
     check_hid(hid)?;
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(hid)? {
         Some(mut o) => {
-            o.lease_expires_at = now() - 1.0;
-            tx.update_ownership(&o, now())
+            let t = tx.now()?;
+            o.lease_expires_at = t - 1.0;
+            tx.update_ownership(&o, t)
         }
         None => Ok(false),
     })
@@ -22,7 +23,8 @@ pub fn expire_lease(r: &Runner, hid: &str) -> Result<bool> {
 pub fn expire_leadership(r: &Runner) -> Result<bool> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.leadership()? {
         Some(l) => {
-            tx.put_leadership(&Leadership { expires_at: now() - 1.0, ..l }, now())?;
+            let t = tx.now()?;
+            tx.put_leadership(&Leadership { expires_at: t - 1.0, ..l }, t)?;
             Ok(true)
         }
         None => Ok(false),

@@ -24,7 +24,9 @@ pub enum Start {
 
 /// Options of one worker run.
 pub struct WorkOptions {
-    pub root: PathBuf,
+    /// The store directory (same-host liveness tokens); `None` for a
+    /// database store, whose backend publishes its own token.
+    pub root: Option<PathBuf>,
     pub start: Start,
     pub hid: String,
     pub shipper: Option<Box<dyn Shipper>>,
@@ -80,8 +82,18 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = opts.hid.clone();
     let h = &opts.history;
     let holder = runner.id().to_string();
-    let _token = if opts.liveness {
-        match liveness::publish(&opts.root, &holder) {
+    // The backend's own token (PostgreSQL: an advisory lock any host's
+    // supervisor can test), else a same-host flock under the store root.
+    let _token: Option<Box<dyn std::any::Any>> = if opts.liveness {
+        let published = match runner.store().publish_liveness(&holder) {
+            Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
+            Ok(None) => match &opts.root {
+                Some(root) => liveness::publish(root, &holder).map(|t| Box::new(t) as Box<dyn std::any::Any>),
+                None => Err(Error::Validation("no store directory for a liveness token".into())),
+            },
+            Err(e) => Err(e),
+        };
+        match published {
             Ok(t) => Some(t),
             Err(e) => {
                 tracing::warn!(error = %e, "running without a liveness token (lease-only)");

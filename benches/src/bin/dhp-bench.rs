@@ -7,6 +7,8 @@
 //! dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
 //! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
+//! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick] [--fsync on|off]   PostgreSQL rows
+//! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
 //! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
@@ -125,6 +127,24 @@ fn main() {
                 v["census"] = json!(c);
             }
             write_json(&out, &v);
+        }
+        "pg" => {
+            let url = a.opt("--url").unwrap_or_else(|| usage());
+            let dir = a.path("--dir");
+            let sizes = if a.flag("--quick") { dhp_benches::pg::PgSizes::quick() } else { dhp_benches::pg::PgSizes::full() };
+            let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
+            let v = dhp_benches::pg::run(&me, &a.path("--dhp"), &url, &dir, sizes, |l| eprintln!("dhp-rs pg: {l}"))
+                .unwrap_or_else(|e| fail(e));
+            write_json(&a.path("--out"), &v);
+            let fsync = format!("fsync={}", a.opt("--fsync").unwrap_or_else(|| "on".into()));
+            std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v, &fsync)).unwrap_or_else(|e| fail(e));
+        }
+        "cp-worker" => {
+            let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());
+            let root = a.opt("--root").unwrap_or_else(|| usage());
+            let id = a.opt("--id").unwrap_or_else(|| usage());
+            let n = dhp_benches::pg::cp_worker(&root, &id, num("--start-at"), num("--seconds")).unwrap_or_else(|e| fail(e));
+            println!("{n}");
         }
         "checkpoint" => {
             // Ad-hoc probe (e.g. under strace): K checkpoints after DEPTH earlier ones.

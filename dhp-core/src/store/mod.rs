@@ -12,16 +12,23 @@
 //! the same file, schema v3, WAL mode, and `BEGIN IMMEDIATE` for writes.
 //! [`mem::MemStore`] is a second, in-memory implementation; the same
 //! protocol scenarios run on both (`tests/backends.rs`).
+//! [`postgres::PgStore`] keeps the same tables in a PostgreSQL schema, so
+//! workers and supervisors on many hosts share one store; [`open`] picks
+//! the backend from a ROOT string ([`location::StoreLocation`]).
 
 pub mod deep;
+pub mod location;
 pub mod mem;
+pub mod postgres;
 pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
 use serde_json::Value;
 
+pub use location::StoreLocation;
 pub use mem::MemStore;
+pub use postgres::PgStore;
 pub use root::{open_root, OpenMode, OpenedRoot};
 pub use sqlite::SqliteStore;
 
@@ -129,6 +136,44 @@ pub trait Backend: Send + Sync {
 
     /// A short description (path) for messages.
     fn describe(&self) -> String;
+
+    /// Publish a liveness token for `holder` that this backend's
+    /// supervisors can test ([`Tx::dead_holders`]); dropping it withdraws
+    /// it. `Ok(None)`: the backend has none (same-host `flock` tokens under
+    /// the store directory are then used, see [`crate::liveness`]).
+    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+        let _ = holder;
+        Ok(None)
+    }
+
+    /// Block until an orphan is announced or `timeout` passes; `true` if
+    /// woken by an announcement. Backends without announcements sleep.
+    fn wait_for_orphan(&self, timeout: std::time::Duration) -> Result<bool> {
+        std::thread::sleep(timeout);
+        Ok(false)
+    }
+}
+
+/// Open an existing store only: a location without a DHP store is an
+/// error ([`crate::Error::NoStore`], [`crate::Error::NotAStore`]) and
+/// nothing is written.
+pub fn open_existing(root: &StoreLocation) -> Result<std::sync::Arc<dyn Backend>> {
+    Ok(match root {
+        StoreLocation::Dir(dir) => open_root(dir, OpenMode::Existing)?.backend,
+        StoreLocation::Postgres(pg) => std::sync::Arc::new(PgStore::open_existing(pg)?),
+    })
+}
+
+/// A held liveness token: dropping it withdraws it.
+pub type LivenessToken = Box<dyn std::any::Any + Send>;
+
+/// Open the store at a ROOT: a directory (SQLite, created if needed) or a
+/// `postgres://` URL (the schema and its tables created on first use).
+pub fn open(root: &StoreLocation) -> Result<std::sync::Arc<dyn Backend>> {
+    Ok(match root {
+        StoreLocation::Dir(dir) => std::sync::Arc::new(SqliteStore::open(dir)?),
+        StoreLocation::Postgres(pg) => std::sync::Arc::new(PgStore::open(pg)?),
+    })
 }
 
 /// Run `f` in a transaction and return its value.
@@ -225,4 +270,24 @@ pub trait Tx {
     // ---- capability audit ----
     fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()>;
     fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>>;
+
+    // ---- time and liveness (defaults: local clock, no tokens) ----
+    /// The time leases and leadership are measured in, seconds since the
+    /// epoch. One clock for every process sharing the store: the local
+    /// clock for a file store, the database server's for PostgreSQL.
+    fn now(&mut self) -> Result<f64> {
+        Ok(crate::envelope::now())
+    }
+    /// Of `holders`, those that published a liveness token in this store
+    /// ([`Backend::publish_liveness`]) and no longer hold it.
+    fn dead_holders(&mut self, holders: &[String]) -> Result<Vec<String>> {
+        let _ = holders;
+        Ok(Vec::new())
+    }
+    /// Announce, at commit, that `hid` was orphaned (wakes standbys in
+    /// [`Backend::wait_for_orphan`]).
+    fn announce_orphan(&mut self, hid: &str) -> Result<()> {
+        let _ = hid;
+        Ok(())
+    }
 }

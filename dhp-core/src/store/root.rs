@@ -3,6 +3,8 @@
 //! existing store only; `dispatch`, `ingest` and `resume` may create one
 //! (see `docs/cli.md`, "Which commands create a store").
 
+use super::location::StoreLocation;
+use super::postgres::PgStore;
 use super::sqlite::{SqliteStore, DB_FILE, SCRATCH_PREFIX};
 use super::Backend;
 use crate::error::Result;
@@ -25,14 +27,26 @@ pub enum OpenMode {
 pub struct OpenedRoot {
     pub backend: Arc<dyn Backend>,
     /// The store's directory (canonical), where liveness tokens and ship
-    /// buffers live.
-    pub dir: PathBuf,
+    /// buffers live; `None` for a PostgreSQL store.
+    pub dir: Option<PathBuf>,
 }
 
 /// Open the store a ROOT argument names, creating one only as `mode`
 /// allows. An existing `dhp.sqlite3` that is empty or not a DHP store is
 /// refused, never re-initialised.
+///
+/// A `postgres://` ROOT opens a PostgreSQL store: [`OpenMode::Existing`]
+/// requires a DHP store in its schema; the creating modes create the
+/// schema and tables when the schema is missing or empty (a schema that
+/// holds anything else is refused). Any other URL scheme is an error.
 pub fn open_root(root: &Path, mode: OpenMode) -> Result<OpenedRoot> {
+    if let StoreLocation::Postgres(pg) = StoreLocation::from_path(root)? {
+        let store = match mode {
+            OpenMode::Existing => PgStore::open_existing(&pg)?,
+            OpenMode::Create | OpenMode::CreateInEmptyDir => PgStore::open(&pg)?,
+        };
+        return Ok(OpenedRoot { backend: Arc::new(store), dir: None });
+    }
     let create = match mode {
         OpenMode::Existing => false,
         OpenMode::Create => true,
@@ -40,7 +54,7 @@ pub fn open_root(root: &Path, mode: OpenMode) -> Result<OpenedRoot> {
     };
     let store = SqliteStore::open_with(root, create)?;
     let dir = store.root().to_path_buf();
-    Ok(OpenedRoot { backend: Arc::new(store), dir })
+    Ok(OpenedRoot { backend: Arc::new(store), dir: Some(dir) })
 }
 
 /// An existing directory with nothing in it but another creator's scratch

@@ -17,12 +17,12 @@ mod quarantine;
 pub mod repair;
 
 use crate::config::{self, Config};
-use crate::envelope::{self, check_worker_id, now, ORPHANED_HOLDER};
+use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
-use crate::store::{with_tx, Backend, Leadership, Mode, SqliteStore, Tx};
+use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
 use quarantine::per_row;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -122,11 +122,28 @@ impl Supervisor {
         })
     }
 
-    /// Open the SQLite store at `root`.
+    /// Open the store at `root`: a directory (SQLite; liveness tokens under
+    /// it) or a `postgres://` URL (liveness through the database).
     pub fn open(root: impl AsRef<Path>, id: &str, cfg: Config) -> Result<Self> {
-        let store = SqliteStore::open(root.as_ref())?;
-        let root = store.root().to_path_buf();
-        Self::new(Arc::new(store), id, cfg, Some(root))
+        check_worker_id(id)?;
+        cfg.validate()?;
+        match StoreLocation::from_path(root.as_ref())? {
+            StoreLocation::Dir(dir) => {
+                let store = store::SqliteStore::open(dir)?;
+                let root = store.root().to_path_buf();
+                Self::new(Arc::new(store), id, cfg, Some(root))
+            }
+            loc => Self::new(store::open(&loc)?, id, cfg, None),
+        }
+    }
+
+    /// Whether `holder` published a liveness token and lost it: a flock
+    /// under the store directory, or the backend's own (PostgreSQL).
+    fn holder_dead(&self, tx: &mut dyn Tx, holder: &str) -> Result<bool> {
+        Ok(match self.root.as_deref() {
+            Some(r) => liveness::is_dead(r, holder),
+            None => !tx.dead_holders(&[holder.to_string()])?.is_empty(),
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -145,14 +162,14 @@ impl Supervisor {
     pub fn ensure_leadership(&self) -> Result<bool> {
         let ttl = self.cfg.leader_ttl_s;
         let leader = self.write(|tx| {
-            let t = now();
             let cur = tx.leadership()?;
+            let t = tx.now()?;
             let mine = match &cur {
                 None => true,
                 Some(l) if l.holder == self.id => true,
-                // Expired, or the leader process died on this host (its
-                // liveness token dropped): take over without waiting.
-                Some(l) => l.expires_at < t || self.root.as_deref().is_some_and(|r| liveness::is_dead(r, &l.holder)),
+                // Expired, or the leader process died (its liveness token
+                // dropped): take over without waiting.
+                Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
             };
             if mine {
                 tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
@@ -170,11 +187,12 @@ impl Supervisor {
     /// Cheap read for followers: the leader's lease expired or its process
     /// died on this host, so a takeover attempt is worth a write.
     pub fn leader_gone(&self) -> Result<bool> {
-        let l = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.leadership())?;
-        Ok(match l {
-            None => true,
-            Some(l) if l.holder == self.id => false,
-            Some(l) => l.expires_at < now() || self.root.as_deref().is_some_and(|r| liveness::is_dead(r, &l.holder)),
+        with_tx(self.store.as_ref(), Mode::Read, |tx| {
+            Ok(match tx.leadership()? {
+                None => true,
+                Some(l) if l.holder == self.id => false,
+                Some(l) => l.expires_at < tx.now()? || self.holder_dead(tx, &l.holder)?,
+            })
         })
     }
 
@@ -185,7 +203,8 @@ impl Supervisor {
         }
         self.write(|tx| {
             if let Some(l) = tx.leadership()?.filter(|l| l.holder == self.id) {
-                tx.put_leadership(&Leadership { holder: l.holder, expires_at: 0.0 }, now())?;
+                let t = tx.now()?;
+                tx.put_leadership(&Leadership { holder: l.holder, expires_at: 0.0 }, t)?;
             }
             Ok(())
         })?;
@@ -203,7 +222,7 @@ impl Supervisor {
             let Some(mut own) = tx.ownership(hid)? else {
                 return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
             };
-            let t = now();
+            let t = tx.now()?;
             let stale = own.holder == ORPHANED_HOLDER
                 || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
                 || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
@@ -222,6 +241,9 @@ impl Supervisor {
             let (verdict, extra) = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
             action["action"] = json!(verdict);
             merge_into(&mut action, extra);
+            if verdict == "orphaned" {
+                tx.announce_orphan(hid)?;
+            }
             save(tx, hid, &env, cfg)?;
             Ok(action)
         })?;
@@ -248,7 +270,7 @@ impl Supervisor {
             if st != "running" && st != "orphaned" {
                 return Ok(json!({"hid": hid, "action": "already-terminal"}));
             }
-            let t = now();
+            let t = tx.now()?;
             let Some(reason) = budget_violation(&env, t) else {
                 return Ok(json!({"hid": hid, "action": "within-budget"}));
             };
@@ -281,14 +303,17 @@ impl Supervisor {
         // One read transaction gathers the work (no write lock held while
         // 10k envelopes are read); each action is then its own CAS.
         let (expired, over_budget, stalled) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let t = now();
+            let t = tx.now()?;
             let expired = tx.expired_leases(t)?;
             let over_budget: Vec<String> =
                 tx.running_budgets()?.into_iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid).collect();
             let stalled = tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
             Ok((expired, over_budget, stalled))
         })?;
-        let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
+        let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| {
+            let t = tx.now()?;
+            tx.expire_approvals(t)
+        })?;
         // A failure that belongs to one row quarantines that row; the scan
         // goes on. A store-level failure (locked, I/O) still fails the scan.
         let mut flagged = BTreeMap::new();
@@ -314,22 +339,38 @@ impl Supervisor {
     }
 
     /// Orphan the handoffs whose holder's liveness token dropped (the
-    /// process died on this host). Holders without a token are left to
-    /// lease expiry.
+    /// process died: on this host for a directory store, anywhere for
+    /// PostgreSQL, where every holder is tested in one query). Holders
+    /// without a token are left to lease expiry.
     pub fn dead_workers(&self) -> Result<Vec<Value>> {
         // Rows that fail here are reported by the next scan.
         self.dead_workers_into(&mut BTreeMap::new())
     }
 
     fn dead_workers_into(&self, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
-        let Some(root) = &self.root else { return Ok(Vec::new()) };
-        let owns = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.held_ownerships())?;
+        let (owns, dead) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
+            let owns = tx.held_ownerships()?;
+            let dead = match &self.root {
+                Some(_) => Vec::new(),
+                None => {
+                    let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
+                    holders.sort();
+                    holders.dedup();
+                    tx.dead_holders(&holders)?
+                }
+            };
+            Ok((owns, dead))
+        })?;
         let mut out = Vec::new();
         for o in owns {
             if o.holder == ORPHANED_HOLDER {
                 continue;
             }
-            if liveness::is_dead(root, &o.holder) {
+            let is_dead = match &self.root {
+                Some(root) => liveness::is_dead(root, &o.holder),
+                None => dead.contains(&o.holder),
+            };
+            if is_dead {
                 let mut acts = Vec::new();
                 let res = self.orphan(&o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
                 per_row(flagged, &mut acts, &o.hid, res)?;
@@ -360,11 +401,18 @@ impl Supervisor {
         let poll = liveness::poll_interval();
         let mut all = Vec::new();
         let mut next_scan = Instant::now();
-        let _token = match &self.root {
+        let _token: Option<Box<dyn std::any::Any>> = match &self.root {
             Some(root) => liveness::publish(root, &self.id)
                 .map_err(|e| tracing::warn!(error = %e, "supervising without a liveness token (TTL-only failover)"))
-                .ok(),
-            None => None,
+                .ok()
+                .map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            None => self
+                .store
+                .publish_liveness(&self.id)
+                .map_err(|e| tracing::warn!(error = %e, "supervising without a liveness token (TTL-only failover)"))
+                .ok()
+                .flatten()
+                .map(|t| t as Box<dyn std::any::Any>),
         };
         let done = AtomicBool::new(false);
         std::thread::scope(|sc| {
@@ -396,6 +444,9 @@ impl Supervisor {
                         self.metrics.errors.fetch_add(1, Ordering::Relaxed);
                         tracing::error!(supervisor = %self.id, error = %e, "scan failed");
                         last_err = Some(e);
+                        // The store is unreachable (a database restarting):
+                        // retry ten times a second, not at the poll rate.
+                        std::thread::sleep(Duration::from_millis(100));
                     }
                 }
                 std::thread::sleep(poll.min(scan_every));

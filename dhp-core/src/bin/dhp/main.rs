@@ -230,8 +230,8 @@ fn create_mode(create: bool) -> OpenMode {
 }
 
 /// Open ROOT as `mode` allows and bind a runner; also returns the store's
-/// directory.
-fn open_runner(root: &Path, mode: OpenMode, id: &str, cfg: Config) -> Result<(Runner, PathBuf), Failure> {
+/// directory (`None` for a PostgreSQL ROOT).
+fn open_runner(root: &Path, mode: OpenMode, id: &str, cfg: Config) -> Result<(Runner, Option<PathBuf>), Failure> {
     let OpenedRoot { backend, dir } = open_root(root, mode)?;
     Ok((Runner::new(backend, id, cfg)?, dir))
 }

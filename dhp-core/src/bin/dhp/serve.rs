@@ -47,15 +47,17 @@ pub fn supervisor(root: &Path, id: &str, seconds: f64, history: Option<PathBuf>,
     let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
     check_worker_id(id)?;
     let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;
-    let sup = Supervisor::new(backend, id, cfg, Some(dir.clone()))?;
+    let sup = Supervisor::new(backend, id, cfg, dir.clone())?;
     let hist = open_history(history.as_deref(), id)?;
     let stop = install_stop_flag();
-    let orphan_log = dir.join("ORPHANS3.log");
+    // The reference's orphan log sits in a store directory; a database
+    // store has none.
+    let orphan_log = dir.map(|d| d.join("ORPHANS3.log"));
     let watched = sup.watch(Some(duration), &stop, |a| {
         hist.record("supervise", "ok", a.clone());
         if a["action"] == "orphaned" {
-            if let Some(hid) = a["hid"].as_str() {
-                let _ = log::append_line(&orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
+            if let (Some(hid), Some(orphan_log)) = (a["hid"].as_str(), &orphan_log) {
+                let _ = log::append_line(orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
             }
         }
     });

@@ -102,7 +102,7 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     let (r, dir) = open_runner(&a.root, OpenMode::Existing, &a.runner, cfg.clone())?;
     let history = open_history(a.history.as_deref(), &a.runner)?;
     let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {
-        (Some(addr), Some(t)) => Some(Box::new(tcp_shipper(&a, addr, &dir, t, &cfg)?)),
+        (Some(addr), Some(t)) => Some(Box::new(tcp_shipper(&a, addr, dir.as_deref(), t, &cfg)?)),
         _ => a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>),
     };
     let opts = WorkOptions {
@@ -129,7 +129,7 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     }
 }
 
-fn tcp_shipper(a: &WorkArgs, addr: &str, dir: &Path, call_timeout: std::time::Duration, cfg: &Config) -> Result<net::TcpShipper, Failure> {
+fn tcp_shipper(a: &WorkArgs, addr: &str, dir: Option<&Path>, call_timeout: std::time::Duration, cfg: &Config) -> Result<net::TcpShipper, Failure> {
     if a.ship_max_lag == 0 {
         return Err(usage("--ship-max-lag must be at least 1"));
     }
@@ -140,7 +140,10 @@ fn tcp_shipper(a: &WorkArgs, addr: &str, dir: &Path, call_timeout: std::time::Du
     let buffer = match &a.ship_buffer {
         Some(p) if p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/') => net::BufferLog::Dir(p.clone()),
         Some(p) => net::BufferLog::File(p.clone()),
-        None => net::BufferLog::Dir(dir.join("ship-buffer")),
+        None => match dir {
+            Some(dir) => net::BufferLog::Dir(dir.join("ship-buffer")),
+            None => return Err(usage("--ship-buffer is required when ROOT is a database URL")),
+        },
     };
     let opts = net::ShipperOptions { buffer: Some(buffer), call_timeout, cfg: cfg.clone(), ..net::ShipperOptions::from_env(mode)? };
     Ok(net::TcpShipper::new(addr, opts)?)

@@ -1,0 +1,285 @@
+//! The PostgreSQL rows of `benches/compare.sh` (`dhp-bench pg`):
+//! per-operation rates on a PostgreSQL store, aggregate checkpoints/s with
+//! 1, 8 and 32 concurrent worker processes on SQLite and on PostgreSQL, and
+//! kill -9 → orphaned latency through the advisory-lock liveness path.
+
+use dhp_core::envelope::{self, BuildOptions};
+use dhp_core::{Config, Error, Result, Runner};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Sizes of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct PgSizes {
+    pub ops: usize,
+    pub seconds: f64,
+    pub kills: usize,
+    pub processes: &'static [usize],
+}
+
+impl PgSizes {
+    pub fn full() -> Self {
+        PgSizes { ops: 2000, seconds: 5.0, kills: 40, processes: &[1, 8, 32] }
+    }
+    pub fn quick() -> Self {
+        PgSizes { ops: 50, seconds: 0.5, kills: 3, processes: &[1, 2] }
+    }
+}
+
+fn env(i: usize, tag: &str) -> Result<Value> {
+    envelope::build("bench.pg", json!({"i": i, "tag": tag}), json!({}), BuildOptions::default())
+}
+
+fn rate(n: usize, t: Duration) -> f64 {
+    n as f64 / t.as_secs_f64()
+}
+
+/// Per-operation rates, one process, one connection.
+pub fn op_rates(url: &str, n: usize) -> Result<Value> {
+    let cfg = Config { lease_interval_s: 60.0, ..Config::default() };
+    let r = Runner::open(url, "bench-w", cfg.clone())?;
+    let envs: Vec<Value> = (0..n).map(|i| env(i, "ops")).collect::<Result<_>>()?;
+    let t = Instant::now();
+    let hids: Vec<String> = envs.iter().map(|e| r.dispatch(e)).collect::<Result<_>>()?;
+    let dispatch = rate(n, t.elapsed());
+    let t = Instant::now();
+    let ctxs: Vec<_> = hids.iter().map(|h| r.claim(h)).collect::<Result<_>>()?;
+    let claim = rate(n, t.elapsed());
+    let t = Instant::now();
+    for i in 0..n {
+        ctxs[0].checkpoint(&json!({"i": i}))?;
+    }
+    let checkpoint = rate(n, t.elapsed());
+    let t = Instant::now();
+    for _ in 0..n {
+        ctxs[0].heartbeat()?;
+    }
+    let heartbeat = rate(n, t.elapsed());
+    let t = Instant::now();
+    for h in &hids {
+        r.status(h)?;
+    }
+    let status = rate(n, t.elapsed());
+    // Orphan then recover each (two CAS transactions per handoff).
+    let sup = dhp_core::Supervisor::open(url, "bench-sup", cfg)?;
+    for h in &hids {
+        dhp_core::testing::expire_lease(&r, h)?;
+    }
+    let t = Instant::now();
+    for h in &hids {
+        sup.orphan(h, dhp_core::supervisor::OrphanReason::LeaseExpired, None)?;
+    }
+    let orphan = rate(n, t.elapsed());
+    let w2 = r.with_id("bench-w2")?;
+    let t = Instant::now();
+    for h in &hids {
+        w2.recover(h)?;
+    }
+    let recover = rate(n, t.elapsed());
+    Ok(json!({"n": n, "dispatch": dispatch, "claim": claim, "checkpoint": checkpoint, "heartbeat": heartbeat,
+              "status": status, "orphan": orphan, "recover": recover}))
+}
+
+/// Child of [`aggregate`]: claim a handoff of its own, wait for the common
+/// start time, checkpoint for `seconds`, print the count.
+pub fn cp_worker(root: &str, id: &str, start_at: f64, seconds: f64) -> Result<u64> {
+    let cfg = Config { lease_interval_s: 60.0, ..Config::default() };
+    let r = Runner::open(root, id, cfg)?;
+    let hid = r.dispatch(&env(0, id)?)?;
+    let ctx = r.claim(&hid)?;
+    let wait = start_at - envelope::now();
+    if wait > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(wait));
+    }
+    let end = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        ctx.checkpoint(&json!({"n": n}))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Aggregate checkpoints/s of `procs` concurrent worker processes, each on
+/// its own handoff in the store at `root`.
+pub fn aggregate(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result<f64> {
+    // Start together, after every process has connected and claimed.
+    let start_at = envelope::now() + 2.0 + procs as f64 * 0.1;
+    let children: Vec<Child> = (0..procs)
+        .map(|i| {
+            Command::new(bench)
+                .args(["cp-worker", "--root", root, "--id", &format!("cw{i}"), "--start-at", &start_at.to_string()])
+                .args(["--seconds", &seconds.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| Error::Io { path: bench.to_path_buf(), source: e })
+        })
+        .collect::<Result<_>>()?;
+    let mut total = 0u64;
+    for c in children {
+        let out = c.wait_with_output().map_err(|e| Error::Io { path: bench.to_path_buf(), source: e })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let n: u64 = text.trim().parse().map_err(|_| {
+            Error::Validation(format!("cp-worker failed: {text} {}", String::from_utf8_lossy(&out.stderr)))
+        })?;
+        total += n;
+    }
+    Ok(total as f64 / seconds)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+struct Reap(Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_dhp(dhp: &Path, args: &[&str]) -> Result<Reap> {
+    Command::new(dhp)
+        .args(args)
+        // A 30 s lease: anything orphaned within milliseconds is liveness.
+        .env("DHP_LEASE_INTERVAL_S", "10")
+        .env("DHP_LEASE_MAX_MISSED", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Reap)
+        .map_err(|e| Error::Io { path: dhp.to_path_buf(), source: e })
+}
+
+/// kill -9 → orphaned on PostgreSQL, `kills` times, with a supervisor and
+/// four live workers running throughout; returns latencies (ms) and how
+/// many live workers were orphaned (false orphans).
+pub fn kill_to_orphaned(dhp: &Path, url: &str, kills: usize) -> Result<Value> {
+    let r = Runner::open(url, "bench-observer", Config::default())?;
+    let census = |lo: u64, span: u64| -> Result<String> {
+        let e = envelope::build(
+            dhp_core::census::KIND,
+            dhp_core::census::inputs(lo, lo + span, 100),
+            dhp_core::census::output_schema(),
+            BuildOptions { budget: Some(json!({"max_steps": 1_000_000, "max_attempts": 5})), ..Default::default() },
+        )?;
+        r.dispatch(&e)
+    };
+    let _sup = spawn_dhp(dhp, &["supervisor", url, "bench-sup", "3600"])?;
+    let mut live = Vec::new();
+    let mut live_hids = Vec::new();
+    for i in 0..4u64 {
+        let hid = census(50_000_000 + i * 10_000_000, 5_000_000)?;
+        live.push(spawn_dhp(dhp, &["work", url, "--runner", &format!("live{i}"), "claim", &hid, "--pace", "0.05"])?);
+        live_hids.push(hid);
+    }
+    let mut ms = Vec::with_capacity(kills);
+    for k in 0..kills {
+        let hid = census(1_000_000 + k as u64 * 1_000_000, 500_000)?;
+        let mut w = spawn_dhp(dhp, &["work", url, "--runner", &format!("victim{k}"), "claim", &hid, "--pace", "0.01"])?;
+        let ready = Instant::now() + Duration::from_secs(30);
+        while r.status(&hid)?["checkpoints"].as_i64().unwrap_or(0) < 2 {
+            if Instant::now() > ready {
+                return Err(Error::Validation(format!("victim {k} made no progress")));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        w.0.kill().map_err(|e| Error::Io { path: dhp.to_path_buf(), source: e })?;
+        let t0 = Instant::now();
+        let _ = w.0.wait();
+        loop {
+            if r.status(&hid)?["status"] == "orphaned" {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                return Err(Error::Validation(format!("victim {k} not orphaned within 60 s")));
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        ms.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
+    let false_orphans = live_hids
+        .iter()
+        .map(|h| r.status(h).map(|s| s["attempt"].as_i64().unwrap_or(0) > 0 || s["status"] == "orphaned"))
+        .collect::<Result<Vec<bool>>>()?
+        .into_iter()
+        .filter(|b| *b)
+        .count();
+    drop(live);
+    let mut sorted = ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    Ok(json!({"kills": kills, "median_ms": percentile(&sorted, 0.5), "p99_ms": percentile(&sorted, 0.99),
+              "max_ms": sorted.last().copied().unwrap_or(f64::NAN), "false_orphans": false_orphans,
+              "live_workers": live_hids.len()}))
+}
+
+/// Everything, as JSON.
+pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log: impl Fn(&str)) -> Result<Value> {
+    let schema = |tag: &str| {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}schema=bench_{tag}_{}", std::process::id())
+    };
+    log("per-operation rates");
+    let ops = op_rates(&schema("ops"), s.ops)?;
+    let mut agg = Vec::new();
+    for &p in s.processes {
+        let dir = scratch.join(format!("agg-sqlite-{p}"));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        log(&format!("{p} worker processes on SQLite"));
+        let sqlite = aggregate(bench, &dir.to_string_lossy(), p, s.seconds)?;
+        log(&format!("{p} worker processes on PostgreSQL"));
+        let pg = aggregate(bench, &schema(&format!("agg{p}")), p, s.seconds)?;
+        agg.push(json!({"processes": p, "sqlite": sqlite, "postgres": pg}));
+    }
+    log("kill -9 → orphaned");
+    let kill = kill_to_orphaned(dhp, &schema("kill"), s.kills)?;
+    Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds}))
+}
+
+/// The Markdown section for RESULTS.md.
+pub fn markdown(v: &Value, fsync: &str) -> String {
+    let f = |x: &Value| x.as_f64().map(|n| format!("{n:.0}")).unwrap_or_else(|| "—".into());
+    let mut out = String::from("\n## PostgreSQL store\n\n");
+    out += &format!(
+        "A throwaway PostgreSQL cluster on this machine (scripts/pg.sh, {fsync}, `synchronous_commit=on`), \
+         reached over TCP on 127.0.0.1; same run as the tables above. See docs/postgres.md.\n\n"
+    );
+    out += "| operation (one process, one connection) | ops/s |\n|---|---:|\n";
+    for k in ["dispatch", "claim", "checkpoint", "heartbeat", "status", "orphan", "recover"] {
+        out += &format!("| {k} | {} |\n", f(&v["ops"][k]));
+    }
+    out += "\n| concurrent worker processes | SQLite checkpoints/s | PostgreSQL checkpoints/s | PostgreSQL / SQLite |\n|---:|---:|---:|---:|\n";
+    let mut last = None;
+    for a in v["aggregate"].as_array().into_iter().flatten() {
+        let (s, p) = (a["sqlite"].as_f64().unwrap_or(0.0), a["postgres"].as_f64().unwrap_or(0.0));
+        out += &format!("| {} | {:.0} | {:.0} | {:.2}× |\n", a["processes"], s, p, p / s);
+        last = Some((a["processes"].clone(), s, p));
+    }
+    let k = &v["kill"];
+    out += &format!(
+        "\nkill -9 → orphaned (advisory-lock liveness, 30 s lease, {} kills, {} live workers alongside): \
+         median {:.1} ms, p99 {:.1} ms, max {:.1} ms; false orphans: {}.\n",
+        k["kills"], k["live_workers"], k["median_ms"].as_f64().unwrap_or(f64::NAN),
+        k["p99_ms"].as_f64().unwrap_or(f64::NAN), k["max_ms"].as_f64().unwrap_or(f64::NAN), k["false_orphans"]
+    );
+    out += "\n| target | wanted | measured | verdict |\n|---|---|---|---|\n";
+    if let Some((n, s, p)) = last {
+        let ok = if p >= 3.0 * s { "met" } else { "**MISSED**" };
+        out += &format!("| PostgreSQL aggregate, {n} workers | ≥ 3 × SQLite's | {p:.0} / {s:.0} = {:.2}× | {ok} |\n", p / s);
+    }
+    let (med, p99) = (k["median_ms"].as_f64().unwrap_or(f64::NAN), k["p99_ms"].as_f64().unwrap_or(f64::NAN));
+    out += &format!("| kill → orphaned median | ≤ 100 ms | {med:.1} ms | {} |\n", if med <= 100.0 { "met" } else { "**MISSED**" });
+    out += &format!("| kill → orphaned p99 | ≤ 250 ms | {p99:.1} ms | {} |\n", if p99 <= 250.0 { "met" } else { "**MISSED**" });
+    let fo = k["false_orphans"].as_i64().unwrap_or(-1);
+    out += &format!("| false orphans | 0 | {fo} | {} |\n", if fo == 0 { "met" } else { "**MISSED**" });
+    out
+}

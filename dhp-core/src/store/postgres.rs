@@ -1,0 +1,266 @@
+//! The PostgreSQL backend: the schema v3 tables in one PostgreSQL schema,
+//! shared by workers and supervisors on any number of hosts.
+//!
+//! Semantics are the SQLite backend's (see `docs/postgres.md`):
+//! - every protocol operation is one transaction; a process killed
+//!   mid-transaction leaves nothing (the server rolls it back when the
+//!   connection drops);
+//! - a write transaction takes a transaction-level advisory lock per handoff
+//!   before it reads or writes that handoff (and one for the leadership
+//!   row), so each compare-and-set runs exactly as under SQLite's single
+//!   writer, while writes to different handoffs proceed in parallel;
+//!   reads run in one `REPEATABLE READ, READ ONLY` snapshot;
+//! - lease and leadership times come from the server's clock
+//!   ([`crate::store::Tx::now`]), never the client's;
+//! - liveness: a session-level advisory lock per holder on its own
+//!   connection ([`live`]); orphans are announced with `NOTIFY`.
+//!
+//! Client crate: the synchronous `postgres` crate. dhp-core's store is
+//! synchronous (one transaction per call, a closure per transaction), so a
+//! blocking client fits without an async runtime in the library's API; one
+//! connection per store handle, as one SQLite connection per handle today,
+//! so no pool is needed.
+
+mod ddl;
+pub mod live;
+mod tx;
+
+pub use ddl::{SCHEMA_SQL, TABLES};
+
+use super::location::PgLocation;
+use super::{Backend, LivenessToken, Mode, Tx};
+use crate::error::{Error, Result};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls, Statement};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Connect timeout when the URL gives none (`connect_timeout=` overrides).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Server-side socket settings for every session: a client host that
+/// vanishes without closing its connections is dropped (and its advisory
+/// locks released) within about four seconds, inside the default 6 s lease.
+const SERVER_SOCKET_OPTIONS: &str =
+    "-c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=4000";
+
+/// How often a write transaction that hit a deadlock is retried.
+const DEADLOCK_RETRIES: usize = 20;
+
+/// FNV-1a, 64 bit: stable advisory-lock keys across processes and hosts.
+pub(crate) fn fnv64(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h ^= 0xff;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        for b in p.bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The two-int4 advisory key space of one store: `(store, item)`.
+pub(crate) fn store_key(schema: &str) -> i32 {
+    fnv64(&["dhp-store", schema]) as u32 as i32
+}
+
+/// Item keys: a handoff, the leadership row, store initialisation.
+pub(crate) fn item_key(item: &str) -> i32 {
+    fnv64(&["dhp-item", item]) as u32 as i32
+}
+
+/// The NOTIFY channel of a store's orphans.
+pub(crate) fn orphan_channel(schema: &str) -> String {
+    format!("dhp_orphaned_{schema}")
+}
+
+/// One connection and its prepared statements.
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) stmts: HashMap<&'static str, Statement>,
+}
+
+/// A PostgreSQL store handle.
+pub struct PgStore {
+    loc: PgLocation,
+    config: postgres::Config,
+    conn: Mutex<Option<Conn>>,
+    listener: Mutex<Option<Client>>,
+    key: i32,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("location", &self.loc.to_string()).finish()
+    }
+}
+
+/// `host:port/db` for messages (never the password).
+fn target(config: &postgres::Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}/{}", config.get_dbname().unwrap_or("(default database)"))
+}
+
+impl PgStore {
+    /// Open the store at `loc`, creating its schema and tables on first
+    /// use. Refuses a newer schema version or a schema that holds other
+    /// tables before writing anything.
+    pub fn open(loc: &PgLocation) -> Result<Self> {
+        Self::open_with(loc, true)
+    }
+
+    /// Open an existing store only: a missing schema or store is
+    /// [`Error::NotAStore`] and nothing is written.
+    pub fn open_existing(loc: &PgLocation) -> Result<Self> {
+        Self::open_with(loc, false)
+    }
+
+    fn open_with(loc: &PgLocation, create: bool) -> Result<Self> {
+        let mut config = postgres::Config::from_str(&loc.url).map_err(|e| Error::StoreLocation {
+            location: loc.to_string(),
+            reason: format!("not a valid PostgreSQL URL: {e}"),
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        // The client notices a dead server or network within seconds too.
+        config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(1))
+            .keepalives_interval(Duration::from_secs(1))
+            .keepalives_retries(3)
+            .tcp_user_timeout(Duration::from_secs(4));
+        if config.get_application_name().is_none() {
+            config.application_name("dhp");
+        }
+        let user_options = config.get_options().unwrap_or("").to_string();
+        config.options(&format!("{user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}", loc.schema));
+        let store = PgStore {
+            loc: loc.clone(),
+            config,
+            conn: Mutex::new(None),
+            listener: Mutex::new(None),
+            key: store_key(&loc.schema),
+        };
+        let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = store.connected(&mut guard)?;
+        let mut t = conn.client.transaction()?;
+        t.execute("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", &[&store.key, &item_key("init")])?;
+        ddl::prepare(&mut t, loc, create)?;
+        t.commit()?;
+        drop(guard);
+        Ok(store)
+    }
+
+    /// The location (password masked when displayed).
+    pub fn location(&self) -> &PgLocation {
+        &self.loc
+    }
+
+    pub(crate) fn connect(&self) -> Result<Client> {
+        self.config.connect(NoTls).map_err(|source| Error::PgConnect { target: target(&self.config), source })
+    }
+
+    /// A function that opens a new connection to this store (for threads
+    /// that outlive a borrow of the store).
+    pub(crate) fn connector(&self) -> impl Fn() -> Result<Client> + Send + 'static {
+        let config = self.config.clone();
+        move || config.connect(NoTls).map_err(|source| Error::PgConnect { target: target(&config), source })
+    }
+
+    /// The live connection, reconnecting if the last one broke.
+    fn connected<'a>(&self, slot: &'a mut Option<Conn>) -> Result<&'a mut Conn> {
+        if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
+            *slot = None;
+        }
+        if slot.is_none() {
+            *slot = Some(Conn { client: self.connect()?, stmts: HashMap::new() });
+        }
+        slot.as_mut().ok_or_else(|| Error::Validation("no connection".into()))
+    }
+
+    /// Run raw SQL in the store's schema (tests, fault injection).
+    pub fn execute_raw(&self, sql: &str) -> Result<()> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.connected(&mut guard)?;
+        conn.client.batch_execute(sql)?;
+        Ok(())
+    }
+
+    /// One attempt; the flag says whether a statement hit a deadlock (then
+    /// the whole transaction, rolled back, may be run again).
+    fn run_once(&self, conn: &mut Conn, mode: Mode, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> (Result<()>, bool) {
+        let mut tx = tx::PgTx::new(&mut conn.client, &mut conn.stmts, mode, self.key, &self.loc.schema);
+        let res = f(&mut tx);
+        let deadlocked = tx.deadlocked;
+        // On error the transaction is dropped here: ROLLBACK.
+        (res.and_then(|()| tx.commit()), deadlocked)
+    }
+}
+
+fn is_deadlock(e: &Error) -> bool {
+    matches!(e, Error::Postgres(p) if p.code().is_some_and(|c| *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED))
+}
+
+impl Backend for PgStore {
+    fn transact(&self, mode: Mode, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> Result<()> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut attempt = 0;
+        loop {
+            let conn = self.connected(&mut guard)?;
+            match self.run_once(conn, mode, &mut *f) {
+                // Two batches locking the same handoffs in opposite orders:
+                // the server aborted one; nothing of it was written.
+                (Err(e), deadlocked) if (deadlocked || is_deadlock(&e)) && attempt < DEADLOCK_RETRIES => attempt += 1,
+                (Err(e), _) => {
+                    if guard.as_ref().is_some_and(|c| c.client.is_closed()) {
+                        *guard = None; // reconnect on the next call
+                    }
+                    return Err(e);
+                }
+                (Ok(()), _) => return Ok(()),
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.loc.to_string()
+    }
+
+    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+        let token = live::PgToken::publish(self, holder)?;
+        Ok(Some(Box::new(token)))
+    }
+
+    fn wait_for_orphan(&self, timeout: Duration) -> Result<bool> {
+        let mut guard = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.as_ref().is_some_and(|c| c.is_closed()) {
+            *guard = None;
+        }
+        let client = match guard.as_mut() {
+            Some(c) => c,
+            None => {
+                let mut c = self.connect()?;
+                c.batch_execute(&format!("LISTEN {}", orphan_channel(&self.loc.schema)))?;
+                guard.insert(c)
+            }
+        };
+        let mut n = client.notifications();
+        let woken = n.timeout_iter(timeout).next()?.is_some();
+        // Drain what else is queued: one wake-up per wait.
+        let mut rest = n.iter();
+        while rest.next()?.is_some() {}
+        Ok(woken)
+    }
+}

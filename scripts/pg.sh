@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for tests and benchmarks.
+#
+#   scripts/pg.sh start [--watch PID]   start one; the LAST line of output is
+#                                        `DIR URL` (URL: postgres://…, password
+#                                        auth over 127.0.0.1, fsync=on). With
+#                                        --watch, the cluster stops and is
+#                                        removed once process PID has exited.
+#   scripts/pg.sh stop DIR               stop it (fast) and remove DIR.
+#   scripts/pg.sh crash DIR              `pg_ctl stop -m immediate` (a crash).
+#   scripts/pg.sh restart DIR            start a stopped or crashed cluster again.
+#
+# Installs the Debian `postgresql` package (and `faketime`, which the clock
+# skew test needs) if missing. initdb refuses to run as root, so as root the
+# server runs as the `postgres` user. Every failure exits non-zero: tests
+# never skip because PostgreSQL is missing.
+set -euo pipefail
+
+PGBIN="${DHP_PGBIN:-}"
+find_pgbin() {
+    if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ]; then return 0; fi
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$d/initdb" ]; then PGBIN="$d"; return 0; fi
+    done
+    return 1
+}
+
+install_deps() {
+    local need=()
+    find_pgbin || need+=(postgresql)
+    command -v faketime >/dev/null 2>&1 || need+=(faketime)
+    if [ ${#need[@]} -gt 0 ]; then
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "pg.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
+            exit 1
+        fi
+        echo "pg.sh: installing ${need[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq "${need[@]}" >&2
+        find_pgbin || { echo "pg.sh: no initdb after installing postgresql" >&2; exit 1; }
+    fi
+}
+
+# Run a command as the cluster owner (postgres when we are root).
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+pg_start_dir() {
+    local dir="$1" port
+    port="$(cat "$dir/port")"
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=on -c max_connections=400" \
+        start >&2 || { cat "$dir/server.log" >&2; exit 1; }
+}
+
+cmd_start() {
+    local watch=""
+    if [ "${1:-}" = "--watch" ]; then watch="${2:?--watch needs a pid}"; fi
+    install_deps
+    local dir port pw
+    dir="$(mktemp -d /tmp/dhp-pg.XXXXXX)"
+    chmod 755 "$dir"
+    pw="dhp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    port="$(free_port)"
+    echo "$port" >"$dir/port"
+    printf '%s\n' "$pw" >"$dir/pwfile"
+    if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$dir"; fi
+    as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pwfile" \
+        --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    pg_start_dir "$dir"
+    as_owner "$PGBIN/createdb" -h "$dir" -p "$port" -U postgres dhp >&2
+    if [ -n "$watch" ]; then
+        # Detached: outlives this script, not the watched process.
+        setsid nohup bash "$0" _watch "$watch" "$dir" >/dev/null 2>&1 </dev/null &
+    fi
+    echo "$dir postgres://postgres:$pw@127.0.0.1:$port/dhp"
+}
+
+cmd_stop() {
+    local dir="${1:?usage: pg.sh stop DIR}"
+    find_pgbin || true
+    if [ -f "$dir/data/postmaster.pid" ]; then
+        as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 \
+            || as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+    case "$dir" in /tmp/dhp-pg.*) rm -rf "$dir" ;; esac
+}
+
+cmd_crash() {
+    local dir="${1:?usage: pg.sh crash DIR}"
+    find_pgbin
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m immediate -w stop >&2
+}
+
+cmd_restart() {
+    local dir="${1:?usage: pg.sh restart DIR}"
+    find_pgbin
+    pg_start_dir "$dir"
+}
+
+cmd_watch() {
+    local pid="$1" dir="$2"
+    while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+    cmd_stop "$dir"
+}
+
+case "${1:-}" in
+    start) shift; cmd_start "$@" ;;
+    stop) shift; cmd_stop "$@" ;;
+    crash) shift; cmd_crash "$@" ;;
+    restart) shift; cmd_restart "$@" ;;
+    _watch) shift; cmd_watch "$@" ;;
+    *) echo "usage: pg.sh start [--watch PID] | stop DIR | crash DIR | restart DIR" >&2; exit 2 ;;
+esac
