@@ -35,7 +35,7 @@ fn commands_and_moves_between_postgres_and_sqlite() {
     assert_eq!(code, 3, "{err}");
     let bundle = dir.path().join("h2.bundle");
     ok(&["suspend", &url, &h2, "--out", bundle.to_str().unwrap()]);
-    assert_eq!(ok(&["resume", root, bundle.to_str().unwrap()])["hid"], h2.as_str());
+    assert_eq!(ok(&["resume", "--create", root, bundle.to_str().unwrap()])["hid"], h2.as_str());
     let moved = ok(&["work", root, "--runner", "w3", "claim", &h2]);
     assert_eq!(moved["resumed_from"], 5000, "{moved}");
     assert_eq!(moved["prime_count"], done["prime_count"]);
