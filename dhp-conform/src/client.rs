@@ -173,6 +173,41 @@ impl Profile {
     }
 }
 
+/// Lines of adapter stderr an implementation's processes wrote, numbered,
+/// the last [`STDERR_LOG`] kept: what an assertion's processes said while
+/// it ran is shown with its failure in the reports.
+#[derive(Debug, Default)]
+pub struct StderrLog(Mutex<(u64, VecDeque<String>)>);
+
+/// Lines kept by a [`StderrLog`].
+const STDERR_LOG: usize = 200;
+
+/// Lines of a [`StderrLog`] handed out for one assertion.
+const STDERR_FOR_ONE: usize = 20;
+
+impl StderrLog {
+    fn push(&self, line: &str) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        if g.1.len() == STDERR_LOG {
+            g.1.pop_front();
+        }
+        g.1.push_back(line.to_string());
+    }
+
+    /// The number of the next line.
+    pub fn mark(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0
+    }
+
+    /// The last lines (at most 20) written since `mark`.
+    pub fn since(&self, mark: u64) -> Vec<String> {
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let new = usize::try_from(g.0.saturating_sub(mark)).unwrap_or(usize::MAX).min(g.1.len()).min(STDERR_FOR_ONE);
+        g.1.iter().skip(g.1.len() - new).cloned().collect()
+    }
+}
+
 /// One running adapter process, the leader of its own process group:
 /// whatever it starts is killed with it.
 pub struct Adapter {
@@ -209,6 +244,17 @@ impl Adapter {
 
     /// Start without the handshake (see [`Adapter::handshake`]).
     pub fn start(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Result<Adapter, AdapterError> {
+        Self::start_logged(command, profile, timeout, echo_stderr, None)
+    }
+
+    /// [`Adapter::start`], also copying stderr lines to `log`.
+    pub fn start_logged(
+        command: &str,
+        profile: Profile,
+        timeout: Duration,
+        echo_stderr: bool,
+        log: Option<Arc<StderrLog>>,
+    ) -> Result<Adapter, AdapterError> {
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(format!("exec {command}"));
         for (k, _) in std::env::vars_os() {
@@ -252,6 +298,9 @@ impl Adapter {
             while let Some(line) = read_stderr_line(&mut r) {
                 if echo_stderr {
                     eprintln!("[adapter] {line}");
+                }
+                if let Some(log) = &log {
+                    log.push(&line);
                 }
                 let mut t = tail2.lock().unwrap_or_else(|e| e.into_inner());
                 if t.len() == STDERR_TAIL {
@@ -476,6 +525,7 @@ pub struct Pool {
     idle: Mutex<Vec<Adapter>>,
     /// Requests of this pool's processes that timed out.
     timeouts: Arc<AtomicU64>,
+    log: Option<Arc<StderrLog>>,
 }
 
 /// Idle processes kept per pool; extra ones are closed when returned.
@@ -483,7 +533,13 @@ const MAX_IDLE: usize = 6;
 
 impl Pool {
     pub fn new(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Pool {
-        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()), timeouts: Arc::default() }
+        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()), timeouts: Arc::default(), log: None }
+    }
+
+    /// Copy every process's stderr lines to `log` too.
+    pub fn with_log(mut self, log: Arc<StderrLog>) -> Pool {
+        self.log = Some(log);
+        self
     }
 
     /// How many requests of this pool's processes have timed out so far.
@@ -492,7 +548,7 @@ impl Pool {
     }
 
     fn start(&self) -> Result<Adapter, AdapterError> {
-        let mut a = Adapter::start(&self.command, self.profile, self.timeout, self.echo_stderr)?;
+        let mut a = Adapter::start_logged(&self.command, self.profile, self.timeout, self.echo_stderr, self.log.clone())?;
         a.timeouts = Some(self.timeouts.clone());
         Ok(a)
     }

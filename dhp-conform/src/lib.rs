@@ -13,8 +13,11 @@
 //! feature the adapter does not declare).
 
 pub mod assertions;
+pub mod catalogue;
 pub mod check;
+pub mod cli;
 pub mod client;
+pub mod expect;
 pub mod ops;
 pub mod pgroup;
 pub mod protocol;

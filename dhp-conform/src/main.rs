@@ -13,70 +13,17 @@
 //! Exit status: 0 when nothing failed or errored, 101 otherwise (libtest's
 //! convention), 2 for a bad command line or an adapter that cannot start.
 
-use clap::{Parser, ValueEnum};
-use dhp_conform::assertions;
+use clap::Parser;
+use dhp_conform::cli::{Cli, Format};
+use dhp_conform::expect::Expectations;
 use dhp_conform::report::{self, Counts, Record, Records};
 use dhp_conform::suite::{self, Impl, Level, Options, Outcome};
-use libtest_mimic::{Completion, Failed, FormatSetting, Trial};
+use dhp_conform::{assertions, catalogue};
+use libtest_mimic::{Completion, Failed, Trial};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum LevelArg {
-    /// The reference's ten assertions.
-    Core,
-    /// The ten plus the extended level.
-    Extended,
-    /// Only the cross-implementation level.
-    Cross,
-    /// Everything that applies.
-    All,
-}
-
-#[derive(Parser)]
-#[command(
-    name = "dhp-conform",
-    version,
-    about = "Conformance runner for DHP 1.3 implementations (adapter protocol: dhp-conform/ADAPTERS.md)",
-    after_help = "CMD is an adapter command line (run with `sh -c 'exec CMD'`), or `ours` (dhp-core, through this \
-binary in adapter mode) or `reference` (the Python reference, dhp-protocol 1.3.0, from the venv made by \
-scripts/setup.sh). A FILTER matches assertion names and kinds, e.g. `fencing`, `core`, `reference`. \
-Exit status: 0 all passed or skipped, 101 something failed or errored, 2 usage or an adapter that \
-cannot start (nothing is run)."
-)]
-struct Cli {
-    /// Implementation under test (repeatable; with two or more, the
-    /// cross-implementation level runs between every ordered pair).
-    #[arg(long = "impl", value_name = "CMD")]
-    impls: Vec<String>,
-    /// Also run the cross-implementation level between the implementation(s)
-    /// under test and CMD, both ways.
-    #[arg(long, value_name = "CMD")]
-    cross: Vec<String>,
-    /// Run each CMD and print a Markdown table of assertions × implementations.
-    #[arg(long, num_args = 1.., value_name = "CMD", conflicts_with_all = ["impls", "cross"])]
-    compare: Vec<String>,
-    /// Which levels to run.
-    #[arg(long, value_enum, default_value = "all")]
-    level: LevelArg,
-    /// Seconds an adapter may take to answer one request before the
-    /// assertion is reported as errored.
-    #[arg(long, default_value_t = 20.0, value_name = "SECS")]
-    timeout: f64,
-    /// Write a JUnit XML report here.
-    #[arg(long, value_name = "PATH")]
-    junit: Option<PathBuf>,
-    /// Copy adapter stderr to this process's stderr.
-    #[arg(long)]
-    adapter_stderr: bool,
-    /// Keep each assertion's temporary directory.
-    #[arg(long)]
-    keep: bool,
-    #[command(flatten)]
-    test: libtest_mimic::Arguments,
-}
 
 fn sh_quote(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c)) {
@@ -140,15 +87,6 @@ fn check_program(cmd: &str) -> Result<(), String> {
     }
 }
 
-fn levels(l: LevelArg) -> (bool, bool, bool) {
-    match l {
-        LevelArg::Core => (true, false, false),
-        LevelArg::Extended => (true, true, false),
-        LevelArg::Cross => (false, false, true),
-        LevelArg::All => (true, true, true),
-    }
-}
-
 fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
     match o {
         Outcome::Passed => Ok(Completion::Completed),
@@ -161,17 +99,84 @@ fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
 /// First argument that turns this binary into our adapter (`--impl ours`).
 const ADAPTER_MODE: &str = "__adapter";
 
+/// `--list` and `--explain`: the catalogue, without starting anything.
+fn catalogue_only(cli: &Cli) -> Option<ExitCode> {
+    if let Some(id) = &cli.explain {
+        return Some(match catalogue::find(id) {
+            Some(e) => emit(&e.explain()),
+            None => {
+                eprintln!("dhp-conform: no assertion `{id}` (see dhp-conform --list)");
+                ExitCode::from(2)
+            }
+        });
+    }
+    if !cli.list {
+        return None;
+    }
+    let (core, extended, cross) = cli.level.levels();
+    let entries: Vec<catalogue::Entry> = catalogue::entries()
+        .into_iter()
+        .filter(|e| match e.level {
+            Level::Core => core,
+            Level::Extended => extended,
+            Level::Cross => cross,
+        })
+        .filter(|e| match &cli.filter {
+            None => true,
+            Some(f) if cli.exact => e.id == f,
+            Some(f) => e.id.contains(f.as_str()) || e.level.as_str().contains(f.as_str()),
+        })
+        .filter(|e| !cli.skip.iter().any(|s| e.id.contains(s.as_str())))
+        .collect();
+    Some(emit(&match cli.format() {
+        Format::Json => format!("{}\n", catalogue::json(&entries)),
+        Format::Markdown => catalogue::markdown(&entries),
+        Format::Pretty | Format::Terse => catalogue::text(&entries),
+    }))
+}
+
+/// Print to stdout; a closed pipe (`dhp-conform --list | head`) is not an
+/// error worth a panic.
+fn emit(s: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dhp-conform: writing stdout: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(ADAPTER_MODE) {
         let code = dhp_conform::rs_adapter::run(std::env::args().skip(2));
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    let mut cli = Cli::parse();
+    let cli = Cli::parse();
+    if let Some(code) = catalogue_only(&cli) {
+        return code;
+    }
     let timeout = match dhp_core::config::positive_duration("--timeout", cli.timeout, 86_400.0) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("dhp-conform: {e}");
             return ExitCode::from(2);
+        }
+    };
+    let expectations = match &cli.expect {
+        None => None,
+        Some(path) => {
+            let ids: Vec<&str> = catalogue::entries().iter().map(|e| e.id).collect();
+            match Expectations::load(path, &ids) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    eprintln!("dhp-conform: --expect: {e}");
+                    return ExitCode::from(2);
+                }
+            }
         }
     };
     let opts = Arc::new(Options { timeout, echo_stderr: cli.adapter_stderr, keep: cli.keep });
@@ -183,8 +188,10 @@ fn main() -> ExitCode {
     } else {
         cli.impls.clone()
     };
-    let json_out = cli.test.format == Some(FormatSetting::Json);
-    let say = |s: &str| if json_out { eprintln!("{s}") } else { println!("{s}") };
+    let format = cli.format();
+    // JSON and Markdown keep stdout for the report.
+    let quiet_stdout = matches!(format, Format::Json | Format::Markdown);
+    let say = |s: &str| if quiet_stdout { eprintln!("{s}") } else { println!("{s}") };
 
     // Every --impl/--cross/--compare word is resolved before any adapter starts.
     let (mut r_under, mut r_partners) = (Vec::new(), Vec::new());
@@ -210,20 +217,18 @@ fn main() -> ExitCode {
     let mut partners = connect(r_partners);
     // An adapter that cannot even start would error every assertion with
     // the same message: say it once and stop.
-    if !cli.test.list {
-        let dead: Vec<&Impl> = under_test.iter().chain(&partners).filter(|i| i.hello.is_err()).collect();
-        if !dead.is_empty() {
-            for imp in &dead {
-                if let Err(e) = &imp.hello {
-                    eprintln!("dhp-conform: the adapter `{}` did not start: {e}", imp.command);
-                }
+    let dead: Vec<&Impl> = under_test.iter().chain(&partners).filter(|i| i.hello.is_err()).collect();
+    if !dead.is_empty() {
+        for imp in &dead {
+            if let Err(e) = &imp.hello {
+                eprintln!("dhp-conform: the adapter `{}` did not start: {e}", imp.command);
             }
-            eprintln!("dhp-conform: nothing was run");
-            for imp in under_test.iter().chain(&partners) {
-                imp.shutdown();
-            }
-            return ExitCode::from(2);
         }
+        eprintln!("dhp-conform: nothing was run");
+        for imp in under_test.iter().chain(&partners) {
+            imp.shutdown();
+        }
+        return ExitCode::from(2);
     }
     // Unique labels.
     let mut seen = std::collections::HashMap::<String, usize>::new();
@@ -236,13 +241,11 @@ fn main() -> ExitCode {
     }
     let under_test: Vec<Arc<Impl>> = under_test.into_iter().map(Arc::new).collect();
     let partners: Vec<Arc<Impl>> = partners.into_iter().map(Arc::new).collect();
-    if !cli.test.list {
-        for imp in under_test.iter().chain(&partners) {
-            say(&format!("implementation {}", imp.describe()));
-        }
+    for imp in under_test.iter().chain(&partners) {
+        say(&format!("implementation {}", imp.describe()));
     }
 
-    let (core, extended, cross) = levels(cli.level);
+    let (core, extended, cross) = cli.level.levels();
     let records = Arc::new(Records::default());
     let multi = under_test.len() > 1;
     let mut trials = Vec::new();
@@ -262,9 +265,11 @@ fn main() -> ExitCode {
             let kind = if multi { format!("{}/{}", imp.label, a.level.as_str()) } else { a.level.as_str().to_string() };
             trials.push(
                 Trial::ignorable_test(a.name, move || {
+                    let mark = imp.stderr.mark();
                     let (outcome, seconds) = suite::run_one(&imp, &a, &opts);
                     let res = to_trial_result(&outcome);
-                    records.push(Record { implementation: imp.label.clone(), assertion: a.name.into(), level: a.level, outcome, seconds });
+                    let stderr = if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) { imp.stderr.since(mark) } else { Vec::new() };
+                    records.push(Record { implementation: imp.label.clone(), assertion: a.name.into(), level: a.level, outcome, seconds, stderr });
                     res
                 })
                 .with_kind(kind),
@@ -283,9 +288,15 @@ fn main() -> ExitCode {
                     let (a, b, records, opts) = (a.clone(), b.clone(), records.clone(), opts.clone());
                     trials.push(
                         Trial::ignorable_test(format!("{}:{pair}", x.name), move || {
+                            let marks = (a.stderr.mark(), b.stderr.mark());
                             let (outcome, seconds) = suite::run_cross(&a, &b, &x, &opts);
                             let res = to_trial_result(&outcome);
-                            records.push(Record { implementation: pair, assertion: x.name.into(), level: Level::Cross, outcome, seconds });
+                            let mut stderr = Vec::new();
+                            if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
+                                stderr.extend(a.stderr.since(marks.0).into_iter().map(|l| format!("[{}] {l}", a.label)));
+                                stderr.extend(b.stderr.since(marks.1).into_iter().map(|l| format!("[{}] {l}", b.label)));
+                            }
+                            records.push(Record { implementation: pair, assertion: x.name.into(), level: Level::Cross, outcome, seconds, stderr });
                             res
                         })
                         .with_kind("cross"),
@@ -295,47 +306,78 @@ fn main() -> ExitCode {
         }
     }
 
-    // Timing-sensitive assertions are judged one at a time unless asked.
-    cli.test.test_threads.get_or_insert(1);
     let started = Instant::now();
-    let conclusion = libtest_mimic::run(&cli.test, trials);
+    let conclusion = libtest_mimic::run(&cli.harness(), trials);
     let seconds = started.elapsed().as_secs_f64();
     for imp in under_test.iter().chain(&partners) {
         imp.shutdown();
     }
-    if cli.test.list {
-        return ExitCode::SUCCESS;
-    }
     let recs = records.snapshot();
     let counts = Counts::of(&recs);
-    if json_out {
-        let labels: Vec<(String, String)> = everyone.iter().map(|i| (i.label.clone(), i.describe())).collect();
-        println!("{}", report::json_summary(&recs, &labels, seconds));
-        eprintln!("{}", counts.line());
-    } else {
-        let errored: Vec<&Record> = recs.iter().filter(|r| matches!(r.outcome, Outcome::Errored(_))).collect();
-        if !errored.is_empty() {
-            println!("errored (adapter exchange broke, no verdict):");
-            for r in errored {
-                println!("  {} [{}]", r.assertion, r.implementation);
+    let labels: Vec<(String, String)> = everyone.iter().map(|i| (i.label.clone(), i.describe())).collect();
+    let surprises = expectations.as_ref().map(|e| e.surprises(&recs));
+    match format {
+        Format::Json => {
+            println!("{}", report::json_summary(&recs, &labels, seconds));
+            eprintln!("{}", counts.line());
+        }
+        Format::Markdown => {
+            print!("{}", report::markdown::render(&recs, seconds, surprises.as_deref()));
+            eprintln!("{} in {seconds:.1}s", counts.line());
+        }
+        Format::Pretty | Format::Terse => {
+            let errored: Vec<&Record> = recs.iter().filter(|r| matches!(r.outcome, Outcome::Errored(_))).collect();
+            if !errored.is_empty() {
+                println!("errored (adapter exchange broke, no verdict):");
+                for r in errored {
+                    println!("  {} [{}]", r.assertion, r.implementation);
+                }
+            }
+            println!("{} in {seconds:.1}s", counts.line());
+        }
+    }
+    if let Some(s) = &surprises {
+        if s.is_empty() {
+            say(&format!("every outcome as expected ({})", cli.expect.as_ref().map(|p| p.display().to_string()).unwrap_or_default()));
+        } else {
+            say("outcomes that differ from the expectations:");
+            for (r, why) in s {
+                say(&format!("  {} [{}]: {why}", r.assertion, r.implementation));
             }
         }
-        println!("{} in {seconds:.1}s", counts.line());
     }
     if compare {
         let cols: Vec<String> = under_test.iter().map(|i| i.label.clone()).collect();
         say("");
         say(&report::compare_table(&recs, &rows, &cols));
     }
-    if let Some(path) = &cli.junit {
-        if let Err(e) = std::fs::write(path, report::junit(&recs)) {
-            eprintln!("dhp-conform: writing {}: {e}", path.display());
-            return ExitCode::from(2);
+    let mut write_failed = false;
+    let mut write = |what: &str, res: std::io::Result<()>| {
+        if let Err(e) = res {
+            eprintln!("dhp-conform: writing {what}: {e}");
+            write_failed = true;
         }
+    };
+    if let Some(path) = &cli.junit {
+        write(&path.display().to_string(), std::fs::write(path, report::junit(&recs)));
     }
-    if conclusion.has_failed() || !counts.ok() {
-        ExitCode::from(101)
-    } else {
+    if let Some(dir) = &cli.html {
+        let html = report::html::render(&recs, &labels, "DHP 1.3 conformance report");
+        write(&dir.display().to_string(), report::html::write(dir, &html).map(|p| say(&format!("HTML report: {}", p.display()))));
+    }
+    if let Some(dir) = &cli.badge {
+        write(&dir.display().to_string(), report::badge::write_all(dir, &recs).map(drop));
+    }
+    if write_failed {
+        return ExitCode::from(2);
+    }
+    let ok = match &surprises {
+        Some(s) => s.is_empty(),
+        None => !conclusion.has_failed() && counts.ok(),
+    };
+    if ok {
         ExitCode::SUCCESS
+    } else {
+        ExitCode::from(101)
     }
 }

@@ -2,7 +2,7 @@
 //! running one assertion to an [`Outcome`].
 
 use crate::check::{Check, Fail};
-use crate::client::{AdapterError, Hello, Lease, Pool, Profile};
+use crate::client::{AdapterError, Hello, Lease, Pool, Profile, StderrLog};
 use crate::store_view::StoreView;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -38,6 +38,8 @@ pub struct Impl {
     default: Pool,
     short_lease: Pool,
     health: Mutex<Health>,
+    /// Stderr of all its processes.
+    pub stderr: std::sync::Arc<StderrLog>,
 }
 
 /// Whether an implementation still answers: after a request timed out,
@@ -81,8 +83,9 @@ impl Impl {
     /// Start one adapter process and shake hands; the process stays in the
     /// pool. A failed handshake is kept: every assertion then errors with it.
     pub fn connect(command: &str, label: Option<&str>, opts: &Options) -> Impl {
-        let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr);
-        let short_lease = Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr);
+        let stderr = std::sync::Arc::new(StderrLog::default());
+        let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
+        let short_lease = Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let hello = match default.get() {
             Ok(lease) => Ok(lease.hello().cloned().expect("a pooled adapter has shaken hands")),
             Err(e) => Err(e.to_string()),
@@ -92,7 +95,7 @@ impl Impl {
             (None, Ok(h)) => sanitize_label(&h.implementation),
             (None, Err(_)) => sanitize_label(command.split_whitespace().next().unwrap_or("impl")),
         };
-        Impl { label, command: command.to_string(), hello, default, short_lease, health: Mutex::default() }
+        Impl { label, command: command.to_string(), hello, default, short_lease, health: Mutex::default(), stderr }
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {

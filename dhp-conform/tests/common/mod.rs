@@ -72,15 +72,18 @@ pub fn adapter(extra: &str) -> String {
     format!("'{}' {extra}", env!("CARGO_BIN_EXE_dhp-adapter"))
 }
 
-/// Every single-implementation assertion name, from `--list`.
-pub fn assertion_names() -> Vec<String> {
-    let run = conform(&["--list", "--level", "extended"]);
+/// The catalogue, from `--list --format json`.
+pub fn catalogue(level: &str) -> Vec<Value> {
+    let run = conform(&["--list", "--format", "json", "--level", level]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    run.stdout
-        .lines()
-        .filter_map(|l| l.strip_suffix(": test"))
-        .map(|l| l.rsplit("] ").next().unwrap().to_string())
-        .collect()
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    assert_eq!(v["type"], "dhp-conform-catalogue");
+    v["assertions"].as_array().expect("assertions").clone()
+}
+
+/// Every single-implementation assertion id, from the catalogue.
+pub fn assertion_names() -> Vec<String> {
+    catalogue("extended").iter().map(|a| a["id"].as_str().unwrap().to_string()).collect()
 }
 
 /// Run `dhp-conform` with `args`, sampling its peak RSS (`VmHWM`, KiB)

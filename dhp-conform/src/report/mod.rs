@@ -1,5 +1,10 @@
 //! Outcome records and the ways they are reported: the closing line, the
-//! JSON summary, JUnit XML and the Markdown comparison table.
+//! JSON summary, JUnit XML and the Markdown comparison table here; the
+//! HTML report, the Markdown report and badges in the submodules.
+
+pub mod badge;
+pub mod html;
+pub mod markdown;
 
 use crate::suite::{Level, Outcome};
 use serde_json::{json, Value};
@@ -14,6 +19,9 @@ pub struct Record {
     pub level: Level,
     pub outcome: Outcome,
     pub seconds: f64,
+    /// The adapter's stderr lines written while the assertion ran (kept
+    /// for failed and errored outcomes).
+    pub stderr: Vec<String>,
 }
 
 /// Records collected by trials running on several threads.
@@ -79,11 +87,12 @@ pub fn json_summary(records: &[Record], implementations: &[(String, String)], se
             "outcome": r.outcome.word(),
             "message": r.outcome.message(),
             "seconds": r.seconds,
+            "stderr": r.stderr,
         })).collect::<Vec<_>>(),
     })
 }
 
-fn xml(s: &str) -> String {
+pub(crate) fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -150,7 +159,45 @@ pub fn junit(records: &[Record]) -> String {
     out
 }
 
-fn first_line(s: &str) -> &str {
+/// Implementation labels in the order they first appear.
+pub fn implementations(records: &[Record]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in records {
+        if !out.contains(&r.implementation) {
+            out.push(r.implementation.clone());
+        }
+    }
+    out
+}
+
+/// Assertion names with their levels, in the order they first appear.
+pub fn assertions(records: &[Record]) -> Vec<(String, Level)> {
+    let mut out: Vec<(String, Level)> = Vec::new();
+    for r in records {
+        if !out.iter().any(|(n, _)| n == &r.assertion) {
+            out.push((r.assertion.clone(), r.level));
+        }
+    }
+    out
+}
+
+/// `passed/run` (skipped ones are not run), with what else happened.
+pub fn tally(c: &Counts) -> String {
+    let run = c.passed + c.failed + c.errored;
+    let mut s = format!("{}/{run} passed", c.passed);
+    if c.failed > 0 {
+        s.push_str(&format!(", {} failed", c.failed));
+    }
+    if c.errored > 0 {
+        s.push_str(&format!(", {} errored", c.errored));
+    }
+    if c.skipped > 0 {
+        s.push_str(&format!(", {} skipped", c.skipped));
+    }
+    s
+}
+
+pub(crate) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
@@ -207,7 +254,7 @@ mod tests {
     use super::*;
 
     fn rec(imp: &str, name: &str, o: Outcome) -> Record {
-        Record { implementation: imp.into(), assertion: name.into(), level: Level::Core, outcome: o, seconds: 0.5 }
+        Record { implementation: imp.into(), assertion: name.into(), level: Level::Core, outcome: o, seconds: 0.5, stderr: vec![] }
     }
 
     #[test]

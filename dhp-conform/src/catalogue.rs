@@ -1,0 +1,257 @@
+//! The catalogue: for every assertion id, why the rule matters, how it is
+//! checked, and the mutants of our adapter that prove the check can fail.
+//! `--list`, `--explain ID`, `--list --format json|markdown` and
+//! `docs/conformance-rules.md` are all printed from here; the rule
+//! itself is the assertion's `about`.
+
+use crate::assertions;
+use crate::suite::Level;
+use serde_json::{json, Value};
+
+/// What the catalogue adds to an assertion.
+#[derive(Debug, Clone, Copy)]
+pub struct Notes {
+    pub id: &'static str,
+    /// Why an implementation that breaks the rule is unusable.
+    pub why: &'static str,
+    /// What the runner does to check it.
+    pub how: &'static str,
+    /// `dhp-adapter --mutant NAME`s this assertion catches (each fails it
+    /// and nothing else; `tests/mutants.rs`). Empty only for cross
+    /// assertions, whose single-implementation halves are mutant-tested.
+    pub mutants: &'static [&'static str],
+}
+
+const fn n(id: &'static str, why: &'static str, how: &'static str, mutants: &'static [&'static str]) -> Notes {
+    Notes { id, why, how, mutants }
+}
+
+/// Notes for every assertion id, in catalogue order.
+pub const NOTES: &[Notes] = &[
+    n("no-lost-results", "a crash must never lose a result already paid for: the point of durable handoffs",
+      "a worker process checkpoints and is SIGKILLed; its lease is expired, a supervisor orphans the handoff, a standby process recovers, finds the last checkpoint and completes",
+      &["volatile-checkpoints"]),
+    n("no-crossed-inputs", "a worker must never run on inputs other than the ones the parent bound to the handoff id",
+      "dispatch of an envelope whose inputs do not match input_hash, and of one whose content does not match its handoff_id, must both be refused with TamperError/ValidationError and store nothing",
+      &["no-id-check", "no-input-hash-check"]),
+    n("no-untyped-results", "a parent must be able to trust the shape of a delivered result",
+      "complete with a result violating the output schema is refused, and the handoff is failed, not completed",
+      &["no-schema-validation"]),
+    n("no-silent-budget-overrun", "budgets are the only brake on a runaway agent; an overrun that is not raised is spent money",
+      "note_step and note_spend past the contract's budget raise BudgetExceeded, and the usage is recorded in status",
+      &["no-budget-check"]),
+    n("no-runner-lock-in", "work must be movable between runners and roots without losing state",
+      "suspend writes a bundle in one process; another process resumes it on another root, sees the checkpoints, and completes",
+      &["bundle-drops-checkpoints"]),
+    n("exactly-one-wins", "two recoverers of one orphan would run the work twice",
+      "N processes call recover on one orphaned handoff at one barrier instant; exactly one gets a fence, the others an ownership or state error",
+      &["non-atomic-recover"]),
+    n("fencing", "a paused worker that wakes up after losing its lease must not overwrite its successor",
+      "after orphan + recover, the old token, still held by a live process, and a restarted worker's older incarnation are refused for every write",
+      &["no-fence-check"]),
+    n("leader-election", "two supervisors acting at once would orphan and dead-letter the same work twice",
+      "two supervisor processes: exactly one leads and only its scans act; when its term lapses the other takes over",
+      &["two-leaders"]),
+    n("transport", "logs are how work crosses hosts; they must reconstruct state byte-exactly",
+      "ship an envelope and checkpoints to a log, check the wire format, ingest on another root, compare states; ingesting again adds nothing",
+      &["ship-compact-json"]),
+    n("dead-letter-queue", "work that keeps failing must be parked for a human, not retried forever or dropped",
+      "with max_attempts exhausted, the supervisor's scan dead-letters the handoff: failed, with an error and its checkpoints",
+      &["no-dlq"]),
+    n("lease-expiry-lease-lost", "a worker whose lease ran out no longer owns the work, even if nobody took it yet",
+      "the lease is expired through the time control; checkpoint, heartbeat and complete are refused with LeaseLost and nothing is written",
+      &["ignore-lease-expiry"]),
+    n("heartbeat-extends-lease", "a long-running worker stays the owner only by heartbeating",
+      "with 1 s leases, a heartbeat before expiry pushes lease_expires_at out, and a write after the original expiry succeeds",
+      &["heartbeat-noop"]),
+    n("release-to-pending", "a worker shutting down cleanly must hand work back at once, not after a lease timeout",
+      "release makes the handoff pending with no owner and its checkpoints kept; the released token is refused; another worker claims and completes",
+      &["release-keeps-lease"]),
+    n("idempotent-complete", "a worker retrying a complete after a lost reply must not fail or change the result",
+      "complete twice with different results: no error, and the first result stands",
+      &["complete-not-idempotent"]),
+    n("ack-after-complete", "an ack of unfinished work would tell the parent it can forget it",
+      "ack of a pending and of a running handoff is refused with StateError; after complete it is recorded (twice is fine)",
+      &["ack-before-complete"]),
+    n("claim-race", "two workers claiming the same pending handoff would run it twice",
+      "N processes claim one pending handoff at one barrier instant; exactly one wins, fence 0",
+      &["non-atomic-claim"]),
+    n("tampered-bundle-rejected", "a bundle travels through untrusted hands; a changed one must not be imported",
+      "bundles with changed inputs or a forged checkpoint hash are refused with TamperError and leave the root empty; the intact bundle resumes",
+      &["resume-no-verify"]),
+    n("tampered-log-rejected", "a log line can be forged or corrupted in transit",
+      "a log whose envelope does not match its id is refused and creates no handoff",
+      &["ingest-no-id-check"]),
+    n("tampered-checkpoint-rejected", "a forged checkpoint would become the state a standby resumes from",
+      "a log checkpoint whose state does not match its hash is refused; nothing past it is ingested",
+      &["ingest-no-hash-check"]),
+    n("truncated-log-line-tolerated", "a log cut by a crash mid-line must still deliver everything before the cut",
+      "garbage and a truncated last line are skipped and counted in lines_skipped; the good lines are ingested",
+      &["ingest-strict"]),
+    n("newer-schema-refused", "an old binary writing a newer store would corrupt it",
+      "the runner sets schema_version 4 in the SQLite file; open is refused and the store is left unchanged",
+      &["ignore-schema-version"]),
+    n("oversize-rejected", "unbounded payloads exhaust disks and memory of every process that reads the store",
+      "with DHP_MAX_* limits set, an oversized checkpoint, result and envelope are refused with OversizePayload and nothing is stored",
+      &["no-size-limits"]),
+    n("malformed-ids-rejected", "ids end up in SQL, file names and logs; normalizing them silently aliases handoffs",
+      "handoff, worker and supervisor ids of the wrong shape are refused with ValidationError by every operation that takes them",
+      &["lenient-ids"]),
+    n("stall-orphan-then-dlq", "a livelocked agent repeating one action burns budget while heartbeating happily",
+      "identical activity digests past the stall limit make the scan orphan the handoff as stalled; after max_stall_retries it is dead-lettered",
+      &["no-stall-detection"]),
+    n("supervisor-budget-kill", "a worker that never calls note_step must still be stopped by its budget",
+      "usage over budget is found by the supervisor's scan: the handoff is failed closed and the worker's token is fenced out",
+      &["no-budget-kill"]),
+    n("effects-first-write-wins", "a side effect (payment, e-mail) must not fire twice across recoveries",
+      "record_effect twice for one step keeps the first result; after recovery effect_done reports it",
+      &["effects-last-write-wins"]),
+    n("capabilities-fail-closed", "ambient credentials must never reach a worker whose contract did not declare them",
+      "require_capability is granted only for declared (domain, resource) pairs and the dhp domain, denied with CapabilityDenied otherwise, and every check is audited",
+      &["capabilities-fail-open"]),
+    n("canonical-vectors", "ids and hashes are only portable if every implementation canonicalizes JSON identically",
+      "canonical bytes, state hashes and handoff ids of vectors generated from the reference are compared byte for byte",
+      &["canonical-serde"]),
+    n("fast-death-detection", "waiting out a lease after a SIGKILL delays recovery for no reason",
+      "a worker publishing a liveness token is SIGKILLed; a supervisor on the same host orphans its handoff well before the lease ends",
+      &["no-liveness"]),
+    n("cross-store", "implementations sharing one store must respect each other's leases and fences",
+      "A's worker checkpoints into a shared standard store; B's supervisor orphans it, B's worker recovers and completes; A sees the result and is fenced out",
+      &[]),
+    n("cross-log", "a log written by one implementation must be ingestible by any other",
+      "A ships a handoff with checkpoints; B ingests the log and completes from the last checkpoint",
+      &[]),
+    n("cross-bundle", "a bundle written by one implementation must be resumable by any other",
+      "A suspends a handoff into a bundle; B resumes it on its own root and completes",
+      &[]),
+];
+
+/// One catalogue row.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: &'static str,
+    pub level: Level,
+    pub needs: &'static [&'static str],
+    pub rule: &'static str,
+    pub notes: Option<&'static Notes>,
+}
+
+impl Entry {
+    pub fn why(&self) -> &'static str {
+        self.notes.map_or("", |n| n.why)
+    }
+    pub fn how(&self) -> &'static str {
+        self.notes.map_or("", |n| n.how)
+    }
+    pub fn mutants(&self) -> &'static [&'static str] {
+        self.notes.map_or(&[], |n| n.mutants)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id, "level": self.level.as_str(), "needs": self.needs,
+            "rule": self.rule, "why": self.why(), "how": self.how(), "mutants": self.mutants(),
+        })
+    }
+
+    /// `--explain ID`.
+    pub fn explain(&self) -> String {
+        let needs = if self.needs.is_empty() { "nothing optional".to_string() } else { self.needs.join(", ") };
+        let mutants = if self.mutants().is_empty() {
+            "none of its own (its halves are the single-implementation assertions)".to_string()
+        } else {
+            self.mutants().join(", ")
+        };
+        format!(
+            "{id} ({level})\n\nRule:    {rule}\nWhy:     {why}\nChecked: {how}\nNeeds:   {needs}\nCaught mutants (dhp-adapter --mutant): {mutants}\n",
+            id = self.id,
+            level = self.level.as_str(),
+            rule = self.rule,
+            why = self.why(),
+            how = self.how(),
+        )
+    }
+}
+
+fn notes(id: &str) -> Option<&'static Notes> {
+    NOTES.iter().find(|n| n.id == id)
+}
+
+/// Every assertion, single-implementation first, then cross.
+pub fn entries() -> Vec<Entry> {
+    let mut out: Vec<Entry> = assertions::all()
+        .into_iter()
+        .map(|a| Entry { id: a.name, level: a.level, needs: a.needs, rule: a.about, notes: notes(a.name) })
+        .collect();
+    out.extend(
+        assertions::cross::all()
+            .into_iter()
+            .map(|x| Entry { id: x.name, level: Level::Cross, needs: x.needs, rule: x.about, notes: notes(x.name) }),
+    );
+    out
+}
+
+/// The entry for `id`, if there is one.
+pub fn find(id: &str) -> Option<Entry> {
+    entries().into_iter().find(|e| e.id == id)
+}
+
+/// `--list`: one aligned line per assertion.
+pub fn text(entries: &[Entry]) -> String {
+    let w = entries.iter().map(|e| e.id.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for e in entries {
+        out.push_str(&format!("{:<w$}  {:<8}  {}\n", e.id, e.level.as_str(), e.rule));
+    }
+    out
+}
+
+/// `--list --format json`.
+pub fn json(entries: &[Entry]) -> Value {
+    json!({"type": "dhp-conform-catalogue", "assertions": entries.iter().map(Entry::to_json).collect::<Vec<_>>()})
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// `--list --format markdown`: the rule table of `docs/conformance-rules.md`.
+pub fn markdown(entries: &[Entry]) -> String {
+    let mut out = String::from("| id | level | rule | why | how it is checked | mutant that fails it |\n|---|---|---|---|---|---|\n");
+    for e in entries {
+        let m = if e.mutants().is_empty() {
+            "— (cross level: built from the mutant-tested single-implementation operations)".to_string()
+        } else {
+            e.mutants().iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+        };
+        out.push_str(&format!("| `{}` | {} | {} | {} | {} | {} |\n", e.id, e.level.as_str(), md(e.rule), md(e.why()), md(e.how()), m));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_assertion_has_notes_and_every_note_an_assertion() {
+        let es = entries();
+        for e in &es {
+            let n = e.notes.unwrap_or_else(|| panic!("no catalogue notes for {}", e.id));
+            assert!(!n.why.is_empty() && !n.how.is_empty(), "{}", e.id);
+            assert!(e.level == Level::Cross || !n.mutants.is_empty(), "{} has no mutant", e.id);
+        }
+        for n in NOTES {
+            assert!(es.iter().any(|e| e.id == n.id), "notes for unknown id {}", n.id);
+        }
+    }
+
+    #[test]
+    fn mutants_named_in_the_catalogue_exist() {
+        for n in NOTES {
+            for m in n.mutants {
+                assert!(crate::rs_adapter::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The command line: what `dhp-conform --help` shows. Only the libtest
+//! options that make sense for a conformance run are exposed (a filter,
+//! `--exact`, `--skip`, `--test-threads`, `--quiet`, `--color`); they are
+//! handed to the libtest-mimic harness that runs the assertions.
+
+use clap::{Parser, ValueEnum};
+use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LevelArg {
+    /// The reference's ten assertions.
+    Core,
+    /// The ten plus the extended level.
+    Extended,
+    /// Only the cross-implementation level.
+    Cross,
+    /// Everything that applies (the cross level only runs with two or
+    /// more implementations).
+    All,
+}
+
+impl LevelArg {
+    /// (core, extended, cross) wanted.
+    pub fn levels(self) -> (bool, bool, bool) {
+        match self {
+            LevelArg::Core => (true, false, false),
+            LevelArg::Extended => (true, true, false),
+            LevelArg::Cross => (false, false, true),
+            LevelArg::All => (true, true, true),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// One line per assertion, then a summary (default).
+    Pretty,
+    /// One character per assertion.
+    Terse,
+    /// libtest JSON events, then one summary object (the last line).
+    Json,
+    /// Progress on stderr; on stdout a Markdown report for a CI step summary.
+    Markdown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+const ABOUT: &str = "Conformance runner for DHP 1.3 (Durable Handoff Protocol) implementations";
+
+const LONG_ABOUT: &str = "Conformance runner for DHP 1.3 (Durable Handoff Protocol) implementations.
+
+It judges an implementation through an adapter: a process that answers JSON-lines requests on \
+stdin/stdout (dhp-conform/ADAPTERS.md, with JSON Schemas in dhp-conform/schema/). Each assertion checks \
+one protocol rule — the reference's ten (core), the extended level, and with two or more implementations \
+the cross level, where one implementation continues another's store, log or bundle. Outcomes are \
+passed, failed (a rule was broken), errored (the adapter exchange broke: no verdict) and skipped (an \
+optional feature the adapter does not declare).";
+
+const AFTER_HELP: &str = "IMPLEMENTATIONS:
+  CMD is an adapter command line, run as `sh -c 'exec CMD'`, or one of:
+    ours        dhp-core, through this binary in adapter mode (the default)
+    reference   the Python reference dhp-protocol 1.3.0 ($DHP_PYTHON, else .venv/bin/python)
+
+EXAMPLES:
+  dhp-conform                                  all levels against ours
+  dhp-conform --impl reference                 against the Python reference
+  dhp-conform --impl 'node ./my-adapter.js' --cross ours
+  dhp-conform --compare ours reference         + a Markdown table of both
+  dhp-conform --list                           the catalogue of assertion ids
+  dhp-conform --explain fencing                one rule, why it matters, how it is checked
+  dhp-conform fencing --exact                  one assertion
+  dhp-conform --impl reference --expect dhp-conform/expectations/reference.json
+  dhp-conform --html report/ --badge report/ --junit report/junit.xml
+  dhp-conform --format markdown >> \"$GITHUB_STEP_SUMMARY\"
+
+EXIT STATUS:
+  0 nothing failed or errored (with --expect: every outcome as expected),
+  101 something failed or errored (with --expect: an outcome changed),
+  2 a bad command line or an adapter that cannot start (nothing is run).";
+
+#[derive(Parser, Debug)]
+#[command(name = "dhp-conform", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Run only assertions whose name (or level, or implementation label)
+    /// contains FILTER.
+    #[arg(value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// FILTER must match a name exactly.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip assertions whose name contains this (repeatable).
+    #[arg(long, value_name = "FILTER")]
+    pub skip: Vec<String>,
+
+    /// Implementation under test (repeatable; with two or more, the
+    /// cross-implementation level runs between every ordered pair).
+    #[arg(long = "impl", value_name = "CMD", help_heading = "Implementations")]
+    pub impls: Vec<String>,
+    /// Also run the cross-implementation level between the
+    /// implementation(s) under test and CMD, both ways.
+    #[arg(long, value_name = "CMD", help_heading = "Implementations")]
+    pub cross: Vec<String>,
+    /// Run each CMD (no cross level) and print a Markdown table of
+    /// assertions × implementations.
+    #[arg(long, num_args = 1.., value_name = "CMD", conflicts_with_all = ["impls", "cross"], help_heading = "Implementations")]
+    pub compare: Vec<String>,
+
+    /// Which levels to run or list.
+    #[arg(long, value_enum, default_value = "all")]
+    pub level: LevelArg,
+    /// Seconds an adapter may take to answer one request before the
+    /// assertion is reported as errored.
+    #[arg(long, default_value_t = 20.0, value_name = "SECS")]
+    pub timeout: f64,
+    /// Assertions run at once (default 1: several are timing-sensitive).
+    #[arg(long, value_name = "N")]
+    pub test_threads: Option<usize>,
+
+    /// List the assertion catalogue (id, level, rule) and exit; with
+    /// `--format json` or `markdown` for tools and docs.
+    #[arg(long, help_heading = "Catalogue")]
+    pub list: bool,
+    /// Show one assertion: the rule, why it matters, how it is checked,
+    /// and the mutants that prove the check can fail.
+    #[arg(long, value_name = "ID", conflicts_with = "list", help_heading = "Catalogue")]
+    pub explain: Option<String>,
+
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value = "pretty", help_heading = "Reports")]
+    pub format: Format,
+    /// Short for `--format terse`.
+    #[arg(short, long, help_heading = "Reports")]
+    pub quiet: bool,
+    /// Colour the progress output.
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Reports")]
+    pub color: Color,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "PATH", help_heading = "Reports")]
+    pub junit: Option<PathBuf>,
+    /// Write an HTML report (index.html: assertions × implementations,
+    /// failure messages, adapter stderr) into DIR.
+    #[arg(long, value_name = "DIR", help_heading = "Reports")]
+    pub html: Option<PathBuf>,
+    /// Write a shields.io endpoint badge, DIR/<label>.json, per implementation.
+    #[arg(long, value_name = "DIR", help_heading = "Reports")]
+    pub badge: Option<PathBuf>,
+    /// Known outcomes (JSON, see dhp-conform/expectations/): the run
+    /// fails only where an outcome differs from what is pinned there.
+    #[arg(long, value_name = "FILE", help_heading = "Reports")]
+    pub expect: Option<PathBuf>,
+
+    /// Copy adapter stderr to this process's stderr.
+    #[arg(long, help_heading = "Debugging")]
+    pub adapter_stderr: bool,
+    /// Keep each assertion's temporary directory.
+    #[arg(long, help_heading = "Debugging")]
+    pub keep: bool,
+}
+
+impl Cli {
+    pub fn format(&self) -> Format {
+        if self.quiet && self.format == Format::Pretty {
+            Format::Terse
+        } else {
+            self.format
+        }
+    }
+
+    /// The harness arguments.
+    pub fn harness(&self) -> Arguments {
+        let format = match self.format() {
+            Format::Pretty => FormatSetting::Pretty,
+            Format::Terse => FormatSetting::Terse,
+            Format::Json => FormatSetting::Json,
+            // progress goes to stderr; stdout is the report
+            Format::Markdown => FormatSetting::Terse,
+        };
+        Arguments {
+            filter: self.filter.clone(),
+            exact: self.exact,
+            skip: self.skip.clone(),
+            test_threads: Some(self.test_threads.unwrap_or(1).max(1)),
+            format: Some(format),
+            color: Some(match self.color {
+                Color::Auto => ColorSetting::Auto,
+                Color::Always => ColorSetting::Always,
+                Color::Never => ColorSetting::Never,
+            }),
+            logfile: (self.format() == Format::Markdown).then(|| "/dev/stderr".to_string()),
+            ..Arguments::default()
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Expectations files (`--expect FILE`): an implementation's known
+//! failures, pinned, so that its CI fails only when an outcome changes —
+//! a new failure, or a pinned failure that now passes (remove the pin).
+//!
+//! ```json
+//! {"implementations": {"reference": {
+//!     "fast-death-detection": {"outcome": "skipped", "why": "no liveness tokens"}}}}
+//! ```
+//!
+//! An assertion that is not pinned is expected to pass (or be skipped for
+//! an undeclared feature); a pinned one must end exactly as pinned.
+
+use crate::report::Record;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Why an expectations file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectError {
+    #[error("reading {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path} is not JSON: {source}")]
+    Json { path: String, source: serde_json::Error },
+    #[error("{path}: {what}")]
+    Shape { path: String, what: String },
+}
+
+/// One pinned outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    pub outcome: String,
+    pub why: String,
+}
+
+/// implementation label → assertion id → pin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expectations(pub BTreeMap<String, BTreeMap<String, Pin>>);
+
+const OUTCOMES: &[&str] = &["passed", "failed", "errored", "skipped"];
+
+impl Expectations {
+    pub fn load(path: &Path, known_ids: &[&str]) -> Result<Expectations, ExpectError> {
+        let p = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| ExpectError::Read { path: p.clone(), source })?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|source| ExpectError::Json { path: p.clone(), source })?;
+        Self::from_json(&v, known_ids).map_err(|what| ExpectError::Shape { path: p, what })
+    }
+
+    /// Parse; every id must be a known assertion, every outcome one of
+    /// the four, every pin must say why.
+    pub fn from_json(v: &Value, known_ids: &[&str]) -> Result<Expectations, String> {
+        let imps = v.get("implementations").and_then(Value::as_object).ok_or("no \"implementations\" object")?;
+        let mut out = BTreeMap::new();
+        for (label, pins) in imps {
+            let pins = pins.as_object().ok_or_else(|| format!("implementations.{label} is not an object"))?;
+            let mut m = BTreeMap::new();
+            for (id, pin) in pins {
+                if !known_ids.contains(&id.as_str()) {
+                    return Err(format!("{label}: unknown assertion id {id:?} (see dhp-conform --list)"));
+                }
+                let outcome = pin.get("outcome").and_then(Value::as_str).unwrap_or_default();
+                if !OUTCOMES.contains(&outcome) {
+                    return Err(format!("{label}.{id}: outcome must be one of {}", OUTCOMES.join(", ")));
+                }
+                let why = pin.get("why").and_then(Value::as_str).unwrap_or_default();
+                if why.trim().is_empty() {
+                    return Err(format!("{label}.{id}: a pin needs a \"why\""));
+                }
+                m.insert(id.clone(), Pin { outcome: outcome.to_string(), why: why.to_string() });
+            }
+            out.insert(label.clone(), m);
+        }
+        Ok(Expectations(out))
+    }
+
+    pub fn pin(&self, implementation: &str, assertion: &str) -> Option<&Pin> {
+        self.0.get(implementation).and_then(|m| m.get(assertion))
+    }
+
+    /// Records whose outcome differs from what is expected, as
+    /// `(record, expected)` with a sentence for each.
+    pub fn surprises<'a>(&self, records: &'a [Record]) -> Vec<(&'a Record, String)> {
+        let mut out = Vec::new();
+        for r in records {
+            let got = r.outcome.word();
+            match self.pin(&r.implementation, &r.assertion) {
+                Some(p) if p.outcome == got => {}
+                Some(p) => out.push((r, format!("pinned {} ({}), now {got}", p.outcome, p.why))),
+                None if got == "passed" || got == "skipped" => {}
+                None => out.push((r, format!("expected to pass, {got}"))),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::{Level, Outcome};
+    use serde_json::json;
+
+    fn rec(imp: &str, a: &str, o: Outcome) -> Record {
+        Record { implementation: imp.into(), assertion: a.into(), level: Level::Core, outcome: o, seconds: 0.0, stderr: vec![] }
+    }
+
+    #[test]
+    fn pinned_outcomes_are_expected_and_changes_are_surprises() {
+        let e = Expectations::from_json(
+            &json!({"implementations": {"r": {"x": {"outcome": "failed", "why": "known"}, "y": {"outcome": "failed", "why": "known"}}}}),
+            &["x", "y", "z"],
+        )
+        .unwrap();
+        let rs = vec![
+            rec("r", "x", Outcome::Failed("m".into())),
+            rec("r", "y", Outcome::Passed),
+            rec("r", "z", Outcome::Errored("e".into())),
+            rec("o", "x", Outcome::Skipped("s".into())),
+        ];
+        let s = e.surprises(&rs);
+        let got: Vec<(&str, &str)> = s.iter().map(|(r, w)| (r.assertion.as_str(), w.as_str())).collect();
+        assert_eq!(got, vec![("y", "pinned failed (known), now passed"), ("z", "expected to pass, errored")]);
+    }
+
+    #[test]
+    fn bad_files_are_refused() {
+        let ids = ["x"];
+        for (v, want) in [
+            (json!({}), "no \"implementations\""),
+            (json!({"implementations": {"r": {"typo": {"outcome": "failed", "why": "w"}}}}), "unknown assertion id"),
+            (json!({"implementations": {"r": {"x": {"outcome": "broken", "why": "w"}}}}), "outcome must be"),
+            (json!({"implementations": {"r": {"x": {"outcome": "failed"}}}}), "needs a \"why\""),
+        ] {
+            let e = Expectations::from_json(&v, &ids).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `--format markdown`: a report for a CI step summary — totals per
+//! implementation, the matrix, and the failures with their messages.
+
+use super::{assertions, implementations, tally, Counts, Record};
+use crate::suite::Outcome;
+
+fn cell(o: Option<&Outcome>) -> &'static str {
+    match o {
+        None => "—",
+        Some(Outcome::Passed) => "✅ pass",
+        Some(Outcome::Failed(_)) => "❌ **FAIL**",
+        Some(Outcome::Errored(_)) => "⚠️ **error**",
+        Some(Outcome::Skipped(_)) => "⏭️ skip",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The report; `surprises` are the `--expect` mismatches, if any.
+pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, String)]>) -> String {
+    let imps = implementations(records);
+    let mut o = String::from("## DHP 1.3 conformance\n\n| implementation | result |\n|---|---|\n");
+    for i in &imps {
+        let c = Counts::of(records.iter().filter(|r| &r.implementation == i));
+        o.push_str(&format!("| `{}` | {} |\n", esc(i), tally(&c)));
+    }
+    o.push_str(&format!("\n{} in {seconds:.1}s\n\n", Counts::of(records).line()));
+    o.push_str("| assertion | level |");
+    for i in &imps {
+        o.push_str(&format!(" {} |", esc(i)));
+    }
+    o.push_str("\n|---|---|");
+    o.push_str(&"---|".repeat(imps.len()));
+    o.push('\n');
+    for (name, level) in assertions(records) {
+        o.push_str(&format!("| `{name}` | {} |", level.as_str()));
+        for i in &imps {
+            let r = records.iter().find(|r| &r.implementation == i && r.assertion == name);
+            o.push_str(&format!(" {} |", cell(r.map(|r| &r.outcome))));
+        }
+        o.push('\n');
+    }
+    let bad: Vec<&Record> = records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
+    if !bad.is_empty() {
+        o.push_str("\n### Failures\n\n");
+        for r in bad {
+            o.push_str(&format!("- `{}` on `{}` ({}): {}\n", r.assertion, esc(&r.implementation), r.outcome.word(), esc(r.outcome.message().unwrap_or(""))));
+        }
+    }
+    if let Some(s) = surprises {
+        o.push_str("\n### Against the expectations\n\n");
+        if s.is_empty() {
+            o.push_str("Every outcome is as expected.\n");
+        }
+        for (r, why) in s {
+            o.push_str(&format!("- `{}` on `{}`: {}\n", r.assertion, esc(&r.implementation), esc(why)));
+        }
+    }
+    o
+}
