@@ -6,39 +6,17 @@ mod common;
 use common::*;
 use std::collections::BTreeSet;
 
-/// Mutant → the assertion that must catch it.
-const MUTANTS: &[(&str, &str)] = &[
-    ("volatile-checkpoints", "no-lost-results"),
-    ("no-id-check", "no-crossed-inputs"),
-    ("no-input-hash-check", "no-crossed-inputs"),
-    ("no-schema-validation", "no-untyped-results"),
-    ("no-budget-check", "no-silent-budget-overrun"),
-    ("bundle-drops-checkpoints", "no-runner-lock-in"),
-    ("non-atomic-recover", "exactly-one-wins"),
-    ("no-fence-check", "fencing"),
-    ("two-leaders", "leader-election"),
-    ("ship-compact-json", "transport"),
-    ("no-dlq", "dead-letter-queue"),
-    ("ignore-lease-expiry", "lease-expiry-lease-lost"),
-    ("heartbeat-noop", "heartbeat-extends-lease"),
-    ("release-keeps-lease", "release-to-pending"),
-    ("complete-not-idempotent", "idempotent-complete"),
-    ("ack-before-complete", "ack-after-complete"),
-    ("non-atomic-claim", "claim-race"),
-    ("resume-no-verify", "tampered-bundle-rejected"),
-    ("ingest-no-id-check", "tampered-log-rejected"),
-    ("ingest-no-hash-check", "tampered-checkpoint-rejected"),
-    ("ingest-strict", "truncated-log-line-tolerated"),
-    ("ignore-schema-version", "newer-schema-refused"),
-    ("no-size-limits", "oversize-rejected"),
-    ("lenient-ids", "malformed-ids-rejected"),
-    ("no-stall-detection", "stall-orphan-then-dlq"),
-    ("no-budget-kill", "supervisor-budget-kill"),
-    ("effects-last-write-wins", "effects-first-write-wins"),
-    ("capabilities-fail-open", "capabilities-fail-closed"),
-    ("canonical-serde", "canonical-vectors"),
-    ("no-liveness", "fast-death-detection"),
-];
+/// Mutant → the assertion that must catch it, from the catalogue
+/// (`--list --format json`, the same table as docs/conformance-rules.md).
+fn mutants() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for a in catalogue("extended") {
+        for m in a["mutants"].as_array().expect("mutants") {
+            out.push((m.as_str().unwrap().to_string(), a["id"].as_str().unwrap().to_string()));
+        }
+    }
+    out
+}
 
 /// Suites run side by side (adapter processes mostly wait on barriers,
 /// leases and fsync, so 2 cores carry 4 suites).
@@ -58,7 +36,8 @@ fn verdict(mutant: &str) -> (BTreeSet<String>, Vec<String>) {
 
 #[test]
 fn every_assertion_has_a_mutant() {
-    let guarded: BTreeSet<&str> = MUTANTS.iter().map(|(_, a)| *a).collect();
+    let mutants = mutants();
+    let guarded: BTreeSet<&str> = mutants.iter().map(|(_, a)| a.as_str()).collect();
     let names = assertion_names();
     for n in &names {
         assert!(guarded.contains(n.as_str()), "no mutant is caught by {n}");
@@ -66,20 +45,21 @@ fn every_assertion_has_a_mutant() {
     let listed = std::process::Command::new(env!("CARGO_BIN_EXE_dhp-adapter")).arg("--list-mutants").output().unwrap();
     let listed: BTreeSet<String> =
         String::from_utf8_lossy(&listed.stdout).lines().map(|l| l.split('\t').next().unwrap().to_string()).collect();
-    let tested: BTreeSet<String> = MUTANTS.iter().map(|(m, _)| m.to_string()).collect();
+    let tested: BTreeSet<String> = mutants.iter().map(|(m, _)| m.clone()).collect();
     assert_eq!(listed, tested, "every mutant of the adapter is tested");
 }
 
 #[test]
 fn each_mutant_fails_exactly_its_assertion() {
-    let queue = std::sync::Mutex::new(MUTANTS.iter());
+    let mutants = mutants();
+    let queue = std::sync::Mutex::new(mutants.iter());
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..PARALLEL {
             s.spawn(|| loop {
                 let Some((mutant, want)) = queue.lock().unwrap().next() else { break };
                 let v = verdict(mutant);
-                results.lock().unwrap().push((*mutant, *want, v));
+                results.lock().unwrap().push((mutant.as_str(), want.as_str(), v));
             });
         }
     });

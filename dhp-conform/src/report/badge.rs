@@ -35,3 +35,34 @@ pub fn write_all(dir: &std::path::Path, records: &[Record]) -> std::io::Result<V
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::{Level, Outcome};
+
+    fn rec(o: Outcome) -> Record {
+        Record { implementation: "ours".into(), assertion: "a".into(), level: Level::Core, outcome: o, seconds: 0.0, stderr: vec![] }
+    }
+
+    /// Snapshots of the three colours.
+    #[test]
+    fn snapshots() {
+        let pass = rec(Outcome::Passed);
+        let skip = rec(Outcome::Skipped("unsupported".into()));
+        let fail = rec(Outcome::Failed("f".into()));
+        let err = rec(Outcome::Errored("e".into()));
+        assert_eq!(
+            badge(&[&pass, &pass, &skip]).to_string(),
+            r#"{"schemaVersion":1,"label":"DHP 1.3 conformance","message":"2/2 passed, 1 skipped","color":"brightgreen"}"#
+        );
+        assert_eq!(
+            badge(&[&pass, &fail, &err]).to_string(),
+            r#"{"schemaVersion":1,"label":"DHP 1.3 conformance","message":"1/3 passed, 1 failed, 1 errored","color":"red"}"#
+        );
+        assert_eq!(
+            badge(&[&pass, &err]).to_string(),
+            r#"{"schemaVersion":1,"label":"DHP 1.3 conformance","message":"1/2 passed, 1 errored","color":"orange"}"#
+        );
+    }
+}

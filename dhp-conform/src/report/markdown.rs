@@ -60,3 +60,49 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::Level;
+
+    fn rec(imp: &str, a: &str, level: Level, o: Outcome) -> Record {
+        Record { implementation: imp.into(), assertion: a.into(), level, outcome: o, seconds: 0.5, stderr: vec![] }
+    }
+
+    /// Snapshot: the whole report for a fixed set of records.
+    #[test]
+    fn snapshot() {
+        let rs = vec![
+            rec("ours", "fencing", Level::Core, Outcome::Passed),
+            rec("reference", "fencing", Level::Core, Outcome::Failed("stale | token\nwrote".into())),
+            rec("ours", "fast-death-detection", Level::Extended, Outcome::Passed),
+            rec("reference", "fast-death-detection", Level::Extended, Outcome::Skipped("unsupported".into())),
+        ];
+        let surprise = [(&rs[1], "expected to pass, failed".to_string())];
+        let got = render(&rs, 12.34, Some(&surprise));
+        let want = "## DHP 1.3 conformance
+
+| implementation | result |
+|---|---|
+| `ours` | 2/2 passed |
+| `reference` | 0/1 passed, 1 failed, 1 skipped |
+
+2 passed, 1 failed, 0 errored, 1 skipped in 12.3s
+
+| assertion | level | ours | reference |
+|---|---|---|---|
+| `fencing` | core | ✅ pass | ❌ **FAIL** |
+| `fast-death-detection` | extended | ✅ pass | ⏭️ skip |
+
+### Failures
+
+- `fencing` on `reference` (failed): stale \\| token wrote
+
+### Against the expectations
+
+- `fencing` on `reference`: expected to pass, failed
+";
+        assert_eq!(got, want, "\n{got}");
+    }
+}

@@ -719,7 +719,7 @@ fn spawn_grandchild(file: &str) -> std::io::Result<()> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: dhp-adapter [--mutant NAME] [--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--list-mutants]");
+    eprintln!("usage: dhp-adapter [--mutant NAME] [--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--log-requests] [--list-mutants]");
     std::process::exit(2);
 }
 
@@ -728,6 +728,7 @@ fn usage() -> ! {
 pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
     let mut mutant = None;
     let mut misbehave: Option<(Misbehave, String)> = None;
+    let mut log_requests = false;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -743,6 +744,8 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
                     return 2;
                 }
             }
+            // one stderr line per request: what the runner's reports show
+            "--log-requests" => log_requests = true,
             "--list-mutants" => {
                 for (name, _, what) in mutants::ALL {
                     println!("{name}\t{what}");
@@ -846,6 +849,12 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
             }
             Err(e) => Err(err(e.kind(), e.to_string())),
         };
+        if log_requests {
+            match &res {
+                Ok(_) => eprintln!("dhp-adapter: {op}: ok"),
+                Err(e) => eprintln!("dhp-adapter: {op}: {} ({})", e.kind, e.message),
+            }
+        }
         let mut reply = match res {
             Ok(result) => json!({"id": id, "ok": true, "result": result}),
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),
