@@ -34,7 +34,7 @@ from dhp.store import Store
 from dhp.supervisor3 import Supervisor3
 
 FEATURES = ["standard-store", "env-config", "stall-detection", "effects",
-            "capabilities", "canonical"]
+            "capabilities", "canonical", "approvals"]
 
 
 class AdapterError(Exception):
@@ -270,6 +270,26 @@ class Adapter:
 
     def op_require_capability(self, a):
         self.ctx(a).require_capability(self.arg(a, "domain"), self.arg(a, "resource"))
+        return {}
+
+    def op_request_approval(self, a):
+        self.ctx(a).request_approval(self.arg(a, "action_class"), self.arg(a, "details", dict),
+                                     float(self.arg(a, "timeout_s", (int, float))))
+        return {}
+
+    def op_approvals(self, a):
+        rows = self.store(self.arg(a, "root")).approvals_for(self.arg(a, "hid"))
+        return {"approvals": [{"approval_id": r["approval_id"], "action_class": r["action_class"],
+                               "status": r["status"]} for r in rows]}
+
+    def op_decide_approval(self, a):
+        st = self.store(self.arg(a, "root"))
+        approved = self.arg(a, "approved", bool)
+        aid = self.arg(a, "approval_id")
+        return {"decided": bool(dhp.approve(st, aid) if approved else dhp.deny(st, aid))}
+
+    def op_await_approval(self, a):
+        self.ctx(a).await_approval(self.arg(a, "approval_id"), poll_s=0.05)
         return {}
 
     def op_canonical(self, a):

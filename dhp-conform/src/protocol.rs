@@ -54,6 +54,10 @@ pub const OPS: &[&str] = &[
     "canonical",
     "handoff_id",
     "liveness_publish",
+    "request_approval",
+    "approvals",
+    "decide_approval",
+    "await_approval",
 ];
 
 /// Optional features an adapter may declare in its `hello` result.
@@ -75,10 +79,13 @@ pub mod feature {
     /// `liveness_publish`: a supervisor on the same host notices a
     /// SIGKILLed worker long before its lease runs out.
     pub const FAST_DEATH_DETECTION: &str = "fast-death-detection";
+    /// `request_approval`, `approvals`, `decide_approval`, `await_approval`:
+    /// approval gates for financial and destructive actions.
+    pub const APPROVALS: &str = "approvals";
 
     /// All of them.
     pub const ALL: &[&str] =
-        &[STANDARD_STORE, ENV_CONFIG, STALL_DETECTION, EFFECTS, CAPABILITIES, CANONICAL, FAST_DEATH_DETECTION];
+        &[STANDARD_STORE, ENV_CONFIG, STALL_DETECTION, EFFECTS, CAPABILITIES, CANONICAL, FAST_DEATH_DETECTION, APPROVALS];
 }
 
 struct Schemas {

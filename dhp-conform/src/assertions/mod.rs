@@ -1,5 +1,6 @@
 //! Every assertion, in the order they run.
 
+pub mod approvals;
 pub mod core;
 pub mod cross;
 pub mod extended;
@@ -91,6 +92,8 @@ pub fn all() -> Vec<Assertion> {
         a("capabilities-fail-closed", Extended, &[feature::CAPABILITIES], "only declared capabilities (and the dhp domain) are granted; every check is audited", extended::capabilities_fail_closed),
         a("canonical-vectors", Extended, &[feature::CANONICAL], "canonical JSON, state hashes and handoff ids match vectors generated from the reference", extended::canonical_vectors),
         a("fast-death-detection", Extended, &[feature::FAST_DEATH_DETECTION], "a SIGKILLed worker's handoff is orphaned in well under the lease time", extended::fast_death_detection),
+        a("approval-gates", Extended, &[feature::APPROVALS], "financial and destructive actions fail closed until approved; approve, deny and expiry are each decided correctly and a decision is final", approvals::approval_gates),
+        a("approval-class-validated", Extended, &[feature::APPROVALS], "an unknown action class is refused with ValidationError, not treated as ungated", approvals::approval_class_validated),
     ]
 }
 

@@ -8,6 +8,7 @@
 //! MODE:OP` breaks the exchange on one operation (crash, hang, garbage,
 //! wrong-id, bad-reply) — both exist to test the runner.
 
+mod approvals;
 pub mod mutants;
 
 use dhp_core::envelope::{self, check_hid, now, utcnow_iso, BuildOptions, ORPHANED_HOLDER};
@@ -179,7 +180,7 @@ impl Adapter {
                 "version": env!("CARGO_PKG_VERSION"),
                 "protocol_version": "1.3",
                 "adapter_protocol": 1,
-                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection"],
+                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection", "approvals"],
                 "pid": std::process::id(),
             })),
             "shutdown" => Ok(json!({})),
@@ -269,6 +270,10 @@ impl Adapter {
                 }
                 Ok(json!({}))
             }
+            "request_approval" => self.request_approval(a),
+            "approvals" => self.approvals(a),
+            "decide_approval" => self.decide_approval(a),
+            "await_approval" => self.await_approval(a),
             other => Err(err("Unsupported", format!("unknown op {other:?}"))),
         }
     }

@@ -37,6 +37,10 @@ pub enum Mutant {
     CapabilitiesFailOpen,
     CanonicalSerde,
     NoLiveness,
+    ApprovalsFailOpen,
+    ApprovalRedecide,
+    ExpiredApprovalApproves,
+    ApprovalUnknownClassPasses,
 }
 
 /// Name, mutant, what it breaks.
@@ -71,6 +75,10 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ("capabilities-fail-open", Mutant::CapabilitiesFailOpen, "a contract without capabilities grants everything"),
     ("canonical-serde", Mutant::CanonicalSerde, "canonical JSON is serde_json's default output"),
     ("no-liveness", Mutant::NoLiveness, "declares fast-death-detection but publishes no liveness token"),
+    ("approvals-fail-open", Mutant::ApprovalsFailOpen, "financial and destructive actions pass without an approval"),
+    ("approval-redecide", Mutant::ApprovalRedecide, "a decided approval can be decided again (the last decision wins)"),
+    ("approval-unknown-class-passes", Mutant::ApprovalUnknownClassPasses, "an unknown action class is treated as `read` (no approval)"),
+    ("expired-approval-approves", Mutant::ExpiredApprovalApproves, "awaiting an approval that expired undecided returns approved"),
 ];
 
 pub fn parse(name: &str) -> Option<Mutant> {
