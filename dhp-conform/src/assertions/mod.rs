@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod core;
 pub mod cross;
 pub mod extended;
+pub mod negative;
 
 use crate::check::Check;
 use crate::client::Adapter;
@@ -94,6 +95,9 @@ pub fn all() -> Vec<Assertion> {
         a("fast-death-detection", Extended, &[feature::FAST_DEATH_DETECTION], "a SIGKILLed worker's handoff is orphaned in well under the lease time", extended::fast_death_detection),
         a("approval-gates", Extended, &[feature::APPROVALS], "financial and destructive actions fail closed until approved; approve, deny and expiry are each decided correctly and a decision is final", approvals::approval_gates),
         a("approval-class-validated", Extended, &[feature::APPROVALS], "an unknown action class is refused with ValidationError, not treated as ungated", approvals::approval_class_validated),
+        a("wrong-state-operations", Extended, &[], "claim of a non-pending, recover of a non-orphaned, release/complete/checkpoint by a non-owner and ack before complete are refused and change nothing", negative::wrong_state_operations),
+        a("invalid-arguments", Extended, &[], "a negative spend and checkpoint states that are not objects are refused with ValidationError and change nothing", negative::invalid_arguments),
+        a("negative-steps-refused", Extended, &[], "a negative step count is refused with ValidationError: steps cannot be handed back", negative::negative_steps_refused),
     ]
 }
 

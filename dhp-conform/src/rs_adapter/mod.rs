@@ -193,7 +193,15 @@ impl Adapter {
             "heartbeat" => self.heartbeat(a),
             "note_step" | "note_spend" => {
                 let (r, hid, fence) = self.token(a)?;
-                let res = if op == "note_step" { r.note_step(&hid, fence, i(a, "n")?) } else { r.note_spend(&hid, fence, f(a, "usd")?) };
+                if op == "note_step" && self.is(Mutant::NegativeStepsIgnored) && i(a, "n")? < 0 {
+                    return Ok(json!({}));
+                }
+                let usd = if op == "note_spend" && self.is(Mutant::LenientArguments) { f(a, "usd")?.max(0.0) } else { 0.0 };
+                let res = match op {
+                    "note_step" => r.note_step(&hid, fence, i(a, "n")?),
+                    _ if self.is(Mutant::LenientArguments) => r.note_spend(&hid, fence, usd),
+                    _ => r.note_spend(&hid, fence, f(a, "usd")?),
+                };
                 match res {
                     Err(Error::BudgetExceeded { .. }) if self.is(Mutant::NoBudgetCheck) => Ok(json!({})),
                     other => other.map(|_| json!({})).map_err(AErr::from),
@@ -388,6 +396,10 @@ impl Adapter {
             self.overwrite_owner(&r, &hid, own.fence + 1, true)?;
             return Ok(json!({"fence": own.fence + 1}));
         }
+        if self.is(Mutant::RecoverPending) && envelope::status(&r.envelope_bare(&hid)?) == "pending" {
+            self.overwrite_owner(&r, &hid, 1, true)?;
+            return Ok(json!({"fence": 1}));
+        }
         Ok(json!({"fence": r.recover(&hid)?.fence()}))
     }
 
@@ -406,7 +418,10 @@ impl Adapter {
 
     fn checkpoint(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
-        let state = v(a, "state")?.clone();
+        let mut state = v(a, "state")?.clone();
+        if self.is(Mutant::LenientArguments) && !state.is_object() {
+            state = json!({"value": state});
+        }
         if self.is(Mutant::VolatileCheckpoints) {
             // Validated now (state, token, lease), written at the next request.
             dhp_core::runner::checked_state(&state, &self.cfg)?;

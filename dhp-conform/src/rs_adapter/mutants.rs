@@ -41,6 +41,9 @@ pub enum Mutant {
     ApprovalRedecide,
     ExpiredApprovalApproves,
     ApprovalUnknownClassPasses,
+    RecoverPending,
+    LenientArguments,
+    NegativeStepsIgnored,
 }
 
 /// Name, mutant, what it breaks.
@@ -78,6 +81,9 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ("approvals-fail-open", Mutant::ApprovalsFailOpen, "financial and destructive actions pass without an approval"),
     ("approval-redecide", Mutant::ApprovalRedecide, "a decided approval can be decided again (the last decision wins)"),
     ("approval-unknown-class-passes", Mutant::ApprovalUnknownClassPasses, "an unknown action class is treated as `read` (no approval)"),
+    ("recover-pending", Mutant::RecoverPending, "recover of a pending (never orphaned) handoff takes it over"),
+    ("lenient-arguments", Mutant::LenientArguments, "a negative spend counts as 0 and a checkpoint state that is not an object is wrapped in one"),
+    ("negative-steps-ignored", Mutant::NegativeStepsIgnored, "note_step with a negative count is accepted (and ignored)"),
     ("expired-approval-approves", Mutant::ExpiredApprovalApproves, "awaiting an approval that expired undecided returns approved"),
 ];
 

@@ -1,0 +1,79 @@
+//! Negative paths: operations in the wrong state, and arguments no
+//! implementation may accept. Each is refused with the kind the reference
+//! uses, and changes nothing.
+
+use super::{new_handoff, OWNED_OR_STATE};
+use crate::check::Check;
+use crate::suite::Ctx;
+use crate::{ensure, ensure_eq};
+use serde_json::json;
+
+/// The fields of `status` that any refused operation must leave alone.
+fn snapshot(m: &mut crate::client::Adapter, root: &str, hid: &str) -> Check<serde_json::Value> {
+    let st = m.status(root, hid)?;
+    Ok(json!([st["status"], st["owner"], st["fence"], st["checkpoints"], st["attempt"], st["steps"], st["spend_usd"], st["result"]]))
+}
+
+/// wrong-state-operations
+pub fn wrong_state_operations(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let hid = new_handoff(&mut m, &root, 1)?;
+    // recover is for orphans only
+    m.must_fail("recover", json!({"root": root, "worker": "w9", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a pending handoff")?;
+    ensure_eq!(m.status(&root, &hid)?["status"], json!("pending"), "status after a refused recover");
+    let t = m.claim(&root, "w1", &hid)?;
+    m.checkpoint(&t, json!({"s": 1}))?;
+    let before = snapshot(&mut m, &root, &hid)?;
+    m.must_fail("claim", json!({"root": root, "worker": "w2", "hid": hid}), OWNED_OR_STATE, "claim of a running handoff")?;
+    m.must_fail("recover", json!({"root": root, "worker": "w2", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a running handoff")?;
+    let other = t.as_worker("w2", t.fence);
+    m.must_fail("release", other.with("reason", json!("not mine")), &["FencingError", "OwnershipLost"], "release by a non-owner")?;
+    m.must_fail("complete", other.with("result", json!({"x": 9})), &["FencingError", "OwnershipLost"], "complete by a non-owner")?;
+    m.must_fail("checkpoint", other.with("state", json!({"s": 9})), &["FencingError", "OwnershipLost"], "checkpoint by a non-owner")?;
+    m.must_fail("ack", json!({"root": root, "hid": hid}), &["StateError"], "ack before complete")?;
+    ensure_eq!(snapshot(&mut m, &root, &hid)?, before, "status after refused operations on a running handoff");
+    m.complete(&t, json!({"x": 1}))?;
+    let done = snapshot(&mut m, &root, &hid)?;
+    m.must_fail("claim", json!({"root": root, "worker": "w2", "hid": hid}), OWNED_OR_STATE, "claim of a completed handoff")?;
+    m.must_fail("recover", json!({"root": root, "worker": "w2", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a completed handoff")?;
+    m.must_refuse("checkpoint", t.with("state", json!({"s": 2})), "checkpoint after complete")?;
+    ensure_eq!(snapshot(&mut m, &root, &hid)?, done, "status after refused operations on a completed handoff");
+    let ghost = "0".repeat(64);
+    for op in ["claim", "recover"] {
+        m.must_fail(op, json!({"root": root, "worker": "w1", "hid": ghost}), &["UnknownHandoff"], &format!("{op} of a handoff that does not exist"))?;
+    }
+    m.must_fail("status", json!({"root": root, "hid": ghost}), &["UnknownHandoff"], "status of a handoff that does not exist")?;
+    Ok(())
+}
+
+/// invalid-arguments
+pub fn invalid_arguments(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let hid = new_handoff(&mut m, &root, 1)?;
+    let t = m.claim(&root, "w1", &hid)?;
+    let before = snapshot(&mut m, &root, &hid)?;
+    m.must_fail("note_spend", t.with("usd", json!(-5.0)), &["ValidationError"], "a negative spend")?;
+    for bad in [json!([1, 2]), json!("state"), json!(7), json!(null)] {
+        m.must_fail("checkpoint", t.with("state", bad.clone()), &["ValidationError"], &format!("checkpoint state {bad} (not an object)"))?;
+    }
+    ensure_eq!(snapshot(&mut m, &root, &hid)?, before, "status after refused arguments");
+    ensure!(m.last_checkpoint(&root, &hid)?.is_none(), "a refused checkpoint was stored");
+    Ok(())
+}
+
+/// negative-steps-refused: a step count below zero would hand budget back.
+pub fn negative_steps_refused(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let hid = new_handoff(&mut m, &root, 1)?;
+    let t = m.claim(&root, "w1", &hid)?;
+    m.note_step(&t, 2)?;
+    m.must_fail("note_step", t.with("n", json!(-1)), &["ValidationError"], "a negative step count")?;
+    ensure_eq!(m.status(&root, &hid)?["steps"], json!(2), "steps after a refused negative count");
+    Ok(())
+}
