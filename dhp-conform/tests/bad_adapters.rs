@@ -7,7 +7,7 @@ mod common;
 use common::*;
 
 /// The assertions that call `suspend`.
-const USES_SUSPEND: &[&str] = &["no-runner-lock-in", "tampered-bundle-rejected"];
+const USES_SUSPEND: &[&str] = &["no-runner-lock-in", "suspend-resume-round-trip", "tampered-bundle-rejected"];
 
 fn misbehaving(mode: &str, cause: &str) {
     let run = conform(&["--impl", &adapter(&format!("--misbehave {mode}:suspend")), "--format", "json", "--timeout", "2", "--level", "extended"]);

@@ -642,6 +642,18 @@ impl Adapter {
             doc["checkpoints"] = json!([]);
             bundle = json::canonical(&doc)?;
         }
+        if self.is(Mutant::BundleKeepsLastCheckpoint) {
+            let mut doc = json::parse_bytes(&bundle)?;
+            if let Some(list) = doc["checkpoints"].as_array_mut() {
+                let keep = list.len().saturating_sub(1);
+                list.drain(..keep);
+            }
+            if let Some(list) = doc.pointer_mut("/envelope/execution/checkpoints").and_then(Value::as_array_mut) {
+                let keep = list.len().saturating_sub(1);
+                list.drain(..keep);
+            }
+            bundle = json::canonical(&doc)?;
+        }
         std::fs::write(s(a, "path")?, &bundle).map_err(|e| err("StoreError", e.to_string()))?;
         Ok(json!({"bytes": bundle.len()}))
     }
@@ -659,7 +671,16 @@ impl Adapter {
             }
             bundle = json::canonical(&doc)?;
         }
-        Ok(json!({"hid": r.resume(&bundle)?}))
+        let hid = r.resume(&bundle)?;
+        if self.is(Mutant::ResumeResetsUsage) {
+            with_tx(r.store().as_ref(), Mode::Write, |tx| {
+                let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
+                env["execution"]["steps"] = json!(0);
+                env["execution"]["spend_usd"] = json::float(0.0);
+                tx.update_envelope(&hid, &json::dumps(&env)?, now())
+            })?;
+        }
+        Ok(json!({"hid": hid}))
     }
 
     fn record_effect(&mut self, a: &Value) -> R {

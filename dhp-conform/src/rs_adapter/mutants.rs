@@ -44,6 +44,8 @@ pub enum Mutant {
     RecoverPending,
     LenientArguments,
     NegativeStepsIgnored,
+    BundleKeepsLastCheckpoint,
+    ResumeResetsUsage,
 }
 
 /// Name, mutant, what it breaks.
@@ -84,6 +86,8 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ("recover-pending", Mutant::RecoverPending, "recover of a pending (never orphaned) handoff takes it over"),
     ("lenient-arguments", Mutant::LenientArguments, "a negative spend counts as 0 and a checkpoint state that is not an object is wrapped in one"),
     ("negative-steps-ignored", Mutant::NegativeStepsIgnored, "note_step with a negative count is accepted (and ignored)"),
+    ("bundle-keeps-last-checkpoint", Mutant::BundleKeepsLastCheckpoint, "suspend writes only the last checkpoint into the bundle"),
+    ("resume-resets-usage", Mutant::ResumeResetsUsage, "resume starts steps and spend from zero"),
     ("expired-approval-approves", Mutant::ExpiredApprovalApproves, "awaiting an approval that expired undecided returns approved"),
 ];
 
