@@ -99,6 +99,7 @@ pub fn all() -> Vec<Assertion> {
         a("wrong-state-operations", Extended, &[], "claim of a non-pending, recover of a non-orphaned, release/complete/checkpoint by a non-owner and ack before complete are refused and change nothing", negative::wrong_state_operations),
         a("invalid-arguments", Extended, &[], "a negative spend and checkpoint states that are not objects are refused with ValidationError and change nothing", negative::invalid_arguments),
         a("negative-steps-refused", Extended, &[], "a negative step count is refused with ValidationError: steps cannot be handed back", negative::negative_steps_refused),
+        a("budget-kinds", Extended, &[], "spend and wall-clock budgets bind like steps: the worker gets BudgetExceeded and the supervisor fails the work; spend exactly at the limit is within it", negative::budget_kinds),
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
     ]
 }

@@ -77,3 +77,38 @@ pub fn negative_steps_refused(cx: &Ctx<'_>) -> Check {
     ensure_eq!(m.status(&root, &hid)?["steps"], json!(2), "steps after a refused negative count");
     Ok(())
 }
+
+/// budget-kinds: spend and wall-clock budgets bind like the step budget —
+/// the worker is told, the supervisor fails the work closed — and a spend
+/// exactly at the limit is still within it.
+pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
+    use super::{new_handoff_with, spec_with};
+    use crate::ops::action_for;
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 600.0, "max_attempts": 3});
+    let spend = new_handoff_with(&mut m, &root, spec_with(1, json!({"budget": budget})))?;
+    let mut short = budget.clone();
+    short["max_wallclock_s"] = json!(0.5);
+    let wall = new_handoff_with(&mut m, &root, spec_with(2, json!({"budget": short})))?;
+    let at_limit = new_handoff_with(&mut m, &root, spec_with(3, json!({"budget": budget})))?;
+    let ts = m.claim(&root, "w1", &spend)?;
+    let tw = m.claim(&root, "w2", &wall)?;
+    let tl = m.claim(&root, "w3", &at_limit)?;
+    m.must_fail("note_spend", ts.with("usd", json!(2.0)), &["BudgetExceeded"], "spend over max_spend_usd")?;
+    m.op("note_spend", tl.with("usd", json!(1.0))).map_err(|f| f.context("spend exactly at max_spend_usd"))?;
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    m.must_fail("note_step", tw.with("n", json!(1)), &["BudgetExceeded"], "a step past max_wallclock_s")?;
+    let acts = m.scan(&root, "s1")?;
+    ensure_eq!(action_for(&acts, &spend), Some("budget-killed"), "scan action on spend over budget (actions {acts:?})");
+    ensure_eq!(action_for(&acts, &wall), Some("budget-killed"), "scan action on wall clock over budget (actions {acts:?})");
+    ensure!(action_for(&acts, &at_limit).is_none(), "scan acted on a handoff exactly at its spend limit: {acts:?}");
+    for (hid, what) in [(&spend, "spend"), (&wall, "wallclock")] {
+        let st = m.status(&root, hid)?;
+        ensure_eq!(st["status"], json!("failed"), "status after a {what} budget kill");
+        ensure!(st["error"].as_str().is_some_and(|e| e.contains(what)), "the error should name the {what} budget: {}", st["error"]);
+    }
+    ensure_eq!(m.status(&root, &at_limit)?["status"], json!("running"), "status of the handoff at its limit");
+    Ok(())
+}

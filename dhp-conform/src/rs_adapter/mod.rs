@@ -204,6 +204,7 @@ impl Adapter {
                 };
                 match res {
                     Err(Error::BudgetExceeded { .. }) if self.is(Mutant::NoBudgetCheck) => Ok(json!({})),
+                    Err(e @ Error::BudgetExceeded { .. }) if self.is(Mutant::WallclockUnchecked) && e.to_string().contains("wallclock") => Ok(json!({})),
                     other => other.map(|_| json!({})).map_err(AErr::from),
                 }
             }
@@ -582,6 +583,8 @@ impl Adapter {
                         actions.push(sup.orphan(&hid, OrphanReason::Stalled, None)?);
                     }
                     actions.retain(|a| a["action"] != "already-orphaned-or-released");
+                    // everything else a scan does still happens
+                    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
                 }
             }
             _ => actions = sup.scan()?,

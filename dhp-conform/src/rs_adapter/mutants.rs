@@ -46,6 +46,7 @@ pub enum Mutant {
     NegativeStepsIgnored,
     BundleKeepsLastCheckpoint,
     ResumeResetsUsage,
+    WallclockUnchecked,
 }
 
 /// Name, mutant, what it breaks.
@@ -88,6 +89,7 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ("negative-steps-ignored", Mutant::NegativeStepsIgnored, "note_step with a negative count is accepted (and ignored)"),
     ("bundle-keeps-last-checkpoint", Mutant::BundleKeepsLastCheckpoint, "suspend writes only the last checkpoint into the bundle"),
     ("resume-resets-usage", Mutant::ResumeResetsUsage, "resume starts steps and spend from zero"),
+    ("wallclock-unchecked", Mutant::WallclockUnchecked, "a worker past max_wallclock_s is not told (its BudgetExceeded is swallowed)"),
     ("expired-approval-approves", Mutant::ExpiredApprovalApproves, "awaiting an approval that expired undecided returns approved"),
 ];
 
