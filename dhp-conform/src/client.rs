@@ -200,8 +200,20 @@ impl StderrLog {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).0
     }
 
-    /// The last lines (at most 20) written since `mark`.
+    /// The last lines (at most 20) written since `mark`. The processes'
+    /// stderr is read by other threads: lines already written may still be
+    /// on their way, so this first waits (at most 250 ms) for the log to
+    /// stop growing.
     pub fn since(&self, mark: u64) -> Vec<String> {
+        let mut seen = self.mark();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.mark();
+            if now == seen && now > mark {
+                break;
+            }
+            seen = now;
+        }
         let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let new = usize::try_from(g.0.saturating_sub(mark)).unwrap_or(usize::MAX).min(g.1.len()).min(STDERR_FOR_ONE);
         g.1.iter().skip(g.1.len() - new).cloned().collect()
