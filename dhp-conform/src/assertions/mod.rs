@@ -100,6 +100,7 @@ pub fn all() -> Vec<Assertion> {
         a("invalid-arguments", Extended, &[], "a negative spend and checkpoint states that are not objects are refused with ValidationError and change nothing", negative::invalid_arguments),
         a("negative-steps-refused", Extended, &[], "a negative step count is refused with ValidationError: steps cannot be handed back", negative::negative_steps_refused),
         a("budget-kinds", Extended, &[], "spend and wall-clock budgets bind like steps: the worker gets BudgetExceeded and the supervisor fails the work; spend exactly at the limit is within it", negative::budget_kinds),
+        a("status-reporting", Extended, &[], "status reports status, attempt, owner, fence, checkpoints, usage, result, ack and orphan reason truthfully at every step of a handoff's life", roundtrip::status_reporting),
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
     ]
 }

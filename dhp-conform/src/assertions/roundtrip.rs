@@ -69,3 +69,56 @@ pub fn suspend_resume_round_trip(cx: &Ctx<'_>) -> Check {
     ensure_eq!(m.status(&rc, &hid)?["result"], json!({"x": 1}), "result after two hops");
     Ok(())
 }
+
+/// status-reporting: `status` tells the truth at every step of a
+/// handoff's life, field by field.
+pub fn status_reporting(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let hid = new_handoff(&mut m, &root, 1)?;
+    let expect = |m: &mut Adapter, stage: &str, want: Value| -> Check {
+        let st = m.status(&root, &hid)?;
+        ensure_eq!(st["handoff_id"], json!(hid), "handoff_id when {stage}");
+        let mut got = serde_json::Map::new();
+        for k in want.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+            got.insert(k.clone(), st[&k].clone());
+        }
+        ensure_eq!(Value::Object(got), want, "status when {stage}");
+        Ok(())
+    };
+    let base = |status: &str, attempt: i64, owner: Value, fence: Value| {
+        json!({"status": status, "attempt": attempt, "owner": owner, "fence": fence, "result": null, "acked": false, "error": null})
+    };
+    let mut pending = base("pending", 0, Value::Null, Value::Null);
+    pending["checkpoints"] = json!(0);
+    pending["steps"] = json!(0);
+    expect(&mut m, "pending", pending)?;
+    let t = m.claim(&root, "w1", &hid)?;
+    m.checkpoint(&t, json!({"a": 1}))?;
+    m.note_step(&t, 3)?;
+    m.op("note_spend", t.with("usd", json!(0.25)))?;
+    let mut running = base("running", 0, json!("w1"), json!(0));
+    running["checkpoints"] = json!(1);
+    running["steps"] = json!(3);
+    running["spend_usd"] = json!(0.25);
+    expect(&mut m, "running", running)?;
+    m.orphan_via_scan(&t, "s1")?;
+    let mut orphaned = base("orphaned", 0, Value::Null, json!(1));
+    orphaned.as_object_mut().map(|o| o.remove("owner"));
+    orphaned["orphan_reason"] = json!("lease-expired");
+    expect(&mut m, "orphaned", orphaned)?;
+    let t2 = m.recover(&root, "w2", &hid)?;
+    ensure_eq!(t2.fence, 2, "fence handed out by recover after one orphaning");
+    expect(&mut m, "recovered", base("running", 1, json!("w2"), json!(2)))?;
+    m.complete(&t2, json!({"x": 1}))?;
+    let mut done = base("completed", 1, Value::Null, Value::Null);
+    done["result"] = json!({"x": 1});
+    done["checkpoints"] = json!(1);
+    done["steps"] = json!(3);
+    expect(&mut m, "completed", done.clone())?;
+    m.ack(&root, &hid)?;
+    done["acked"] = json!(true);
+    expect(&mut m, "acked", done)?;
+    Ok(())
+}

@@ -526,7 +526,7 @@ impl Adapter {
             "attempt": ex.get("attempt").cloned().unwrap_or(json!(0)),
             "checkpoints": n,
             "owner": own.as_ref().map(|o| o.holder.clone()),
-            "fence": own.as_ref().map(|o| o.fence),
+            "fence": if self.is(Mutant::StatusFenceFromEnvelope) { ex.get("fence").cloned().unwrap_or(Value::Null) } else { json!(own.as_ref().map(|o| o.fence)) },
             "steps": ex.get("steps").cloned().unwrap_or(json!(0)),
             "spend_usd": ex.get("spend_usd").cloned().unwrap_or(json::float(0.0)),
             "result": env.pointer("/delivery/result").cloned().unwrap_or(Value::Null),

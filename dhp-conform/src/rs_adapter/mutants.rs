@@ -47,6 +47,7 @@ pub enum Mutant {
     BundleKeepsLastCheckpoint,
     ResumeResetsUsage,
     WallclockUnchecked,
+    StatusFenceFromEnvelope,
 }
 
 /// Name, mutant, what it breaks.
@@ -90,6 +91,7 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ("bundle-keeps-last-checkpoint", Mutant::BundleKeepsLastCheckpoint, "suspend writes only the last checkpoint into the bundle"),
     ("resume-resets-usage", Mutant::ResumeResetsUsage, "resume starts steps and spend from zero"),
     ("wallclock-unchecked", Mutant::WallclockUnchecked, "a worker past max_wallclock_s is not told (its BudgetExceeded is swallowed)"),
+    ("status-fence-from-envelope", Mutant::StatusFenceFromEnvelope, "status reports the fence recorded in the envelope, not the ownership row's"),
     ("expired-approval-approves", Mutant::ExpiredApprovalApproves, "awaiting an approval that expired undecided returns approved"),
 ];
 
