@@ -7,11 +7,14 @@
 //! cargo run -p dhp-conform -- --impl 'node my-adapter.js'
 //! cargo run -p dhp-conform -- --cross reference    # + ours→reference, reference→ours
 //! cargo run -p dhp-conform -- --compare ours reference
-//! cargo run -p dhp-conform -- --list | fencing | --format json | --junit out.xml
+//! cargo run -p dhp-conform -- --list | --explain fencing | --list --format json
+//! cargo run -p dhp-conform -- --html DIR --badge DIR --junit out.xml --format markdown
+//! cargo run -p dhp-conform -- --impl reference --expect dhp-conform/expectations/reference.json
 //! ```
 //!
-//! Exit status: 0 when nothing failed or errored, 101 otherwise (libtest's
-//! convention), 2 for a bad command line or an adapter that cannot start.
+//! Exit status: 0 when nothing failed or errored (with `--expect`: every
+//! outcome as pinned), 101 otherwise (libtest's convention), 2 for a bad
+//! command line or an adapter that cannot start.
 
 use clap::Parser;
 use dhp_conform::cli::{Cli, Format};
