@@ -8,7 +8,8 @@ mutants the failing assertion ids are read from the test's
 `FAILED-ASSERTIONS:` line, which gives the score the suite had before this
 set of assertions was added (BEFORE: the ids that existed then).
 DIR/notes.tsv (mutant name, TAB, why it is not observable) annotates the
-survivors; a survivor without a note counts against the observable score.
+survivors (a name ending in `*` is a prefix: a whole file); a survivor
+without a note counts against the observable score.
 """
 import json
 import os
@@ -68,9 +69,17 @@ def main(out):
             pass
         failed_by[name] = ids
     tested = [n for n in status if status[n] != "unviable"]
+    def note(n):
+        if n in notes:
+            return notes[n]
+        for k, v in notes.items():
+            if k.endswith("*") and n.startswith(k[:-1]):
+                return v
+        return None
+
     caught = [n for n in tested if status[n] in ("caught", "timeout")]
     missed = [n for n in tested if status[n] == "missed"]
-    unobservable = [n for n in missed if n in notes]
+    unobservable = [n for n in missed if note(n)]
     caught_before = [n for n in caught if status[n] == "timeout" or failed_by.get(n, set()) & BEFORE or not failed_by.get(n)]
     observable = len(tested) - len(unobservable)
 
@@ -105,7 +114,7 @@ def main(out):
         md.append(f"| `{n}` | {ids} |")
     md += ["", "## Survivors", "", "| mutant | why it is not observable (or: not yet asserted) |", "|---|---|"]
     for n in sorted(missed):
-        md.append(f"| `{n}` | {notes.get(n, '**observable: no assertion catches it yet**')} |")
+        md.append(f"| `{n}` | {note(n) or '**observable: no assertion catches it yet**'} |")
     unv = sorted(n for n in status if status[n] == "unviable")
     if unv:
         md += ["", "## Unviable (did not build)", ""] + [f"- `{n}`" for n in unv]
