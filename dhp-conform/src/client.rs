@@ -202,14 +202,14 @@ impl StderrLog {
 
     /// The last lines (at most 20) written since `mark`. The processes'
     /// stderr is read by other threads: lines already written may still be
-    /// on their way, so this first waits (at most 250 ms) for the log to
-    /// stop growing.
+    /// on their way, so this first waits for the log to stop growing (20 ms
+    /// without a new line, at most 250 ms).
     pub fn since(&self, mark: u64) -> Vec<String> {
         let mut seen = self.mark();
-        for _ in 0..5 {
-            std::thread::sleep(Duration::from_millis(50));
+        for _ in 0..12 {
+            std::thread::sleep(Duration::from_millis(20));
             let now = self.mark();
-            if now == seen && now > mark {
+            if now == seen {
                 break;
             }
             seen = now;
