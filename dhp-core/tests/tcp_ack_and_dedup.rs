@@ -1,5 +1,5 @@
-//! What the server holds and says: `ack_seq` is the highest seq in the log
-//! (-1 for none), kept in memory but correct across restarts and external
+//! What the server holds and says: `ack_seq` is the end of the unbroken
+//! run of seqs from 0 in the log (-1 for none), kept in memory but correct across restarts and external
 //! appends; a seq already in the log is acked without a second line, even
 //! when many clients race on one handoff; a torn tail left by a crash is
 //! terminated before the next append; a log that belongs to another
@@ -36,9 +36,10 @@ fn ack_seq_and_dedup() {
         assert_eq!(c.rpc(&cp_frame(s, &json!({"s": s}))), json!({"ok": true, "seq": s}));
     }
     assert_eq!(c.rpc(&cp_frame(1, &json!({"s": 1}))), json!({"ok": true, "seq": 1}), "duplicate acked");
-    assert_eq!(c.rpc(&cp_frame(5, &json!({"s": 5}))), json!({"ok": true, "seq": 5}));
-    assert_eq!(c.rpc(&cp_frame(4, &json!({"s": 4}))), json!({"ok": true, "seq": 4}));
-    assert_eq!(log_seqs(&log), vec![0, 1, 2, 5, 4]);
+    for s in 3..6 {
+        assert_eq!(c.rpc(&cp_frame(s, &json!({"s": s}))), json!({"ok": true, "seq": s}));
+    }
+    assert_eq!(log_seqs(&log), vec![0, 1, 2, 3, 4, 5]);
     assert_eq!(session(&srv, &hid, &env).1, 5);
     // The envelope header is first-writer-wins: still exactly one.
     assert_eq!(records(&log).iter().filter(|r| r["type"] == "envelope").count(), 1);
@@ -48,19 +49,19 @@ fn ack_seq_and_dedup() {
     let (mut c, ack) = session(&srv, &hid, &env);
     assert_eq!(ack, 5);
     assert_eq!(c.rpc(&cp_frame(4, &json!({"s": 4}))), json!({"ok": true, "seq": 4}));
-    assert_eq!(log_seqs(&log).len(), 5);
+    assert_eq!(log_seqs(&log).len(), 6);
 
     // Someone appends behind the server's back: it notices.
-    log::ship_checkpoint(&log, 9, &json!({"s": 9}), &Config::default()).unwrap();
-    assert_eq!(session(&srv, &hid, &env).1, 9);
-    assert_eq!(c.rpc(&cp_frame(9, &json!({"s": 9}))), json!({"ok": true, "seq": 9}));
-    assert_eq!(log_seqs(&log).len(), 6, "seq 9 is already there");
+    log::ship_checkpoint(&log, 6, &json!({"s": 6}), &Config::default()).unwrap();
+    assert_eq!(session(&srv, &hid, &env).1, 6);
+    assert_eq!(c.rpc(&cp_frame(6, &json!({"s": 6}))), json!({"ok": true, "seq": 6}));
+    assert_eq!(log_seqs(&log).len(), 7, "seq 6 is already there");
 
     // A torn tail (crash mid-write): the next line is not glued onto it.
     std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(b"{\"at\": \"x\", \"seq\": 1").unwrap();
-    assert_eq!(c.rpc(&cp_frame(10, &json!({"s": 10}))), json!({"ok": true, "seq": 10}));
+    assert_eq!(c.rpc(&cp_frame(7, &json!({"s": 7}))), json!({"ok": true, "seq": 7}));
     let rep = ingest_ours(&tmp.path().join("fresh"), &log);
-    assert_eq!((rep["checkpoints_new"].as_i64(), rep["lines_skipped"].as_i64()), (Some(7), Some(1)));
+    assert_eq!((rep["checkpoints_new"].as_i64(), rep["lines_skipped"].as_i64()), (Some(8), Some(1)));
 
     // A log that holds another handoff is never written to.
     let (env2, hid2) = envelope(2, 100);
@@ -86,22 +87,17 @@ fn ack_seq_and_dedup() {
     let rep = ingest_ours(&tmp.path().join("fresh5"), &srv.log(&hid5));
     assert_eq!((rep["checkpoints_new"].as_i64(), rep["lines_skipped"].as_i64()), (Some(1), Some(1)));
 
-    // Eight clients race over the same 50 seqs of one handoff, in
-    // different orders: one line per seq.
+    // Eight clients race over the same 50 seqs of one handoff, each in
+    // order (anything else is a gap): one line per seq.
     let (env4, hid4) = envelope(4, 100);
     let threads: Vec<_> = (0..8)
-        .map(|k| {
+        .map(|_| {
             let (addr, env4, hid4) = (srv.addr(), env4.clone(), hid4.clone());
             std::thread::spawn(move || {
                 let mut c = Raw::connect(&addr);
                 assert_eq!(c.hello(&hid4, TOKEN)["ok"], true);
                 assert_eq!(c.rpc(&json!({"type": "envelope", "envelope": env4})), json!({"ok": true}));
-                let mut seqs: Vec<i64> = (0..50).collect();
-                seqs.rotate_left(k * 6);
-                if k % 2 == 1 {
-                    seqs.reverse();
-                }
-                for s in seqs {
+                for s in 0..50 {
                     assert_eq!(c.rpc(&cp_frame(s, &json!({"s": s}))), json!({"ok": true, "seq": s}));
                 }
             })

@@ -13,8 +13,18 @@ impl SeqSet {
     }
 
     /// Highest seq, -1 when empty.
-    pub(crate) fn max(&self) -> i64 {
+    #[cfg(test)]
+    fn max(&self) -> i64 {
         self.ranges.last().map_or(-1, |r| r.1)
+    }
+
+    /// End of the run of seqs that starts at 0 (-1 when seq 0 is
+    /// missing): everything up to it is held, so it is what may be acked.
+    pub(crate) fn prefix_end(&self) -> i64 {
+        match self.ranges.first() {
+            Some(&(0, hi)) => hi,
+            _ => -1,
+        }
     }
 
     #[cfg(test)]
@@ -90,6 +100,11 @@ mod tests {
         assert!(s.contains(0) && s.contains(7) && s.contains(11));
         assert!(!s.contains(8) && !s.contains(13) && !s.contains(-1));
         assert_eq!(s.max(), 12);
+        assert_eq!(s.prefix_end(), 7);
+        assert_eq!(SeqSet::new().prefix_end(), -1);
+        let mut late = SeqSet::new();
+        late.insert(1);
+        assert_eq!(late.prefix_end(), -1, "seq 0 missing: nothing contiguous");
     }
 
     #[test]

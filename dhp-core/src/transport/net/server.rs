@@ -11,7 +11,7 @@ use crate::runner::checked_state;
 use crate::transport::log::{self, Line};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -58,6 +58,8 @@ pub struct ServerStats {
     pub envelopes: u64,
     pub checkpoints_appended: u64,
     pub checkpoints_duplicate: u64,
+    pub checkpoints_gap: u64,
+    pub checkpoints_conflict: u64,
     pub frames_rejected: u64,
     pub lines_too_long: u64,
     pub partial_lines: u64,
@@ -73,6 +75,8 @@ struct Counters {
     envelopes: AtomicU64,
     checkpoints_appended: AtomicU64,
     checkpoints_duplicate: AtomicU64,
+    checkpoints_gap: AtomicU64,
+    checkpoints_conflict: AtomicU64,
     frames_rejected: AtomicU64,
     lines_too_long: AtomicU64,
     partial_lines: AtomicU64,
@@ -94,6 +98,8 @@ impl Counters {
             envelopes: g(&self.envelopes),
             checkpoints_appended: g(&self.checkpoints_appended),
             checkpoints_duplicate: g(&self.checkpoints_duplicate),
+            checkpoints_gap: g(&self.checkpoints_gap),
+            checkpoints_conflict: g(&self.checkpoints_conflict),
             frames_rejected: g(&self.frames_rejected),
             lines_too_long: g(&self.lines_too_long),
             partial_lines: g(&self.partial_lines),
@@ -115,6 +121,20 @@ struct HidLog {
     /// `handoff_id` of the first envelope record, if any.
     header: Option<String>,
     seqs: SeqSet,
+    /// `state_hash` of the most recently appended seqs, so a re-sent
+    /// checkpoint is compared without reading the file.
+    recent: VecDeque<(i64, String)>,
+}
+
+/// Hashes kept per handoff for duplicate checks; older ones are read back
+/// from the log.
+const RECENT_HASHES: usize = 64;
+
+/// Why a checkpoint is not acknowledged; both carry the seq the server
+/// expects next.
+enum SeqRefusal {
+    Gap { next: i64 },
+    Conflict { next: i64 },
 }
 
 #[cfg(unix)]
@@ -128,7 +148,7 @@ fn ino_of(_m: &std::fs::Metadata) -> u64 {
 
 impl HidLog {
     fn new(path: PathBuf) -> Self {
-        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new() }
+        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new(), recent: VecDeque::new() }
     }
 
     /// Bring the in-memory view up to date with the file.
@@ -172,11 +192,40 @@ impl HidLog {
         self.out.torn = ends_torn(&data);
         self.header = header;
         self.seqs = seqs;
+        self.recent.clear();
         if self.len != m.len() {
             // Appended to while we read: read again on next use.
             self.loaded = false;
         }
         Ok(())
+    }
+
+    /// The `state_hash` logged for `seq` (the first copy after the header).
+    fn logged_hash(&self, seq: i64, cfg: &Config) -> Result<Option<String>> {
+        if let Some((_, h)) = self.recent.iter().find(|(s, _)| *s == seq) {
+            return Ok(Some(h.clone()));
+        }
+        let path = &self.out.path;
+        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let mut header = false;
+        for line in log::parse_lines(&data, cfg) {
+            let Line::Record(v) = line else { continue };
+            match v["type"].as_str() {
+                Some("envelope") => header = true,
+                Some("checkpoint") if header && v.get("seq").and_then(Value::as_i64) == Some(seq) => {
+                    return Ok(v.get("state_hash").and_then(Value::as_str).map(str::to_string));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn remember(&mut self, seq: i64, hash: String) {
+        if self.recent.len() >= RECENT_HASHES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((seq, hash));
     }
 
     fn append(&mut self, line: &str) -> Result<()> {
@@ -284,7 +333,7 @@ impl Srv {
         };
         let me = hid.to_string();
         let ack = self
-            .with_log(&log, move |l, _| Ok(if l.header.as_ref().is_some_and(|h| *h != me) { -1 } else { l.seqs.max() }))
+            .with_log(&log, move |l, _| Ok(if l.header.as_ref().is_some_and(|h| *h != me) { -1 } else { l.seqs.prefix_end() }))
             .await;
         match ack {
             Ok(ack) => {
@@ -367,17 +416,28 @@ impl Srv {
         };
         let want = s.hid.clone();
         let r = self
-            .with_log(&s.log, move |l, _| {
+            .with_log(&s.log, move |l, cfg| {
                 match &l.header {
-                    None => return Ok(Err("no envelope for this handoff yet: send the envelope first")),
-                    Some(h) if *h != want => return Ok(Err("log holds another handoff")),
+                    None => return Ok(Err(Err("no envelope for this handoff yet: send the envelope first"))),
+                    Some(h) if *h != want => return Ok(Err(Err("log holds another handoff"))),
                     Some(_) => {}
                 }
-                if l.seqs.contains(seq) {
-                    return Ok(Ok(false));
+                // Only the seq right after the unbroken run from 0 is
+                // appended: an ack past a hole would tell the shipper it
+                // may forget lines the peer never got.
+                let next = l.seqs.prefix_end() + 1;
+                if seq > next {
+                    return Ok(Err(Ok(SeqRefusal::Gap { next })));
+                }
+                if seq < next {
+                    return match l.logged_hash(seq, cfg)? {
+                        Some(h) if h != hash => Ok(Err(Ok(SeqRefusal::Conflict { next }))),
+                        _ => Ok(Ok(false)),
+                    };
                 }
                 l.append(&line)?;
                 l.seqs.insert(seq);
+                l.remember(seq, hash);
                 Ok(Ok(true))
             })
             .await;
@@ -386,7 +446,27 @@ impl Srv {
                 bump(if appended { &self.stats.checkpoints_appended } else { &self.stats.checkpoints_duplicate });
                 ok(json!({"ok": true, "seq": seq}))
             }
-            Ok(Err(m)) => refuse(m),
+            Ok(Err(Ok(SeqRefusal::Gap { next }))) => {
+                bump(&self.stats.checkpoints_gap);
+                tracing::info!(hid = &s.hid[..12], seq, expect_seq = next, "transport: checkpoint past a gap refused");
+                Reply {
+                    body: json!({"ok": false, "error": format!("gap: expected seq {next}, got {seq}"), "expect_seq": next}),
+                    close: false,
+                }
+            }
+            Ok(Err(Ok(SeqRefusal::Conflict { next }))) => {
+                bump(&self.stats.checkpoints_conflict);
+                tracing::warn!(hid = &s.hid[..12], seq, "transport: conflicting checkpoint refused");
+                Reply {
+                    body: json!({
+                        "ok": false,
+                        "error": format!("conflict: seq {seq} is logged with another state_hash"),
+                        "expect_seq": next,
+                    }),
+                    close: false,
+                }
+            }
+            Ok(Err(Err(m))) => refuse(m),
             Err(e) => refuse(format!("server cannot write log: {e}")),
         }
     }

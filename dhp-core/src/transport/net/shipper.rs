@@ -777,9 +777,28 @@ impl Pump {
                     added += 1;
                 }
             }
-            q.items.make_contiguous().sort_by_key(|i| i.seq);
         }
         st.unacked += added;
+        // Lines past a hole that neither the queue nor the buffer log can
+        // fill would be refused forever: fail them now, loudly.
+        let q = st.queues.entry(hid.to_string()).or_default();
+        q.items.make_contiguous().sort_by_key(|i| i.seq);
+        let mut lost = Vec::new();
+        let first = q.items.front().map_or(ack + 1, |i| i.seq);
+        if first > ack + 1 {
+            tracing::warn!(hid = &hid[..12], ack, first, "transport: server lacks seqs this shipper no longer has");
+            lost.extend(q.items.drain(..).map(|i| (i.ticket, i.seq)));
+        }
+        st.unacked -= lost.len();
+        for (ticket, seq) in lost {
+            let msg = format!(
+                "checkpoint {seq} cannot be delivered: the server expects seq {} and seqs {}..={} are in neither its log nor this shipper's",
+                ack + 1,
+                ack + 1,
+                first - 1
+            );
+            st.resolve(ticket, Err(Refusal::Transport(msg)));
+        }
         if added > 0 {
             tracing::info!(hid = &hid[..12], ack, replayed = added, "transport: replaying from the local buffer log");
         }
@@ -874,6 +893,12 @@ impl Pump {
             let err = reply.get("error").and_then(Value::as_str).unwrap_or("no reason given").to_string();
             if !ok && transient(&err) {
                 return Err(err);
+            }
+            if !ok && matches!(expect, Expect::Checkpoint { .. }) && err.starts_with("gap:") {
+                // The peer lacks earlier seqs: a fresh hello tells us where
+                // it stands, and the replay fills the hole before this one.
+                let next = reply.get("expect_seq").and_then(Value::as_i64).unwrap_or(-1);
+                return Err(format!("server expects seq {next} ({err}); reconnecting to catch up"));
             }
             let mut st = self.shared.lock();
             match expect {
