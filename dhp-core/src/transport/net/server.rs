@@ -1,6 +1,7 @@
 //! The transport server: one task per connection, one append lock per
 //! handoff log, held only while the log is written.
 
+use super::gate::{Gate, HELLO_TIMEOUT, PRE_HELLO_MAX_LINE};
 use super::seqset::SeqSet;
 use super::{ends_torn, read_frame_async, skip_line_async, Appender, Frame};
 use crate::config::Config;
@@ -65,6 +66,8 @@ pub struct ServerStats {
     pub partial_lines: u64,
     pub idle_timeouts: u64,
     pub busy_rejections: u64,
+    /// Connections closed before their hello to make room for newer ones.
+    pub unauthenticated_evicted: u64,
 }
 
 #[derive(Default)]
@@ -105,6 +108,7 @@ impl Counters {
             partial_lines: g(&self.partial_lines),
             idle_timeouts: g(&self.idle_timeouts),
             busy_rejections: g(&self.busy_rejections),
+            unauthenticated_evicted: 0,
         }
     }
 }
@@ -245,6 +249,7 @@ struct Srv {
     token_digest: Option<[u8; 32]>,
     logs: std::sync::Mutex<HashMap<String, Arc<AsyncMutex<HidLog>>>>,
     stats: Counters,
+    gate: Arc<Gate>,
 }
 
 /// A reply frame plus whether the connection ends after it.
@@ -511,12 +516,37 @@ impl Srv {
         let mut buf = Vec::new();
         let mut session: Option<Session> = None;
         let mut bad_streak = 0u32;
+        // Held until the hello succeeds: a short deadline and a tiny line
+        // cap, and the gate may close us to make room for a newcomer.
+        let mut pass = Some(self.gate.admit(peer.ip()));
         loop {
+            if session.is_some() {
+                pass = None;
+            }
+            // A big frame's buffer is not kept by an idle connection.
+            if buf.capacity() > (1 << 16) {
+                buf = Vec::new();
+            }
+            let (limit, wait) = match &pass {
+                Some(_) => (max.min(PRE_HELLO_MAX_LINE), idle.min(HELLO_TIMEOUT)),
+                None => (max, idle),
+            };
+            let evict = pass.as_ref().map(|p| p.evict.clone());
             let got = tokio::select! {
                 biased;
                 _ = shutdown.wait_for(|stop| *stop) => break,
-                r = tokio::time::timeout(idle, read_frame_async(&mut rd, &mut buf, max)) => r,
+                _ = async {
+                    match &evict {
+                        Some(n) => n.notified().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    tracing::debug!(%peer, "transport: closed before hello to make room");
+                    break;
+                }
+                r = tokio::time::timeout(wait, read_frame_async(&mut rd, &mut buf, limit)) => r,
             };
+
             let reply = match got {
                 Err(_) => {
                     bump(&self.stats.idle_timeouts);
@@ -532,6 +562,14 @@ impl Srv {
                     bump(&self.stats.partial_lines);
                     tracing::info!(%peer, bytes = buf.len(), "transport: connection closed mid-line (discarded)");
                     break;
+                }
+                Ok(Ok(Frame::TooLong | Frame::Overrun)) if pass.is_some() => {
+                    bump(&self.stats.lines_too_long);
+                    bump(&self.stats.hellos_rejected);
+                    if self.gate.warn_now() {
+                        tracing::warn!(%peer, limit, "transport: line before hello exceeds its cap (further ones this second not logged)");
+                    }
+                    refuse_and_close(format!("line before hello exceeds {limit} bytes"))
                 }
                 Ok(Ok(Frame::TooLong)) => {
                     bump(&self.stats.lines_too_long);
@@ -558,6 +596,7 @@ impl Srv {
                     self.frame(&mut session, &buf).await
                 }
             };
+
             if reply.body["ok"] == true {
                 bad_streak = 0;
             } else {
@@ -613,9 +652,16 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
     }
     std::fs::create_dir_all(&server.logdir).map_err(|e| Error::io(&server.logdir, e))?;
     let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
-    let srv = Arc::new(Srv { cfg: server, token_digest, logs: Default::default(), stats: Counters::default() });
+    let srv = Arc::new(Srv {
+        cfg: server,
+        token_digest,
+        logs: Default::default(),
+        stats: Counters::default(),
+        gate: Default::default(),
+    });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
+    let mut last_busy_warn = None;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -627,6 +673,10 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
                     bump(&srv.stats.connections);
                     if tasks.len() >= MAX_CONNECTIONS {
                         bump(&srv.stats.busy_rejections);
+                        if last_busy_warn.is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1)) {
+                            last_busy_warn = Some(std::time::Instant::now());
+                            tracing::warn!(%peer, max = MAX_CONNECTIONS, "transport: connection cap reached; telling new clients the server is busy");
+                        }
                         tasks.spawn(busy(sock));
                     } else {
                         tasks.spawn(srv.clone().serve(sock, peer, stop_rx.clone()));
@@ -643,7 +693,9 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
     drop(listener);
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
-    Ok(srv.stats.snapshot())
+    let mut stats = srv.stats.snapshot();
+    stats.unauthenticated_evicted = srv.gate.evictions.load(Ordering::Relaxed);
+    Ok(stats)
 }
 
 async fn busy(mut sock: TcpStream) {
