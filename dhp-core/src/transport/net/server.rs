@@ -68,6 +68,10 @@ pub struct ServerStats {
     pub busy_rejections: u64,
     /// Connections closed before their hello to make room for newer ones.
     pub unauthenticated_evicted: u64,
+    /// Handoff logs held in memory when the server stopped, and dropped
+    /// from memory (unused) while it ran.
+    pub logs_cached: u64,
+    pub logs_evicted: u64,
 }
 
 #[derive(Default)]
@@ -109,6 +113,8 @@ impl Counters {
             idle_timeouts: g(&self.idle_timeouts),
             busy_rejections: g(&self.busy_rejections),
             unauthenticated_evicted: 0,
+            logs_cached: 0,
+            logs_evicted: 0,
         }
     }
 }
@@ -132,7 +138,11 @@ struct HidLog {
 
 /// Hashes kept per handoff for duplicate checks; older ones are read back
 /// from the log.
-const RECENT_HASHES: usize = 64;
+const RECENT_HASHES: usize = 16;
+/// Handoff logs whose state is kept in memory when no connection uses
+/// them; past this, unused ones are dropped and re-read from disk on their
+/// next hello.
+const MAX_CACHED_LOGS: usize = 1024;
 
 /// Why a checkpoint is not acknowledged; both carry the seq the server
 /// expects next.
@@ -247,9 +257,39 @@ impl HidLog {
 struct Srv {
     cfg: ServerConfig,
     token_digest: Option<[u8; 32]>,
-    logs: std::sync::Mutex<HashMap<String, Arc<AsyncMutex<HidLog>>>>,
+    logs: std::sync::Mutex<LogCache>,
     stats: Counters,
     gate: Arc<Gate>,
+}
+
+/// Per-handoff log state. An entry no connection holds (the map's `Arc`
+/// is the only one) can be dropped at any time: it is rebuilt from the
+/// file. Entries in use are never dropped, so one handoff never has two
+/// appenders.
+#[derive(Default)]
+struct LogCache {
+    map: HashMap<String, Arc<AsyncMutex<HidLog>>>,
+    /// Sweep when the map reaches this size (doubles when most entries
+    /// are in use, so a sweep stays amortised O(1) per insert).
+    sweep_at: usize,
+    evicted: u64,
+}
+
+impl LogCache {
+    fn get(&mut self, hid: &str, path: PathBuf) -> Arc<AsyncMutex<HidLog>> {
+        if let Some(l) = self.map.get(hid) {
+            return l.clone();
+        }
+        if self.map.len() >= self.sweep_at.max(MAX_CACHED_LOGS) {
+            let before = self.map.len();
+            self.map.retain(|_, l| Arc::strong_count(l) > 1);
+            self.evicted += (before - self.map.len()) as u64;
+            self.sweep_at = (self.map.len() * 2).max(MAX_CACHED_LOGS);
+        }
+        let l = Arc::new(AsyncMutex::new(HidLog::new(path)));
+        self.map.insert(hid.to_string(), l.clone());
+        l
+    }
 }
 
 /// A reply frame plus whether the connection ends after it.
@@ -279,8 +319,8 @@ struct Session {
 impl Srv {
     fn hid_log(&self, hid: &str) -> Result<Arc<AsyncMutex<HidLog>>> {
         let path = log::log_path(&self.cfg.logdir, hid)?;
-        let mut map = self.logs.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(map.entry(hid.to_string()).or_insert_with(|| Arc::new(AsyncMutex::new(HidLog::new(path)))).clone())
+        let mut cache = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(cache.get(hid, path))
     }
 
     /// Run `f` on a handoff log under its lock. Scanning a log (first use,
@@ -695,6 +735,11 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
     while tasks.join_next().await.is_some() {}
     let mut stats = srv.stats.snapshot();
     stats.unauthenticated_evicted = srv.gate.evictions.load(Ordering::Relaxed);
+    {
+        let cache = srv.logs.lock().unwrap_or_else(|p| p.into_inner());
+        stats.logs_cached = cache.map.len() as u64;
+        stats.logs_evicted = cache.evicted;
+    }
     Ok(stats)
 }
 
