@@ -28,6 +28,7 @@ impl TcpServer {
             token: String::new(),
             cfg: Config::default(),
             idle_timeout: Duration::from_secs(120),
+            fsync: true,
         };
         let thread = std::thread::Builder::new()
             .name("bench-transport".into())

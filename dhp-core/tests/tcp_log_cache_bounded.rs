@@ -23,6 +23,7 @@ fn unused_handoff_state_is_evicted_and_reloaded() {
         token: TOKEN.into(),
         cfg: Config::default(),
         idle_timeout: Duration::from_secs(60),
+        fsync: true,
     };
     let server = rt.spawn(net::run(listener, cfg, async move {
         let _ = stop_rx.await;

@@ -166,6 +166,14 @@ impl Appender {
         Appender { path, file: None, torn }
     }
 
+    /// A handle to `fdatasync` the file with, outside the append lock.
+    pub(crate) fn sync_handle(&self) -> std::io::Result<std::fs::File> {
+        match &self.file {
+            Some(f) => f.try_clone(),
+            None => std::fs::File::open(&self.path),
+        }
+    }
+
     /// Forget the handle (the file was replaced or failed).
     pub(crate) fn reset(&mut self) {
         self.file = None;

@@ -33,6 +33,10 @@ pub struct TransportArgs {
     /// 86400) to send a frame or to read a reply.
     #[arg(long, default_value_t = 60.0)]
     idle_timeout: f64,
+    /// Acknowledge a line once it is written, without waiting for
+    /// fdatasync (the reference's behaviour; faster, not crash-durable).
+    #[arg(long)]
+    no_fsync: bool,
 }
 
 fn install_stop_flag() -> Arc<AtomicBool> {
@@ -77,7 +81,7 @@ pub fn supervisor(root: &Path, id: &str, seconds: f64, history: Option<PathBuf>,
 pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure> {
     use std::io::Write;
     let idle_timeout = positive_duration("--idle-timeout", a.idle_timeout, MAX_IDLE_TIMEOUT_S).map_err(bad_flag)?;
-    let (logdir, host, port) = (a.logdir, a.host, a.port);
+    let (logdir, host, port, no_fsync) = (a.logdir, a.host, a.port, a.no_fsync);
     let token = std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default();
     if token.is_empty() {
         tracing::warn!("DHP_TRANSPORT_TOKEN is not set: accepting any client");
@@ -100,7 +104,7 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();
         drop(out);
-        let server = net::ServerConfig { logdir, token, cfg, idle_timeout };
+        let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync };
         net::run(listener, server, async move {
             tokio::select! {
                 _ = term.recv() => {}

@@ -48,7 +48,15 @@ pub struct ServerConfig {
     /// A connection that takes longer than this to deliver a whole frame,
     /// or to take a reply, is closed.
     pub idle_timeout: Duration,
+    /// `fdatasync` every appended line before acknowledging it (group
+    /// commit: one sync covers every line appended before it). `false`
+    /// acks once the line is in the page cache, as the reference does.
+    pub fsync: bool,
 }
+
+/// Failpoint for tests: milliseconds to pause between writing a line and
+/// syncing it, so a test can observe that no ack leaves before the sync.
+const FAILPOINT_PRE_FSYNC_ENV: &str = "DHP_TRANSPORT_FAILPOINT_PRE_FSYNC_MS";
 
 /// What a server did, returned when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -131,6 +139,8 @@ struct HidLog {
     /// `handoff_id` of the first envelope record, if any.
     header: Option<String>,
     seqs: SeqSet,
+    /// Bytes of the file known to be on stable storage.
+    synced: u64,
     /// `state_hash` of the most recently appended seqs, so a re-sent
     /// checkpoint is compared without reading the file.
     recent: VecDeque<(i64, String)>,
@@ -162,7 +172,7 @@ fn ino_of(_m: &std::fs::Metadata) -> u64 {
 
 impl HidLog {
     fn new(path: PathBuf) -> Self {
-        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new(), recent: VecDeque::new() }
+        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new(), synced: 0, recent: VecDeque::new() }
     }
 
     /// Bring the in-memory view up to date with the file.
@@ -207,6 +217,7 @@ impl HidLog {
         self.header = header;
         self.seqs = seqs;
         self.recent.clear();
+        self.synced = 0;
         if self.len != m.len() {
             // Appended to while we read: read again on next use.
             self.loaded = false;
@@ -260,6 +271,7 @@ struct Srv {
     logs: std::sync::Mutex<LogCache>,
     stats: Counters,
     gate: Arc<Gate>,
+    pre_fsync_pause: Duration,
 }
 
 /// Per-handoff log state. An entry no connection holds (the map's `Arc`
@@ -296,18 +308,20 @@ impl LogCache {
 struct Reply {
     body: Value,
     close: bool,
+    /// The reply may leave only once the session's log is synced.
+    durable: bool,
 }
 
 fn ok(body: Value) -> Reply {
-    Reply { body, close: false }
+    Reply { body, close: false, durable: false }
 }
 
 fn refuse(msg: impl Into<String>) -> Reply {
-    Reply { body: json!({"ok": false, "error": msg.into()}), close: false }
+    Reply { body: json!({"ok": false, "error": msg.into()}), close: false, durable: false }
 }
 
 fn refuse_and_close(msg: impl Into<String>) -> Reply {
-    Reply { body: json!({"ok": false, "error": msg.into()}), close: true }
+    Reply { body: json!({"ok": false, "error": msg.into()}), close: true, durable: false }
 }
 
 /// What a connection is bound to after a good hello.
@@ -349,6 +363,32 @@ impl Srv {
                 .await
                 .map_err(|e| Error::Transport(format!("log writer task failed: {e}")))?
         }
+    }
+
+    /// Make everything appended to `log` so far durable. Group commit:
+    /// the length is read under the lock, the sync runs outside it, and a
+    /// caller whose bytes a concurrent sync already covered returns at once.
+    async fn sync(&self, log: &Arc<AsyncMutex<HidLog>>) -> Result<()> {
+        let (file, len, path) = {
+            let l = log.lock().await;
+            if l.synced >= l.len {
+                return Ok(());
+            }
+            let f = l.out.sync_handle().map_err(|e| Error::io(&l.out.path, e))?;
+            (f, l.len, l.out.path.clone())
+        };
+        let pause = self.pre_fsync_pause;
+        tokio::task::spawn_blocking(move || {
+            if !pause.is_zero() {
+                std::thread::sleep(pause);
+            }
+            file.sync_data().map_err(|e| Error::io(&path, e))
+        })
+        .await
+        .map_err(|e| Error::Transport(format!("log sync task failed: {e}")))??;
+        let mut l = log.lock().await;
+        l.synced = l.synced.max(len);
+        Ok(())
     }
 
     fn token_ok(&self, presented: Option<&str>) -> bool {
@@ -426,7 +466,7 @@ impl Srv {
         match r {
             Ok(None) => {
                 bump(&self.stats.envelopes);
-                ok(json!({"ok": true}))
+                Reply { durable: true, ..ok(json!({"ok": true})) }
             }
             Ok(Some(m)) => refuse(m),
             Err(e) => refuse(format!("server cannot write log: {e}")),
@@ -489,7 +529,8 @@ impl Srv {
         match r {
             Ok(Ok(appended)) => {
                 bump(if appended { &self.stats.checkpoints_appended } else { &self.stats.checkpoints_duplicate });
-                ok(json!({"ok": true, "seq": seq}))
+                // A duplicate too: the earlier copy may not be synced yet.
+                Reply { durable: true, ..ok(json!({"ok": true, "seq": seq})) }
             }
             Ok(Err(Ok(SeqRefusal::Gap { next }))) => {
                 bump(&self.stats.checkpoints_gap);
@@ -497,6 +538,7 @@ impl Srv {
                 Reply {
                     body: json!({"ok": false, "error": format!("gap: expected seq {next}, got {seq}"), "expect_seq": next}),
                     close: false,
+                    durable: false,
                 }
             }
             Ok(Err(Ok(SeqRefusal::Conflict { next }))) => {
@@ -509,6 +551,7 @@ impl Srv {
                         "expect_seq": next,
                     }),
                     close: false,
+                    durable: false,
                 }
             }
             Ok(Err(Err(m))) => refuse(m),
@@ -531,7 +574,7 @@ impl Srv {
         match msg.get("type").and_then(Value::as_str) {
             Some("envelope") => self.envelope(s, &msg).await,
             Some("checkpoint") => self.checkpoint(s, &msg).await,
-            Some("bye") => Reply { body: json!({"ok": true}), close: true },
+            Some("bye") => Reply { body: json!({"ok": true}), close: true, durable: false },
             Some("hello") => refuse("already said hello"),
             _ => refuse("unknown type"),
         }
@@ -556,6 +599,9 @@ impl Srv {
         let mut buf = Vec::new();
         let mut session: Option<Session> = None;
         let mut bad_streak = 0u32;
+        // Replies not yet written, and whether any waits for a log sync.
+        let mut pending: Vec<u8> = Vec::new();
+        let mut unsynced = false;
         // Held until the hello succeeds: a short deadline and a tiny line
         // cap, and the gate may close us to make room for a newcomer.
         let mut pass = Some(self.gate.admit(peer.ip()));
@@ -631,31 +677,55 @@ impl Srv {
                 }
                 Ok(Ok(Frame::Line)) => {
                     if buf.iter().all(u8::is_ascii_whitespace) {
-                        continue;
+                        // No reply; but held replies must not wait on it.
+                        Reply { body: Value::Null, close: false, durable: false }
+                    } else {
+                        self.frame(&mut session, &buf).await
                     }
-                    self.frame(&mut session, &buf).await
                 }
             };
 
-            if reply.body["ok"] == true {
+            if reply.body.is_null() {
+                // A blank line: nothing to say.
+            } else if reply.body["ok"] == true {
                 bad_streak = 0;
             } else {
                 bump(&self.stats.frames_rejected);
                 bad_streak += 1;
             }
-            let mut text = match json::dumps_sorted(&reply.body) {
-                Ok(t) => t,
-                Err(_) => "{\"error\": \"internal error\", \"ok\": false}".to_string(),
-            };
-            text.push('\n');
+            if !reply.body.is_null() {
+                let text = match json::dumps_sorted(&reply.body) {
+                    Ok(t) => t,
+                    Err(_) => "{\"error\": \"internal error\", \"ok\": false}".to_string(),
+                };
+                pending.extend_from_slice(text.as_bytes());
+                pending.push(b'\n');
+            }
+            unsynced |= reply.durable;
             // Hold replies while the client has more complete frames queued
-            // (pipelining): one write for many acks.
-            let more = rd.buffer().contains(&b'\n') && !reply.close;
-            let write = tokio::time::timeout(idle, async {
-                wr.write_all(text.as_bytes()).await?;
-                if !more {
-                    wr.flush().await?;
+            // (pipelining): one sync and one write for many acks.
+            let more = rd.buffer().contains(&b'\n')
+                && !reply.close
+                && bad_streak < MAX_BAD_STREAK
+                && pending.len() < (1 << 16)
+                && !*shutdown.borrow();
+            if more || pending.is_empty() {
+                continue;
+            }
+            if unsynced && self.cfg.fsync {
+                if let Some(s) = &session {
+                    if let Err(e) = self.sync(&s.log).await {
+                        // No ack for lines that may not be durable: the
+                        // client reconnects and re-sends (deduplicated).
+                        tracing::error!(%peer, error = %e, "transport: cannot sync log; closing without acks");
+                        break;
+                    }
                 }
+            }
+            unsynced = false;
+            let write = tokio::time::timeout(idle, async {
+                wr.write_all(&pending).await?;
+                wr.flush().await?;
                 std::io::Result::Ok(())
             });
             // A client that does not take its reply does not hold up a
@@ -667,6 +737,7 @@ impl Srv {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 } => false,
             };
+            pending.clear();
             if !wrote {
                 tracing::debug!(%peer, "transport: client not reading replies; closing");
                 break;
@@ -691,6 +762,13 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
         return Err(Error::Config("transport idle timeout must be > 0".into()));
     }
     std::fs::create_dir_all(&server.logdir).map_err(|e| Error::io(&server.logdir, e))?;
+    let pre_fsync_pause = match std::env::var(FAILPOINT_PRE_FSYNC_ENV) {
+        Err(_) => Duration::ZERO,
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(ms) if ms <= 60_000 => Duration::from_millis(ms),
+            _ => return Err(Error::Config(format!("{FAILPOINT_PRE_FSYNC_ENV} must be 0..=60000 milliseconds, not {v:?}"))),
+        },
+    };
     let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
     let srv = Arc::new(Srv {
         cfg: server,
@@ -698,6 +776,7 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
         logs: Default::default(),
         stats: Counters::default(),
         gate: Default::default(),
+        pre_fsync_pause,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
