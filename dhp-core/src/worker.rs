@@ -10,7 +10,8 @@ use crate::history::History;
 use crate::json;
 use crate::liveness;
 use crate::runner::{Runner, TaskContext};
-use crate::transport::{catch_up, log, Shipper};
+use crate::transport::chain::Chain;
+use crate::transport::{catch_up, Shipper};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -141,7 +142,11 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
             tracing::info!(n, "re-shipped checkpoints the peer lacked");
         }
     }
-    let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
+    let last = runner.last_checkpoint_row(&hid)?;
+    // Shipped lines name their handoff and predecessor (docs/log-chain.md).
+    let mut chain = Chain::after(&hid, last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
+    let last = last.map(|r| json::parse(&r.state_json)).transpose()?;
+    let (mut next, mut count, mut total) = match last {
         None => (lo, 0u64, 0u64),
         Some(st) => (
             st.get("next_n").and_then(Value::as_u64).unwrap_or(lo),
@@ -175,7 +180,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         failpoint::hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
             let (_, hash) = json::state_text_and_hash(&state)?;
-            let line = log::checkpoint_line(seq, &state, &hash, &utcnow_iso())?;
+            let line = chain.line(seq, &state, &hash, &utcnow_iso())?;
             s.ship_checkpoint(&hid, seq, &line)?;
         }
         done += 1;

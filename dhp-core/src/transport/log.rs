@@ -11,6 +11,10 @@
 //! verifies the envelope's identity and every state hash; a mismatch is
 //! [`Error::Tamper`] and the whole ingest is rolled back, leaving the store
 //! unchanged. Re-ingesting is idempotent.
+//!
+//! Our writers also bind every checkpoint line to its handoff and its
+//! predecessor ([`super::chain`]); ingest verifies that binding when a line
+//! carries it, and refuses a seq that arrives with two different states.
 
 use crate::config::Config;
 use crate::envelope::{self, now, utcnow_iso};
@@ -18,9 +22,12 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::runner::{checked_state, envelope_text};
 use crate::store::{with_tx, Backend, CheckpointRow, Mode};
+use crate::transport::chain::{self, Link};
 use serde_json::{json, Value};
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::collections::HashMap;
+use crate::transport::net::{ends_torn, Appender};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// `<dir>/<hid>.log`, with the hid validated.
@@ -51,27 +58,54 @@ fn check_line(line: &str, cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Append one line with a single `write(2)`; `fsync` when asked.
+/// Does the file end in a torn line (a crash or a full disk cut its last
+/// write short)? A missing or empty file does not.
+fn tail_is_torn(path: &Path) -> Result<bool> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1)).and_then(|_| f.read_exact(&mut last)).map_err(|e| Error::io(path, e))?;
+    Ok(ends_torn(&last))
+}
+
+/// Does the file hold no complete first line (its header write was cut
+/// short)? Looks at most one line cap into the file.
+fn header_is_torn(path: &Path, cfg: &Config) -> Result<bool> {
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut head = Vec::new();
+    let cap = u64::try_from(cfg.transport_max_line_bytes).unwrap_or(u64::MAX).saturating_add(1);
+    BufReader::new(f).take(cap).read_until(b'\n', &mut head).map_err(|e| Error::io(path, e))?;
+    Ok(!head.is_empty() && ends_torn(&head))
+}
+
+/// Append one line with a single `write(2)`; `fsync` when asked. A torn
+/// last line is ended first (in the same write), so the fragment stays one
+/// skipped line and the new line is intact.
 pub fn append_line(path: &Path, line: &str, cfg: &Config, fsync: bool) -> Result<()> {
     check_line(line, cfg)?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    let mut f = OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
-    let mut buf = Vec::with_capacity(line.len() + 1);
-    buf.extend_from_slice(line.as_bytes());
-    buf.push(b'\n');
-    f.write_all(&buf).map_err(|e| Error::io(path, e))?;
+    let mut out = Appender::new(path.to_path_buf(), tail_is_torn(path)?);
+    out.append(line.as_bytes())?;
     if fsync {
-        f.sync_data().map_err(|e| Error::io(path, e))?;
+        out.sync_data()?;
     }
     Ok(())
 }
 
-/// Write the envelope header. First writer wins: a non-empty log is left
-/// as it is.
+/// Write the envelope header. First writer wins: a log that already has a
+/// complete first line is left as it is; one holding only a torn fragment
+/// gets the header after it.
 pub fn ship_envelope(path: &Path, env: &Value, cfg: &Config) -> Result<()> {
     if std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false) {
+        if header_is_torn(path, cfg)? {
+            return append_line(path, &envelope_line(env)?, cfg, false);
+        }
         return Ok(());
     }
     let line = envelope_line(env)?;
@@ -173,6 +207,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
     let mut env: Option<Value> = None;
     let mut hid: Option<String> = None;
     let mut rows: Vec<CheckpointRow> = Vec::new();
+    let mut links: Vec<Link> = Vec::new();
     let mut skipped = 0usize;
     for line in lines {
         let rec = match line {
@@ -202,10 +237,10 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
                 }
             }
             Some("checkpoint") => {
-                if hid.is_none() {
+                let Some(owner) = hid.as_deref() else {
                     skipped += 1;
                     continue;
-                }
+                };
                 let (Some(state), Some(seq)) =
                     (rec.get("state").filter(|s| s.is_object()), rec.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0))
                 else {
@@ -216,6 +251,8 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
                 if rec.get("state_hash").and_then(Value::as_str) != Some(hash.as_str()) {
                     return Err(Error::Tamper(format!("transport log checkpoint {seq}: hash mismatch")));
                 }
+                let prev = chain::claimed_prev(rec, owner, seq)?.map(str::to_string);
+                links.push(Link { seq, state_hash: hash.clone(), prev });
                 let at = rec.get("at").and_then(Value::as_str).unwrap_or("").to_string();
                 rows.push(CheckpointRow { seq, state_json: text, state_hash: hash, at });
             }
@@ -231,6 +268,13 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
     let text = envelope_text(&env, cfg)?;
     let (created, new, max_seq, gaps) = with_tx(store, Mode::Write, |tx| {
         let created = tx.envelope(&hid)?.is_none() && tx.insert_envelope(&hid, &text, now())?;
+        // Rows already held are the truth: a line must agree with them.
+        let stored: HashMap<i64, String> = if created || links.is_empty() {
+            HashMap::new()
+        } else {
+            tx.checkpoints(&hid)?.into_iter().map(|r| (r.seq, r.state_hash)).collect()
+        };
+        chain::verify_links(&links, &stored)?;
         let mut new = 0;
         for r in &rows {
             new += usize::from(tx.insert_checkpoint(&hid, r)?);

@@ -1,6 +1,7 @@
 //! Moving checkpoints between hosts. The log format ([`log`]) is the
 //! protocol; TCP only moves its lines.
 
+pub mod chain;
 pub mod log;
 pub mod net;
 
@@ -26,7 +27,10 @@ pub trait Shipper: Send {
     }
 }
 
-/// Ships lines to a local (or shared-volume) transport log file.
+/// Ships lines to a local (or shared-volume) transport log file. A file
+/// whose last line is torn (a crash or a full disk mid-write) is repaired
+/// before the next append: the fragment is ended with a newline, so it
+/// stays one skipped line and the new line is intact.
 #[derive(Debug, Clone)]
 pub struct FileShipper {
     pub path: PathBuf,
@@ -48,17 +52,23 @@ impl Shipper for FileShipper {
 }
 
 /// Bring a destination up to date with the store: ship the envelope, then
-/// every checkpoint above what it already holds. A worker calls this after
-/// claim or recover, so a predecessor killed between its commit and its
-/// ship leaves the peer short only until the successor starts.
+/// every checkpoint above what it already holds, each line bound to the
+/// handoff and to its predecessor row ([`chain`]). A worker calls this
+/// after claim or recover, so a predecessor killed between its commit and
+/// its ship leaves the peer short only until the successor starts.
 pub fn catch_up(shipper: &mut dyn Shipper, runner: &Runner, hid: &str) -> Result<usize> {
     let env = runner.envelope_bare(hid)?;
     shipper.ship_envelope(hid, &env)?;
     let acked = shipper.acked_seq(hid)?;
+    let mut chain = chain::Chain::after(hid, None);
     let mut n = 0;
-    for row in runner.checkpoints(hid)?.into_iter().filter(|r| r.seq > acked) {
+    for row in runner.checkpoints(hid)? {
+        if row.seq <= acked {
+            chain.note(row.seq, &row.state_hash);
+            continue;
+        }
         let state = crate::json::parse(&row.state_json)?;
-        let line = log::checkpoint_line(row.seq, &state, &row.state_hash, &row.at)?;
+        let line = chain.line(row.seq, &state, &row.state_hash, &row.at)?;
         shipper.ship_checkpoint(hid, row.seq, &line)?;
         n += 1;
     }

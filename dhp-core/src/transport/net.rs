@@ -179,6 +179,14 @@ impl Appender {
         self.file = None;
     }
 
+    /// `fsync` the data appended so far (a no-op before the first append).
+    pub(crate) fn sync_data(&self) -> crate::Result<()> {
+        match &self.file {
+            Some(f) => f.sync_data().map_err(|e| crate::Error::io(&self.path, e)),
+            None => Ok(()),
+        }
+    }
+
     /// Append `line` plus a newline with one `write(2)`; returns the bytes
     /// written.
     pub(crate) fn append(&mut self, line: &[u8]) -> crate::Result<u64> {

@@ -9,6 +9,7 @@ use crate::envelope::{self, utcnow_iso};
 use crate::error::{Error, Result};
 use crate::json;
 use crate::runner::checked_state;
+use crate::transport::chain;
 use crate::transport::log::{self, Line};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -194,6 +195,7 @@ impl HidLog {
         let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         let mut header = None;
         let mut seqs = SeqSet::new();
+        let mut last: Option<(i64, String)> = None;
         for line in log::parse_lines(&data, cfg) {
             let Line::Record(v) = line else { continue };
             match v["type"].as_str() {
@@ -204,6 +206,9 @@ impl HidLog {
                 Some("checkpoint") if header.is_some() => {
                     if let Some(s) = v.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0) {
                         seqs.insert(s);
+                        if last.as_ref().is_none_or(|(l, _)| s > *l) {
+                            last = v.get("state_hash").and_then(Value::as_str).map(|h| (s, h.to_string()));
+                        }
                     }
                 }
                 _ => {}
@@ -491,8 +496,19 @@ impl Srv {
         if msg.get("state_hash").and_then(Value::as_str) != Some(hash.as_str()) {
             return refuse("hash mismatch");
         }
+        // A bound frame (docs/log-chain.md) keeps its binding in the log.
+        let prev = match chain::claimed_prev(msg, &s.hid, seq) {
+            Ok(p) => p.map(str::to_string),
+            Err(e) => return refuse(format!("binding mismatch: {e}")),
+        };
+        let bound = msg.get("hid").is_some() || prev.is_some();
         let at = msg.get("at").and_then(Value::as_str).map_or_else(utcnow_iso, str::to_string);
-        let line = match log::checkpoint_line(seq, state, &hash, &at) {
+        let line = if bound {
+            chain::bound_checkpoint_line(&s.hid, seq, state, &hash, prev.as_deref(), &at)
+        } else {
+            log::checkpoint_line(seq, state, &hash, &at)
+        };
+        let line = match line {
             Ok(l) if super::over_cap(l.len(), self.cfg.cfg.transport_max_line_bytes) => {
                 return refuse("checkpoint line exceeds max line bytes")
             }
@@ -519,6 +535,13 @@ impl Srv {
                         Some(h) if h != hash => Ok(Err(Ok(SeqRefusal::Conflict { next }))),
                         _ => Ok(Ok(false)),
                     };
+                }
+                // A bound frame (docs/log-chain.md) must follow the
+                // checkpoint before it.
+                if let (Some(p), true) = (&prev, seq > 0) {
+                    if l.logged_hash(seq - 1, cfg)?.is_some_and(|h| h != *p) {
+                        return Ok(Err(Err("binding mismatch: prev is not the state hash of the checkpoint before")));
+                    }
                 }
                 l.append(&line)?;
                 l.seqs.insert(seq);

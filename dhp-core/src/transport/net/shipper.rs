@@ -119,7 +119,7 @@ enum Refusal {
 impl Refusal {
     fn classify(what: &str, msg: &str) -> Self {
         let text = format!("server refused {what}: {msg}");
-        if msg.contains("hash mismatch") || msg.contains("identity") {
+        if msg.contains("hash mismatch") || msg.contains("identity") || msg.contains("binding mismatch") {
             Refusal::Tamper(text)
         } else {
             Refusal::Transport(text)
