@@ -18,6 +18,7 @@ pub mod check;
 pub mod cli;
 pub mod client;
 pub mod expect;
+pub mod fuzzing;
 pub mod ops;
 pub mod pgroup;
 pub mod protocol;

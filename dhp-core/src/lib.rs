@@ -48,6 +48,7 @@ pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod failpoint;
+pub mod fuzzing;
 pub mod history;
 pub mod json;
 pub mod liveness;
