@@ -172,7 +172,16 @@ pub fn py_float_repr(f: f64) -> Result<String> {
         return Err(Error::NonFinite(f.to_string()));
     }
     // `{:e}` yields the shortest round-trip digits, e.g. "1.5e-7", "-0e0".
-    let sci = format!("{f:e}");
+    // When two strings of that length round-trip and are equally close to
+    // the exact value, Rust takes the upper one and Python (dtoa mode 0)
+    // the even one: -2247006352838244.25 is "…244.3" here, "…244.2" there.
+    // Rust's fixed-precision formatting rounds the exact value half to
+    // even, so redo the shortest length that way and keep it if it still
+    // round-trips.
+    let shortest = format!("{f:e}");
+    let n = shortest.split_once('e').map_or(1, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
+    let even = format!("{f:.prec$e}", prec = n.saturating_sub(1));
+    let sci = if even.parse::<f64>().ok() == Some(f) { even } else { shortest };
     let (mantissa, exp) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exp: i32 = exp.parse().expect("LowerExp exponent is an integer");
     let (neg, mantissa) = match mantissa.strip_prefix('-') {
