@@ -35,6 +35,7 @@ san=${FUZZ_SANITIZER:-none}
 # 16 codegen units: builds fit a small shared machine; runs are a bit slower.
 cgu=${FUZZ_CODEGEN_UNITS:-16}
 jobs=${FUZZ_JOBS:-1}
+case "$jobs" in ''|*[!0-9]*|0) echo "fuzz.sh: FUZZ_JOBS must be a positive whole number, got '$jobs'" >&2; exit 2 ;; esac
 tdir=${CARGO_TARGET_DIR:-$repo/target}/fuzz
 cd "$repo"
 echo "fuzz.sh: building ${#targets[@]} target(s), sanitizer $san"
@@ -52,11 +53,15 @@ for t in "${targets[@]}"; do
     log="$scratch/$t.log"
     echo "fuzz.sh: $t for ${secs}s ($(ls "$work" | wc -l) seed inputs)"
     set +e
+    par=()
+    # With -jobs, libFuzzer writes each worker's output to ./fuzz-N.log.
+    if [ "$jobs" -gt 1 ]; then par=(-jobs="$jobs" -workers="$jobs"); fi
     cargo +nightly fuzz run -s "$san" --codegen-units "$cgu" --target-dir "$tdir" "$t" "$work" -- \
-        -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -jobs="$jobs" -workers="$jobs" \
+        -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 "${par[@]}" \
         -artifact_prefix="fuzz/artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
     rc=$?
     set -e
+    for f in fuzz-*.log; do [ -e "$f" ] && cat "$f" >>"$log" && rm -f "$f"; done
     execs=$(grep -h -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
     cov=$(grep -h -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
     if [ "$rc" -ne 0 ]; then
