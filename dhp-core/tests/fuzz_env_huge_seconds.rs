@@ -31,7 +31,7 @@ fn huge_durations_are_config_errors_not_panics() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("r");
     let out = Command::new(env!("CARGO_BIN_EXE_dhp"))
-        .args(["dispatch", root.to_str().unwrap(), "--census", "0,200,100", "--json"])
+        .args(["dispatch", "--create", root.to_str().unwrap(), "--census", "0,200,100", "--json"])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -29,7 +29,7 @@ fn a_relabelled_line_breaks_the_chain() {
     std::fs::write(&bad, body.join("\n") + "\n").unwrap();
 
     let dst = tmp.path().join("dst");
-    let (code, out, err) = dhp(&["ingest", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
+    let (code, out, err) = dhp(&["ingest", "--create", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
     assert_eq!(code, 8, "relabelled line must be refused as tampered: {out} {err}");
     assert!(format!("{out}{err}").contains("does not follow checkpoint 6"), "{out} {err}");
     let (code, _, _) = dhp(&["status", dst.to_str().unwrap(), &hid], &[]);

@@ -48,7 +48,7 @@ fn a_line_spliced_from_another_handoff_is_refused() {
     std::fs::write(&bad, spliced.join("\n") + "\n").unwrap();
 
     let dst = tmp.path().join("dst");
-    let (code, out, err) = dhp(&["ingest", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
+    let (code, out, err) = dhp(&["ingest", "--create", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
     assert_eq!(code, 8, "spliced log must be refused as tampered: {out} {err}");
     assert!(err.contains("belongs to handoff") || out.to_string().contains("belongs to handoff"), "{out} {err}");
     // Nothing was ingested: the handoff is unknown to the fresh root.
@@ -62,7 +62,7 @@ fn a_line_spliced_from_another_handoff_is_refused() {
     let mut spliced = a.clone();
     spliced.insert(pos, dhp_core::json::dumps_sorted(&stripped).unwrap());
     std::fs::write(&bad, spliced.join("\n") + "\n").unwrap();
-    let (code, out, err) = dhp(&["ingest", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
+    let (code, out, err) = dhp(&["ingest", "--create", dst.to_str().unwrap(), bad.to_str().unwrap()], &[]);
     assert_eq!(code, 8, "conflicting duplicate seq must be refused: {out} {err}");
 
     // The clean log still ingests, whole, and B's log too.
