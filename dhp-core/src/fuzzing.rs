@@ -188,7 +188,7 @@ mod tcp {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().ok()?;
             let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).ok()?;
             let addr = listener.local_addr().ok()?;
-            let sc = ServerConfig { logdir: logdir.clone(), token: String::new(), cfg: small_cfg(), idle_timeout: Duration::from_secs(2) };
+            let sc = ServerConfig { logdir: logdir.clone(), token: String::new(), cfg: small_cfg(), idle_timeout: Duration::from_secs(2), fsync: false };
             rt.spawn(async move {
                 let _ = net::run(listener, sc, std::future::pending::<()>()).await;
             });
