@@ -8,4 +8,5 @@ pub mod pageworker;
 pub mod procs;
 pub mod record;
 pub mod titles;
+pub mod ui;
 pub mod verify;
