@@ -28,7 +28,7 @@ for arg in "$@"; do
         --quick) QUICK="--quick"; WRITE=0 ;;
         --no-write) WRITE=0 ;;
         --report-only) REPORT_ONLY=1 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
