@@ -621,6 +621,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         ),
         (None, None) => anyhow::bail!("the kill point was reached without a fetch of page {}", kill_at + 1),
     };
+    cx.ui.finish_bar();
     cx.ui.say(&cx.ui.color("1;33", &format!("*** kill -9 worker-A (pid {pid_a}) at {kill_at} pages — {mid} ***")));
     cx.fact("kill", json!({"at": t_kill, "pid": pid_a, "signal": "SIGKILL", "pages_done": a_done,
                            "mid_fetch_page": kill_at + 1, "title": kill_title,
@@ -992,25 +993,26 @@ fn handle_event(
             seen.insert(i, ev.clone());
             let done = ev["done"].as_u64().unwrap_or(0) as usize;
             let shipped = match ev["shipped"].as_i64() {
-                Some(s) => format!(" · ckpt {s} acked by host B"),
+                Some(s) => format!(" · ckpt {s} acked by B"),
                 None => format!(" · ckpt {}", ev["seq"]),
             };
-            let msg = format!(
-                "{:<32} {:>6} B{shipped}",
-                titles::display(ev["title"].as_str().unwrap_or("")).chars().take(32).collect::<String>(),
-                ev["bytes"]
-            );
-            let line = format!("  {name} {done:>3}/{total} {msg}");
+            let title: String = titles::display(ev["title"].as_str().unwrap_or("")).chars().take(32).collect();
+            let line = format!("  {name} {done:>3}/{total} {title:<32} {:>6} B{shipped}", ev["bytes"]);
+            // The bar's message stays short enough for an 80-column terminal.
+            let msg = format!("{}{shipped}", title.chars().take(24).collect::<String>());
             let milestone = done % 10 == 0 || done == total || done == cx.args.kill_at;
             cx.ui.progress(name, done as u64, total as u64, &msg, &line, milestone);
         }
         "fetch_retry" => cx.ui.say(&format!("  {name}: retrying page {}: {}", ev["index"].as_u64().unwrap_or(0) + 1, ev["error"])),
-        "complete" => cx.ui.say(&format!(
+        "complete" => {
+            cx.ui.finish_bar();
+            cx.ui.say(&format!(
             "  {name}: completed — {} pages, {} fetched this run, resumed from page {}",
             ev["result"]["pages"],
             ev["result"]["fetched_this_run"],
             ev["result"]["resumed_from"].as_u64().unwrap_or(0) + 1
-        )),
+            ))
+        }
         "error" => anyhow::bail!("{name} failed: {}", ev["error"].as_str().unwrap_or("?")),
         "raw" => cx.ui.say(&format!("  {name}: {}", ev["line"].as_str().unwrap_or(""))),
         _ => {}
