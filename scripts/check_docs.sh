@@ -13,6 +13,8 @@
 #    Blocks without the marker are left alone on purpose: they need a second
 #    host, root, the network, a release build (`benches/compare.sh`; its
 #    code paths run in benches/tests/smoke.rs) or take long.
+#    Each runs with a TMPDIR of its own, which must be empty afterwards: an
+#    example that leaves temporary directories behind fails.
 # 3. Relative links in the READMEs and docs/*.md point to files that exist,
 #    and nothing refers to paths outside the repository.
 #
@@ -38,7 +40,7 @@ for f in README.md */README.md docs/*.md dhp-conform/ADAPTERS.md; do
     [ -f "$f" ] || continue
     dir="$(dirname "$f")"
     # [text](target) with a relative target; anchors and URLs skipped.
-    grep -o '\]([^)#][^)]*)' "$f" | sed -E 's/^\]\(//; s/\)$//; s/#.*//' | while read -r target; do
+    { grep -o '\]([^)#][^)]*)' "$f" || true; } | sed -E 's/^\]\(//; s/\)$//; s/#.*//' | while read -r target; do
         case "$target" in http://*|https://*|mailto:*|"") continue ;; esac
         if [ ! -e "$dir/$target" ]; then
             case "$target" in
@@ -93,8 +95,16 @@ for f in "${FILES[@]}"; do
         total=$((total + 1))
         echo "check_docs: $f example $i/$n" >&2
         start=$SECONDS
-        if timeout "$BLOCK_TIMEOUT" bash -euo pipefail "$block" >"$block.log" 2>&1; then
+        # A private TMPDIR per example: whatever is left in it afterwards is
+        # a temporary file the example (quickstart, demo, ...) failed to
+        # clean up.
+        tmp="$WORK/tmp/$total"
+        mkdir -p "$tmp"
+        if TMPDIR="$tmp" timeout "$BLOCK_TIMEOUT" bash -euo pipefail "$block" >"$block.log" 2>&1; then
             echo "check_docs:   ok ($((SECONDS - start)) s)" >&2
+            if [ -n "$(ls -A "$tmp")" ]; then
+                bad "$f example $i left temporary files behind: $(ls -A "$tmp" | head -5 | tr '\n' ' ')"
+            fi
         else
             rc=$?
             bad "$f example $i (exit $rc):"
