@@ -16,7 +16,8 @@
 #    Each runs with a TMPDIR of its own, which must be empty afterwards: an
 #    example that leaves temporary directories behind fails.
 # 3. Relative links in the READMEs and docs/*.md point to files that exist,
-#    and nothing refers to paths outside the repository.
+#    nothing refers to paths outside the repository, and every dependency
+#    has one feature set across the README's builds (check_features.sh).
 #
 # Usage: scripts/check_docs.sh [FILE.md ...]   (default: every README)
 set -euo pipefail
@@ -56,6 +57,12 @@ if [ -s "$WORK/links.txt" ]; then bad "broken links:"; cat "$WORK/links.txt" >&2
 if grep -n -E '\.\./shared|/work/|example\.invalid' README.md */README.md docs/*.md Cargo.toml */Cargo.toml >"$WORK/foreign.txt" 2>/dev/null; then
     bad "references to paths outside the repository or placeholders:"
     cat "$WORK/foreign.txt" >&2
+fi
+
+# The README promises one build of every dependency for all its commands.
+if ! bash scripts/check_features.sh >"$WORK/features.txt" 2>&1; then
+    bad "dependency features differ between builds (each is compiled twice):"
+    cat "$WORK/features.txt" >&2
 fi
 
 # ---- 1. the install step ----
