@@ -18,8 +18,14 @@ for pkg in dhp-core dhp-conform dhp-chaos; do
     echo "==> cargo install --locked --path $pkg $*" >&2
     cargo install --locked --path "$pkg" "$@"
 done
-BIN="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
-case " $* " in *" --root "*) BIN="(the bin directory under --root)" ;; esac
+ROOT="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}"
+prev=""
+for a in "$@"; do
+    case "$prev" in --root) ROOT="$a" ;; esac
+    case "$a" in --root=*) ROOT="${a#--root=}" ;; esac
+    prev="$a"
+done
+BIN="$ROOT/bin"
 echo "installed dhp, dhp-conform and dhp-chaos into $BIN" >&2
 case ":$PATH:" in
     *":$BIN:"*) ;;
