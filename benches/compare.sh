@@ -5,7 +5,8 @@
 # benches/RESULTS.md.
 #
 #   benches/compare.sh            full run (several minutes), updates RESULTS.md
-#   benches/compare.sh --quick    smoke run with tiny sizes (seconds), no RESULTS.md
+#   benches/compare.sh --quick    smoke run with tiny sizes: checks that every code path
+#                                 works, judges no target, writes no RESULTS.md
 #   benches/compare.sh --no-write full run, table on stdout only
 #   benches/compare.sh --report-only   re-render the last run's results (same
 #                                 numbers, current report code) into RESULTS.md
@@ -27,14 +28,18 @@ for arg in "$@"; do
         --quick) QUICK="--quick"; WRITE=0 ;;
         --no-write) WRITE=0 ;;
         --report-only) REPORT_ONLY=1 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "compare.sh: unknown argument $arg" >&2; exit 2 ;;
     esac
 done
 
 PY="$(bash scripts/setup.sh | tail -n 1)"
-echo "compare.sh: building (release)" >&2
-cargo build --release -p dhp-benches --bin dhp-bench >&2
+if [ -n "$QUICK" ]; then
+    echo "compare.sh: SMOKE RUN (--quick): tiny sizes, no target judged, RESULTS.md untouched" >&2
+fi
+echo "compare.sh: building dhp-bench and dhp (release)" >&2
+# One cargo invocation for both binaries: one feature resolution, no rebuild.
+cargo build --release -p dhp-benches -p dhp-core --bin dhp-bench --bin dhp >&2
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 BIN="$TARGET_DIR/release/dhp-bench"
 DHP="$TARGET_DIR/release/dhp"
@@ -57,9 +62,12 @@ if [ "$REPORT_ONLY" = 1 ]; then
     exit 0
 fi
 
-cargo build --release -p dhp-core --bin dhp >&2
-# The size-optimized deployment build of the worker, for the RSS row.
-cargo build --profile min-size -p dhp-core --bin dhp >&2
+# The size-optimized deployment build of the worker, for the RSS row (fat
+# LTO: minutes of compiling, so not in a smoke run).
+if [ -z "$QUICK" ]; then
+    echo "compare.sh: building dhp --profile min-size (fat LTO, slow)" >&2
+    cargo build --profile min-size -p dhp-core --bin dhp >&2
+fi
 rm -rf "$DIR"
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
@@ -76,7 +84,9 @@ settle
 "$BIN" run --dir "$DIR" $QUICK --out "$DIR/ours.json"
 settle
 "$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
-"$BIN" rss --dhp "$TARGET_DIR/min-size/dhp" --dir "$DIR/work" --out "$DIR/rss-ours-min.json"
+if [ -z "$QUICK" ]; then
+    "$BIN" rss --dhp "$TARGET_DIR/min-size/dhp" --dir "$DIR/work" --out "$DIR/rss-ours-min.json"
+fi
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
 settle
 # The PostgreSQL rows: a throwaway cluster (fsync=on) unless DHP_BENCH_PG_URL
@@ -92,6 +102,9 @@ mkdir -p "$DIR/pg"
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"
 cat "$DIR/table.md"
+if [ -n "$QUICK" ]; then
+    echo "compare.sh: smoke run done; for the numbers and the target verdicts run benches/compare.sh" >&2
+fi
 
 if [ "$WRITE" = 1 ]; then
     DIRTY="$(git status --porcelain --untracked-files=no | wc -l | tr -d ' ')"

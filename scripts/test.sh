@@ -17,3 +17,4 @@ if [ -z "${DHP_TEST_PG_URL:-}" ]; then
 fi
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked -- --test-threads=2
+bash scripts/check_docs.sh  # the READMEs' examples as written, after an install (reuses the build above)

@@ -11,6 +11,16 @@
 //! machine probes ([`measure`]), the group-commit path ([`group`]), the
 //! comparison's operations ([`suite`]), the TCP server/shipper beds ([`tcp`])
 //! and the report ([`report`]).
+//!
+//! The report is computed from the result files, never typed in:
+//!
+//! ```
+//! use serde_json::json;
+//! let ours = json!({"ops": {"dispatch": {"rate": 900.0, "unit": "ops/s"}}});
+//! let reference = json!({"ops": {"dispatch": {"rate": 300.0}}});
+//! let md = dhp_benches::report::markdown(&ours, &reference, &json!({}), &json!({}), "example");
+//! assert!(md.contains("| 900 | 300 | 3.00× |"));
+//! ```
 
 pub mod fixture;
 pub mod group;

@@ -180,7 +180,10 @@ pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
             fmt_num(anon)
         );
         if let Some((kib, name)) = bin {
-            let _ = write!(l, "; the largest mapping is {name} with {} KiB resident", fmt_num(kib));
+            // The file name only: the report is committed, a path would be
+            // this machine's.
+            let name = std::path::Path::new(&name).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(name);
+            let _ = write!(l, "; the largest mapping is `{name}` with {} KiB resident", fmt_num(kib));
         }
         l.push('.');
         out.push(l);
@@ -215,9 +218,23 @@ const ROWS: &[(&str, &str)] = &[
     ("supervisor scan, 10k handoffs", "scan"),
 ];
 
-/// The full Markdown report.
+/// True when either side ran with `--quick` (tiny sizes).
+pub fn is_smoke(ours: &Value, reference: &Value) -> bool {
+    ours["quick"] == true || reference["quick"] == true
+}
+
+/// The full Markdown report. A smoke run (`--quick`) says so at the top and
+/// judges no target: its sizes are not the ones the targets are about.
 pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, command: &str) -> String {
     let mut s = String::new();
+    let smoke = is_smoke(ours, reference);
+    if smoke {
+        let _ = writeln!(
+            s,
+            "**Smoke run (`--quick`)**: tiny sizes, to check that every code path of the comparison works. \
+             The rates below are not comparable with a full run and no target is judged.\n"
+        );
+    }
     let _ = writeln!(s, "| operation | unit | dhp-rs | reference 1.3.0 | dhp-rs / ref |");
     let _ = writeln!(s, "|---|---|---:|---:|---:|");
     for (label, key) in ROWS {
@@ -272,18 +289,22 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
         }
     }
 
-    let _ = writeln!(s, "\n### Targets\n");
-    let _ = writeln!(s, "| target | wanted | measured | verdict |");
-    let _ = writeln!(s, "|---|---|---|---|");
-    for t in targets(ours, reference, rss) {
-        let v = match t.met {
-            Some(m) => verdict(m),
-            None => "not measured",
-        };
-        let _ = writeln!(s, "| {} | {} | {} | {v} |", t.name, t.wanted, t.got);
+    if smoke {
+        let _ = writeln!(s, "\n### Targets\n\nNot judged: a smoke run. Run `benches/compare.sh` (full sizes) for the verdicts.");
+    } else {
+        let _ = writeln!(s, "\n### Targets\n");
+        let _ = writeln!(s, "| target | wanted | measured | verdict |");
+        let _ = writeln!(s, "|---|---|---|---|");
+        for t in targets(ours, reference, rss) {
+            let v = match t.met {
+                Some(m) => verdict(m),
+                None => "not measured",
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {v} |", t.name, t.wanted, t.got);
+        }
     }
 
-    let limits = limits(ours, reference, rss);
+    let limits = if smoke { Vec::new() } else { limits(ours, reference, rss) };
     if !limits.is_empty() {
         let _ = writeln!(s, "\n### What bounds the numbers (computed from this run)\n");
         for l in limits {
@@ -304,7 +325,7 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
     let m = machine;
     let _ = writeln!(
         s,
-        "- {} CPUs (nproc): {}\n- memory: {} GiB\n- /work: {} ({}, {}), kernel {}\n- load average (1 min) at start {:.2}, at end of our run {:.2}, at end of the reference run {:.2}",
+        "- {} CPUs (nproc): {}\n- memory: {} GiB\n- scratch file system: {} ({}, {}), kernel {}\n- load average (1 min) at start {:.2}, at end of our run {:.2}, at end of the reference run {:.2}",
         m["nproc"], m["cpu"].as_str().unwrap_or("?"), m["mem_gib"], m["mount"].as_str().unwrap_or("?"),
         m["fstype"].as_str().unwrap_or("?"), m["mount_options"].as_str().unwrap_or("?"), m["kernel"].as_str().unwrap_or("?"),
         m["loadavg_start"].as_f64().unwrap_or(f64::NAN), ours["loadavg_end"].as_f64().unwrap_or(f64::NAN),
@@ -346,5 +367,29 @@ mod tests {
         assert!(md.contains("not run: O(n)"), "{md}");
         assert!(md.contains("**MISSED**"));
         assert_eq!(fmt_num(1234567.0), "1,234,567");
+        assert!(!md.contains("Smoke run"));
+    }
+
+    #[test]
+    fn a_smoke_run_judges_no_target() {
+        // Quick sizes: the checkpoint rate at "100k earlier" is really at a
+        // few hundred, so a verdict would be meaningless either way.
+        let ours = json!({"quick": true, "ops": {"fsync_raw": {"rate": 1000.0}, "checkpoint_100": {"rate": 100.0},
+            "checkpoint_100000": {"rate": 10.0}, "dispatch": {"rate": 10.0}}});
+        let reference = json!({"quick": true, "ops": {"dispatch": {"rate": 400.0}}});
+        let md = markdown(&ours, &reference, &json!({}), &json!({}), "benches/compare.sh --quick");
+        assert!(md.starts_with("**Smoke run (`--quick`)**"), "{md}");
+        assert!(!md.contains("MISSED") && !md.contains("| met |"), "{md}");
+        assert!(md.contains("Not judged: a smoke run"), "{md}");
+    }
+
+    #[test]
+    fn the_report_names_no_machine_path() {
+        let ours = json!({"ops": {}});
+        let rss = json!({"ours": {"max_rss_kib": 9000.0, "detail": {"file_kib_at_exit": 7000.0, "anon_kib_at_exit": 2000.0,
+            "top_mappings_at_exit": [[6000.0, "/home/someone/checkout/target/release/dhp"]]}}});
+        let md = markdown(&ours, &json!({"ops": {}}), &rss, &json!({}), "benches/compare.sh");
+        assert!(md.contains("the largest mapping is `dhp`"), "{md}");
+        assert!(!md.contains("/home/someone"), "{md}");
     }
 }

@@ -17,13 +17,14 @@ use demo::pageworker;
 use demo::procs::{self, Proc};
 use demo::record;
 use demo::verify::{check_records, describe_counts};
+use demo::ui::{fmt_s, Ui};
 use demo::{fetch, titles};
 use dhp_core::envelope::{self, now, BuildOptions, Budget};
 use dhp_core::{Config, Runner};
 use nix::sys::signal::Signal;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -87,68 +88,6 @@ struct Args {
 // ---------------------------------------------------------------------------
 // output
 // ---------------------------------------------------------------------------
-
-/// Human output: stdout, or stderr under --json. On a terminal, progress
-/// lines update in place.
-#[derive(Clone)]
-struct Ui {
-    to_stderr: bool,
-    tty: bool,
-    open_line: bool,
-}
-
-impl Ui {
-    fn new(json: bool) -> Ui {
-        let tty = if json { std::io::stderr().is_terminal() } else { std::io::stdout().is_terminal() };
-        Ui { to_stderr: json, tty, open_line: false }
-    }
-
-    fn write(&mut self, s: &str) {
-        if self.to_stderr {
-            let mut e = std::io::stderr().lock();
-            let _ = e.write_all(s.as_bytes());
-            let _ = e.flush();
-        } else {
-            let mut o = std::io::stdout().lock();
-            let _ = o.write_all(s.as_bytes());
-            let _ = o.flush();
-        }
-    }
-
-    fn say(&mut self, line: &str) {
-        if self.open_line {
-            // Keep the last progress line on screen.
-            self.write("\n");
-            self.open_line = false;
-        }
-        self.write(&format!("{line}\n"));
-    }
-
-    /// A progress update; on a terminal every one (in place), otherwise
-    /// only when `milestone`.
-    fn progress(&mut self, line: &str, milestone: bool) {
-        if self.tty {
-            self.write(&format!("\r\x1b[2K{line}"));
-            self.open_line = true;
-        } else if milestone {
-            self.say(line);
-        }
-    }
-
-    fn color(&self, code: &str, s: &str) -> String {
-        if self.tty {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-}
-
-fn bar(done: usize, total: usize) -> String {
-    let w = 30;
-    let filled = (done * w).checked_div(total).unwrap_or(0).min(w);
-    format!("[{}{}]", "#".repeat(filled), ".".repeat(w - filled))
-}
 
 // ---------------------------------------------------------------------------
 // worker events
@@ -293,14 +232,6 @@ fn parse_delay(s: &str) -> anyhow::Result<(u64, u64)> {
     Ok((a, b))
 }
 
-fn fmt_s(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.1} ms", s * 1000.0)
-    } else {
-        format!("{s:.2} s")
-    }
-}
-
 fn main() {
     let args = Args::parse();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -317,24 +248,32 @@ fn main() {
     }
     let code = match outcome {
         Ok(()) => {
-            ui.say(&ui.color("1;32", "MAD DEMO: GREEN"));
+            ui.finish_bar();
+            ui.say(&ui.color("1;32", "KILL DEMO PASSED: every page delivered once, nothing lost to the kill"));
             0
         }
-        Err(e) => {
+        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+            // A bad command line is not a verdict on the protocol: no
+            // PASSED/FAILED, nothing kept, exit 2 like clap's own errors.
+            ui.finish_bar();
             let msg = format!("{e:#}");
-            let is_usage = e.downcast_ref::<Usage>().is_some();
+            eprintln!("demo: usage: {msg}");
+            summary.insert("usage_error".into(), json!(msg));
+            2
+        }
+        Err(e) => {
+            ui.finish_bar();
+            let msg = format!("{e:#}");
             // Keep the evidence of a failed run (not of a bad command line
             // or an interrupt).
-            if let Some(t) = run.tempdir.take().filter(|_| !is_usage && msg != "interrupted") {
+            if let Some(t) = run.tempdir.take().filter(|_| msg != "interrupted") {
                 let kept = t.keep();
                 summary.insert("run_dir".into(), json!(kept));
                 ui.say(&format!("(data kept for inspection in {})", kept.display()));
             }
-            ui.say(&ui.color("1;31", &format!("MAD DEMO: RED — {msg}")));
+            ui.say(&ui.color("1;31", &format!("KILL DEMO FAILED: {msg}")));
             summary.insert("failure".into(), json!(msg));
-            if is_usage {
-                2
-            } else if msg == "interrupted" {
+            if msg == "interrupted" {
                 130
             } else {
                 1
@@ -342,7 +281,9 @@ fn main() {
         }
     };
     if json_out {
-        summary.insert("verdict".into(), json!(if code == 0 { "GREEN" } else { "RED" }));
+        if code != 2 {
+            summary.insert("verdict".into(), json!(if code == 0 { "passed" } else { "failed" }));
+        }
         summary.insert("ok".into(), json!(code == 0));
         println!("{}", Value::Object(summary));
     }
@@ -449,7 +390,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         Source::Wikipedia => "en.wikipedia.org",
     };
     cx.ui.say(&format!(
-        "=== MAD DEMO: {pages} real pages, kill -9 at {kill_at} === ({source_desc}, seed {})",
+        "=== DHP kill demo: fetch {pages} pages, kill -9 the worker after page {kill_at}, resume on host B === ({source_desc}, seed {})",
         cx.seed
     ));
 
@@ -680,6 +621,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         ),
         (None, None) => anyhow::bail!("the kill point was reached without a fetch of page {}", kill_at + 1),
     };
+    cx.ui.finish_bar();
     cx.ui.say(&cx.ui.color("1;33", &format!("*** kill -9 worker-A (pid {pid_a}) at {kill_at} pages — {mid} ***")));
     cx.fact("kill", json!({"at": t_kill, "pid": pid_a, "signal": "SIGKILL", "pages_done": a_done,
                            "mid_fetch_page": kill_at + 1, "title": kill_title,
@@ -924,7 +866,10 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         records.len(),
         if refetched.is_empty() { "zero refetched".to_string() } else { format!("{} REFETCHED", refetched.len()) }
     ));
-    cx.ui.say(&format!("dataset: {} ({} rows, sha256 {})", csv_path.display(), records.len(), &csv_sha[..16]));
+    // The path only when the dataset outlives the run (--keep); a temp
+    // run directory is deleted on exit.
+    let where_ = if cx.args.keep.is_some() { format!("{}, ", csv_path.display()) } else { String::new() };
+    cx.ui.say(&format!("dataset: {where_}{} rows, sha256 {}", records.len(), &csv_sha[..16]));
     cx.ui.say(&format!(
         "timing: kill → orphan {} · orphan → ingest {} · orphan → resume {} · resume → complete {} · total {}",
         fmt_s(kill_to_orphan),
@@ -935,6 +880,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     ));
     if cx.args.keep.is_some() {
         cx.ui.say(&format!("data kept in {}", cx.dir.display()));
+    } else {
+        cx.ui.say("(the run directory was temporary and is removed now; --keep DIR keeps the stores, logs and dataset)");
     }
     Ok(())
 }
@@ -1028,7 +975,9 @@ fn handle_event(
         "start" => {
             *started = true;
             let peer = match (ev["peer_acked_seq"].as_i64(), ev["peer_wait_s"].as_f64()) {
-                (Some(s), Some(w)) => format!(", host B holds seq ≤ {s} (caught up in {})", fmt_s(w)),
+                // A fresh handoff: the server holds nothing yet (ack_seq -1).
+                (Some(s), Some(w)) if s < 0 => format!(", host B holds no checkpoint yet (its server answered in {})", fmt_s(w)),
+                (Some(s), Some(w)) => format!(", host B holds seq 0–{s} (caught up in {})", fmt_s(w)),
                 _ => String::new(),
             };
             cx.ui.say(&format!(
@@ -1044,25 +993,26 @@ fn handle_event(
             seen.insert(i, ev.clone());
             let done = ev["done"].as_u64().unwrap_or(0) as usize;
             let shipped = match ev["shipped"].as_i64() {
-                Some(s) => format!(" · ckpt {s} acked by host B"),
+                Some(s) => format!(" · ckpt {s} acked by B"),
                 None => format!(" · ckpt {}", ev["seq"]),
             };
-            let line = format!(
-                "  {name} {} {done:>3}/{total} {:<32} {:>6} B{shipped}",
-                bar(done, total),
-                titles::display(ev["title"].as_str().unwrap_or("")).chars().take(32).collect::<String>(),
-                ev["bytes"]
-            );
+            let title: String = titles::display(ev["title"].as_str().unwrap_or("")).chars().take(32).collect();
+            let line = format!("  {name} {done:>3}/{total} {title:<32} {:>6} B{shipped}", ev["bytes"]);
+            // The bar's message stays short enough for an 80-column terminal.
+            let msg = format!("{}{shipped}", title.chars().take(24).collect::<String>());
             let milestone = done % 10 == 0 || done == total || done == cx.args.kill_at;
-            cx.ui.progress(&line, milestone);
+            cx.ui.progress(name, done as u64, total as u64, &msg, &line, milestone);
         }
         "fetch_retry" => cx.ui.say(&format!("  {name}: retrying page {}: {}", ev["index"].as_u64().unwrap_or(0) + 1, ev["error"])),
-        "complete" => cx.ui.say(&format!(
+        "complete" => {
+            cx.ui.finish_bar();
+            cx.ui.say(&format!(
             "  {name}: completed — {} pages, {} fetched this run, resumed from page {}",
             ev["result"]["pages"],
             ev["result"]["fetched_this_run"],
             ev["result"]["resumed_from"].as_u64().unwrap_or(0) + 1
-        )),
+            ))
+        }
         "error" => anyhow::bail!("{name} failed: {}", ev["error"].as_str().unwrap_or("?")),
         "raw" => cx.ui.say(&format!("  {name}: {}", ev["line"].as_str().unwrap_or(""))),
         _ => {}

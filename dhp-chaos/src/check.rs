@@ -519,10 +519,10 @@ impl Findings {
 /// handoff that no claim, recover or orphan can move again.
 pub const TORN_START: &str = "torn claim/recover: the ownership row and the envelope are separate autocommit statements";
 /// The reference's worker does not re-ship what the peer lacks when it
-/// takes a handoff over (PROTOCOL §9: commit, then ship, no catch-up).
-pub const NO_CATCH_UP: &str = "no catch-up: a reference worker that takes a handoff over does not re-ship the seqs the peer lacks (PROTOCOL §9)";
-/// Non-atomic check-then-write of the reference (PROTOCOL §9).
-pub const CHECK_THEN_WRITE: &str = "check-then-write: ownership check and write are separate statements (PROTOCOL §9)";
+/// takes a handoff over (docs/PROTOCOL.md §13.9: commit, then ship, no catch-up).
+pub const NO_CATCH_UP: &str = "no catch-up: a reference worker that takes a handoff over does not re-ship the seqs the peer lacks (docs/PROTOCOL.md §13.9)";
+/// Non-atomic check-then-write of the reference (docs/PROTOCOL.md §13.2).
+pub const CHECK_THEN_WRITE: &str = "check-then-write: ownership check and write are separate statements (docs/PROTOCOL.md §13.2)";
 
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
@@ -1413,7 +1413,7 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
         let imp = writer.map(|w| cx.imp_of(&w.process)).unwrap_or_else(|| "unknown".into());
         if imp == "python" {
             inv.notes.push(format!(
-                "{}: seq {s} never reached the transport log: written by the reference worker {} (known weakness, PROTOCOL §9: commit, then ship, no catch-up on recovery)",
+                "{}: seq {s} never reached the transport log: written by the reference worker {} (known weakness, docs/PROTOCOL.md §13.9: commit, then ship, no catch-up on recovery)",
                 short(hid),
                 writer.map(|w| w.holder.as_str()).unwrap_or("?")
             ));

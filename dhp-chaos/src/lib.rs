@@ -17,6 +17,21 @@
 //! interleaving: process start-up, scheduling and I/O timing differ from run
 //! to run, so the same seed can take a different path. The recorded history
 //! is the ground truth of what happened in a given run.
+//!
+//! The history is JSON lines; every process appends with one `write(2)` per
+//! line, and the checker reads it back:
+//!
+//! ```
+//! use dhp_chaos::hist;
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("history.jsonl");
+//! let mut w = hist::Writer::open(&path).unwrap();
+//! w.record("fault", serde_json::json!({"kind": "kill-worker"}));
+//! let h = hist::load(&path).unwrap();
+//! assert_eq!((h.events.len(), h.malformed), (1, 0));
+//! assert_eq!(h.events[0].op(), "fault");
+//! assert!(h.events[0].is_chaos());
+//! ```
 
 pub mod check;
 pub mod config;

@@ -255,7 +255,7 @@ fn a_committed_seq_missing_from_the_transport_log_is_a_violation_for_ours_and_a_
             assert!(inv.violations.iter().any(|m| m.contains("seq 2")), "{inv:#?}");
         } else {
             assert!(inv.violations.is_empty(), "{inv:#?}");
-            assert!(inv.notes.iter().any(|m| m.contains("seq 2") && m.contains("PROTOCOL §9")), "{inv:#?}");
+            assert!(inv.notes.iter().any(|m| m.contains("seq 2") && m.contains("PROTOCOL.md §13.9")), "{inv:#?}");
         }
     }
 }

@@ -32,7 +32,7 @@ fn seed_77_reference_torn_claim_is_stuck_forever() {
 }
 
 /// Seed 31: a reference worker stopped between its ownership check and its
-/// INSERT (separate autocommit statements, PROTOCOL §9) is replaced, then
+/// INSERT (separate autocommit statements, docs/PROTOCOL.md §13.2) is replaced, then
 /// woken: its checkpoint lands after the successor's — split brain.
 #[test]
 fn seed_31_reference_check_then_write_split_brain() {

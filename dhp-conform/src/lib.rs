@@ -11,6 +11,20 @@
 //! *errored* (the adapter crashed, hung, printed garbage, answered the
 //! wrong id or an invalid reply: no verdict) and *skipped* (an optional
 //! feature the adapter does not declare).
+//!
+//! The assertions, in the order they run (the reference's ten first); each
+//! is linked from the rule it checks in `docs/PROTOCOL.md` §14:
+//!
+//! ```
+//! let all = dhp_conform::assertions::all();
+//! let names: Vec<&str> = all.iter().map(|a| a.name).collect();
+//! assert_eq!(&names[..3], &["no-lost-results", "no-crossed-inputs", "no-untyped-results"]);
+//! assert!(names.contains(&"fencing") && names.contains(&"canonical-vectors"));
+//! ```
+//!
+//! The command line (`dhp-conform`, `dhp-conform --impl reference`,
+//! `dhp-conform --compare ours reference`) is described in the crate's
+//! README.
 
 pub mod assertions;
 pub mod catalogue;

@@ -1,5 +1,5 @@
 //! The handoff envelope: identity, input binding and result validation
-//! (PROTOCOL §1).
+//! (docs/PROTOCOL.md §1).
 //!
 //! An envelope is kept as a `serde_json::Value` in the order the reference
 //! builds it, so fields this crate does not know survive a round trip and

@@ -71,7 +71,7 @@ pub fn parse_bytes(data: &[u8]) -> Result<Value> {
     serde_json::from_slice(data).map_err(|e| Error::Json(e.to_string()))
 }
 
-/// The text the store keeps in `state_json` and its hash (PROTOCOL §2).
+/// The text the store keeps in `state_json` and its hash (docs/PROTOCOL.md §2.3).
 pub fn state_text_and_hash(state: &Value) -> Result<(String, String)> {
     let text = dumps_sorted(state)?;
     let hash = sha256_hex(text.as_bytes());

@@ -41,6 +41,42 @@
 //! interrupted by SIGKILL left nothing. A checkpoint that returned is
 //! durable locally; it is on the peer host only once shipped (see
 //! [`transport`]), and a recovering worker re-ships what the peer lacks.
+//!
+//! ## Identity, checked against the specification
+//!
+//! The worked example of `docs/PROTOCOL.md` §1.2 and §2.3 (numbers the
+//! reference produces):
+//!
+//! ```
+//! use dhp_core::json;
+//! use serde_json::json;
+//!
+//! let inputs = json!({"inline": {"n": 1}});
+//! assert_eq!(
+//!     json::sha256_hex(&json::canonical(&inputs).unwrap()),
+//!     "2102c333f3d7c91b5d34d87f0f6a56a9490293ea7e3420ae0e412ce8dbddec54"
+//! );
+//! let spec = json!({
+//!     "version": "dhp/0.2",
+//!     "task": {"kind": "t", "inputs": inputs,
+//!              "input_hash": "2102c333f3d7c91b5d34d87f0f6a56a9490293ea7e3420ae0e412ce8dbddec54"},
+//!     "contract": {"output_schema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+//!                  "acceptance": [], "deadline": null,
+//!                  "budget": {"max_steps": 100, "max_spend_usd": 10.0, "max_wallclock_s": 3600.0, "max_attempts": 3},
+//!                  "max_stall_retries": 2},
+//!     "provenance": {"parent_handoff_id": null, "trace_id": "0123456789abcdef",
+//!                    "created_by": "dhp/0.1", "created_at": "2026-11-30T10:00:00+00:00"},
+//!     "idempotency_key": "k1",
+//! });
+//! assert_eq!(
+//!     json::sha256_hex(&json::canonical(&spec).unwrap()),
+//!     "217740d038afbda200105fd31d9362c8f573b8102829b343cfe2be44bd4c9d9f"
+//! );
+//! // Checkpoint states hash their `sort_keys=True` text, not the canonical one.
+//! let state = json!({"page": "Zürich", "n": 2, "f": 1.5e-7, "g": 10.0});
+//! assert_eq!(json::dumps_sorted(&state).unwrap(), r#"{"f": 1.5e-07, "g": 10.0, "n": 2, "page": "Z\u00fcrich"}"#);
+//! assert_eq!(String::from_utf8(json::canonical(&state).unwrap()).unwrap(), r#"{"f":1.5e-07,"g":10.0,"n":2,"page":"Zürich"}"#);
+//! ```
 
 pub mod budget;
 pub mod census;

@@ -1,4 +1,4 @@
-//! The transport log (PROTOCOL §5): `<dir>/<hid>.log`, JSON lines written
+//! The transport log (docs/PROTOCOL.md §8): `<dir>/<hid>.log`, JSON lines written
 //! as Python `json.dumps(obj, sort_keys=True)`.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! TCP checkpoint shipping (PROTOCOL §6): a server that appends shipped
+//! TCP checkpoint shipping (docs/PROTOCOL.md §9): a server that appends shipped
 //! lines to `<logdir>/<hid>.log`, and a [`Shipper`](super::Shipper) that
 //! sends them, wire-compatible with the reference's `dhp.net`
 //! (`TransportServer`, `NetShipper`).
