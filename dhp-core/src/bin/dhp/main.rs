@@ -7,6 +7,7 @@
 //! store/config/io, 1 anything else. With `--json`, stdout carries one JSON
 //! object. The full reference is `docs/cli.md`.
 
+mod a2a;
 mod cmds;
 mod failure;
 #[cfg(feature = "mcp")]
@@ -152,6 +153,9 @@ enum Cmd {
     /// Serve the DHP tools to agents over MCP (Model Context Protocol) on stdio.
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Serve A2A (protocol 1.0, JSON-RPC over HTTP): each A2A task is a
+    /// durable DHP handoff (docs/a2a.md).
+    A2a(a2a::A2aArgs),
 }
 
 /// Set when a worker stopped at --stop-after: exit 3, not 0.
@@ -216,6 +220,7 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Transport(a) => serve::transport_server(a, cfg),
         #[cfg(feature = "mcp")]
         Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())).map_err(Failure::from),
+        Cmd::A2a(a) => a2a::serve(a, cfg),
     }
 }
 
