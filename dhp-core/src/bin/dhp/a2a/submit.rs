@@ -33,7 +33,7 @@ impl Submission {
     /// Read the task out of an A2A `Message` (protobuf JSON).
     pub fn from_message(msg: &Value) -> Result<Submission, RpcError> {
         let parts = msg.get("parts").and_then(Value::as_array).ok_or_else(|| RpcError::params("message.parts is missing"))?;
-        let spec = task_spec(parts)?;
+        let spec = integral(task_spec(parts)?);
         let obj = spec.as_object().ok_or_else(|| RpcError::params("the task must be a JSON object"))?;
         for key in obj.keys() {
             if !matches!(key.as_str(), "kind" | "inputs" | "output_schema" | "budget") {
@@ -98,6 +98,24 @@ impl Submission {
         let hid = envelope::handoff_id(&env)?;
         env["handoff_id"] = json!(hid);
         Ok(env)
+    }
+}
+
+/// Largest integer a double holds exactly (2^53).
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// A data part is a protobuf `Value`, which has no integers: the SDK sends
+/// 5 as 5.0. Whole numbers within ±2^53 become integers again, so a census
+/// bound or a budget cap reads as the integer the client meant.
+fn integral(v: Value) -> Value {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() <= EXACT => json!(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(integral).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+        other => other,
     }
 }
 
