@@ -67,7 +67,7 @@ async def run(a):
             card = await A2ACardResolver(http, a.url).get_agent_card()
             emit(as_dict(card))
         return 0
-    client, http = await client_for(a, streaming=a.stream)
+    client, http = await client_for(a, streaming=a.stream or a.cmd == "subscribe")
     try:
         if a.cmd == "send":
             async for ev in client.send_message(message(a, a.arg)):
