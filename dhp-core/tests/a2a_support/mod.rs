@@ -121,9 +121,12 @@ pub fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body:
     (status, head, raw[split + 4..].to_vec())
 }
 
-/// POST a JSON-RPC body to `/` (with `A2A-Version: 1.0`); (status, JSON).
+/// POST a JSON-RPC body to `/` (`A2A-Version: 1.0` unless given); (status, JSON).
 pub fn rpc_raw(port: u16, body: &[u8], headers: &[(&str, &str)]) -> (u16, Value) {
-    let mut h = vec![("Content-Type", "application/json"), ("A2A-Version", "1.0")];
+    let mut h = vec![("Content-Type", "application/json")];
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("A2A-Version")) {
+        h.push(("A2A-Version", "1.0"));
+    }
     h.extend_from_slice(headers);
     let (status, _, body) = http(port, "POST", "/", &h, body);
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
