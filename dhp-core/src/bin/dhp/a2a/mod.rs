@@ -17,7 +17,7 @@ use crate::failure::{bad_flag, usage, Failure};
 use crate::Output;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::check_worker_id;
-use dhp_core::store::{open_root, OpenMode, OpenedRoot};
+use dhp_core::store::{open_root, OpenedRoot};
 use dhp_core::supervisor::Supervisor;
 use dhp_core::{Config, Error, Runner};
 use serde_json::json;
@@ -35,9 +35,12 @@ pub const MAX_WORKERS: usize = 64;
 
 #[derive(clap::Args)]
 pub struct A2aArgs {
-    /// Store directory (must hold a store).
+    /// Store directory (must hold a store unless --create).
     #[arg(long)]
     root: PathBuf,
+    /// Create ROOT and a new store if there is none.
+    #[arg(long)]
+    create: bool,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -102,7 +105,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     let block_timeout = positive_duration("--block-timeout", a.block_timeout, MAX_BLOCK_S).map_err(bad_flag)?;
     let pace = duration_from_secs("--worker-pace", a.worker_pace, MAX_BLOCK_S).map_err(bad_flag)?;
     let token = a.token.filter(|t| !t.is_empty());
-    let OpenedRoot { backend, dir } = open_root(&a.root, OpenMode::Existing)?;
+    let OpenedRoot { backend, dir } = open_root(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(backend.clone(), &a.id, cfg.clone())?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut supervisor = None;
