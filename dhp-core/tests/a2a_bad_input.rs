@@ -64,6 +64,18 @@ fn malformed_requests_get_protocol_errors_and_change_nothing() {
         assert_eq!(code(&v), *want, "{} -> {v}", String::from_utf8_lossy(body));
         assert_eq!(v["jsonrpc"], "2.0");
     }
+    // Nesting deeper than the parser's limit is refused, not a crash.
+    let deep = "[".repeat(3000);
+    let (_, v) = rpc_raw(p, deep.as_bytes(), &[]);
+    assert_eq!(code(&v), -32700, "{v}");
+    let deep_task = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"SendMessage","params":{{"message":{{"parts":[{{"data":{{"kind":"x","inputs":{{"a":{}1{}}}}}}}]}}}}}}"#,
+        "[".repeat(1000),
+        "]".repeat(1000)
+    );
+    let (_, v) = rpc_raw(p, deep_task.as_bytes(), &[]);
+    assert_eq!(code(&v), -32700, "{v}");
+
     // The id is echoed once it could be read.
     let (_, v) = rpc_raw(p, br#"{"jsonrpc":"2.0","id":"abc","method":"Nope"}"#, &[]);
     assert_eq!(v["id"], "abc");
