@@ -98,9 +98,18 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     watch.arg(client_script()).args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"]).stdout(Stdio::piped());
     let mut watcher = Proc::spawn("a2a client", watch)?;
     let stdout = watcher.child.stdout.take().ok_or_else(|| anyhow::anyhow!("watcher has no stdout"))?;
-    let seen = std::thread::spawn(move || {
-        BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok()).collect::<Vec<_>>()
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for v in BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok()) {
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
     });
+    // The client's first poll lands before any worker starts (Python's
+    // start-up can outlast the whole run on a loaded machine).
+    let first_seen = rx.recv_timeout(PHASE).map_err(|_| anyhow::anyhow!("the a2a client reported no state"))?;
+    say(&format!("client:  GetTask → {}", first_seen["state"].as_str().unwrap_or("?")));
 
     let mut cmd = Command::new(&dhp);
     cmd.args(["work", &root_s, "--runner", "agent-b", "claim", &hid, "--pace", "0.15"])
@@ -125,7 +134,8 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     ));
 
     watcher.wait_for(PHASE);
-    let lines = seen.join().map_err(|_| anyhow::anyhow!("watcher reader panicked"))?;
+    let mut lines = vec![first_seen];
+    lines.extend(rx.iter());
     bridge.stop(Duration::from_secs(3));
 
     let states: Vec<String> = lines.iter().filter_map(|l| l["state"].as_str()).map(|s| s.trim_start_matches("TASK_STATE_").to_string()).collect();

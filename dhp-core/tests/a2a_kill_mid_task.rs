@@ -33,6 +33,14 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
         .spawn()
         .expect("spawn watcher");
 
+    // Its first poll lands before any worker starts (Python's start-up can
+    // outlast the whole run on a loaded machine).
+    let mut watch_out = BufReader::new(watcher.stdout.take().unwrap());
+    let mut first = String::new();
+    watch_out.read_line(&mut first).unwrap();
+    let first: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("watcher: {e}: {first:?}"));
+    assert_eq!(first["state"], "TASK_STATE_WORKING", "{first}");
+
     let root_s = root.to_str().unwrap();
     let mut b = Command::new(dhp_bin())
         .args(["work", root_s, "--runner", "agent-b", "claim", &hid, "--pace", "0.2"])
@@ -63,10 +71,8 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
     assert_eq!(c["resumed_from"], LO + k * CHUNK, "{c}");
     assert_eq!(c["chunks_this_run"], (HI - LO) / CHUNK - k, "a committed chunk was redone: {c}");
 
-    let lines: Vec<Value> = BufReader::new(watcher.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
+    let mut lines = vec![first];
+    lines.extend(watch_out.lines().map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
     assert!(watcher.wait().unwrap().success(), "watcher: {lines:?}");
     let states: Vec<&str> = lines.iter().map(|l| l["state"].as_str().unwrap_or("?")).collect();
     eprintln!("client saw: {states:?}");
