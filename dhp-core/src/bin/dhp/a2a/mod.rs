@@ -110,7 +110,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut supervisor = None;
     if !a.no_supervisor {
-        let sup = Supervisor::new(backend.clone(), &format!("{}-sup", a.id), cfg.clone(), Some(dir.clone()))?;
+        let sup = Supervisor::new(backend.clone(), &format!("{}-sup", a.id), cfg.clone(), dir.clone())?;
         let stop = stop.clone();
         supervisor = Some(std::thread::spawn(move || {
             if let Err(e) = sup.watch(None, &stop, |act| tracing::info!(action = %act, "supervisor")) {
@@ -123,7 +123,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         let (stop, dir) = (stop.clone(), dir.clone());
         // Not joined on exit: a census in flight is abandoned with the
         // process, and its lease (or liveness token) hands it to a standby.
-        std::thread::spawn(move || pool::run(&w, &dir, pace, &stop));
+        std::thread::spawn(move || pool::run(&w, dir.as_deref(), pace, &stop));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

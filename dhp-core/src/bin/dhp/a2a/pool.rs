@@ -15,12 +15,12 @@ use std::time::Duration;
 /// Pause between looks for work when there is none.
 const IDLE: Duration = Duration::from_millis(250);
 
-pub fn run(w: &Runner, root: &Path, pace: Duration, stop: &AtomicBool) {
+pub fn run(w: &Runner, root: Option<&Path>, pace: Duration, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         match next_job(w) {
             Some((hid, start)) => {
                 let opts = WorkOptions {
-                    root: root.to_path_buf(),
+                    root: root.map(Path::to_path_buf),
                     start,
                     hid: hid.clone(),
                     shipper: None,
