@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create <repo>/.venv with the Python reference implementation
 # (dhp-protocol 1.3.0) and the MCP SDK (mcp 2.3.0) used by gen_vectors.py, refctl.py and the Rust
-# interop tests. Idempotent: re-running is cheap and fixes a broken venv.
+# interop tests, plus the official a2a-sdk 1.3.0 client (the A2A tests).
+# Idempotent: re-running is cheap and fixes a broken venv.
 # The last line of output is the venv's python path.
 set -euo pipefail
 
@@ -35,6 +36,14 @@ fi
 if ! "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_WANT')" >/dev/null 2>&1; then
     "$PY" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_WANT"
     "$PY" -c "import importlib.metadata as m; v = m.version('mcp'); assert v == '$MCP_WANT', v"
+fi
+
+# The official A2A SDK: its client drives the `dhp a2a` tests and the
+# demo's --a2a mode (httpx and json-rpc come with it).
+A2A_WANT="1.3.0"
+if ! "$PY" -c "import importlib.metadata as m, a2a.client; assert m.version('a2a-sdk') == '$A2A_WANT'" >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$A2A_WANT"
+    "$PY" -c "import importlib.metadata as m, a2a.client; assert m.version('a2a-sdk') == '$A2A_WANT', m.version('a2a-sdk')"
 fi
 
 echo "$PY"

@@ -10,6 +10,8 @@
 //! checks — against the mirror's own request counters — that no completed
 //! page was fetched twice. See demo/README.md.
 
+mod a2a;
+
 use clap::{Parser, ValueEnum};
 use demo::mirror::{self, Mirror, MirrorConfig};
 use demo::netns::{self, Host, NetNs};
@@ -73,6 +75,10 @@ struct Args {
     /// The dhp binary (default: next to this executable, built if missing).
     #[arg(long, value_name = "PATH")]
     dhp: Option<PathBuf>,
+    /// The A2A bridge demo instead: an a2a-sdk client over HTTP, the worker
+    /// SIGKILLed mid-task, a standby recovers (see src/a2a.rs).
+    #[arg(long)]
+    a2a: bool,
     /// Mirror response delay per page, milliseconds: MIN-MAX (seeded).
     #[arg(long, default_value = "20-120", value_name = "MIN-MAX")]
     mirror_delay_ms: String,
@@ -234,6 +240,9 @@ fn parse_delay(s: &str) -> anyhow::Result<(u64, u64)> {
 
 fn main() {
     let args = Args::parse();
+    if args.a2a {
+        std::process::exit(a2a::main(args.dhp.as_deref(), args.json));
+    }
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, INTERRUPTED.clone());
     }

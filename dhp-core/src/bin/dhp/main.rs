@@ -7,6 +7,8 @@
 //! store/config/io, 1 anything else. With `--json`, stdout carries one JSON
 //! object. The full reference is `docs/cli.md`.
 
+#[cfg(feature = "a2a")]
+mod a2a;
 mod cmds;
 mod failure;
 #[cfg(feature = "mcp")]
@@ -152,6 +154,10 @@ enum Cmd {
     /// Serve the DHP tools to agents over MCP (Model Context Protocol) on stdio.
     #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Serve A2A (protocol 1.0, JSON-RPC over HTTP): each A2A task is a
+    /// durable DHP handoff (docs/a2a.md).
+    #[cfg(feature = "a2a")]
+    A2a(a2a::A2aArgs),
 }
 
 /// Set when a worker stopped at --stop-after: exit 3, not 0.
@@ -216,6 +222,8 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Transport(a) => serve::transport_server(a, cfg),
         #[cfg(feature = "mcp")]
         Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())).map_err(Failure::from),
+        #[cfg(feature = "a2a")]
+        Cmd::A2a(a) => a2a::serve(a, cfg),
     }
 }
 

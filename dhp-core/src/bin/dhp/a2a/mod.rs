@@ -1,0 +1,167 @@
+//! `dhp a2a`: an A2A server (protocol 1.0, JSON-RPC over HTTP, as the
+//! official `a2a-sdk` 1.3.0 speaks it) whose tasks are DHP handoffs. The
+//! A2A task id is the identity a client sees; workers (`dhp work`, the
+//! reference's, or this server's own pool) execute the handoff underneath,
+//! and a worker's death is an orphan → recover the client never sees.
+//! HTTP lives here, in the binary: the library's API has no HTTP types.
+
+mod card;
+mod http;
+mod pool;
+mod rpc;
+mod stream;
+mod submit;
+mod tasks;
+
+use crate::failure::{bad_flag, usage, Failure};
+use crate::Output;
+use dhp_core::config::{duration_from_secs, positive_duration};
+use dhp_core::envelope::check_worker_id;
+use dhp_core::store::{open_root, OpenedRoot};
+use dhp_core::supervisor::Supervisor;
+use dhp_core::{Config, Error, Runner};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest `--max-body` (bytes).
+pub const MAX_BODY_LIMIT: usize = 64 << 20;
+/// Longest `--block-timeout` (seconds).
+pub const MAX_BLOCK_S: f64 = 3_600.0;
+/// Most `--workers`.
+pub const MAX_WORKERS: usize = 64;
+
+#[derive(clap::Args)]
+pub struct A2aArgs {
+    /// Store directory (must hold a store unless --create).
+    #[arg(long)]
+    root: PathBuf,
+    /// Create ROOT and a new store if there is none.
+    #[arg(long)]
+    create: bool,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port; 0 picks a free one (printed on the first line of stdout).
+    #[arg(long, default_value_t = 8472)]
+    port: u16,
+    /// Bridge id: names its supervisor (ID-sup) and pool workers (ID-wN).
+    #[arg(long, default_value = "a2a-bridge")]
+    id: String,
+    /// Require `Authorization: Bearer <token>` on JSON-RPC calls (the
+    /// agent card stays public); also read from DHP_A2A_TOKEN.
+    #[arg(long, env = "DHP_A2A_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Largest request body in bytes (1 to 67108864); larger ones get a
+    /// JSON-RPC Invalid Request error.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body: usize,
+    /// How long a blocking SendMessage (returnImmediately false) waits for
+    /// a terminal state before returning the task as it stands (seconds).
+    #[arg(long, default_value_t = 30.0)]
+    block_timeout: f64,
+    /// Built-in prime-census workers this server runs (0: leave execution
+    /// to external workers such as `dhp work`).
+    #[arg(long, default_value_t = 0)]
+    workers: usize,
+    /// Pool workers sleep this long after each chunk (seconds, 0 to 3600;
+    /// demos and tests use it to keep a task in flight).
+    #[arg(long, default_value_t = 0.0)]
+    worker_pace: f64,
+    /// Do not run a supervisor in this process (another one watches ROOT).
+    #[arg(long)]
+    no_supervisor: bool,
+}
+
+/// What every request handler shares.
+pub struct App {
+    pub bridge: tasks::Bridge,
+    pub token: Option<String>,
+    pub max_body: usize,
+    pub block_timeout: Duration,
+    pub url: String,
+    /// Set on SIGTERM/SIGINT: open streams and blocking sends end so the
+    /// graceful shutdown is not held up by a task that is still working.
+    pub closing: AtomicBool,
+}
+
+impl App {
+    pub fn closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+}
+
+pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
+    use std::io::Write;
+    check_worker_id(&a.id)?;
+    if !(1..=MAX_BODY_LIMIT).contains(&a.max_body) {
+        return Err(usage(format!("--max-body must be in [1, {MAX_BODY_LIMIT}], got {}", a.max_body)));
+    }
+    if a.workers > MAX_WORKERS {
+        return Err(usage(format!("--workers must be at most {MAX_WORKERS}, got {}", a.workers)));
+    }
+    let block_timeout = positive_duration("--block-timeout", a.block_timeout, MAX_BLOCK_S).map_err(bad_flag)?;
+    let pace = duration_from_secs("--worker-pace", a.worker_pace, MAX_BLOCK_S).map_err(bad_flag)?;
+    let token = a.token.filter(|t| !t.is_empty());
+    let OpenedRoot { backend, dir } = open_root(&a.root, crate::create_mode(a.create))?;
+    let runner = Runner::new(backend.clone(), &a.id, cfg.clone())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut supervisor = None;
+    if !a.no_supervisor {
+        let sup = Supervisor::new(backend.clone(), &format!("{}-sup", a.id), cfg.clone(), dir.clone())?;
+        let stop = stop.clone();
+        supervisor = Some(std::thread::spawn(move || {
+            if let Err(e) = sup.watch(None, &stop, |act| tracing::info!(action = %act, "supervisor")) {
+                tracing::error!(error = %e, "supervisor stopped");
+            }
+        }));
+    }
+    for n in 0..a.workers {
+        let w = runner.with_id(&format!("{}-w{n}", a.id))?;
+        let (stop, dir) = (stop.clone(), dir.clone());
+        // Not joined on exit: a census in flight is abandoned with the
+        // process, and its lease (or liveness token) hands it to a standby.
+        std::thread::spawn(move || pool::run(&w, dir.as_deref(), pace, &stop));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Transport(format!("cannot start the runtime: {e}")))?;
+    let served = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let sig = |k| signal(k).map_err(|e| Error::Transport(format!("cannot watch signals: {e}")));
+        let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
+        let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
+            .await
+            .map_err(|e| Error::Transport(format!("cannot listen on {}:{}: {e}", a.host, a.port)))?;
+        let local = listener.local_addr().map_err(|e| Error::Transport(format!("listener address: {e}")))?;
+        let url = format!("http://{local}/");
+        let bridge = tokio::task::spawn_blocking(move || tasks::Bridge::new(runner))
+            .await
+            .map_err(|e| Error::Transport(format!("bridge start: {e}")))??;
+        let app = Arc::new(App { bridge, token, max_body: a.max_body, block_timeout, url: url.clone(), closing: AtomicBool::new(false) });
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "dhp a2a: listening on {url} (agent card {url}.well-known/agent-card.json)");
+        let _ = out.flush();
+        drop(out);
+        let closing = app.clone();
+        axum::serve(listener, http::router(app))
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                closing.closing.store(true, Ordering::SeqCst);
+            })
+            .await
+            .map_err(|e| Error::Transport(format!("server: {e}")))
+    });
+    stop.store(true, Ordering::SeqCst);
+    if let Some(t) = supervisor {
+        let _ = t.join();
+    }
+    served?;
+    Ok((json!({"stopped": true}), "dhp a2a: stopped".into()))
+}

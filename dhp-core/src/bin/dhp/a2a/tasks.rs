@@ -1,0 +1,245 @@
+//! The A2A task ↔ DHP handoff binding, kept durably in the envelope's
+//! `provenance.a2a_task_id` (the reference bridge's field), and the mapping
+//! of a handoff's live state to an A2A Task.
+//!
+//! All of this is blocking store code; the HTTP layer calls it through
+//! `spawn_blocking`.
+
+use super::rpc::RpcError;
+use super::submit::Submission;
+use dhp_core::envelope::{self, now, ORPHANED_HOLDER};
+use dhp_core::store::{with_tx, Mode, Ownership};
+use dhp_core::{json, Error, Runner};
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+/// Error text of a handoff canceled through A2A `CancelTask`.
+pub const CANCELED_ERROR: &str = "canceled by A2A client";
+
+/// The A2A task states we report (protobuf JSON enum names).
+pub const SUBMITTED: &str = "TASK_STATE_SUBMITTED";
+pub const WORKING: &str = "TASK_STATE_WORKING";
+pub const COMPLETED: &str = "TASK_STATE_COMPLETED";
+pub const FAILED: &str = "TASK_STATE_FAILED";
+pub const CANCELED: &str = "TASK_STATE_CANCELED";
+
+/// Whether an A2A state is final (no update follows it).
+pub fn is_terminal(state: &str) -> bool {
+    matches!(state, COMPLETED | FAILED | CANCELED)
+}
+
+#[derive(Default)]
+struct Binding {
+    /// a2a task id → handoff id.
+    by_task: HashMap<String, String>,
+    /// Every handoff id already read (bound or not), so a rescan reads
+    /// only handoffs that are new since the last one.
+    seen: HashSet<String>,
+}
+
+/// One bridge per server process; any number may share a store.
+pub struct Bridge {
+    runner: Runner,
+    binding: Mutex<Binding>,
+}
+
+impl Bridge {
+    /// A bridge over `runner`'s store; the binding is rebuilt from the
+    /// envelopes at once (a restarted bridge answers for every task).
+    pub fn new(runner: Runner) -> Result<Bridge, Error> {
+        let b = Bridge { runner, binding: Mutex::new(Binding::default()) };
+        b.rescan()?;
+        Ok(b)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Binding> {
+        self.binding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Read the provenance of every handoff not read before. Handoffs
+    /// written by the reference's bridge (or another of ours) bind here.
+    fn rescan(&self) -> Result<(), Error> {
+        let hids = self.runner.all_hids()?;
+        let fresh: Vec<String> = {
+            let b = self.lock();
+            hids.into_iter().filter(|h| !b.seen.contains(h)).collect()
+        };
+        let mut found = Vec::new();
+        for hid in &fresh {
+            // An unreadable row is the supervisor's business (quarantine);
+            // it simply binds no task here.
+            if let Ok(env) = self.runner.envelope_bare(hid) {
+                if let Some(tid) = env.pointer("/provenance/a2a_task_id").and_then(Value::as_str) {
+                    found.push((tid.to_string(), hid.clone()));
+                }
+            }
+        }
+        let mut b = self.lock();
+        b.seen.extend(fresh);
+        for (tid, hid) in found {
+            b.by_task.entry(tid).or_insert(hid);
+        }
+        Ok(())
+    }
+
+    /// The handoff bound to `task_id`, looking in the store on a miss.
+    pub fn handoff_of(&self, task_id: &str) -> Result<String, RpcError> {
+        if let Some(h) = self.lock().by_task.get(task_id) {
+            return Ok(h.clone());
+        }
+        self.rescan().map_err(RpcError::internal)?;
+        self.lock().by_task.get(task_id).cloned().ok_or_else(|| RpcError::task_not_found(task_id))
+    }
+
+    /// Dispatch a submission as a handoff bound to a fresh task id.
+    pub fn submit(&self, sub: &Submission) -> Result<(String, String), RpcError> {
+        let task_id = format!("task-{}", uuid::Uuid::new_v4().simple());
+        let env = sub.envelope(&task_id).map_err(RpcError::invalid_params)?;
+        let hid = self.runner.dispatch(&env).map_err(|e| match e {
+            Error::Validation(_) | Error::Oversize { .. } | Error::OutOfRange { .. } => RpcError::invalid_params(e),
+            other => RpcError::internal(other),
+        })?;
+        let mut b = self.lock();
+        b.seen.insert(hid.clone());
+        b.by_task.insert(task_id.clone(), hid.clone());
+        Ok((task_id, hid))
+    }
+
+    /// Every bound task, by task id.
+    pub fn all_tasks(&self) -> Result<Vec<Value>, RpcError> {
+        self.rescan().map_err(RpcError::internal)?;
+        let mut pairs: Vec<(String, String)> = self.lock().by_task.iter().map(|(t, h)| (t.clone(), h.clone())).collect();
+        pairs.sort();
+        let mut out = Vec::with_capacity(pairs.len());
+        for (tid, hid) in pairs {
+            let env = self.runner.envelope_bare(&hid).map_err(RpcError::internal)?;
+            out.push(task_json(&tid, &hid, &env));
+        }
+        Ok(out)
+    }
+
+    /// The A2A Task JSON of `task_id` as its handoff stands now.
+    pub fn task(&self, task_id: &str) -> Result<Value, RpcError> {
+        let hid = self.handoff_of(task_id)?;
+        let env = self.runner.envelope_bare(&hid).map_err(RpcError::internal)?;
+        Ok(task_json(task_id, &hid, &env))
+    }
+
+    /// Cancel: a task not yet terminal becomes `failed` with
+    /// [`CANCELED_ERROR`]; a live owner is fenced off (its ownership row
+    /// becomes a tombstone, fence+1), so its next checkpoint or complete is
+    /// refused. A terminal task is not cancelable.
+    pub fn cancel(&self, task_id: &str) -> Result<Value, RpcError> {
+        let hid = self.handoff_of(task_id)?;
+        let cfg = self.runner.config().clone();
+        let outcome = with_tx(self.runner.store().as_ref(), Mode::Write, |tx| {
+            let Some(mut env) = tx.envelope(&hid)? else {
+                return Err(Error::UnknownHandoff { hid: hid.clone() });
+            };
+            let status = envelope::status(&env).to_string();
+            if matches!(status.as_str(), "completed" | "failed") {
+                return Ok(Err(status));
+            }
+            let t = now();
+            if let Some(own) = tx.ownership(&hid)? {
+                let tomb = Ownership { holder: ORPHANED_HOLDER.to_string(), fence: own.fence + 1, lease_expires_at: 0.0, ..own };
+                tx.update_ownership(&tomb, t)?;
+            }
+            if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
+                ex.insert("status".into(), json!("failed"));
+                ex.insert("error".into(), json!(CANCELED_ERROR));
+                ex.insert("canceled_at".into(), json::float(t));
+                ex.insert("checkpoints".into(), json!([]));
+            } else {
+                return Err(Error::Validation("envelope has no execution object".into()));
+            }
+            let text = json::dumps(&env)?;
+            if text.len() > cfg.max_envelope_bytes {
+                return Err(Error::Oversize { what: "envelope", size: text.len(), limit: cfg.max_envelope_bytes });
+            }
+            tx.update_envelope(&hid, &text, t)?;
+            Ok(Ok(env))
+        })
+        .map_err(RpcError::internal)?;
+        match outcome {
+            Ok(env) => Ok(task_json(task_id, &hid, &env)),
+            Err(status) => Err(RpcError::not_cancelable(task_id, &status)),
+        }
+    }
+}
+
+/// The A2A state of a handoff status. Orphaned is transient (a standby is
+/// coming), so it is WORKING like pending and running; only the DLQ makes a
+/// task FAILED, and only our cancel makes it CANCELED.
+pub fn state_of(env: &Value) -> &'static str {
+    match envelope::status(env) {
+        "completed" => COMPLETED,
+        "failed" if is_canceled(env) => CANCELED,
+        "failed" => FAILED,
+        _ => WORKING,
+    }
+}
+
+fn is_canceled(env: &Value) -> bool {
+    env.pointer("/execution/error").and_then(Value::as_str) == Some(CANCELED_ERROR)
+}
+
+/// RFC 3339 UTC with microseconds, as protobuf's Timestamp JSON wants.
+pub fn timestamp() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// The Task object (protobuf JSON of `a2a.v1.Task`).
+pub fn task_json(task_id: &str, hid: &str, env: &Value) -> Value {
+    let state = state_of(env);
+    let mut status = Map::new();
+    status.insert("state".into(), json!(state));
+    status.insert("timestamp".into(), json!(timestamp()));
+    if state == FAILED || state == CANCELED {
+        let why = env.pointer("/execution/error").and_then(Value::as_str).unwrap_or("handoff failed");
+        status.insert("message".into(), agent_message(why));
+    }
+    let mut task = Map::new();
+    task.insert("id".into(), json!(task_id));
+    let ctx = env.pointer("/provenance/trace_id").and_then(Value::as_str).unwrap_or("");
+    task.insert("contextId".into(), json!(ctx));
+    task.insert("status".into(), Value::Object(status));
+    if state == COMPLETED {
+        task.insert("artifacts".into(), json!([artifact(hid, env)]));
+    }
+    task.insert("metadata".into(), metadata(hid, env));
+    Value::Object(task)
+}
+
+/// The result artifact: the result as a data part and, as the reference
+/// bridge writes it, as JSON text.
+pub fn artifact(hid: &str, env: &Value) -> Value {
+    let result = env.pointer("/delivery/result").cloned().unwrap_or(Value::Null);
+    let text = serde_json::to_string(&result).unwrap_or_default();
+    json!({
+        "artifactId": format!("artifact-{}", &hid[..hid.len().min(12)]),
+        "name": "result",
+        "description": "DHP handoff result",
+        "parts": [{"text": text}, {"data": result, "mediaType": "application/json"}],
+    })
+}
+
+/// DHP facts beside the A2A view (for operators; clients may ignore them).
+fn metadata(hid: &str, env: &Value) -> Value {
+    let ex = env.get("execution").cloned().unwrap_or(Value::Null);
+    json!({
+        "dhp_handoff_id": hid,
+        "dhp_status": envelope::status(env),
+        "dhp_attempt": ex.get("attempt").cloned().unwrap_or(json!(0)),
+        "dhp_kind": env.pointer("/task/kind").cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn agent_message(text: &str) -> Value {
+    json!({
+        "messageId": format!("msg-{}", uuid::Uuid::new_v4().simple()),
+        "role": "ROLE_AGENT",
+        "parts": [{"text": text}],
+    })
+}
