@@ -148,6 +148,37 @@ fn short(hid: &str) -> &str {
 }
 
 impl Error {
+    /// True when this error is about one stored row (unparsable JSON, an
+    /// unknown status, a bad envelope) rather than the store as a whole
+    /// (I/O, a busy or corrupt database, a lost connection). Scans and
+    /// listings quarantine the row and go on; anything else stops them.
+    pub fn concerns_one_row(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            Error::Io { .. }
+            | Error::NewerSchema { .. }
+            | Error::Config(_)
+            | Error::Postgres(_)
+            | Error::PgConnect { .. }
+            | Error::NotAStore { .. }
+            | Error::StoreLocation { .. } => false,
+            Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
+                f.code,
+                C::DatabaseBusy
+                    | C::DatabaseLocked
+                    | C::SystemIoFailure
+                    | C::DiskFull
+                    | C::CannotOpen
+                    | C::ReadOnly
+                    | C::OutOfMemory
+                    | C::PermissionDenied
+                    | C::NotADatabase
+                    | C::DatabaseCorrupt
+            ),
+            _ => true,
+        }
+    }
+
     /// The reference's exception class name for this error.
     pub fn kind(&self) -> &'static str {
         match self {

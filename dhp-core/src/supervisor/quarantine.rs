@@ -2,7 +2,7 @@
 //! skipped; the scan goes on with the others.
 
 use super::Supervisor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -36,7 +36,7 @@ impl Supervisor {
 pub(super) fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>, hid: &str, res: Result<Value>) -> Result<()> {
     match res {
         Ok(a) => actions.push(a),
-        Err(e) if row_level(&e) => {
+        Err(e) if e.concerns_one_row() => {
             flagged.insert(hid.to_string(), format!("{}: {e}", e.kind()));
         }
         Err(e) => return Err(e),
@@ -44,24 +44,3 @@ pub(super) fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<
     Ok(())
 }
 
-/// True when `e` is about one row rather than the store as a whole.
-fn row_level(e: &Error) -> bool {
-    use rusqlite::ErrorCode as C;
-    match e {
-        Error::Io { .. } | Error::NewerSchema { .. } | Error::Config(_) => false,
-        Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
-            f.code,
-            C::DatabaseBusy
-                | C::DatabaseLocked
-                | C::SystemIoFailure
-                | C::DiskFull
-                | C::CannotOpen
-                | C::ReadOnly
-                | C::OutOfMemory
-                | C::PermissionDenied
-                | C::NotADatabase
-                | C::DatabaseCorrupt
-        ),
-        _ => true,
-    }
-}

@@ -142,7 +142,15 @@ pub fn status(root: &Path, hid: Option<&str>, cfg: Config) -> Result<Output, Fai
     let mut rows = Vec::new();
     let mut table = vec![["handoff", "status", "attempt", "checkpoints", "owner"].map(String::from)];
     for h in r.all_hids()? {
-        let s = r.status(&h)?;
+        // One unreadable row is listed as quarantined, as the supervisor's
+        // scan reports it; it does not hide every other handoff.
+        let s = match r.status(&h) {
+            Ok(s) => s,
+            Err(e) if e.concerns_one_row() => {
+                json!({"handoff_id": h, "status": "quarantined", "error": format!("{}: {e}", e.kind())})
+            }
+            Err(e) => return Err(e.into()),
+        };
         // Plain strings: serde_json::Value ignores width and alignment.
         let text = |k: &str| match &s[k] {
             Value::String(v) => v.clone(),
