@@ -4,6 +4,8 @@
 # 1.3.0, conformance, a short chaos round, the demo against the mirror).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "test.sh: cargo fmt --check (rustfmt.toml)" >&2
+cargo fmt --all -- --check
 echo "test.sh: preparing the reference venv (dhp-protocol 1.3.0, mcp, a2a-sdk) in .venv" >&2
 bash scripts/setup.sh >/dev/null
 export DHP_PYTHON="$PWD/.venv/bin/python"
@@ -19,5 +21,7 @@ if [ -z "${DHP_TEST_PG_URL:-}" ]; then
 fi
 echo "test.sh: building the workspace (cargo shows its progress)" >&2
 cargo build --workspace --all-targets --locked
+echo "test.sh: cargo clippy -D warnings" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked -- --test-threads=2
 bash scripts/check_docs.sh  # the READMEs' examples as written, after an install (reuses the build above)

@@ -15,7 +15,8 @@ fn ship(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let mut sync = ShipBed::new(server.addr(), ShipMode::Sync, dir.path().join("sync.log"), 1).unwrap();
     g.bench_function("sync", |b| b.iter(|| sync.ship_next().unwrap()));
-    let mut asy = ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.path().join("async.log"), 2).unwrap();
+    let mut asy =
+        ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.path().join("async.log"), 2).unwrap();
     g.bench_function("async_max_lag_256", |b| {
         b.iter_custom(|iters| {
             let t = Instant::now();

@@ -4,7 +4,7 @@
 //! shapes are produced by `benches/ref_bench.py` for the reference, so both
 //! implementations hash, store and ship identical bytes.
 
-use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::json;
 use dhp_core::store::{with_tx, Mode, SqliteStore};
 use dhp_core::transport::log;

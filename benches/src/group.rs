@@ -90,7 +90,8 @@ impl CommitHandle {
     /// Submit and wait until the checkpoint is durable (or refused).
     pub fn checkpoint(&self, item: Item) -> Result<i64> {
         let (rtx, rrx) = mpsc::sync_channel(1);
-        let gone = || Error::Io { path: PathBuf::from("group-commit"), source: std::io::Error::other("committer stopped") };
+        let gone =
+            || Error::Io { path: PathBuf::from("group-commit"), source: std::io::Error::other("committer stopped") };
         self.tx.send((item, rtx)).map_err(|_| gone())?;
         rrx.recv().map_err(|_| gone())?
     }

@@ -123,7 +123,9 @@ impl CommitProbe {
         let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
         let c = Connection::open(&db)?;
         c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
-        c.execute_batch("PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);")?;
+        c.execute_batch(
+            "PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);",
+        )?;
         Ok(CommitProbe { db, c: Some(c), k: 0 })
     }
 
@@ -133,7 +135,10 @@ impl CommitProbe {
         let k = &mut self.k;
         rate(1, n, |_| {
             c.execute_batch("BEGIN IMMEDIATE")?;
-            c.execute("INSERT INTO t (k, v) VALUES (?1, ?2)", params![*k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"])?;
+            c.execute(
+                "INSERT INTO t (k, v) VALUES (?1, ?2)",
+                params![*k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"],
+            )?;
             c.execute_batch("COMMIT")?;
             *k += 1;
             Ok(())
@@ -273,7 +278,16 @@ pub fn peak_rss(cmd: &mut std::process::Command) -> Result<PeakRss> {
         let _ = f.read_to_string(&mut s);
         s
     };
-    Ok(PeakRss { vm_hwm_kib: hwm, anon_kib: anon, file_kib: file, top_mappings: top, exit_code: code, elapsed_s, stdout: read(out), stderr: read(err) })
+    Ok(PeakRss {
+        vm_hwm_kib: hwm,
+        anon_kib: anon,
+        file_kib: file,
+        top_mappings: top,
+        exit_code: code,
+        elapsed_s,
+        stdout: read(out),
+        stderr: read(err),
+    })
 }
 
 /// nproc, CPU model, memory, and the file system of `path`.
@@ -353,7 +367,9 @@ pub fn lock_race_rate(dir: &Path, racers: usize, races: usize, fine_busy: bool) 
     {
         let c = Connection::open(&db)?;
         c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
-        c.execute_batch("CREATE TABLE IF NOT EXISTS own (k INTEGER PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL);")?;
+        c.execute_batch(
+            "CREATE TABLE IF NOT EXISTS own (k INTEGER PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL);",
+        )?;
     }
     let open = || -> Result<Connection> {
         let c = Connection::open(&db)?;
@@ -380,9 +396,13 @@ pub fn lock_race_rate(dir: &Path, racers: usize, races: usize, fine_busy: bool) 
                     for k in 0..races {
                         start.wait();
                         c.execute_batch("BEGIN IMMEDIATE")?;
-                        let holder: String = c.query_row("SELECT holder FROM own WHERE k=?1", [k as i64], |r| r.get(0))?;
+                        let holder: String =
+                            c.query_row("SELECT holder FROM own WHERE k=?1", [k as i64], |r| r.get(0))?;
                         if holder == "__orphaned__" {
-                            c.execute("UPDATE own SET holder=?1, fence=fence+1 WHERE k=?2", params![format!("r{i}"), k as i64])?;
+                            c.execute(
+                                "UPDATE own SET holder=?1, fence=fence+1 WHERE k=?2",
+                                params![format!("r{i}"), k as i64],
+                            )?;
                             c.execute_batch("COMMIT")?;
                             wins += 1;
                         } else {

@@ -268,17 +268,30 @@ pub fn markdown(v: &Value, fsync: &str) -> String {
     out += &format!(
         "\nkill -9 → orphaned (advisory-lock liveness, 30 s lease, {} kills, {} live workers alongside): \
          median {:.1} ms, p99 {:.1} ms, max {:.1} ms; false orphans: {}.\n",
-        k["kills"], k["live_workers"], k["median_ms"].as_f64().unwrap_or(f64::NAN),
-        k["p99_ms"].as_f64().unwrap_or(f64::NAN), k["max_ms"].as_f64().unwrap_or(f64::NAN), k["false_orphans"]
+        k["kills"],
+        k["live_workers"],
+        k["median_ms"].as_f64().unwrap_or(f64::NAN),
+        k["p99_ms"].as_f64().unwrap_or(f64::NAN),
+        k["max_ms"].as_f64().unwrap_or(f64::NAN),
+        k["false_orphans"]
     );
     out += "\n| target | wanted | measured | verdict |\n|---|---|---|---|\n";
     if let Some((n, s, p)) = last {
         let ok = if p >= 3.0 * s { "met" } else { "**MISSED**" };
-        out += &format!("| PostgreSQL aggregate, {n} workers | ≥ 3 × SQLite's | {p:.0} / {s:.0} = {:.2}× | {ok} |\n", p / s);
+        out += &format!(
+            "| PostgreSQL aggregate, {n} workers | ≥ 3 × SQLite's | {p:.0} / {s:.0} = {:.2}× | {ok} |\n",
+            p / s
+        );
     }
     let (med, p99) = (k["median_ms"].as_f64().unwrap_or(f64::NAN), k["p99_ms"].as_f64().unwrap_or(f64::NAN));
-    out += &format!("| kill → orphaned median | ≤ 100 ms | {med:.1} ms | {} |\n", if med <= 100.0 { "met" } else { "**MISSED**" });
-    out += &format!("| kill → orphaned p99 | ≤ 250 ms | {p99:.1} ms | {} |\n", if p99 <= 250.0 { "met" } else { "**MISSED**" });
+    out += &format!(
+        "| kill → orphaned median | ≤ 100 ms | {med:.1} ms | {} |\n",
+        if med <= 100.0 { "met" } else { "**MISSED**" }
+    );
+    out += &format!(
+        "| kill → orphaned p99 | ≤ 250 ms | {p99:.1} ms | {} |\n",
+        if p99 <= 250.0 { "met" } else { "**MISSED**" }
+    );
     let fo = k["false_orphans"].as_i64().unwrap_or(-1);
     out += &format!("| false orphans | 0 | {fo} | {} |\n", if fo == 0 { "met" } else { "**MISSED**" });
     out

@@ -100,7 +100,9 @@ pub fn targets(ours: &Value, reference: &Value, rss: &Value) -> Vec<Target> {
         push(name, &format!("≥ {min:.0}× the reference"), ratio(key).map(|r| (fmt_ratio(r), r >= min)));
     }
     let batched = |key: &str| rate(ours, &format!("{key}_batched")).zip(rate(reference, key)).map(|(a, b)| a / b);
-    for (name, key) in [("dispatch with group commit vs reference", "dispatch"), ("claim with group commit vs reference", "claim")] {
+    for (name, key) in
+        [("dispatch with group commit vs reference", "dispatch"), ("claim with group commit vs reference", "claim")]
+    {
         push(
             name,
             "≥ 3× the reference's per-call rate (32 per transaction)",
@@ -182,7 +184,8 @@ pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
         if let Some((kib, name)) = bin {
             // The file name only: the report is committed, a path would be
             // this machine's.
-            let name = std::path::Path::new(&name).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(name);
+            let name =
+                std::path::Path::new(&name).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(name);
             let _ = write!(l, "; the largest mapping is `{name}` with {} KiB resident", fmt_num(kib));
         }
         l.push('.');
@@ -278,19 +281,32 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
     let ok = rss.pointer("/ours/max_rss_kib").and_then(Value::as_f64);
     let rk = rss.pointer("/reference/max_rss_kib").and_then(Value::as_f64);
     if ok.is_some() || rk.is_some() {
-        let cell = |x: Option<f64>| x.map(|k| format!("{:.1} MB", k * 1024.0 / 1e6)).unwrap_or_else(|| "not run".into());
+        let cell =
+            |x: Option<f64>| x.map(|k| format!("{:.1} MB", k * 1024.0 / 1e6)).unwrap_or_else(|| "not run".into());
         let ratio = ok.zip(rk).map(|(a, b)| format!("{} smaller", fmt_ratio(b / a))).unwrap_or_else(|| "—".into());
-        let _ = writeln!(s, "| worker process peak RSS (census, {}) | MB | {} | {} | {ratio} |",
-            rss.pointer("/census").and_then(Value::as_str).unwrap_or("?"), cell(ok), cell(rk));
+        let _ = writeln!(
+            s,
+            "| worker process peak RSS (census, {}) | MB | {} | {} | {ratio} |",
+            rss.pointer("/census").and_then(Value::as_str).unwrap_or("?"),
+            cell(ok),
+            cell(rk)
+        );
         if let Some(mk) = rss.pointer("/ours_min_size/max_rss_kib").and_then(Value::as_f64) {
             let ratio = rk.map(|b| format!("{} smaller", fmt_ratio(b / mk))).unwrap_or_else(|| "—".into());
-            let _ = writeln!(s, "| … same, dhp built with `--profile min-size` (opt-level s, fat LTO) | MB | {} | {} | {ratio} |",
-                cell(Some(mk)), cell(rk));
+            let _ = writeln!(
+                s,
+                "| … same, dhp built with `--profile min-size` (opt-level s, fat LTO) | MB | {} | {} | {ratio} |",
+                cell(Some(mk)),
+                cell(rk)
+            );
         }
     }
 
     if smoke {
-        let _ = writeln!(s, "\n### Targets\n\nNot judged: a smoke run. Run `benches/compare.sh` (full sizes) for the verdicts.");
+        let _ = writeln!(
+            s,
+            "\n### Targets\n\nNot judged: a smoke run. Run `benches/compare.sh` (full sizes) for the verdicts."
+        );
     } else {
         let _ = writeln!(s, "\n### Targets\n");
         let _ = writeln!(s, "| target | wanted | measured | verdict |");
@@ -317,7 +333,12 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
         let _ = writeln!(s, "| configuration | checkpoints/s (all handoffs) |");
         let _ = writeln!(s, "|---|---:|");
         for v in g.values() {
-            let _ = writeln!(s, "| {} | {} |", v["detail"].as_str().unwrap_or(""), fmt_num(v["rate"].as_f64().unwrap_or(f64::NAN)));
+            let _ = writeln!(
+                s,
+                "| {} | {} |",
+                v["detail"].as_str().unwrap_or(""),
+                fmt_num(v["rate"].as_f64().unwrap_or(f64::NAN))
+            );
         }
     }
 
@@ -362,7 +383,10 @@ mod tests {
         let rss = json!({"ours": {"max_rss_kib": 5000.0}});
         let t = targets(&ours, &reference, &rss);
         let met: Vec<Option<bool>> = t.iter().map(|t| t.met).collect();
-        assert_eq!(met, vec![Some(true), Some(false), Some(true), Some(true), Some(false), Some(true), None, None, Some(true)]);
+        assert_eq!(
+            met,
+            vec![Some(true), Some(false), Some(true), Some(true), Some(false), Some(true), None, None, Some(true)]
+        );
         let md = markdown(&ours, &reference, &rss, &json!({}), "test");
         assert!(md.contains("not run: O(n)"), "{md}");
         assert!(md.contains("**MISSED**"));

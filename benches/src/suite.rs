@@ -6,9 +6,9 @@ use crate::fixture::{self, bench_config, CheckpointBed};
 use crate::group::{self, GroupCommitter, Item};
 use crate::measure::{self, rate, rate_timed};
 use crate::tcp::{ShipBed, TcpServer};
-use dhp_core::transport::net::ShipMode;
 use dhp_core::store::SqliteStore;
 use dhp_core::transport::log;
+use dhp_core::transport::net::ShipMode;
 use dhp_core::{json, Result, Runner, Supervisor};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -143,7 +143,12 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     let work = &fx.work;
     let t0 = Instant::now();
     let mut step = |name: &str, v: Value, ops: &mut Map<String, Value>| {
-        progress(&format!("[{:6.1}s] {name}: {:.1} {}", t0.elapsed().as_secs_f64(), v["rate"].as_f64().unwrap_or(0.0), v["unit"].as_str().unwrap_or("")));
+        progress(&format!(
+            "[{:6.1}s] {name}: {:.1} {}",
+            t0.elapsed().as_secs_f64(),
+            v["rate"].as_f64().unwrap_or(0.0),
+            v["unit"].as_str().unwrap_or("")
+        ));
         ops.insert(name.to_string(), v);
     };
 
@@ -151,13 +156,23 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     // Raw fsync and checkpoints at every depth, interleaved round by round
     // so that all of them see the same disk and the same background load.
     let (f, c, ckpts) = interleaved_checkpoints(work, &s.ckpt_depths, s.ckpt_rounds, s.ckpt_iters, s.fsync_n)?;
-    step("fsync_raw", op(f, "fsync/s", "100-byte append + fdatasync, median of rounds interleaved with the checkpoint rounds"), &mut ops);
-    step("sqlite_commit", op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL; interleaved likewise"), &mut ops);
+    step(
+        "fsync_raw",
+        op(f, "fsync/s", "100-byte append + fdatasync, median of rounds interleaved with the checkpoint rounds"),
+        &mut ops,
+    );
+    step(
+        "sqlite_commit",
+        op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL; interleaved likewise"),
+        &mut ops,
+    );
 
     // ---- pure CPU ----
     let r = rate(s.rounds, s.build_iters, |i| fixture::sdk_envelope(i as u64).map(drop))?;
     step("envelope_build", op(r, "ops/s", "build SDK envelope incl. input_hash, trace_id, handoff_id"), &mut ops);
-    for (name, bytes, iters) in [("canonical_hash_1k", 1_000, s.hash_1k_iters), ("canonical_hash_100k", 100_000, s.hash_100k_iters)] {
+    for (name, bytes, iters) in
+        [("canonical_hash_1k", 1_000, s.hash_1k_iters), ("canonical_hash_100k", 100_000, s.hash_100k_iters)]
+    {
         let st = fixture::state_of_size(bytes);
         let len = json::canonical(&st)?.len();
         let r = rate(s.rounds, iters, |_| {
@@ -198,7 +213,11 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             }
             Ok(())
         })? * b as f64;
-        step("dispatch_batched", op(r, "ops/s", format!("build + group::dispatch_many, {b} per transaction")), &mut ops);
+        step(
+            "dispatch_batched",
+            op(r, "ops/s", format!("build + group::dispatch_many, {b} per transaction")),
+            &mut ops,
+        );
         let mut chunks = made.chunks(b);
         let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
             let c = chunks.next().expect("enough dispatched handoffs");
@@ -213,7 +232,14 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     for (d, r) in ckpts {
         step(
             &format!("checkpoint_{d}"),
-            op(r, "ckpt/s", format!("Runner::checkpoint after {d} earlier checkpoints (median of {} rounds of {})", s.ckpt_rounds, s.ckpt_iters)),
+            op(
+                r,
+                "ckpt/s",
+                format!(
+                    "Runner::checkpoint after {d} earlier checkpoints (median of {} rounds of {})",
+                    s.ckpt_rounds, s.ckpt_iters
+                ),
+            ),
             &mut ops,
         );
     }
@@ -294,7 +320,10 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             } else {
                 format!("{t} worker threads, Runner::checkpoint each (no grouping)")
             };
-            group.insert(format!("threads_{t}_{}", if grouped { "grouped" } else { "plain" }), op(total, "ckpt/s", label.clone()));
+            group.insert(
+                format!("threads_{t}_{}", if grouped { "grouped" } else { "plain" }),
+                op(total, "ckpt/s", label.clone()),
+            );
             if grouped && total > best.0 {
                 best = (total, label);
             }
@@ -306,12 +335,20 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
 
     // ---- recover race ----
     let r = recover_race(work, s.racers, s.recover_races)?;
-    step("recover_race", op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)), &mut ops);
+    step(
+        "recover_race",
+        op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)),
+        &mut ops,
+    );
 
     // What limits the race: the same CAS in raw SQL, SQLite's busy-wait
     // ladder vs a 100 µs busy handler.
     for (key, fine, label) in [
-        ("lock_race_default", false, "recover CAS in raw SQL, 8 connections, busy_timeout (SQLite's 1, 2, 5, 10 … ms sleeps)"),
+        (
+            "lock_race_default",
+            false,
+            "recover CAS in raw SQL, 8 connections, busy_timeout (SQLite's 1, 2, 5, 10 … ms sleeps)",
+        ),
         ("lock_race_fine", true, "recover CAS in raw SQL, 8 connections, 100 µs busy handler"),
     ] {
         let r = measure::lock_race_rate(work, s.racers, s.recover_races, fine)?;
@@ -329,7 +366,15 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         drop(store);
         Ok(el)
     })?;
-    step("ingest", op(r * s.ingest_lines as f64, "lines/s", format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines)), &mut ops);
+    step(
+        "ingest",
+        op(
+            r * s.ingest_lines as f64,
+            "lines/s",
+            format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines),
+        ),
+        &mut ops,
+    );
 
     // ---- TCP ship ----
     {
@@ -337,7 +382,15 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let server = TcpServer::start(&dir.join("server-logs"))?;
         let mut bed = ShipBed::new(server.addr(), ShipMode::Sync, dir.join("sync-buffer.log"), 1)?;
         let r = rate(s.rounds, s.ship_iters, |_| bed.ship_next())?;
-        step("ship_tcp_sync", op(r, "lines/s", "TcpShipper, ShipMode::Sync: hash + line + ship, returns on the server's ack; local buffer log"), &mut ops);
+        step(
+            "ship_tcp_sync",
+            op(
+                r,
+                "lines/s",
+                "TcpShipper, ShipMode::Sync: hash + line + ship, returns on the server's ack; local buffer log",
+            ),
+            &mut ops,
+        );
         let mut abed = ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.join("async-buffer.log"), 2)?;
         let n = s.ship_iters * 4;
         let r = rate_timed(s.rounds, 1, |_| {
@@ -348,7 +401,17 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             abed.flush()?;
             Ok(t.elapsed())
         })? * n as f64;
-        step("ship_tcp_async", op(r, "lines/s", format!("TcpShipper, ShipMode::Async{{max_lag: 256}}: {n} lines then flush (all acked); local buffer log")), &mut ops);
+        step(
+            "ship_tcp_async",
+            op(
+                r,
+                "lines/s",
+                format!(
+                    "TcpShipper, ShipMode::Async{{max_lag: 256}}: {n} lines then flush (all acked); local buffer log"
+                ),
+            ),
+            &mut ops,
+        );
         let shipped = (bed.shipped() + abed.shipped()) as u64;
         drop(bed);
         drop(abed);
@@ -363,7 +426,15 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
     let r = rate(1, s.scan_reps, |_| sup.scan().map(drop))?;
     step(
         "scan",
-        op(r, "scans/s", format!("Supervisor::scan over {} running handoffs ({:.0} handoffs/s)", s.scan_handoffs, r * s.scan_handoffs as f64)),
+        op(
+            r,
+            "scans/s",
+            format!(
+                "Supervisor::scan over {} running handoffs ({:.0} handoffs/s)",
+                s.scan_handoffs,
+                r * s.scan_handoffs as f64
+            ),
+        ),
         &mut ops,
     );
 
@@ -488,12 +559,21 @@ pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Resu
     let root = fixture::fresh_root(work, "rss");
     let r = Runner::open(&root, "dispatcher", dhp_core::Config::default())?;
     let chunks = (hi - lo).div_ceil(chunk) as i64;
-    let budget = dhp_core::envelope::Budget { max_steps: chunks + 100, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: 25 };
+    let budget = dhp_core::envelope::Budget {
+        max_steps: chunks + 100,
+        max_spend_usd: 500.0,
+        max_wallclock_s: 5400.0,
+        max_attempts: 25,
+    };
     let env = dhp_core::envelope::build(
         dhp_core::census::KIND,
         dhp_core::census::inputs(lo, hi, chunk),
         dhp_core::census::output_schema(),
-        dhp_core::envelope::BuildOptions { budget: Some(budget.to_value()), created_by: Some("dhp-bench".into()), ..Default::default() },
+        dhp_core::envelope::BuildOptions {
+            budget: Some(budget.to_value()),
+            created_by: Some("dhp-bench".into()),
+            ..Default::default()
+        },
     )?;
     let hid = r.dispatch(&env)?;
     drop(r);
@@ -502,10 +582,15 @@ pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Resu
     let p = measure::peak_rss(&mut cmd)?;
     let _ = std::fs::remove_dir_all(&root);
     if p.exit_code != Some(0) {
-        return Err(dhp_core::Error::Validation(format!("dhp work failed ({:?}): {} {}", p.exit_code, p.stdout, p.stderr)));
+        return Err(dhp_core::Error::Validation(format!(
+            "dhp work failed ({:?}): {} {}",
+            p.exit_code, p.stdout, p.stderr
+        )));
     }
-    Ok(json!({"max_rss_kib": p.vm_hwm_kib, "census": format!("{lo},{hi},{chunk}"), "method": "VmHWM at PTRACE_EVENT_EXIT",
+    Ok(
+        json!({"max_rss_kib": p.vm_hwm_kib, "census": format!("{lo},{hi},{chunk}"), "method": "VmHWM at PTRACE_EVENT_EXIT",
               "detail": {"worker": "dhp work (release build)", "anon_kib_at_exit": p.anon_kib, "file_kib_at_exit": p.file_kib,
                          "top_mappings_at_exit": p.top_mappings, "checkpoints": chunks, "elapsed_s": p.elapsed_s,
-                         "result": serde_json::from_str::<Value>(p.stdout.trim()).unwrap_or(Value::Null)}}))
+                         "result": serde_json::from_str::<Value>(p.stdout.trim()).unwrap_or(Value::Null)}}),
+    )
 }

@@ -11,12 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_dhp-bench");
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{cmd:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
@@ -44,7 +39,14 @@ fn quick_comparison_runs_end_to_end() {
     bench(d, &["machine", "--dir", ds, "--out", &p("machine.json")]);
     bench(d, &["fixtures", "--dir", ds, "--quick"]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ref_bench.py");
-    run(Command::new(dhp_core::testing::python()).arg(&script).args(["run", "--dir", ds, "--quick", "--out", &p("ref.json")]));
+    run(Command::new(dhp_core::testing::python()).arg(&script).args([
+        "run",
+        "--dir",
+        ds,
+        "--quick",
+        "--out",
+        &p("ref.json"),
+    ]));
     bench(d, &["run", "--dir", ds, "--quick", "--out", &p("ours.json")]);
 
     // Peak RSS: of `dhp work` when the workspace's dhp binary is built next
@@ -63,15 +65,38 @@ fn quick_comparison_runs_end_to_end() {
     let ours = read(&d.join("ours.json"));
     let reference = read(&d.join("ref.json"));
     for key in [
-        "fsync_raw", "sqlite_commit", "envelope_build", "canonical_hash_1k", "canonical_hash_100k", "dispatch", "claim",
-        "checkpoint_100", "checkpoint_1000", "dispatch_batched", "claim_batched", "group_commit_best", "recover_race", "ingest", "ship_tcp_sync",
-        "ship_tcp_async", "scan",
+        "fsync_raw",
+        "sqlite_commit",
+        "envelope_build",
+        "canonical_hash_1k",
+        "canonical_hash_100k",
+        "dispatch",
+        "claim",
+        "checkpoint_100",
+        "checkpoint_1000",
+        "dispatch_batched",
+        "claim_batched",
+        "group_commit_best",
+        "recover_race",
+        "ingest",
+        "ship_tcp_sync",
+        "ship_tcp_async",
+        "scan",
     ] {
         assert!(rate(&ours, key) > 0.0, "{key}");
     }
     for key in [
-        "envelope_build", "canonical_hash_1k", "canonical_hash_100k", "dispatch", "claim", "checkpoint_100",
-        "checkpoint_1000", "recover_race", "ingest", "ship_tcp_sync", "scan",
+        "envelope_build",
+        "canonical_hash_1k",
+        "canonical_hash_100k",
+        "dispatch",
+        "claim",
+        "checkpoint_100",
+        "checkpoint_1000",
+        "recover_race",
+        "ingest",
+        "ship_tcp_sync",
+        "scan",
     ] {
         assert!(rate(&reference, key) > 0.0, "reference {key}");
     }
@@ -79,8 +104,19 @@ fn quick_comparison_runs_end_to_end() {
     let table = bench(
         d,
         &[
-            "report", "--ours", &p("ours.json"), "--ref", &p("ref.json"), "--rss-ours", &p("rss-ours.json"),
-            "--rss-ref", &p("rss-ref.json"), "--machine", &p("machine.json"), "--command", "smoke",
+            "report",
+            "--ours",
+            &p("ours.json"),
+            "--ref",
+            &p("ref.json"),
+            "--rss-ours",
+            &p("rss-ours.json"),
+            "--rss-ref",
+            &p("rss-ref.json"),
+            "--machine",
+            &p("machine.json"),
+            "--command",
+            "smoke",
         ],
     );
     for needle in ["| checkpoint, 100 earlier |", "| ingest, 10k-line log |", "### Targets", "### Machine"] {

@@ -20,8 +20,12 @@ const CHUNK: u64 = 20_000;
 const KILL_AFTER: u64 = 8;
 /// Short leases so the demo takes seconds (the supervisor also sees the
 /// dead worker's liveness token vanish at once).
-const ENV: &[(&str, &str)] =
-    &[("DHP_LEASE_INTERVAL_S", "0.5"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.2"), ("DHP_LEADER_TTL_S", "2.0")];
+const ENV: &[(&str, &str)] = &[
+    ("DHP_LEASE_INTERVAL_S", "0.5"),
+    ("DHP_LEASE_MAX_MISSED", "2"),
+    ("DHP_SUPERVISOR_SCAN_S", "0.2"),
+    ("DHP_LEADER_TTL_S", "2.0"),
+];
 const PHASE: Duration = Duration::from_secs(120);
 
 fn python() -> anyhow::Result<PathBuf> {
@@ -29,7 +33,11 @@ fn python() -> anyhow::Result<PathBuf> {
         return Ok(p.into());
     }
     let p = dhp_core::testing::repo_root().join(".venv/bin/python");
-    anyhow::ensure!(p.exists(), "no Python at {}: run scripts/setup.sh (it installs a2a-sdk) or set DHP_PYTHON", p.display());
+    anyhow::ensure!(
+        p.exists(),
+        "no Python at {}: run scripts/setup.sh (it installs a2a-sdk) or set DHP_PYTHON",
+        p.display()
+    );
     Ok(p)
 }
 
@@ -86,21 +94,33 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     let task = json!({"inputs": {"lo": LO, "hi": HI, "chunk": CHUNK}}).to_string();
     let out = Command::new(&py).arg(client_script()).args([url.as_str(), "send", &task, "--immediate"]).output()?;
     let sent: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        anyhow::anyhow!("a2a client failed ({e}): {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        anyhow::anyhow!(
+            "a2a client failed ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     })?;
     let tid = sent["task"]["id"].as_str().ok_or_else(|| anyhow::anyhow!("no task id in {sent}"))?.to_string();
-    let hid = sent["task"]["metadata"]["dhp_handoff_id"].as_str().ok_or_else(|| anyhow::anyhow!("no handoff id in {sent}"))?.to_string();
+    let hid = sent["task"]["metadata"]["dhp_handoff_id"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("no handoff id in {sent}"))?
+        .to_string();
     say(&format!("client:  SendMessage → {tid} ({})", sent["task"]["status"]["state"].as_str().unwrap_or("?")));
     say(&format!("         its DHP handoff {}…: census [{LO}, {HI}) in {} chunks", &hid[..12], (HI - LO) / CHUNK));
 
     // The client polls GetTask for the whole run, recording every state.
     let mut watch = Command::new(&py);
-    watch.arg(client_script()).args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"]).stdout(Stdio::piped());
+    watch
+        .arg(client_script())
+        .args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"])
+        .stdout(Stdio::piped());
     let mut watcher = Proc::spawn("a2a client", watch)?;
     let stdout = watcher.child.stdout.take().ok_or_else(|| anyhow::anyhow!("watcher has no stdout"))?;
     let (tx, rx) = std::sync::mpsc::channel::<Value>();
     std::thread::spawn(move || {
-        for v in BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok()) {
+        for v in
+            BufReader::new(stdout).lines().map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+        {
             if tx.send(v).is_err() {
                 break;
             }
@@ -126,19 +146,23 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     let noticed = wait_for("the orphan", || status(&dhp, &root, &hid)["status"] == "orphaned")?;
     say(&format!("bridge:  supervisor orphaned it {:.0} ms after the kill", noticed.as_secs_f64() * 1e3));
 
-    let c = Command::new(&dhp).args(["work", &root_s, "--runner", "agent-c", "recover", &hid, "--json"]).envs(ENV.iter().copied()).output()?;
+    let c = Command::new(&dhp)
+        .args(["work", &root_s, "--runner", "agent-c", "recover", &hid, "--json"])
+        .envs(ENV.iter().copied())
+        .output()?;
     let c: Value = serde_json::from_slice(&c.stdout).unwrap_or(Value::Null);
-    say(&format!(
-        "agent C: recovered from n={} and ran {} chunks",
-        c["resumed_from"], c["chunks_this_run"]
-    ));
+    say(&format!("agent C: recovered from n={} and ran {} chunks", c["resumed_from"], c["chunks_this_run"]));
 
     watcher.wait_for(PHASE);
     let mut lines = vec![first_seen];
     lines.extend(rx.iter());
     bridge.stop(Duration::from_secs(3));
 
-    let states: Vec<String> = lines.iter().filter_map(|l| l["state"].as_str()).map(|s| s.trim_start_matches("TASK_STATE_").to_string()).collect();
+    let states: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l["state"].as_str())
+        .map(|s| s.trim_start_matches("TASK_STATE_").to_string())
+        .collect();
     let mut observed = vec!["SUBMITTED".to_string()];
     observed.extend(states.iter().cloned());
     observed.dedup();
@@ -149,9 +173,16 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
         .and_then(|t| serde_json::from_str::<Value>(t).ok())
         .unwrap_or(Value::Null);
     let want = census::expected(LO, HI, CHUNK);
-    let only_working = observed.split_last().is_some_and(|(l, rest)| l == "COMPLETED" && rest.iter().all(|s| s == "SUBMITTED" || s == "WORKING"));
+    let only_working = observed
+        .split_last()
+        .is_some_and(|(l, rest)| l == "COMPLETED" && rest.iter().all(|s| s == "SUBMITTED" || s == "WORKING"));
     let redone = ((HI - LO) / CHUNK).saturating_sub(k).abs_diff(c["chunks_this_run"].as_u64().unwrap_or(u64::MAX));
-    say(&format!("result:  {} primes, sum {} ({})", result["prime_count"], result["prime_sum"], if result == want { "correct" } else { "WRONG" }));
+    say(&format!(
+        "result:  {} primes, sum {} ({})",
+        result["prime_count"],
+        result["prime_sum"],
+        if result == want { "correct" } else { "WRONG" }
+    ));
     say(&format!("rework:  {redone} committed chunks redone; at most the 1 chunk in flight at the kill was lost"));
     let ok = only_working && result == want && redone == 0;
     Ok(json!({"mode": "a2a", "task_id": tid, "handoff_id": hid, "observed": observed, "killed_after_checkpoints": k,

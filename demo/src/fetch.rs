@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 /// What the demo sends as User-Agent: it names the demo to Wikimedia, whose
 /// policy also asks for a contact; add yours here before fetching at scale.
-pub const USER_AGENT: &str = "dhp-rs-kill-demo/0.1 (Durable Handoff Protocol kill demo, fetches at most 100 pages per run)";
+pub const USER_AGENT: &str =
+    "dhp-rs-kill-demo/0.1 (Durable Handoff Protocol kill demo, fetches at most 100 pages per run)";
 
 /// Largest body the demo accepts for one page.
 pub const MAX_BODY: u64 = 4 * 1024 * 1024;

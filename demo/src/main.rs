@@ -18,10 +18,10 @@ use demo::netns::{self, Host, NetNs};
 use demo::pageworker;
 use demo::procs::{self, Proc};
 use demo::record;
-use demo::verify::{check_records, describe_counts};
 use demo::ui::{fmt_s, Ui};
+use demo::verify::{check_records, describe_counts};
 use demo::{fetch, titles};
-use dhp_core::envelope::{self, now, BuildOptions, Budget};
+use dhp_core::envelope::{self, now, Budget, BuildOptions};
 use dhp_core::{Config, Runner};
 use nix::sys::signal::Signal;
 use serde_json::{json, Map, Value};
@@ -405,7 +405,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
 
     // ---- binaries ----
     let mut notes = Vec::new();
-    cx.dhp = procs::locate_dhp(cx.args.dhp.as_deref(), &mut |m| notes.push(m.to_string())).map_err(|e| usage!("{e:#}"))?;
+    cx.dhp =
+        procs::locate_dhp(cx.args.dhp.as_deref(), &mut |m| notes.push(m.to_string())).map_err(|e| usage!("{e:#}"))?;
     for n in notes {
         cx.ui.say(&n);
     }
@@ -473,11 +474,20 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         record::KIND,
         pageworker::inputs(&titles, source_name, cx.seed),
         pageworker::output_schema(),
-        BuildOptions { budget: Some(budget.to_value()), created_by: Some("dhp-rs kill demo".into()), ..Default::default() },
+        BuildOptions {
+            budget: Some(budget.to_value()),
+            created_by: Some("dhp-rs kill demo".into()),
+            ..Default::default()
+        },
     )?;
     let hid = driver_a.dispatch(&env)?;
     cx.fact("handoff_id", json!(hid));
-    cx.ui.say(&format!("host A: {} — handoff {} ({}, {pages} titles) dispatched", cx.host_a.display(), &hid[..12], record::KIND));
+    cx.ui.say(&format!(
+        "host A: {} — handoff {} ({}, {pages} titles) dispatched",
+        cx.host_a.display(),
+        &hid[..12],
+        record::KIND
+    ));
 
     // ---- host B: transport server ----
     let t_host = run.netns.as_ref().map(|n| n.addr_b.to_string()).unwrap_or_else(|| "127.0.0.1".into());
@@ -500,13 +510,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     }
 
     // ---- host A: supervisor ----
-    let sup_args: Vec<String> = vec![
-        "--json".into(),
-        "supervisor".into(),
-        cx.host_a.display().to_string(),
-        "sup-A".into(),
-        "86400".into(),
-    ];
+    let sup_args: Vec<String> =
+        vec!["--json".into(), "supervisor".into(), cx.host_a.display().to_string(), "sup-A".into(), "86400".into()];
     let mut cmd = procs::command(&cx.prefix(run, Host::A), &cx.dhp, &sup_args);
     cmd.stdout(std::fs::File::create(cx.host_a.join("supervisor.out"))?)
         .stderr(std::fs::File::create(cx.host_a.join("supervisor.err"))?);
@@ -608,10 +613,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         m.release_hold();
     }
     let a_done = a_pages.len();
-    anyhow::ensure!(
-        a_done == kill_at,
-        "worker-A had finished {a_done} pages at the kill, expected {kill_at}"
-    );
+    anyhow::ensure!(a_done == kill_at, "worker-A had finished {a_done} pages at the kill, expected {kill_at}");
     let mid = match (&held, fetch_started_kill_page) {
         (Some(h), _) => {
             anyhow::ensure!(!answered_before_kill, "the mirror had answered page {} before the kill", kill_at + 1);
@@ -632,14 +634,21 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     };
     cx.ui.finish_bar();
     cx.ui.say(&cx.ui.color("1;33", &format!("*** kill -9 worker-A (pid {pid_a}) at {kill_at} pages — {mid} ***")));
-    cx.fact("kill", json!({"at": t_kill, "pid": pid_a, "signal": "SIGKILL", "pages_done": a_done,
+    cx.fact(
+        "kill",
+        json!({"at": t_kill, "pid": pid_a, "signal": "SIGKILL", "pages_done": a_done,
                            "mid_fetch_page": kill_at + 1, "title": kill_title,
-                           "request_in_flight_s": held.as_ref().map(|h| t_kill - h.at)}));
+                           "request_in_flight_s": held.as_ref().map(|h| t_kill - h.at)}),
+    );
     cx.timing("worker_a_run_s", t_kill - t_a_spawn);
 
     // ---- phase 2: host A's supervisor orphans ----
     let deadline = Instant::now()
-        + dhp_core::config::duration_from_secs("orphan deadline", cx.cfg.lease_ttl_s() + 2.0 * cx.cfg.supervisor_scan_s + 30.0, f64::MAX)?;
+        + dhp_core::config::duration_from_secs(
+            "orphan deadline",
+            cx.cfg.lease_ttl_s() + 2.0 * cx.cfg.supervisor_scan_s + 30.0,
+            f64::MAX,
+        )?;
     let (orphaned_at, reason) = loop {
         check_interrupt()?;
         let e = driver_a.envelope_bare(&hid)?;
@@ -658,7 +667,10 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     let kill_to_orphan = orphaned_at - t_kill;
     let own = driver_a.ownership(&hid)?;
     let why = match reason.as_str() {
-        "worker-died" => format!("worker-died: liveness token dropped; the lease alone would have taken {:.1} s", cx.cfg.lease_ttl_s()),
+        "worker-died" => format!(
+            "worker-died: liveness token dropped; the lease alone would have taken {:.1} s",
+            cx.cfg.lease_ttl_s()
+        ),
         other => other.to_string(),
     };
     cx.ui.say(&format!("supervisor orphaned after {} ({why})", fmt_s(kill_to_orphan)));
@@ -675,8 +687,13 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     // ---- phase 3: host B ingests what was shipped ----
     let log_b = dhp_core::transport::log::log_path(&cx.host_b.join("transport"), &hid)?;
     anyhow::ensure!(log_b.is_file(), "host B has no transport log for the handoff ({})", log_b.display());
-    let ingest_args: Vec<String> =
-        vec!["--json".into(), "ingest".into(), "--create".into(), cx.host_b.display().to_string(), log_b.display().to_string()];
+    let ingest_args: Vec<String> = vec![
+        "--json".into(),
+        "ingest".into(),
+        "--create".into(),
+        cx.host_b.display().to_string(),
+        log_b.display().to_string(),
+    ];
     let t_ingest0 = now();
     let out = procs::command(&cx.prefix(run, Host::B), &cx.dhp, &ingest_args).stderr(Stdio::piped()).output()?;
     let t_ingest = now();
@@ -747,7 +764,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
                         json!({"t": ev["t"], "resume_index": ev["resume_index"], "fence": ev["fence"],
                                "attempt": ev["attempt"], "mode": ev["mode"]}),
                     );
-                    resumed = Some((ev["t"].as_f64().unwrap_or_else(now), ev["resume_index"].as_u64().unwrap_or(u64::MAX)));
+                    resumed =
+                        Some((ev["t"].as_f64().unwrap_or_else(now), ev["resume_index"].as_u64().unwrap_or(u64::MAX)));
                 }
                 if ev["event"] == "complete" {
                     completed = Some(ev.clone());
@@ -763,11 +781,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         .proc_mut("worker-B")
         .and_then(|p| p.wait_for(Duration::from_secs(10)))
         .ok_or_else(|| anyhow::anyhow!("worker-B did not exit"))?;
-    anyhow::ensure!(
-        status.success(),
-        "worker-B failed ({status}): {}",
-        tail(&cx.host_b.join("worker-B.err"), 3)
-    );
+    anyhow::ensure!(status.success(), "worker-B failed ({status}): {}", tail(&cx.host_b.join("worker-B.err"), 3));
     let (t_resume, resume_index) = resumed.ok_or_else(|| anyhow::anyhow!("worker-B never reported its start"))?;
     anyhow::ensure!(resume_index == kill_at as u64, "worker-B resumed at index {resume_index}, expected {kill_at}");
     let completed = completed.ok_or_else(|| anyhow::anyhow!("worker-B exited without completing"))?;
@@ -784,13 +798,20 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     let records = record::read_csv(&csv_path)?;
     let csv_bytes = std::fs::read(&csv_path)?;
     let csv_sha = dhp_core::json::sha256_hex(&csv_bytes);
-    anyhow::ensure!(result["dataset_sha256"] == json!(csv_sha), "the dataset on disk does not match the completed result");
+    anyhow::ensure!(
+        result["dataset_sha256"] == json!(csv_sha),
+        "the dataset on disk does not match the completed result"
+    );
     let mut problems = check_records(&records, &titles, kill_at);
     if let Some(m) = &run.mirror {
         for r in &records {
             let body = mirror::page_body(cx.seed, &r.title);
             if r.bytes != body.len() as u64 || r.sha256 != dhp_core::json::sha256_hex(&body) {
-                problems.push(format!("page {} ({}): bytes/sha256 differ from what the mirror serves", r.index + 1, r.title));
+                problems.push(format!(
+                    "page {} ({}): bytes/sha256 differ from what the mirror serves",
+                    r.index + 1,
+                    r.title
+                ));
             }
         }
         let _ = m;
@@ -801,10 +822,7 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
         problems.push(format!("pages fetched by both workers: {refetched:?}"));
     }
     let ok_pages = records.iter().filter(|r| r.http_status == 200 && r.bytes > 0).count();
-    cx.fact(
-        "dataset",
-        json!({"path": csv_path, "rows": records.len(), "sha256": csv_sha, "fetched_ok": ok_pages}),
-    );
+    cx.fact("dataset", json!({"path": csv_path, "rows": records.len(), "sha256": csv_sha, "fetched_ok": ok_pages}));
     cx.fact("result", result.clone());
     cx.fact("refetched", json!(refetched));
     cx.fact("worker_a_pages", json!(a_pages.len()));
@@ -825,7 +843,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
             problems.push(format!("{} requests for pages the task does not list", m.unknown_requests()));
         }
     } else {
-        cx.ui.say("(request counts can only be verified with --source mirror; worker reports: every page fetched once)");
+        cx.ui
+            .say("(request counts can only be verified with --source mirror; worker reports: every page fetched once)");
     }
 
     // ---- what the supervisor itself reports ----
@@ -890,7 +909,8 @@ fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)
     if cx.args.keep.is_some() {
         cx.ui.say(&format!("data kept in {}", cx.dir.display()));
     } else {
-        cx.ui.say("(the run directory was temporary and is removed now; --keep DIR keeps the stores, logs and dataset)");
+        cx.ui
+            .say("(the run directory was temporary and is removed now; --keep DIR keeps the stores, logs and dataset)");
     }
     Ok(())
 }
@@ -923,10 +943,9 @@ fn start_transport(cx: &mut Ctx, run: &mut Run, host: &str, port: u16) -> anyhow
                     break rest.split(',').next().unwrap_or("").trim().to_string();
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => anyhow::bail!(
-                "dhp transport exited before listening: {}",
-                tail(&cx.host_b.join("transport.err"), 3)
-            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("dhp transport exited before listening: {}", tail(&cx.host_b.join("transport.err"), 3))
+            }
             Err(RecvTimeoutError::Timeout) => {}
         }
         anyhow::ensure!(Instant::now() < deadline, "dhp transport did not start listening");
@@ -940,7 +959,13 @@ fn start_transport(cx: &mut Ctx, run: &mut Run, host: &str, port: u16) -> anyhow
     Ok(addr)
 }
 
-fn start_worker(cx: &mut Ctx, run: &mut Run, h: Host, name: &str, args: &[String]) -> anyhow::Result<(Receiver<Value>, u32)> {
+fn start_worker(
+    cx: &mut Ctx,
+    run: &mut Run,
+    h: Host,
+    name: &str,
+    args: &[String],
+) -> anyhow::Result<(Receiver<Value>, u32)> {
     let root = if h == Host::A { &cx.host_a } else { &cx.host_b };
     let mut cmd = procs::command(&cx.prefix(run, h), &cx.worker_bin, args);
     cmd.env("DHP_TRANSPORT_TOKEN", &cx.token)
@@ -985,7 +1010,9 @@ fn handle_event(
             *started = true;
             let peer = match (ev["peer_acked_seq"].as_i64(), ev["peer_wait_s"].as_f64()) {
                 // A fresh handoff: the server holds nothing yet (ack_seq -1).
-                (Some(s), Some(w)) if s < 0 => format!(", host B holds no checkpoint yet (its server answered in {})", fmt_s(w)),
+                (Some(s), Some(w)) if s < 0 => {
+                    format!(", host B holds no checkpoint yet (its server answered in {})", fmt_s(w))
+                }
                 (Some(s), Some(w)) => format!(", host B holds seq 0–{s} (caught up in {})", fmt_s(w)),
                 _ => String::new(),
             };
@@ -1012,14 +1039,16 @@ fn handle_event(
             let milestone = done % 10 == 0 || done == total || done == cx.args.kill_at;
             cx.ui.progress(name, done as u64, total as u64, &msg, &line, milestone);
         }
-        "fetch_retry" => cx.ui.say(&format!("  {name}: retrying page {}: {}", ev["index"].as_u64().unwrap_or(0) + 1, ev["error"])),
+        "fetch_retry" => {
+            cx.ui.say(&format!("  {name}: retrying page {}: {}", ev["index"].as_u64().unwrap_or(0) + 1, ev["error"]))
+        }
         "complete" => {
             cx.ui.finish_bar();
             cx.ui.say(&format!(
-            "  {name}: completed — {} pages, {} fetched this run, resumed from page {}",
-            ev["result"]["pages"],
-            ev["result"]["fetched_this_run"],
-            ev["result"]["resumed_from"].as_u64().unwrap_or(0) + 1
+                "  {name}: completed — {} pages, {} fetched this run, resumed from page {}",
+                ev["result"]["pages"],
+                ev["result"]["fetched_this_run"],
+                ev["result"]["resumed_from"].as_u64().unwrap_or(0) + 1
             ))
         }
         "error" => anyhow::bail!("{name} failed: {}", ev["error"].as_str().unwrap_or("?")),

@@ -30,10 +30,8 @@ pub struct NetNs {
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| anyhow::anyhow!("running `ip {}`: {e}", args.join(" ")))?;
+    let out =
+        Command::new("ip").args(args).output().map_err(|e| anyhow::anyhow!("running `ip {}`: {e}", args.join(" ")))?;
     if !out.status.success() {
         anyhow::bail!("`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
@@ -43,7 +41,9 @@ fn ip(args: &[&str]) -> anyhow::Result<String> {
 /// Why `--netns` cannot run here, if it cannot.
 pub fn preflight() -> anyhow::Result<()> {
     if !nix::unistd::geteuid().is_root() {
-        anyhow::bail!("--netns needs root (it creates network namespaces and a veth pair); run without --netns, or as root");
+        anyhow::bail!(
+            "--netns needs root (it creates network namespaces and a veth pair); run without --netns, or as root"
+        );
     }
     match Command::new("ip").arg("-V").output() {
         Ok(o) if o.status.success() => Ok(()),

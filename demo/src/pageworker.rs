@@ -131,10 +131,7 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
     // crossed hosts by transport log keeps its DHP attempt count).
     let attempt = (dhp_attempt + 1).max(prev_attempt + 1);
     let resumed_from = next;
-    emit(
-        "claimed",
-        json!({"worker": opts.worker_id, "host": opts.host, "pid": pid, "hid": hid, "fence": ctx.fence()}),
-    );
+    emit("claimed", json!({"worker": opts.worker_id, "host": opts.host, "pid": pid, "hid": hid, "fence": ctx.fence()}));
     let mut reshipped = 0;
     let mut peer_had = None;
     let mut peer_wait_s = None;
@@ -226,9 +223,6 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
         "fetched_by": by,
     });
     ctx.complete(&result)?;
-    emit(
-        "complete",
-        json!({"worker": opts.worker_id, "hid": hid, "result": result, "dataset": opts.out_csv}),
-    );
+    emit("complete", json!({"worker": opts.worker_id, "hid": hid, "result": result, "dataset": opts.out_csv}));
     Ok(result)
 }

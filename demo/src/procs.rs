@@ -131,10 +131,8 @@ pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow:
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
     let stale = || {
         let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
-        let sources = [workspace.join("dhp-core"), workspace.join("Cargo.lock")]
-            .iter()
-            .filter_map(|p| newest_mtime(p))
-            .max();
+        let sources =
+            [workspace.join("dhp-core"), workspace.join("Cargo.lock")].iter().filter_map(|p| newest_mtime(p)).max();
         matches!((built, sources), (Some(b), Some(s)) if s > b)
     };
     if bin.is_file() && !(under_cargo && stale()) {
@@ -169,7 +167,9 @@ pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow:
             log("warning: could not rebuild dhp; using the existing binary");
             Ok(bin)
         }
-        Ok(s) => anyhow::bail!("building dhp failed ({s}); build it with `cargo build -p dhp-core --bin dhp` or pass --dhp PATH"),
+        Ok(s) => anyhow::bail!(
+            "building dhp failed ({s}); build it with `cargo build -p dhp-core --bin dhp` or pass --dhp PATH"
+        ),
         Err(e) => anyhow::bail!("cannot run cargo to build dhp ({e}); pass --dhp PATH"),
     }
 }

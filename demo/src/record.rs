@@ -35,7 +35,17 @@ pub struct PageRecord {
 
 /// The CSV header line the dataset starts with.
 pub const CSV_COLUMNS: &[&str] = &[
-    "index", "title", "url", "bytes", "sha256", "fetched_by", "host", "attempt", "pid", "http_status", "elapsed_ms",
+    "index",
+    "title",
+    "url",
+    "bytes",
+    "sha256",
+    "fetched_by",
+    "host",
+    "attempt",
+    "pid",
+    "http_status",
+    "elapsed_ms",
     "fetched_at",
 ];
 

@@ -18,7 +18,12 @@ pub fn check_records(records: &[PageRecord], titles: &[String], kill_at: usize) 
             bad.push(format!("row {i} is page {} {:?}, expected {t:?}", r.index, r.title));
         }
         if r.fetched_by != who || r.attempt != attempt {
-            bad.push(format!("page {} was fetched by {} attempt {}, expected {who} attempt {attempt}", i + 1, r.fetched_by, r.attempt));
+            bad.push(format!(
+                "page {} was fetched by {} attempt {}, expected {who} attempt {attempt}",
+                i + 1,
+                r.fetched_by,
+                r.attempt
+            ));
         }
         if r.sha256.len() != 64 || r.http_status != 200 || !r.url.ends_with(&titles::encode_title(t)) {
             bad.push(format!("page {} has a malformed record", i + 1));
@@ -30,7 +35,11 @@ pub fn check_records(records: &[PageRecord], titles: &[String], kill_at: usize) 
 /// Summarize the mirror's per-page request counts; pages before the kill
 /// must have exactly 1, the page killed mid-fetch exactly 2 (the killed
 /// request and worker-B's), the rest exactly 1.
-pub fn describe_counts(counts: &BTreeMap<String, u64>, titles: &[String], kill_at: usize) -> (Vec<String>, Vec<String>) {
+pub fn describe_counts(
+    counts: &BTreeMap<String, u64>,
+    titles: &[String],
+    kill_at: usize,
+) -> (Vec<String>, Vec<String>) {
     let c: Vec<u64> = titles.iter().map(|t| counts.get(t).copied().unwrap_or(0)).collect();
     let mut bad = Vec::new();
     let range = |lo: usize, hi: usize| -> String {

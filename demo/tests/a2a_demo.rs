@@ -11,7 +11,8 @@ fn a2a_demo_is_green() {
     let out = Command::new(env!("CARGO_BIN_EXE_demo")).args(["--a2a", "--json"]).output().expect("running the demo");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let s: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stdout}\n{stderr}"));
+    let s: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON summary ({e}): {stdout}\n{stderr}"));
     assert_eq!(out.status.code(), Some(0), "{s}\n{stderr}");
     assert_eq!(s["verdict"], "GREEN", "{s}");
     assert_eq!(s["observed"], serde_json::json!(["SUBMITTED", "WORKING", "COMPLETED"]), "{s}");

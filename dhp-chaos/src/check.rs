@@ -35,7 +35,14 @@ pub struct Invariant {
 
 impl Invariant {
     fn new(name: &'static str, what: &'static str) -> Self {
-        Invariant { name: name.into(), what: what.into(), checked: 0, violations: Vec::new(), known: Vec::new(), notes: Vec::new() }
+        Invariant {
+            name: name.into(),
+            what: what.into(),
+            checked: 0,
+            violations: Vec::new(),
+            known: Vec::new(),
+            notes: Vec::new(),
+        }
     }
     /// No violation at all (known reference weaknesses included).
     pub fn held(&self) -> bool {
@@ -206,7 +213,8 @@ pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     cx.busy_timeout(std::time::Duration::from_secs(10))?;
     let mut out = BTreeMap::new();
     let mut st = cx.prepare("SELECT hid, envelope_json FROM handoffs")?;
-    let rows: Vec<(String, String)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
     for (hid, text) in rows {
         let env: Value = serde_json::from_str(&text).with_context(|| format!("envelope of {hid}"))?;
         let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
@@ -222,7 +230,8 @@ pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
         }
     }
     let mut st = cx.prepare("SELECT hid, holder, fence FROM ownership")?;
-    let rows: Vec<(String, String, i64)> = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, String, i64)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
     for (hid, holder, fence) in rows {
         if let Some(h) = out.get_mut(&hid) {
             h.own = Some((holder, fence));
@@ -454,9 +463,11 @@ impl Ctx<'_> {
 
     /// Every worker spawned for `hid` recorded history (or never got to).
     fn history_complete(&self, hid: &str) -> bool {
-        self.ix.spawns.iter().filter(|(_, s)| s.role == "worker" && s.hid.as_deref() == Some(hid)).all(|(name, s)| {
-            s.imp != "cmd" || self.ix.processes_with_history.contains(name)
-        })
+        self.ix
+            .spawns
+            .iter()
+            .filter(|(_, s)| s.role == "worker" && s.hid.as_deref() == Some(hid))
+            .all(|(name, s)| s.imp != "cmd" || self.ix.processes_with_history.contains(name))
     }
 
     fn grants(&self, hid: &str) -> Vec<&Op> {
@@ -517,33 +528,54 @@ impl Findings {
 /// Torn claim/recover of the reference: ownership row and envelope status
 /// are separate autocommit statements, so a kill between them leaves a
 /// handoff that no claim, recover or orphan can move again.
-pub const TORN_START: &str = "torn claim/recover: the ownership row and the envelope are separate autocommit statements";
+pub const TORN_START: &str =
+    "torn claim/recover: the ownership row and the envelope are separate autocommit statements";
 /// The reference's worker does not re-ship what the peer lacks when it
 /// takes a handoff over (docs/PROTOCOL.md §13.9: commit, then ship, no catch-up).
 pub const NO_CATCH_UP: &str = "no catch-up: a reference worker that takes a handoff over does not re-ship the seqs the peer lacks (docs/PROTOCOL.md §13.9)";
 /// Non-atomic check-then-write of the reference (docs/PROTOCOL.md §13.2).
-pub const CHECK_THEN_WRITE: &str = "check-then-write: ownership check and write are separate statements (docs/PROTOCOL.md §13.2)";
+pub const CHECK_THEN_WRITE: &str =
+    "check-then-write: ownership check and write are separate statements (docs/PROTOCOL.md §13.2)";
 
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
-    let meta: Value = serde_json::from_slice(&std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?)?;
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?,
+    )?;
     let history = hist::load(&paths.history)?;
     let store = load_store(&paths.store.join("dhp.sqlite3"))?;
-    let hids: Vec<String> = meta["hids"].as_array().map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect()).unwrap_or_default();
+    let hids: Vec<String> = meta["hids"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect())
+        .unwrap_or_default();
     let cx = Ctx { ix: index(&history) };
     let tcp = matches!(meta["config"]["ship"].as_str(), Some("tcp") | Some("tcp-async"));
 
-    let mut outcome = Invariant::new("outcome", "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending");
+    let mut outcome = Invariant::new(
+        "outcome",
+        "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending",
+    );
     let mut result = Invariant::new("result", "each completed result equals the census recomputed from scratch");
-    let mut once = Invariant::new("exactly-once", "each handoff's completion committed exactly once, by the current fence holder");
-    let mut chain = Invariant::new("checkpoints", "seqs continuous 0..n-1, hashes valid, each state is the census up to its next_n (no rework, nothing skipped)");
+    let mut once =
+        Invariant::new("exactly-once", "each handoff's completion committed exactly once, by the current fence holder");
+    let mut chain = Invariant::new(
+        "checkpoints",
+        "seqs continuous 0..n-1, hashes valid, each state is the census up to its next_n (no rework, nothing skipped)",
+    );
     let mut fencing = Invariant::new("fencing", "along commit order fences never go backwards, no two holders' writes interleave, no write after its fence was superseded, every acknowledged write is in the store");
     let mut zombie_inv = Invariant::new("zombies", "a paused worker woken after it was replaced commits nothing");
-    let mut transport = Invariant::new("transport", "the peer's transport log agrees with the store (identity, hashes, every committed seq present)");
+    let mut transport = Invariant::new(
+        "transport",
+        "the peer's transport log agrees with the store (identity, hashes, every committed seq present)",
+    );
     let mut rework_inv = Invariant::new("rework", "work redone per fault is at most one chunk");
-    let mut detect = Invariant::new("detection", "every worker that died holding a lease was orphaned (or had completed)");
-    let mut false_orphans = Invariant::new("no-false-orphans", "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died");
+    let mut detect =
+        Invariant::new("detection", "every worker that died holding a lease was orphaned (or had completed)");
+    let mut false_orphans = Invariant::new(
+        "no-false-orphans",
+        "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
+    );
 
     let mut checkpoints_total = 0u64;
     let mut completed = 0;
@@ -560,12 +592,22 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         if cx.imp_of(victim) != "python" {
             continue;
         }
-        let Some(tc) = cx.ix.faults.iter().find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t()).map(|c| c.t()) else {
+        let Some(tc) = cx
+            .ix
+            .faults
+            .iter()
+            .find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t())
+            .map(|c| c.t())
+        else {
             continue;
         };
         let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
         let late_write = cx.ix.ops.iter().any(|o| {
-            o.process == victim && o.invoke_t <= f.t() && (o.op == "checkpoint" || o.op == "complete") && o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc)
+            o.process == victim
+                && o.invoke_t <= f.t()
+                && (o.op == "checkpoint" || o.op == "complete")
+                && o.ok == Some(true)
+                && o.out_t.is_some_and(|t| t >= tc)
         });
         if replaced && late_write {
             tainted.entry(hid.to_string()).or_insert_with(|| CHECK_THEN_WRITE.to_string());
@@ -579,7 +621,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             continue;
         };
         let env = &h.env;
-        let (Some(lo), Some(hi), Some(chunk)) = (inline_u64(env, "lo"), inline_u64(env, "hi"), inline_u64(env, "chunk")) else {
+        let (Some(lo), Some(hi), Some(chunk)) =
+            (inline_u64(env, "lo"), inline_u64(env, "hi"), inline_u64(env, "chunk"))
+        else {
             fnd.push("outcome", format!("{}: not a census handoff", short(hid)));
             continue;
         };
@@ -597,9 +641,19 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 let max_att = env.pointer("/contract/budget/max_attempts").and_then(Value::as_i64).unwrap_or(3);
                 if err.contains("DLQ") && attempt >= max_att {
                     dlq += 1;
-                    outcome.notes.push(format!("{}: in the DLQ after {attempt} attempts ({} checkpoints kept)", short(hid), h.ckpts.len()));
+                    outcome.notes.push(format!(
+                        "{}: in the DLQ after {attempt} attempts ({} checkpoints kept)",
+                        short(hid),
+                        h.ckpts.len()
+                    ));
                 } else {
-                    fnd.push("outcome", format!("{}: failed but not a max-attempts DLQ park: attempt {attempt}/{max_att}, error {err:?}", short(hid)));
+                    fnd.push(
+                        "outcome",
+                        format!(
+                            "{}: failed but not a max-attempts DLQ park: attempt {attempt}/{max_att}, error {err:?}",
+                            short(hid)
+                        ),
+                    );
                 }
             }
             other => {
@@ -610,18 +664,24 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     let torn = cx.imp_of(holder) == "python"
                         && cx.ix.exits.contains_key(holder)
                         && cx.ix.ops.iter().any(|o| {
-                            &o.process == holder && &o.hid == hid && (o.op == "claim" || o.op == "recover") && o.ok.is_none()
+                            &o.process == holder
+                                && &o.hid == hid
+                                && (o.op == "claim" || o.op == "recover")
+                                && o.ok.is_none()
                         });
                     if torn {
                         fnd.taint(TORN_START);
                     }
                 }
-                fnd.push("outcome", format!(
-                    "{}: stuck in {other:?} at the end (holder {}, fence {}, owner process alive: {alive})",
-                    short(hid),
-                    opt(h.own.as_ref().map(|o| &o.0)),
-                    opt(h.own.as_ref().map(|o| o.1))
-                ));
+                fnd.push(
+                    "outcome",
+                    format!(
+                        "{}: stuck in {other:?} at the end (holder {}, fence {}, owner process alive: {alive})",
+                        short(hid),
+                        opt(h.own.as_ref().map(|o| &o.0)),
+                        opt(h.own.as_ref().map(|o| o.1))
+                    ),
+                );
             }
         }
 
@@ -648,13 +708,28 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     break;
                 }
                 None => {
-                    fnd.push("checkpoints", format!("{}: seq {k} is beyond the last chunk ({} chunks): work was redone", short(hid), exp_chain.len()));
+                    fnd.push(
+                        "checkpoints",
+                        format!(
+                            "{}: seq {k} is beyond the last chunk ({} chunks): work was redone",
+                            short(hid),
+                            exp_chain.len()
+                        ),
+                    );
                     break;
                 }
             }
         }
         if h.status == "completed" && h.ckpts.len() != exp_chain.len() {
-            fnd.push("checkpoints", format!("{}: completed with {} checkpoints, the census has {} chunks", short(hid), h.ckpts.len(), exp_chain.len()));
+            fnd.push(
+                "checkpoints",
+                format!(
+                    "{}: completed with {} checkpoints, the census has {} chunks",
+                    short(hid),
+                    h.ckpts.len(),
+                    exp_chain.len()
+                ),
+            );
         }
 
         // ---- attribution of committed checkpoints to writers
@@ -676,11 +751,20 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 Some(_) => {}
             }
             if let Some(prev) = writers.get(&seq) {
-                fnd.push("fencing", format!("{}: seq {seq} acknowledged to both {} and {}", short(hid), prev.holder, o.holder));
+                fnd.push(
+                    "fencing",
+                    format!("{}: seq {seq} acknowledged to both {} and {}", short(hid), prev.holder, o.holder),
+                );
             }
             writers.insert(
                 seq,
-                Writer { holder: o.holder.clone(), process: o.process.clone(), fence: o.fence.unwrap_or(-1), invoke_t: o.invoke_t, acknowledged: true },
+                Writer {
+                    holder: o.holder.clone(),
+                    process: o.process.clone(),
+                    fence: o.fence.unwrap_or(-1),
+                    invoke_t: o.invoke_t,
+                    acknowledged: true,
+                },
             );
         }
         let mut unattributed = Vec::new();
@@ -689,7 +773,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 continue;
             }
             let nn = c.state["next_n"].as_u64();
-            let cands: Vec<&&Op> = ops_h.iter().filter(|o| o.op == "checkpoint" && o.ok.is_none() && o.next_n == nn).collect();
+            let cands: Vec<&&Op> =
+                ops_h.iter().filter(|o| o.op == "checkpoint" && o.ok.is_none() && o.next_n == nn).collect();
             match cands.as_slice() {
                 [o] => {
                     writers.insert(
@@ -705,7 +790,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
         }
         if !unattributed.is_empty() {
-            let msg = format!("{}: seqs {unattributed:?} were committed but no recorded operation wrote them", short(hid));
+            let msg =
+                format!("{}: seqs {unattributed:?} were committed but no recorded operation wrote them", short(hid));
             if hist_complete {
                 fnd.push("fencing", msg);
             } else {
@@ -733,7 +819,15 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             let f = g.fence.unwrap_or(-1);
             if let Some(prev) = fence_holder.get(&f) {
                 if prev != &g.holder {
-                    fnd.push("fencing", format!("{}: fence {f} granted to both {prev} and {} (split brain at {})", short(hid), g.holder, g.op));
+                    fnd.push(
+                        "fencing",
+                        format!(
+                            "{}: fence {f} granted to both {prev} and {} (split brain at {})",
+                            short(hid),
+                            g.holder,
+                            g.op
+                        ),
+                    );
                 }
             }
             fence_holder.insert(f, g.holder.clone());
@@ -746,7 +840,10 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         for o in cx.ix.orphans.iter().filter(|o| &o.hid == hid) {
             if let (Some(p), Some(f)) = (o.previous_fence, o.fence) {
                 if f != p + 1 {
-                    fnd.push("fencing", format!("{}: {} orphaned fence {p} to fence {f} (must be +1)", short(hid), o.supervisor));
+                    fnd.push(
+                        "fencing",
+                        format!("{}: {} orphaned fence {p} to fence {f} (must be +1)", short(hid), o.supervisor),
+                    );
                 }
                 *orphan_to.entry(f).or_default() += 1;
             }
@@ -762,15 +859,33 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         for (seq, w) in &writers {
             if let Some(gh) = fence_holder.get(&w.fence) {
                 if gh != &w.holder {
-                    fnd.push("fencing", format!("{}: seq {seq} written by {} with fence {}, which was granted to {gh}", short(hid), w.holder, w.fence));
+                    fnd.push(
+                        "fencing",
+                        format!(
+                            "{}: seq {seq} written by {} with fence {}, which was granted to {gh}",
+                            short(hid),
+                            w.holder,
+                            w.fence
+                        ),
+                    );
                 }
             } else if hist_complete && w.fence >= 0 {
-                fnd.push("fencing", format!("{}: seq {seq} written by {} with fence {} that was never granted", short(hid), w.holder, w.fence));
+                fnd.push(
+                    "fencing",
+                    format!(
+                        "{}: seq {seq} written by {} with fence {} that was never granted",
+                        short(hid),
+                        w.holder,
+                        w.fence
+                    ),
+                );
             }
             if let Some((mf, ms, mh)) = &max_f {
                 if w.fence < *mf {
                     // the reference's check passed before it was superseded; its write landed after
-                    if cx.imp_of(&w.process) == "python" && cx.superseded_at(hid, w.fence).is_none_or(|(t, _)| t >= w.invoke_t) {
+                    if cx.imp_of(&w.process) == "python"
+                        && cx.superseded_at(hid, w.fence).is_none_or(|(t, _)| t >= w.invoke_t)
+                    {
                         fnd.taint(CHECK_THEN_WRITE);
                     }
                     fnd.push("fencing", format!(
@@ -779,7 +894,14 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                     ));
                 }
                 if w.fence == *mf && &w.holder != mh {
-                    fnd.push("fencing", format!("{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}", short(hid), w.holder));
+                    fnd.push(
+                        "fencing",
+                        format!(
+                            "{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}",
+                            short(hid),
+                            w.holder
+                        ),
+                    );
                 }
             }
             if max_f.as_ref().is_none_or(|(mf, _, _)| w.fence >= *mf) {
@@ -826,12 +948,15 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
             let distinct: BTreeSet<(i64, String)> = commits.iter().map(|o| (o.pid, o.holder.clone())).collect();
             if distinct.len() > 1 {
-                fnd.push("exactly-once", format!(
-                    "{}: completion committed by {} processes: {}",
-                    short(hid),
-                    distinct.len(),
-                    distinct.iter().map(|(p, h)| format!("{h}/{p}")).collect::<Vec<_>>().join(", ")
-                ));
+                fnd.push(
+                    "exactly-once",
+                    format!(
+                        "{}: completion committed by {} processes: {}",
+                        short(hid),
+                        distinct.len(),
+                        distinct.iter().map(|(p, h)| format!("{h}/{p}")).collect::<Vec<_>>().join(", ")
+                    ),
+                );
             }
             let completer: Option<(String, String, Option<i64>, f64)> = match commits.first() {
                 Some(o) => Some((o.holder.clone(), o.process.clone(), o.fence, o.invoke_t)),
@@ -843,17 +968,31 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         .iter()
                         .filter(|o| o.op == "complete" && o.ok.is_none())
                         .filter(|o| completed_at.is_none_or(|ca| o.invoke_t <= ca + 1e-6))
-                        .filter(|o| completed_at.is_none_or(|ca| cx.ix.exits.get(&o.process).is_none_or(|x| *x + 1e-6 >= ca)))
-                        .filter(|o| o.fence.is_none_or(|f| cx.superseded_at(hid, f).is_none_or(|(t, _)| t >= o.invoke_t)))
+                        .filter(|o| {
+                            completed_at.is_none_or(|ca| cx.ix.exits.get(&o.process).is_none_or(|x| *x + 1e-6 >= ca))
+                        })
+                        .filter(|o| {
+                            o.fence.is_none_or(|f| cx.superseded_at(hid, f).is_none_or(|(t, _)| t >= o.invoke_t))
+                        })
                         .collect();
                     match pend.as_slice() {
                         [o] => {
-                            once.notes.push(format!("{}: completion committed by {} which died before recording ok", short(hid), o.holder));
+                            once.notes.push(format!(
+                                "{}: completion committed by {} which died before recording ok",
+                                short(hid),
+                                o.holder
+                            ));
                             Some((o.holder.clone(), o.process.clone(), o.fence, o.invoke_t))
                         }
                         _ => {
                             if hist_complete {
-                                fnd.push("exactly-once", format!("{}: completed, but no recorded complete could have committed it", short(hid)));
+                                fnd.push(
+                                    "exactly-once",
+                                    format!(
+                                        "{}: completed, but no recorded complete could have committed it",
+                                        short(hid)
+                                    ),
+                                );
                             } else {
                                 once.notes.push(format!("{}: completer unknown (no history)", short(hid)));
                             }
@@ -865,21 +1004,33 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             if let Some((holder, process, fence, invoke_t)) = &completer {
                 if let Some(f) = fence {
                     let stale = grants.iter().filter_map(|g| g.fence).max().is_some_and(|top| *f < top);
-                    if stale && cx.imp_of(process) == "python" && cx.superseded_at(hid, *f).is_none_or(|(t, _)| t >= *invoke_t) {
+                    if stale
+                        && cx.imp_of(process) == "python"
+                        && cx.superseded_at(hid, *f).is_none_or(|(t, _)| t >= *invoke_t)
+                    {
                         fnd.taint(CHECK_THEN_WRITE);
                     }
                     if let Some((t, why)) = cx.superseded_at(hid, *f) {
                         if *invoke_t > t {
-                            fnd.push("exactly-once", format!(
-                                "{}: completed by {holder} with fence {f}, invoked {:.3}s after {why}",
-                                short(hid),
-                                invoke_t - t
-                            ));
+                            fnd.push(
+                                "exactly-once",
+                                format!(
+                                    "{}: completed by {holder} with fence {f}, invoked {:.3}s after {why}",
+                                    short(hid),
+                                    invoke_t - t
+                                ),
+                            );
                         }
                     }
                     if let Some(top) = grants.iter().filter_map(|g| g.fence).max() {
                         if *f < top {
-                            fnd.push("exactly-once", format!("{}: completed by {holder} with fence {f}, but fence {top} had been granted", short(hid)));
+                            fnd.push(
+                                "exactly-once",
+                                format!(
+                                    "{}: completed by {holder} with fence {f}, but fence {top} had been granted",
+                                    short(hid)
+                                ),
+                            );
                         }
                     }
                 }
@@ -889,16 +1040,34 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 let want = census::expected(lo, hi, chunk);
                 for k in ["lo", "hi", "prime_count", "prime_sum"] {
                     if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
-                        fnd.push("result", format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                        fnd.push(
+                            "result",
+                            format!(
+                                "{}: result {k} = {}, recomputed {}",
+                                short(hid),
+                                got.get(k).unwrap_or(&Value::Null),
+                                want[k]
+                            ),
+                        );
                     }
                 }
                 let imp = cx.imp_of(process);
                 let got_cd = got.get("chunks_done").and_then(Value::as_u64);
                 if imp == "python" {
                     // The reference reports the chunks of its final run only.
-                    let final_run = ops_h.iter().filter(|o| &o.process == process && o.op == "checkpoint" && o.ok == Some(true)).count() as u64;
+                    let final_run = ops_h
+                        .iter()
+                        .filter(|o| &o.process == process && o.op == "checkpoint" && o.ok == Some(true))
+                        .count() as u64;
                     if got_cd != Some(final_run) {
-                        fnd.push("result", format!("{}: python completer {holder} reported chunks_done {}, its history shows {final_run}", short(hid), opt(got_cd)));
+                        fnd.push(
+                            "result",
+                            format!(
+                                "{}: python completer {holder} reported chunks_done {}, its history shows {final_run}",
+                                short(hid),
+                                opt(got_cd)
+                            ),
+                        );
                     } else if final_run != want["chunks_done"].as_u64().unwrap_or(0) {
                         result.notes.push(format!(
                             "{}: reference semantics: chunks_done {final_run} counts the final run only (the handoff has {})",
@@ -906,7 +1075,15 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                         ));
                     }
                 } else if got_cd != want.get("chunks_done").and_then(Value::as_u64) {
-                    fnd.push("result", format!("{}: result chunks_done = {}, recomputed {}", short(hid), opt(got_cd), want["chunks_done"]));
+                    fnd.push(
+                        "result",
+                        format!(
+                            "{}: result chunks_done = {}, recomputed {}",
+                            short(hid),
+                            opt(got_cd),
+                            want["chunks_done"]
+                        ),
+                    );
                 }
             } else if h.status == "completed" {
                 // still check the census numbers
@@ -915,7 +1092,15 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 let want = census::expected(lo, hi, chunk);
                 for k in ["lo", "hi", "prime_count", "prime_sum"] {
                     if got.get(k).and_then(Value::as_u64) != want.get(k).and_then(Value::as_u64) {
-                        fnd.push("result", format!("{}: result {k} = {}, recomputed {}", short(hid), got.get(k).unwrap_or(&Value::Null), want[k]));
+                        fnd.push(
+                            "result",
+                            format!(
+                                "{}: result {k} = {}, recomputed {}",
+                                short(hid),
+                                got.get(k).unwrap_or(&Value::Null),
+                                want[k]
+                            ),
+                        );
                     }
                 }
             }
@@ -923,8 +1108,11 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
 
         // ---- transport log vs store (the peer's, and the local buffer with TCP)
         transport.checked += 1;
-        let dirs: Vec<(&Path, &str)> =
-            if tcp { vec![(&paths.peer, "peer"), (&paths.transport, "local buffer")] } else { vec![(&paths.transport, "transport")] };
+        let dirs: Vec<(&Path, &str)> = if tcp {
+            vec![(&paths.peer, "peer"), (&paths.transport, "local buffer")]
+        } else {
+            vec![(&paths.transport, "transport")]
+        };
         for (d, label) in dirs {
             for v in check_transport(&cx, h, &writers, &mut transport, d, label) {
                 fnd.push("transport", v);
@@ -970,8 +1158,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         .filter(|o| o.s("what") == Some("store-stall"))
         .filter_map(|o| Some((o.get("since")?.as_f64()?, o.get("until")?.as_f64()?)))
         .collect();
-    let sup_kills: Vec<f64> =
-        cx.ix.faults.iter().filter(|f| f.s("role") == Some("supervisor") && f.s("signal") == Some("KILL")).map(|f| f.t()).collect();
+    let sup_kills: Vec<f64> = cx
+        .ix
+        .faults
+        .iter()
+        .filter(|f| f.s("role") == Some("supervisor") && f.s("signal") == Some("KILL"))
+        .map(|f| f.t())
+        .collect();
     let leader_obs: Vec<(f64, bool)> = cx
         .ix
         .observes
@@ -993,7 +1186,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         }
         let fid = f.u("fault_id").unwrap_or(0);
         if seen_fault_ids.insert(fid) {
-            *faults_by_kind.entry(if kind == "failpoint" { format!("failpoint:{}", f.s("failpoint").unwrap_or("?")) } else { kind.to_string() }).or_default() += 1;
+            *faults_by_kind
+                .entry(if kind == "failpoint" {
+                    format!("failpoint:{}", f.s("failpoint").unwrap_or("?"))
+                } else {
+                    kind.to_string()
+                })
+                .or_default() += 1;
         }
         let victim = f.s("victim").unwrap_or("").to_string();
         let role = f.s("role").unwrap_or("");
@@ -1021,12 +1220,21 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             .ix
             .ops
             .iter()
-            .filter(|o| o.process == victim && o.hid == hid && (o.op == "claim" || o.op == "recover") && o.ok == Some(true) && o.out_t.unwrap_or(o.invoke_t) <= t)
+            .filter(|o| {
+                o.process == victim
+                    && o.hid == hid
+                    && (o.op == "claim" || o.op == "recover")
+                    && o.ok == Some(true)
+                    && o.out_t.unwrap_or(o.invoke_t) <= t
+            })
             .filter_map(|o| o.fence)
             .max();
         let Some(fence) = held else { continue };
         let orphaned_before = cx.ix.orphans.iter().any(|o| o.hid == hid && o.previous_fence == Some(fence) && o.t < t);
-        let completed_before = cx.ix.ops.iter().any(|o| o.process == victim && o.op == "complete" && o.ok == Some(true) && o.out_t.unwrap_or(0.0) <= t);
+        let completed_before =
+            cx.ix.ops.iter().any(|o| {
+                o.process == victim && o.op == "complete" && o.ok == Some(true) && o.out_t.unwrap_or(0.0) <= t
+            });
         if orphaned_before || completed_before {
             continue;
         }
@@ -1034,7 +1242,11 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             .ix
             .orphans
             .iter()
-            .filter(|o| o.hid == hid && o.previous_fence == Some(fence) && o.previous_holder.as_deref().is_none_or(|p| p == victim))
+            .filter(|o| {
+                o.hid == hid
+                    && o.previous_fence == Some(fence)
+                    && o.previous_holder.as_deref().is_none_or(|p| p == victim)
+            })
             .map(|o| o.t)
             .reduce(f64::min);
         let (ot, from_hist) = match orphan_t {
@@ -1043,7 +1255,11 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                 cx.ix
                     .observes
                     .iter()
-                    .filter(|o| o.hid() == Some(hid.as_str()) && o.s("holder") == Some(ORPHANED) && o.i("fence").is_some_and(|of| of > fence))
+                    .filter(|o| {
+                        o.hid() == Some(hid.as_str())
+                            && o.s("holder") == Some(ORPHANED)
+                            && o.i("fence").is_some_and(|of| of > fence)
+                    })
                     .map(|o| o.t())
                     .reduce(f64::min),
                 false,
@@ -1067,7 +1283,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
                             .ix
                             .ops
                             .iter()
-                            .filter(|o| o.hid == hid && o.op == "checkpoint" && o.ok == Some(true) && o.process != victim)
+                            .filter(|o| {
+                                o.hid == hid && o.op == "checkpoint" && o.ok == Some(true) && o.process != victim
+                            })
                             .filter(|o| o.fence.is_some_and(|f| f > fence) && o.out_t.unwrap_or(o.invoke_t) >= t)
                             .map(|o| o.out_t.unwrap_or(o.invoke_t))
                             .reduce(f64::min)
@@ -1106,7 +1324,11 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
             None => {
                 let st = store.get(&hid).map(|h| h.status.as_str()).unwrap_or("");
-                let completed_by_victim = cx.ix.ops.iter().any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false));
+                let completed_by_victim = cx
+                    .ix
+                    .ops
+                    .iter()
+                    .any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false));
                 if sig == "STOP" && st == "completed" {
                     continue; // woken before its lease ran out and finished, or completed by others after it
                 }
@@ -1174,8 +1396,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     for (victim, hid) in &rework_victims {
         let Some(by_chunk) = chunk_writer.get(hid) else { continue };
         rework_inv.checked += 1;
-        let computed: BTreeSet<u64> =
-            cx.ix.ops.iter().filter(|o| &o.process == victim && &o.hid == hid && o.op == "checkpoint").filter_map(|o| o.next_n).collect();
+        let computed: BTreeSet<u64> = cx
+            .ix
+            .ops
+            .iter()
+            .filter(|o| &o.process == victim && &o.hid == hid && o.op == "checkpoint")
+            .filter_map(|o| o.next_n)
+            .collect();
         let redone: Vec<u64> = computed
             .iter()
             .copied()
@@ -1196,7 +1423,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             }
         }
     }
-    rework_inv.notes.push("plus at most the one chunk a victim was computing when it died, which no history can show".into());
+    rework_inv
+        .notes
+        .push("plus at most the one chunk a victim was computing when it died, which no history can show".into());
 
     // zombies: paused workers woken after replacement
     for f in cx.ix.faults.iter().filter(|f| f.s("signal") == Some("STOP")) {
@@ -1204,7 +1433,12 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         let victim = f.s("victim").unwrap_or("");
         let Some(hid) = f.hid() else { continue };
         let Some(fence) = f.i("lease_fence") else { continue };
-        let Some(cont) = cx.ix.faults.iter().find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t()) else {
+        let Some(cont) = cx
+            .ix
+            .faults
+            .iter()
+            .find(|c| c.s("signal") == Some("CONT") && c.s("victim") == Some(victim) && c.t() >= f.t())
+        else {
             continue;
         };
         let tc = cont.t();
@@ -1234,8 +1468,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         let completed_at = store
             .get(hid)
             .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch));
-        let bad_complete =
-            after.iter().any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
+        let bad_complete = after
+            .iter()
+            .any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
         // a completion that was already committed when the zombie's complete began is the idempotent no-op
         let in_flight_bad: Vec<&&Op> = in_flight_commits
             .iter()
@@ -1280,17 +1515,14 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let fault_phase_s = (t_fe - t0).max(0.0);
     let cfg = &meta["config"];
     let recoveries = cx.ix.ops.iter().filter(|o| o.op == "recover" && o.ok == Some(true)).count() as u64;
-    let race_losers = cx
-        .ix
-        .ops
-        .iter()
-        .filter(|o| (o.op == "recover" || o.op == "claim") && o.ok == Some(false))
-        .count() as u64;
+    let race_losers =
+        cx.ix.ops.iter().filter(|o| (o.op == "recover" || o.op == "claim") && o.ok == Some(false)).count() as u64;
     let history_lines = history.events.len();
     if history.malformed > 0 {
         fencing.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
     }
-    let invariants = vec![outcome, result, once, chain, fencing, zombie_inv, transport, rework_inv, detect, false_orphans];
+    let invariants =
+        vec![outcome, result, once, chain, fencing, zombie_inv, transport, rework_inv, detect, false_orphans];
     let held = invariants.iter().all(Invariant::held);
     Ok(RoundReport {
         dir: dir.display().to_string(),
@@ -1328,13 +1560,26 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
 
 fn impl_label(v: &Value) -> String {
     match v["kind"].as_str() {
-        Some("cmd") => format!("cmd:{}", v["argv"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")).unwrap_or_default()),
+        Some("cmd") => format!(
+            "cmd:{}",
+            v["argv"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        ),
         Some(k) => k.to_string(),
         None => "?".into(),
     }
 }
 
-fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, inv: &mut Invariant, dir: &Path, label: &str) -> Vec<String> {
+fn check_transport(
+    cx: &Ctx<'_>,
+    h: &Handoff,
+    writers: &BTreeMap<i64, Writer>,
+    inv: &mut Invariant,
+    dir: &Path,
+    label: &str,
+) -> Vec<String> {
     let mut out = Vec::new();
     let hid = &h.hid;
     let path = dir.join(format!("{hid}.log"));
@@ -1371,7 +1616,10 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                 {
                     let e = &rec["envelope"];
                     if e["handoff_id"].as_str() != Some(hid.as_str()) || !dhp_core::envelope::verify_id(e) {
-                        out.push(format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));
+                        out.push(format!(
+                            "{}: [{label}] transport envelope does not verify as this handoff",
+                            short(hid)
+                        ));
                     }
                 }
             }
@@ -1385,13 +1633,20 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                     Err(_) => String::new(),
                 };
                 if rec["state_hash"].as_str() != Some(hash.as_str()) {
-                    out.push(format!("{}: [{label}] transport seq {seq}: state_hash does not match its state", short(hid)));
+                    out.push(format!(
+                        "{}: [{label}] transport seq {seq}: state_hash does not match its state",
+                        short(hid)
+                    ));
                 }
                 match by_seq.get(&seq) {
-                    None => out.push(format!("{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)", short(hid))),
-                    Some(c) if c.state_hash != hash => {
-                        out.push(format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)))
-                    }
+                    None => out.push(format!(
+                        "{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)",
+                        short(hid)
+                    )),
+                    Some(c) if c.state_hash != hash => out.push(format!(
+                        "{}: [{label}] transport seq {seq} differs from the store's seq {seq}",
+                        short(hid)
+                    )),
                     Some(_) => {}
                 }
                 have.insert(seq);
@@ -1427,7 +1682,9 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
                 writer.map(|w| w.holder.as_str()).unwrap_or("an unattributed writer")
             );
             match writer.and_then(|w| reference_successor_without_catch_up(cx, hid, w)) {
-                Some(by) => inv.known.push(format!("{msg}; the successor {by} never shipped it [known reference weakness: {NO_CATCH_UP}]")),
+                Some(by) => inv.known.push(format!(
+                    "{msg}; the successor {by} never shipped it [known reference weakness: {NO_CATCH_UP}]"
+                )),
                 None => out.push(msg),
             }
         }
@@ -1438,7 +1695,11 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
             Ok(st) => match tlog::ingest_lines(&st, &lines, &cfg) {
                 Ok(rep) => {
                     if rep.handoff_id != *hid {
-                        out.push(format!("{}: [{label}] ingest produced handoff {}", short(hid), short(&rep.handoff_id)));
+                        out.push(format!(
+                            "{}: [{label}] ingest produced handoff {}",
+                            short(hid),
+                            short(&rep.handoff_id)
+                        ));
                     }
                 }
                 Err(e) => out.push(format!("{}: [{label}] dhp ingest of the transport log fails: {e}", short(hid))),
@@ -1456,12 +1717,18 @@ fn check_transport(cx: &Ctx<'_>, h: &Handoff, writers: &BTreeMap<i64, Writer>, i
 /// successor, unless a builtin successor went on to write (and so should
 /// have filled the gap).
 fn reference_successor_without_catch_up(cx: &Ctx<'_>, hid: &str, w: &Writer) -> Option<String> {
-    let successors: Vec<&Op> =
-        cx.grants(hid).into_iter().filter(|g| g.process != w.process && g.out_t.unwrap_or(g.invoke_t) > w.invoke_t).collect();
+    let successors: Vec<&Op> = cx
+        .grants(hid)
+        .into_iter()
+        .filter(|g| g.process != w.process && g.out_t.unwrap_or(g.invoke_t) > w.invoke_t)
+        .collect();
     let builtin_wrote = successors.iter().any(|g| {
         cx.imp_of(&g.process) == "builtin"
             && cx.ix.ops.iter().any(|o| {
-                o.process == g.process && o.hid == hid && (o.op == "checkpoint" || o.op == "complete") && o.ok == Some(true)
+                o.process == g.process
+                    && o.hid == hid
+                    && (o.op == "checkpoint" || o.op == "complete")
+                    && o.ok == Some(true)
             })
     });
     if builtin_wrote {

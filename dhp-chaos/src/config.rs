@@ -27,7 +27,9 @@ impl Impl {
             "python" | "reference" => Impl::Python,
             "mixed" if role == "workers" => Impl::Mixed,
             "mixed" => bail!("--{role} mixed is only for workers"),
-            "" => bail!("--{role} needs builtin, python{} or a command", if role == "workers" { ", mixed" } else { "" }),
+            "" => {
+                bail!("--{role} needs builtin, python{} or a command", if role == "workers" { ", mixed" } else { "" })
+            }
             cmd => Impl::Cmd(cmd.split_whitespace().map(String::from).collect()),
         })
     }
@@ -154,7 +156,8 @@ impl Ship {
 }
 
 /// The failpoints the injector arms in builtin worker spawns.
-pub const FAILPOINTS: [&str; 5] = ["checkpoint.in_tx", "ship.after_commit", "heartbeat", "complete", "complete.after_commit"];
+pub const FAILPOINTS: [&str; 5] =
+    ["checkpoint.in_tx", "ship.after_commit", "heartbeat", "complete", "complete.after_commit"];
 
 /// DHP timing knobs passed to every spawned process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,7 +12,8 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const ABOUT: &str = "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
+const ABOUT: &str =
+    "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
 
 const LONG_ABOUT: &str = "\
 Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.
@@ -261,7 +262,8 @@ fn replay_args() -> Vec<String> {
 
 fn replay_command(seed: u64) -> String {
     let release = std::env::current_exe().ok().is_some_and(|e| e.components().any(|c| c.as_os_str() == "release"));
-    let mut s = format!("cargo run{} -p dhp-chaos -- --seed {seed} --rounds 1", if release { " --release" } else { "" });
+    let mut s =
+        format!("cargo run{} -p dhp-chaos -- --seed {seed} --rounds 1", if release { " --release" } else { "" });
     for a in replay_args() {
         s.push(' ');
         s.push_str(&a);
@@ -330,7 +332,9 @@ fn run(a: RunArgs) -> Result<i32> {
     let started_at = chrono::Utc::now();
     let out = match &a.out {
         Some(o) => o.clone(),
-        None => std::env::temp_dir().join("dhp-chaos").join(format!("seed-{seed}-{}", started_at.format("%Y%m%dT%H%M%S"))),
+        None => {
+            std::env::temp_dir().join("dhp-chaos").join(format!("seed-{seed}-{}", started_at.format("%Y%m%dT%H%M%S")))
+        }
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
@@ -350,7 +354,8 @@ fn run(a: RunArgs) -> Result<i32> {
         dhp.display()
     );
     // At most a week of rounds.
-    let budget = dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
+    let budget =
+        dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
     let t_start = Instant::now();
     let mut reports: Vec<RoundReport> = Vec::new();
     let mut harness_error: Option<anyhow::Error> = None;
@@ -474,7 +479,11 @@ fn run(a: RunArgs) -> Result<i32> {
 }
 
 fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool) -> Result<RoundReport> {
-    let pb = if quiet { ProgressBar::hidden() } else { ProgressBar::with_draw_target(Some(u64::from(cfg.handoffs)), ProgressDrawTarget::stderr()) };
+    let pb = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(u64::from(cfg.handoffs)), ProgressDrawTarget::stderr())
+    };
     pb.set_style(
         ProgressStyle::with_template("{spinner} round {prefix} [{elapsed_precise}] {bar:24} {pos}/{len} ended · {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),

@@ -91,7 +91,8 @@ impl Proc {
     }
 
     fn set_exited(&mut self, st: std::process::ExitStatus) -> ExitInfo {
-        let e = ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal(), stopped: self.paused.is_some() };
+        let e =
+            ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal(), stopped: self.paused.is_some() };
         self.exited = Some(e.clone());
         self.paused = None;
         e

@@ -143,12 +143,21 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
     t.detection_pause = stats(pa);
     t.detection_failpoint = stats(fp);
     t.leader_failover = stats(lf);
-    for s in [&mut t.detection_worker_kill, &mut t.detection_worker_kill_steady, &mut t.kill_to_resume, &mut t.detection_pause, &mut t.detection_failpoint, &mut t.leader_failover] {
+    for s in [
+        &mut t.detection_worker_kill,
+        &mut t.detection_worker_kill_steady,
+        &mut t.kill_to_resume,
+        &mut t.detection_pause,
+        &mut t.detection_failpoint,
+        &mut t.leader_failover,
+    ] {
         s.samples.clear();
     }
     t.invariants = inv
         .into_iter()
-        .map(|(k, (c, v, kn))| (k, json!({"checked": c, "violations": v, "known_reference_weakness": kn, "held": v == 0 && kn == 0})))
+        .map(|(k, (c, v, kn))| {
+            (k, json!({"checked": c, "violations": v, "known_reference_weakness": kn, "held": v == 0 && kn == 0}))
+        })
         .collect();
     t
 }
@@ -191,7 +200,18 @@ fn short_impl(s: &str) -> String {
 pub fn header() -> String {
     format!(
         "{:>5} {:>20} {:>17} {:>7} {:>6} {:>6} {:>5} {:>8} {:>5} {:>7} {:>7}  {}",
-        "round", "seed", "workers/sups", "time", "kills", "k/min", "recov", "done/dlq", "zomb", "det-p50", "det-p99", "invariants"
+        "round",
+        "seed",
+        "workers/sups",
+        "time",
+        "kills",
+        "k/min",
+        "recov",
+        "done/dlq",
+        "zomb",
+        "det-p50",
+        "det-p99",
+        "invariants"
     )
 }
 
@@ -222,7 +242,11 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         "handoffs: {} completed, {} in the DLQ, of {}; recoveries {}, race losers {}, checkpoints {}",
         t.completed, t.dlq, t.handoffs, t.recoveries, t.race_losers, t.checkpoints
     );
-    let _ = writeln!(s, "zombies woken after replacement: {} (fenced {}, wrote {})", t.zombies_woken, t.zombies_fenced, t.zombies_wrote);
+    let _ = writeln!(
+        s,
+        "zombies woken after replacement: {} (fenced {}, wrote {})",
+        t.zombies_woken, t.zombies_fenced, t.zombies_wrote
+    );
     let _ = writeln!(s, "detection latency:");
     let _ = writeln!(s, "  worker SIGKILL → orphan   {}", lat(&t.detection_worker_kill));
     let _ = writeln!(
@@ -246,7 +270,11 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             t.store_stalls, t.store_stall_s, t.store_stall_max_s
         );
     }
-    let _ = writeln!(s, "work redone per fault: at most {} chunk(s) a faulted worker computed but did not commit itself (limit 1)", t.rework_max_chunks);
+    let _ = writeln!(
+        s,
+        "work redone per fault: at most {} chunk(s) a faulted worker computed but did not commit itself (limit 1)",
+        t.rework_max_chunks
+    );
     let _ = writeln!(s, "invariants:");
     if let Some(last) = rounds.last() {
         // names and descriptions from a round, counts from the totals

@@ -133,7 +133,8 @@ impl<'a> Driver<'a> {
         }
         let py = if cfg.workers.uses_python() || cfg.supervisors.uses_python() {
             let python = cfg.python.clone().context("python workers/supervisors need an interpreter (--python)")?;
-            let refdir = cfg.reference_dir.clone().context("python workers/supervisors need the reference's directory")?;
+            let refdir =
+                cfg.reference_dir.clone().context("python workers/supervisors need the reference's directory")?;
             let shim = paths.dir.join("chaos_shim.py");
             std::fs::write(&shim, crate::python::SHIM)?;
             Some(PyEnv {
@@ -229,7 +230,10 @@ impl<'a> Driver<'a> {
         )?;
         db.busy_timeout(Duration::from_millis(500))?;
         self.db = Some(db);
-        let probe = Connection::open_with_flags(self.paths.store.join("dhp.sqlite3"), OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let probe = Connection::open_with_flags(
+            self.paths.store.join("dhp.sqlite3"),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         probe.busy_timeout(Duration::ZERO)?;
         self.probe = Some(probe);
         Ok(())
@@ -425,10 +429,7 @@ impl<'a> Driver<'a> {
                 ("cmd", a)
             }
         };
-        let p = procs::spawn(
-            Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()),
-            &self.paths.procs,
-        )?;
+        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
         self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
         self.table.procs.push(p);
         self.live.spawned_supervisors += 1;
@@ -447,10 +448,8 @@ impl<'a> Driver<'a> {
             "--port".into(),
             self.port.unwrap_or(0).to_string(),
         ];
-        let p = procs::spawn(
-            Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()),
-            &self.paths.procs,
-        )?;
+        let p =
+            procs::spawn(Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()), &self.paths.procs)?;
         let (pid, log) = (p.pid, p.log.clone());
         self.table.procs.push(p);
         let idx = self.table.procs.len() - 1;
@@ -462,7 +461,8 @@ impl<'a> Driver<'a> {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if let Some(rest) = text.split("listening on ").nth(1) {
                 let addr = rest.split(|c: char| c == ',' || c.is_whitespace()).next().unwrap_or("");
-                let port: u16 = addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("transport server printed no port")?;
+                let port: u16 =
+                    addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("transport server printed no port")?;
                 self.port = Some(port);
                 break;
             }
@@ -480,7 +480,10 @@ impl<'a> Driver<'a> {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        self.hist.record("spawn", json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}));
+        self.hist.record(
+            "spawn",
+            json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}),
+        );
         Ok(())
     }
 
@@ -489,7 +492,8 @@ impl<'a> Driver<'a> {
         let Some(db) = &self.db else { return };
         let read = || -> rusqlite::Result<Snapshot> {
             let mut s = Snapshot::default();
-            let mut st = db.prepare_cached("SELECT hid, json_extract(envelope_json, '$.execution.status') FROM handoffs")?;
+            let mut st =
+                db.prepare_cached("SELECT hid, json_extract(envelope_json, '$.execution.status') FROM handoffs")?;
             for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
                 let (h, s2) = r?;
                 s.status.insert(h, s2.unwrap_or_default());
@@ -523,7 +527,10 @@ impl<'a> Driver<'a> {
                 _ => {
                     self.data_version = Some((dv, now));
                     if let Some(since) = self.stall_since.take() {
-                        self.hist.record("observe", json!({"what": "store-stall", "since": since, "until": now, "seconds": now - since}));
+                        self.hist.record(
+                            "observe",
+                            json!({"what": "store-stall", "since": since, "until": now, "seconds": now - since}),
+                        );
                     }
                 }
             }
@@ -535,7 +542,10 @@ impl<'a> Driver<'a> {
         if self.stall_since.is_none() {
             if let Some((_, changed)) = self.data_version {
                 let quiet = 0.25_f64.max(self.cfg.timing.supervisor_scan_s * 2.5);
-                if now - changed > quiet && now - self.last_probe > 0.05 && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive()) {
+                if now - changed > quiet
+                    && now - self.last_probe > 0.05
+                    && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive())
+                {
                     self.last_probe = now;
                     if let Some(probe) = &self.probe {
                         match probe.execute_batch("BEGIN IMMEDIATE") {
@@ -598,7 +608,10 @@ impl<'a> Driver<'a> {
                 );
             }
             if role == Role::Worker && e.code == Some(2) && imp != "python" {
-                bail!("worker {name} rejected its command line (exit 2); see {}", self.paths.procs.join(format!("{name}.log")).display());
+                bail!(
+                    "worker {name} rejected its command line (exit 2); see {}",
+                    self.paths.procs.join(format!("{name}.log")).display()
+                );
             }
             if role == Role::Transport && replace_supervisors {
                 let delay = self.rng_misc.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
@@ -655,9 +668,14 @@ impl<'a> Driver<'a> {
                 _ => None,
             };
             if let Some((mode, fence)) = want {
-                let n = if self.rng_spawn.gen_bool(self.cfg.race_rate.clamp(0.0, 1.0)) { self.rng_spawn.gen_range(2..=3) } else { 1 };
+                let n = if self.rng_spawn.gen_bool(self.cfg.race_rate.clamp(0.0, 1.0)) {
+                    self.rng_spawn.gen_range(2..=3)
+                } else {
+                    1
+                };
                 if n > 1 {
-                    self.hist.record("provision", json!({"hid": hid, "mode": mode, "racers": n, "orphan_fence": fence}));
+                    self.hist
+                        .record("provision", json!({"hid": hid, "mode": mode, "racers": n, "orphan_fence": fence}));
                 }
                 for _ in 0..n {
                     self.spawn_worker(i, mode, fence)?;
@@ -731,10 +749,12 @@ impl<'a> Driver<'a> {
         // times are t0 + the seeded intervals, late by at most a loop tick
         self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
         let kind = self.pick_kind();
-        let workers: Vec<usize> =
-            (0..self.table.procs.len()).filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active()).collect();
-        let sups: Vec<usize> =
-            (0..self.table.procs.len()).filter(|&i| self.table.procs[i].role == Role::Supervisor && self.table.procs[i].alive()).collect();
+        let workers: Vec<usize> = (0..self.table.procs.len())
+            .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
+            .collect();
+        let sups: Vec<usize> = (0..self.table.procs.len())
+            .filter(|&i| self.table.procs[i].role == Role::Supervisor && self.table.procs[i].alive())
+            .collect();
         let leader: Option<usize> =
             sups.iter().copied().find(|&i| self.snap.leader.as_deref() == Some(self.table.procs[i].name.as_str()));
         let mut victims: Vec<(usize, Signal)> = Vec::new();
@@ -743,7 +763,11 @@ impl<'a> Driver<'a> {
             FaultKind::KillWorker => {
                 // a stopped worker can be killed too: a crash at exactly the place it stopped
                 let stopped: Vec<usize> = (0..self.table.procs.len())
-                    .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].alive() && self.table.procs[i].paused.is_some())
+                    .filter(|&i| {
+                        self.table.procs[i].role == Role::Worker
+                            && self.table.procs[i].alive()
+                            && self.table.procs[i].paused.is_some()
+                    })
                     .collect();
                 let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
                 if let Some(&i) = pool.choose(&mut self.rng_victim) {
@@ -784,12 +808,15 @@ impl<'a> Driver<'a> {
                 }
             }
             FaultKind::KillTransport => {
-                if let Some(i) = (0..self.table.procs.len()).find(|&i| self.table.procs[i].role == Role::Transport && self.table.procs[i].alive()) {
+                if let Some(i) = (0..self.table.procs.len())
+                    .find(|&i| self.table.procs[i].role == Role::Transport && self.table.procs[i].alive())
+                {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
             FaultKind::Pause => {
-                let holders: Vec<usize> = workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
+                let holders: Vec<usize> =
+                    workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
                 if let Some(&i) = holders.choose(&mut self.rng_victim) {
                     victims.push((i, Signal::SIGSTOP));
                 }
@@ -944,7 +971,8 @@ impl<'a> Driver<'a> {
             tick(&self.live);
             std::thread::sleep(TICK);
         }
-        let t_faults_end = self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
+        let t_faults_end =
+            self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         // drain: wake zombies, keep provisioning until all handoffs end
         let grace_end = hist::now() + self.cfg.grace_seconds;
         while !self.all_terminal() && hist::now() < grace_end {
@@ -991,10 +1019,15 @@ impl<'a> Driver<'a> {
         self.table.kill_all();
         self.reap(false)?;
         if let Some(since) = self.stall_since.take() {
-            self.hist.record("observe", json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}));
+            self.hist.record(
+                "observe",
+                json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}),
+            );
         }
         let t_end = self.hist.record("round", json!({"phase": "end"}));
-        self.write_meta(json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}))?;
+        self.write_meta(
+            json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}),
+        )?;
         Ok(())
     }
 }
@@ -1024,6 +1057,8 @@ impl Proc {
     /// The dhp binary prints `dhp: failpoint NAME fired` before killing itself.
     fn failpoint_fired(&self) -> bool {
         self.failpoint.is_some()
-            && std::fs::read_to_string(&self.log).map(|s| s.contains("failpoint") && s.contains("fired")).unwrap_or(false)
+            && std::fs::read_to_string(&self.log)
+                .map(|s| s.contains("failpoint") && s.contains("fired"))
+                .unwrap_or(false)
     }
 }

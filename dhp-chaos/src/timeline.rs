@@ -43,9 +43,13 @@ pub fn write(dir: &Path) -> Result<()> {
     let paths = Paths::new(dir);
     let meta: Value = serde_json::from_slice(&std::fs::read(&paths.meta)?)?;
     let h = hist::load(&paths.history)?;
-    let hids: Vec<String> = meta["hids"].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+    let hids: Vec<String> = meta["hids"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default();
     let t0 = meta["t0"].as_f64().unwrap_or_else(|| h.events.first().map(Ev::t).unwrap_or(0.0));
-    let t_end = meta["t_end"].as_f64().unwrap_or_else(|| h.events.last().map(Ev::t).unwrap_or(t0 + 1.0)).max(t0 + 0.001);
+    let t_end =
+        meta["t_end"].as_f64().unwrap_or_else(|| h.events.last().map(Ev::t).unwrap_or(t0 + 1.0)).max(t0 + 0.001);
     let x = |t: f64| LEFT + (t - t0).clamp(0.0, t_end - t0) / (t_end - t0) * WIDTH;
     let lane_y = |i: usize| TOP + LANE * (i as f64 + 1.0);
     let hid_lane: HashMap<&str, usize> = hids.iter().enumerate().map(|(i, h)| (h.as_str(), i)).collect();
@@ -64,19 +68,37 @@ pub fn write(dir: &Path) -> Result<()> {
     );
     // time axis
     let span = t_end - t0;
-    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0].into_iter().find(|s| span / s <= 25.0).unwrap_or(600.0);
+    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0]
+        .into_iter()
+        .find(|s| span / s <= 25.0)
+        .unwrap_or(600.0);
     let axis_y = TOP + LANE * (hids.len() as f64 + 1.0) + 10.0;
     let mut k = 0.0;
     while k <= span {
         let xx = x(t0 + k);
-        let _ = writeln!(svg, r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{axis_y}" stroke="#eee"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}s</text>"##, axis_y + 14.0);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{axis_y}" stroke="#eee"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}s</text>"##,
+            axis_y + 14.0
+        );
         k += step;
     }
     // lanes
-    let _ = writeln!(svg, r#"<text x="6" y="{:.1}">supervisors</text><text x="6" y="{:.1}" font-size="9">(leader green)</text>"#, TOP + 16.0, TOP + 28.0);
+    let _ = writeln!(
+        svg,
+        r#"<text x="6" y="{:.1}">supervisors</text><text x="6" y="{:.1}" font-size="9">(leader green)</text>"#,
+        TOP + 16.0,
+        TOP + 28.0
+    );
     for (i, hid) in hids.iter().enumerate() {
         let y = lane_y(i);
-        let _ = writeln!(svg, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ccc"/><text x="6" y="{:.1}"><title>{hid}</title>{}</text>"##, LEFT + WIDTH, y + 24.0, &hid[..12.min(hid.len())]);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ccc"/><text x="6" y="{:.1}"><title>{hid}</title>{}</text>"##,
+            LEFT + WIDTH,
+            y + 24.0,
+            &hid[..12.min(hid.len())]
+        );
     }
 
     // process lifetimes (spawn → exit) for the supervisor lane
@@ -100,8 +122,11 @@ pub fn write(dir: &Path) -> Result<()> {
         }
     }
     let sups: Vec<&String> = {
-        let mut v: Vec<&String> =
-            roles.iter().filter(|(_, r)| r.as_str() == "supervisor" || r.as_str() == "transport").map(|(n, _)| n).collect();
+        let mut v: Vec<&String> = roles
+            .iter()
+            .filter(|(_, r)| r.as_str() == "supervisor" || r.as_str() == "transport")
+            .map(|(n, _)| n)
+            .collect();
         v.sort_by(|a, b| spawned[*a].total_cmp(&spawned[*b]));
         v
     };
@@ -150,7 +175,9 @@ pub fn write(dir: &Path) -> Result<()> {
     }
 
     // kills of supervisors and the transport server, on their rows
-    for e in h.events.iter().filter(|e| e.is_chaos() && e.op() == "fault" && e.s("signal") == Some("KILL") && e.s("kind") != Some("teardown")) {
+    for e in h.events.iter().filter(|e| {
+        e.is_chaos() && e.op() == "fault" && e.s("signal") == Some("KILL") && e.s("kind") != Some("teardown")
+    }) {
         let Some(v) = e.s("victim") else { continue };
         if let Some(i) = sups.iter().position(|s| s.as_str() == v) {
             let y = TOP + 4.0 + i as f64 * sup_h + sup_h / 2.0 + 4.0;
@@ -168,10 +195,19 @@ pub fn write(dir: &Path) -> Result<()> {
     // ownership segments per handoff
     let mut segs: HashMap<String, Vec<Seg>> = HashMap::new();
     let mut open: HashMap<String, (String, i64, f64)> = HashMap::new(); // hid → (holder, fence, start)
-    let close = |segs: &mut HashMap<String, Vec<Seg>>, open: &mut HashMap<String, (String, i64, f64)>, hid: &str, t: f64, holder: Option<&str>| {
+    let close = |segs: &mut HashMap<String, Vec<Seg>>,
+                 open: &mut HashMap<String, (String, i64, f64)>,
+                 hid: &str,
+                 t: f64,
+                 holder: Option<&str>| {
         if let Some((hh, f, s)) = open.get(hid).cloned() {
             if holder.is_none_or(|h| h == hh) {
-                segs.entry(hid.into()).or_default().push(Seg { start: s, end: t, label: format!("{hh} f{f}"), holder: hh });
+                segs.entry(hid.into()).or_default().push(Seg {
+                    start: s,
+                    end: t,
+                    label: format!("{hh} f{f}"),
+                    holder: hh,
+                });
                 open.remove(hid);
             }
         }
@@ -204,8 +240,18 @@ pub fn write(dir: &Path) -> Result<()> {
                     let after = |op: &str, sig: Option<&str>| {
                         h.events
                             .iter()
-                            .find(|c| c.is_chaos() && c.op() == op && (sig.is_none() || c.s("signal") == sig) && c.t() >= t && {
-                                if op == "exit" { c.s("name") == Some(victim) } else { c.s("victim") == Some(victim) }
+                            .find(|c| {
+                                c.is_chaos()
+                                    && c.op() == op
+                                    && (sig.is_none() || c.s("signal") == sig)
+                                    && c.t() >= t
+                                    && {
+                                        if op == "exit" {
+                                            c.s("name") == Some(victim)
+                                        } else {
+                                            c.s("victim") == Some(victim)
+                                        }
+                                    }
                             })
                             .map(Ev::t)
                     };
@@ -229,7 +275,12 @@ pub fn write(dir: &Path) -> Result<()> {
                         end - t0
                     );
                     let by_harness = h.events.iter().any(|k| {
-                        k.is_chaos() && k.op() == "fault" && k.s("signal") == Some("KILL") && k.s("victim") == Some(victim) && k.t() >= t && k.t() <= end
+                        k.is_chaos()
+                            && k.op() == "fault"
+                            && k.s("signal") == Some("KILL")
+                            && k.s("victim") == Some(victim)
+                            && k.t() >= t
+                            && k.t() <= end
                     });
                     if how == "killed while stopped" && !by_harness {
                         // nobody in the history sent it: a supervisor's stalled-writer watchdog did
@@ -322,7 +373,13 @@ pub fn write(dir: &Path) -> Result<()> {
                 sg.end - t0
             );
             if w > 7.0 * sg.label.len() as f64 {
-                let _ = writeln!(svg, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, x(sg.start) + 2.0, y + 23.0, esc(&sg.label));
+                let _ = writeln!(
+                    svg,
+                    r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                    x(sg.start) + 2.0,
+                    y + 23.0,
+                    esc(&sg.label)
+                );
             }
         }
     }

@@ -3,7 +3,7 @@
 //! or store that breaks it, and stay quiet on the legitimate look-alike.
 
 use dhp_chaos::check::{check_round, RoundReport};
-use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::supervisor::Supervisor;
 use dhp_core::transport::log as tlog;
 use dhp_core::{census, testing, Config, Runner, TaskContext};
@@ -49,13 +49,18 @@ impl Synth {
         });
         std::fs::write(dir.join("round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
         let hist = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("history.jsonl")).unwrap();
-        tlog::ship_envelope(&dir.join("transport").join(format!("{hid}.log")), &runner.envelope_bare(&hid).unwrap(), &Config::default())
-            .unwrap();
+        tlog::ship_envelope(
+            &dir.join("transport").join(format!("{hid}.log")),
+            &runner.envelope_bare(&hid).unwrap(),
+            &Config::default(),
+        )
+        .unwrap();
         Synth { _tmp: tmp, dir, runner, hid, hist, pid: 100 }
     }
 
     fn line(&mut self, process: &str, op: &str, ty: &str, extra: Value) {
-        let mut v = json!({"t": envelope::now(), "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
+        let mut v =
+            json!({"t": envelope::now(), "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
         v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         writeln!(self.hist, "{v}").unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -96,10 +101,21 @@ impl Synth {
         while n < upto {
             n += CHUNK;
             let st = Self::state(n);
-            self.line(name, "checkpoint", "invoke", json!({"hid": hid, "holder": name, "fence": ctx.fence(), "next_n": n}));
+            self.line(
+                name,
+                "checkpoint",
+                "invoke",
+                json!({"hid": hid, "holder": name, "fence": ctx.fence(), "next_n": n}),
+            );
             let seq = ctx.checkpoint(&st).unwrap();
-            self.line(name, "checkpoint", "ok", json!({"hid": hid, "holder": name, "fence": ctx.fence(), "seq": seq, "next_n": n}));
-            tlog::ship_checkpoint(&self.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default()).unwrap();
+            self.line(
+                name,
+                "checkpoint",
+                "ok",
+                json!({"hid": hid, "holder": name, "fence": ctx.fence(), "seq": seq, "next_n": n}),
+            );
+            tlog::ship_checkpoint(&self.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default())
+                .unwrap();
         }
     }
 
@@ -225,7 +241,10 @@ fn a_checkpoint_whose_state_is_not_the_census_is_rework() {
     let bad = json!({"next_n": LO + 200, "count": 1, "total": 2});
     let (text, hash) = dhp_core::json::state_text_and_hash(&bad).unwrap();
     store
-        .execute_raw("UPDATE checkpoints SET state_json = ?1, state_hash = ?2 WHERE hid = ?3 AND seq = 1", &[&text, &hash, &s.hid])
+        .execute_raw(
+            "UPDATE checkpoints SET state_json = ?1, state_hash = ?2 WHERE hid = ?3 AND seq = 1",
+            &[&text, &hash, &s.hid],
+        )
         .unwrap();
     let r = s.check();
     let v = violations(&r, "checkpoints");
@@ -294,7 +313,12 @@ fn a_faulted_worker_whose_chunks_were_recomputed_counts_as_rework() {
         s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n}));
         s.line("w1", "checkpoint", "fail", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n, "error": "x"}));
     }
-    s.line("chaos", "fault", "event", json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}));
+    s.line(
+        "chaos",
+        "fault",
+        "event",
+        json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}),
+    );
     s.orphan();
     s.spawn("w2", "builtin");
     let mut c2 = s.start("w2", true);
@@ -313,8 +337,13 @@ fn worker_died_orphan(s: &mut Synth, faulted: bool) -> RoundReport {
     s.work("w1", &c1, LO, LO + 200);
     if faulted {
         let hid = s.hid.clone();
-        s.line("chaos", "fault", "event", json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1",
-                                                  "victim_pid": 1234, "role": "worker", "hid": hid}));
+        s.line(
+            "chaos",
+            "fault",
+            "event",
+            json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1",
+                                                  "victim_pid": 1234, "role": "worker", "hid": hid}),
+        );
     }
     let sup = Supervisor::open(s.dir.join("store"), "sup1", Config::default()).unwrap();
     let a = sup.orphan(&s.hid, dhp_core::supervisor::OrphanReason::WorkerDied, Some(("w1", c1.fence()))).unwrap();
@@ -349,7 +378,12 @@ fn gap_then_successor(successor_impl: &str) -> RoundReport {
     s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": c1.fence(), "next_n": n}));
     let seq = c1.checkpoint(&Synth::state(n)).unwrap();
     s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": c1.fence(), "seq": seq, "next_n": n}));
-    s.line("chaos", "fault", "event", json!({"fault_id": 1, "kind": "failpoint", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}));
+    s.line(
+        "chaos",
+        "fault",
+        "event",
+        json!({"fault_id": 1, "kind": "failpoint", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}),
+    );
     s.orphan();
     s.spawn("w2", successor_impl);
     let mut c2 = s.start("w2", true);
@@ -365,7 +399,10 @@ fn a_gap_left_to_a_reference_successor_that_does_not_catch_up_is_a_known_referen
     assert!(inv.violations.is_empty(), "{inv:#?}");
     assert_eq!(inv.known.len(), 1, "{inv:#?}");
     assert!(inv.known[0].contains("seq 2") && inv.known[0].contains("w2"), "{inv:#?}");
-    assert!(inv.known[0].contains(&format!("[known reference weakness: {}]", dhp_chaos::check::NO_CATCH_UP)), "{inv:#?}");
+    assert!(
+        inv.known[0].contains(&format!("[known reference weakness: {}]", dhp_chaos::check::NO_CATCH_UP)),
+        "{inv:#?}"
+    );
     // our successor catches the peer up before its first checkpoint: a gap it leaves is ours
     let r = gap_then_successor("builtin");
     let v = violations(&r, "transport");

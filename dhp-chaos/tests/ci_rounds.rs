@@ -45,8 +45,22 @@ fn reference_round_has_no_unexplained_violation() {
     let py = py.display().to_string();
     let r = run_chaos(
         "reference",
-        &["--seed", "6161", "--workers", "python", "--supervisors", "python", "--python", &py, "--handoffs", "3",
-          "--base", "200000", "--chunks", "250"],
+        &[
+            "--seed",
+            "6161",
+            "--workers",
+            "python",
+            "--supervisors",
+            "python",
+            "--python",
+            &py,
+            "--handoffs",
+            "3",
+            "--base",
+            "200000",
+            "--chunks",
+            "250",
+        ],
     );
     assert!(r.code == 0 || r.code == 1, "harness error against the reference\n{}", r.dump());
     assert_eq!(
@@ -70,8 +84,22 @@ fn mixed_workers_under_python_supervisors_hold() {
     let py = py.display().to_string();
     let r = run_chaos(
         "mixed",
-        &["--seed", "7171", "--workers", "mixed", "--supervisors", "python", "--python", &py, "--handoffs", "3",
-          "--base", "300000", "--chunks", "150"],
+        &[
+            "--seed",
+            "7171",
+            "--workers",
+            "mixed",
+            "--supervisors",
+            "python",
+            "--python",
+            &py,
+            "--handoffs",
+            "3",
+            "--base",
+            "300000",
+            "--chunks",
+            "150",
+        ],
     );
     assert!(r.code == 0 || r.code == 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());

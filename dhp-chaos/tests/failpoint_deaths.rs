@@ -14,8 +14,24 @@ use std::collections::HashMap;
 fn every_failpoint_death_is_in_the_history() {
     let r = run_chaos(
         "failpoint-deaths",
-        &["--seed", "3003", "--ship", "tcp", "--handoffs", "3", "--chunks", "80", "--dlq-handoffs", "0",
-          "--failpoint-rate", "1", "--faults", "kill-worker=1", "--fault-interval", "0.01,0.03"],
+        &[
+            "--seed",
+            "3003",
+            "--ship",
+            "tcp",
+            "--handoffs",
+            "3",
+            "--chunks",
+            "80",
+            "--dlq-handoffs",
+            "0",
+            "--failpoint-rate",
+            "1",
+            "--faults",
+            "kill-worker=1",
+            "--fault-interval",
+            "0.01,0.03",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.violations("no-false-orphans").is_empty(), "{:#?}", r.violations("no-false-orphans"));
@@ -26,7 +42,8 @@ fn every_failpoint_death_is_in_the_history() {
     for e in chaos("exit") {
         exits.entry(e["name"].as_str().unwrap().to_string()).or_default().push(e);
     }
-    let workers: Vec<&str> = chaos("spawn").filter(|e| e["role"] == "worker").map(|e| e["name"].as_str().unwrap()).collect();
+    let workers: Vec<&str> =
+        chaos("spawn").filter(|e| e["role"] == "worker").map(|e| e["name"].as_str().unwrap()).collect();
     assert!(workers.len() >= 6, "{workers:?}");
     for w in &workers {
         let n = exits.get(*w).map_or(0, Vec::len);
@@ -39,5 +56,10 @@ fn every_failpoint_death_is_in_the_history() {
         let name = e["name"].as_str().unwrap();
         assert!(chaos("fault").any(|f| f["kind"] == "failpoint" && f["victim"] == name), "{name}: no failpoint fault");
     }
-    eprintln!("{} workers, {} failpoint deaths, {} worker-died orphans checked", workers.len(), fired.len(), r.checked("no-false-orphans"));
+    eprintln!(
+        "{} workers, {} failpoint deaths, {} worker-died orphans checked",
+        workers.len(),
+        fired.len(),
+        r.checked("no-false-orphans")
+    );
 }

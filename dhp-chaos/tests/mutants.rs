@@ -16,8 +16,24 @@ fn skip_fence_mutant_woken_after_replacement_is_split_brain() {
     let w = mutant("skip-fence");
     let r = run_chaos(
         "skip-fence",
-        &["--seed", "3", "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", "100", "--workers", &w,
-          "--faults", "pause=1", "--fault-interval", "0.3,0.6", "--failpoint-rate", "0"],
+        &[
+            "--seed",
+            "3",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "100",
+            "--workers",
+            &w,
+            "--faults",
+            "pause=1",
+            "--fault-interval",
+            "0.3,0.6",
+            "--failpoint-rate",
+            "0",
+        ],
     );
     assert_eq!(r.code, 1, "a fence-skipping worker must be a violation\n{}", r.dump());
     let fencing = r.violations("fencing");
@@ -36,8 +52,22 @@ fn complete_twice_mutant_is_caught() {
     let w = mutant("complete-twice");
     let r = run_chaos(
         "complete-twice",
-        &["--seed", "7", "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", "40", "--workers", &w,
-          "--faults", "kill-follower=1", "--failpoint-rate", "0"],
+        &[
+            "--seed",
+            "7",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "40",
+            "--workers",
+            &w,
+            "--faults",
+            "kill-follower=1",
+            "--failpoint-rate",
+            "0",
+        ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("exactly-once");
@@ -50,8 +80,22 @@ fn wrong_result_mutant_is_caught() {
     let w = mutant("wrong-result");
     let r = run_chaos(
         "wrong-result",
-        &["--seed", "8", "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", "40", "--workers", &w,
-          "--faults", "kill-follower=1", "--failpoint-rate", "0"],
+        &[
+            "--seed",
+            "8",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "40",
+            "--workers",
+            &w,
+            "--faults",
+            "kill-follower=1",
+            "--failpoint-rate",
+            "0",
+        ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("result");

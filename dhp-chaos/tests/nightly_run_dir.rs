@@ -9,7 +9,19 @@ use common::*;
 fn a_nightly_prints_its_table_once_and_its_pruned_dir_analyzes() {
     let r = run_chaos(
         "nightly",
-        &["--nightly", "--budget-minutes", "0", "--seed", "8080", "--handoffs", "2", "--chunks", "60", "--dlq-handoffs", "0"],
+        &[
+            "--nightly",
+            "--budget-minutes",
+            "0",
+            "--seed",
+            "8080",
+            "--handoffs",
+            "2",
+            "--chunks",
+            "60",
+            "--dlq-handoffs",
+            "0",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.dump());
     let headers = r.stdout.lines().filter(|l| l.trim_start().starts_with("round") && l.contains("invariants")).count();

@@ -16,10 +16,36 @@ fn seed_77_reference_torn_claim_is_stuck_forever() {
     let py = py.display().to_string();
     let r = run_chaos(
         "pinned-77",
-        &["--seed", "77", "--workers", "python", "--supervisors", "python", "--python", &py, "--base", "200000",
-          "--chunks", "60", "--handoffs", "2", "--dlq-handoffs", "0", "--pause-points", "claim.after_ownership=1.0",
-          "--faults", "kill-worker=1", "--fault-interval", "0.3,0.5", "--pause-max", "8", "--fault-seconds", "12",
-          "--grace", "2"],
+        &[
+            "--seed",
+            "77",
+            "--workers",
+            "python",
+            "--supervisors",
+            "python",
+            "--python",
+            &py,
+            "--base",
+            "200000",
+            "--chunks",
+            "60",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--pause-points",
+            "claim.after_ownership=1.0",
+            "--faults",
+            "kill-worker=1",
+            "--fault-interval",
+            "0.3,0.5",
+            "--pause-max",
+            "8",
+            "--fault-seconds",
+            "12",
+            "--grace",
+            "2",
+        ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());
@@ -40,9 +66,28 @@ fn seed_31_reference_check_then_write_split_brain() {
     let py = py.display().to_string();
     let r = run_chaos(
         "pinned-31",
-        &["--seed", "31", "--workers", "python", "--supervisors", "python", "--python", &py, "--base", "200000",
-          "--chunks", "80", "--handoffs", "2", "--dlq-handoffs", "0",
-          "--pause-points", "checkpoint.after_check=0.05,complete.after_check=0.5", "--faults", "kill-follower=1"],
+        &[
+            "--seed",
+            "31",
+            "--workers",
+            "python",
+            "--supervisors",
+            "python",
+            "--python",
+            &py,
+            "--base",
+            "200000",
+            "--chunks",
+            "80",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--pause-points",
+            "checkpoint.after_check=0.05,complete.after_check=0.5",
+            "--faults",
+            "kill-follower=1",
+        ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());

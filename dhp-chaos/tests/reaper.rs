@@ -19,7 +19,13 @@ fn an_exit_reaped_by_a_signal_attempt_is_still_reported() {
     let logs = tempfile::tempdir().unwrap();
     let mut table = Table::default();
     // dies by SIGKILL from itself, like a failpoint
-    let spec = Spec::service("w1".into(), Role::Worker, "builtin", vec!["sh".into(), "-c".into(), "kill -9 $$".into()], vec![]);
+    let spec = Spec::service(
+        "w1".into(),
+        Role::Worker,
+        "builtin",
+        vec!["sh".into(), "-c".into(), "kill -9 $$".into()],
+        vec![],
+    );
     table.procs.push(procs::spawn(spec, logs.path()).unwrap());
     let pid = table.procs[0].pid;
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -207,11 +207,13 @@ pub fn entries() -> Vec<Entry> {
         .into_iter()
         .map(|a| Entry { id: a.name, level: a.level, needs: a.needs, rule: a.about, notes: notes(a.name) })
         .collect();
-    out.extend(
-        assertions::cross::all()
-            .into_iter()
-            .map(|x| Entry { id: x.name, level: Level::Cross, needs: x.needs, rule: x.about, notes: notes(x.name) }),
-    );
+    out.extend(assertions::cross::all().into_iter().map(|x| Entry {
+        id: x.name,
+        level: Level::Cross,
+        needs: x.needs,
+        rule: x.about,
+        notes: notes(x.name),
+    }));
     out
 }
 
@@ -241,14 +243,24 @@ fn md(s: &str) -> String {
 
 /// `--list --format markdown`: the rule table of `docs/conformance-rules.md`.
 pub fn markdown(entries: &[Entry]) -> String {
-    let mut out = String::from("| id | level | rule | why | how it is checked | mutant that fails it |\n|---|---|---|---|---|---|\n");
+    let mut out = String::from(
+        "| id | level | rule | why | how it is checked | mutant that fails it |\n|---|---|---|---|---|---|\n",
+    );
     for e in entries {
         let m = if e.mutants().is_empty() {
             "— (cross level: built from the mutant-tested single-implementation operations)".to_string()
         } else {
             e.mutants().iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
         };
-        out.push_str(&format!("| `{}` | {} | {} | {} | {} | {} |\n", e.id, e.level.as_str(), md(e.rule), md(e.why()), md(e.how()), m));
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            e.id,
+            e.level.as_str(),
+            md(e.rule),
+            md(e.why()),
+            md(e.how()),
+            m
+        ));
     }
     out
 }

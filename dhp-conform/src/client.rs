@@ -135,7 +135,12 @@ impl Hello {
             implementation: s("implementation"),
             version: s("version"),
             protocol_version: s("protocol_version"),
-            features: v["features"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect(),
+            features: v["features"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect(),
             pid: v["pid"].as_u64(),
         }
     }
@@ -248,14 +253,24 @@ impl std::fmt::Debug for Adapter {
 impl Adapter {
     /// Start `command` (run by `sh -c "exec …"`, so the adapter is the
     /// child itself) with the profile's environment, and shake hands.
-    pub fn spawn(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Result<Adapter, AdapterError> {
+    pub fn spawn(
+        command: &str,
+        profile: Profile,
+        timeout: Duration,
+        echo_stderr: bool,
+    ) -> Result<Adapter, AdapterError> {
         let mut a = Self::start(command, profile, timeout, echo_stderr)?;
         a.handshake()?;
         Ok(a)
     }
 
     /// Start without the handshake (see [`Adapter::handshake`]).
-    pub fn start(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Result<Adapter, AdapterError> {
+    pub fn start(
+        command: &str,
+        profile: Profile,
+        timeout: Duration,
+        echo_stderr: bool,
+    ) -> Result<Adapter, AdapterError> {
         Self::start_logged(command, profile, timeout, echo_stderr, None)
     }
 
@@ -277,7 +292,8 @@ impl Adapter {
         // Its own process group, so that killing the group on the way out
         // also ends whatever it started (a grandchild must not outlive the run).
         cmd.envs(profile.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-        let mut child = cmd.spawn().map_err(|e| AdapterError::Spawn { cmd: command.to_string(), reason: e.to_string() })?;
+        let mut child =
+            cmd.spawn().map_err(|e| AdapterError::Spawn { cmd: command.to_string(), reason: e.to_string() })?;
         pgroup::register(child.id());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             let _ = child.kill();
@@ -345,9 +361,7 @@ impl Adapter {
     /// Receive the `hello` answer for a request sent with [`Adapter::send`].
     pub fn finish_handshake(&mut self, id: u64) -> Result<&Hello, AdapterError> {
         match self.recv(id, "hello")? {
-            Reply::Ok(v) => {
-                Ok(self.hello.insert(Hello::from_result(&v)))
-            }
+            Reply::Ok(v) => Ok(self.hello.insert(Hello::from_result(&v))),
             Reply::Err(e) => {
                 self.broken = true;
                 Err(AdapterError::Handshake(format!("hello refused: {e}")))
@@ -430,7 +444,11 @@ impl Adapter {
                 return Err(AdapterError::Exited { op: op.into(), status, tail: self.tail() });
             }
             Err(RecvTimeoutError::Timeout) => {
-                return Err(AdapterError::Timeout { op: op.into(), secs: self.timeout.as_secs_f64(), tail: self.tail() })
+                return Err(AdapterError::Timeout {
+                    op: op.into(),
+                    secs: self.timeout.as_secs_f64(),
+                    tail: self.tail(),
+                })
             }
         };
         let v: Value = match serde_json::from_str(&line) {
@@ -545,7 +563,15 @@ const MAX_IDLE: usize = 6;
 
 impl Pool {
     pub fn new(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Pool {
-        Pool { command: command.to_string(), profile, timeout, echo_stderr, idle: Mutex::new(Vec::new()), timeouts: Arc::default(), log: None }
+        Pool {
+            command: command.to_string(),
+            profile,
+            timeout,
+            echo_stderr,
+            idle: Mutex::new(Vec::new()),
+            timeouts: Arc::default(),
+            log: None,
+        }
     }
 
     /// Copy every process's stderr lines to `log` too.
@@ -560,7 +586,8 @@ impl Pool {
     }
 
     fn start(&self) -> Result<Adapter, AdapterError> {
-        let mut a = Adapter::start_logged(&self.command, self.profile, self.timeout, self.echo_stderr, self.log.clone())?;
+        let mut a =
+            Adapter::start_logged(&self.command, self.profile, self.timeout, self.echo_stderr, self.log.clone())?;
         a.timeouts = Some(self.timeouts.clone());
         Ok(a)
     }

@@ -43,7 +43,8 @@ impl Expectations {
     pub fn load(path: &Path, known_ids: &[&str]) -> Result<Expectations, ExpectError> {
         let p = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|source| ExpectError::Read { path: p.clone(), source })?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|source| ExpectError::Json { path: p.clone(), source })?;
+        let v: Value =
+            serde_json::from_slice(&bytes).map_err(|source| ExpectError::Json { path: p.clone(), source })?;
         Self::from_json(&v, known_ids).map_err(|what| ExpectError::Shape { path: p, what })
     }
 
@@ -102,7 +103,14 @@ mod tests {
     use serde_json::json;
 
     fn rec(imp: &str, a: &str, o: Outcome) -> Record {
-        Record { implementation: imp.into(), assertion: a.into(), level: Level::Core, outcome: o, seconds: 0.0, stderr: vec![] }
+        Record {
+            implementation: imp.into(),
+            assertion: a.into(),
+            level: Level::Core,
+            outcome: o,
+            seconds: 0.0,
+            stderr: vec![],
+        }
     }
 
     #[test]

@@ -55,7 +55,10 @@ fn resolve(spec: &str) -> Result<(String, Option<String>), String> {
                 ));
             }
             let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/python_ref.py");
-            Ok((format!("{} {}", sh_quote(&py.to_string_lossy()), sh_quote(&script.to_string_lossy())), Some("reference".into())))
+            Ok((
+                format!("{} {}", sh_quote(&py.to_string_lossy()), sh_quote(&script.to_string_lossy())),
+                Some("reference".into()),
+            ))
         }
         cmd => {
             check_program(cmd)?;
@@ -271,8 +274,19 @@ fn main() -> ExitCode {
                     let mark = imp.stderr.mark();
                     let (outcome, seconds) = suite::run_one(&imp, &a, &opts);
                     let res = to_trial_result(&outcome);
-                    let stderr = if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) { imp.stderr.since(mark) } else { Vec::new() };
-                    records.push(Record { implementation: imp.label.clone(), assertion: a.name.into(), level: a.level, outcome, seconds, stderr });
+                    let stderr = if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
+                        imp.stderr.since(mark)
+                    } else {
+                        Vec::new()
+                    };
+                    records.push(Record {
+                        implementation: imp.label.clone(),
+                        assertion: a.name.into(),
+                        level: a.level,
+                        outcome,
+                        seconds,
+                        stderr,
+                    });
                     res
                 })
                 .with_kind(kind),
@@ -296,10 +310,19 @@ fn main() -> ExitCode {
                             let res = to_trial_result(&outcome);
                             let mut stderr = Vec::new();
                             if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
-                                stderr.extend(a.stderr.since(marks.0).into_iter().map(|l| format!("[{}] {l}", a.label)));
-                                stderr.extend(b.stderr.since(marks.1).into_iter().map(|l| format!("[{}] {l}", b.label)));
+                                stderr
+                                    .extend(a.stderr.since(marks.0).into_iter().map(|l| format!("[{}] {l}", a.label)));
+                                stderr
+                                    .extend(b.stderr.since(marks.1).into_iter().map(|l| format!("[{}] {l}", b.label)));
                             }
-                            records.push(Record { implementation: pair, assertion: x.name.into(), level: Level::Cross, outcome, seconds, stderr });
+                            records.push(Record {
+                                implementation: pair,
+                                assertion: x.name.into(),
+                                level: Level::Cross,
+                                outcome,
+                                seconds,
+                                stderr,
+                            });
                             res
                         })
                         .with_kind("cross"),
@@ -341,7 +364,10 @@ fn main() -> ExitCode {
     }
     if let Some(s) = &surprises {
         if s.is_empty() {
-            say(&format!("every outcome as expected ({})", cli.expect.as_ref().map(|p| p.display().to_string()).unwrap_or_default()));
+            say(&format!(
+                "every outcome as expected ({})",
+                cli.expect.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+            ));
         } else {
             say("outcomes that differ from the expectations:");
             for (r, why) in s {
@@ -366,7 +392,10 @@ fn main() -> ExitCode {
     }
     if let Some(dir) = &cli.html {
         let html = report::html::render(&recs, &labels, "DHP 1.3 conformance report");
-        write(&dir.display().to_string(), report::html::write(dir, &html).map(|p| say(&format!("HTML report: {}", p.display()))));
+        write(
+            &dir.display().to_string(),
+            report::html::write(dir, &html).map(|p| say(&format!("HTML report: {}", p.display()))),
+        );
     }
     if let Some(dir) = &cli.badge {
         write(&dir.display().to_string(), report::badge::write_all(dir, &recs).map(drop));

@@ -47,7 +47,10 @@ fn int(v: &Value, op: &str, key: &str) -> Check<i64> {
 }
 
 fn string(v: &Value, op: &str, key: &str) -> Check<String> {
-    Ok(field(v, op, key)?.as_str().ok_or_else(|| Fail::Errored(format!("{op} result {key:?} is not a string")))?.to_string())
+    Ok(field(v, op, key)?
+        .as_str()
+        .ok_or_else(|| Fail::Errored(format!("{op} result {key:?} is not a string")))?
+        .to_string())
 }
 
 fn boolean(v: &Value, op: &str, key: &str) -> Check<bool> {
@@ -82,7 +85,9 @@ impl Adapter {
     /// `op` must be rejected with one of `kinds`.
     pub fn must_fail(&mut self, op: &str, args: Value, kinds: &[&str], what: &str) -> Check<ErrorReply> {
         match self.try_op(op, args)? {
-            Ok(v) => Err(Fail::Failed(format!("{what}: accepted (result {v}); must be rejected with {}", kinds.join("/")))),
+            Ok(v) => {
+                Err(Fail::Failed(format!("{what}: accepted (result {v}); must be rejected with {}", kinds.join("/"))))
+            }
             Err(e) => {
                 kind_in(&e, kinds, what)?;
                 Ok(e)

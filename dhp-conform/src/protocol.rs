@@ -84,8 +84,16 @@ pub mod feature {
     pub const APPROVALS: &str = "approvals";
 
     /// All of them.
-    pub const ALL: &[&str] =
-        &[STANDARD_STORE, ENV_CONFIG, STALL_DETECTION, EFFECTS, CAPABILITIES, CANONICAL, FAST_DEATH_DETECTION, APPROVALS];
+    pub const ALL: &[&str] = &[
+        STANDARD_STORE,
+        ENV_CONFIG,
+        STALL_DETECTION,
+        EFFECTS,
+        CAPABILITIES,
+        CANONICAL,
+        FAST_DEATH_DETECTION,
+        APPROVALS,
+    ];
 }
 
 struct Schemas {
@@ -173,7 +181,8 @@ mod tests {
     #[test]
     fn replies_are_checked_against_the_op() {
         validate_reply("claim", &json!({"id": 3, "ok": true, "result": {"fence": 0}})).unwrap();
-        validate_reply("claim", &json!({"id": 3, "ok": false, "error": {"kind": "StateError", "message": "x"}})).unwrap();
+        validate_reply("claim", &json!({"id": 3, "ok": false, "error": {"kind": "StateError", "message": "x"}}))
+            .unwrap();
         assert!(validate_reply("claim", &json!({"id": 3, "ok": true, "result": {"fence": "0"}})).is_err());
         assert!(validate_reply("claim", &json!({"id": 3, "ok": true})).is_err());
         assert!(validate_reply("claim", &json!({"id": 3, "ok": false, "error": {"kind": ""}})).is_err());

@@ -38,12 +38,10 @@ impl StoreView {
     pub fn open(root: &Path) -> Check<StoreView> {
         let path = root.join("dhp.sqlite3");
         if !path.exists() {
-            return Err(Fail::failed(format!(
-                "adapter declares standard-store but {} does not exist",
-                path.display()
-            )));
+            return Err(Fail::failed(format!("adapter declares standard-store but {} does not exist", path.display())));
         }
-        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn =
+            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         Ok(StoreView { conn, path })
     }
@@ -109,7 +107,13 @@ impl StoreView {
                 text
             );
             let hash = json::sha256_hex(row.state_json.as_bytes());
-            crate::ensure!(hash == row.state_hash, "checkpoint {} state_hash {} != sha256(state_json) {}", row.seq, row.state_hash, hash);
+            crate::ensure!(
+                hash == row.state_hash,
+                "checkpoint {} state_hash {} != sha256(state_json) {}",
+                row.seq,
+                row.state_hash,
+                hash
+            );
             out.push((row.seq, state));
         }
         Ok(out)

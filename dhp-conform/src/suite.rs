@@ -85,7 +85,8 @@ impl Impl {
     pub fn connect(command: &str, label: Option<&str>, opts: &Options) -> Impl {
         let stderr = std::sync::Arc::new(StderrLog::default());
         let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
-        let short_lease = Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
+        let short_lease =
+            Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let hello = match default.get() {
             Ok(lease) => Ok(lease.hello().cloned().expect("a pooled adapter has shaken hands")),
             Err(e) => Err(e.to_string()),
@@ -123,7 +124,10 @@ impl Impl {
             return;
         }
         let probe = self.default.fresh().and_then(|mut a| {
-            a.call("build_envelope", serde_json::json!({"kind": "probe", "inputs": {}, "output_schema": {"type": "object"}}))
+            a.call(
+                "build_envelope",
+                serde_json::json!({"kind": "probe", "inputs": {}, "output_schema": {"type": "object"}}),
+            )
         });
         if let Err(e) = probe {
             h.hung = Some(format!("a request timed out, and a fresh process did not answer either ({e}); the remaining assertions were not run"));

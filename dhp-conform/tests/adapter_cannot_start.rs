@@ -34,6 +34,9 @@ fn silent_at_handshake() {
 #[test]
 fn a_traceback_at_start_up_is_shown_once() {
     // (spelled so that the command line itself does not contain the word)
-    let run = dead_on_arrival("sh -c 'x=Import; echo \"Traceback: ${x}Error: no module named dhp\" >&2; exit 1'", "adapter exited");
+    let run = dead_on_arrival(
+        "sh -c 'x=Import; echo \"Traceback: ${x}Error: no module named dhp\" >&2; exit 1'",
+        "adapter exited",
+    );
     assert_eq!(run.stderr.matches("ImportError").count(), 1, "{}", run.stderr);
 }

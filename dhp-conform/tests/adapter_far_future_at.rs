@@ -25,7 +25,11 @@ fn far_future_barrier_is_a_bad_request() {
         serde_json::from_str(&reply).unwrap_or_else(|e| panic!("reply {reply:?}: {e}"))
     };
     let r = ask(r#"{"id": 5, "op": "canonical", "args": {"text": "[1]"}, "at": 1e300}"#);
-    assert_eq!((r["id"].as_u64(), r["ok"].as_bool(), r["error"]["kind"].as_str()), (Some(5), Some(false), Some("ValidationError")), "{r}");
+    assert_eq!(
+        (r["id"].as_u64(), r["ok"].as_bool(), r["error"]["kind"].as_str()),
+        (Some(5), Some(false), Some("ValidationError")),
+        "{r}"
+    );
     // Still serving, and a barrier in the past is no wait at all.
     let r = ask(r#"{"id": 6, "op": "canonical", "args": {"text": "[1]"}, "at": 1}"#);
     assert_eq!((r["id"].as_u64(), r["ok"].as_bool()), (Some(6), Some(true)), "{r}");

@@ -37,7 +37,11 @@ fn check(program: &str, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("store").to_string_lossy().into_owned();
     let build = json!({"id": 3, "op": "build_envelope", "args": {"kind": "t", "inputs": {"inline": {"n": 1}}, "output_schema": {"type": "object"}}});
-    let first = exchange(program, args, &[json!({"id": 1, "op": "open", "args": {"root": root}}).to_string(), build.to_string()]);
+    let first = exchange(
+        program,
+        args,
+        &[json!({"id": 1, "op": "open", "args": {"root": root}}).to_string(), build.to_string()],
+    );
     let env = first[1]["result"]["envelope"].clone();
     let hid = env["handoff_id"].as_str().unwrap().to_string();
     let lines = vec![
@@ -60,7 +64,11 @@ fn check(program: &str, args: &[&str]) {
     assert_eq!(kind(5), "ValidationError", "{program}: {}", r[5]);
     assert_eq!(kind(6), "BadRequest", "{program}: {}", r[6]);
     let st = &r[7]["result"];
-    assert_eq!((st["status"].clone(), st["owner"].clone(), st["checkpoints"].clone()), (json!("pending"), Value::Null, json!(0)), "{program}: store changed: {st}");
+    assert_eq!(
+        (st["status"].clone(), st["owner"].clone(), st["checkpoints"].clone()),
+        (json!("pending"), Value::Null, json!(0)),
+        "{program}: store changed: {st}"
+    );
     for (i, reply) in r.iter().enumerate() {
         let op = serde_json::from_str::<Value>(&lines[i]).ok().and_then(|v| v["op"].as_str().map(String::from));
         dhp_conform::protocol::validate_reply(op.as_deref().unwrap_or("hello"), reply)

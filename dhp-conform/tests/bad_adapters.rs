@@ -10,14 +10,27 @@ use common::*;
 const USES_SUSPEND: &[&str] = &["no-runner-lock-in", "suspend-resume-round-trip", "tampered-bundle-rejected"];
 
 fn misbehaving(mode: &str, cause: &str) {
-    let run = conform(&["--impl", &adapter(&format!("--misbehave {mode}:suspend")), "--format", "json", "--timeout", "2", "--level", "extended"]);
+    let run = conform(&[
+        "--impl",
+        &adapter(&format!("--misbehave {mode}:suspend")),
+        "--format",
+        "json",
+        "--timeout",
+        "2",
+        "--level",
+        "extended",
+    ]);
     assert_eq!(run.code, 101, "{}", run.stderr);
     let mut errored = run.with_outcome("errored");
     errored.sort();
     assert_eq!(errored, USES_SUSPEND, "{mode}: errored assertions");
     let failed: Vec<_> = run.outcomes().into_iter().filter(|(_, (o, _))| o == "failed").collect();
     assert!(failed.is_empty(), "{mode}: nothing fails: {failed:#?}");
-    assert_eq!(run.with_outcome("passed").len(), assertion_names().len() - USES_SUSPEND.len(), "{mode}: the run goes on");
+    assert_eq!(
+        run.with_outcome("passed").len(),
+        assertion_names().len() - USES_SUSPEND.len(),
+        "{mode}: the run goes on"
+    );
     for ((_, name), (_, msg)) in run.outcomes() {
         if USES_SUSPEND.contains(&name.as_str()) {
             assert!(msg.contains(cause), "{mode}: {name}: message {msg:?} should say {cause:?}");

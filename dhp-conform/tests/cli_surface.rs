@@ -11,11 +11,21 @@ fn help_is_the_tools_own() {
     let h = &run.stdout;
     assert!(h.starts_with("Conformance runner for DHP 1.3"), "{h}");
     assert!(h.contains("Usage: dhp-conform [OPTIONS] [FILTER]"), "{h}");
-    for want in ["--impl <CMD>", "--explain <ID>", "--list", "--html <DIR>", "--badge <DIR>", "--expect <FILE>", "EXAMPLES:", "dhp-conform --impl reference"] {
+    for want in [
+        "--impl <CMD>",
+        "--explain <ID>",
+        "--list",
+        "--html <DIR>",
+        "--badge <DIR>",
+        "--expect <FILE>",
+        "EXAMPLES:",
+        "dhp-conform --impl reference",
+    ] {
         assert!(h.contains(want), "help lacks {want}:\n{h}");
     }
     // libtest leftovers that mean nothing for a conformance run
-    for gone in ["--bench", "-Z", "No-op", "Usefull", "--nocapture", "--show-output", "--logfile", "--include-ignored"] {
+    for gone in ["--bench", "-Z", "No-op", "Usefull", "--nocapture", "--show-output", "--logfile", "--include-ignored"]
+    {
         assert!(!h.contains(gone), "help still shows {gone}:\n{h}");
     }
 }
@@ -68,5 +78,8 @@ fn docs_table_is_the_catalogue() {
     let run = conform(&["--list", "--format", "markdown"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/conformance-rules.md")).unwrap();
-    assert!(doc.contains(&run.stdout), "docs/conformance-rules.md is out of date: regenerate its table with `dhp-conform --list --format markdown`");
+    assert!(
+        doc.contains(&run.stdout),
+        "docs/conformance-rules.md is out of date: regenerate its table with `dhp-conform --list --format markdown`"
+    );
 }

@@ -15,8 +15,7 @@ fn ours_and_reference_pass_and_continue_each_other() {
     let outcomes = run.outcomes();
     let names = assertion_names();
     // the reference's known weaknesses, pinned in its shipped expectations
-    let pins: serde_json::Value =
-        serde_json::from_str(include_str!("../expectations/reference.json")).unwrap();
+    let pins: serde_json::Value = serde_json::from_str(include_str!("../expectations/reference.json")).unwrap();
     let pins = &pins["implementations"]["reference"];
     let (mut ref_failed, mut ref_skipped) = (0, 0);
     for name in &names {
@@ -31,7 +30,10 @@ fn ours_and_reference_pass_and_continue_each_other() {
             _ => {}
         }
     }
-    assert_eq!(outcomes[&("reference".to_string(), "fast-death-detection".to_string())].1, "unsupported: reference does not declare feature `fast-death-detection`");
+    assert_eq!(
+        outcomes[&("reference".to_string(), "fast-death-detection".to_string())].1,
+        "unsupported: reference does not declare feature `fast-death-detection`"
+    );
     for pair in ["ours->reference", "reference->ours"] {
         for x in ["cross-store", "cross-log", "cross-bundle"] {
             let o = &outcomes[&(pair.to_string(), x.to_string())];
@@ -44,11 +46,21 @@ fn ours_and_reference_pass_and_continue_each_other() {
     let counts = (s["passed"].as_u64(), s["failed"].as_u64(), s["errored"].as_u64(), s["skipped"].as_u64());
     assert_eq!(counts, (Some(passed as u64), Some(ref_failed as u64), Some(0), Some(ref_skipped as u64)), "{s}");
     assert_eq!(run.code, if ref_failed > 0 { 101 } else { 0 }, "{}", run.stderr);
-    assert!(run.stderr.contains(&format!("{passed} passed, {ref_failed} failed, 0 errored, {ref_skipped} skipped")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("{passed} passed, {ref_failed} failed, 0 errored, {ref_skipped} skipped")),
+        "{}",
+        run.stderr
+    );
     let xml = std::fs::read_to_string(&path).unwrap();
-    assert!(xml.contains(&format!("<testsuite name=\"ours\" tests=\"{n}\" failures=\"0\" errors=\"0\" skipped=\"0\"")), "{xml}");
+    assert!(
+        xml.contains(&format!("<testsuite name=\"ours\" tests=\"{n}\" failures=\"0\" errors=\"0\" skipped=\"0\"")),
+        "{xml}"
+    );
     assert!(xml.contains(&format!("<testsuite name=\"reference\" tests=\"{n}\" failures=\"{ref_failed}\" errors=\"0\" skipped=\"{ref_skipped}\"")), "{xml}");
-    assert!(xml.contains("<skipped message=\"unsupported: reference does not declare feature `fast-death-detection`\"/>"), "{xml}");
+    assert!(
+        xml.contains("<skipped message=\"unsupported: reference does not declare feature `fast-death-detection`\"/>"),
+        "{xml}"
+    );
     eprintln!("ours + reference + cross: {:.1}s", run.wall.as_secs_f64());
 }
 

@@ -29,10 +29,21 @@ fn a_pinned_failure_passes_and_a_change_fails() {
     let a = args(&unpinned);
     let run = conform(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(run.code, 101, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("ack-after-complete [dhp-rs-mutant-ack-before-complete]: expected to pass, failed"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("ack-after-complete [dhp-rs-mutant-ack-before-complete]: expected to pass, failed"),
+        "{}",
+        run.stdout
+    );
 
     // the pinned failure was fixed: the pin must go
-    let run = conform(&["ack-after-complete", "--exact", "--impl", "ours", "--expect", &pin_file(&dir, "ours", "ack-after-complete", "failed")]);
+    let run = conform(&[
+        "ack-after-complete",
+        "--exact",
+        "--impl",
+        "ours",
+        "--expect",
+        &pin_file(&dir, "ours", "ack-after-complete", "failed"),
+    ]);
     assert_eq!(run.code, 101, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("pinned failed (known), now passed"), "{}", run.stdout);
 }

@@ -9,7 +9,11 @@ fn adapter_corpus_replays() {
     for dir in [fuzz.join("corpus/adapter"), fuzz.join("regressions/adapter")] {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let data = std::fs::read(e.path()).unwrap();
-            assert!(std::panic::catch_unwind(|| dhp_conform::fuzzing::adapter(&data)).is_ok(), "{} crashes", e.path().display());
+            assert!(
+                std::panic::catch_unwind(|| dhp_conform::fuzzing::adapter(&data)).is_ok(),
+                "{} crashes",
+                e.path().display()
+            );
             n += 1;
         }
     }

@@ -8,7 +8,16 @@ use common::*;
 
 #[test]
 fn a_hung_adapter_costs_two_timeouts_not_one_per_assertion() {
-    let run = conform(&["--impl", &adapter("--misbehave hang:*"), "--format", "json", "--timeout", "2", "--level", "extended"]);
+    let run = conform(&[
+        "--impl",
+        &adapter("--misbehave hang:*"),
+        "--format",
+        "json",
+        "--timeout",
+        "2",
+        "--level",
+        "extended",
+    ]);
     assert_eq!(run.code, 101, "{}", run.stderr);
     let s = run.summary();
     let n = assertion_names().len() as u64;

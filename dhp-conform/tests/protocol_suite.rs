@@ -17,7 +17,8 @@ fn ours_passes_the_whole_suite() {
         .filter(|(_, (o, _))| o != "passed" && o != "skipped")
         .map(|((imp, a), (o, m))| format!("{a} [{imp}] {o}: {m}"))
         .collect();
-    let ids: Vec<String> = run.outcomes().into_iter().filter(|(_, (o, _))| o == "failed" || o == "errored").map(|((_, a), _)| a).collect();
+    let ids: Vec<String> =
+        run.outcomes().into_iter().filter(|(_, (o, _))| o == "failed" || o == "errored").map(|((_, a), _)| a).collect();
     eprintln!("FAILED-ASSERTIONS: {}", ids.join(","));
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     assert_eq!(run.code, 0, "{}", run.stderr);

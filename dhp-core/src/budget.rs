@@ -62,7 +62,10 @@ mod tests {
 
     #[test]
     fn nonsense_budgets_are_refused() {
-        assert!(validate(&json!({"max_steps": 100, "max_spend_usd": 10.0, "max_wallclock_s": 3600.0, "max_attempts": 3})).is_ok());
+        assert!(validate(
+            &json!({"max_steps": 100, "max_spend_usd": 10.0, "max_wallclock_s": 3600.0, "max_attempts": 3})
+        )
+        .is_ok());
         for bad in [
             json!({"max_steps": "lots"}),
             json!({"max_steps": -1}),

@@ -25,13 +25,21 @@ impl Spec {
     /// A validated range: `lo < hi <= MAX_HI`, `0 < chunk <= MAX_CHUNK`.
     pub fn new(lo: u64, hi: u64, chunk: u64) -> Result<Spec> {
         if hi > MAX_HI {
-            return Err(Error::OutOfRange { name: "census HI".into(), value: hi.to_string(), range: format!("at most {MAX_HI}") });
+            return Err(Error::OutOfRange {
+                name: "census HI".into(),
+                value: hi.to_string(),
+                range: format!("at most {MAX_HI}"),
+            });
         }
         if lo >= hi {
             return Err(Error::Validation(format!("census wants LO < HI, got {lo},{hi}")));
         }
         if !(1..=MAX_CHUNK).contains(&chunk) {
-            return Err(Error::OutOfRange { name: "census CHUNK".into(), value: chunk.to_string(), range: format!("[1, {MAX_CHUNK}]") });
+            return Err(Error::OutOfRange {
+                name: "census CHUNK".into(),
+                value: chunk.to_string(),
+                range: format!("[1, {MAX_CHUNK}]"),
+            });
         }
         Ok(Spec { lo, hi, chunk })
     }
@@ -130,7 +138,16 @@ mod tests {
     #[test]
     fn specs_are_bounded() {
         assert_eq!(Spec::parse("0, 10,3").unwrap().chunks(), 4);
-        for bad in ["0,18446744073709551615,2", "5,5,1", "0,10,0", "0,10", "-1,10,1", "0,10,x", "0,10,10000001", "0,10000000001,1"] {
+        for bad in [
+            "0,18446744073709551615,2",
+            "5,5,1",
+            "0,10,0",
+            "0,10",
+            "-1,10,1",
+            "0,10,x",
+            "0,10,10000001",
+            "0,10000000001,1",
+        ] {
             assert!(Spec::parse(bad).is_err(), "{bad}");
         }
         assert!(Spec::parse("0,10000000000,10000000").is_ok());

@@ -32,7 +32,11 @@ pub fn fmt_num(v: f64) -> String {
 /// variable). The one float→`Duration` conversion of the workspace:
 /// `Duration::from_secs_f64` panics on a negative, NaN or huge value.
 pub fn duration_from_secs(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
-    let out_of_range = || Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("[0, {}] seconds", fmt_num(max_s)) };
+    let out_of_range = || Error::OutOfRange {
+        name: name.to_string(),
+        value: fmt_num(secs),
+        range: format!("[0, {}] seconds", fmt_num(max_s)),
+    };
     if !(secs.is_finite() && (0.0..=max_s).contains(&secs)) {
         return Err(out_of_range());
     }
@@ -42,7 +46,11 @@ pub fn duration_from_secs(name: &str, secs: f64, max_s: f64) -> Result<Duration>
 /// Like [`duration_from_secs`], but zero is refused too (timeouts, periods).
 pub fn positive_duration(name: &str, secs: f64, max_s: f64) -> Result<Duration> {
     if secs == 0.0 {
-        return Err(Error::OutOfRange { name: name.to_string(), value: fmt_num(secs), range: format!("(0, {}] seconds", fmt_num(max_s)) });
+        return Err(Error::OutOfRange {
+            name: name.to_string(),
+            value: fmt_num(secs),
+            range: format!("(0, {}] seconds", fmt_num(max_s)),
+        });
     }
     duration_from_secs(name, secs, max_s).map_err(|_| Error::OutOfRange {
         name: name.to_string(),
@@ -100,17 +108,10 @@ impl Default for Config {
     }
 }
 
-fn env_num<T: std::str::FromStr>(
-    get: &impl Fn(&str) -> Option<String>,
-    name: &str,
-    default: T,
-) -> Result<T> {
+fn env_num<T: std::str::FromStr>(get: &impl Fn(&str) -> Option<String>, name: &str, default: T) -> Result<T> {
     match get(name) {
         None => Ok(default),
-        Some(raw) => raw
-            .trim()
-            .parse()
-            .map_err(|_| Error::Config(format!("{name}={raw:?} is not a valid number"))),
+        Some(raw) => raw.trim().parse().map_err(|_| Error::Config(format!("{name}={raw:?} is not a valid number"))),
     }
 }
 
@@ -161,7 +162,10 @@ impl Config {
             return bad("DHP_LEADER_TTL_S must exceed DHP_SUPERVISOR_SCAN_S".into());
         }
         if !(1..=MAX_STALL_REPEATS).contains(&self.stall_max_repeats) {
-            return bad(format!("DHP_STALL_MAX_REPEATS={} must be in [1, {MAX_STALL_REPEATS}]", self.stall_max_repeats));
+            return bad(format!(
+                "DHP_STALL_MAX_REPEATS={} must be in [1, {MAX_STALL_REPEATS}]",
+                self.stall_max_repeats
+            ));
         }
         for (name, v) in [
             ("DHP_MAX_CHECKPOINT_BYTES", self.max_checkpoint_bytes),
@@ -174,7 +178,10 @@ impl Config {
             }
         }
         if !(1..=MAX_CHECKPOINTS).contains(&self.max_checkpoints_per_handoff) {
-            return bad(format!("DHP_MAX_CHECKPOINTS={} must be in [1, {MAX_CHECKPOINTS}]", self.max_checkpoints_per_handoff));
+            return bad(format!(
+                "DHP_MAX_CHECKPOINTS={} must be in [1, {MAX_CHECKPOINTS}]",
+                self.max_checkpoints_per_handoff
+            ));
         }
         Ok(())
     }

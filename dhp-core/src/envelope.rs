@@ -59,10 +59,16 @@ pub fn check_worker_id(id: &str) -> Result<&str> {
         });
     }
     if id == ORPHANED_HOLDER || (id.starts_with("__") && id.ends_with("__")) {
-        return Err(Error::MalformedId { what: "worker_id", reason: format!("{id:?} is reserved (ids of the form __name__)") });
+        return Err(Error::MalformedId {
+            what: "worker_id",
+            reason: format!("{id:?} is reserved (ids of the form __name__)"),
+        });
     }
     if id.bytes().all(|b| b == b'.') {
-        return Err(Error::MalformedId { what: "worker_id", reason: format!("{id:?} is only dots (confusable with a path)") });
+        return Err(Error::MalformedId {
+            what: "worker_id",
+            reason: format!("{id:?} is only dots (confusable with a path)"),
+        });
     }
     Ok(id)
 }

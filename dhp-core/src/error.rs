@@ -52,13 +52,7 @@ pub enum Error {
         "stale fence for {}: presented {presented} as {holder}, current {current:?} held by {current_holder:?}",
         short(hid)
     )]
-    StaleFence {
-        hid: String,
-        holder: String,
-        presented: i64,
-        current: Option<i64>,
-        current_holder: Option<String>,
-    },
+    StaleFence { hid: String, holder: String, presented: i64, current: Option<i64>, current_holder: Option<String> },
 
     // ---- lifecycle ----
     /// The operation is not allowed in the handoff's current status.

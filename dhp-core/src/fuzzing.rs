@@ -117,11 +117,8 @@ pub fn envelope_dispatch(data: &[u8]) {
 /// validates or is a typed error.
 pub fn env_config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let vars: Vec<(String, String)> = text
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let vars: Vec<(String, String)> =
+        text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let lookup = |k: &str| vars.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     if let Ok(cfg) = Config::from_lookup(lookup) {
         assert!(cfg.validate().is_ok(), "from_lookup returned a config that does not validate");
@@ -188,7 +185,13 @@ mod tcp {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().ok()?;
             let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).ok()?;
             let addr = listener.local_addr().ok()?;
-            let sc = ServerConfig { logdir: logdir.clone(), token: String::new(), cfg: small_cfg(), idle_timeout: Duration::from_secs(2), fsync: false };
+            let sc = ServerConfig {
+                logdir: logdir.clone(),
+                token: String::new(),
+                cfg: small_cfg(),
+                idle_timeout: Duration::from_secs(2),
+                fsync: false,
+            };
             rt.spawn(async move {
                 let _ = net::run(listener, sc, std::future::pending::<()>()).await;
             });

@@ -152,9 +152,7 @@ fn push_u_escape(out: &mut String, unit: u32) {
 fn write_number(out: &mut String, n: &Number) -> Result<()> {
     let text = n.to_string();
     if text.contains(['.', 'e', 'E']) {
-        let f: f64 = text
-            .parse()
-            .map_err(|_| Error::Json(format!("unparseable number {text}")))?;
+        let f: f64 = text.parse().map_err(|_| Error::Json(format!("unparseable number {text}")))?;
         out.push_str(&py_float_repr(f)?);
     } else if text.trim_start_matches('-').bytes().all(|b| b == b'0') {
         // Python's int has no negative zero: json.loads("-0") prints as 0.
@@ -283,10 +281,7 @@ mod tests {
             String::from_utf8(canonical(&v).unwrap()).unwrap(),
             "{\"a\":1,\"b\":\"é\u{2028}\u{7f}\\u0001\\n😀\"}"
         );
-        assert_eq!(
-            dumps_sorted(&v).unwrap(),
-            r#"{"a": 1, "b": "\u00e9\u2028\u007f\u0001\n\ud83d\ude00"}"#
-        );
+        assert_eq!(dumps_sorted(&v).unwrap(), r#"{"a": 1, "b": "\u00e9\u2028\u007f\u0001\n\ud83d\ude00"}"#);
         assert_eq!(dumps(&v).unwrap(), r#"{"b": "\u00e9\u2028\u007f\u0001\n\ud83d\ude00", "a": 1}"#);
     }
 }

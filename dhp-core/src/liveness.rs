@@ -43,12 +43,8 @@ pub fn publish(root: &Path, worker_id: &str) -> Result<Token> {
     let dir = root.join(DIR);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = token_path(root, worker_id);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+    let file =
+        OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
     let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
         Error::Validation(format!("liveness token {} is held by a live process ({errno})", path.display()))
     })?;

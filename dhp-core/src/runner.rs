@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::json;
 use crate::store::{
-    self, with_tx, Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress, StoreLocation,
-    Tx,
+    self, with_tx, Approval, Backend, BudgetUsage, CapabilityAudit, CheckpointRow, Mode, Ownership, Progress,
+    StoreLocation, Tx,
 };
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -65,7 +65,9 @@ pub(crate) fn save(tx: &mut dyn Tx, hid: &str, env: &Value, cfg: &Config) -> Res
 }
 
 fn exec_mut(env: &mut Value) -> Result<&mut Map<String, Value>> {
-    env.get_mut("execution").and_then(Value::as_object_mut).ok_or_else(|| Error::Validation("envelope has no execution object".into()))
+    env.get_mut("execution")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| Error::Validation("envelope has no execution object".into()))
 }
 
 fn state_err(hid: &str, op: &'static str, reason: impl Into<String>) -> Error {
@@ -585,7 +587,8 @@ impl Runner {
             Some(other) => return Err(Error::Validation(format!("unknown bundle version {other}"))),
             None => return Err(Error::Validation("not a DHP bundle: no \"dhp_bundle\" version field".into())),
         }
-        let mut env = data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
+        let mut env =
+            data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
         // Identity and input binding: an envelope whose inputs were swapped
         // and whose id was recomputed is refused here as at dispatch (the
         // reference checks only the id).
@@ -640,7 +643,11 @@ impl Runner {
         }
         let text = json::dumps_sorted(result)?;
         if text.len() > self.cfg.max_checkpoint_bytes {
-            return Err(Error::Oversize { what: "effect result", size: text.len(), limit: self.cfg.max_checkpoint_bytes });
+            return Err(Error::Oversize {
+                what: "effect result",
+                size: text.len(),
+                limit: self.cfg.max_checkpoint_bytes,
+            });
         }
         self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
@@ -682,7 +689,14 @@ impl Runner {
     /// Gate an action. `financial` and `destructive` create a pending
     /// approval and fail closed with [`Error::ApprovalRequired`]; `read` and
     /// `write` pass. Returns `Ok(())` only when no approval is needed.
-    pub fn request_approval(&self, hid: &str, fence: i64, action_class: &str, details: &Value, timeout_s: f64) -> Result<()> {
+    pub fn request_approval(
+        &self,
+        hid: &str,
+        fence: i64,
+        action_class: &str,
+        details: &Value,
+        timeout_s: f64,
+    ) -> Result<()> {
         check_hid(hid)?;
         if !matches!(action_class, "read" | "write" | "financial" | "destructive") {
             return Err(Error::Validation(format!("unknown action_class {action_class:?}")));
@@ -739,7 +753,9 @@ impl Runner {
             match ap.status.as_str() {
                 "approved" => return Ok(()),
                 "pending" => std::thread::sleep(poll),
-                other => return Err(Error::ApprovalDenied { approval_id: approval_id.to_string(), status: other.into() }),
+                other => {
+                    return Err(Error::ApprovalDenied { approval_id: approval_id.to_string(), status: other.into() })
+                }
             }
         }
     }
@@ -758,7 +774,10 @@ impl Runner {
                     .is_some_and(|list| list.iter().any(|r| r.as_str() == Some(resource)))
             };
             let at = tx.now()?;
-            tx.insert_capability_audit(hid, &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at })?;
+            tx.insert_capability_audit(
+                hid,
+                &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at },
+            )?;
             Ok(granted)
         })?;
         if granted {
@@ -929,10 +948,8 @@ pub struct CheckpointItem {
 /// when the transaction as a whole failed (then nothing was written).
 pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
     // Hash outside the write lock, as Runner::checkpoint does.
-    let prepared: Vec<Result<(String, String)>> = items
-        .iter()
-        .map(|it| check_hid(&it.hid).map(|_| ()).and_then(|()| checked_state(&it.state, cfg)))
-        .collect();
+    let prepared: Vec<Result<(String, String)>> =
+        items.iter().map(|it| check_hid(&it.hid).map(|_| ()).and_then(|()| checked_state(&it.state, cfg))).collect();
     let mut out = Vec::with_capacity(items.len());
     store.transact(Mode::Write, &mut |tx| {
         out.clear();
@@ -993,10 +1010,10 @@ fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::Validation(format!("bundle path {} names no file", path.display())))?;
-    let tmp = dir.join(format!(".{}.tmp-{}-{:016x}", name.to_string_lossy(), std::process::id(), rand::random::<u64>()));
+    let name =
+        path.file_name().ok_or_else(|| Error::Validation(format!("bundle path {} names no file", path.display())))?;
+    let tmp =
+        dir.join(format!(".{}.tmp-{}-{:016x}", name.to_string_lossy(), std::process::id(), rand::random::<u64>()));
     let written = (|| {
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(data)?;
@@ -1087,7 +1104,11 @@ impl TaskContext {
             return;
         }
         // A validated config keeps the interval within (0, MAX_KNOB_S].
-        let half = config::duration_from_secs("DHP_LEASE_INTERVAL_S / 2", self.runner.cfg.lease_interval_s / 2.0, config::MAX_KNOB_S);
+        let half = config::duration_from_secs(
+            "DHP_LEASE_INTERVAL_S / 2",
+            self.runner.cfg.lease_interval_s / 2.0,
+            config::MAX_KNOB_S,
+        );
         let interval = interval.or(half.ok()).unwrap_or(Duration::from_secs(1));
         let (tx, rx) = mpsc::channel::<()>();
         let (runner, hid, fence) = (self.runner.clone(), self.hid.clone(), self.fence);

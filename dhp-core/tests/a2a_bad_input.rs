@@ -13,7 +13,9 @@ fn dump(root: &std::path::Path) -> String {
     for t in ["handoffs", "checkpoints", "ownership"] {
         let mut st = c.prepare(&format!("SELECT * FROM {t} ORDER BY 1")).unwrap();
         let n = st.column_count();
-        let rows = st.query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|"))).unwrap();
+        let rows = st
+            .query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
+            .unwrap();
         for r in rows {
             out.push_str(&format!("{t}: {}\n", r.unwrap()));
         }
@@ -81,7 +83,8 @@ fn malformed_requests_get_protocol_errors_and_change_nothing() {
     assert_eq!(v["id"], "abc");
 
     // A version this server does not speak.
-    let (_, v) = rpc_raw(p, br#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"x"}}"#, &[("A2A-Version", "0.3")]);
+    let (_, v) =
+        rpc_raw(p, br#"{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"x"}}"#, &[("A2A-Version", "0.3")]);
     assert_eq!(code(&v), -32009, "{v}");
 
     // Oversize: refused before parsing, store untouched.

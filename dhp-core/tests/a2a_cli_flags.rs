@@ -27,7 +27,10 @@ fn bad_flags_and_missing_store_are_refused() {
         (vec!["--root", r, "--host", "not a host"], "cannot listen"),
     ] {
         let (code, err) = run(&args);
-        assert!(code == 2 || (needle == "cannot listen" && code == 10) || (needle == "reserved" && code == 3), "{args:?}: exit {code}: {err}");
+        assert!(
+            code == 2 || (needle == "cannot listen" && code == 10) || (needle == "reserved" && code == 3),
+            "{args:?}: exit {code}: {err}"
+        );
         assert!(err.starts_with("dhp: ") && err.contains(needle), "{args:?}: {err}");
     }
     let (code, err) = run(&["--root", dir.path().join("nothing-here").to_str().unwrap()]);

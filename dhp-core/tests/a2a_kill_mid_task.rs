@@ -48,10 +48,14 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn agent-b");
-    wait_status(&root, &hid, "3 checkpoints by agent-b", Duration::from_secs(60), |v| v["checkpoints"].as_u64().unwrap_or(0) >= 3);
+    wait_status(&root, &hid, "3 checkpoints by agent-b", Duration::from_secs(60), |v| {
+        v["checkpoints"].as_u64().unwrap_or(0) >= 3
+    });
     b.kill().unwrap();
     b.wait().unwrap();
-    let k = wait_status(&root, &hid, "status after the kill", Duration::from_secs(5), |v| v.is_object())["checkpoints"].as_u64().unwrap();
+    let k = wait_status(&root, &hid, "status after the kill", Duration::from_secs(5), |v| v.is_object())["checkpoints"]
+        .as_u64()
+        .unwrap();
     assert!(k < (HI - LO) / CHUNK, "agent-b finished before the kill");
 
     // The supervisor inside `dhp a2a` orphans it; the client still sees WORKING.

@@ -12,13 +12,15 @@ use std::process::Command;
 fn py(code: &str) -> Value {
     let out = Command::new(dhp_core::testing::python()).arg("-c").arg(code).output().expect("run python");
     assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("python printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("python printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn state_and_result(url: &str, tid: &str) -> (String, Value) {
     let t = &sdk_ok(url, &["get", tid])[0];
     let state = t["status"]["state"].as_str().unwrap().to_string();
-    let result = t["artifacts"][0]["parts"][0]["text"].as_str().map(|s| serde_json::from_str(s).unwrap()).unwrap_or(Value::Null);
+    let result =
+        t["artifacts"][0]["parts"][0]["text"].as_str().map(|s| serde_json::from_str(s).unwrap()).unwrap_or(Value::Null);
     (state, result)
 }
 
@@ -52,8 +54,14 @@ fn restarted_bridge_and_reference_bridge_see_the_same_tasks() {
     let second = Server::start(&root, &[], SHORT);
     let (pending_id, _) = submit(&second.url, &census_task(0, 1_000, 100));
 
-    assert_eq!(state_and_result(&second.url, &ours_id), ("TASK_STATE_COMPLETED".into(), census::expected(0, 20_000, 2_000)));
-    assert_eq!(state_and_result(&second.url, &ref_id), ("TASK_STATE_COMPLETED".into(), census::expected(0, 30_000, 3_000)));
+    assert_eq!(
+        state_and_result(&second.url, &ours_id),
+        ("TASK_STATE_COMPLETED".into(), census::expected(0, 20_000, 2_000))
+    );
+    assert_eq!(
+        state_and_result(&second.url, &ref_id),
+        ("TASK_STATE_COMPLETED".into(), census::expected(0, 30_000, 3_000))
+    );
     assert_eq!(state_and_result(&second.url, &pending_id).0, "TASK_STATE_WORKING");
 
     // A fresh reference bridge rebuilds the same binding from the store.

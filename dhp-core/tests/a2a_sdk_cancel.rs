@@ -31,7 +31,9 @@ fn cancel_pending_running_terminal_and_unknown() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_status(&root, &hid_r, "2 checkpoints", Duration::from_secs(60), |v| v["checkpoints"].as_u64().unwrap_or(0) >= 2);
+    wait_status(&root, &hid_r, "2 checkpoints", Duration::from_secs(60), |v| {
+        v["checkpoints"].as_u64().unwrap_or(0) >= 2
+    });
     let c = &sdk_ok(&srv.url, &["cancel", &running])[0];
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED", "{c}");
     let st = w.wait().unwrap();

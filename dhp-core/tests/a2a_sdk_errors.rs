@@ -51,7 +51,13 @@ fn sdk_sees_typed_errors_and_the_token_is_enforced() {
     // A non-census kind with its own schema is accepted as given.
     let lines = sdk_ok(
         &srv.url,
-        &["send", r#"{"kind": "echo", "inputs": {"x": 1}, "output_schema": {"type": "object"}}"#, "--immediate", t[0], t[1]],
+        &[
+            "send",
+            r#"{"kind": "echo", "inputs": {"x": 1}, "output_schema": {"type": "object"}}"#,
+            "--immediate",
+            t[0],
+            t[1],
+        ],
     );
     assert_eq!(lines[0]["task"]["metadata"]["dhp_kind"], "echo");
 }

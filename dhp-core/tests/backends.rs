@@ -18,8 +18,13 @@ fn scenario(store: Arc<dyn Backend>) -> Vec<String> {
     let sup = Supervisor::new(store.clone(), "sup", cfg.clone(), None).unwrap();
     let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
     let budget = json!({"max_steps": 5, "max_spend_usd": 1.0, "max_wallclock_s": 60.0, "max_attempts": 2});
-    let env = envelope::build("t", json!({"inline": {"n": 1}}), schema, BuildOptions { budget: Some(budget), ..Default::default() })
-        .unwrap();
+    let env = envelope::build(
+        "t",
+        json!({"inline": {"n": 1}}),
+        schema,
+        BuildOptions { budget: Some(budget), ..Default::default() },
+    )
+    .unwrap();
     let hid = w1.dispatch(&env).unwrap();
     assert_eq!(w1.dispatch(&env).unwrap(), hid, "re-dispatch is idempotent");
     let ctx = w1.claim(&hid).unwrap();
@@ -68,23 +73,41 @@ fn scenario_extras(store: Arc<dyn Backend>) -> Vec<String> {
     let mut trace = Vec::new();
     let w = Runner::new(store.clone(), "w1", cfg.clone()).unwrap();
     let caps = json!({"network": ["api.example.com"]});
-    let env = envelope::build("x", json!({"n": 10}), json!({}), BuildOptions { capabilities: Some(caps), ..Default::default() })
-        .unwrap();
+    let env = envelope::build(
+        "x",
+        json!({"n": 10}),
+        json!({}),
+        BuildOptions { capabilities: Some(caps), ..Default::default() },
+    )
+    .unwrap();
     let hid = w.dispatch(&env).unwrap();
     let ctx = w.claim(&hid).unwrap();
-    trace.push(format!("effect {} {}", ctx.record_effect("s1", &json!({"r": 1})).unwrap(), ctx.record_effect("s1", &json!({"r": 2})).unwrap()));
+    trace.push(format!(
+        "effect {} {}",
+        ctx.record_effect("s1", &json!({"r": 1})).unwrap(),
+        ctx.record_effect("s1", &json!({"r": 2})).unwrap()
+    ));
     trace.push(format!("effect_done {}", ctx.effect_done("s1").unwrap().unwrap()));
     assert!(ctx.effect_done("s2").unwrap().is_none());
     assert!(ctx.request_approval("read", &json!({}), 60.0).is_ok());
-    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0) else {
+    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0)
+    else {
         panic!("financial needs approval")
     };
-    trace.push(format!("decide {} {}", w.decide_approval(&approval_id, true).unwrap(), w.decide_approval(&approval_id, false).unwrap()));
+    trace.push(format!(
+        "decide {} {}",
+        w.decide_approval(&approval_id, true).unwrap(),
+        w.decide_approval(&approval_id, false).unwrap()
+    ));
     ctx.await_approval(&approval_id, std::time::Duration::from_millis(1)).unwrap();
-    let Err(Error::ApprovalRequired { approval_id: a2, .. }) = ctx.request_approval("destructive", &json!({}), -1.0) else {
+    let Err(Error::ApprovalRequired { approval_id: a2, .. }) = ctx.request_approval("destructive", &json!({}), -1.0)
+    else {
         panic!("destructive needs approval")
     };
-    trace.push(format!("expired {}", matches!(ctx.await_approval(&a2, std::time::Duration::from_millis(1)), Err(Error::ApprovalDenied { .. }))));
+    trace.push(format!(
+        "expired {}",
+        matches!(ctx.await_approval(&a2, std::time::Duration::from_millis(1)), Err(Error::ApprovalDenied { .. }))
+    ));
     ctx.require_capability("network", "api.example.com").unwrap();
     assert!(matches!(ctx.require_capability("network", "evil.example.com"), Err(Error::CapabilityDenied { .. })));
     let audit = w.capability_audit(&hid).unwrap();
@@ -114,8 +137,18 @@ fn scenario_extras(store: Arc<dyn Backend>) -> Vec<String> {
     let ctxs: Vec<_> = w.claim_many(&hids).unwrap().into_iter().map(Result::unwrap).collect();
     let items: Vec<_> = ctxs
         .iter()
-        .map(|c| runner::CheckpointItem { hid: c.hid().into(), holder: "w1".into(), fence: c.fence(), state: json!({"k": 1}) })
-        .chain(std::iter::once(runner::CheckpointItem { hid: hids[0].clone(), holder: "w1".into(), fence: 7, state: json!({}) }))
+        .map(|c| runner::CheckpointItem {
+            hid: c.hid().into(),
+            holder: "w1".into(),
+            fence: c.fence(),
+            state: json!({"k": 1}),
+        })
+        .chain(std::iter::once(runner::CheckpointItem {
+            hid: hids[0].clone(),
+            holder: "w1".into(),
+            fence: 7,
+            state: json!({}),
+        }))
         .collect();
     let seqs = runner::checkpoint_many(store.as_ref(), &cfg, &items).unwrap();
     trace.push(format!(

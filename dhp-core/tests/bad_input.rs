@@ -19,7 +19,9 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("s");
     let r = Runner::open(&root, "w", Config::default()).unwrap();
-    let env = envelope::build("t", json!({"inline": {"n": 1}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default()).unwrap();
+    let env =
+        envelope::build("t", json!({"inline": {"n": 1}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default())
+            .unwrap();
     let hid = r.dispatch(&env).unwrap();
     let ctx = r.claim(&hid).unwrap();
     ctx.checkpoint(&json!({"s": 1})).unwrap();
@@ -88,7 +90,8 @@ fn wrong_tokens_and_unknown_handoffs() {
 #[test]
 fn oversize_and_non_object_payloads() {
     let fx = fixture();
-    let small = Config { max_checkpoint_bytes: 100, max_result_bytes: 100, max_envelope_bytes: 5000, ..Config::default() };
+    let small =
+        Config { max_checkpoint_bytes: 100, max_result_bytes: 100, max_envelope_bytes: 5000, ..Config::default() };
     let r = Runner::open(&fx.root, "w", small).unwrap();
     let big = json!({"blob": "x".repeat(200)});
     rejected(&fx, "OversizePayload", || r.checkpoint(&fx.hid, fx.fence, &big));
@@ -97,7 +100,9 @@ fn oversize_and_non_object_payloads() {
     let huge = envelope::build("t", json!({"inline": {"b": "y".repeat(6000)}}), json!({}), Default::default()).unwrap();
     rejected(&fx, "OversizePayload", || r.dispatch(&huge));
     rejected(&fx, "ValidationError", || fx.r.checkpoint(&fx.hid, fx.fence, &json!([1])));
-    rejected(&fx, "ValidationError", || fx.r.checkpoint(&fx.hid, fx.fence, &json!({"x": json::parse("1e999").unwrap()})));
+    rejected(&fx, "ValidationError", || {
+        fx.r.checkpoint(&fx.hid, fx.fence, &json!({"x": json::parse("1e999").unwrap()}))
+    });
     rejected(&fx, "ValidationError", || fx.r.note_spend(&fx.hid, fx.fence, -1.0));
     let bad_bundle = vec![b'{'; 10];
     rejected(&fx, "ValidationError", || fx.r.resume(&bad_bundle));
@@ -116,7 +121,13 @@ fn tampered_logs_change_nothing_and_truncated_lines_are_skipped() {
     let good = std::fs::read_to_string(&logp).unwrap();
     let fresh = dir.path().join("fresh");
     let rf = Runner::open(&fresh, "b", cfg.clone()).unwrap();
-    let fresh_fx = Fixture { _dir: tempfile::tempdir().unwrap(), root: fresh.clone(), r: rf.clone(), hid: fx.hid.clone(), fence: 0 };
+    let fresh_fx = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        root: fresh.clone(),
+        r: rf.clone(),
+        hid: fx.hid.clone(),
+        fence: 0,
+    };
 
     // A state changed after hashing: refused whole, nothing ingested.
     let tampered = good.replacen(r#"{"i": 2}"#, r#"{"i": 7}"#, 1);
@@ -158,7 +169,13 @@ fn tampered_bundles_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("b");
     let rb = Runner::open(&other, "b", Config::default()).unwrap();
-    let bfx = Fixture { _dir: tempfile::tempdir().unwrap(), root: other.clone(), r: rb.clone(), hid: fx.hid.clone(), fence: 0 };
+    let bfx = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        root: other.clone(),
+        r: rb.clone(),
+        hid: fx.hid.clone(),
+        fence: 0,
+    };
     let mut v: Value = json::parse_bytes(&bundle).unwrap();
     v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(3);
     rejected(&bfx, "TamperError", || rb.resume(&json::canonical(&v).unwrap()));
@@ -204,10 +221,22 @@ fn cli_errors_are_one_line_with_documented_codes() {
     let cases: Vec<(Vec<String>, i32, &str)> = vec![
         (vec!["status".into(), root.into(), "nothex".into()], 3, "ValidationError"),
         (vec!["status".into(), root.into(), "0".repeat(64)], 4, "UnknownHandoff"),
-        (vec!["work".into(), root.into(), "--runner".into(), "w2".into(), "claim".into(), fx.hid.clone()], 6, "StateError"),
-        (vec!["work".into(), root.into(), "--runner".into(), "w2".into(), "recover".into(), fx.hid.clone()], 5, "OwnershipLost"),
+        (
+            vec!["work".into(), root.into(), "--runner".into(), "w2".into(), "claim".into(), fx.hid.clone()],
+            6,
+            "StateError",
+        ),
+        (
+            vec!["work".into(), root.into(), "--runner".into(), "w2".into(), "recover".into(), fx.hid.clone()],
+            5,
+            "OwnershipLost",
+        ),
         (vec!["ack".into(), root.into(), fx.hid.clone()], 6, "StateError"),
-        (vec!["dispatch".into(), root.into(), "--kind".into(), "k".into(), "--schema".into(), "{".into()], 2, "UsageError"),
+        (
+            vec!["dispatch".into(), root.into(), "--kind".into(), "k".into(), "--schema".into(), "{".into()],
+            2,
+            "UsageError",
+        ),
         (vec!["resume".into(), root.into(), "/nonexistent/bundle".into()], 11, "IoError"),
     ];
     for (args, code, kind) in cases {

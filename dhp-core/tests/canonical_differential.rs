@@ -19,13 +19,41 @@ use std::process::Command;
 const CREATED_AT: &str = "2026-11-30T12:00:00.123456+00:00";
 
 const FLOATS: &[&str] = &[
-    "1e16", "1.5e-7", "-0.0", "5e-324", "1.7976931348623157e308", "0.1", "1e22", "1e21", "1e-5", "0.0001",
-    "123456789012345678901234567890.5", "2.5E+3", "1E5", "-1.0e-310", "9007199254740993.0", "100.0", "1.0",
-    "2.2250738585072014e-308", "4.9406564584124654e-324", "0.30000000000000004", "-1e-7", "1e15", "12345678.9",
+    "1e16",
+    "1.5e-7",
+    "-0.0",
+    "5e-324",
+    "1.7976931348623157e308",
+    "0.1",
+    "1e22",
+    "1e21",
+    "1e-5",
+    "0.0001",
+    "123456789012345678901234567890.5",
+    "2.5E+3",
+    "1E5",
+    "-1.0e-310",
+    "9007199254740993.0",
+    "100.0",
+    "1.0",
+    "2.2250738585072014e-308",
+    "4.9406564584124654e-324",
+    "0.30000000000000004",
+    "-1e-7",
+    "1e15",
+    "12345678.9",
 ];
 const INTS: &[&str] = &[
-    "0", "-0", "1", "-1", "9007199254740993", "18446744073709551616", "-9223372036854775809",
-    "1180591620717411303424", "-1180591620717411303424", "123456789012345678901234567890123456789",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "9007199254740993",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "1180591620717411303424",
+    "-1180591620717411303424",
+    "123456789012345678901234567890123456789",
 ];
 
 struct Gen {
@@ -50,8 +78,10 @@ impl Gen {
             _ => loop {
                 // A decimal literal with many digits and any exponent.
                 let first = char::from(b'1' + self.rng.gen_range(0..9));
-                let rest: String = (0..self.rng.gen_range(0..24)).map(|_| char::from(b'0' + self.rng.gen_range(0..10))).collect();
-                let frac: String = (0..self.rng.gen_range(1..8)).map(|_| char::from(b'0' + self.rng.gen_range(0..10))).collect();
+                let rest: String =
+                    (0..self.rng.gen_range(0..24)).map(|_| char::from(b'0' + self.rng.gen_range(0..10))).collect();
+                let frac: String =
+                    (0..self.rng.gen_range(1..8)).map(|_| char::from(b'0' + self.rng.gen_range(0..10))).collect();
                 let sign = if self.rng.gen() { "-" } else { "" };
                 let text = format!("{sign}{first}{rest}.{frac}e{}", self.rng.gen_range(-340..300));
                 if text.parse::<f64>().is_ok_and(f64::is_finite) {
@@ -224,5 +254,10 @@ fn random_values_match_the_reference_byte_for_byte() {
             diffs.push(format!("case {i}: {text}\n  ours:   {got}\n  theirs: {want}"));
         }
     }
-    assert!(diffs.is_empty(), "seed {seed}: {} of {n} differ:\n{}", diffs.len(), diffs.iter().take(5).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "seed {seed}: {} of {n} differ:\n{}",
+        diffs.len(),
+        diffs.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
+    );
 }

@@ -10,7 +10,8 @@ use std::process::Command;
 
 #[test]
 fn halfway_floats_print_as_python_does() {
-    let mut lits: Vec<String> = vec!["-224700635283.8244333e4".into(), "2247006352838244.25".into(), "0.5".into(), "5e-324".into()];
+    let mut lits: Vec<String> =
+        vec!["-224700635283.8244333e4".into(), "2247006352838244.25".into(), "0.5".into(), "5e-324".into()];
     // Doubles in [2^50, 2^51) are spaced 0.25 apart: every k + 0.25 and
     // k + 0.75 is a tie at 17 digits.
     for k in [1125899906842624u64, 1125899906842625, 1999999999999999, 2000000000000001, 2251799813685247] {

@@ -49,25 +49,41 @@ fn nonsense_specs_and_budgets_are_refused() {
 
 #[test]
 fn the_worker_refuses_census_inputs_out_of_bounds() {
-    use dhp_core::envelope::{self, BuildOptions};
     use dhp_core::census;
+    use dhp_core::envelope::{self, BuildOptions};
     let dir = tempfile::tempdir().unwrap();
     let (root, _) = store_with_census(dir.path());
     let r = root.to_str().unwrap();
     // Handoffs another tool dispatched: reversed, too large, chunk too big.
-    for (lo, hi, chunk, want) in [(2000, 1000, 100, "LO < HI"), (0, 20_000_000_000, 100, "HI"), (0, 100, 20_000_000, "CHUNK")] {
-        let env = envelope::build(census::KIND, census::inputs(lo, hi, chunk), census::output_schema(), BuildOptions::default()).unwrap();
+    for (lo, hi, chunk, want) in
+        [(2000, 1000, 100, "LO < HI"), (0, 20_000_000_000, 100, "HI"), (0, 100, 20_000_000, "CHUNK")]
+    {
+        let env = envelope::build(
+            census::KIND,
+            census::inputs(lo, hi, chunk),
+            census::output_schema(),
+            BuildOptions::default(),
+        )
+        .unwrap();
         let file = dir.path().join("env.json");
         std::fs::write(&file, serde_json::to_vec(&env).unwrap()).unwrap();
         let d = run(&["--json", "dispatch", r, "--envelope", file.to_str().unwrap()], &[]);
         assert_eq!(d.code, 0, "{d:?}");
         let hid = d.json()["hid"].as_str().unwrap().to_string();
-        let msg = failed(&run(&["work", r, "--runner", "w1", "claim", &hid, "--no-background-heartbeat"], &[]), 3, "ValidationError");
+        let msg = failed(
+            &run(&["work", r, "--runner", "w1", "claim", &hid, "--no-background-heartbeat"], &[]),
+            3,
+            "ValidationError",
+        );
         assert!(msg.contains(want), "{lo},{hi},{chunk}: {msg}");
         let c = rusqlite::Connection::open(root.join("dhp.sqlite3")).unwrap();
         let n: i64 = c.query_row("SELECT COUNT(*) FROM checkpoints WHERE hid=?1", [&hid], |r| r.get(0)).unwrap();
         assert_eq!(n, 0, "no checkpoint of a refused census");
         let st = run(&["--json", "status", r, &hid], &[]).json();
-        assert_eq!((st["status"].as_str(), st["owner"].as_str()), (Some("pending"), None), "refused before the claim: {st}");
+        assert_eq!(
+            (st["status"].as_str(), st["owner"].as_str()),
+            (Some("pending"), None),
+            "refused before the claim: {st}"
+        );
     }
 }

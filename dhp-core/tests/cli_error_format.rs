@@ -128,7 +128,10 @@ fn suspend_to_a_missing_directory_leaves_the_handoff_running() {
     let ok = run(&["suspend", root.to_str().unwrap(), &hid, "-o", good.to_str().unwrap()], &[]);
     assert_eq!(ok.code, 0, "{ok:?}");
     assert!(std::fs::read(&good).unwrap().starts_with(b"{"));
-    let names: Vec<String> =
-        std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
 }

@@ -6,7 +6,8 @@ use cli_support::*;
 
 #[test]
 fn every_positional_argument_is_described() {
-    for cmd in ["supervisor", "dispatch", "status", "ingest", "suspend", "resume", "ack", "decide", "work", "transport"] {
+    for cmd in ["supervisor", "dispatch", "status", "ingest", "suspend", "resume", "ack", "decide", "work", "transport"]
+    {
         let help = run(&[cmd, "--help"], &[]);
         assert_eq!(help.code, 0, "{help:?}");
         let args: Vec<&str> = help
@@ -30,7 +31,8 @@ fn status_columns_line_up() {
     let (root, hid) = store_with_census(dir.path());
     let r = root.to_str().unwrap();
     // A second handoff with wider values: 12 checkpoints and an owner.
-    let big = run(&["--json", "dispatch", r, "--census", "0,1200,100"], &[]).json()["hid"].as_str().unwrap().to_string();
+    let big =
+        run(&["--json", "dispatch", r, "--census", "0,1200,100"], &[]).json()["hid"].as_str().unwrap().to_string();
     let w = run(&["work", r, "--runner", "a-long-worker-name", "claim", &big], &[]);
     assert_eq!(w.code, 0, "{w:?}");
     let out = run(&["status", r], &[]);
@@ -49,7 +51,11 @@ fn status_columns_line_up() {
             assert!(c != b' ' && l.as_bytes()[s - 1] == b' ', "column at {s} in {l:?}\n{}", out.stdout);
         }
         for &e in &ends {
-            assert!(l.as_bytes()[e - 1].is_ascii_digit() && l.as_bytes()[e] == b' ', "number ending at {e} in {l:?}\n{}", out.stdout);
+            assert!(
+                l.as_bytes()[e - 1].is_ascii_digit() && l.as_bytes()[e] == b' ',
+                "number ending at {e} in {l:?}\n{}",
+                out.stdout
+            );
         }
     }
 }

@@ -86,14 +86,17 @@ fn an_empty_or_foreign_database_is_refused_untouched() {
 
     // Zero bytes (a truncated store, or `> dhp.sqlite3`).
     std::fs::write(&db, "").unwrap();
-    for args in [vec!["status", r], vec!["dispatch", "--create", r, "--census", "0,100,10"], vec!["supervisor", r, "s", "0"]] {
+    for args in
+        [vec!["status", r], vec!["dispatch", "--create", r, "--census", "0,100,10"], vec!["supervisor", r, "s", "0"]]
+    {
         let msg = failed(&run(&args, &[]), 11, "StoreError");
         assert!(msg.contains("empty"), "{args:?}: {msg}");
         assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{args:?} re-initialised an empty store");
     }
 
     // Not SQLite at all.
-    std::fs::write(&db, "hello, not a database, but long enough to have a header ..................................").unwrap();
+    std::fs::write(&db, "hello, not a database, but long enough to have a header ..................................")
+        .unwrap();
     let before = std::fs::read(&db).unwrap();
     let msg = failed(&run(&["dispatch", r, "--census", "0,100,10"], &[]), 11, "StoreError");
     assert!(msg.contains("not an SQLite database"), "{msg}");

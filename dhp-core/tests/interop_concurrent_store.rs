@@ -15,7 +15,8 @@ fn python_and_rust_workers_share_a_live_store() {
     let (_, b, _) = dhp(&["dispatch", root, "--census", "21000,41000,100"], &[]);
     let (ha, hb) = (a["hid"].as_str().unwrap().to_string(), b["hid"].as_str().unwrap().to_string());
 
-    let mut sup = Command::new(dhp_bin()).args(["supervisor", root, "rs-sup", "60"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut sup =
+        Command::new(dhp_bin()).args(["supervisor", root, "rs-sup", "60"]).stdout(Stdio::null()).spawn().unwrap();
     let py = Command::new(dhp_core::testing::python())
         .arg(refctl_path())
         .args(["census", root, &ha, "--runner", "py-w", "--mode", "claim", "--chunk", "100", "--pace", "0.005"])
@@ -43,7 +44,10 @@ fn python_and_rust_workers_share_a_live_store() {
     for (hid, lo, hi) in [(&ha, 1000, 21000), (&hb, 21000, 41000)] {
         let st = r.status(hid).unwrap();
         let want = census::expected(lo, hi, 100);
-        assert_eq!((&st["result"]["prime_count"], &st["result"]["prime_sum"]), (&want["prime_count"], &want["prime_sum"]));
+        assert_eq!(
+            (&st["result"]["prime_count"], &st["result"]["prime_sum"]),
+            (&want["prime_count"], &want["prime_sum"])
+        );
         assert_eq!((st["attempt"].as_i64(), st["checkpoints"].as_i64()), (Some(0), Some(200)), "no false orphan: {st}");
     }
 }

@@ -9,8 +9,13 @@ use serde_json::json;
 
 fn rs_handoff(root: &str) -> (Runner, String) {
     let r = Runner::open(root, "rs-w", Config::default()).unwrap();
-    let env = envelope::build("t", json!({"inline": {"n": 2, "u": "ü\u{2029}"}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default())
-        .unwrap();
+    let env = envelope::build(
+        "t",
+        json!({"inline": {"n": 2, "u": "ü\u{2029}"}}),
+        serde_json::from_str(SCHEMA_X).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     let hid = r.dispatch(&env).unwrap();
     (r, hid)
 }
@@ -50,7 +55,10 @@ fn rust_log_ingests_in_python_and_python_log_ingests_in_rust() {
     // The reverse: Python ships a log, Rust ingests it, byte-identical lines.
     let c = dir.path().join("c");
     let c = c.to_str().unwrap();
-    let phid = refctl_ok(&["dispatch", c, "--kind", "t", "--inputs", r#"{"k": [1, 2.5, "\u00e9"]}"#, "--schema", SCHEMA_X], &[])["hid"]
+    let phid = refctl_ok(
+        &["dispatch", c, "--kind", "t", "--inputs", r#"{"k": [1, 2.5, "\u00e9"]}"#, "--schema", SCHEMA_X],
+        &[],
+    )["hid"]
         .as_str()
         .unwrap()
         .to_string();
@@ -63,7 +71,9 @@ fn rust_log_ingests_in_python_and_python_log_ingests_in_rust() {
     refctl_ok(&["ship-envelope", plog_s, c, &phid], &[]);
     for i in 0..4 {
         let st = format!(r#"{{"i": {i}, "x": 1E5, "e": "\u2028"}}"#);
-        let seq = refctl_ok(&["checkpoint", c, &phid, "--runner", "py", "--fence", &pf, "--state", &st], &long_lease)["seq"].to_string();
+        let seq = refctl_ok(&["checkpoint", c, &phid, "--runner", "py", "--fence", &pf, "--state", &st], &long_lease)
+            ["seq"]
+            .to_string();
         refctl_ok(&["ship-checkpoint", plog_s, &seq, "--state", &st], &[]);
     }
     let text = std::fs::read_to_string(&plog).unwrap();
@@ -72,7 +82,13 @@ fn rust_log_ingests_in_python_and_python_log_ingests_in_rust() {
         if v["type"] == "envelope" {
             assert_eq!(log::envelope_line(&v["envelope"]).unwrap(), line, "envelope line bytes");
         } else {
-            let ours = log::checkpoint_line(v["seq"].as_i64().unwrap(), &v["state"], v["state_hash"].as_str().unwrap(), v["at"].as_str().unwrap()).unwrap();
+            let ours = log::checkpoint_line(
+                v["seq"].as_i64().unwrap(),
+                &v["state"],
+                v["state_hash"].as_str().unwrap(),
+                v["at"].as_str().unwrap(),
+            )
+            .unwrap();
             assert_eq!(ours, line, "checkpoint line bytes");
         }
     }
@@ -83,7 +99,10 @@ fn rust_log_ingests_in_python_and_python_log_ingests_in_rust() {
     let rep2 = log::ingest(rd.store().as_ref(), &plog, &Config::default()).unwrap();
     assert_eq!((rep2.checkpoints_new, rep2.created), (0, false), "re-ingest is idempotent");
     let mut ctx = rd.claim(&phid).unwrap();
-    assert!(json::equivalent(&rd.last_checkpoint(&phid).unwrap().unwrap(), &json!({"i": 3, "x": 100000.0, "e": "\u{2028}"})));
+    assert!(json::equivalent(
+        &rd.last_checkpoint(&phid).unwrap().unwrap(),
+        &json!({"i": 3, "x": 100000.0, "e": "\u{2028}"})
+    ));
     assert_eq!(ctx.checkpoint(&json!({"i": 4})).unwrap(), 4);
     ctx.complete(&json!({"x": 4})).unwrap();
 }
@@ -115,7 +134,10 @@ fn bundles_cross_both_ways_and_match_byte_for_byte() {
     let b = b.to_str().unwrap();
     assert_eq!(refctl_ok(&["resume", b, ob.to_str().unwrap()], &[])["hid"], hid.as_str());
     let st = refctl_ok(&["status", b, &hid], &[]);
-    assert_eq!((st["status"].as_str(), st["attempt"].as_i64(), st["checkpoints"].as_i64()), (Some("pending"), Some(1), Some(3)));
+    assert_eq!(
+        (st["status"].as_str(), st["attempt"].as_i64(), st["checkpoints"].as_i64()),
+        (Some("pending"), Some(1), Some(3))
+    );
 
     // Python's bundle resumes in Rust and completes here.
     let c = dir.path().join("c");

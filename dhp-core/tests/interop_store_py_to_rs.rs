@@ -10,14 +10,20 @@ use serde_json::json;
 fn python_half_worked_store_is_finished_by_rust() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
-    let hid = refctl_ok(&["dispatch", root, "--kind", "t", "--inputs", r#"{"n": 1, "s": "é\u2028"}"#, "--schema", SCHEMA_X], &[])["hid"]
+    let hid = refctl_ok(
+        &["dispatch", root, "--kind", "t", "--inputs", r#"{"n": 1, "s": "é\u2028"}"#, "--schema", SCHEMA_X],
+        &[],
+    )["hid"]
         .as_str()
         .unwrap()
         .to_string();
     let fence = refctl_ok(&["claim", root, &hid, "--runner", "py-w"], &[])["fence"].as_i64().unwrap();
     for i in 0..3 {
         let st = json!({"i": i, "f": 0.1 + 0.2, "big": 1u128 << 70, "u": "中文😀\u{7f}"}).to_string();
-        let seq = refctl_ok(&["checkpoint", root, &hid, "--runner", "py-w", "--fence", &fence.to_string(), "--state", &st], &[]);
+        let seq = refctl_ok(
+            &["checkpoint", root, &hid, "--runner", "py-w", "--fence", &fence.to_string(), "--state", &st],
+            &[],
+        );
         assert_eq!(seq["seq"], i);
     }
     // The Python worker "dies": its lease runs out; a Rust supervisor orphans.
@@ -39,7 +45,8 @@ fn python_half_worked_store_is_finished_by_rust() {
     assert_eq!((text.as_str(), hash.as_str()), (rows[2].state_json.as_str(), rows[2].state_hash.as_str()));
     assert_eq!(ctx.checkpoint(&json!({"i": 3})).unwrap(), 3);
     // The stale Python worker is fenced out.
-    let (code, v) = refctl(&["checkpoint", root, &hid, "--runner", "py-w", "--fence", &fence.to_string(), "--state", "{}"], &[]);
+    let (code, v) =
+        refctl(&["checkpoint", root, &hid, "--runner", "py-w", "--fence", &fence.to_string(), "--state", "{}"], &[]);
     assert_eq!((code, v["error_kind"].as_str()), (1, Some("FencingError")), "{v}");
     ctx.complete(&json!({"x": 42})).unwrap();
 

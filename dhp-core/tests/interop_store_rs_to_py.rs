@@ -43,7 +43,10 @@ fn rust_half_worked_store_is_finished_by_python() {
     let last = refctl_ok(&["last", root, &hid], &[])["state"].clone();
     assert!(dhp_core::json::equivalent(&last, &json!({"i": 2, "x": 1.5e-7})), "{last}");
     let f = fence.to_string();
-    assert_eq!(refctl_ok(&["checkpoint", root, &hid, "--runner", "py-w", "--fence", &f, "--state", r#"{"i": 3}"#], &[])["seq"], 3);
+    assert_eq!(
+        refctl_ok(&["checkpoint", root, &hid, "--runner", "py-w", "--fence", &f, "--state", r#"{"i": 3}"#], &[])["seq"],
+        3
+    );
     // Our stale context is fenced out by what Python did.
     let e = r.checkpoint(&hid, 0, &json!({"i": 99})).unwrap_err();
     assert_eq!(e.kind(), "FencingError");

@@ -16,7 +16,8 @@ const LEASE: &[(&str, &str)] = &[
 ];
 
 fn wait_for(what: &str, secs: f64, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
+    let end = Instant::now()
+        + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
     while Instant::now() < end {
         if f() {
             return;
@@ -94,7 +95,8 @@ fn rust_supervisor_orphans_a_killed_python_worker() {
     let r = Runner::open(root, "observer", Config::default()).unwrap();
 
     let mut w = Command::new(dhp_core::testing::python());
-    w.arg(refctl_path()).args(["census", root, &hid, "--runner", "py-w1", "--mode", "claim", "--chunk", "100", "--pace", "0.01"]);
+    w.arg(refctl_path())
+        .args(["census", root, &hid, "--runner", "py-w1", "--mode", "claim", "--chunk", "100", "--pace", "0.01"]);
     let mut w = spawn(w);
     wait_for("python checkpoints", 30.0, || checkpoints(&r, &hid) >= 20);
     kill9(&mut w);

@@ -56,7 +56,10 @@ fn orphan_rechecks_the_lease_under_the_lock() {
     testing::expire_lease(&r, &hid).unwrap();
     let mut own = r.ownership(&hid).unwrap().unwrap();
     own.lease_expires_at = envelope::now() + 5.0;
-    dhp_core::store::with_tx(r.store().as_ref(), dhp_core::store::Mode::Write, |tx| tx.update_ownership(&own, envelope::now())).unwrap();
+    dhp_core::store::with_tx(r.store().as_ref(), dhp_core::store::Mode::Write, |tx| {
+        tx.update_ownership(&own, envelope::now())
+    })
+    .unwrap();
     let a = sup.orphan(&hid, OrphanReason::LeaseExpired, None).unwrap();
     assert_eq!(a["action"], "already-orphaned-or-released");
     ctx.checkpoint(&json!({"still": "mine"})).unwrap();
@@ -195,7 +198,8 @@ fn approvals_fail_closed_until_decided() {
     let (_d, r, sup, hid) = setup(None, None, Config::default());
     let ctx = r.claim(&hid).unwrap();
     ctx.request_approval("read", &json!({}), 60.0).unwrap();
-    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0) else {
+    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0)
+    else {
         panic!("financial actions need approval")
     };
     assert!(r.decide_approval(&approval_id, true).unwrap());
@@ -214,7 +218,10 @@ fn approvals_fail_closed_until_decided() {
 fn batches_share_one_transaction_and_keep_per_item_errors() {
     let dir = tempfile::tempdir().unwrap();
     let r = Runner::open(dir.path(), "w", Config::default()).unwrap();
-    let mk = |n: i64| envelope::build("t", json!({"inline": {"n": n}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default()).unwrap();
+    let mk = |n: i64| {
+        envelope::build("t", json!({"inline": {"n": n}}), serde_json::from_str(SCHEMA_X).unwrap(), Default::default())
+            .unwrap()
+    };
     let mut tampered = mk(99);
     tampered["task"]["inputs"]["inline"]["n"] = json!(100);
     let ids = r.dispatch_many(&[mk(1), tampered, mk(2)]).unwrap();

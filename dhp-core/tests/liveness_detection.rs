@@ -12,7 +12,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
+    let end = Instant::now()
+        + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
     while Instant::now() < end {
         if f() {
             return true;
@@ -75,7 +76,10 @@ fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
     wa.kill().unwrap();
     let t0 = Instant::now();
     wa.wait().unwrap();
-    assert!(wait_for(10.0, || r.status(&ha).unwrap()["status"] == "orphaned"), "not orphaned within 10 s (lease is 30 s)");
+    assert!(
+        wait_for(10.0, || r.status(&ha).unwrap()["status"] == "orphaned"),
+        "not orphaned within 10 s (lease is 30 s)"
+    );
     eprintln!("kill -9 → orphaned in {:?}", t0.elapsed());
     assert_eq!(env_of(&r, &ha)["orphan_reason"], "worker-died");
     std::thread::sleep(Duration::from_millis(800));

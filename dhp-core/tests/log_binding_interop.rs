@@ -10,7 +10,12 @@ use tcp_support::*;
 
 fn ref_rows(root: &std::path::Path, hid: &str) -> Vec<(i64, String)> {
     let v = refctl_ok(&["checkpoints", root.to_str().unwrap(), hid], &[]);
-    v["rows"].as_array().unwrap().iter().map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string())).collect()
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -19,10 +24,16 @@ fn bound_logs_ingest_into_the_reference() {
     let src = tmp.path().join("src");
     let log = tmp.path().join("ours.log");
     let hid = census(&src, 0, 1500, 100);
-    let (code, out, err) = finish(spawn_work(&src, "w", &hid, &["--ship", log.to_str().unwrap()], &[]), std::time::Duration::from_secs(60));
+    let (code, out, err) = finish(
+        spawn_work(&src, "w", &hid, &["--ship", log.to_str().unwrap()], &[]),
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(code, 0, "{out} {err}");
     let recs = records(&log);
-    assert!(recs.iter().filter(|v| v["type"] == "checkpoint").all(|v| v.get("hid").is_some()), "our lines must be bound");
+    assert!(
+        recs.iter().filter(|v| v["type"] == "checkpoint").all(|v| v.get("hid").is_some()),
+        "our lines must be bound"
+    );
     assert!(recs.iter().any(|v| v.get("prev").is_some()));
 
     let py = tmp.path().join("py");
@@ -34,14 +45,37 @@ fn bound_logs_ingest_into_the_reference() {
     // fields, and it still ingests into ours.
     let pysrc = tmp.path().join("pysrc");
     let pyhid = refctl_ok(
-        &["dispatch", pysrc.to_str().unwrap(), "--sdk", "--kind", "census", "--inputs", r#"{"lo": 0, "hi": 600}"#, "--schema", "{}"],
+        &[
+            "dispatch",
+            pysrc.to_str().unwrap(),
+            "--sdk",
+            "--kind",
+            "census",
+            "--inputs",
+            r#"{"lo": 0, "hi": 600}"#,
+            "--schema",
+            "{}",
+        ],
         &[],
     )["hid"]
         .as_str()
         .unwrap()
         .to_string();
     let pylog = tmp.path().join("ref.log");
-    refctl_ok(&["census", pysrc.to_str().unwrap(), &pyhid, "--runner", "r", "--mode", "claim", "--ship", pylog.to_str().unwrap()], &[]);
+    refctl_ok(
+        &[
+            "census",
+            pysrc.to_str().unwrap(),
+            &pyhid,
+            "--runner",
+            "r",
+            "--mode",
+            "claim",
+            "--ship",
+            pylog.to_str().unwrap(),
+        ],
+        &[],
+    );
     let recs: Vec<Value> = records(&pylog);
     assert!(recs.iter().all(|v| v.get("hid").is_none() && v.get("prev").is_none()));
     let rep = ingest_ours(&tmp.path().join("dst"), &pylog);

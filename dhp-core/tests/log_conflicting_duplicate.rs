@@ -43,7 +43,9 @@ fn a_conflicting_duplicate_seq_is_refused_and_changes_nothing() {
     let fresh_root = tmp.path().join("fresh");
     let fresh = Runner::open(&fresh_root, "f", cfg.clone()).unwrap();
     let mut both = std::fs::read(&good).unwrap();
-    both.extend_from_slice(&std::fs::read(&other).unwrap()[std::fs::read_to_string(&other).unwrap().find('\n').unwrap() + 1..]);
+    both.extend_from_slice(
+        &std::fs::read(&other).unwrap()[std::fs::read_to_string(&other).unwrap().find('\n').unwrap() + 1..],
+    );
     let mixed = tmp.path().join("mixed.log");
     std::fs::write(&mixed, &both).unwrap();
     let err = log::ingest(fresh.store().as_ref(), &mixed, &cfg).unwrap_err();

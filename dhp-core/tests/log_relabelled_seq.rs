@@ -15,7 +15,10 @@ fn a_relabelled_line_breaks_the_chain() {
     let src = tmp.path().join("src");
     let log = tmp.path().join("a.log");
     let hid = census(&src, 0, 1000, 100);
-    let (code, out, err) = finish(spawn_work(&src, "w", &hid, &["--ship", log.to_str().unwrap()], &[]), std::time::Duration::from_secs(60));
+    let (code, out, err) = finish(
+        spawn_work(&src, "w", &hid, &["--ship", log.to_str().unwrap()], &[]),
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(code, 0, "{out} {err}");
 
     let text = std::fs::read_to_string(&log).unwrap();

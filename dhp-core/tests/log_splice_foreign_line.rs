@@ -14,7 +14,10 @@ use tcp_support::*;
 /// Work a census handoff to completion, shipping to `log`.
 fn worked_log(root: &Path, lo: u64, log: &Path) -> String {
     let hid = census(root, lo, lo + 1000, 100);
-    let (code, out, err) = finish(spawn_work(root, "w", &hid, &["--ship", log.to_str().unwrap()], &[]), std::time::Duration::from_secs(60));
+    let (code, out, err) = finish(
+        spawn_work(root, "w", &hid, &["--ship", log.to_str().unwrap()], &[]),
+        std::time::Duration::from_secs(60),
+    );
     assert_eq!(code, 0, "{out} {err}");
     hid
 }

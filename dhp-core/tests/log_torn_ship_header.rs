@@ -16,7 +16,10 @@ fn a_torn_header_is_written_again() {
     let log = tmp.path().join("ship.log");
     let hid = census(&root, 0, 500, 100);
     std::fs::write(&log, br#"{"envelope": {"contract": {"acceptance": [], "bud"#).unwrap();
-    let (code, out, err) = finish(spawn_work(&root, "w1", &hid, &["--ship", log.to_str().unwrap(), "--no-liveness"], &[]), Duration::from_secs(60));
+    let (code, out, err) = finish(
+        spawn_work(&root, "w1", &hid, &["--ship", log.to_str().unwrap(), "--no-liveness"], &[]),
+        Duration::from_secs(60),
+    );
     assert_eq!(code, 0, "{out} {err}");
     let rep = ingest_ours(&tmp.path().join("fresh"), &log);
     assert_eq!((rep["lines_skipped"].as_i64(), rep["checkpoints_new"].as_i64()), (Some(1), Some(5)), "{rep}");

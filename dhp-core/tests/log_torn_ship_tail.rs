@@ -19,7 +19,10 @@ fn recoverer_repairs_a_torn_ship_log() {
     let log = tmp.path().join("ship.log");
     let hid = census(&root, 0, 1000, 100);
     let ship = ["--ship", log.to_str().unwrap(), "--no-liveness"];
-    let (code, out, err) = finish(spawn_work(&root, "w1", &hid, &[&ship[..], &["--stop-after", "4"]].concat(), &[]), Duration::from_secs(60));
+    let (code, out, err) = finish(
+        spawn_work(&root, "w1", &hid, &[&ship[..], &["--stop-after", "4"]].concat(), &[]),
+        Duration::from_secs(60),
+    );
     assert_eq!(code, 3, "{out} {err}");
     assert_eq!(log_seqs(&log), vec![0, 1, 2, 3]);
 

@@ -20,14 +20,20 @@ async fn pending_approval_past_expiry_reads_expired() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_dhp"));
     cmd.args(["mcp", "--root"]).arg(dir.path());
-    let (transport, _) = TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
+    let (transport, _) =
+        TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
     let c = ().serve(transport).await.expect("initialize");
 
     let d = call(&c, "dhp_dispatch", json!({"task_kind": "pay", "inputs": {}, "output_schema": {}})).await;
     let hid = d["handoff_id"].as_str().unwrap().to_string();
     call(&c, "dhp_claim", json!({"handoff_id": hid, "worker_id": "w1"})).await;
-    let ap = call(&c, "dhp_request_approval", json!({"handoff_id": hid, "worker_id": "w1",
-        "action_class": "financial", "details": {"usd": 10}})).await;
+    let ap = call(
+        &c,
+        "dhp_request_approval",
+        json!({"handoff_id": hid, "worker_id": "w1",
+        "action_class": "financial", "details": {"usd": 10}}),
+    )
+    .await;
     let aid = ap["approval_id"].as_str().unwrap().to_string();
     assert_eq!(call(&c, "dhp_approval_status", json!({"approval_id": aid})).await["status"], "pending");
 
@@ -37,7 +43,8 @@ async fn pending_approval_past_expiry_reads_expired() {
 
     let st = call(&c, "dhp_approval_status", json!({"approval_id": aid})).await;
     assert_eq!(st, json!({"ok": true, "status": "expired", "action_class": "financial"}));
-    let stored: String = db.query_row("SELECT status FROM approvals WHERE approval_id = ?1", [&aid], |r| r.get(0)).unwrap();
+    let stored: String =
+        db.query_row("SELECT status FROM approvals WHERE approval_id = ?1", [&aid], |r| r.get(0)).unwrap();
     assert_eq!(stored, "expired");
     assert_eq!(call(&c, "dhp_approve", json!({"approval_id": aid})).await, json!({"ok": true, "decided": false}));
     c.cancel().await.expect("close");

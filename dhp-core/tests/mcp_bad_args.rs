@@ -11,7 +11,8 @@ use mcp_support::{ours, py_session};
 fn every_tool_refuses_bad_arguments_with_a_typed_reply() {
     let dir = tempfile::tempdir().unwrap();
     // Small payload limits so the oversize cases stay small.
-    let env = [("DHP_MAX_CHECKPOINT_BYTES", "4096"), ("DHP_MAX_RESULT_BYTES", "4096"), ("DHP_MAX_ENVELOPE_BYTES", "16384")];
+    let env =
+        [("DHP_MAX_CHECKPOINT_BYTES", "4096"), ("DHP_MAX_RESULT_BYTES", "4096"), ("DHP_MAX_ENVELOPE_BYTES", "16384")];
     let s = py_session(&[vec!["badargs".into(), "--".into()], ours(dir.path())].concat(), &env);
     let steps = s["steps"].as_array().unwrap();
     // 18 tools × their parameters × 5 bad values, plus the refused values.
@@ -23,7 +24,11 @@ fn every_tool_refuses_bad_arguments_with_a_typed_reply() {
         assert_eq!(r["ok"], false, "{label} was accepted: {r}");
         let code = r["code"].as_str().unwrap_or_default();
         // Not "result: null" (= not done, fire it) for a handoff that does not exist.
-        let want: &[&str] = if label == "effect_done unknown hid" { &["UnknownHandoff"] } else { &["ValidationError", "OversizePayload"] };
+        let want: &[&str] = if label == "effect_done unknown hid" {
+            &["UnknownHandoff"]
+        } else {
+            &["ValidationError", "OversizePayload"]
+        };
         assert!(want.contains(&code), "{label}: code {code}: {r}");
         assert!(r["error"].as_str().is_some_and(|m| !m.is_empty()), "{label}: no message");
     }

@@ -14,13 +14,25 @@ use serde_json::{json, Value};
 fn differences() -> Vec<(&'static str, Value, Value)> {
     vec![
         // Protocol: every mutation checks the lease holder.
-        ("effect non-holder", json!({"ok": true, "recorded": true}), json!({"ok": false, "error": "<msg>", "code": "FencingError"})),
+        (
+            "effect non-holder",
+            json!({"ok": true, "recorded": true}),
+            json!({"ok": false, "error": "<msg>", "code": "FencingError"}),
+        ),
         // Spend is a cost: a negative amount would hide an overrun.
         ("spend negative", json!({"ok": true}), json!({"ok": false, "error": "<msg>", "code": "ValidationError"})),
         // An unknown id is bad input, not a server fault.
-        ("approval unknown", json!({"ok": false, "error": "<msg>", "code": "InternalError"}), json!({"ok": false, "error": "<msg>", "code": "UnknownApproval"})),
+        (
+            "approval unknown",
+            json!({"ok": false, "error": "<msg>", "code": "InternalError"}),
+            json!({"ok": false, "error": "<msg>", "code": "UnknownApproval"}),
+        ),
         // The protocol has a typed error for a denied capability.
-        ("capability denied", json!({"ok": false, "error": "<msg>", "code": "InternalError"}), json!({"ok": false, "error": "<msg>", "code": "CapabilityDenied"})),
+        (
+            "capability denied",
+            json!({"ok": false, "error": "<msg>", "code": "InternalError"}),
+            json!({"ok": false, "error": "<msg>", "code": "CapabilityDenied"}),
+        ),
         // A second complete of a completed handoff is a no-op.
         ("complete again", json!({"ok": false, "error": "<msg>", "code": "FencingError"}), json!({"ok": true})),
     ]
@@ -53,7 +65,11 @@ fn same_session_same_replies_except_the_listed_differences() {
         for (k, v) in ap {
             assert_eq!(v["type"], bp[k]["type"], "{}.{k}", a["name"]);
             assert_eq!(v["title"], bp[k]["title"], "{}.{k}", a["name"]);
-            assert!(bp[k]["description"].as_str().is_some_and(|d| d.len() > 20), "{}.{k} has no description", a["name"]);
+            assert!(
+                bp[k]["description"].as_str().is_some_and(|d| d.len() > 20),
+                "{}.{k} has no description",
+                a["name"]
+            );
         }
         assert_eq!(a["output_schema"], b["output_schema"], "{}", a["name"]);
         assert!(b["description"].as_str().is_some_and(|d| d.len() > 60), "{} description too thin", b["name"]);

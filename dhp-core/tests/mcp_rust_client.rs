@@ -23,19 +23,37 @@ async fn rust_sdk_client_runs_the_agent_loop() {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_dhp"));
     cmd.args(["mcp", "--root"]).arg(dir.path()).env("DHP_LOG", "info");
-    let (transport, _stderr) = TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
+    let (transport, _stderr) =
+        TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
     let c = ().serve(transport).await.expect("initialize");
 
     let info = c.peer_info().expect("server info");
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("dhp"));
     let tools = c.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, [
-        "dhp_dispatch", "dhp_claim", "dhp_checkpoint", "dhp_heartbeat", "dhp_complete", "dhp_recover",
-        "dhp_status", "dhp_last_checkpoint", "dhp_health", "dhp_record_effect", "dhp_effect_done",
-        "dhp_note_spend", "dhp_note_activity", "dhp_request_approval", "dhp_approval_status",
-        "dhp_approve", "dhp_deny", "dhp_require_capability",
-    ]);
+    assert_eq!(
+        names,
+        [
+            "dhp_dispatch",
+            "dhp_claim",
+            "dhp_checkpoint",
+            "dhp_heartbeat",
+            "dhp_complete",
+            "dhp_recover",
+            "dhp_status",
+            "dhp_last_checkpoint",
+            "dhp_health",
+            "dhp_record_effect",
+            "dhp_effect_done",
+            "dhp_note_spend",
+            "dhp_note_activity",
+            "dhp_request_approval",
+            "dhp_approval_status",
+            "dhp_approve",
+            "dhp_deny",
+            "dhp_require_capability",
+        ]
+    );
     for t in &tools {
         assert!(t.description.as_deref().is_some_and(|d| d.len() > 60), "{}: description", t.name);
         for (p, s) in t.input_schema["properties"].as_object().unwrap() {
@@ -43,8 +61,13 @@ async fn rust_sdk_client_runs_the_agent_loop() {
         }
     }
 
-    let d = call(&c, "dhp_dispatch", json!({"task_kind": "demo.sum", "inputs": {"xs": [1, 2, 3]},
-        "output_schema": {"type": "object", "required": ["sum"]}})).await;
+    let d = call(
+        &c,
+        "dhp_dispatch",
+        json!({"task_kind": "demo.sum", "inputs": {"xs": [1, 2, 3]},
+        "output_schema": {"type": "object", "required": ["sum"]}}),
+    )
+    .await;
     assert_eq!(d["ok"], true, "{d}");
     let hid = d["handoff_id"].as_str().unwrap().to_string();
     let w = json!({"handoff_id": hid, "worker_id": "agent-1"});
@@ -52,15 +75,20 @@ async fn rust_sdk_client_runs_the_agent_loop() {
     assert_eq!(claim, json!({"ok": true, "fence": 0, "resume_from": null}));
     // Another worker is fenced out, in the reference's words.
     let other = call(&c, "dhp_heartbeat", json!({"handoff_id": hid, "worker_id": "agent-2"})).await;
-    assert_eq!(other, json!({"ok": false, "error": format!("agent-2 does not hold {}", &hid[..12]), "code": "FencingError"}));
+    assert_eq!(
+        other,
+        json!({"ok": false, "error": format!("agent-2 does not hold {}", &hid[..12]), "code": "FencingError"})
+    );
     for (n, partial) in [1, 3, 6].into_iter().enumerate() {
         let mut a = w.clone();
         a["state"] = json!({"i": n + 1, "partial": partial});
         assert_eq!(call(&c, "dhp_checkpoint", a).await, json!({"ok": true, "seq": n}));
         assert_eq!(call(&c, "dhp_heartbeat", w.clone()).await, json!({"ok": true}));
     }
-    assert_eq!(call(&c, "dhp_last_checkpoint", json!({"handoff_id": hid})).await,
-        json!({"ok": true, "state": {"i": 3, "partial": 6}}));
+    assert_eq!(
+        call(&c, "dhp_last_checkpoint", json!({"handoff_id": hid})).await,
+        json!({"ok": true, "state": {"i": 3, "partial": 6}})
+    );
     // A result that misses the schema is refused and parks the handoff as failed;
     // so complete the right one first, then check a repeat is a no-op.
     let mut done = w.clone();

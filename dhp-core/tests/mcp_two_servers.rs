@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 /// A short lease so the dead worker is noticed in about a second.
-const ENV: [(&str, &str); 3] = [("DHP_LEASE_INTERVAL_S", "0.5"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.2")];
+const ENV: [(&str, &str); 3] =
+    [("DHP_LEASE_INTERVAL_S", "0.5"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.2")];
 
 struct Supervisor(Child);
 impl Drop for Supervisor {
@@ -35,7 +36,8 @@ fn supervisor(root: &Path) -> Supervisor {
 }
 
 fn by_label<'a>(steps: &'a Value, label: &str) -> &'a Value {
-    &steps.as_array().unwrap().iter().find(|e| e["label"] == label).unwrap_or_else(|| panic!("no {label} in {steps}"))["reply"]
+    &steps.as_array().unwrap().iter().find(|e| e["label"] == label).unwrap_or_else(|| panic!("no {label} in {steps}"))
+        ["reply"]
 }
 
 fn handover(first_is_reference: bool) {

@@ -86,7 +86,8 @@ fn newer_schema_version_is_refused_before_anything_is_touched() {
     assert!(err.contains("schema v4 is newer"), "{err}");
     let count = sql(&base_url(), &format!("SELECT count(*) FROM {schema}.handoffs"));
     assert_eq!(count, vec![Some("1".to_string())], "no second handoff");
-    let liveness = sql(&base_url(), &format!("SELECT 1 FROM pg_tables WHERE schemaname='{schema}' AND tablename='liveness'"));
+    let liveness =
+        sql(&base_url(), &format!("SELECT 1 FROM pg_tables WHERE schemaname='{schema}' AND tablename='liveness'"));
     assert!(liveness.is_empty(), "no table (re)created in a newer store");
 }
 

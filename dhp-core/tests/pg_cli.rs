@@ -26,11 +26,18 @@ fn commands_and_moves_between_postgres_and_sqlite() {
     let done = ok(&["work", &url, "--runner", "w1", "claim", &hid]);
     ok(&["ack", &url, &hid]);
     let st = ok(&["status", &url, &hid]);
-    assert_eq!((st["status"].as_str(), st["acked"].as_bool(), st["checkpoints"].as_i64()), (Some("completed"), Some(true), Some(20)), "{st}");
+    assert_eq!(
+        (st["status"].as_str(), st["acked"].as_bool(), st["checkpoints"].as_i64()),
+        (Some("completed"), Some(true), Some(20)),
+        "{st}"
+    );
     assert_eq!(ok(&["status", &url])["handoffs"].as_array().unwrap().len(), 1);
 
     // PostgreSQL → bundle → SQLite.
-    let h2 = ok(&["dispatch", &url, "--census", "0,20000,1000", "--created-by", "second"])["hid"].as_str().unwrap().to_string();
+    let h2 = ok(&["dispatch", &url, "--census", "0,20000,1000", "--created-by", "second"])["hid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (code, _, err) = dhp(&["work", &url, "--runner", "w2", "claim", &h2, "--stop-after", "5"], &[]);
     assert_eq!(code, 3, "{err}");
     let bundle = dir.path().join("h2.bundle");
@@ -41,9 +48,13 @@ fn commands_and_moves_between_postgres_and_sqlite() {
     assert_eq!(moved["prime_count"], done["prime_count"]);
 
     // SQLite → transport log → ingest into PostgreSQL.
-    let h3 = ok(&["dispatch", root, "--census", "0,20000,1000", "--created-by", "third"])["hid"].as_str().unwrap().to_string();
+    let h3 = ok(&["dispatch", root, "--census", "0,20000,1000", "--created-by", "third"])["hid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let log = dir.path().join("h3.log");
-    let (code, _, err) = dhp(&["work", root, "--runner", "w4", "claim", &h3, "--stop-after", "7", "--ship", log.to_str().unwrap()], &[]);
+    let (code, _, err) =
+        dhp(&["work", root, "--runner", "w4", "claim", &h3, "--stop-after", "7", "--ship", log.to_str().unwrap()], &[]);
     assert_eq!(code, 3, "{err}");
     let rep = ok(&["ingest", &url, log.to_str().unwrap()]);
     assert_eq!(rep["reports"][0]["checkpoints_new"], 7, "{rep}");

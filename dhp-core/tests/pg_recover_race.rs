@@ -79,7 +79,9 @@ fn ten_processes_recover_forty_handoffs_one_winner_each() {
     let sup = Supervisor::open(&url, "s", cfg.clone()).unwrap();
     let mut hids = Vec::new();
     for i in 0..40 {
-        let env = dhp_core::envelope::build("t", serde_json::json!({"i": i}), serde_json::json!({}), Default::default()).unwrap();
+        let env =
+            dhp_core::envelope::build("t", serde_json::json!({"i": i}), serde_json::json!({}), Default::default())
+                .unwrap();
         let hid = w0.dispatch(&env).unwrap();
         drop(w0.claim(&hid).unwrap());
         dhp_core::testing::expire_lease(&w0, &hid).unwrap();

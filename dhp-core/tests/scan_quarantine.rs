@@ -12,7 +12,8 @@ use dhp_core::{Config, Runner};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
-const SHORT_ENV: &[(&str, &str)] = &[("DHP_LEASE_INTERVAL_S", "0.1"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.1")];
+const SHORT_ENV: &[(&str, &str)] =
+    &[("DHP_LEASE_INTERVAL_S", "0.1"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.1")];
 
 fn nested(depth: usize) -> Value {
     let mut v = json!(1);
@@ -52,12 +53,9 @@ fn deep_corrupt_and_unknown_rows_do_not_stop_the_scan() {
     let corrupt = "c".repeat(64);
     let unknown = "d".repeat(64);
     let c = Connection::open(dir.path().join("dhp.sqlite3")).unwrap();
-    c.execute("INSERT INTO handoffs VALUES (?1, '{\"execution\": {\"status\": \"runn', ?2)", params![corrupt, now()]).unwrap();
-    c.execute(
-        "INSERT INTO ownership VALUES (?1, 'ghost', 0, ?2, 0.1, 2, ?2)",
-        params![corrupt, now() - 10.0],
-    )
-    .unwrap();
+    c.execute("INSERT INTO handoffs VALUES (?1, '{\"execution\": {\"status\": \"runn', ?2)", params![corrupt, now()])
+        .unwrap();
+    c.execute("INSERT INTO ownership VALUES (?1, 'ghost', 0, ?2, 0.1, 2, ?2)", params![corrupt, now() - 10.0]).unwrap();
     let mut weird = env.clone();
     weird["execution"]["status"] = json!("paused-by-operator");
     c.execute("INSERT INTO handoffs VALUES (?1, ?2, ?3)", params![unknown, weird.to_string(), now()]).unwrap();
@@ -85,6 +83,7 @@ fn deep_corrupt_and_unknown_rows_do_not_stop_the_scan() {
     assert_eq!(st["status"], "orphaned");
     assert_eq!(refctl_ok(&["recover", root, &deep, "--runner", "py-w2"], SHORT_ENV)["fence"], 2);
     // The quarantined rows were left exactly as they were.
-    let text: String = c.query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", [&corrupt], |r| r.get(0)).unwrap();
+    let text: String =
+        c.query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", [&corrupt], |r| r.get(0)).unwrap();
     assert!(text.ends_with("\"runn"));
 }

@@ -19,7 +19,8 @@ fn one_corrupt_row_does_not_hide_the_others() {
     let good = r.dispatch(&env).unwrap();
     let corrupt = "c".repeat(64);
     let c = Connection::open(dir.path().join("dhp.sqlite3")).unwrap();
-    c.execute("INSERT INTO handoffs VALUES (?1, '{\"execution\": {\"status\": \"runn', ?2)", params![corrupt, now()]).unwrap();
+    c.execute("INSERT INTO handoffs VALUES (?1, '{\"execution\": {\"status\": \"runn', ?2)", params![corrupt, now()])
+        .unwrap();
     drop(c);
 
     let (code, v, err) = dhp(&["status", root], &[]);

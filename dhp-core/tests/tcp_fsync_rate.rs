@@ -43,6 +43,9 @@ fn measure_sync_rate_with_and_without_fsync() {
     for shippers in [1, 8, 32] {
         let off = rate(&["--no-fsync"], shippers, n);
         let on = rate(&[], shippers, n);
-        println!("sync checkpoints/s, {shippers} shipper(s) x {n}: --no-fsync {off:.0}, fsync {on:.0}, ratio {:.2}", on / off);
+        println!(
+            "sync checkpoints/s, {shippers} shipper(s) x {n}: --no-fsync {off:.0}, fsync {on:.0}, ratio {:.2}",
+            on / off
+        );
     }
 }

@@ -58,7 +58,8 @@ fn garbage_frames_are_answered_not_fatal() {
         b"{\"type\": \"checkpoint\", \"seq\": -1, \"state\": {}, \"state_hash\": \"x\"}\n".to_vec(),
         b"{\"type\": \"checkpoint\", \"seq\": 1.5, \"state\": {}, \"state_hash\": \"x\"}\n".to_vec(),
         b"{\"type\": \"checkpoint\", \"seq\": true, \"state\": {}, \"state_hash\": \"x\"}\n".to_vec(),
-        b"{\"type\": \"checkpoint\", \"seq\": 99999999999999999999999, \"state\": {}, \"state_hash\": \"x\"}\n".to_vec(),
+        b"{\"type\": \"checkpoint\", \"seq\": 99999999999999999999999, \"state\": {}, \"state_hash\": \"x\"}\n"
+            .to_vec(),
         b"{\"type\": \"checkpoint\", \"seq\": 1, \"state\": [1], \"state_hash\": \"x\"}\n".to_vec(),
         b"{\"type\": \"envelope\", \"envelope\": \"nope\"}\n".to_vec(),
         b"{\"type\": \"envelope\"}\n".to_vec(),
@@ -87,7 +88,12 @@ fn garbage_frames_are_answered_not_fatal() {
     assert_eq!(c.rpc(&cp_frame(1, &json!({"n": 1}))), json!({"ok": true, "seq": 1}));
     let mut sh = TcpShipper::new(
         &srv.addr(),
-        ShipperOptions { token: TOKEN.into(), mode: ShipMode::Sync, call_timeout: Duration::from_secs(10), ..Default::default() },
+        ShipperOptions {
+            token: TOKEN.into(),
+            mode: ShipMode::Sync,
+            call_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
     )
     .unwrap();
     sh.ship_envelope(&hid, &env).unwrap();

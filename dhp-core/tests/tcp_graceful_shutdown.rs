@@ -110,7 +110,8 @@ fn sigterm_and_sigint_mid_stream_exit_zero() {
             let mut acked = Vec::new();
             let mut s = 0;
             loop {
-                let frames: String = (s..s + 16).map(|q| cp_line(q, &json!({"q": q, "pad": "p".repeat(200)})) + "\n").collect();
+                let frames: String =
+                    (s..s + 16).map(|q| cp_line(q, &json!({"q": q, "pad": "p".repeat(200)})) + "\n").collect();
                 if std::io::Write::write_all(&mut c.w, frames.as_bytes()).is_err() {
                     return (acked, hid);
                 }

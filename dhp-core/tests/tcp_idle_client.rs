@@ -60,7 +60,8 @@ fn idle_and_stalled_clients_do_not_block_others() {
     let mut deaf = tiny_rcvbuf_connect(srv.port);
     {
         let hello = format!("{{\"handoff_id\": \"{ehid}\", \"token\": \"{TOKEN}\", \"type\": \"hello\"}}\n");
-        let env_frame = dhp_core::json::dumps_sorted(&serde_json::json!({"type": "envelope", "envelope": env})).unwrap();
+        let env_frame =
+            dhp_core::json::dumps_sorted(&serde_json::json!({"type": "envelope", "envelope": env})).unwrap();
         deaf.write_all(format!("{hello}{env_frame}\n").as_bytes()).unwrap();
     }
     let deaf_writer = std::thread::spawn({

@@ -17,7 +17,12 @@ use tcp_support::*;
 
 fn ref_rows(root: &std::path::Path, hid: &str) -> Vec<(i64, String)> {
     let v = refctl_ok(&["checkpoints", root.to_str().unwrap(), hid], &[]);
-    v["rows"].as_array().unwrap().iter().map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string())).collect()
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -59,10 +64,16 @@ fn our_shipper_to_reference_server() {
         // A new shipper learns where the reference server is and goes on.
         let mut sh = TcpShipper::new(
             &addr,
-            ShipperOptions { token: TOKEN.into(), mode: ShipMode::Sync, call_timeout: Duration::from_secs(10), ..Default::default() },
+            ShipperOptions {
+                token: TOKEN.into(),
+                mode: ShipMode::Sync,
+                call_timeout: Duration::from_secs(10),
+                ..Default::default()
+            },
         )
         .unwrap();
-        let env = dhp_core::Runner::open(&root, "reader", dhp_core::Config::default()).unwrap().envelope_bare(&hid).unwrap();
+        let env =
+            dhp_core::Runner::open(&root, "reader", dhp_core::Config::default()).unwrap().envelope_bare(&hid).unwrap();
         sh.ship_envelope(&hid, &env).unwrap();
         assert_eq!(sh.acked_seq(&hid).unwrap(), 49);
         sh.ship_checkpoint(&hid, 50, &cp_line(50, &json!({"extra": true}))).unwrap();

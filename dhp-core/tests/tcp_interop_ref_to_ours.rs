@@ -13,7 +13,12 @@ use tcp_support::*;
 
 fn ref_rows(root: &std::path::Path, hid: &str) -> Vec<(i64, String)> {
     let v = refctl_ok(&["checkpoints", root.to_str().unwrap(), hid], &[]);
-    v["rows"].as_array().unwrap().iter().map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string())).collect()
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["seq"].as_i64().unwrap(), r["state_hash"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]
@@ -24,7 +29,17 @@ fn reference_netshipper_to_our_server() {
 
     let refroot = p("refroot");
     let hid = refctl_ok(
-        &["dispatch", &refroot, "--kind", "prime.census", "--inputs", r#"{"lo": 2, "hi": 2002}"#, "--schema", r#"{"type": "object"}"#, "--sdk"],
+        &[
+            "dispatch",
+            &refroot,
+            "--kind",
+            "prime.census",
+            "--inputs",
+            r#"{"lo": 2, "hi": 2002}"#,
+            "--schema",
+            r#"{"type": "object"}"#,
+            "--sdk",
+        ],
         &[],
     )["hid"]
         .as_str()
@@ -36,7 +51,10 @@ fn reference_netshipper_to_our_server() {
     assert_eq!(want.len(), 20);
 
     let port = srv.port.to_string();
-    let shipped = refctl_ok(&["net-ship", "127.0.0.1", &port, &refroot, &hid, "--local", &p("ref-local.log"), "--token", TOKEN], &[]);
+    let shipped = refctl_ok(
+        &["net-ship", "127.0.0.1", &port, &refroot, &hid, "--local", &p("ref-local.log"), "--token", TOKEN],
+        &[],
+    );
     assert_eq!(shipped["shipped"], 20);
     let log = srv.log(&hid);
     assert_eq!(log_seqs(&log), (0..20).collect::<Vec<_>>());

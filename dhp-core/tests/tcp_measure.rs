@@ -19,7 +19,12 @@ fn ours(addr: &str, dir: &std::path::Path, mode: ShipMode, n: i64, lo: u64) -> (
     let (env, hid) = envelope(lo, lo + 1000);
     let mut sh = TcpShipper::new(
         addr,
-        ShipperOptions { token: TOKEN.into(), mode, buffer: Some(BufferLog::Dir(dir.join("buf"))), ..Default::default() },
+        ShipperOptions {
+            token: TOKEN.into(),
+            mode,
+            buffer: Some(BufferLog::Dir(dir.join("buf"))),
+            ..Default::default()
+        },
     )
     .unwrap();
     sh.ship_envelope(&hid, &env).unwrap();
@@ -73,7 +78,8 @@ fn measure_loopback_throughput() {
     BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut first).unwrap();
     let port = serde_json::from_str::<serde_json::Value>(&first).unwrap()["port"].as_u64().unwrap() as u16;
     let ref_to_ref = reference("127.0.0.1", port, tmp.path(), n);
-    let (ours_to_ref, _) = ours(&format!("127.0.0.1:{port}"), tmp.path(), ShipMode::Async { max_lag: 256 }, n, 3_000_000);
+    let (ours_to_ref, _) =
+        ours(&format!("127.0.0.1:{port}"), tmp.path(), ShipMode::Async { max_lag: 256 }, n, 3_000_000);
     signal(child.id(), nix::sys::signal::Signal::SIGTERM);
     let _ = child.wait();
 

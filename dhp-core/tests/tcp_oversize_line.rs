@@ -95,11 +95,8 @@ fn oversize_lines_are_capped() {
 
     // Our own cap, checked before anything is written or sent.
     let small = Config { transport_max_line_bytes: 4096, ..Config::default() };
-    let mut sh = TcpShipper::new(
-        &srv.addr(),
-        ShipperOptions { token: TOKEN.into(), cfg: small, ..Default::default() },
-    )
-    .unwrap();
+    let mut sh =
+        TcpShipper::new(&srv.addr(), ShipperOptions { token: TOKEN.into(), cfg: small, ..Default::default() }).unwrap();
     let e = sh.ship_checkpoint(&hid, 21, &cp_line(21, &json!({"blob": "z".repeat(5000)}))).unwrap_err();
     assert!(matches!(e, Error::Oversize { limit: 4096, .. }), "{e:?}");
     assert_eq!(e.kind(), "OversizePayload");

@@ -17,7 +17,8 @@ use tcp_support::*;
 
 fn rss_mb(pid: u32) -> f64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: f64 = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let kb: f64 =
+        s.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     kb / 1024.0
 }
 

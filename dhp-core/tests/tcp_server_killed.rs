@@ -15,13 +15,8 @@ fn server_sigkilled_mid_stream_and_restarted() {
     let mut srv = Server::start(&tmp.path().join("logs"));
     let hid = census(&root, 2, 30_002, 100); // 300 checkpoints
     let log = srv.log(&hid);
-    let worker = spawn_work(
-        &root,
-        "w1",
-        &hid,
-        &["--ship-to", &srv.addr(), "--ship-mode", "sync", "--pace", "0.002"],
-        &tok(),
-    );
+    let worker =
+        spawn_work(&root, "w1", &hid, &["--ship-to", &srv.addr(), "--ship-mode", "sync", "--pace", "0.002"], &tok());
 
     wait_until("60 checkpoints on the server", Duration::from_secs(30), || log_seqs(&log).len() >= 60);
     srv.kill9();

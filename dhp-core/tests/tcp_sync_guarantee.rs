@@ -23,8 +23,8 @@ fn every_returned_checkpoint_is_on_the_peer() {
     // --- library: check the server's log after each return ---
     let root = tmp.path().join("lib-root");
     let r = Runner::open(&root, "w-lib", Config::default()).unwrap();
-    let env =
-        envelope::build(census::KIND, census::inputs(0, 1000, 10), census::output_schema(), Default::default()).unwrap();
+    let env = envelope::build(census::KIND, census::inputs(0, 1000, 10), census::output_schema(), Default::default())
+        .unwrap();
     let hid = r.dispatch(&env).unwrap();
     let ctx = r.claim(&hid).unwrap();
     let mut sh = TcpShipper::new(

@@ -77,7 +77,12 @@ fn tampered_frames_are_refused() {
     // is dropped (not retried forever), and shipping goes on.
     let mut sh = TcpShipper::new(
         &srv.addr(),
-        ShipperOptions { token: TOKEN.into(), mode: ShipMode::Sync, call_timeout: Duration::from_secs(10), ..Default::default() },
+        ShipperOptions {
+            token: TOKEN.into(),
+            mode: ShipMode::Sync,
+            call_timeout: Duration::from_secs(10),
+            ..Default::default()
+        },
     )
     .unwrap();
     sh.ship_envelope(&hid, &env).unwrap();

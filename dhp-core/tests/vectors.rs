@@ -46,7 +46,11 @@ fn envelope_vectors() {
         let env = json::parse(c["envelope_text"].as_str().unwrap()).unwrap();
         assert_eq!(envelope::handoff_id(&env).unwrap(), c["handoff_id"].as_str().unwrap(), "{name}: id");
         assert_eq!(envelope::input_hash(&env["task"]["inputs"]).unwrap(), c["input_hash"].as_str().unwrap(), "{name}");
-        assert_eq!(hex::encode(json::canonical(&env).unwrap()), c["canonical_hex"].as_str().unwrap(), "{name}: canonical");
+        assert_eq!(
+            hex::encode(json::canonical(&env).unwrap()),
+            c["canonical_hex"].as_str().unwrap(),
+            "{name}: canonical"
+        );
         assert!(envelope::verify_id(&env) && envelope::verify_inputs(&env), "{name}: verify");
         // Python's json.dumps(env) is what the store keeps: same bytes from Rust.
         assert_eq!(json::dumps(&env).unwrap(), c["envelope_text"].as_str().unwrap(), "{name}: dumps");

@@ -90,7 +90,8 @@ fn main() {
             let dir = a.path("--dir");
             let out = a.path("--out");
             let s = sizes(&a);
-            let fx = suite::Fixtures { work: dir.join("work"), log: dir.join("ingest.log"), scan_root: dir.join("scan-rs") };
+            let fx =
+                suite::Fixtures { work: dir.join("work"), log: dir.join("ingest.log"), scan_root: dir.join("scan-rs") };
             if !fx.log.exists() {
                 fail(format!("no fixtures in {}: run `dhp-bench fixtures` first", dir.display()));
             }
@@ -131,7 +132,8 @@ fn main() {
         "pg" => {
             let url = a.opt("--url").unwrap_or_else(|| usage());
             let dir = a.path("--dir");
-            let sizes = if a.flag("--quick") { dhp_benches::pg::PgSizes::quick() } else { dhp_benches::pg::PgSizes::full() };
+            let sizes =
+                if a.flag("--quick") { dhp_benches::pg::PgSizes::quick() } else { dhp_benches::pg::PgSizes::full() };
             let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
             let v = dhp_benches::pg::run(&me, &a.path("--dhp"), &url, &dir, sizes, |l| eprintln!("dhp-rs pg: {l}"))
                 .unwrap_or_else(|e| fail(e));
@@ -143,7 +145,8 @@ fn main() {
             let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());
             let root = a.opt("--root").unwrap_or_else(|| usage());
             let id = a.opt("--id").unwrap_or_else(|| usage());
-            let n = dhp_benches::pg::cp_worker(&root, &id, num("--start-at"), num("--seconds")).unwrap_or_else(|e| fail(e));
+            let n =
+                dhp_benches::pg::cp_worker(&root, &id, num("--start-at"), num("--seconds")).unwrap_or_else(|e| fail(e));
             println!("{n}");
         }
         "checkpoint" => {
@@ -192,8 +195,12 @@ fn main() {
                 Ok(el)
             })
             .unwrap_or_else(|e| fail(e));
-            println!("{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
-                r * lines as f64, parse / reps as f64 * 1e3, 1e3 / r);
+            println!(
+                "{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
+                r * lines as f64,
+                parse / reps as f64 * 1e3,
+                1e3 / r
+            );
             // Breakdown: re-serialize + hash every state; bare SQL insert of the rows.
             let parsed = dhp_core::transport::log::read_log(&logp, &cfg).unwrap_or_else(|e| fail(e));
             let states: Vec<serde_json::Value> = parsed
@@ -218,14 +225,23 @@ fn main() {
                     .prepare("INSERT OR IGNORE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)")
                     .unwrap_or_else(|e| fail(e));
                 for (i, (text, hash)) in rows.iter().enumerate() {
-                    st.execute(rusqlite::params!["a".repeat(64), i as i64, text, hash, "2026-01-01T00:00:00.000000+00:00"])
-                        .unwrap_or_else(|e| fail(e));
+                    st.execute(rusqlite::params![
+                        "a".repeat(64),
+                        i as i64,
+                        text,
+                        hash,
+                        "2026-01-01T00:00:00.000000+00:00"
+                    ])
+                    .unwrap_or_else(|e| fail(e));
                 }
             }
             let t_ins = t.elapsed().as_secs_f64() * 1e3;
             tx.commit().unwrap_or_else(|e| fail(e));
             let t_all = t.elapsed().as_secs_f64() * 1e3;
-            println!("  breakdown: state_text_and_hash {hash_ms:.1} ms; bare SQL insert {t_ins:.1} ms + commit {:.1} ms", t_all - t_ins);
+            println!(
+                "  breakdown: state_text_and_hash {hash_ms:.1} ms; bare SQL insert {t_ins:.1} ms + commit {:.1} ms",
+                t_all - t_ins
+            );
             drop(c);
             let _ = std::fs::remove_dir_all(&root);
             let _ = std::fs::remove_file(&logp);
@@ -236,7 +252,10 @@ fn main() {
             let races: usize = a.opt("--races").and_then(|v| v.parse().ok()).unwrap_or(50);
             for fine in [false, true] {
                 let r = measure::lock_race_rate(&dir, 8, races, fine).unwrap_or_else(|e| fail(e));
-                println!("{r:.1} races/s, 8 racers, {}", if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" });
+                println!(
+                    "{r:.1} races/s, 8 racers, {}",
+                    if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" }
+                );
             }
         }
         "dispatch" => {
@@ -244,7 +263,8 @@ fn main() {
             let dir = a.path("--dir");
             let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(2000);
             let root = dhp_benches::fixture::fresh_root(&dir, "dispatchprobe");
-            let r = dhp_core::Runner::open(&root, "w1", dhp_benches::fixture::bench_config()).unwrap_or_else(|e| fail(e));
+            let r =
+                dhp_core::Runner::open(&root, "w1", dhp_benches::fixture::bench_config()).unwrap_or_else(|e| fail(e));
             let rate = measure::rate(1, n, |i| r.dispatch(&dhp_benches::fixture::sdk_envelope(i as u64)?).map(drop))
                 .unwrap_or_else(|e| fail(e));
             println!("{rate:.1} dispatches/s");

@@ -69,7 +69,8 @@ fn parse_args() -> Result<Args> {
             _ => pos.push(a),
         }
     }
-    let [root, start, hid] = <[String; 3]>::try_from(pos).map_err(|p| anyhow::anyhow!("want ROOT claim|recover HID, got {p:?}"))?;
+    let [root, start, hid] =
+        <[String; 3]>::try_from(pos).map_err(|p| anyhow::anyhow!("want ROOT claim|recover HID, got {p:?}"))?;
     let mode = match mode.as_deref() {
         Some("skip-fence") => Mode::SkipFence,
         Some("complete-twice") => Mode::CompleteTwice,
@@ -79,7 +80,17 @@ fn parse_args() -> Result<Args> {
     if start != "claim" && start != "recover" {
         bail!("mode must be claim or recover");
     }
-    Ok(Args { mode, root: PathBuf::from(root), runner: runner.context("--runner is required")?, start, hid, ship, pace, history, liveness })
+    Ok(Args {
+        mode,
+        root: PathBuf::from(root),
+        runner: runner.context("--runner is required")?,
+        start,
+        hid,
+        ship,
+        pace,
+        history,
+        liveness,
+    })
 }
 
 fn db(root: &Path) -> Result<Connection> {
@@ -92,7 +103,8 @@ fn db(root: &Path) -> Result<Connection> {
 fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
     let (text, hash) = json::state_text_and_hash(state)?;
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let seq: i64 = tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
+    let seq: i64 =
+        tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
     tx.execute(
         "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![hid, seq, text, hash, utcnow_iso()],
@@ -153,7 +165,8 @@ fn run() -> Result<()> {
     h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
 
     let env = runner.envelope_bare(&hid)?;
-    let get = |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
+    let get =
+        |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
     let (lo, hi, chunk) = (get("lo")?, get("hi")?, get("chunk")?.max(1));
     let mut shipper = a.ship.as_ref().map(|p| FileShipper { path: p.clone(), cfg: cfg.clone() });
     if let Some(s) = shipper.as_mut() {
@@ -163,7 +176,11 @@ fn run() -> Result<()> {
     if a.mode == Mode::SkipFence {
         // keep the lease alive, ignoring every error (a worker that never notices it lost)
         let (r2, h2) = (runner.clone(), hid.clone());
-        let every = dhp_core::config::duration_from_secs("DHP_LEASE_INTERVAL_S / 2", cfg.lease_interval_s / 2.0, dhp_core::config::MAX_KNOB_S)?;
+        let every = dhp_core::config::duration_from_secs(
+            "DHP_LEASE_INTERVAL_S / 2",
+            cfg.lease_interval_s / 2.0,
+            dhp_core::config::MAX_KNOB_S,
+        )?;
         std::thread::spawn(move || loop {
             std::thread::sleep(every);
             let _ = r2.heartbeat(&h2, fence);
@@ -173,11 +190,9 @@ fn run() -> Result<()> {
     }
     let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
         None => (lo, 0, 0),
-        Some(st) => (
-            st["next_n"].as_u64().unwrap_or(lo),
-            st["count"].as_u64().unwrap_or(0),
-            st["total"].as_u64().unwrap_or(0),
-        ),
+        Some(st) => {
+            (st["next_n"].as_u64().unwrap_or(lo), st["count"].as_u64().unwrap_or(0), st["total"].as_u64().unwrap_or(0))
+        }
     };
     while next < hi {
         let end = (next + chunk).min(hi);
@@ -187,11 +202,19 @@ fn run() -> Result<()> {
         next = end;
         let state = json!({"next_n": next, "count": count, "total": total});
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
-        let seq = if a.mode == Mode::SkipFence { write_checkpoint_unfenced(&mut conn, &hid, &state) } else { ctx.checkpoint(&state).map_err(Into::into) };
+        let seq = if a.mode == Mode::SkipFence {
+            write_checkpoint_unfenced(&mut conn, &hid, &state)
+        } else {
+            ctx.checkpoint(&state).map_err(Into::into)
+        };
         let seq = match seq {
             Ok(s) => s,
             Err(e) => {
-                h.record("checkpoint", "fail", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}));
+                h.record(
+                    "checkpoint",
+                    "fail",
+                    json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}),
+                );
                 return Err(e);
             }
         };
@@ -207,12 +230,17 @@ fn run() -> Result<()> {
             std::thread::sleep(dhp_core::config::duration_from_secs("--pace", a.pace, 3_600.0)?);
         }
     }
-    let mut result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
+    let mut result =
+        json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
     if a.mode == Mode::WrongResult {
         result["prime_count"] = json!(count + 1);
     }
     h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-    let done = if a.mode == Mode::SkipFence { write_complete_unfenced(&mut conn, &hid, &result) } else { ctx.complete(&result).map_err(Into::into) };
+    let done = if a.mode == Mode::SkipFence {
+        write_complete_unfenced(&mut conn, &hid, &result)
+    } else {
+        ctx.complete(&result).map_err(Into::into)
+    };
     if let Err(e) = done {
         h.record("complete", "fail", json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
         return Err(e);

@@ -83,7 +83,12 @@ pub fn approval_gates(cx: &Ctx<'_>) -> Check {
 
     // expiry while awaited: denied, and not decidable any more
     let a3 = gated(&mut m, &t, "financial", 0.3)?;
-    m.must_fail("await_approval", t.with("approval_id", json!(a3)), &["ApprovalDenied"], "await of an approval that expires undecided")?;
+    m.must_fail(
+        "await_approval",
+        t.with("approval_id", json!(a3)),
+        &["ApprovalDenied"],
+        "await of an approval that expires undecided",
+    )?;
     ensure_eq!(status_of(&mut m, &root, &hid, &a3)?, "expired", "status of an approval that timed out");
     ensure!(!decide(&mut m, &root, &a3, true)?, "an expired approval was approved");
 
@@ -91,7 +96,11 @@ pub fn approval_gates(cx: &Ctx<'_>) -> Check {
     let a4 = gated(&mut m, &t, "destructive", 0.2)?;
     std::thread::sleep(std::time::Duration::from_millis(400));
     m.scan(&root, "s1")?;
-    ensure_eq!(status_of(&mut m, &root, &hid, &a4)?, "expired", "status after the leader's scan, past the approval's timeout");
+    ensure_eq!(
+        status_of(&mut m, &root, &hid, &a4)?,
+        "expired",
+        "status after the leader's scan, past the approval's timeout"
+    );
     ensure!(!decide(&mut m, &root, &a4, true)?, "an expired approval was approved");
 
     // only the owner may ask: a forged token creates nothing

@@ -48,7 +48,11 @@ pub fn no_lost_results(cx: &Ctx<'_>) -> Check {
         let env = db.must_envelope(&hid)?;
         ensure_eq!(env.pointer("/execution/status"), Some(&json!("completed")), "stored execution.status");
         ensure_eq!(env.pointer("/delivery/result"), Some(&json!({"x": 7})), "stored delivery.result");
-        ensure_eq!(env.pointer("/execution/checkpoints"), Some(&json!([])), "stored envelope keeps checkpoints as rows only");
+        ensure_eq!(
+            env.pointer("/execution/checkpoints"),
+            Some(&json!([])),
+            "stored envelope keeps checkpoints as rows only"
+        );
         ensure!(db.ownership(&hid)?.is_none(), "the ownership row must be deleted at completion");
     }
     Ok(())
@@ -70,7 +74,12 @@ pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
     // (a) inputs changed after the id was computed (the reference's case)
     let mut crossed = env.clone();
     crossed["task"]["inputs"]["inline"]["n"] = json!(999);
-    m.must_fail("dispatch", json!({"root": root, "envelope": crossed}), &["TamperError"], "dispatch of crossed inputs")?;
+    m.must_fail(
+        "dispatch",
+        json!({"root": root, "envelope": crossed}),
+        &["TamperError"],
+        "dispatch of crossed inputs",
+    )?;
     // (b) inputs changed and input_hash re-bound: only the identity check catches it
     let mut rebound = crossed.clone();
     rebound["task"]["input_hash"] = json!(hash_inputs(&rebound)?);
@@ -90,7 +99,12 @@ pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
         "dispatch of crossed inputs under a recomputed handoff_id with a stale input_hash",
     )?;
     for (h, what) in [(hid.as_str(), "original"), (reid["handoff_id"].as_str().unwrap_or_default(), "re-identified")] {
-        m.must_fail("status", json!({"root": root, "hid": h}), &["UnknownHandoff"], &format!("the {what} id after refused dispatches"))?;
+        m.must_fail(
+            "status",
+            json!({"root": root, "hid": h}),
+            &["UnknownHandoff"],
+            &format!("the {what} id after refused dispatches"),
+        )?;
     }
     if let Some(db) = cx.store(&root)? {
         ensure_eq!(db.handoff_count()?, 0, "handoffs rows after refused dispatches");
@@ -128,7 +142,10 @@ pub fn no_untyped_results(cx: &Ctx<'_>) -> Check {
         for h in &parked {
             let env = db.must_envelope(h)?;
             ensure_eq!(env.pointer("/execution/status"), Some(&json!("failed")), "stored status of a rejected result");
-            ensure!(env.pointer("/delivery/result").is_none(), "stored delivery.result of a rejected result must be absent");
+            ensure!(
+                env.pointer("/delivery/result").is_none(),
+                "stored delivery.result of a rejected result must be absent"
+            );
         }
     }
     Ok(())
@@ -157,7 +174,11 @@ pub fn no_silent_budget_overrun(cx: &Ctx<'_>) -> Check {
         let env = db.must_envelope(&hid)?;
         ensure_eq!(env.pointer("/execution/steps").and_then(Value::as_f64), Some(3.0), "stored execution.steps");
         let env = db.must_envelope(&hid2)?;
-        ensure_eq!(env.pointer("/execution/spend_usd").and_then(Value::as_f64), Some(1.25), "stored execution.spend_usd");
+        ensure_eq!(
+            env.pointer("/execution/spend_usd").and_then(Value::as_f64),
+            Some(1.25),
+            "stored execution.spend_usd"
+        );
     }
     Ok(())
 }
@@ -178,7 +199,8 @@ pub fn no_runner_lock_in(cx: &Ctx<'_>) -> Check {
     let n = a.suspend(&ra, &hid, &bundle)?;
     ensure_eq!(a.status(&ra, &hid)?["status"], json!("suspended"), "status on the old root after suspend");
 
-    let bytes = std::fs::read(&bundle).map_err(|e| Fail::failed(format!("suspend wrote no bundle at {bundle}: {e}")))?;
+    let bytes =
+        std::fs::read(&bundle).map_err(|e| Fail::failed(format!("suspend wrote no bundle at {bundle}: {e}")))?;
     ensure_eq!(bytes.len() as i64, n, "bundle size reported by suspend");
     let doc = json::parse_bytes(&bytes).map_err(|e| Fail::failed(format!("bundle is not JSON: {e}")))?;
     let canon = json::canonical(&doc).map_err(|e| Fail::failed(e.to_string()))?;
@@ -220,12 +242,16 @@ pub fn exactly_one_wins(cx: &Ctx<'_>) -> Check {
         r.open(&root)?;
     }
     let outcomes = race(&mut racers, "recover", |i| json!({"root": root, "worker": format!("r{i}"), "hid": hid}))?;
-    let winners: Vec<usize> = outcomes.iter().enumerate().filter(|(_, r)| matches!(r, Reply::Ok(_))).map(|(i, _)| i).collect();
+    let winners: Vec<usize> =
+        outcomes.iter().enumerate().filter(|(_, r)| matches!(r, Reply::Ok(_))).map(|(i, _)| i).collect();
     ensure!(winners.len() == 1, "{} of {RACERS} racing recoverers won (want exactly 1): {outcomes:?}", winners.len());
     let w = winners[0];
     for (i, r) in outcomes.iter().enumerate() {
         if let Reply::Err(e) = r {
-            ensure!(OWNED_OR_STATE.contains(&e.kind.as_str()), "loser r{i} was refused with {e}, want an ownership or state error");
+            ensure!(
+                OWNED_OR_STATE.contains(&e.kind.as_str()),
+                "loser r{i} was refused with {e}, want an ownership or state error"
+            );
         }
     }
     let st = m.status(&root, &hid)?;
@@ -235,7 +261,12 @@ pub fn exactly_one_wins(cx: &Ctx<'_>) -> Check {
     let after = own["fence"].as_i64().unwrap_or(-1);
     ensure!(after > orphan_fence, "winner's fence {after} must exceed the orphaned fence {orphan_fence}");
     let Reply::Ok(won) = &outcomes[w] else { unreachable!() };
-    let wt = crate::ops::Token { root: root.clone(), worker: format!("r{w}"), hid: hid.clone(), fence: won["fence"].as_i64().unwrap_or(-1) };
+    let wt = crate::ops::Token {
+        root: root.clone(),
+        worker: format!("r{w}"),
+        hid: hid.clone(),
+        fence: won["fence"].as_i64().unwrap_or(-1),
+    };
     ensure_eq!(racers[w].checkpoint(&wt, json!({"s": 2}))?, 1, "winner's checkpoint seq");
     if let Some(db) = cx.store(&root)? {
         let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row after the race"))?;
@@ -256,7 +287,9 @@ pub fn race(racers: &mut [crate::client::Lease<'_>], op: &str, args: impl Fn(usi
     let mut out = Vec::with_capacity(racers.len());
     for (r, id) in racers.iter_mut().zip(ids) {
         match r.recv(id, op)? {
-            Reply::Err(e) if e.kind == "Unsupported" => return Err(Fail::Errored(format!("adapter does not support {op}"))),
+            Reply::Err(e) if e.kind == "Unsupported" => {
+                return Err(Fail::Errored(format!("adapter does not support {op}")))
+            }
             reply => out.push(reply),
         }
     }
@@ -281,7 +314,12 @@ pub fn fencing(cx: &Ctx<'_>) -> Check {
     let t2 = m.recover(&root, "w2", &hid)?;
     ensure!(t2.fence > stale.fence, "recover must bump the fence: {} after {}", t2.fence, stale.fence);
     ensure_eq!(m.checkpoint(&t2, json!({"s": 1}))?, 0, "the new owner's checkpoint seq");
-    z.must_fail("checkpoint", stale.with("state", json!({"s": 99})), &["FencingError"], "checkpoint with the stale token")?;
+    z.must_fail(
+        "checkpoint",
+        stale.with("state", json!({"s": 99})),
+        &["FencingError"],
+        "checkpoint with the stale token",
+    )?;
     z.must_fail("complete", stale.with("result", json!({"x": 99})), OWNERSHIP_KINDS, "complete with the stale token")?;
     z.must_fail("heartbeat", stale.args(), OWNERSHIP_KINDS, "heartbeat with the stale token")?;
 
@@ -290,7 +328,12 @@ pub fn fencing(cx: &Ctx<'_>) -> Check {
     m.orphan_via_scan(&t2, "s1")?;
     let t3 = z.recover(&root, "w2", &hid)?;
     ensure!(t3.fence > t2.fence, "recover must bump the fence: {} after {}", t3.fence, t2.fence);
-    m.must_fail("checkpoint", t2.with("state", json!({"s": 98})), &["FencingError"], "checkpoint by the same worker id with its older fence")?;
+    m.must_fail(
+        "checkpoint",
+        t2.with("state", json!({"s": 98})),
+        &["FencingError"],
+        "checkpoint by the same worker id with its older fence",
+    )?;
     ensure_eq!(z.checkpoint(&t3, json!({"s": 2}))?, 1, "the current owner's checkpoint seq");
     let st = z.status(&root, &hid)?;
     ensure_eq!(st["status"], json!("running"), "status");
@@ -388,7 +431,11 @@ pub fn check_log_format(log: &str, hid: &str, checkpoints: i64) -> Check {
     for (i, line) in lines.iter().enumerate() {
         let v = json::parse(line).map_err(|e| Fail::failed(format!("log line {} is not JSON: {e}", i + 1)))?;
         let canon = json::dumps_sorted(&v).map_err(|e| Fail::failed(e.to_string()))?;
-        ensure!(&canon == line, "log line {} is not json.dumps(obj, sort_keys=True):\n  got  {line}\n  want {canon}", i + 1);
+        ensure!(
+            &canon == line,
+            "log line {} is not json.dumps(obj, sort_keys=True):\n  got  {line}\n  want {canon}",
+            i + 1
+        );
         if i == 0 {
             ensure_eq!(v["type"], json!("envelope"), "type of log line 1");
             ensure_eq!(v["envelope"]["handoff_id"], json!(hid), "envelope id in the log");

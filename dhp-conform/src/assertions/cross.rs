@@ -45,15 +45,28 @@ fn cross_store(cx: &CrossCtx<'_>) -> Check {
 
     b.open(&root)?;
     let st = b.status(&root, &hid)?;
-    ensure_eq!((st["status"].clone(), st["owner"].clone(), st["checkpoints"].clone()), (json!("running"), json!("w1"), json!(2)), "B's view of A's running handoff");
+    ensure_eq!(
+        (st["status"].clone(), st["owner"].clone(), st["checkpoints"].clone()),
+        (json!("running"), json!("w1"), json!(2)),
+        "B's view of A's running handoff"
+    );
     b.orphan_via_scan(&t, "sb")?;
     let t2 = b.recover(&root, "w2", &hid)?;
     ensure_eq!(b.last_checkpoint(&root, &hid)?, Some(json!({"s": 2})), "B's last checkpoint");
     ensure_eq!(b.checkpoint(&t2, json!({"s": 3}))?, 2, "B's checkpoint seq");
-    a.must_fail("checkpoint", t.with("state", json!({"s": 99})), &["FencingError"], "A's stale token after B recovered")?;
+    a.must_fail(
+        "checkpoint",
+        t.with("state", json!({"s": 99})),
+        &["FencingError"],
+        "A's stale token after B recovered",
+    )?;
     b.complete(&t2, json!({"x": 3}))?;
     let st = a.status(&root, &hid)?;
-    ensure_eq!((st["status"].clone(), st["result"].clone()), (json!("completed"), json!({"x": 3})), "A's view of B's completion");
+    ensure_eq!(
+        (st["status"].clone(), st["result"].clone()),
+        (json!("completed"), json!({"x": 3})),
+        "A's view of B's completion"
+    );
     a.ack(&root, &hid)?;
     ensure_eq!(b.status(&root, &hid)?["acked"], json!(true), "B's view of A's ack");
     if let Some(db) = cx.store(&root)? {

@@ -61,10 +61,15 @@ pub fn heartbeat_extends_lease(cx: &Ctx<'_>) -> Check {
     ensure!(left > 0.5, "heartbeat reports {left:.3} s left, want about the lease TTL");
     if let Some(db) = cx.store(&root)? {
         let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row"))?;
-        ensure!((o.lease_expires_at - e1).abs() < 0.01, "stored lease_expires_at {} != reported {e1}", o.lease_expires_at);
+        ensure!(
+            (o.lease_expires_at - e1).abs() < 0.01,
+            "stored lease_expires_at {} != reported {e1}",
+            o.lease_expires_at
+        );
     }
     sleep_until(e0 + 0.2);
-    m.checkpoint(&t, json!({"s": 1})).map_err(|f| f.context("checkpoint past the original expiry, within the extended lease"))?;
+    m.checkpoint(&t, json!({"s": 1}))
+        .map_err(|f| f.context("checkpoint past the original expiry, within the extended lease"))?;
     Ok(())
 }
 
@@ -127,7 +132,11 @@ pub fn ack_after_complete(cx: &Ctx<'_>) -> Check {
     m.ack(&root, &hid).map_err(|f| f.context("a second ack"))?;
     ensure_eq!(m.status(&root, &hid)?["acked"], json!(true), "acked after ack");
     if let Some(db) = cx.store(&root)? {
-        ensure_eq!(db.must_envelope(&hid)?.pointer("/delivery/outbox/ack"), Some(&json!(true)), "stored delivery.outbox.ack");
+        ensure_eq!(
+            db.must_envelope(&hid)?.pointer("/delivery/outbox/ack"),
+            Some(&json!(true)),
+            "stored delivery.outbox.ack"
+        );
     }
     Ok(())
 }
@@ -143,11 +152,15 @@ pub fn claim_race(cx: &Ctx<'_>) -> Check {
         r.open(&root)?;
     }
     let outcomes = race(&mut racers, "claim", |i| json!({"root": root, "worker": format!("c{i}"), "hid": hid}))?;
-    let winners: Vec<usize> = outcomes.iter().enumerate().filter(|(_, r)| matches!(r, Reply::Ok(_))).map(|(i, _)| i).collect();
+    let winners: Vec<usize> =
+        outcomes.iter().enumerate().filter(|(_, r)| matches!(r, Reply::Ok(_))).map(|(i, _)| i).collect();
     ensure!(winners.len() == 1, "{} of {RACERS} racing claimers won (want exactly 1): {outcomes:?}", winners.len());
     for (i, r) in outcomes.iter().enumerate() {
         if let Reply::Err(e) = r {
-            ensure!(OWNED_OR_STATE.contains(&e.kind.as_str()), "loser c{i} was refused with {e}, want an ownership or state error");
+            ensure!(
+                OWNED_OR_STATE.contains(&e.kind.as_str()),
+                "loser c{i} was refused with {e}, want an ownership or state error"
+            );
         }
     }
     let w = format!("c{}", winners[0]);
@@ -176,7 +189,12 @@ fn canonical(v: &Value) -> Check<Vec<u8>> {
 
 /// Nothing of `hid` reached `root`.
 fn untouched(cx: &Ctx<'_>, m: &mut Adapter, root: &str, hid: &str, what: &str) -> Check {
-    m.must_fail("status", json!({"root": root, "hid": hid}), &["UnknownHandoff"], &format!("the handoff after {what}"))?;
+    m.must_fail(
+        "status",
+        json!({"root": root, "hid": hid}),
+        &["UnknownHandoff"],
+        &format!("the handoff after {what}"),
+    )?;
     if let Some(db) = cx.store(root)? {
         ensure_eq!(db.handoff_count()?, 0, "handoffs rows after {what}");
     }
@@ -212,7 +230,12 @@ pub fn tampered_bundle_rejected(cx: &Ctx<'_>) -> Check {
     }
     let p2 = cx.path("forged.bundle");
     write(&p2, &canonical(&forged)?)?;
-    m.must_fail("resume", json!({"root": rc, "path": p2}), &["TamperError"], "resume of a bundle with a forged checkpoint hash")?;
+    m.must_fail(
+        "resume",
+        json!({"root": rc, "path": p2}),
+        &["TamperError"],
+        "resume of a bundle with a forged checkpoint hash",
+    )?;
     untouched(cx, &mut m, &rc, &hid, "a refused bundle")?;
 
     ensure_eq!(m.resume(&rd, &good)?, hid, "hid of the untampered bundle");
@@ -270,7 +293,12 @@ pub fn tampered_log_rejected(cx: &Ctx<'_>) -> Check {
     let log = cx.path("t.log");
     let hid = shipped_log(&mut m, &ra, &log, 2)?;
     let bad = tampered_copy(cx, &log, 0, |v| v["envelope"]["task"]["inputs"]["inline"]["n"] = json!(999))?;
-    m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log whose envelope was changed")?;
+    m.must_fail(
+        "ingest",
+        json!({"root": rb, "log": bad}),
+        &["TamperError"],
+        "ingest of a log whose envelope was changed",
+    )?;
     untouched(cx, &mut m, &rb, &hid, "a refused log")?;
     let out = m.ingest(&rc, &log)?;
     ensure_eq!(out["handoff_id"], json!(hid), "ingest of the untampered log");
@@ -284,14 +312,25 @@ pub fn tampered_checkpoint_rejected(cx: &Ctx<'_>) -> Check {
     let log = cx.path("t.log");
     let hid = shipped_log(&mut m, &ra, &log, 3)?;
     let bad = tampered_copy(cx, &log, 2, |v| v["state"] = json!({"s": 100}))?;
-    m.must_fail("ingest", json!({"root": rb, "log": bad}), &["TamperError"], "ingest of a log with a tampered checkpoint")?;
+    m.must_fail(
+        "ingest",
+        json!({"root": rb, "log": bad}),
+        &["TamperError"],
+        "ingest of a log with a tampered checkpoint",
+    )?;
     match m.try_op("status", json!({"root": rb, "hid": hid}))? {
         Err(e) if e.kind == "UnknownHandoff" => {}
         Err(e) => return Err(Fail::failed(format!("status after a refused ingest: {e}"))),
         Ok(st) => {
-            ensure!(st["checkpoints"].as_i64().unwrap_or(99) <= 1, "checkpoints past the tampered line were ingested: {st}");
+            ensure!(
+                st["checkpoints"].as_i64().unwrap_or(99) <= 1,
+                "checkpoints past the tampered line were ingested: {st}"
+            );
             let last = m.last_checkpoint(&rb, &hid)?;
-            ensure!(last.is_none() || last == Some(json!({"s": 0})), "last checkpoint after a refused ingest: {last:?}");
+            ensure!(
+                last.is_none() || last == Some(json!({"s": 0})),
+                "last checkpoint after a refused ingest: {last:?}"
+            );
         }
     }
     if let Some(db) = cx.store(&rb)? {
@@ -353,7 +392,12 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
     m.open(&root)?;
     let hid = new_handoff(&mut m, &root, 1)?;
     let t = m.claim(&root, "w1", &hid)?;
-    m.must_fail("checkpoint", t.with("state", json!({"blob": "x".repeat(70_000)})), &["OversizePayload"], "a 70 kB checkpoint (limit 64 KiB)")?;
+    m.must_fail(
+        "checkpoint",
+        t.with("state", json!({"blob": "x".repeat(70_000)})),
+        &["OversizePayload"],
+        "a 70 kB checkpoint (limit 64 KiB)",
+    )?;
     ensure_eq!(m.checkpoint(&t, json!({"blob": "x".repeat(1000)}))?, 0, "seq of a small checkpoint after the refusal");
     m.must_fail(
         "complete",
@@ -366,8 +410,18 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
     ensure_eq!(st["checkpoints"], json!(1), "checkpoints after an oversize checkpoint");
     let big = m.build(spec_with(2, json!({"inputs": {"inline": {"n": 2, "pad": "z".repeat(300_000)}}})))?;
     let big_hid = big["handoff_id"].as_str().unwrap_or_default().to_string();
-    m.must_fail("dispatch", json!({"root": root, "envelope": big}), &["OversizePayload"], "a 300 kB envelope (limit 256 KiB)")?;
-    m.must_fail("status", json!({"root": root, "hid": big_hid}), &["UnknownHandoff"], "the oversize envelope after dispatch")?;
+    m.must_fail(
+        "dispatch",
+        json!({"root": root, "envelope": big}),
+        &["OversizePayload"],
+        "a 300 kB envelope (limit 256 KiB)",
+    )?;
+    m.must_fail(
+        "status",
+        json!({"root": root, "hid": big_hid}),
+        &["UnknownHandoff"],
+        "the oversize envelope after dispatch",
+    )?;
     if let Some(db) = cx.store(&root)? {
         ensure_eq!(db.verified_states(&hid)?.len(), 1, "checkpoint rows");
         ensure_eq!(db.handoff_count()?, 1, "handoffs rows");
@@ -392,13 +446,29 @@ pub fn malformed_ids_rejected(cx: &Ctx<'_>) -> Check {
         "' OR '1'='1".into(),
     ];
     for bad in &bad_hids {
-        m.must_fail("claim", json!({"root": root, "worker": "w1", "hid": bad}), &["ValidationError"], &format!("claim of handoff id {bad:?}"))?;
+        m.must_fail(
+            "claim",
+            json!({"root": root, "worker": "w1", "hid": bad}),
+            &["ValidationError"],
+            &format!("claim of handoff id {bad:?}"),
+        )?;
     }
-    let bad_workers = [String::new(), "bad id".into(), "w/../x".into(), "w".repeat(129), "w\n1".into(), "wörker".into()];
+    let bad_workers =
+        [String::new(), "bad id".into(), "w/../x".into(), "w".repeat(129), "w\n1".into(), "wörker".into()];
     for bad in &bad_workers {
-        m.must_fail("claim", json!({"root": root, "worker": bad, "hid": hid}), &["ValidationError"], &format!("claim by worker id {bad:?}"))?;
+        m.must_fail(
+            "claim",
+            json!({"root": root, "worker": bad, "hid": hid}),
+            &["ValidationError"],
+            &format!("claim by worker id {bad:?}"),
+        )?;
     }
-    m.must_fail("scan", json!({"root": root, "supervisor": "s 1"}), &["ValidationError"], "scan by supervisor id \"s 1\"")?;
+    m.must_fail(
+        "scan",
+        json!({"root": root, "supervisor": "s 1"}),
+        &["ValidationError"],
+        "scan by supervisor id \"s 1\"",
+    )?;
     let st = m.status(&root, &hid)?;
     ensure_eq!(st["status"], json!("pending"), "status after refused claims");
     ensure!(st["owner"].is_null(), "owner after refused claims: {}", st["owner"]);
@@ -440,7 +510,11 @@ pub fn stall_orphan_then_dlq(cx: &Ctx<'_>) -> Check {
     let t2 = m.recover(&root, "w2", &hid)?;
     repeat_activity(&mut m, &t2, 10)?;
     let acts = m.scan(&root, "s1")?;
-    ensure_eq!(action_for(&acts, &hid), Some("dlq"), "scan action on the second stall with max_stall_retries=1 (actions {acts:?})");
+    ensure_eq!(
+        action_for(&acts, &hid),
+        Some("dlq"),
+        "scan action on the second stall with max_stall_retries=1 (actions {acts:?})"
+    );
     let st = m.status(&root, &hid)?;
     ensure_eq!(st["status"], json!("failed"), "status after the second stall");
     ensure!(st["error"].as_str().is_some_and(|e| !e.is_empty()), "a dead-lettered handoff must say why: {st}");
@@ -468,11 +542,19 @@ pub fn supervisor_budget_kill(cx: &Ctx<'_>) -> Check {
     // only the supervisor's side counts.
     let _ = m.try_op("note_step", t.with("n", json!(3)))?;
     let acts = m.scan(&root, "s1")?;
-    ensure_eq!(action_for(&acts, &hid), Some("budget-killed"), "scan action on an over-budget handoff (actions {acts:?})");
+    ensure_eq!(
+        action_for(&acts, &hid),
+        Some("budget-killed"),
+        "scan action on an over-budget handoff (actions {acts:?})"
+    );
     ensure!(action_for(&acts, &ok_hid).is_none(), "scan acted on a handoff within budget: {acts:?}");
     let st = m.status(&root, &hid)?;
     ensure_eq!(st["status"], json!("failed"), "status after the budget kill");
-    ensure!(st["error"].as_str().is_some_and(|e| e.contains("budget")), "error should name the budget: {}", st["error"]);
+    ensure!(
+        st["error"].as_str().is_some_and(|e| e.contains("budget")),
+        "error should name the budget: {}",
+        st["error"]
+    );
     ensure!(st["owner"].is_null(), "a budget-killed handoff keeps no owner: {}", st["owner"]);
     m.must_refuse("checkpoint", t.with("state", json!({"s": 1})), "checkpoint by the budget-killed worker")?;
     ensure_eq!(m.status(&root, &ok_hid)?["status"], json!("running"), "status of the handoff within budget");
@@ -505,7 +587,11 @@ pub fn effects_first_write_wins(cx: &Ctx<'_>) -> Check {
     ensure_eq!(r["recorded"], json!(false), "second record_effect of the same step");
     let d = effect(&mut m, &t, "effect_done", "charge-1", None)?;
     ensure_eq!((d["done"].clone(), d["result"].clone()), (json!(true), json!({"charge_id": "ch_1"})), "effect_done");
-    ensure_eq!(effect(&mut m, &t, "effect_done", "refund-1", None)?["done"], json!(false), "effect_done of a step never run");
+    ensure_eq!(
+        effect(&mut m, &t, "effect_done", "refund-1", None)?["done"],
+        json!(false),
+        "effect_done of a step never run"
+    );
     m.orphan_via_scan(&t, "s1")?;
     let t2 = m.recover(&root, "w2", &hid)?;
     let d = effect(&mut m, &t2, "effect_done", "charge-1", None)?;
@@ -542,7 +628,10 @@ pub fn capabilities_fail_closed(cx: &Ctx<'_>) -> Check {
     for (t, domain, resource, granted) in checks {
         let mut args = t.with("domain", json!(domain));
         args["resource"] = json!(resource);
-        let what = format!("require_capability {domain}:{resource} ({} capabilities)", if t.hid == h1 { "declared" } else { "no" });
+        let what = format!(
+            "require_capability {domain}:{resource} ({} capabilities)",
+            if t.hid == h1 { "declared" } else { "no" }
+        );
         if granted {
             m.op("require_capability", args).map_err(|f| f.context(&what))?;
         } else {
@@ -601,7 +690,10 @@ pub fn canonical_vectors(cx: &Ctx<'_>) -> Check {
             Err(err) => bad.push(format!("{name}: refused: {err}")),
             Ok(r) => {
                 if r["handoff_id"] != e["handoff_id"] || r["input_hash"] != e["input_hash"] {
-                    bad.push(format!("{name}: handoff_id/input_hash {}/{} want {}/{}", r["handoff_id"], r["input_hash"], e["handoff_id"], e["input_hash"]));
+                    bad.push(format!(
+                        "{name}: handoff_id/input_hash {}/{} want {}/{}",
+                        r["handoff_id"], r["input_hash"], e["handoff_id"], e["input_hash"]
+                    ));
                 }
             }
         }
@@ -618,7 +710,8 @@ pub fn canonical_vectors(cx: &Ctx<'_>) -> Check {
 
 fn hex_text(v: &Value) -> String {
     let h = v.as_str().unwrap_or_default();
-    let bytes: Vec<u8> = (0..h.len() / 2).filter_map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok()).collect();
+    let bytes: Vec<u8> =
+        (0..h.len() / 2).filter_map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok()).collect();
     let s = String::from_utf8_lossy(&bytes);
     let s: String = s.chars().take(60).collect();
     format!("{s:?}")
@@ -651,7 +744,9 @@ pub fn fast_death_detection(cx: &Ctx<'_>) -> Check {
         match action_for(&acts, &hid) {
             Some("orphaned") => break,
             None => {}
-            Some(other) => return Err(Fail::failed(format!("scan after the kill: action {other:?}, want \"orphaned\""))),
+            Some(other) => {
+                return Err(Fail::failed(format!("scan after the kill: action {other:?}, want \"orphaned\"")))
+            }
         }
         if killed.elapsed() > FAST_DEATH_LIMIT {
             return Err(Fail::failed(format!(

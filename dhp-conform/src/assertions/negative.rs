@@ -11,7 +11,16 @@ use serde_json::json;
 /// The fields of `status` that any refused operation must leave alone.
 fn snapshot(m: &mut crate::client::Adapter, root: &str, hid: &str) -> Check<serde_json::Value> {
     let st = m.status(root, hid)?;
-    Ok(json!([st["status"], st["owner"], st["fence"], st["checkpoints"], st["attempt"], st["steps"], st["spend_usd"], st["result"]]))
+    Ok(json!([
+        st["status"],
+        st["owner"],
+        st["fence"],
+        st["checkpoints"],
+        st["attempt"],
+        st["steps"],
+        st["spend_usd"],
+        st["result"]
+    ]))
 }
 
 /// wrong-state-operations
@@ -21,30 +30,80 @@ pub fn wrong_state_operations(cx: &Ctx<'_>) -> Check {
     m.open(&root)?;
     let hid = new_handoff(&mut m, &root, 1)?;
     // recover is for orphans only
-    m.must_fail("recover", json!({"root": root, "worker": "w9", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a pending handoff")?;
+    m.must_fail(
+        "recover",
+        json!({"root": root, "worker": "w9", "hid": hid}),
+        &["StateError", "OwnershipLost"],
+        "recover of a pending handoff",
+    )?;
     ensure_eq!(m.status(&root, &hid)?["status"], json!("pending"), "status after a refused recover");
     let t = m.claim(&root, "w1", &hid)?;
     m.checkpoint(&t, json!({"s": 1}))?;
     let before = snapshot(&mut m, &root, &hid)?;
-    m.must_fail("claim", json!({"root": root, "worker": "w2", "hid": hid}), OWNED_OR_STATE, "claim of a running handoff")?;
-    m.must_fail("recover", json!({"root": root, "worker": "w2", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a running handoff")?;
+    m.must_fail(
+        "claim",
+        json!({"root": root, "worker": "w2", "hid": hid}),
+        OWNED_OR_STATE,
+        "claim of a running handoff",
+    )?;
+    m.must_fail(
+        "recover",
+        json!({"root": root, "worker": "w2", "hid": hid}),
+        &["StateError", "OwnershipLost"],
+        "recover of a running handoff",
+    )?;
     let other = t.as_worker("w2", t.fence);
-    m.must_fail("release", other.with("reason", json!("not mine")), &["FencingError", "OwnershipLost"], "release by a non-owner")?;
-    m.must_fail("complete", other.with("result", json!({"x": 9})), &["FencingError", "OwnershipLost"], "complete by a non-owner")?;
-    m.must_fail("checkpoint", other.with("state", json!({"s": 9})), &["FencingError", "OwnershipLost"], "checkpoint by a non-owner")?;
+    m.must_fail(
+        "release",
+        other.with("reason", json!("not mine")),
+        &["FencingError", "OwnershipLost"],
+        "release by a non-owner",
+    )?;
+    m.must_fail(
+        "complete",
+        other.with("result", json!({"x": 9})),
+        &["FencingError", "OwnershipLost"],
+        "complete by a non-owner",
+    )?;
+    m.must_fail(
+        "checkpoint",
+        other.with("state", json!({"s": 9})),
+        &["FencingError", "OwnershipLost"],
+        "checkpoint by a non-owner",
+    )?;
     m.must_fail("ack", json!({"root": root, "hid": hid}), &["StateError"], "ack before complete")?;
     ensure_eq!(snapshot(&mut m, &root, &hid)?, before, "status after refused operations on a running handoff");
     m.complete(&t, json!({"x": 1}))?;
     let done = snapshot(&mut m, &root, &hid)?;
-    m.must_fail("claim", json!({"root": root, "worker": "w2", "hid": hid}), OWNED_OR_STATE, "claim of a completed handoff")?;
-    m.must_fail("recover", json!({"root": root, "worker": "w2", "hid": hid}), &["StateError", "OwnershipLost"], "recover of a completed handoff")?;
+    m.must_fail(
+        "claim",
+        json!({"root": root, "worker": "w2", "hid": hid}),
+        OWNED_OR_STATE,
+        "claim of a completed handoff",
+    )?;
+    m.must_fail(
+        "recover",
+        json!({"root": root, "worker": "w2", "hid": hid}),
+        &["StateError", "OwnershipLost"],
+        "recover of a completed handoff",
+    )?;
     m.must_refuse("checkpoint", t.with("state", json!({"s": 2})), "checkpoint after complete")?;
     ensure_eq!(snapshot(&mut m, &root, &hid)?, done, "status after refused operations on a completed handoff");
     let ghost = "0".repeat(64);
     for op in ["claim", "recover"] {
-        m.must_fail(op, json!({"root": root, "worker": "w1", "hid": ghost}), &["UnknownHandoff"], &format!("{op} of a handoff that does not exist"))?;
+        m.must_fail(
+            op,
+            json!({"root": root, "worker": "w1", "hid": ghost}),
+            &["UnknownHandoff"],
+            &format!("{op} of a handoff that does not exist"),
+        )?;
     }
-    m.must_fail("status", json!({"root": root, "hid": ghost}), &["UnknownHandoff"], "status of a handoff that does not exist")?;
+    m.must_fail(
+        "status",
+        json!({"root": root, "hid": ghost}),
+        &["UnknownHandoff"],
+        "status of a handoff that does not exist",
+    )?;
     Ok(())
 }
 
@@ -58,7 +117,12 @@ pub fn invalid_arguments(cx: &Ctx<'_>) -> Check {
     let before = snapshot(&mut m, &root, &hid)?;
     m.must_fail("note_spend", t.with("usd", json!(-5.0)), &["ValidationError"], "a negative spend")?;
     for bad in [json!([1, 2]), json!("state"), json!(7), json!(null)] {
-        m.must_fail("checkpoint", t.with("state", bad.clone()), &["ValidationError"], &format!("checkpoint state {bad} (not an object)"))?;
+        m.must_fail(
+            "checkpoint",
+            t.with("state", bad.clone()),
+            &["ValidationError"],
+            &format!("checkpoint state {bad} (not an object)"),
+        )?;
     }
     ensure_eq!(snapshot(&mut m, &root, &hid)?, before, "status after refused arguments");
     ensure!(m.last_checkpoint(&root, &hid)?.is_none(), "a refused checkpoint was stored");
@@ -102,12 +166,20 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
     m.must_fail("note_step", tw.with("n", json!(1)), &["BudgetExceeded"], "a step past max_wallclock_s")?;
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(action_for(&acts, &spend), Some("budget-killed"), "scan action on spend over budget (actions {acts:?})");
-    ensure_eq!(action_for(&acts, &wall), Some("budget-killed"), "scan action on wall clock over budget (actions {acts:?})");
+    ensure_eq!(
+        action_for(&acts, &wall),
+        Some("budget-killed"),
+        "scan action on wall clock over budget (actions {acts:?})"
+    );
     ensure!(action_for(&acts, &at_limit).is_none(), "scan acted on a handoff exactly at its spend limit: {acts:?}");
     for (hid, what) in [(&spend, "spend"), (&wall, "wallclock")] {
         let st = m.status(&root, hid)?;
         ensure_eq!(st["status"], json!("failed"), "status after a {what} budget kill");
-        ensure!(st["error"].as_str().is_some_and(|e| e.contains(what)), "the error should name the {what} budget: {}", st["error"]);
+        ensure!(
+            st["error"].as_str().is_some_and(|e| e.contains(what)),
+            "the error should name the {what} budget: {}",
+            st["error"]
+        );
     }
     ensure_eq!(m.status(&root, &at_limit)?["status"], json!("running"), "status of the handoff at its limit");
     Ok(())

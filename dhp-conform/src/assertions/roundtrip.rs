@@ -11,8 +11,14 @@ use serde_json::{json, Value};
 /// `(seq, state_hash)` of the checkpoints `load_envelope` materializes.
 fn checkpoint_list(m: &mut Adapter, root: &str, hid: &str) -> Check<Vec<(i64, String)>> {
     let env = m.load_envelope(root, hid)?;
-    let list = env.pointer("/execution/checkpoints").and_then(Value::as_array).ok_or_else(|| Fail::failed("load_envelope: no execution.checkpoints list"))?;
-    Ok(list.iter().map(|c| (c["seq"].as_i64().unwrap_or(-1), c["state_hash"].as_str().unwrap_or_default().to_string())).collect())
+    let list = env
+        .pointer("/execution/checkpoints")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Fail::failed("load_envelope: no execution.checkpoints list"))?;
+    Ok(list
+        .iter()
+        .map(|c| (c["seq"].as_i64().unwrap_or(-1), c["state_hash"].as_str().unwrap_or_default().to_string()))
+        .collect())
 }
 
 fn usage(st: &Value) -> Value {
@@ -45,7 +51,11 @@ pub fn suspend_resume_round_trip(cx: &Ctx<'_>) -> Check {
     // first hop: everything arrives, pending for a new owner, attempt + 1
     ensure_eq!(m.resume(&rb, &b1)?, hid, "hid after resume");
     let st = m.status(&rb, &hid)?;
-    ensure_eq!(usage(&st), json!({"steps": 2, "spend_usd": 0.5, "checkpoints": 3, "attempt": 1, "status": "pending"}), "status after the first resume");
+    ensure_eq!(
+        usage(&st),
+        json!({"steps": 2, "spend_usd": 0.5, "checkpoints": 3, "attempt": 1, "status": "pending"}),
+        "status after the first resume"
+    );
     ensure!(st["owner"].is_null(), "a resumed handoff has no owner yet: {}", st["owner"]);
     ensure_eq!(checkpoint_list(&mut m, &rb, &hid)?, hashes, "checkpoint seqs and hashes after the first resume");
     ensure_eq!(m.last_checkpoint(&rb, &hid)?, Some(json!({"s": 2})), "last checkpoint after the first resume");
@@ -57,7 +67,11 @@ pub fn suspend_resume_round_trip(cx: &Ctx<'_>) -> Check {
     m.suspend(&rb, &hid, &b2)?;
     ensure_eq!(m.resume(&rc, &b2)?, hid, "hid after the second resume");
     let st = m.status(&rc, &hid)?;
-    ensure_eq!(usage(&st), json!({"steps": 2, "spend_usd": 0.5, "checkpoints": 4, "attempt": 2, "status": "pending"}), "status after the second resume");
+    ensure_eq!(
+        usage(&st),
+        json!({"steps": 2, "spend_usd": 0.5, "checkpoints": 4, "attempt": 2, "status": "pending"}),
+        "status after the second resume"
+    );
     ensure_eq!(checkpoint_list(&mut m, &rc, &hid)?.len(), 4, "checkpoints after the second resume");
 
     // a root that still has the handoff refuses the bundle, unchanged
@@ -87,9 +101,7 @@ pub fn status_reporting(cx: &Ctx<'_>) -> Check {
         ensure_eq!(Value::Object(got), want, "status when {stage}");
         Ok(())
     };
-    let base = |status: &str, attempt: i64, owner: Value, fence: Value| {
-        json!({"status": status, "attempt": attempt, "owner": owner, "fence": fence, "result": null, "acked": false, "error": null})
-    };
+    let base = |status: &str, attempt: i64, owner: Value, fence: Value| json!({"status": status, "attempt": attempt, "owner": owner, "fence": fence, "result": null, "acked": false, "error": null});
     let mut pending = base("pending", 0, Value::Null, Value::Null);
     pending["checkpoints"] = json!(0);
     pending["steps"] = json!(0);

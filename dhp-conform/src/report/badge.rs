@@ -42,7 +42,14 @@ mod tests {
     use crate::suite::{Level, Outcome};
 
     fn rec(o: Outcome) -> Record {
-        Record { implementation: "ours".into(), assertion: "a".into(), level: Level::Core, outcome: o, seconds: 0.0, stderr: vec![] }
+        Record {
+            implementation: "ours".into(),
+            assertion: "a".into(),
+            level: Level::Core,
+            outcome: o,
+            seconds: 0.0,
+            stderr: vec![],
+        }
     }
 
     /// Snapshots of the three colours.

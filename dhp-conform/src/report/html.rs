@@ -24,7 +24,11 @@ pub fn render(records: &[Record], describe: &[(String, String)], title: &str) ->
     let rows = assertions(records);
     let mut o = String::new();
     o.push_str("<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
-    o.push_str(&format!("<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n", xml(title), xml(title)));
+    o.push_str(&format!(
+        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        xml(title),
+        xml(title)
+    ));
     o.push_str("<h2>Implementations</h2>\n<ul>\n");
     for (label, d) in describe {
         o.push_str(&format!("<li><code>{}</code>: {}</li>\n", xml(label), xml(d)));
@@ -41,9 +45,16 @@ pub fn render(records: &[Record], describe: &[(String, String)], title: &str) ->
                 None => o.push_str("<td class=\"none\">—</td>"),
                 Some(r) => {
                     let word = r.outcome.word();
-                    let title = r.outcome.message().map(|m| format!(" title=\"{}\"", xml(super::first_line(m)))).unwrap_or_default();
+                    let title = r
+                        .outcome
+                        .message()
+                        .map(|m| format!(" title=\"{}\"", xml(super::first_line(m))))
+                        .unwrap_or_default();
                     if matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
-                        o.push_str(&format!("<td class=\"{word}\"{title}><a href=\"#{}\">{word}</a></td>", anchor(i, name)));
+                        o.push_str(&format!(
+                            "<td class=\"{word}\"{title}><a href=\"#{}\">{word}</a></td>",
+                            anchor(i, name)
+                        ));
                     } else {
                         o.push_str(&format!("<td class=\"{word}\"{title}>{word}</td>"));
                     }
@@ -58,7 +69,8 @@ pub fn render(records: &[Record], describe: &[(String, String)], title: &str) ->
         o.push_str(&format!("<th>{}</th>", xml(&tally(&c))));
     }
     o.push_str("</tr></tfoot>\n</table>\n");
-    let bad: Vec<&Record> = records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
+    let bad: Vec<&Record> =
+        records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
     o.push_str("<h2>Failures</h2>\n");
     if bad.is_empty() {
         o.push_str("<p>None.</p>\n");
@@ -75,7 +87,10 @@ pub fn render(records: &[Record], describe: &[(String, String)], title: &str) ->
         if r.stderr.is_empty() {
             o.push_str("<p>The adapter wrote nothing on stderr.</p>\n");
         } else {
-            o.push_str(&format!("<p>Adapter stderr (tail):</p>\n<pre class=\"stderr\">{}</pre>\n", xml(&r.stderr.join("\n"))));
+            o.push_str(&format!(
+                "<p>Adapter stderr (tail):</p>\n<pre class=\"stderr\">{}</pre>\n",
+                xml(&r.stderr.join("\n"))
+            ));
         }
         o.push_str("</section>\n");
     }

@@ -42,11 +42,18 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
         }
         o.push('\n');
     }
-    let bad: Vec<&Record> = records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
+    let bad: Vec<&Record> =
+        records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
     if !bad.is_empty() {
         o.push_str("\n### Failures\n\n");
         for r in bad {
-            o.push_str(&format!("- `{}` on `{}` ({}): {}\n", r.assertion, esc(&r.implementation), r.outcome.word(), esc(r.outcome.message().unwrap_or(""))));
+            o.push_str(&format!(
+                "- `{}` on `{}` ({}): {}\n",
+                r.assertion,
+                esc(&r.implementation),
+                r.outcome.word(),
+                esc(r.outcome.message().unwrap_or(""))
+            ));
         }
     }
     if let Some(s) = surprises {

@@ -148,9 +148,19 @@ pub fn junit(records: &[Record]) -> String {
             ));
             match &r.outcome {
                 Outcome::Passed => out.push_str("/>\n"),
-                Outcome::Failed(m) => out.push_str(&format!(">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n", xml(first_line(m)), xml(m))),
-                Outcome::Errored(m) => out.push_str(&format!(">\n      <error message=\"{}\">{}</error>\n    </testcase>\n", xml(first_line(m)), xml(m))),
-                Outcome::Skipped(m) => out.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml(m))),
+                Outcome::Failed(m) => out.push_str(&format!(
+                    ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml(first_line(m)),
+                    xml(m)
+                )),
+                Outcome::Errored(m) => out.push_str(&format!(
+                    ">\n      <error message=\"{}\">{}</error>\n    </testcase>\n",
+                    xml(first_line(m)),
+                    xml(m)
+                )),
+                Outcome::Skipped(m) => {
+                    out.push_str(&format!(">\n      <skipped message=\"{}\"/>\n    </testcase>\n", xml(m)))
+                }
             }
         }
         out.push_str("  </testsuite>\n");
@@ -254,7 +264,14 @@ mod tests {
     use super::*;
 
     fn rec(imp: &str, name: &str, o: Outcome) -> Record {
-        Record { implementation: imp.into(), assertion: name.into(), level: Level::Core, outcome: o, seconds: 0.5, stderr: vec![] }
+        Record {
+            implementation: imp.into(),
+            assertion: name.into(),
+            level: Level::Core,
+            outcome: o,
+            seconds: 0.5,
+            stderr: vec![],
+        }
     }
 
     #[test]
@@ -283,7 +300,10 @@ mod tests {
         assert!(x.contains("<failure message=\"got &lt;1&gt; &amp; &quot;2&quot;\">"), "{x}");
         assert!(x.contains("<error message=\"hang\">"), "{x}");
         assert!(x.contains("<skipped message=\"unsupported\"/>"), "{x}");
-        assert!(x.contains("<testsuites name=\"dhp-conform\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\">"), "{x}");
+        assert!(
+            x.contains("<testsuites name=\"dhp-conform\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\">"),
+            "{x}"
+        );
     }
 
     #[test]

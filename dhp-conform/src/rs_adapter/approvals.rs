@@ -19,7 +19,9 @@ impl Adapter {
         if self.is(Mutant::ApprovalsFailOpen) && matches!(class, "financial" | "destructive") {
             class = "write"; // gated classes pass as if they were plain writes
         }
-        if self.is(Mutant::ApprovalUnknownClassPasses) && !matches!(class, "read" | "write" | "financial" | "destructive") {
+        if self.is(Mutant::ApprovalUnknownClassPasses)
+            && !matches!(class, "read" | "write" | "financial" | "destructive")
+        {
             class = "read";
         }
         r.request_approval(&hid, fence, class, v(a, "details")?, f(a, "timeout_s")?)?;
@@ -41,7 +43,8 @@ impl Adapter {
         let root = s(a, "root")?;
         let r = self.runner(root)?;
         let id = s(a, "approval_id")?;
-        let approved = a.get("approved").and_then(Value::as_bool).ok_or_else(|| super::bad("args.approved must be a boolean"))?;
+        let approved =
+            a.get("approved").and_then(Value::as_bool).ok_or_else(|| super::bad("args.approved must be a boolean"))?;
         let mut decided = r.decide_approval(id, approved)?;
         if !decided && self.is(Mutant::ApprovalRedecide) {
             // a decision overwrites whatever was decided before
@@ -60,7 +63,11 @@ impl Adapter {
     pub(super) fn await_approval(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
         match r.await_approval(&hid, fence, s(a, "approval_id")?, POLL) {
-            Err(Error::ApprovalDenied { status, .. }) if status == "expired" && self.is(Mutant::ExpiredApprovalApproves) => Ok(json!({})),
+            Err(Error::ApprovalDenied { status, .. })
+                if status == "expired" && self.is(Mutant::ExpiredApprovalApproves) =>
+            {
+                Ok(json!({}))
+            }
             other => other.map(|()| json!({})).map_err(Into::into),
         }
     }

@@ -160,7 +160,8 @@ impl Adapter {
     /// that fails now is logged and lost, like a failed write-behind.
     fn flush(&mut self) {
         for p in std::mem::take(&mut self.pending) {
-            let res = self.runner(&p.root).and_then(|r| Ok(r.with_id(&p.worker)?.checkpoint(&p.hid, p.fence, &p.state)?));
+            let res =
+                self.runner(&p.root).and_then(|r| Ok(r.with_id(&p.worker)?.checkpoint(&p.hid, p.fence, &p.state)?));
             if let Err(e) = res {
                 eprintln!("dhp-adapter: buffered checkpoint of {} lost: {}: {}", p.hid, e.kind, e.message);
             }
@@ -196,7 +197,8 @@ impl Adapter {
                 if op == "note_step" && self.is(Mutant::NegativeStepsIgnored) && i(a, "n")? < 0 {
                     return Ok(json!({}));
                 }
-                let usd = if op == "note_spend" && self.is(Mutant::LenientArguments) { f(a, "usd")?.max(0.0) } else { 0.0 };
+                let usd =
+                    if op == "note_spend" && self.is(Mutant::LenientArguments) { f(a, "usd")?.max(0.0) } else { 0.0 };
                 let res = match op {
                     "note_step" => r.note_step(&hid, fence, i(a, "n")?),
                     _ if self.is(Mutant::LenientArguments) => r.note_spend(&hid, fence, usd),
@@ -204,7 +206,11 @@ impl Adapter {
                 };
                 match res {
                     Err(Error::BudgetExceeded { .. }) if self.is(Mutant::NoBudgetCheck) => Ok(json!({})),
-                    Err(e @ Error::BudgetExceeded { .. }) if self.is(Mutant::WallclockUnchecked) && e.to_string().contains("wallclock") => Ok(json!({})),
+                    Err(e @ Error::BudgetExceeded { .. })
+                        if self.is(Mutant::WallclockUnchecked) && e.to_string().contains("wallclock") =>
+                    {
+                        Ok(json!({}))
+                    }
                     other => other.map(|_| json!({})).map_err(AErr::from),
                 }
             }
@@ -223,7 +229,9 @@ impl Adapter {
             "ownership" => {
                 let r = self.runner(s(a, "root")?)?;
                 let o = r.ownership(&self.id_arg(a, "hid")?)?;
-                Ok(json!({"ownership": o.map(|o| json!({"holder": o.holder, "fence": o.fence, "lease_expires_at": o.lease_expires_at}))}))
+                Ok(
+                    json!({"ownership": o.map(|o| json!({"holder": o.holder, "fence": o.fence, "lease_expires_at": o.lease_expires_at}))}),
+                )
             }
             "leadership" => {
                 let r = self.runner(s(a, "root")?)?;
@@ -294,7 +302,8 @@ impl Adapter {
         let db = Path::new(&root).join("dhp.sqlite3");
         if self.is(Mutant::IgnoreSchemaVersion) && db.exists() {
             let c = rusqlite::Connection::open(&db).map_err(|e| err("StoreError", e.to_string()))?;
-            c.execute("DELETE FROM schema_version WHERE version > 3", []).map_err(|e| err("StoreError", e.to_string()))?;
+            c.execute("DELETE FROM schema_version WHERE version > 3", [])
+                .map_err(|e| err("StoreError", e.to_string()))?;
         }
         self.runner(&root)?;
         let canon = std::fs::canonicalize(&root).unwrap_or_else(|_| PathBuf::from(&root));
@@ -448,7 +457,9 @@ impl Adapter {
                 Some(o) if o.holder == r.id() && o.fence == fence && o.lease_expires_at < now() => {
                     Err(err("LeaseLost", "lease expired"))
                 }
-                Some(o) if o.holder == r.id() && o.fence == fence => Ok(json!({"expires_in_s": o.lease_expires_at - now()})),
+                Some(o) if o.holder == r.id() && o.fence == fence => {
+                    Ok(json!({"expires_in_s": o.lease_expires_at - now()}))
+                }
                 _ => Err(err("FencingError", "stale token")),
             };
         }
@@ -634,7 +645,9 @@ impl Adapter {
             std::fs::write(&path, out.join("\n")).map_err(|e| err("TransportError", e.to_string()))?;
         }
         let rep = log::ingest(r.store().as_ref(), &path, &self.cfg)?;
-        Ok(json!({"handoff_id": rep.handoff_id, "checkpoints_ingested": rep.checkpoints_ingested, "lines_skipped": rep.lines_skipped}))
+        Ok(
+            json!({"handoff_id": rep.handoff_id, "checkpoints_ingested": rep.checkpoints_ingested, "lines_skipped": rep.lines_skipped}),
+        )
     }
 
     fn suspend(&mut self, a: &Value) -> R {
@@ -709,7 +722,8 @@ impl Adapter {
         let (r, hid, fence) = self.token(a)?;
         match r.require_capability(&hid, fence, s(a, "domain")?, s(a, "resource")?) {
             Err(Error::CapabilityDenied { .. })
-                if self.is(Mutant::CapabilitiesFailOpen) && r.envelope_bare(&hid)?.pointer("/contract/capabilities").is_none() =>
+                if self.is(Mutant::CapabilitiesFailOpen)
+                    && r.envelope_bare(&hid)?.pointer("/contract/capabilities").is_none() =>
             {
                 Ok(json!({}))
             }
@@ -730,7 +744,9 @@ impl Adapter {
         } else {
             (None, None)
         };
-        Ok(json!({"canonical_hex": hex::encode(&bytes), "sha256": json::sha256_hex(&bytes), "state_json": state_json, "state_hash": state_hash}))
+        Ok(
+            json!({"canonical_hex": hex::encode(&bytes), "sha256": json::sha256_hex(&bytes), "state_json": state_json, "state_hash": state_hash}),
+        )
     }
 }
 
@@ -777,7 +793,9 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--mutant" => mutant = Some(mutants::parse(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
-            "--misbehave" => misbehave = Some(mutants::parse_misbehave(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
+            "--misbehave" => {
+                misbehave = Some(mutants::parse_misbehave(&args.next().unwrap_or_default()).unwrap_or_else(|| usage()))
+            }
             // a bad adapter for the runner's tests: leaves a process behind
             // (appending its pid to PIDFILE) that only a kill of the whole
             // process group ends
@@ -821,7 +839,8 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
     if let Some(m) = mutant {
         eprintln!("dhp-adapter: mutant {} active", mutants::name(m));
     }
-    let mut ad = Adapter { cfg, mutant, runners: HashMap::new(), sups: HashMap::new(), tokens: Vec::new(), pending: Vec::new() };
+    let mut ad =
+        Adapter { cfg, mutant, runners: HashMap::new(), sups: HashMap::new(), tokens: Vec::new(), pending: Vec::new() };
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -832,7 +851,8 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         let req: Value = match serde_json::from_str(&line) {
             Ok(v) => v,
             Err(e) => {
-                let reply = json!({"id": 0, "ok": false, "error": {"kind": "BadRequest", "message": format!("not JSON: {e}")}});
+                let reply =
+                    json!({"id": 0, "ok": false, "error": {"kind": "BadRequest", "message": format!("not JSON: {e}")}});
                 let _ = writeln!(out, "{reply}");
                 let _ = out.flush();
                 continue;
@@ -905,7 +925,9 @@ pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
         };
         match &misbehave {
             Some((Misbehave::WrongId, t)) if mutants::targets(t, &op) => reply["id"] = json!(id + 1000),
-            Some((Misbehave::BadReply, t)) if mutants::targets(t, &op) => reply = json!({"id": id, "ok": true, "result": {"unexpected": "shape"}}),
+            Some((Misbehave::BadReply, t)) if mutants::targets(t, &op) => {
+                reply = json!({"id": id, "ok": true, "result": {"unexpected": "shape"}})
+            }
             _ => {}
         }
         if writeln!(out, "{reply}").and_then(|_| out.flush()).is_err() {

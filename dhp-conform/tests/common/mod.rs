@@ -102,7 +102,10 @@ pub fn conform_peak_rss(args: &[&str]) -> (Run, u64) {
         let mut peak = 0u64;
         // until the process is gone (or a zombie: no VmHWM line any more)
         while let Ok(text) = std::fs::read_to_string(&status_file) {
-            let Some(kb) = text.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             else {
                 break;
             };

@@ -110,10 +110,7 @@ impl Tx for MemTx {
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
-        self.running()
-            .iter()
-            .map(|h| Ok(BudgetUsage::of_envelope(&super::deep::parse(&self.s.handoffs[h])?)))
-            .collect()
+        self.running().iter().map(|h| Ok(BudgetUsage::of_envelope(&super::deep::parse(&self.s.handoffs[h])?))).collect()
     }
 
     fn next_seq(&mut self, hid: &str) -> Result<i64> {

@@ -200,7 +200,12 @@ impl PgStore {
 
     /// One attempt; the flag says whether a statement hit a deadlock (then
     /// the whole transaction, rolled back, may be run again).
-    fn run_once(&self, conn: &mut Conn, mode: Mode, f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>) -> (Result<()>, bool) {
+    fn run_once(
+        &self,
+        conn: &mut Conn,
+        mode: Mode,
+        f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
+    ) -> (Result<()>, bool) {
         let mut tx = tx::PgTx::new(&mut conn.client, &mut conn.stmts, mode, self.key, &self.loc.schema);
         let res = f(&mut tx);
         let deadlocked = tx.deadlocked;

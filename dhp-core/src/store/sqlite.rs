@@ -332,7 +332,8 @@ const OWNERSHIP_COLS: &str = "hid, holder, fence, lease_expires_at, heartbeat_in
 /// hide all the others: queries over many rows run with [`STATUS_FAST`]
 /// and, only when that fails so, again with [`STATUS`] (NULL for rows
 /// SQLite cannot read), which parses every envelope twice.
-const STATUS: &str = "(CASE WHEN json_valid(h.envelope_json) THEN json_extract(h.envelope_json, '$.execution.status') END)";
+const STATUS: &str =
+    "(CASE WHEN json_valid(h.envelope_json) THEN json_extract(h.envelope_json, '$.execution.status') END)";
 const STATUS_FAST: &str = "json_extract(h.envelope_json, '$.execution.status')";
 
 /// Run `q` with the fast status expression, falling back to the tolerant
@@ -343,8 +344,7 @@ fn tolerant<T>(q: impl Fn(&str) -> Result<T>) -> Result<T> {
         other => other,
     }
 }
-const APPROVAL_COLS: &str =
-    "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
+const APPROVAL_COLS: &str = "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
 
 impl SqliteTx<'_> {
     fn strings(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<String>> {
@@ -511,8 +511,9 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn checkpoints(&mut self, hid: &str) -> Result<Vec<CheckpointRow>> {
-        let mut st =
-            self.c.prepare_cached("SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=?1 ORDER BY seq")?;
+        let mut st = self
+            .c
+            .prepare_cached("SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=?1 ORDER BY seq")?;
         let rows = st.query_map([hid], checkpoint_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -536,7 +537,15 @@ impl Tx for SqliteTx<'_> {
                 "INSERT OR IGNORE INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, \
                  max_missed, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .execute(params![o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, now])?;
+            .execute(params![
+                o.hid,
+                o.holder,
+                o.fence,
+                o.lease_expires_at,
+                o.heartbeat_interval_s,
+                o.max_missed,
+                now
+            ])?;
         Ok(n > 0)
     }
 
@@ -547,7 +556,15 @@ impl Tx for SqliteTx<'_> {
                 "UPDATE ownership SET holder=?2, fence=?3, lease_expires_at=?4, heartbeat_interval_s=?5, \
                  max_missed=?6, updated_at=?7 WHERE hid=?1",
             )?
-            .execute(params![o.hid, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, now])?;
+            .execute(params![
+                o.hid,
+                o.holder,
+                o.fence,
+                o.lease_expires_at,
+                o.heartbeat_interval_s,
+                o.max_missed,
+                now
+            ])?;
         Ok(n > 0)
     }
 
@@ -618,7 +635,9 @@ impl Tx for SqliteTx<'_> {
 
     fn insert_approval(&mut self, a: &Approval) -> Result<()> {
         self.c
-            .prepare_cached(&format!("INSERT INTO approvals ({APPROVAL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"))?
+            .prepare_cached(&format!(
+                "INSERT INTO approvals ({APPROVAL_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            ))?
             .execute(params![
                 a.approval_id,
                 a.hid,
@@ -643,9 +662,7 @@ impl Tx for SqliteTx<'_> {
     fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool> {
         let n = self
             .c
-            .prepare_cached(
-                "UPDATE approvals SET status=?1, decided_at=?2 WHERE approval_id=?3 AND status='pending'",
-            )?
+            .prepare_cached("UPDATE approvals SET status=?1, decided_at=?2 WHERE approval_id=?3 AND status='pending'")?
             .execute(params![status, now, approval_id])?;
         Ok(n > 0)
     }
@@ -660,8 +677,9 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>> {
-        let mut st =
-            self.c.prepare_cached(&format!("SELECT {APPROVAL_COLS} FROM approvals WHERE hid=?1 ORDER BY created_at"))?;
+        let mut st = self
+            .c
+            .prepare_cached(&format!("SELECT {APPROVAL_COLS} FROM approvals WHERE hid=?1 ORDER BY created_at"))?;
         let rows = st.query_map([hid], approval_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -704,7 +722,9 @@ impl Tx for SqliteTx<'_> {
 
     fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()> {
         self.c
-            .prepare_cached("INSERT INTO capability_audit (hid, domain, resource, granted, at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .prepare_cached(
+                "INSERT INTO capability_audit (hid, domain, resource, granted, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
             .execute(params![hid, a.domain, a.resource, a.granted as i64, a.at])?;
         Ok(())
     }
@@ -714,7 +734,12 @@ impl Tx for SqliteTx<'_> {
             .c
             .prepare_cached("SELECT domain, resource, granted, at FROM capability_audit WHERE hid=?1 ORDER BY at")?;
         let rows = st.query_map([hid], |r| {
-            Ok(CapabilityAudit { domain: r.get(0)?, resource: r.get(1)?, granted: r.get::<_, i64>(2)? != 0, at: r.get(3)? })
+            Ok(CapabilityAudit {
+                domain: r.get(0)?,
+                resource: r.get(1)?,
+                granted: r.get::<_, i64>(2)? != 0,
+                at: r.get(3)?,
+            })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -19,7 +19,11 @@ impl Supervisor {
     /// lease TTL: it reads every envelope's status, torn states are rare,
     /// and its repairs wait a lease TTL anyway. In between, what it last
     /// quarantined stays quarantined.
-    pub(super) fn consistency_pass_due(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
+    pub(super) fn consistency_pass_due(
+        &self,
+        flagged: &mut BTreeMap<String, String>,
+        actions: &mut Vec<Value>,
+    ) -> Result<()> {
         let every = Duration::from_secs_f64(self.cfg.lease_ttl_s());
         let last = self.last_pass.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some((_, found)) = last.filter(|(at, _)| at.elapsed() < every) {

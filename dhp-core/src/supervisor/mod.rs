@@ -394,7 +394,8 @@ impl Supervisor {
         mut on_action: impl FnMut(&Value),
     ) -> Result<Vec<Value>> {
         let end = duration.and_then(|d| Instant::now().checked_add(d));
-        let scan_every = config::positive_duration("DHP_SUPERVISOR_SCAN_S", self.cfg.supervisor_scan_s, config::MAX_KNOB_S)?;
+        let scan_every =
+            config::positive_duration("DHP_SUPERVISOR_SCAN_S", self.cfg.supervisor_scan_s, config::MAX_KNOB_S)?;
         // Passes that reached the store, and the last failure: a watch in
         // which every pass failed returns that failure, not Ok.
         let (mut ok_passes, mut last_err) = (0u64, None);
@@ -483,7 +484,8 @@ impl Supervisor {
                     };
                     if since.elapsed() >= limit {
                         tracing::warn!(pid, holder = %who, "killing a stopped process that holds the store's write lock");
-                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                        let _ =
+                            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                         self.metrics.stalled_writers_killed.fetch_add(1, Ordering::Relaxed);
                         seen = None;
                     }
@@ -522,7 +524,12 @@ pub(super) fn merge_into(action: &mut Value, extra: Map<String, Value>) {
 /// status orphaned, or failed (DLQ) when attempts — or, for a stall, stall
 /// retries — are exhausted. Returns "orphaned" or "dlq" and the fields the
 /// action reports.
-pub(super) fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f64) -> Result<(&'static str, Map<String, Value>)> {
+pub(super) fn orphan_envelope(
+    env: &mut Value,
+    reason: &str,
+    stalled: bool,
+    t: f64,
+) -> Result<(&'static str, Map<String, Value>)> {
     let max_att = envelope::budget_f64(env, "max_attempts").unwrap_or(3.0) as i64;
     let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
     let ex = env
@@ -541,7 +548,10 @@ pub(super) fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f
     if stalled && stall_count + 1 > max_stalls {
         ex.insert("stall_count".into(), json!(stall_count + 1));
         ex.insert("status".into(), json!("failed"));
-        ex.insert("error".into(), json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)));
+        ex.insert(
+            "error".into(),
+            json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)),
+        );
         extra.insert("stall_count".into(), json!(stall_count + 1));
         return Ok(("dlq", extra));
     }

@@ -33,7 +33,12 @@ impl Supervisor {
 /// Record one row's outcome: its action, or — for a failure that belongs
 /// to the row (bad JSON, bad envelope, a row-level SQL error) — a
 /// quarantine flag. Store-level failures are returned.
-pub(super) fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>, hid: &str, res: Result<Value>) -> Result<()> {
+pub(super) fn per_row(
+    flagged: &mut BTreeMap<String, String>,
+    actions: &mut Vec<Value>,
+    hid: &str,
+    res: Result<Value>,
+) -> Result<()> {
     match res {
         Ok(a) => actions.push(a),
         Err(e) if e.concerns_one_row() => {
@@ -43,4 +48,3 @@ pub(super) fn per_row(flagged: &mut BTreeMap<String, String>, actions: &mut Vec<
     }
     Ok(())
 }
-

@@ -33,7 +33,8 @@ pub fn bound_checkpoint_line(
     prev: Option<&str>,
     at: &str,
 ) -> Result<String> {
-    let mut rec = json!({"type": "checkpoint", "hid": hid, "seq": seq, "state": state, "state_hash": state_hash, "at": at});
+    let mut rec =
+        json!({"type": "checkpoint", "hid": hid, "seq": seq, "state": state, "state_hash": state_hash, "at": at});
     if let (Some(p), Some(o)) = (prev, rec.as_object_mut()) {
         o.insert("prev".into(), json!(p));
     }
@@ -98,7 +99,9 @@ pub fn claimed_prev<'a>(rec: &'a Value, hid: &str, seq: i64) -> Result<Option<&'
     }
     match rec.get("prev") {
         None => Ok(None),
-        Some(Value::String(p)) if !is_hash(p) => Err(Error::Tamper(format!("checkpoint {seq}: prev is not a state hash"))),
+        Some(Value::String(p)) if !is_hash(p) => {
+            Err(Error::Tamper(format!("checkpoint {seq}: prev is not a state hash")))
+        }
         Some(Value::String(_)) if seq == 0 => Err(Error::Tamper("checkpoint 0 names a predecessor".into())),
         Some(Value::String(p)) => Ok(Some(p.as_str())),
         Some(_) => Err(Error::Tamper(format!("checkpoint {seq}: prev is not a string"))),
@@ -143,7 +146,10 @@ pub fn verify_links(links: &[Link], stored: &HashMap<i64, String>) -> Result<()>
         let before = l.seq - 1;
         let have = known.get(&before).copied().or_else(|| stored.get(&before).map(String::as_str));
         if have.is_some_and(|h| h != prev) {
-            return Err(Error::Tamper(format!("checkpoint {} does not follow checkpoint {before} (prev mismatch)", l.seq)));
+            return Err(Error::Tamper(format!(
+                "checkpoint {} does not follow checkpoint {before} (prev mismatch)",
+                l.seq
+            )));
         }
     }
     Ok(())

@@ -23,9 +23,9 @@ use crate::json;
 use crate::runner::{checked_state, envelope_text};
 use crate::store::{with_tx, Backend, CheckpointRow, Mode};
 use crate::transport::chain::{self, Link};
+use crate::transport::net::{ends_torn, Appender};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use crate::transport::net::{ends_torn, Appender};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -241,9 +241,10 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
                     skipped += 1;
                     continue;
                 };
-                let (Some(state), Some(seq)) =
-                    (rec.get("state").filter(|s| s.is_object()), rec.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0))
-                else {
+                let (Some(state), Some(seq)) = (
+                    rec.get("state").filter(|s| s.is_object()),
+                    rec.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0),
+                ) else {
                     skipped += 1;
                     continue;
                 };

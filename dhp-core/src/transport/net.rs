@@ -196,7 +196,11 @@ impl Appender {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
             }
-            let f = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| crate::Error::io(path, e))?;
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| crate::Error::io(path, e))?;
             self.file = Some(f);
         }
         let mut buf = Vec::with_capacity(line.len() + 2);

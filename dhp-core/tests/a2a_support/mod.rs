@@ -15,8 +15,12 @@ pub fn dhp_bin() -> PathBuf {
 }
 
 /// Short leases and fast scans so that a death is noticed within a test.
-pub const SHORT: &[(&str, &str)] =
-    &[("DHP_LEASE_INTERVAL_S", "0.3"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.1"), ("DHP_LEADER_TTL_S", "1.0")];
+pub const SHORT: &[(&str, &str)] = &[
+    ("DHP_LEASE_INTERVAL_S", "0.3"),
+    ("DHP_LEASE_MAX_MISSED", "2"),
+    ("DHP_SUPERVISOR_SCAN_S", "0.1"),
+    ("DHP_LEADER_TTL_S", "1.0"),
+];
 
 /// A census task as the SDK client sends it.
 pub fn census_task(lo: u64, hi: u64, chunk: u64) -> String {
@@ -69,7 +73,8 @@ impl Drop for Server {
 /// Run the SDK client; returns (exit code, JSON lines printed).
 pub fn sdk(url: &str, args: &[&str]) -> (i32, Vec<Value>) {
     let script = dhp_core::testing::repo_root().join("dhp-core/tests/py/a2a_client.py");
-    let out = Command::new(dhp_core::testing::python()).arg(&script).arg(url).args(args).output().expect("run a2a_client.py");
+    let out =
+        Command::new(dhp_core::testing::python()).arg(&script).arg(url).args(args).output().expect("run a2a_client.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let code = out.status.code().unwrap_or(-1);
@@ -105,7 +110,10 @@ pub fn submit(url: &str, task: &str) -> (String, String) {
 pub fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -149,7 +157,12 @@ pub fn wait_status(root: &Path, hid: &str, what: &str, timeout: Duration, pred: 
 /// A fresh store in `dir/root`.
 pub fn new_store(dir: &Path) -> PathBuf {
     let root = dir.join("root");
-    let out = Command::new(dhp_bin()).arg("dispatch").arg(&root).args(["--create", "--census", "0,10,5", "--json"]).output().unwrap();
+    let out = Command::new(dhp_bin())
+        .arg("dispatch")
+        .arg(&root)
+        .args(["--create", "--census", "0,10,5", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "create store: {}", String::from_utf8_lossy(&out.stderr));
     root
 }

@@ -59,14 +59,21 @@ pub fn python(code: &str) -> String {
 pub fn dump(root: &Path) -> String {
     let c = rusqlite::Connection::open(root.join("dhp.sqlite3")).unwrap();
     let mut out = String::new();
-    for t in ["schema_version", "handoffs", "checkpoints", "ownership", "leadership", "effects", "approvals",
-              "progress", "capability_audit"] {
+    for t in [
+        "schema_version",
+        "handoffs",
+        "checkpoints",
+        "ownership",
+        "leadership",
+        "effects",
+        "approvals",
+        "progress",
+        "capability_audit",
+    ] {
         let mut st = c.prepare(&format!("SELECT * FROM {t} ORDER BY 1, 2")).unwrap();
         let n = st.column_count();
         let rows = st
-            .query_map([], |r| {
-                Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|"))
-            })
+            .query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
             .unwrap();
         for r in rows {
             out.push_str(&format!("{t}: {}\n", r.unwrap()));
@@ -78,5 +85,9 @@ pub fn dump(root: &Path) -> String {
 pub const SCHEMA_X: &str = r#"{"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}"#;
 
 /// Short leases so that lease expiry happens within a test.
-pub const SHORT: &[(&str, &str)] =
-    &[("DHP_LEASE_INTERVAL_S", "0.3"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.1"), ("DHP_LEADER_TTL_S", "1.0")];
+pub const SHORT: &[(&str, &str)] = &[
+    ("DHP_LEASE_INTERVAL_S", "0.3"),
+    ("DHP_LEASE_MAX_MISSED", "2"),
+    ("DHP_SUPERVISOR_SCAN_S", "0.1"),
+    ("DHP_LEADER_TTL_S", "1.0"),
+];

@@ -25,7 +25,8 @@ pub fn reference(root: &Path) -> Vec<String> {
 /// Wrap a server command so it writes its pid to `pidfile` first (the
 /// test kills it by pid; the Python client does not expose it).
 pub fn with_pidfile(pidfile: &Path, cmd: &[String]) -> Vec<String> {
-    let mut v = vec!["/bin/sh".into(), "-c".into(), format!("echo $$ > '{}'; exec \"$@\"", pidfile.display()), "sh".into()];
+    let mut v =
+        vec!["/bin/sh".into(), "-c".into(), format!("echo $$ > '{}'; exec \"$@\"", pidfile.display()), "sh".into()];
     v.extend(cmd.iter().cloned());
     v
 }
@@ -43,12 +44,9 @@ pub fn py_session(args: &[String], env: &[(&str, &str)]) -> Value {
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/mcp_session.py");
     let out = Command::new(&py).arg(script).args(args).envs(env.iter().copied()).output().expect("run mcp_session.py");
-    assert!(
-        out.status.success(),
-        "mcp_session.py {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("mcp_session.py printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    assert!(out.status.success(), "mcp_session.py {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("mcp_session.py printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// The steps of a session reply, by label.

@@ -90,7 +90,8 @@ pub fn with_schema(url: &str, schema: &str) -> String {
 pub fn fresh_url(tag: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     with_schema(&base_url(), &format!("t_{tag}_{}_{n}_{nanos}", std::process::id()))
 }
 

@@ -281,7 +281,8 @@ impl Raw {
 /// A fresh census envelope (not dispatched anywhere) and its hid.
 pub fn envelope(lo: u64, hi: u64) -> (Value, String) {
     use dhp_core::{census, envelope};
-    let env = envelope::build(census::KIND, census::inputs(lo, hi, 10), census::output_schema(), Default::default()).unwrap();
+    let env =
+        envelope::build(census::KIND, census::inputs(lo, hi, 10), census::output_schema(), Default::default()).unwrap();
     let hid = env["handoff_id"].as_str().unwrap().to_string();
     (env, hid)
 }
@@ -311,7 +312,8 @@ pub fn refctl_path() -> PathBuf {
 
 /// `refctl ARGS`: (exit code, JSON reply).
 pub fn refctl(args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    let out = Command::new(python()).arg(refctl_path()).args(args).envs(env.iter().copied()).output().expect("run refctl");
+    let out =
+        Command::new(python()).arg(refctl_path()).args(args).envs(env.iter().copied()).output().expect("run refctl");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = stdout.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
     assert!(!v.is_null(), "refctl {args:?} printed no JSON: {}", String::from_utf8_lossy(&out.stderr));

@@ -125,8 +125,10 @@ impl Fx {
 pub fn dump(root: &Path) -> String {
     let c = Connection::open(root.join("dhp.sqlite3")).unwrap();
     let mut out = String::new();
-    for q in ["SELECT hid || '|' || envelope_json FROM handoffs ORDER BY hid",
-              "SELECT hid || '|' || holder || '|' || fence || '|' || lease_expires_at FROM ownership ORDER BY hid"] {
+    for q in [
+        "SELECT hid || '|' || envelope_json FROM handoffs ORDER BY hid",
+        "SELECT hid || '|' || holder || '|' || fence || '|' || lease_expires_at FROM ownership ORDER BY hid",
+    ] {
         let mut st = c.prepare(q).unwrap();
         for r in st.query_map([], |r| r.get::<_, String>(0)).unwrap() {
             out.push_str(&r.unwrap());

@@ -3,7 +3,7 @@
 use crate::failure::{bad_flag, usage, Failure};
 use crate::{create_mode, open_runner, Output};
 use clap::ValueEnum;
-use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::store::{with_tx, Mode, OpenMode};
 use dhp_core::transport::log;
 use dhp_core::{budget, census, json, Config, Error};
@@ -78,7 +78,8 @@ fn envelope_from(a: &DispatchArgs) -> Result<Value, Failure> {
     if let Some(spec) = &a.census {
         let spec = census::Spec::parse(spec).map_err(|e| usage(format!("--census: {e}")))?;
         let max_steps = i64::try_from(spec.chunks() + 100).map_err(|_| usage("--census: too many chunks"))?;
-        let budget = Budget { max_steps, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: a.max_attempts }.to_value();
+        let budget = Budget { max_steps, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: a.max_attempts }
+            .to_value();
         budget::validate(&budget).map_err(|e| usage(format!("--max-attempts: {e}")))?;
         return Ok(envelope::build(
             census::KIND,
@@ -87,7 +88,9 @@ fn envelope_from(a: &DispatchArgs) -> Result<Value, Failure> {
             BuildOptions { budget: Some(budget), created_by: Some(a.created_by.clone()), ..Default::default() },
         )?);
     }
-    let Some(kind) = &a.kind else { return Err(usage("give --envelope FILE, --census LO,HI,CHUNK, or --kind K --schema S")) };
+    let Some(kind) = &a.kind else {
+        return Err(usage("give --envelope FILE, --census LO,HI,CHUNK, or --kind K --schema S"));
+    };
     let inputs = parse_json_arg("inputs", &a.inputs)?;
     if !inputs.is_object() {
         return Err(Error::Validation("inputs must be a JSON object".into()).into());
@@ -157,7 +160,13 @@ pub fn status(root: &Path, hid: Option<&str>, cfg: Config) -> Result<Output, Fai
             Value::Null => "-".to_string(),
             v => v.to_string(),
         };
-        table.push([h.get(..12).unwrap_or(&h).to_string(), text("status"), text("attempt"), text("checkpoints"), text("owner")]);
+        table.push([
+            h.get(..12).unwrap_or(&h).to_string(),
+            text("status"),
+            text("attempt"),
+            text("checkpoints"),
+            text("owner"),
+        ]);
         rows.push(s);
     }
     Ok((json!({"handoffs": rows}), render_table(&table)))
@@ -177,7 +186,9 @@ fn render_table(rows: &[[String; 5]]) -> String {
             let cells: Vec<String> = row
                 .iter()
                 .enumerate()
-                .map(|(i, c)| if right[i] { format!("{c:>w$}", w = width[i]) } else { format!("{c:<w$}", w = width[i]) })
+                .map(
+                    |(i, c)| if right[i] { format!("{c:>w$}", w = width[i]) } else { format!("{c:<w$}", w = width[i]) },
+                )
                 .collect();
             cells.join("  ").trim_end().to_string()
         })

@@ -26,7 +26,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Parser)]
-#[command(name = "dhp", version, about = "Durable Handoff Protocol (DHP 1.3) — store- and wire-compatible with dhp-protocol 1.3.0")]
+#[command(
+    name = "dhp",
+    version,
+    about = "Durable Handoff Protocol (DHP 1.3) — store- and wire-compatible with dhp-protocol 1.3.0"
+)]
 struct Cli {
     /// Print one JSON object on stdout instead of text.
     #[arg(long, global = true)]

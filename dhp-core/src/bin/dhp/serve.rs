@@ -47,7 +47,13 @@ fn install_stop_flag() -> Arc<AtomicBool> {
     stop
 }
 
-pub fn supervisor(root: &Path, id: &str, seconds: f64, history: Option<PathBuf>, cfg: Config) -> Result<Output, Failure> {
+pub fn supervisor(
+    root: &Path,
+    id: &str,
+    seconds: f64,
+    history: Option<PathBuf>,
+    cfg: Config,
+) -> Result<Output, Failure> {
     let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
     check_worker_id(id)?;
     let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;

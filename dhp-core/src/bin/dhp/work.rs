@@ -129,7 +129,13 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     }
 }
 
-fn tcp_shipper(a: &WorkArgs, addr: &str, dir: Option<&Path>, call_timeout: std::time::Duration, cfg: &Config) -> Result<net::TcpShipper, Failure> {
+fn tcp_shipper(
+    a: &WorkArgs,
+    addr: &str,
+    dir: Option<&Path>,
+    call_timeout: std::time::Duration,
+    cfg: &Config,
+) -> Result<net::TcpShipper, Failure> {
     if a.ship_max_lag == 0 {
         return Err(usage("--ship-max-lag must be at least 1"));
     }
@@ -145,7 +151,11 @@ fn tcp_shipper(a: &WorkArgs, addr: &str, dir: Option<&Path>, call_timeout: std::
             None => return Err(usage("--ship-buffer is required when ROOT is a database URL")),
         },
     };
-    let opts = net::ShipperOptions { buffer: Some(buffer), call_timeout, cfg: cfg.clone(), ..net::ShipperOptions::from_env(mode)? };
+    let opts = net::ShipperOptions {
+        buffer: Some(buffer),
+        call_timeout,
+        cfg: cfg.clone(),
+        ..net::ShipperOptions::from_env(mode)?
+    };
     Ok(net::TcpShipper::new(addr, opts)?)
 }
-

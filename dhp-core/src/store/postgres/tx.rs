@@ -11,9 +11,7 @@ use super::{item_key, orphan_channel};
 use crate::envelope::ORPHANED_HOLDER;
 use crate::error::{Error, Result};
 use crate::json;
-use crate::store::{
-    Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx,
-};
+use crate::store::{Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx};
 use postgres::types::ToSql;
 use postgres::{Client, Row, SimpleQueryMessage, Statement};
 use serde_json::Value;
@@ -220,7 +218,10 @@ impl<'a> PgTx<'a> {
             } else {
                 // The first statement of a write: BEGIN and the lock in one
                 // round trip (simple protocol; the keys are integers).
-                let sql = format!("BEGIN; {}", LOCK_SQL.replace("$1", &self.store_key.to_string()).replace("$2", &key.to_string()));
+                let sql = format!(
+                    "BEGIN; {}",
+                    LOCK_SQL.replace("$1", &self.store_key.to_string()).replace("$2", &key.to_string())
+                );
                 let msgs = self.c.simple_query(&sql).map_err(|e| self.failed(e))?;
                 self.begun = true;
                 let text = msgs.iter().find_map(|m| match m {
@@ -464,7 +465,16 @@ impl Tx for PgTx<'_> {
         self.execute(
             "INSERT INTO approvals (approval_id, hid, action_class, details_json, status, created_at, expires_at, \
              decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[&a.approval_id, &a.hid, &a.action_class, &a.details_json, &a.status, &a.created_at, &a.expires_at, &a.decided_at],
+            &[
+                &a.approval_id,
+                &a.hid,
+                &a.action_class,
+                &a.details_json,
+                &a.status,
+                &a.created_at,
+                &a.expires_at,
+                &a.decided_at,
+            ],
         )?;
         Ok(())
     }
@@ -546,13 +556,16 @@ impl Tx for PgTx<'_> {
 
     fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>> {
         self.lock(hid)?;
-        let rows = self.query(
-            "SELECT domain, resource, granted, at FROM capability_audit WHERE hid=$1 ORDER BY at",
-            &[&hid],
-        )?;
+        let rows =
+            self.query("SELECT domain, resource, granted, at FROM capability_audit WHERE hid=$1 ORDER BY at", &[&hid])?;
         Ok(rows
             .iter()
-            .map(|r| CapabilityAudit { domain: r.get(0), resource: r.get(1), granted: r.get::<_, i64>(2) != 0, at: r.get(3) })
+            .map(|r| CapabilityAudit {
+                domain: r.get(0),
+                resource: r.get(1),
+                granted: r.get::<_, i64>(2) != 0,
+                at: r.get(3),
+            })
             .collect())
     }
 

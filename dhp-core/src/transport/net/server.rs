@@ -173,7 +173,16 @@ fn ino_of(_m: &std::fs::Metadata) -> u64 {
 
 impl HidLog {
     fn new(path: PathBuf) -> Self {
-        HidLog { out: Appender::new(path, false), loaded: false, len: 0, ino: 0, header: None, seqs: SeqSet::new(), synced: 0, recent: VecDeque::new() }
+        HidLog {
+            out: Appender::new(path, false),
+            loaded: false,
+            len: 0,
+            ino: 0,
+            header: None,
+            seqs: SeqSet::new(),
+            synced: 0,
+            recent: VecDeque::new(),
+        }
     }
 
     /// Bring the in-memory view up to date with the file.
@@ -423,7 +432,9 @@ impl Srv {
         };
         let me = hid.to_string();
         let ack = self
-            .with_log(&log, move |l, _| Ok(if l.header.as_ref().is_some_and(|h| *h != me) { -1 } else { l.seqs.prefix_end() }))
+            .with_log(&log, move |l, _| {
+                Ok(if l.header.as_ref().is_some_and(|h| *h != me) { -1 } else { l.seqs.prefix_end() })
+            })
             .await;
         match ack {
             Ok(ack) => {
@@ -696,7 +707,11 @@ impl Srv {
                         _ = shutdown.wait_for(|stop| *stop) => false,
                         r = tokio::time::timeout(idle, skip_line_async(&mut rd, max.saturating_mul(SKIP_FACTOR).max(1 << 20))) => matches!(r, Ok(Ok(true))),
                     };
-                    if skipped { refuse(msg) } else { refuse_and_close(msg) }
+                    if skipped {
+                        refuse(msg)
+                    } else {
+                        refuse_and_close(msg)
+                    }
                 }
                 Ok(Ok(Frame::Line)) => {
                     if buf.iter().all(u8::is_ascii_whitespace) {
@@ -779,7 +794,11 @@ impl Srv {
 
 /// Serve until `shutdown` resolves: then stop accepting, let every
 /// connection finish the frame it is processing, and return.
-pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Future<Output = ()>) -> Result<ServerStats> {
+pub async fn run(
+    listener: TcpListener,
+    server: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ServerStats> {
     server.cfg.validate()?;
     if server.idle_timeout.is_zero() {
         return Err(Error::Config("transport idle timeout must be > 0".into()));
@@ -789,7 +808,11 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
         Err(_) => Duration::ZERO,
         Ok(v) => match v.trim().parse::<u64>() {
             Ok(ms) if ms <= 60_000 => Duration::from_millis(ms),
-            _ => return Err(Error::Config(format!("{FAILPOINT_PRE_FSYNC_ENV} must be 0..=60000 milliseconds, not {v:?}"))),
+            _ => {
+                return Err(Error::Config(format!(
+                    "{FAILPOINT_PRE_FSYNC_ENV} must be 0..=60000 milliseconds, not {v:?}"
+                )))
+            }
         },
     };
     let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
@@ -846,5 +869,7 @@ pub async fn run(listener: TcpListener, server: ServerConfig, shutdown: impl Fut
 }
 
 async fn busy(mut sock: TcpStream) {
-    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n")).await;
+    let _ =
+        tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n"))
+            .await;
 }

@@ -369,7 +369,10 @@ fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Result<(SeqSet
             Some("envelope") => {
                 let h = v.pointer("/envelope/handoff_id").and_then(Value::as_str).unwrap_or("");
                 if h != hid {
-                    return Err(Error::Transport(format!("buffer log {} holds handoff {h:?}, not {hid}", path.display())));
+                    return Err(Error::Transport(format!(
+                        "buffer log {} holds handoff {h:?}, not {hid}",
+                        path.display()
+                    )));
                 }
                 header = true;
             }
@@ -478,7 +481,12 @@ impl Shipper for TcpShipper {
                     if now >= deadline {
                         return Err(self.timeout_error(&st, &format!("backlog of {} lines", st.unacked)));
                     }
-                    st = self.shared.done.wait_timeout(st, deadline - now).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+                    st = self
+                        .shared
+                        .done
+                        .wait_timeout(st, deadline - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|p| p.into_inner().0);
                 }
                 Ok(())
             }
@@ -516,7 +524,8 @@ impl Shipper for TcpShipper {
         {
             let mut st = self.shared.lock();
             loop {
-                let envs_pending = st.queues.values().any(|q| q.envelope.is_some() && !q.env_acked && q.rejected.is_none());
+                let envs_pending =
+                    st.queues.values().any(|q| q.envelope.is_some() && !q.env_acked && q.rejected.is_none());
                 if st.unacked == 0 && !envs_pending {
                     break;
                 }
@@ -527,7 +536,12 @@ impl Shipper for TcpShipper {
                 if now >= deadline {
                     return Err(self.timeout_error(&st, &format!("flush of {} lines", st.unacked)));
                 }
-                st = self.shared.done.wait_timeout(st, deadline - now).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+                st = self
+                    .shared
+                    .done
+                    .wait_timeout(st, deadline - now)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0);
             }
         }
         self.take_failure()
@@ -625,7 +639,10 @@ impl Conn {
         match read_frame_sync(&mut self.reader, &mut self.buf, MAX_REPLY_BYTES) {
             Ok(Frame::Line) => match json::parse_bytes(&self.buf) {
                 Ok(v) if v.is_object() => Ok(v),
-                _ => Err(format!("bad reply from server: {:?}", String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)]))),
+                _ => Err(format!(
+                    "bad reply from server: {:?}",
+                    String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)])
+                )),
             },
             Ok(Frame::Eof) | Ok(Frame::Partial) => Err("connection closed by server".into()),
             Ok(Frame::TooLong) | Ok(Frame::Overrun) => Err("reply from server exceeds 64 KiB".into()),
@@ -708,7 +725,12 @@ impl Pump {
             }
             let wake = st.queues.values().filter(|q| q.has_work()).filter_map(|q| q.retry_at).min();
             st = match wake {
-                Some(t) => self.shared.work.wait_timeout(st, t.saturating_duration_since(now)).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0),
+                Some(t) => self
+                    .shared
+                    .work
+                    .wait_timeout(st, t.saturating_duration_since(now))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|p| p.into_inner().0),
                 None => self.shared.work.wait(st).unwrap_or_else(|p| p.into_inner()),
             };
         }
@@ -919,7 +941,10 @@ impl Pump {
                 }
                 Expect::Checkpoint { ticket, seq } => {
                     if ok && reply.get("seq").and_then(Value::as_i64) != Some(seq) {
-                        return Err(format!("server acked {} for checkpoint {seq}", reply.get("seq").unwrap_or(&Value::Null)));
+                        return Err(format!(
+                            "server acked {} for checkpoint {seq}",
+                            reply.get("seq").unwrap_or(&Value::Null)
+                        ));
                     }
                     cps_in_flight -= 1;
                     let q = st.queues.entry(c.hid.clone()).or_default();
@@ -931,7 +956,10 @@ impl Pump {
                         tracing::warn!(seq, error = %err, "transport: server refused a checkpoint");
                     }
                     st.unacked -= 1;
-                    st.resolve(ticket, if ok { Ok(()) } else { Err(Refusal::classify(&format!("checkpoint {seq}"), &err)) });
+                    st.resolve(
+                        ticket,
+                        if ok { Ok(()) } else { Err(Refusal::classify(&format!("checkpoint {seq}"), &err)) },
+                    );
                 }
             }
             drop(st);

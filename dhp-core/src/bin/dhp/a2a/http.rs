@@ -18,10 +18,7 @@ use std::time::{Duration, Instant};
 pub const POLL: Duration = Duration::from_millis(200);
 
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/.well-known/agent-card.json", get(agent_card))
-        .route("/", post(json_rpc))
-        .with_state(app)
+    Router::new().route("/.well-known/agent-card.json", get(agent_card)).route("/", post(json_rpc)).with_state(app)
 }
 
 async fn agent_card(State(app): State<Arc<App>>) -> Response {
@@ -29,7 +26,9 @@ async fn agent_card(State(app): State<Arc<App>>) -> Response {
 }
 
 /// Run blocking store code off the async workers.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, RpcError> + Send + 'static) -> Result<T, RpcError> {
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RpcError> + Send + 'static,
+) -> Result<T, RpcError> {
     tokio::task::spawn_blocking(f).await.map_err(RpcError::internal)?
 }
 
@@ -47,7 +46,11 @@ fn version_ok(headers: &HeaderMap) -> Result<(), RpcError> {
         Some(v) if v == card::PROTOCOL_VERSION || v.starts_with("1.0.") => Ok(()),
         Some(v) => Err(RpcError::new(
             rpc::VERSION_NOT_SUPPORTED,
-            format!("Version not supported: A2A-Version {:?} (this server speaks {})", v.chars().take(32).collect::<String>(), card::PROTOCOL_VERSION),
+            format!(
+                "Version not supported: A2A-Version {:?} (this server speaks {})",
+                v.chars().take(32).collect::<String>(),
+                card::PROTOCOL_VERSION
+            ),
         )),
     }
 }
@@ -58,7 +61,10 @@ fn reply(body: Value) -> Response {
 
 async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     if !authorized(&app, &headers) {
-        let e = RpcError::new(rpc::INVALID_REQUEST, "Unauthorized: a valid 'Authorization: Bearer <token>' header is required");
+        let e = RpcError::new(
+            rpc::INVALID_REQUEST,
+            "Unauthorized: a valid 'Authorization: Bearer <token>' header is required",
+        );
         let mut r = reply(rpc::failure(&Value::Null, &e));
         *r.status_mut() = StatusCode::UNAUTHORIZED;
         r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
@@ -93,7 +99,10 @@ async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
             Err(RpcError::new(rpc::PUSH_NOT_SUPPORTED, "Push Notification is not supported"))
         }
         "GetExtendedAgentCard" => Err(RpcError::new(-32007, "Authenticated Extended Card is not configured")),
-        other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("Method not found: {:?}", other.chars().take(64).collect::<String>()))),
+        other => Err(RpcError::new(
+            rpc::METHOD_NOT_FOUND,
+            format!("Method not found: {:?}", other.chars().take(64).collect::<String>()),
+        )),
     };
     match result {
         Ok(v) => reply(rpc::success(&id, v)),
@@ -104,11 +113,17 @@ async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
 /// Read `params.message`, refuse follow-ups to existing tasks, dispatch.
 /// Returns the new task id and its Task JSON (state SUBMITTED).
 pub async fn create_task(app: &Arc<App>, params: &Value) -> Result<(String, Value), RpcError> {
-    let msg = params.get("message").filter(|m| m.is_object()).ok_or_else(|| RpcError::params("params.message is required"))?;
+    let msg = params
+        .get("message")
+        .filter(|m| m.is_object())
+        .ok_or_else(|| RpcError::params("params.message is required"))?;
     if let Some(tid) = msg.get("taskId").and_then(Value::as_str).filter(|t| !t.is_empty()) {
         let (a, tid) = (app.clone(), tid.to_string());
         blocking(move || a.bridge.handoff_of(&tid)).await?;
-        return Err(RpcError::new(rpc::UNSUPPORTED_OPERATION, "a task takes one message: follow-up messages to an existing task are not supported"));
+        return Err(RpcError::new(
+            rpc::UNSUPPORTED_OPERATION,
+            "a task takes one message: follow-up messages to an existing task are not supported",
+        ));
     }
     let sub = super::submit::Submission::from_message(msg)?;
     let a = app.clone();

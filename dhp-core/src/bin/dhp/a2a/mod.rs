@@ -141,7 +141,14 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         let bridge = tokio::task::spawn_blocking(move || tasks::Bridge::new(runner))
             .await
             .map_err(|e| Error::Transport(format!("bridge start: {e}")))??;
-        let app = Arc::new(App { bridge, token, max_body: a.max_body, block_timeout, url: url.clone(), closing: AtomicBool::new(false) });
+        let app = Arc::new(App {
+            bridge,
+            token,
+            max_body: a.max_body,
+            block_timeout,
+            url: url.clone(),
+            closing: AtomicBool::new(false),
+        });
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dhp a2a: listening on {url} (agent card {url}.well-known/agent-card.json)");
         let _ = out.flush();

@@ -67,7 +67,8 @@ pub struct Request {
 /// Validate the JSON-RPC envelope of a request body. The id is returned
 /// whenever it could be read, so even a refusal echoes it.
 pub fn parse_request(body: &[u8]) -> Result<Request, (Value, RpcError)> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| (Value::Null, RpcError::new(PARSE_ERROR, format!("Invalid JSON payload: {e}"))))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| (Value::Null, RpcError::new(PARSE_ERROR, format!("Invalid JSON payload: {e}"))))?;
     let Some(obj) = v.as_object() else {
         let what = if v.is_array() { "Batch requests are not supported" } else { "Invalid Request: not a JSON object" };
         return Err((Value::Null, RpcError::new(INVALID_REQUEST, what)));
@@ -76,7 +77,12 @@ pub fn parse_request(body: &[u8]) -> Result<Request, (Value, RpcError)> {
         None => Value::Null,
         Some(i @ (Value::String(_) | Value::Null)) => i.clone(),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Value::Number(n.clone()),
-        Some(_) => return Err((Value::Null, RpcError::new(INVALID_REQUEST, "Invalid request: id must be a string, integer, or null"))),
+        Some(_) => {
+            return Err((
+                Value::Null,
+                RpcError::new(INVALID_REQUEST, "Invalid request: id must be a string, integer, or null"),
+            ))
+        }
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err((id, RpcError::new(INVALID_REQUEST, "Invalid request: 'jsonrpc' must be exactly '2.0'")));

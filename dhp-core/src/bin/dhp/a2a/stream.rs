@@ -44,7 +44,8 @@ fn event(id: &Value, result: Value) -> Event {
 fn open(app: Arc<App>, id: Value, tid: String, first: Value) -> Response {
     let (tx, rx) = mpsc::channel::<Event>(BUFFER);
     tokio::spawn(poll(app, id, tid, first, tx));
-    let events = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx)) });
+    let events =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx)) });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 

@@ -6,7 +6,7 @@
 //! as the reference's bridge does, so its workers and ours read them alike.
 
 use super::rpc::RpcError;
-use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::{budget, census, Error};
 use serde_json::{json, Value};
 
@@ -32,12 +32,15 @@ fn census_budget(chunks: u64) -> Value {
 impl Submission {
     /// Read the task out of an A2A `Message` (protobuf JSON).
     pub fn from_message(msg: &Value) -> Result<Submission, RpcError> {
-        let parts = msg.get("parts").and_then(Value::as_array).ok_or_else(|| RpcError::params("message.parts is missing"))?;
+        let parts =
+            msg.get("parts").and_then(Value::as_array).ok_or_else(|| RpcError::params("message.parts is missing"))?;
         let spec = integral(task_spec(parts)?);
         let obj = spec.as_object().ok_or_else(|| RpcError::params("the task must be a JSON object"))?;
         for key in obj.keys() {
             if !matches!(key.as_str(), "kind" | "inputs" | "output_schema" | "budget") {
-                return Err(RpcError::params(format!("unknown task field {key:?} (kind, inputs, output_schema, budget)")));
+                return Err(RpcError::params(format!(
+                    "unknown task field {key:?} (kind, inputs, output_schema, budget)"
+                )));
             }
         }
         let kind = match obj.get("kind") {

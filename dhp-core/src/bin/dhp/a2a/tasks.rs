@@ -109,7 +109,8 @@ impl Bridge {
     /// Every bound task, by task id.
     pub fn all_tasks(&self) -> Result<Vec<Value>, RpcError> {
         self.rescan().map_err(RpcError::internal)?;
-        let mut pairs: Vec<(String, String)> = self.lock().by_task.iter().map(|(t, h)| (t.clone(), h.clone())).collect();
+        let mut pairs: Vec<(String, String)> =
+            self.lock().by_task.iter().map(|(t, h)| (t.clone(), h.clone())).collect();
         pairs.sort();
         let mut out = Vec::with_capacity(pairs.len());
         for (tid, hid) in pairs {
@@ -143,7 +144,12 @@ impl Bridge {
             }
             let t = now();
             if let Some(own) = tx.ownership(&hid)? {
-                let tomb = Ownership { holder: ORPHANED_HOLDER.to_string(), fence: own.fence + 1, lease_expires_at: 0.0, ..own };
+                let tomb = Ownership {
+                    holder: ORPHANED_HOLDER.to_string(),
+                    fence: own.fence + 1,
+                    lease_expires_at: 0.0,
+                    ..own
+                };
                 tx.update_ownership(&tomb, t)?;
             }
             if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {

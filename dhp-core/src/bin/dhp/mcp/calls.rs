@@ -3,7 +3,7 @@
 //! one the store holds for that worker (re-checked inside the write).
 
 use super::args::{label_limit, Args};
-use dhp_core::envelope::{self, BuildOptions, Budget};
+use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::store::{with_tx, Approval, Mode};
 use dhp_core::{json, Error, Runner};
 use serde_json::{json, Map, Value};
