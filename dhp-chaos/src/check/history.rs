@@ -1,0 +1,171 @@
+//! The history index: protocol operations paired invoke → outcome, orphans,
+//! spawns, faults and observations, from `history.jsonl`.
+
+use crate::hist::{Ev, History};
+use std::collections::{HashMap, HashSet};
+
+/// A protocol operation: its invoke and (if recorded) its outcome.
+#[derive(Debug, Clone)]
+pub(crate) struct Op {
+    pub(crate) process: String,
+    pub(crate) pid: i64,
+    pub(crate) op: String,
+    pub(crate) hid: String,
+    pub(crate) holder: String,
+    pub(crate) fence: Option<i64>,
+    pub(crate) next_n: Option<u64>,
+    pub(crate) invoke_t: f64,
+    /// `Some(true)` ok, `Some(false)` fail, `None` in flight when the process died.
+    pub(crate) ok: Option<bool>,
+    pub(crate) out_t: Option<f64>,
+    pub(crate) seq: Option<i64>,
+    pub(crate) error: Option<String>,
+}
+
+impl Op {
+    /// The operation as its history line names it, outcome not yet known.
+    pub(crate) fn invoked(e: &Ev, op: &str) -> Op {
+        Op {
+            process: e.process().into(),
+            pid: e.pid(),
+            op: op.into(),
+            hid: e.hid().unwrap_or("").into(),
+            holder: e.s("holder").unwrap_or(e.process()).into(),
+            fence: e.i("fence"),
+            next_n: e.u("next_n"),
+            invoke_t: e.t(),
+            ok: None,
+            out_t: None,
+            seq: None,
+            error: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Orphan {
+    pub(crate) t: f64,
+    pub(crate) hid: String,
+    /// `lease-expired`, `worker-died` or `stalled` (builtin supervisors).
+    pub(crate) reason: Option<String>,
+    pub(crate) previous_holder: Option<String>,
+    pub(crate) previous_fence: Option<i64>,
+    pub(crate) fence: Option<i64>,
+    pub(crate) supervisor: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SpawnInfo {
+    pub(crate) imp: String,
+    pub(crate) role: String,
+    pub(crate) hid: Option<String>,
+}
+
+pub(crate) struct Index<'a> {
+    pub(crate) ops: Vec<Op>,
+    pub(crate) orphans: Vec<Orphan>,
+    pub(crate) spawns: HashMap<String, SpawnInfo>,
+    pub(crate) faults: Vec<&'a Ev>,
+    pub(crate) observes: Vec<&'a Ev>,
+    pub(crate) provisions: Vec<&'a Ev>,
+    pub(crate) resumes: Vec<&'a Ev>,
+    /// process name → time its exit was observed
+    pub(crate) exits: HashMap<String, f64>,
+    pub(crate) processes_with_history: HashSet<String>,
+}
+
+pub(crate) fn index(h: &History) -> Index<'_> {
+    let mut ops: Vec<Op> = Vec::new();
+    let mut open: HashMap<(i64, String, String), usize> = HashMap::new();
+    let mut ix = Index {
+        ops: Vec::new(),
+        orphans: Vec::new(),
+        spawns: HashMap::new(),
+        faults: Vec::new(),
+        observes: Vec::new(),
+        provisions: Vec::new(),
+        resumes: Vec::new(),
+        exits: HashMap::new(),
+        processes_with_history: HashSet::new(),
+    };
+    for e in &h.events {
+        if e.is_chaos() {
+            match e.op() {
+                "spawn" => {
+                    if let Some(name) = e.s("name") {
+                        ix.spawns.insert(
+                            name.to_string(),
+                            SpawnInfo {
+                                imp: e.s("impl").unwrap_or("").into(),
+                                role: e.s("role").unwrap_or("").into(),
+                                hid: e.hid().map(String::from),
+                            },
+                        );
+                    }
+                }
+                "fault" => ix.faults.push(e),
+                "observe" => ix.observes.push(e),
+                "provision" => ix.provisions.push(e),
+                "resume" => ix.resumes.push(e),
+                "exit" => {
+                    if let Some(name) = e.s("name") {
+                        ix.exits.insert(name.to_string(), e.t());
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        ix.processes_with_history.insert(e.process().to_string());
+        match (e.op(), e.ty()) {
+            ("supervise", "ok") => {
+                let action = e.s("action").unwrap_or("").to_string();
+                if action == "orphaned" || action == "dlq" {
+                    ix.orphans.push(Orphan {
+                        t: e.t(),
+                        hid: e.hid().unwrap_or("").into(),
+                        reason: e.s("reason").map(String::from),
+                        previous_holder: e.s("previous_holder").map(String::from),
+                        previous_fence: e.i("previous_fence"),
+                        fence: e.i("fence"),
+                        supervisor: e.process().into(),
+                    });
+                }
+            }
+            (op @ ("claim" | "recover" | "checkpoint" | "complete"), ty) => {
+                let key = (e.pid(), op.to_string(), e.hid().unwrap_or("").to_string());
+                match ty {
+                    "invoke" => {
+                        ops.push(Op::invoked(e, op));
+                        open.insert(key, ops.len() - 1);
+                    }
+                    "ok" | "fail" => {
+                        let i = match open.remove(&key) {
+                            Some(i) => i,
+                            None => {
+                                // outcome without invoke: keep it as its own op
+                                ops.push(Op::invoked(e, op));
+                                ops.len() - 1
+                            }
+                        };
+                        let o = &mut ops[i];
+                        o.ok = Some(ty == "ok");
+                        o.out_t = Some(e.t());
+                        if let Some(f) = e.i("fence") {
+                            o.fence = Some(f);
+                        }
+                        o.seq = e.i("seq");
+                        if o.next_n.is_none() {
+                            o.next_n = e.u("next_n");
+                        }
+                        o.error = e.s("error").map(String::from);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    ix.ops = ops;
+    ix
+}

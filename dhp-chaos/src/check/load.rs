@@ -1,0 +1,76 @@
+//! Reading a round directory: the SQLite store (read-only), and the saved report.
+
+use super::report::RoundReport;
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct Ckpt {
+    pub seq: i64,
+    pub state_json: String,
+    pub state_hash: String,
+    pub state: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    pub hid: String,
+    pub env: Value,
+    pub status: String,
+    pub ckpts: Vec<Ckpt>,
+    pub own: Option<(String, i64)>,
+}
+
+pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
+    let cx = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening store {}", db.display()))?;
+    cx.busy_timeout(std::time::Duration::from_secs(10))?;
+    let mut out = BTreeMap::new();
+    let mut st = cx.prepare("SELECT hid, envelope_json FROM handoffs")?;
+    let rows: Vec<(String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, text) in rows {
+        let env: Value = serde_json::from_str(&text).with_context(|| format!("envelope of {hid}"))?;
+        let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
+        out.insert(hid.clone(), Handoff { hid, env, status, ckpts: Vec::new(), own: None });
+    }
+    let mut st = cx.prepare("SELECT hid, seq, state_json, state_hash FROM checkpoints ORDER BY hid, seq")?;
+    let rows: Vec<(String, i64, String, String)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, seq, state_json, state_hash) in rows {
+        let state = serde_json::from_str(&state_json).unwrap_or(Value::Null);
+        if let Some(h) = out.get_mut(&hid) {
+            h.ckpts.push(Ckpt { seq, state_json, state_hash, state });
+        }
+    }
+    let mut st = cx.prepare("SELECT hid, holder, fence FROM ownership")?;
+    let rows: Vec<(String, String, i64)> =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
+    for (hid, holder, fence) in rows {
+        if let Some(h) = out.get_mut(&hid) {
+            h.own = Some((holder, fence));
+        }
+    }
+    Ok(out)
+}
+
+/// Leftover check for `analyze`: is this a round directory?
+pub fn is_round_dir(p: &Path) -> bool {
+    p.join("round.json").exists() && p.join("history.jsonl").exists()
+}
+
+/// A round directory a nightly pruned after it passed: `round.json` and
+/// `round-report.json` kept, the history and the store removed.
+pub fn is_pruned_round_dir(p: &Path) -> bool {
+    p.join("round.json").exists() && p.join("round-report.json").exists() && !p.join("history.jsonl").exists()
+}
+
+/// The report saved in a round directory (`round-report.json`).
+pub fn load_saved_report(dir: &Path) -> Result<RoundReport> {
+    let path = dir.join("round-report.json");
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("{} is not a round report", path.display()))
+}

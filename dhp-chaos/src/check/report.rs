@@ -1,0 +1,175 @@
+//! The round report: one verdict per invariant, latencies, fault counts.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+
+/// One invariant's verdict.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Invariant {
+    pub name: String,
+    pub what: String,
+    /// How many items were checked (0 means the invariant was not exercised).
+    pub checked: u64,
+    pub violations: Vec<String>,
+    /// Violations that start at a documented weakness of the Python
+    /// reference (only ever for handoffs a reference process broke).
+    pub known: Vec<String>,
+    /// Things worth knowing that are not violations.
+    pub notes: Vec<String>,
+}
+
+impl Invariant {
+    fn new(name: &'static str, what: &'static str) -> Self {
+        Invariant {
+            name: name.into(),
+            what: what.into(),
+            checked: 0,
+            violations: Vec::new(),
+            known: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+    /// No violation at all (known reference weaknesses included).
+    pub fn held(&self) -> bool {
+        self.violations.is_empty() && self.known.is_empty()
+    }
+}
+
+/// Latency distribution (seconds).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Stats {
+    pub n: usize,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    pub samples: Vec<f64>,
+}
+
+pub fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| -> Option<f64> {
+        if v.is_empty() {
+            return None;
+        }
+        // nearest rank
+        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+        Some(v[rank.min(v.len()) - 1])
+    };
+    Stats { n: v.len(), p50: pct(50.0), p99: pct(99.0), max: v.last().copied(), samples: v }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Injector SIGKILL of a lease-holding worker → orphan committed.
+    pub worker_kill: Stats,
+    /// SIGSTOP of a lease-holding worker → orphan (lease expiry path).
+    pub pause: Stats,
+    /// Failpoint self-kill (as observed by the reaper) → orphan.
+    pub failpoint: Stats,
+    /// SIGKILL of the leader supervisor → another leader observed.
+    pub leader_failover: Stats,
+    /// `worker_kill` restricted to steady state: a live leader at the kill,
+    /// no supervisor killed within a leader TTL before or until the orphan,
+    /// and no store stall in between. This is the detector's own latency.
+    pub worker_kill_steady: Stats,
+    /// Injector SIGKILL of a lease-holding worker → the first checkpoint
+    /// committed by its successor (detection + provisioning + recover).
+    pub kill_to_resume: Stats,
+    /// Why the other worker-kill samples were not steady state.
+    pub disturbed_by: BTreeMap<String, usize>,
+    /// Every measured fault: which one, and its kill → orphan latency.
+    pub per_fault: Vec<FaultLatency>,
+    /// Lease-holding victims whose handoff was never orphaned and never completed by them.
+    pub undetected: Vec<String>,
+    /// Where the orphan time came from: supervisor history or the monitor.
+    pub from_history: usize,
+    pub from_monitor: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FaultLatency {
+    pub fault_id: u64,
+    pub kind: String,
+    pub signal: String,
+    pub victim: String,
+    pub hid: String,
+    pub fence: i64,
+    /// Seconds from the fault to the orphan committing it.
+    pub latency_s: f64,
+    /// `supervisor history` or `monitor` (when no supervisor recorded it).
+    pub source: String,
+    /// Why this sample is not steady state (worker SIGKILLs only).
+    pub disturbed_by: Option<String>,
+}
+
+/// Periods in which nobody could commit: a SIGSTOPped worker was holding
+/// the SQLite write lock (no `data_version` change for 250 ms, and a
+/// `BEGIN IMMEDIATE` probe finds the lock taken).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Stalls {
+    pub n: usize,
+    pub total_s: f64,
+    pub max_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Zombies {
+    pub paused: u64,
+    /// Woken after a successor had been granted a newer fence.
+    pub woken_after_replacement: u64,
+    /// Of those, whose first protocol operation after waking failed (fenced).
+    pub fenced: u64,
+    /// Of those, that exited or were fenced without any further operation recorded.
+    pub silent: u64,
+    /// Of those, that committed a write after waking (must be 0).
+    pub wrote: u64,
+}
+
+/// Everything about one round.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RoundReport {
+    pub dir: String,
+    pub seed: u64,
+    pub round: u32,
+    pub workers: String,
+    pub supervisors: String,
+    pub replay: String,
+    pub handoffs: usize,
+    pub completed: usize,
+    pub dlq: usize,
+    pub fault_phase_s: f64,
+    pub round_s: f64,
+    pub kills: u64,
+    pub kills_per_min: f64,
+    pub faults_by_kind: BTreeMap<String, u64>,
+    pub kills_by_role: BTreeMap<String, u64>,
+    pub spawned_workers: u64,
+    pub spawned_supervisors: u64,
+    pub recoveries: u64,
+    pub racing_provisions: u64,
+    pub race_losers: u64,
+    pub checkpoints: u64,
+    pub latencies: Latencies,
+    pub store_stalls: Stalls,
+    pub zombies: Zombies,
+    /// Chunks a faulted worker computed but did not commit itself (lost or
+    /// recomputed by its successor): the most for one victim, and in total.
+    pub rework_max_chunks: u64,
+    pub rework_total_chunks: u64,
+    pub invariants: Vec<Invariant>,
+    pub history_lines: usize,
+    pub history_malformed: usize,
+    pub held: bool,
+}
+
+impl RoundReport {
+    /// All violations, known reference weaknesses included.
+    pub fn violations(&self) -> usize {
+        self.invariants.iter().map(|i| i.violations.len() + i.known.len()).sum()
+    }
+    /// Violations not explained by a documented weakness of the reference.
+    pub fn unexplained(&self) -> usize {
+        self.invariants.iter().map(|i| i.violations.len()).sum()
+    }
+}
