@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 
-/// One invariant's verdict.
+/// One invariant's verdict (its `name` is [`super::Invariant::name`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Invariant {
+pub struct Verdict {
     pub name: String,
     pub what: String,
     /// How many items were checked (0 means the invariant was not exercised).
@@ -19,9 +19,9 @@ pub struct Invariant {
     pub notes: Vec<String>,
 }
 
-impl Invariant {
-    fn new(name: &'static str, what: &'static str) -> Self {
-        Invariant {
+impl Verdict {
+    pub(crate) fn new(name: &'static str, what: &'static str) -> Self {
+        Verdict {
             name: name.into(),
             what: what.into(),
             checked: 0,
@@ -157,7 +157,7 @@ pub struct RoundReport {
     /// recomputed by its successor): the most for one victim, and in total.
     pub rework_max_chunks: u64,
     pub rework_total_chunks: u64,
-    pub invariants: Vec<Invariant>,
+    pub invariants: Vec<Verdict>,
     pub history_lines: usize,
     pub history_malformed: usize,
     pub held: bool,

@@ -1,0 +1,105 @@
+//! The ten invariants a round must keep, one file each. Each reads the
+//! round's [`Ctx`] and returns its [`Findings`]; [`super::check_round`]
+//! files them (taint) into the report's verdicts.
+
+mod checkpoints;
+mod detection;
+mod exactly_once;
+mod fencing;
+mod no_false_orphans;
+mod outcome;
+mod result;
+mod rework;
+mod transport;
+mod zombies;
+
+pub(crate) use rework::redone;
+pub(crate) use outcome::dlq_park;
+pub(crate) use zombies::tally as zombie_tally;
+
+use super::ctx::Ctx;
+use super::findings::Findings;
+
+/// An invariant of a chaos round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Invariant {
+    Outcome,
+    Result,
+    ExactlyOnce,
+    Checkpoints,
+    Fencing,
+    Zombies,
+    Transport,
+    Rework,
+    Detection,
+    NoFalseOrphans,
+}
+
+impl Invariant {
+    /// Every invariant, in the order the report lists them.
+    pub const ALL: [Invariant; 10] = [
+        Invariant::Outcome,
+        Invariant::Result,
+        Invariant::ExactlyOnce,
+        Invariant::Checkpoints,
+        Invariant::Fencing,
+        Invariant::Zombies,
+        Invariant::Transport,
+        Invariant::Rework,
+        Invariant::Detection,
+        Invariant::NoFalseOrphans,
+    ];
+
+    /// The name reports, JSON output and saved reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::Outcome => "outcome",
+            Invariant::Result => "result",
+            Invariant::ExactlyOnce => "exactly-once",
+            Invariant::Checkpoints => "checkpoints",
+            Invariant::Fencing => "fencing",
+            Invariant::Zombies => "zombies",
+            Invariant::Transport => "transport",
+            Invariant::Rework => "rework",
+            Invariant::Detection => "detection",
+            Invariant::NoFalseOrphans => "no-false-orphans",
+        }
+    }
+
+    /// The invariant's name as written in reports.
+    pub fn from_name(name: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// What it promises (the report's `what`).
+    pub fn doc(self) -> &'static str {
+        match self {
+            Invariant::Outcome => "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending",
+            Invariant::Result => "each completed result equals the census recomputed from scratch",
+            Invariant::ExactlyOnce => "each handoff's completion committed exactly once, by the current fence holder",
+            Invariant::Checkpoints => "seqs continuous 0..n-1, hashes valid, each state is the census up to its next_n (no rework, nothing skipped)",
+            Invariant::Fencing => "along commit order fences never go backwards, no two holders' writes interleave, no write after its fence was superseded, every acknowledged write is in the store",
+            Invariant::Zombies => "a paused worker woken after it was replaced commits nothing",
+            Invariant::Transport => "the peer's transport log agrees with the store (identity, hashes, every committed seq present)",
+            Invariant::Rework => "work redone per fault is at most one chunk",
+            Invariant::Detection => "every worker that died holding a lease was orphaned (or had completed)",
+            Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
+        }
+    }
+
+    /// Check the round.
+    pub fn check(self, cx: &Ctx<'_>) -> Findings {
+        match self {
+            Invariant::Outcome => outcome::check(cx),
+            Invariant::Result => result::check(cx),
+            Invariant::ExactlyOnce => exactly_once::check(cx),
+            Invariant::Checkpoints => checkpoints::check(cx),
+            Invariant::Fencing => fencing::check(cx),
+            Invariant::Zombies => zombies::check(cx),
+            Invariant::Transport => transport::check(cx),
+            Invariant::Rework => rework::check(cx),
+            Invariant::Detection => detection::check(cx),
+            Invariant::NoFalseOrphans => no_false_orphans::check(cx),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! transport: the peer's transport log agrees with the store (identity,
+//! hashes, every committed seq present). With TCP shipping both the peer's
+//! log and the worker host's local buffer are checked.
+
+use crate::check::ctx::{Ctx, Facts, Writer};
+use crate::check::findings::Findings;
+use crate::check::history::Op;
+use crate::check::load::Ckpt;
+use crate::check::{short, NO_CATCH_UP};
+use dhp_core::transport::log as tlog;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+pub(super) fn check(cx: &Ctx<'_>) -> Findings {
+    let mut out = Findings::default();
+    for (hid, f) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|f| (hid, f))) {
+        out.checked += 1;
+        let dirs: Vec<(&Path, &str)> = if cx.tcp {
+            vec![(&cx.paths.peer, "peer"), (&cx.paths.transport, "local buffer")]
+        } else {
+            vec![(&cx.paths.transport, "transport")]
+        };
+        for (d, label) in dirs {
+            one_log(cx, hid, f, d, label, &mut out);
+        }
+    }
+    out
+}
+
+fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out: &mut Findings) {
+    let h = f.h;
+    let path = dir.join(format!("{hid}.log"));
+    let cfg = dhp_core::Config::default();
+    if !path.exists() {
+        if !h.ckpts.is_empty() {
+            out.of(hid, format!("{}: [{label}] {} checkpoints committed, no transport log", short(hid), h.ckpts.len()));
+        }
+        return;
+    }
+    let lines = match tlog::read_log(&path, &cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            out.of(hid, format!("{}: [{label}] transport log unreadable: {e}", short(hid)));
+            return;
+        }
+    };
+    let by_seq: HashMap<i64, &Ckpt> = h.ckpts.iter().map(|c| (c.seq, c)).collect();
+    let mut have: HashSet<i64> = HashSet::new();
+    let mut env_seen = false;
+    let mut skipped = 0;
+    for l in &lines {
+        let rec = match l {
+            tlog::Line::Record(v) => v,
+            tlog::Line::Skipped(_) => {
+                skipped += 1;
+                continue;
+            }
+        };
+        match rec["type"].as_str() {
+            Some("envelope") if !env_seen => {
+                env_seen = true;
+                let e = &rec["envelope"];
+                if e["handoff_id"].as_str() != Some(hid) || !dhp_core::envelope::verify_id(e) {
+                    out.of(hid, format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)));
+                }
+            }
+            Some("checkpoint") => {
+                let Some(seq) = rec["seq"].as_i64() else {
+                    out.of(hid, format!("{}: [{label}] transport checkpoint without seq", short(hid)));
+                    continue;
+                };
+                let hash = match dhp_core::json::state_text_and_hash(&rec["state"]) {
+                    Ok((_, h)) => h,
+                    Err(_) => String::new(),
+                };
+                if rec["state_hash"].as_str() != Some(hash.as_str()) {
+                    out.of(
+                        hid,
+                        format!("{}: [{label}] transport seq {seq}: state_hash does not match its state", short(hid)),
+                    );
+                }
+                match by_seq.get(&seq) {
+                    None => out.of(
+                        hid,
+                        format!(
+                            "{}: [{label}] transport has seq {seq}, the store does not (phantom checkpoint)",
+                            short(hid)
+                        ),
+                    ),
+                    Some(c) if c.state_hash != hash => out.of(
+                        hid,
+                        format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)),
+                    ),
+                    Some(_) => {}
+                }
+                have.insert(seq);
+            }
+            _ => {}
+        }
+    }
+    if !env_seen {
+        out.of(hid, format!("{}: [{label}] transport log has no envelope line", short(hid)));
+    }
+    if skipped > 0 {
+        out.note(format!("{}: [{label}] {skipped} unreadable transport line(s) skipped", short(hid)));
+    }
+    // completeness
+    let missing: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !have.contains(s)).collect();
+    let top = h.ckpts.last().map(|c| c.seq);
+    for s in missing {
+        let writer = f.writers.get(&s);
+        let imp = writer.map(|w| cx.imp_of(&w.process)).unwrap_or_else(|| "unknown".into());
+        if imp == "python" {
+            out.note(format!(
+                "{}: seq {s} never reached the transport log: written by the reference worker {} (known weakness, docs/PROTOCOL.md §13.9: commit, then ship, no catch-up on recovery)",
+                short(hid),
+                writer.map(|w| w.holder.as_str()).unwrap_or("?")
+            ));
+        } else if h.status == "failed" && Some(s) == top {
+            out.note(format!("{}: [{label}] DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
+        } else {
+            let msg = format!(
+                "{}: [{label}] seq {s} (status {}) is in the store but not in the transport log (written by {})",
+                short(hid),
+                h.status,
+                writer.map(|w| w.holder.as_str()).unwrap_or("an unattributed writer")
+            );
+            match writer.and_then(|w| reference_successor_without_catch_up(cx, hid, w)) {
+                Some(by) => out.known(format!("{msg}; the successor {by} never shipped it"), NO_CATCH_UP),
+                None => out.of(hid, msg),
+            }
+        }
+    }
+    // The real ingest path agrees: replay the log into a scratch store.
+    if let Ok(tmp) = tempfile::tempdir() {
+        match dhp_core::store::SqliteStore::open(tmp.path()) {
+            Ok(st) => match tlog::ingest_lines(&st, &lines, &cfg) {
+                Ok(rep) => {
+                    if rep.handoff_id != *hid {
+                        out.of(
+                            hid,
+                            format!("{}: [{label}] ingest produced handoff {}", short(hid), short(&rep.handoff_id)),
+                        );
+                    }
+                }
+                Err(e) => out.of(hid, format!("{}: [{label}] dhp ingest of the transport log fails: {e}", short(hid))),
+            },
+            Err(e) => out.note(format!("scratch store for ingest: {e}")),
+        }
+    }
+}
+
+/// A seq our worker committed but died before shipping is re-shipped by
+/// the next builtin holder (it catches the peer up before its first
+/// checkpoint). When the handoff passed only to reference workers, which
+/// never catch up, the gap is the reference's. Returns that reference
+/// successor, unless a builtin successor went on to write (and so should
+/// have filled the gap).
+fn reference_successor_without_catch_up(cx: &Ctx<'_>, hid: &str, w: &Writer) -> Option<String> {
+    let successors: Vec<&Op> = cx
+        .grants(hid)
+        .into_iter()
+        .filter(|g| g.process != w.process && g.out_t.unwrap_or(g.invoke_t) > w.invoke_t)
+        .collect();
+    let builtin_wrote = successors.iter().any(|g| {
+        cx.imp_of(&g.process) == "builtin"
+            && cx.ix.ops.iter().any(|o| {
+                o.process == g.process
+                    && o.hid == hid
+                    && (o.op == "checkpoint" || o.op == "complete")
+                    && o.ok == Some(true)
+            })
+    });
+    if builtin_wrote {
+        return None;
+    }
+    successors.iter().find(|g| cx.imp_of(&g.process) == "python").map(|g| g.holder.clone())
+}

@@ -1,0 +1,90 @@
+//! zombies: a paused worker woken after it was replaced commits nothing.
+
+use crate::check::ctx::Ctx;
+use crate::check::findings::Findings;
+use crate::check::history::Op;
+use crate::check::report::Zombies;
+use crate::check::{iso_to_epoch, short, CHECK_THEN_WRITE};
+use serde_json::Value;
+
+pub(super) fn check(cx: &Ctx<'_>) -> Findings {
+    walk(cx).0
+}
+
+/// The zombie counts of the report.
+pub(crate) fn tally(cx: &Ctx<'_>) -> Zombies {
+    walk(cx).1
+}
+
+fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
+    let mut out = Findings::default();
+    let mut zombies = Zombies::default();
+    for f in cx.ix.faults.iter().filter(|f| f.s("signal") == Some("STOP")) {
+        zombies.paused += 1;
+        let victim = f.s("victim").unwrap_or("");
+        let Some(hid) = f.hid() else { continue };
+        let Some(fence) = f.i("lease_fence") else { continue };
+        let Some(tc) = cx.woken_at(victim, f.t()) else { continue };
+        let ts = f.t();
+        // ops in flight when it was stopped finish after waking (their invoke is before the stop)
+        let in_flight_commits: Vec<&Op> = cx
+            .ix
+            .ops
+            .iter()
+            .filter(|o| o.process == victim && o.invoke_t <= ts && (o.op == "checkpoint" || o.op == "complete"))
+            .filter(|o| o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc))
+            .collect();
+        let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
+        if !replaced {
+            if !in_flight_commits.is_empty() {
+                out.note(format!(
+                    "{}: {victim} was stopped inside a write and committed on waking, before anyone else could act (it held the SQLite write lock while stopped)",
+                    short(hid)
+                ));
+            }
+            continue;
+        }
+        zombies.woken_after_replacement += 1;
+        out.checked += 1;
+        let after: Vec<&Op> = cx.ix.ops.iter().filter(|o| o.process == victim && o.invoke_t >= tc).collect();
+        let wrote: Vec<&&Op> = after.iter().filter(|o| o.ok == Some(true) && o.op == "checkpoint").collect();
+        let completed_at = cx
+            .store
+            .get(hid)
+            .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch));
+        let bad_complete = after
+            .iter()
+            .any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
+        // a completion that was already committed when the zombie's complete began is the idempotent no-op
+        let in_flight_bad: Vec<&&Op> = in_flight_commits
+            .iter()
+            .filter(|o| o.op == "checkpoint" || completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t))
+            .collect();
+        if !wrote.is_empty() || bad_complete || !in_flight_bad.is_empty() {
+            zombies.wrote += 1;
+            let msg = format!(
+                "{}: {victim} (fence {fence}) was replaced while stopped and, after waking, committed {} new checkpoint(s){}{}",
+                short(hid),
+                wrote.len(),
+                if bad_complete { " and a completion" } else { "" },
+                if in_flight_bad.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; its in-flight {} committed after its replacement",
+                        in_flight_bad.iter().map(|o| o.op.as_str()).collect::<Vec<_>>().join(" and ")
+                    )
+                }
+            );
+            // a tainted handoff's zombie is the taint's; otherwise a reference
+            // zombie is its check-then-write
+            let known = (cx.imp_of(victim) == "python").then_some(CHECK_THEN_WRITE);
+            out.found.push(crate::check::findings::Finding { msg, hid: Some(hid.to_string()), known });
+        } else if after.first().is_some_and(|o| o.ok == Some(false)) || !after.is_empty() {
+            zombies.fenced += 1;
+        } else {
+            zombies.silent += 1;
+        }
+    }
+    (out, zombies)
+}
