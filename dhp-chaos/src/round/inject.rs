@@ -1,0 +1,240 @@
+//! The seeded fault injector: kills, pauses, failpoints, and waking
+//! stopped workers.
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::{FaultKind, Impl, RoundConfig, FAILPOINTS};
+use crate::hist::{self, Writer};
+use crate::procs::{self, Proc, Role, Spec, Table};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::Signal;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl Driver<'_> {
+    pub(super) fn lease_of(&self, p: &Proc) -> Option<i64> {
+        let hid = p.hid.as_ref()?;
+        self.snap.own.get(hid).filter(|o| o.0 == p.name).map(|o| o.1)
+    }
+
+    pub(super) fn signal(&mut self, idx: usize, sig: Signal, kind: &str, fault_id: u64) -> bool {
+        let lease = self.lease_of(&self.table.procs[idx]);
+        let leader = self.snap.leader.as_deref() == Some(self.table.procs[idx].name.as_str());
+        let t = hist::now();
+        let p = &mut self.table.procs[idx];
+        if !p.signal(sig) {
+            return false;
+        }
+        let signame = match sig {
+            Signal::SIGKILL => "KILL",
+            Signal::SIGSTOP => "STOP",
+            Signal::SIGCONT => "CONT",
+            _ => "OTHER",
+        };
+        if sig == Signal::SIGKILL {
+            p.killed_by_harness = true;
+            if kind != "teardown" {
+                self.live.kills += 1;
+            }
+        }
+        if sig == Signal::SIGSTOP {
+            p.paused = Some((t, lease));
+            self.live.pauses += 1;
+        }
+        if sig == Signal::SIGCONT {
+            p.paused = None;
+        }
+        let (name, pid, role, hid) = (p.name.clone(), p.pid, p.role, p.hid.clone());
+        self.hist.record_at(
+            t,
+            "fault",
+            json!({"fault_id": fault_id, "kind": kind, "signal": signame, "victim": name, "victim_pid": pid,
+                   "role": role, "hid": hid, "lease_fence": lease, "leader": leader}),
+        );
+        true
+    }
+
+    pub(super) fn pick_kind(&mut self) -> FaultKind {
+        let total: f64 = self.cfg.fault_mix.iter().map(|(_, w)| w).sum();
+        let mut x = self.rng.gen_range(0.0..total);
+        for (k, w) in &self.cfg.fault_mix {
+            if x < *w {
+                return *k;
+            }
+            x -= w;
+        }
+        self.cfg.fault_mix.last().map(|(k, _)| *k).unwrap_or(FaultKind::KillWorker)
+    }
+
+    pub(super) fn inject(&mut self) {
+        let now = hist::now();
+        if now < self.next_fault {
+            return;
+        }
+        let (a, b) = self.cfg.fault_interval_s;
+        // scheduled from the previous fault's planned time, not from now: fault
+        // times are t0 + the seeded intervals, late by at most a loop tick
+        self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
+        let kind = self.pick_kind();
+        let workers: Vec<usize> = (0..self.table.procs.len())
+            .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
+            .collect();
+        let sups: Vec<usize> = (0..self.table.procs.len())
+            .filter(|&i| self.table.procs[i].role == Role::Supervisor && self.table.procs[i].alive())
+            .collect();
+        let leader: Option<usize> =
+            sups.iter().copied().find(|&i| self.snap.leader.as_deref() == Some(self.table.procs[i].name.as_str()));
+        let mut victims: Vec<(usize, Signal)> = Vec::new();
+        let mut kind_name = kind.name();
+        match kind {
+            FaultKind::KillWorker => {
+                // a stopped worker can be killed too: a crash at exactly the place it stopped
+                let stopped: Vec<usize> = (0..self.table.procs.len())
+                    .filter(|&i| {
+                        self.table.procs[i].role == Role::Worker
+                            && self.table.procs[i].alive()
+                            && self.table.procs[i].paused.is_some()
+                    })
+                    .collect();
+                let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
+                if let Some(&i) = pool.choose(&mut self.rng_victim) {
+                    victims.push((i, Signal::SIGKILL));
+                }
+            }
+            FaultKind::KillLeader => match leader {
+                Some(i) => victims.push((i, Signal::SIGKILL)),
+                None => {
+                    // no live leader right now (failover in progress): any supervisor
+                    if let Some(&i) = sups.choose(&mut self.rng_victim) {
+                        kind_name = "kill-supervisor";
+                        victims.push((i, Signal::SIGKILL));
+                    }
+                }
+            },
+            FaultKind::KillFollower => {
+                let f: Vec<usize> = sups.iter().copied().filter(|i| Some(*i) != leader).collect();
+                if let Some(&i) = f.choose(&mut self.rng_victim) {
+                    victims.push((i, Signal::SIGKILL));
+                }
+            }
+            FaultKind::KillMulti => {
+                let k = self.rng_victim.gen_range(2..=3usize);
+                let mut pool: Vec<usize> = workers.iter().chain(sups.iter()).copied().collect();
+                if let Some(l) = leader {
+                    if self.rng_victim.gen_bool(0.5) {
+                        victims.push((l, Signal::SIGKILL));
+                        pool.retain(|&i| i != l);
+                    }
+                }
+                pool.shuffle(&mut self.rng_victim);
+                for i in pool {
+                    if victims.len() >= k {
+                        break;
+                    }
+                    victims.push((i, Signal::SIGKILL));
+                }
+            }
+            FaultKind::KillTransport => {
+                if let Some(i) = (0..self.table.procs.len())
+                    .find(|&i| self.table.procs[i].role == Role::Transport && self.table.procs[i].alive())
+                {
+                    victims.push((i, Signal::SIGKILL));
+                }
+            }
+            FaultKind::Pause => {
+                let holders: Vec<usize> =
+                    workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
+                if let Some(&i) = holders.choose(&mut self.rng_victim) {
+                    victims.push((i, Signal::SIGSTOP));
+                }
+            }
+        }
+        if victims.is_empty() {
+            return;
+        }
+        self.fault_id += 1;
+        self.live.faults += 1;
+        let id = self.fault_id;
+        for (i, sig) in victims {
+            self.signal(i, sig, kind_name, id);
+        }
+    }
+
+    /// Python workers with pause points SIGSTOP themselves; notice it
+    /// (process state `T` in /proc) and treat them like injected pauses.
+    pub(super) fn notice_self_pauses(&mut self) {
+        if self.cfg.pause_points.is_empty() {
+            return;
+        }
+        let mut found = Vec::new();
+        for (i, p) in self.table.procs.iter().enumerate() {
+            if p.role == Role::Worker && p.imp == "python" && p.active() && stopped(p.pid) {
+                found.push(i);
+            }
+        }
+        for i in found {
+            let lease = self.lease_of(&self.table.procs[i]);
+            let t = hist::now();
+            self.fault_id += 1;
+            self.live.faults += 1;
+            self.live.pauses += 1;
+            let p = &mut self.table.procs[i];
+            p.paused = Some((t, lease));
+            let (name, pid, hid) = (p.name.clone(), p.pid, p.hid.clone());
+            self.hist.record_at(
+                t,
+                "fault",
+                json!({"fault_id": self.fault_id, "kind": "pause-point", "signal": "STOP", "victim": name, "victim_pid": pid,
+                       "role": "worker", "hid": hid, "lease_fence": lease, "leader": false, "self": true}),
+            );
+        }
+    }
+
+    /// SIGCONT paused workers once they were replaced (or at the latest
+    /// after `pause_max_s`, or when their handoff ended).
+    pub(super) fn wake(&mut self, all: bool) {
+        let now = hist::now();
+        let mut wake = Vec::new();
+        for (i, p) in self.table.procs.iter().enumerate() {
+            let Some((t, fence)) = p.paused else { continue };
+            if !p.alive() {
+                continue;
+            }
+            let hid = p.hid.clone().unwrap_or_default();
+            let st = self.snap.status.get(&hid).map(String::as_str).unwrap_or("");
+            let replaced = self
+                .snap
+                .own
+                .get(&hid)
+                .is_some_and(|(h, f)| h != ORPHANED && h != &p.name && fence.is_some_and(|pf| *f > pf));
+            let reason = if all {
+                Some("drain")
+            } else if terminal(st) {
+                Some("terminal")
+            } else if now - t >= self.cfg.pause_max_s {
+                Some("timeout")
+            } else if replaced {
+                let at = *self.resume_at.entry(i).or_insert_with(|| now + self.rng_misc.gen_range(0.0..=0.15));
+                (now >= at).then_some("replaced")
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                wake.push((i, r));
+            }
+        }
+        for (i, reason) in wake {
+            self.resume_at.remove(&i);
+            let id = self.fault_id;
+            if self.signal(i, Signal::SIGCONT, "resume", id) {
+                self.hist.record("resume", json!({"victim": self.table.procs[i].name, "reason": reason}));
+            }
+        }
+    }
+}

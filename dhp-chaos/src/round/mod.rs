@@ -1,0 +1,357 @@
+//! One chaos round: dispatch M census handoffs, start real supervisor and
+//! worker processes, and run the event loop — reaper, store monitor,
+//! provisioner, seeded fault injector, zombie waker — until every handoff
+//! has ended (or the time budget runs out). Everything that happens is
+//! appended to `history.jsonl`; the checker runs afterwards, from files only.
+
+use crate::config::{FaultKind, Impl, RoundConfig, FAILPOINTS};
+use crate::hist::{self, Writer};
+use crate::procs::{self, Proc, Role, Spec, Table};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::Signal;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod inject;
+mod monitor;
+mod reap;
+mod spawn;
+
+pub const ORPHANED: &str = "__orphaned__";
+/// How often the event loop runs.
+const TICK: Duration = Duration::from_millis(3);
+
+/// Paths inside a round directory.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub dir: PathBuf,
+    pub store: PathBuf,
+    pub transport: PathBuf,
+    pub procs: PathBuf,
+    pub history: PathBuf,
+    pub meta: PathBuf,
+    /// The TCP transport server's log directory (the peer) in `--ship tcp` rounds.
+    pub peer: PathBuf,
+}
+
+impl Paths {
+    pub fn new(dir: &Path) -> Paths {
+        Paths {
+            dir: dir.to_path_buf(),
+            store: dir.join("store"),
+            transport: dir.join("transport"),
+            procs: dir.join("procs"),
+            history: dir.join("history.jsonl"),
+            meta: dir.join("round.json"),
+            peer: dir.join("peer"),
+        }
+    }
+}
+
+/// The reference's scripts and the shim, for python workers/supervisors.
+#[derive(Debug, Clone)]
+struct PyEnv {
+    python: PathBuf,
+    shim: PathBuf,
+    driver: PathBuf,
+    supwatch: PathBuf,
+}
+
+/// Live counters for the progress line.
+#[derive(Debug, Default, Clone)]
+pub struct Live {
+    pub kills: u64,
+    pub faults: u64,
+    pub pauses: u64,
+    pub failpoint_kills: u64,
+    pub terminal: usize,
+    pub spawned_workers: u64,
+    pub spawned_supervisors: u64,
+}
+
+/// The store as the monitor last saw it.
+#[derive(Debug, Default, Clone)]
+struct Snapshot {
+    status: HashMap<String, String>,
+    /// hid → (holder, fence)
+    own: HashMap<String, (String, i64)>,
+    leader: Option<String>,
+    /// hid → number of checkpoints
+    ckpts: HashMap<String, i64>,
+}
+
+fn terminal(status: &str) -> bool {
+    status == "completed" || status == "failed"
+}
+
+pub struct Driver<'a> {
+    cfg: &'a RoundConfig,
+    pub paths: Paths,
+    /// Fault schedule: kinds, times, victims. A stream of its own, so the
+    /// kinds and times of faults replay exactly for a seed whatever else happens.
+    rng: StdRng,
+    /// Victim choice among the eligible processes (its draws depend on how
+    /// many are eligible, so it is kept apart from the kind/time stream).
+    rng_victim: StdRng,
+    /// Spawn decisions: implementation (mixed), failpoints, racing recoverers, pause-point seeds.
+    rng_spawn: StdRng,
+    /// Delays: replacement start-up, zombie wake-up, DLQ handoff choice.
+    rng_misc: StdRng,
+    hist: Writer,
+    table: Table,
+    db: Option<Connection>,
+    hids: Vec<String>,
+    t0: f64,
+    snap: Snapshot,
+    next_fault: f64,
+    fault_id: u64,
+    worker_n: u32,
+    sup_n: u32,
+    sup_due: Vec<f64>,
+    resume_at: HashMap<usize, f64>,
+    last_spawn: HashMap<String, f64>,
+    py: Option<PyEnv>,
+    /// TCP transport server port once known.
+    port: Option<u16>,
+    transport_due: Option<f64>,
+    token: String,
+    /// Store commit monitor: last `PRAGMA data_version` and when it changed.
+    data_version: Option<(i64, f64)>,
+    stall_since: Option<f64>,
+    /// Read-write connection used only to probe whether the write lock is held.
+    probe: Option<Connection>,
+    last_probe: f64,
+    pub live: Live,
+}
+
+impl<'a> Driver<'a> {
+    pub fn new(cfg: &'a RoundConfig, dir: &Path) -> Result<Driver<'a>> {
+        let paths = Paths::new(dir);
+        for d in [&paths.dir, &paths.store, &paths.transport, &paths.procs] {
+            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+        }
+        let py = if cfg.workers.uses_python() || cfg.supervisors.uses_python() {
+            let python = cfg.python.clone().context("python workers/supervisors need an interpreter (--python)")?;
+            let refdir =
+                cfg.reference_dir.clone().context("python workers/supervisors need the reference's directory")?;
+            let shim = paths.dir.join("chaos_shim.py");
+            std::fs::write(&shim, crate::python::SHIM)?;
+            Some(PyEnv {
+                python,
+                shim,
+                driver: refdir.join("work_driver4.py"),
+                supwatch: refdir.join("supervisor3_watch.py"),
+            })
+        } else {
+            None
+        };
+        Ok(Driver {
+            cfg,
+            hist: Writer::open(&paths.history)?,
+            paths,
+            rng: StdRng::seed_from_u64(cfg.seed),
+            rng_victim: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0003),
+            rng_spawn: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0001),
+            rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
+            table: Table::default(),
+            db: None,
+            hids: Vec::new(),
+            t0: 0.0,
+            snap: Snapshot::default(),
+            next_fault: 0.0,
+            fault_id: 0,
+            worker_n: 0,
+            sup_n: 0,
+            sup_due: Vec::new(),
+            resume_at: HashMap::new(),
+            last_spawn: HashMap::new(),
+            py,
+            port: None,
+            transport_due: None,
+            token: format!("chaos-{:016x}", cfg.seed),
+            data_version: None,
+            stall_since: None,
+            probe: None,
+            last_probe: 0.0,
+            live: Live::default(),
+        })
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        let mut e = self.cfg.timing.env();
+        e.push(("DHP_LOG".into(), "warn".into()));
+        e.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        if self.cfg.ship.is_tcp() {
+            e.push(("DHP_TRANSPORT_TOKEN".into(), self.token.clone()));
+        }
+        e
+    }
+
+    fn store_arg(&self) -> String {
+        self.paths.store.display().to_string()
+    }
+
+    fn all_terminal(&self) -> bool {
+        !self.hids.is_empty() && self.hids.iter().all(|h| self.snap.status.get(h).is_some_and(|s| terminal(s)))
+    }
+
+    fn final_state(&self) -> Value {
+        let mut m = BTreeMap::new();
+        for h in &self.hids {
+            let own = self.snap.own.get(h);
+            let owner_alive =
+                own.is_some_and(|(holder, _)| self.table.procs.iter().any(|p| &p.name == holder && p.alive()));
+            m.insert(
+                h.clone(),
+                json!({"status": self.snap.status.get(h), "holder": own.map(|o| o.0.clone()),
+                       "fence": own.map(|o| o.1), "owner_alive": owner_alive}),
+            );
+        }
+        json!(m)
+    }
+
+    fn write_meta(&self, extra: Value) -> Result<()> {
+        let mut meta = json!({
+            "config": self.cfg,
+            "hids": self.hids,
+            "t0": self.t0,
+            "harness_pid": std::process::id(),
+        });
+        if let (Some(m), Value::Object(e)) = (meta.as_object_mut(), extra) {
+            m.extend(e);
+        }
+        std::fs::write(&self.paths.meta, serde_json::to_vec_pretty(&meta)?)?;
+        Ok(())
+    }
+
+    /// Run the round to its end. `tick` is called every loop iteration
+    /// (progress display).
+    pub fn run(&mut self, mut tick: impl FnMut(&Live)) -> Result<()> {
+        self.dispatch()?;
+        self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
+        self.write_meta(json!({}))?;
+        if self.cfg.ship.is_tcp() {
+            self.spawn_transport()?;
+        }
+        for _ in 0..self.cfg.supervisor_count {
+            self.spawn_supervisor()?;
+        }
+        self.monitor();
+        for i in 0..self.hids.len() {
+            self.spawn_worker(i, "claim", None)?;
+        }
+        // first fault after one interval
+        let (a, b) = self.cfg.fault_interval_s;
+        self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
+        let fault_end = self.t0 + self.cfg.fault_seconds;
+        loop {
+            self.reap(true)?;
+            self.monitor();
+            self.notice_self_pauses();
+            self.wake(false);
+            self.provision()?;
+            if self.all_terminal() || hist::now() >= fault_end {
+                break;
+            }
+            self.inject();
+            tick(&self.live);
+            std::thread::sleep(TICK);
+        }
+        let t_faults_end =
+            self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
+        // drain: wake zombies, keep provisioning until all handoffs end
+        let grace_end = hist::now() + self.cfg.grace_seconds;
+        while !self.all_terminal() && hist::now() < grace_end {
+            self.reap(true)?;
+            self.monitor();
+            self.notice_self_pauses();
+            self.wake(true);
+            self.provision()?;
+            tick(&self.live);
+            std::thread::sleep(TICK);
+        }
+        self.monitor();
+        let fin = self.final_state();
+        let all_terminal = self.all_terminal();
+        self.hist.record("round", json!({"phase": "terminal", "all_terminal": all_terminal, "final": fin}));
+        // let workers finish on their own (completers exit, zombies get fenced)
+        self.wake(true);
+        let drain_end = hist::now() + 5.0;
+        while self.table.alive(Role::Worker).next().is_some() && hist::now() < drain_end {
+            self.reap(false)?;
+            std::thread::sleep(TICK);
+        }
+        for i in 0..self.table.procs.len() {
+            if self.table.procs[i].role == Role::Worker && self.table.procs[i].alive() {
+                self.signal(i, Signal::SIGKILL, "teardown", 0);
+            }
+        }
+        // supervisors: SIGTERM → clean exit (resign), then SIGKILL stragglers
+        for p in &mut self.table.procs {
+            if (p.role == Role::Supervisor || p.role == Role::Transport) && p.alive() {
+                p.signal(Signal::SIGTERM);
+            }
+        }
+        let sup_end = hist::now() + 3.0;
+        while self.table.procs.iter().any(Proc::alive) && hist::now() < sup_end {
+            self.reap(false)?;
+            std::thread::sleep(TICK);
+        }
+        for i in 0..self.table.procs.len() {
+            if self.table.procs[i].alive() {
+                self.signal(i, Signal::SIGKILL, "teardown", 0);
+            }
+        }
+        self.table.kill_all();
+        self.reap(false)?;
+        if let Some(since) = self.stall_since.take() {
+            self.hist.record(
+                "observe",
+                json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}),
+            );
+        }
+        let t_end = self.hist.record("round", json!({"phase": "end"}));
+        self.write_meta(
+            json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}),
+        )?;
+        Ok(())
+    }
+}
+
+/// "exit code N" / "killed by signal N", for people.
+fn exit_text(e: &procs::ExitInfo) -> String {
+    match (e.code, e.signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        (None, None) => "unknown exit status".into(),
+    }
+}
+
+/// Is the process stopped (state `T`)?
+fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['T', 't'])))
+        .unwrap_or(false)
+}
+
+impl Proc {
+    fn signal_is_kill(&self, e: &procs::ExitInfo) -> bool {
+        e.signal == Some(Signal::SIGKILL as i32)
+    }
+
+    /// The dhp binary prints `dhp: failpoint NAME fired` before killing itself.
+    fn failpoint_fired(&self) -> bool {
+        self.failpoint.is_some()
+            && std::fs::read_to_string(&self.log)
+                .map(|s| s.contains("failpoint") && s.contains("fired"))
+                .unwrap_or(false)
+    }
+}
+

@@ -1,0 +1,108 @@
+//! Watching the store: statuses, holders, the leader and commit stalls.
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::{FaultKind, Impl, RoundConfig, FAILPOINTS};
+use crate::hist::{self, Writer};
+use crate::procs::{self, Proc, Role, Spec, Table};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::Signal;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl Driver<'_> {
+    /// Read statuses, ownership, leadership; record what changed.
+    pub(super) fn monitor(&mut self) {
+        let Some(db) = &self.db else { return };
+        let read = || -> rusqlite::Result<Snapshot> {
+            let mut s = Snapshot::default();
+            let mut st =
+                db.prepare_cached("SELECT hid, json_extract(envelope_json, '$.execution.status') FROM handoffs")?;
+            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
+                let (h, s2) = r?;
+                s.status.insert(h, s2.unwrap_or_default());
+            }
+            let mut st = db.prepare_cached("SELECT hid, holder, fence FROM ownership")?;
+            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
+                let (h, holder, fence) = r?;
+                s.own.insert(h, (holder, fence));
+            }
+            let mut st = db.prepare_cached("SELECT holder, expires_at FROM leadership WHERE id = 1")?;
+            let now = hist::now();
+            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
+                let (holder, exp) = r?;
+                if exp >= now {
+                    s.leader = Some(holder);
+                }
+            }
+            let mut st = db.prepare_cached("SELECT hid, MAX(seq) + 1 FROM checkpoints GROUP BY hid")?;
+            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+                let (h, n) = r?;
+                s.ckpts.insert(h, n);
+            }
+            Ok(s)
+        };
+        let dv: Option<i64> = db.query_row("PRAGMA data_version", [], |r| r.get(0)).ok();
+        let Ok(new) = read() else { return };
+        let now = hist::now();
+        if let Some(dv) = dv {
+            match self.data_version {
+                Some((old, _)) if old == dv => {}
+                _ => {
+                    self.data_version = Some((dv, now));
+                    if let Some(since) = self.stall_since.take() {
+                        self.hist.record(
+                            "observe",
+                            json!({"what": "store-stall", "since": since, "until": now, "seconds": now - since}),
+                        );
+                    }
+                }
+            }
+        }
+        // No commit by anyone for 250 ms while a worker is SIGSTOPped (leaders
+        // renew every scan, workers heartbeat every lease_interval/2, so a live
+        // store commits often): probe whether someone holds the write lock —
+        // BEGIN IMMEDIATE with no busy wait, rolled back at once, at most every 50 ms.
+        if self.stall_since.is_none() {
+            if let Some((_, changed)) = self.data_version {
+                let quiet = 0.25_f64.max(self.cfg.timing.supervisor_scan_s * 2.5);
+                if now - changed > quiet
+                    && now - self.last_probe > 0.05
+                    && self.table.procs.iter().any(|p| p.paused.is_some() && p.alive())
+                {
+                    self.last_probe = now;
+                    if let Some(probe) = &self.probe {
+                        match probe.execute_batch("BEGIN IMMEDIATE") {
+                            Ok(()) => {
+                                let _ = probe.execute_batch("ROLLBACK");
+                            }
+                            Err(_) => self.stall_since = Some(changed),
+                        }
+                    }
+                }
+            }
+        }
+        for hid in &self.hids {
+            let st = new.status.get(hid).cloned().unwrap_or_default();
+            let own = new.own.get(hid).cloned();
+            if self.snap.status.get(hid) != Some(&st) || self.snap.own.get(hid) != own.as_ref() {
+                self.hist.record(
+                    "observe",
+                    json!({"what": "handoff", "hid": hid, "status": st,
+                           "holder": own.as_ref().map(|o| o.0.clone()), "fence": own.as_ref().map(|o| o.1)}),
+                );
+            }
+        }
+        if new.leader != self.snap.leader {
+            self.hist.record("observe", json!({"what": "leader", "holder": new.leader}));
+        }
+        self.live.terminal = self.hids.iter().filter(|h| new.status.get(*h).is_some_and(|s| terminal(s))).count();
+        self.snap = new;
+    }
+}

@@ -1,0 +1,316 @@
+//! Starting processes: dispatching the handoffs, workers (builtin, reference
+//! or a command; failpoints and pause points armed), supervisors and the TCP
+//! transport server.
+
+#[allow(unused_imports)]
+use super::*;
+use crate::config::{FaultKind, Impl, RoundConfig, FAILPOINTS};
+use crate::hist::{self, Writer};
+use crate::procs::{self, Proc, Role, Spec, Table};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::Signal;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl Driver<'_> {
+    /// Dispatch the census handoffs with `dhp dispatch`.
+    pub(super) fn dispatch(&mut self) -> Result<()> {
+        let mut dlq: Vec<u32> = (0..self.cfg.handoffs).collect();
+        dlq.shuffle(&mut self.rng_misc);
+        dlq.truncate(self.cfg.dlq_handoffs as usize);
+        for i in 0..self.cfg.handoffs {
+            let (lo, hi) = self.cfg.lo_hi(i);
+            let max_att = if dlq.contains(&i) { self.cfg.dlq_max_attempts } else { self.cfg.max_attempts };
+            let out = std::process::Command::new(&self.cfg.dhp)
+                .arg("--json")
+                .arg("dispatch")
+                .arg("--create")
+                .arg(&self.paths.store)
+                .arg("--census")
+                .arg(format!("{lo},{hi},{}", self.cfg.chunk))
+                .arg("--max-attempts")
+                .arg(max_att.to_string())
+                .arg("--created-by")
+                .arg("dhp-chaos")
+                .output()
+                .with_context(|| format!("running {} dispatch", self.cfg.dhp.display()))?;
+            if !out.status.success() {
+                bail!("dhp dispatch failed: {}", String::from_utf8_lossy(&out.stderr));
+            }
+            let v: Value = serde_json::from_slice(&out.stdout).context("dhp dispatch --json output")?;
+            let hid = v["hid"].as_str().context("dhp dispatch printed no hid")?.to_string();
+            self.hist.record(
+                "dispatch",
+                json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att}),
+            );
+            self.hids.push(hid);
+        }
+        let db = Connection::open_with_flags(
+            self.paths.store.join("dhp.sqlite3"),
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        db.busy_timeout(Duration::from_millis(500))?;
+        self.db = Some(db);
+        let probe = Connection::open_with_flags(
+            self.paths.store.join("dhp.sqlite3"),
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        probe.busy_timeout(Duration::ZERO)?;
+        self.probe = Some(probe);
+        Ok(())
+    }
+
+    pub(super) fn worker_impl(&mut self) -> String {
+        match &self.cfg.workers {
+            Impl::Builtin => "builtin".into(),
+            Impl::Python => "python".into(),
+            Impl::Mixed => if self.rng_spawn.gen_bool(0.5) { "builtin" } else { "python" }.into(),
+            Impl::Cmd(_) => "cmd".into(),
+        }
+    }
+
+    pub(super) fn pick_failpoint(&mut self, hid: &str) -> Option<String> {
+        if !self.rng_spawn.gen_bool(self.cfg.failpoint_rate.clamp(0.0, 1.0)) {
+            return None;
+        }
+        let done = self.snap.ckpts.get(hid).copied().unwrap_or(0).max(0) as u64;
+        let remaining = self.cfg.chunks.saturating_sub(done).max(1);
+        let name = if remaining <= 8 && self.rng_spawn.gen_bool(0.5) {
+            *[FAILPOINTS[3], FAILPOINTS[4]].choose(&mut self.rng_spawn).expect("non-empty")
+        } else {
+            *FAILPOINTS.choose(&mut self.rng_spawn).expect("non-empty")
+        };
+        let n = match name {
+            "checkpoint.in_tx" | "ship.after_commit" => self.rng_spawn.gen_range(1..=remaining.min(20)),
+            "heartbeat" => self.rng_spawn.gen_range(1..=40),
+            _ => 1,
+        };
+        Some(format!("{name}=kill@{n}"))
+    }
+
+    pub(super) fn spawn_worker(&mut self, hid_idx: usize, mode: &str, orphan_fence: Option<i64>) -> Result<()> {
+        let hid = self.hids[hid_idx].clone();
+        self.worker_n += 1;
+        let name = format!("w{:04}-h{}", self.worker_n, hid_idx);
+        let imp = self.worker_impl();
+        let ship = self.paths.transport.join(format!("{hid}.log")).display().to_string();
+        let history = self.paths.history.display().to_string();
+        let pace = self.cfg.pace_s.to_string();
+        let mut env = self.env();
+        let mut failpoint = None;
+        let argv: Vec<String> = match imp.as_str() {
+            "builtin" => {
+                failpoint = self.pick_failpoint(&hid);
+                if let Some(fp) = &failpoint {
+                    env.push(("DHP_FAILPOINTS".into(), fp.clone()));
+                }
+                let mut a = vec![
+                    self.cfg.dhp.display().to_string(),
+                    "work".into(),
+                    self.store_arg(),
+                    "--runner".into(),
+                    name.clone(),
+                    mode.into(),
+                    hid.clone(),
+                    "--pace".into(),
+                    pace,
+                    "--history".into(),
+                    history,
+                ];
+                if self.cfg.ship.is_tcp() {
+                    let port = self.port.context("transport server port unknown")?;
+                    // the local buffer log is the one the file mode writes
+                    a.extend([
+                        "--ship-to".into(),
+                        format!("127.0.0.1:{port}"),
+                        "--ship-buffer".into(),
+                        format!("{}/", self.paths.transport.display()),
+                    ]);
+                    if self.cfg.ship == crate::config::Ship::TcpAsync {
+                        a.extend(["--ship-mode".into(), "async".into()]);
+                    }
+                } else {
+                    a.extend(["--ship".into(), ship]);
+                }
+                if !self.cfg.liveness {
+                    a.push("--no-liveness".into());
+                }
+                a
+            }
+            "python" => {
+                if !self.cfg.pause_points.is_empty() {
+                    env.push(("DHP_CHAOS_PAUSE_POINTS".into(), self.cfg.pause_points.clone()));
+                    env.push(("DHP_CHAOS_PAUSE_SEED".into(), self.rng_spawn.gen::<u32>().to_string()));
+                    failpoint = Some(format!("pause-points:{}", self.cfg.pause_points));
+                }
+                let py = self.py.as_ref().context("python environment missing")?;
+                vec![
+                    py.python.display().to_string(),
+                    py.shim.display().to_string(),
+                    "worker".into(),
+                    history,
+                    name.clone(),
+                    py.driver.display().to_string(),
+                    "--root".into(),
+                    self.store_arg(),
+                    "--runner".into(),
+                    name.clone(),
+                    "--chunk".into(),
+                    self.cfg.chunk.to_string(),
+                    "--pace".into(),
+                    pace,
+                    "--ship".into(),
+                    ship,
+                    mode.into(),
+                    hid.clone(),
+                ]
+            }
+            _ => {
+                let Impl::Cmd(cmd) = &self.cfg.workers else { unreachable!("cmd impl only from Impl::Cmd") };
+                let mut a = cmd.clone();
+                a.extend([
+                    self.store_arg(),
+                    "--runner".into(),
+                    name.clone(),
+                    mode.into(),
+                    hid.clone(),
+                    "--ship".into(),
+                    ship,
+                    "--pace".into(),
+                    pace,
+                    "--history".into(),
+                    history,
+                ]);
+                a
+            }
+        };
+        let p = procs::spawn(
+            Spec {
+                name: name.clone(),
+                role: Role::Worker,
+                imp: imp.clone(),
+                argv,
+                env,
+                hid: Some(hid.clone()),
+                mode: Some(mode.into()),
+                orphan_fence,
+                failpoint: failpoint.clone(),
+            },
+            &self.paths.procs,
+        )?;
+        self.hist.record(
+            "spawn",
+            json!({"name": name, "spawned_pid": p.pid, "role": "worker", "impl": imp, "hid": hid, "mode": mode,
+                   "orphan_fence": orphan_fence, "failpoint": failpoint}),
+        );
+        self.table.procs.push(p);
+        self.live.spawned_workers += 1;
+        self.last_spawn.insert(hid, hist::now());
+        Ok(())
+    }
+
+    pub(super) fn spawn_supervisor(&mut self) -> Result<()> {
+        self.sup_n += 1;
+        let name = format!("sup{}", self.sup_n);
+        let secs = (self.cfg.fault_seconds + self.cfg.grace_seconds + 120.0).to_string();
+        let history = self.paths.history.display().to_string();
+        let (imp, argv) = match &self.cfg.supervisors {
+            Impl::Builtin | Impl::Mixed => (
+                "builtin",
+                vec![
+                    self.cfg.dhp.display().to_string(),
+                    "supervisor".into(),
+                    self.store_arg(),
+                    name.clone(),
+                    secs,
+                    "--history".into(),
+                    history,
+                ],
+            ),
+            Impl::Python => {
+                let py = self.py.as_ref().context("python environment missing")?;
+                (
+                    "python",
+                    vec![
+                        py.python.display().to_string(),
+                        py.shim.display().to_string(),
+                        "supervisor".into(),
+                        history,
+                        name.clone(),
+                        py.supwatch.display().to_string(),
+                        self.store_arg(),
+                        name.clone(),
+                        secs,
+                    ],
+                )
+            }
+            Impl::Cmd(cmd) => {
+                let mut a = cmd.clone();
+                a.extend([self.store_arg(), name.clone(), secs, "--history".into(), history]);
+                ("cmd", a)
+            }
+        };
+        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
+        self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
+        self.table.procs.push(p);
+        self.live.spawned_supervisors += 1;
+        Ok(())
+    }
+
+    /// Start the TCP transport server (first on a free port, later on the
+    /// same port) and wait until it listens.
+    pub(super) fn spawn_transport(&mut self) -> Result<()> {
+        self.sup_n += 1;
+        let name = format!("transport{}", self.sup_n);
+        let argv = vec![
+            self.cfg.dhp.display().to_string(),
+            "transport".into(),
+            self.paths.peer.display().to_string(),
+            "--port".into(),
+            self.port.unwrap_or(0).to_string(),
+        ];
+        let p =
+            procs::spawn(Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()), &self.paths.procs)?;
+        let (pid, log) = (p.pid, p.log.clone());
+        self.table.procs.push(p);
+        let idx = self.table.procs.len() - 1;
+        let deadline = hist::now() + 10.0;
+        loop {
+            // keep reaping while we wait: a death during a slow start-up is
+            // recorded when it happens, not after (the checker compares times)
+            self.reap(true)?;
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(rest) = text.split("listening on ").nth(1) {
+                let addr = rest.split(|c: char| c == ',' || c.is_whitespace()).next().unwrap_or("");
+                let port: u16 =
+                    addr.rsplit(':').next().and_then(|p| p.parse().ok()).context("transport server printed no port")?;
+                self.port = Some(port);
+                break;
+            }
+            if let Some(e) = self.table.procs[idx].exited.clone() {
+                // `reap` recorded the exit and scheduled a restart
+                if self.port.is_some() {
+                    // port still in use (TIME_WAIT or the old server lingering): retry later
+                    self.transport_due.get_or_insert(hist::now() + 0.05);
+                    return Ok(());
+                }
+                bail!("dhp transport exited at start-up ({}): {}", exit_text(&e), text.trim());
+            }
+            if hist::now() > deadline {
+                bail!("dhp transport did not start listening within 10 s: {}", text.trim());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.hist.record(
+            "spawn",
+            json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}),
+        );
+        Ok(())
+    }
+}
