@@ -210,11 +210,17 @@ struct Ctx {
     facts: Map<String, Value>,
     timings: Map<String, Value>,
     t0: f64,
+    /// The phase in progress (the last one entered).
+    phase: Option<phases::Phase>,
 }
 
 impl Ctx {
     fn prefix(&self, run: &Run, h: Host) -> Vec<String> {
         run.netns.as_ref().map(|n| n.exec_prefix(h)).unwrap_or_default()
+    }
+
+    fn enter(&mut self, phase: phases::Phase) {
+        self.phase = Some(phase);
     }
 
     fn fact(&mut self, k: &str, v: Value) {
@@ -368,6 +374,7 @@ fn demo_main(args: Args, run: &mut Run, ui: &mut Ui, summary: &mut Map<String, V
         facts: Map::new(),
         timings: Map::new(),
         t0,
+        phase: None,
     };
     let res = phases::demo_run(&mut cx, run, titles, (dmin, dmax));
     let total = started.elapsed().as_secs_f64();
@@ -386,6 +393,11 @@ fn demo_main(args: Args, run: &mut Run, ui: &mut Ui, summary: &mut Map<String, V
     summary.insert("netns".into(), json!(cx.args.netns));
     if cx.args.keep.is_some() {
         summary.insert("run_dir".into(), json!(cx.dir));
+    }
+    if let (Err(e), Some(p)) = (&res, cx.phase) {
+        if e.downcast_ref::<Usage>().is_none() {
+            summary.insert("failed_phase".into(), json!(p.name()));
+        }
     }
     summary.extend(std::mem::take(&mut cx.facts));
     summary.insert("timings".into(), Value::Object(std::mem::take(&mut cx.timings)));

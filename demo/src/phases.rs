@@ -1,10 +1,110 @@
-//! The demo's run, phase by phase.
+//! The demo's run, one function per phase. [`Phase::ALL`] is the order they
+//! run in; the context records the phase in progress, so a failed run's
+//! verdict names the phase it failed in (`failed_phase` in `--json`).
 
 use super::*;
 
+/// The phases of the kill demo, in the order they run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Locate `dhp` and the page worker.
+    Binaries,
+    /// Network namespaces (with `--netns`) and the mirror or Wikipedia.
+    PageSource,
+    /// Dispatch the handoff on host A.
+    Dispatch,
+    /// Host B's transport server (or announce it down).
+    Transport,
+    /// Host A's supervisor, until it leads.
+    Supervisor,
+    /// Worker A fetches pages until the kill point.
+    WorkerA,
+    /// SIGKILL worker A mid-fetch.
+    Kill,
+    /// Host A's supervisor orphans the handoff.
+    Orphan,
+    /// Host B ingests the shipped log.
+    Ingest,
+    /// The standby on host B resumes and completes.
+    Standby,
+    /// The dataset, the mirror's counters and the supervisor's report.
+    Verify,
+}
+
+impl Phase {
+    #[allow(dead_code)] // the documented order; `demo_run` follows it
+    pub(crate) const ALL: [Phase; 11] = [
+        Phase::Binaries,
+        Phase::PageSource,
+        Phase::Dispatch,
+        Phase::Transport,
+        Phase::Supervisor,
+        Phase::WorkerA,
+        Phase::Kill,
+        Phase::Orphan,
+        Phase::Ingest,
+        Phase::Standby,
+        Phase::Verify,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Phase::Binaries => "binaries",
+            Phase::PageSource => "page-source",
+            Phase::Dispatch => "dispatch",
+            Phase::Transport => "transport",
+            Phase::Supervisor => "supervisor",
+            Phase::WorkerA => "worker-a",
+            Phase::Kill => "kill",
+            Phase::Orphan => "orphan",
+            Phase::Ingest => "ingest",
+            Phase::Standby => "standby",
+            Phase::Verify => "verify",
+        }
+    }
+}
+
+/// Host B's transport server: where it listens (or will), and whether it is up.
+struct TransportPlan {
+    host: String,
+    port: u16,
+    addr: String,
+    up: bool,
+}
+
+/// A running page worker and what it reported.
+struct Worker {
+    events: Receiver<Value>,
+    pid: u32,
+    t_spawn: f64,
+    pages: BTreeMap<u64, Value>,
+    started: bool,
+}
+
+/// Worker A at the kill point: the held response (mirror) or the time the
+/// fetch of the kill page started (Wikipedia).
+struct KillPoint {
+    held: Option<mirror::Held>,
+    fetch_started: Option<f64>,
+}
+
+/// The standby's run on host B.
+struct Standby {
+    pages: BTreeMap<u64, Value>,
+    csv_path: PathBuf,
+    t_resume: f64,
+    t_complete: f64,
+}
+
+/// The run's times, for the closing line.
+struct Times {
+    kill: f64,
+    orphaned: f64,
+    ingested: f64,
+}
+
 pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays: (u64, u64)) -> anyhow::Result<()> {
     let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
-    let kill_title = titles[kill_at].clone();
     let source_desc = match cx.args.source {
         Source::Mirror => "offline Wikipedia mirror",
         Source::Wikipedia => "en.wikipedia.org",
@@ -13,8 +113,37 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         "=== DHP kill demo: fetch {pages} pages, kill -9 the worker after page {kill_at}, resume on host B === ({source_desc}, seed {})",
         cx.seed
     ));
+    cx.enter(Phase::Binaries);
+    binaries(cx)?;
+    cx.enter(Phase::PageSource);
+    let (base_a, base_b) = page_source(cx, run, &titles, delays)?;
+    cx.enter(Phase::Dispatch);
+    let (driver_a, hid) = dispatch(cx, &titles)?;
+    cx.enter(Phase::Transport);
+    let mut plan = transport(cx, run)?;
+    cx.enter(Phase::Supervisor);
+    supervisor(cx, run, &driver_a)?;
+    cx.enter(Phase::WorkerA);
+    let mut wa = start_worker_a(cx, run, &hid, base_a, &plan)?;
+    let point = worker_a_until_kill(cx, run, &mut wa, &mut plan)?;
+    cx.enter(Phase::Kill);
+    let t_kill = kill(cx, run, &mut wa, point, &titles)?;
+    cx.enter(Phase::Orphan);
+    let orphaned = orphan(cx, &driver_a, &hid, t_kill)?;
+    cx.enter(Phase::Ingest);
+    let (driver_b, ingested) = ingest(cx, run, &hid, wa.pages.len())?;
+    cx.enter(Phase::Standby);
+    let standby = standby(cx, run, &hid, base_b)?;
+    cx.timing("orphan_to_ingest_s", ingested - orphaned);
+    cx.timing("orphan_to_resume_s", standby.t_resume - orphaned);
+    cx.timing("resume_to_complete_s", standby.t_complete - standby.t_resume);
+    cx.timing("kill_to_complete_s", standby.t_complete - t_kill);
+    cx.enter(Phase::Verify);
+    let times = Times { kill: t_kill, orphaned, ingested };
+    verify(cx, run, &driver_b, &hid, &titles, &wa, &standby, &times)
+}
 
-    // ---- binaries ----
+fn binaries(cx: &mut Ctx) -> anyhow::Result<()> {
     let mut notes = Vec::new();
     cx.dhp =
         procs::locate_dhp(cx.args.dhp.as_deref(), &mut |m| notes.push(m.to_string())).map_err(|e| usage!("{e:#}"))?;
@@ -22,8 +151,17 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         cx.ui.say(&n);
     }
     cx.worker_bin = procs::page_worker_bin().map_err(|e| usage!("{e:#}"))?;
+    Ok(())
+}
 
-    // ---- the page source ----
+/// Returns the base URL host A and host B fetch from.
+fn page_source(
+    cx: &mut Ctx,
+    run: &mut Run,
+    titles: &[String],
+    delays: (u64, u64),
+) -> anyhow::Result<(String, String)> {
+    let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
     if cx.args.netns {
         let ns = NetNs::create(std::process::id())?;
         cx.ui.say(&format!(
@@ -46,10 +184,10 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
             let m = Mirror::start(
                 MirrorConfig {
                     seed: cx.seed,
-                    titles: titles.clone(),
+                    titles: titles.to_vec(),
                     min_delay_ms: delays.0,
                     max_delay_ms: delays.1,
-                    hold: Some(kill_title.clone()),
+                    hold: Some(titles[kill_at].clone()),
                     hold_timeout: cx.phase_timeout(),
                 },
                 listeners,
@@ -76,14 +214,18 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         }
     };
     cx.fact("titles", json!(titles));
+    Ok((base_a, base_b))
+}
 
-    // ---- host A: the handoff ----
+/// Dispatch the page handoff on host A; returns host A's runner and the handoff id.
+fn dispatch(cx: &mut Ctx, titles: &[String]) -> anyhow::Result<(Runner, String)> {
+    let pages = cx.args.pages;
     let driver_a = Runner::open(&cx.host_a, "demo-driver", cx.cfg.clone())?;
     let source_name = if cx.args.source == Source::Mirror { "mirror" } else { "wikipedia" };
     let budget = Budget { max_steps: pages as i64 + 100, max_spend_usd: 1.0, max_wallclock_s: 3600.0, max_attempts: 5 };
     let env = envelope::build(
         record::KIND,
-        pageworker::inputs(&titles, source_name, cx.seed),
+        pageworker::inputs(titles, source_name, cx.seed),
         pageworker::output_schema(),
         BuildOptions {
             budget: Some(budget.to_value()),
@@ -99,28 +241,34 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         &hid[..12],
         record::KIND
     ));
+    Ok((driver_a, hid))
+}
 
-    // ---- host B: transport server ----
-    let t_host = run.netns.as_ref().map(|n| n.addr_b.to_string()).unwrap_or_else(|| "127.0.0.1".into());
+/// Start host B's transport server now, or (`--transport-down-s`) plan it
+/// for later on a port chosen now.
+fn transport(cx: &mut Ctx, run: &mut Run) -> anyhow::Result<TransportPlan> {
+    let host = run.netns.as_ref().map(|n| n.addr_b.to_string()).unwrap_or_else(|| "127.0.0.1".into());
     let delayed = cx.args.transport_down_s > 0.0;
-    let t_port = if run.netns.is_some() {
+    let port = if run.netns.is_some() {
         dhp_core::transport::net::DEFAULT_PORT
     } else if delayed {
         procs::free_port("127.0.0.1")?
     } else {
         0
     };
-    let mut transport_addr = format!("{t_host}:{t_port}");
+    let mut addr = format!("{host}:{port}");
     if !delayed {
-        transport_addr = start_transport(cx, run, &t_host, t_port)?;
+        addr = start_transport(cx, run, &host, port)?;
     } else {
         cx.ui.say(&format!(
-            "host B: transport server DOWN at the start (comes up on {transport_addr} {:.1} s after worker-A starts)",
+            "host B: transport server DOWN at the start (comes up on {addr} {:.1} s after worker-A starts)",
             cx.args.transport_down_s
         ));
     }
+    Ok(TransportPlan { host, port, addr, up: !delayed })
+}
 
-    // ---- host A: supervisor ----
+fn supervisor(cx: &mut Ctx, run: &mut Run, driver_a: &Runner) -> anyhow::Result<()> {
     let sup_args: Vec<String> =
         vec!["--json".into(), "supervisor".into(), cx.host_a.display().to_string(), "sup-A".into(), "86400".into()];
     let mut cmd = procs::command(&cx.prefix(run, Host::A), &cx.dhp, &sup_args);
@@ -129,11 +277,19 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
     let sup = Proc::spawn("supervisor", cmd)?;
     let sup_pid = sup.pid;
     run.procs.push(sup);
-    wait_leader(cx, run, &driver_a, "sup-A")?;
+    wait_leader(cx, run, driver_a, "sup-A")?;
     cx.ui.say(&format!("host A: supervisor sup-A (pid {sup_pid}) is the leader"));
     cx.fact("supervisor_pid", json!(sup_pid));
+    Ok(())
+}
 
-    // ---- host A: worker-A ----
+fn start_worker_a(
+    cx: &mut Ctx,
+    run: &mut Run,
+    hid: &str,
+    base_a: String,
+    plan: &TransportPlan,
+) -> anyhow::Result<Worker> {
     let mut wargs: Vec<String> = vec![
         "--root".into(),
         cx.host_a.display().to_string(),
@@ -142,11 +298,11 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         "--host".into(),
         "A".into(),
         "claim".into(),
-        hid.clone(),
+        hid.to_string(),
         "--base-url".into(),
         base_a,
         "--ship-tcp".into(),
-        transport_addr.clone(),
+        plan.addr.clone(),
         "--ship-buffer".into(),
         cx.host_a.join("ship-buffer").join(format!("{hid}.log")).display().to_string(),
         "--out".into(),
@@ -155,29 +311,37 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
     if cx.args.source == Source::Mirror {
         wargs.extend(["--fetch-tries".into(), "1".into()]);
     }
-    let (events_a, pid_a) = start_worker(cx, run, Host::A, "worker-A", &wargs)?;
-    let t_a_spawn = now();
-    cx.fact("worker_a_pid", json!(pid_a));
+    let (events, pid) = start_worker(cx, run, Host::A, "worker-A", &wargs)?;
+    let t_spawn = now();
+    cx.fact("worker_a_pid", json!(pid));
+    Ok(Worker { events, pid, t_spawn, pages: BTreeMap::new(), started: false })
+}
 
-    // ---- phase 1: worker-A works until the kill point ----
+/// Worker A works until the kill point: the mirror holds the response of
+/// page `kill_at + 1` (or, from Wikipedia, its fetch started). A delayed
+/// transport server is started on time meanwhile.
+fn worker_a_until_kill(
+    cx: &mut Ctx,
+    run: &mut Run,
+    wa: &mut Worker,
+    plan: &mut TransportPlan,
+) -> anyhow::Result<KillPoint> {
+    let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
     let deadline = Instant::now() + cx.phase_timeout();
-    let mut transport_up = !delayed;
-    let mut a_pages: BTreeMap<u64, Value> = BTreeMap::new();
-    let mut a_started = false;
-    let mut fetch_started_kill_page = None;
+    let mut fetch_started = None;
     let held = loop {
         check_interrupt()?;
-        if !transport_up && now() - t_a_spawn >= cx.args.transport_down_s {
-            let done = a_pages.len();
-            let got = start_transport(cx, run, &t_host, t_port)?;
-            anyhow::ensure!(got == transport_addr, "transport came up on {got}, not {transport_addr}");
-            transport_up = true;
-            cx.fact("transport_started_after_worker_s", json!(now() - t_a_spawn));
+        if !plan.up && now() - wa.t_spawn >= cx.args.transport_down_s {
+            let done = wa.pages.len();
+            let got = start_transport(cx, run, &plan.host, plan.port)?;
+            anyhow::ensure!(got == plan.addr, "transport came up on {got}, not {}", plan.addr);
+            plan.up = true;
+            cx.fact("transport_started_after_worker_s", json!(now() - wa.t_spawn));
             cx.fact("pages_done_when_transport_started", json!(done));
         }
-        match events_a.recv_timeout(Duration::from_millis(2)) {
+        match wa.events.recv_timeout(Duration::from_millis(2)) {
             Ok(ev) => {
-                handle_event(cx, "worker-A", &ev, pages, &mut a_pages, &mut a_started)?;
+                handle_event(cx, "worker-A", &ev, pages, &mut wa.pages, &mut wa.started)?;
                 if ev["event"] == "start" {
                     cx.fact(
                         "worker_a_start",
@@ -186,7 +350,7 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
                     );
                 }
                 if ev["event"] == "fetch_start" && ev["index"].as_u64() == Some(kill_at as u64) {
-                    fetch_started_kill_page = ev["t"].as_f64();
+                    fetch_started = ev["t"].as_f64();
                     if cx.args.source == Source::Wikipedia {
                         break None;
                     }
@@ -208,52 +372,63 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         }
         anyhow::ensure!(Instant::now() < deadline, "worker-A did not reach page {} in time", kill_at + 1);
     };
+    Ok(KillPoint { held, fetch_started })
+}
 
-    // ---- the kill ----
+/// SIGKILL worker A mid-fetch; returns the time of the kill.
+fn kill(cx: &mut Ctx, run: &mut Run, wa: &mut Worker, point: KillPoint, titles: &[String]) -> anyhow::Result<f64> {
+    let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
+    let kill_title = &titles[kill_at];
     let t_kill = now();
-    let wa = run.proc_mut("worker-A").expect("worker-A is running");
-    wa.signal(Signal::SIGKILL).map_err(|e| anyhow::anyhow!("kill -9 worker-A: {e}"))?;
-    let status = wa.wait_for(Duration::from_secs(10)).ok_or_else(|| anyhow::anyhow!("worker-A survived SIGKILL"))?;
+    let proc_a = run.proc_mut("worker-A").ok_or_else(|| anyhow::anyhow!("worker-A is not running"))?;
+    proc_a.signal(Signal::SIGKILL).map_err(|e| anyhow::anyhow!("kill -9 worker-A: {e}"))?;
+    let status =
+        proc_a.wait_for(Duration::from_secs(10)).ok_or_else(|| anyhow::anyhow!("worker-A survived SIGKILL"))?;
     anyhow::ensure!(status.signal() == Some(9), "worker-A ended with {status}, not by SIGKILL");
     // Drain what worker-A said before it died.
-    while let Ok(ev) = events_a.recv_timeout(Duration::from_secs(2)) {
-        handle_event(cx, "worker-A", &ev, pages, &mut a_pages, &mut a_started)?;
+    while let Ok(ev) = wa.events.recv_timeout(Duration::from_secs(2)) {
+        handle_event(cx, "worker-A", &ev, pages, &mut wa.pages, &mut wa.started)?;
     }
     let answered_before_kill = run.mirror.as_ref().and_then(|m| m.held_answered_at()).is_some_and(|t| t <= t_kill);
     if let Some(m) = &run.mirror {
         m.release_hold();
     }
-    let a_done = a_pages.len();
+    let a_done = wa.pages.len();
     anyhow::ensure!(a_done == kill_at, "worker-A had finished {a_done} pages at the kill, expected {kill_at}");
-    let mid = match (&held, fetch_started_kill_page) {
+    let mid = match (&point.held, point.fetch_started) {
         (Some(h), _) => {
             anyhow::ensure!(!answered_before_kill, "the mirror had answered page {} before the kill", kill_at + 1);
             format!(
                 "mid-fetch of page {} \"{}\": request in flight for {}, response held by the mirror",
                 kill_at + 1,
-                titles::display(&kill_title),
+                titles::display(kill_title),
                 fmt_s(t_kill - h.at)
             )
         }
         (None, Some(t)) => format!(
             "mid-fetch of page {} \"{}\", {} after the request started",
             kill_at + 1,
-            titles::display(&kill_title),
+            titles::display(kill_title),
             fmt_s(t_kill - t)
         ),
         (None, None) => anyhow::bail!("the kill point was reached without a fetch of page {}", kill_at + 1),
     };
+    let pid_a = wa.pid;
     cx.ui.finish_bar();
     cx.ui.say(&cx.ui.color("1;33", &format!("*** kill -9 worker-A (pid {pid_a}) at {kill_at} pages — {mid} ***")));
     cx.fact(
         "kill",
         json!({"at": t_kill, "pid": pid_a, "signal": "SIGKILL", "pages_done": a_done,
                            "mid_fetch_page": kill_at + 1, "title": kill_title,
-                           "request_in_flight_s": held.as_ref().map(|h| t_kill - h.at)}),
+                           "request_in_flight_s": point.held.as_ref().map(|h| t_kill - h.at)}),
     );
-    cx.timing("worker_a_run_s", t_kill - t_a_spawn);
+    cx.timing("worker_a_run_s", t_kill - wa.t_spawn);
+    Ok(t_kill)
+}
 
-    // ---- phase 2: host A's supervisor orphans ----
+/// Host A's supervisor orphans the handoff; returns when it did.
+fn orphan(cx: &mut Ctx, driver_a: &Runner, hid: &str, t_kill: f64) -> anyhow::Result<f64> {
+    let kill_at = cx.args.kill_at;
     let deadline = Instant::now()
         + dhp_core::config::duration_from_secs(
             "orphan deadline",
@@ -262,7 +437,7 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         )?;
     let (orphaned_at, reason) = loop {
         check_interrupt()?;
-        let e = driver_a.envelope_bare(&hid)?;
+        let e = driver_a.envelope_bare(hid)?;
         match envelope::status(&e) {
             "orphaned" => {
                 let at = e.pointer("/execution/orphaned_at").and_then(dhp_core::json::as_f64).unwrap_or_else(now);
@@ -276,7 +451,7 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         std::thread::sleep(Duration::from_millis(1));
     };
     let kill_to_orphan = orphaned_at - t_kill;
-    let own = driver_a.ownership(&hid)?;
+    let own = driver_a.ownership(hid)?;
     let why = match reason.as_str() {
         "worker-died" => format!(
             "worker-died: liveness token dropped; the lease alone would have taken {:.1} s",
@@ -291,12 +466,17 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         json!({"reason": reason, "at": orphaned_at, "fence": own.as_ref().map(|o| o.fence),
                "holder": own.map(|o| o.holder)}),
     );
-    let last_a = driver_a.last_checkpoint(&hid)?.unwrap_or(Value::Null);
+    let last_a = driver_a.last_checkpoint(hid)?.unwrap_or(Value::Null);
     let a_next = last_a["next"].as_u64().unwrap_or(0);
     anyhow::ensure!(a_next == kill_at as u64, "host A's last checkpoint says next={a_next}, expected {kill_at}");
+    Ok(orphaned_at)
+}
 
-    // ---- phase 3: host B ingests what was shipped ----
-    let log_b = dhp_core::transport::log::log_path(&cx.host_b.join("transport"), &hid)?;
+/// Host B ingests what was shipped (it arrives pending, resuming at the kill
+/// point); returns host B's runner and when the ingest ended.
+fn ingest(cx: &mut Ctx, run: &mut Run, hid: &str, a_done: usize) -> anyhow::Result<(Runner, f64)> {
+    let kill_at = cx.args.kill_at;
+    let log_b = dhp_core::transport::log::log_path(&cx.host_b.join("transport"), hid)?;
     anyhow::ensure!(log_b.is_file(), "host B has no transport log for the handoff ({})", log_b.display());
     let ingest_args: Vec<String> = vec![
         "--json".into(),
@@ -335,14 +515,18 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         kill_at - 1
     );
     let driver_b = Runner::open(&cx.host_b, "demo-driver", cx.cfg.clone())?;
-    let st_b = driver_b.status(&hid)?;
+    let st_b = driver_b.status(hid)?;
     anyhow::ensure!(st_b["status"] == "pending", "ingested handoff is {} on host B, not pending", st_b["status"]);
-    let last_b = driver_b.last_checkpoint(&hid)?.unwrap_or(Value::Null);
+    let last_b = driver_b.last_checkpoint(hid)?.unwrap_or(Value::Null);
     let b_next = last_b["next"].as_u64().unwrap_or(0);
     cx.ui.say(&format!("host B resumes from page {b_next} (worker-A died at {a_done})"));
     anyhow::ensure!(b_next == kill_at as u64, "host B's last checkpoint says next={b_next}, expected {kill_at}");
+    Ok((driver_b, t_ingest))
+}
 
-    // ---- phase 4: the standby on host B ----
+/// The standby on host B claims the handoff, resumes at the kill point and completes it.
+fn standby(cx: &mut Ctx, run: &mut Run, hid: &str, base_b: String) -> anyhow::Result<Standby> {
+    let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
     let csv_path = cx.host_b.join("dataset").join("wiki-pages.csv");
     let wargs: Vec<String> = vec![
         "--root".into(),
@@ -352,7 +536,7 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         "--host".into(),
         "B".into(),
         "claim".into(),
-        hid.clone(),
+        hid.to_string(),
         "--base-url".into(),
         base_b,
         "--out".into(),
@@ -397,24 +581,36 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
     anyhow::ensure!(resume_index == kill_at as u64, "worker-B resumed at index {resume_index}, expected {kill_at}");
     let completed = completed.ok_or_else(|| anyhow::anyhow!("worker-B exited without completing"))?;
     let t_complete = completed["t"].as_f64().unwrap_or_else(now);
-    cx.timing("orphan_to_ingest_s", t_ingest - orphaned_at);
-    cx.timing("orphan_to_resume_s", t_resume - orphaned_at);
-    cx.timing("resume_to_complete_s", t_complete - t_resume);
-    cx.timing("kill_to_complete_s", t_complete - t_kill);
+    Ok(Standby { pages: b_pages, csv_path, t_resume, t_complete })
+}
 
-    // ---- verification ----
-    let st_b = driver_b.status(&hid)?;
+/// The verdict: the dataset against the result and the mirror, no page
+/// fetched twice, the mirror's request counts, the supervisor's own report.
+#[allow(clippy::too_many_arguments)]
+fn verify(
+    cx: &mut Ctx,
+    run: &mut Run,
+    driver_b: &Runner,
+    hid: &str,
+    titles: &[String],
+    wa: &Worker,
+    standby: &Standby,
+    times: &Times,
+) -> anyhow::Result<()> {
+    let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
+    let (a_pages, b_pages, csv_path) = (&wa.pages, &standby.pages, &standby.csv_path);
+    let st_b = driver_b.status(hid)?;
     anyhow::ensure!(st_b["status"] == "completed", "host B's handoff is {}, not completed", st_b["status"]);
     let result = st_b["result"].clone();
-    let records = record::read_csv(&csv_path)?;
-    let csv_bytes = std::fs::read(&csv_path)?;
+    let records = record::read_csv(csv_path)?;
+    let csv_bytes = std::fs::read(csv_path)?;
     let csv_sha = dhp_core::json::sha256_hex(&csv_bytes);
     anyhow::ensure!(
         result["dataset_sha256"] == json!(csv_sha),
         "the dataset on disk does not match the completed result"
     );
-    let mut problems = check_records(&records, &titles, kill_at);
-    if let Some(m) = &run.mirror {
+    let mut problems = check_records(&records, titles, kill_at);
+    if run.mirror.is_some() {
         for r in &records {
             let body = mirror::page_body(cx.seed, &r.title);
             if r.bytes != body.len() as u64 || r.sha256 != dhp_core::json::sha256_hex(&body) {
@@ -425,7 +621,6 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
                 ));
             }
         }
-        let _ = m;
     }
     // Pages completed twice (from the workers' own reports).
     let refetched: Vec<u64> = a_pages.keys().filter(|k| b_pages.contains_key(k)).copied().collect();
@@ -442,7 +637,7 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
 
     if let Some(m) = &run.mirror {
         let counts = m.counts();
-        let (lines, bad) = describe_counts(&counts, &titles, kill_at);
+        let (lines, bad) = describe_counts(&counts, titles, kill_at);
         for l in &lines {
             cx.ui.say(l);
         }
@@ -457,9 +652,41 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
         cx.ui
             .say("(request counts can only be verified with --source mirror; worker reports: every page fetched once)");
     }
+    supervisor_report(cx, run, hid, &mut problems)?;
 
-    // ---- what the supervisor itself reports ----
-    let sup = run.proc_mut("supervisor").expect("supervisor");
+    anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
+    anyhow::ensure!(records.len() == pages, "dataset has {} rows, expected {pages}", records.len());
+    anyhow::ensure!(result["pages"] == json!(pages), "result reports {} pages", result["pages"]);
+    cx.ui.say(&format!(
+        "=== DONE: {}/{pages} pages, {ok_pages} fetched OK, {} ===",
+        records.len(),
+        if refetched.is_empty() { "zero refetched".to_string() } else { format!("{} REFETCHED", refetched.len()) }
+    ));
+    // The path only when the dataset outlives the run (--keep); a temp
+    // run directory is deleted on exit.
+    let where_ = if cx.args.keep.is_some() { format!("{}, ", csv_path.display()) } else { String::new() };
+    cx.ui.say(&format!("dataset: {where_}{} rows, sha256 {}", records.len(), &csv_sha[..16]));
+    cx.ui.say(&format!(
+        "timing: kill → orphan {} · orphan → ingest {} · orphan → resume {} · resume → complete {} · total {}",
+        fmt_s(times.orphaned - times.kill),
+        fmt_s(times.ingested - times.orphaned),
+        fmt_s(standby.t_resume - times.orphaned),
+        fmt_s(standby.t_complete - standby.t_resume),
+        fmt_s(now() - cx.t0)
+    ));
+    if cx.args.keep.is_some() {
+        cx.ui.say(&format!("data kept in {}", cx.dir.display()));
+    } else {
+        cx.ui
+            .say("(the run directory was temporary and is removed now; --keep DIR keeps the stores, logs and dataset)");
+    }
+    Ok(())
+}
+
+/// What the supervisor itself reports (it must list the orphan from
+/// worker-A); the veth counters and the transport server's closing line.
+fn supervisor_report(cx: &mut Ctx, run: &mut Run, hid: &str, problems: &mut Vec<String>) -> anyhow::Result<()> {
+    let sup = run.proc_mut("supervisor").ok_or_else(|| anyhow::anyhow!("the supervisor is not running"))?;
     let sup_status = sup.stop(Duration::from_secs(10));
     let sup_out: Value = std::fs::read_to_string(cx.host_a.join("supervisor.out"))
         .ok()
@@ -496,33 +723,6 @@ pub(crate) fn demo_run(cx: &mut Ctx, run: &mut Run, titles: Vec<String>, delays:
             cx.fact("transport_stats", json!(stats));
         }
     }
-
-    anyhow::ensure!(problems.is_empty(), "{}", problems.join("; "));
-    anyhow::ensure!(records.len() == pages, "dataset has {} rows, expected {pages}", records.len());
-    anyhow::ensure!(result["pages"] == json!(pages), "result reports {} pages", result["pages"]);
-    cx.ui.say(&format!(
-        "=== DONE: {}/{pages} pages, {ok_pages} fetched OK, {} ===",
-        records.len(),
-        if refetched.is_empty() { "zero refetched".to_string() } else { format!("{} REFETCHED", refetched.len()) }
-    ));
-    // The path only when the dataset outlives the run (--keep); a temp
-    // run directory is deleted on exit.
-    let where_ = if cx.args.keep.is_some() { format!("{}, ", csv_path.display()) } else { String::new() };
-    cx.ui.say(&format!("dataset: {where_}{} rows, sha256 {}", records.len(), &csv_sha[..16]));
-    cx.ui.say(&format!(
-        "timing: kill → orphan {} · orphan → ingest {} · orphan → resume {} · resume → complete {} · total {}",
-        fmt_s(kill_to_orphan),
-        fmt_s(t_ingest - orphaned_at),
-        fmt_s(t_resume - orphaned_at),
-        fmt_s(t_complete - t_resume),
-        fmt_s(now() - cx.t0)
-    ));
-    if cx.args.keep.is_some() {
-        cx.ui.say(&format!("data kept in {}", cx.dir.display()));
-    } else {
-        cx.ui
-            .say("(the run directory was temporary and is removed now; --keep DIR keeps the stores, logs and dataset)");
-    }
     Ok(())
 }
 
@@ -542,7 +742,7 @@ fn start_transport(cx: &mut Ctx, run: &mut Run, host: &str, port: u16) -> anyhow
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(cx.host_b.join("transport.err"))?);
     let mut p = Proc::spawn("transport", cmd)?;
-    let lines = pump_lines(p.child.stdout.take().expect("piped stdout"), cx.host_b.join("transport.out"));
+    let lines = pump_lines(p.child.stdout.take().ok_or_else(|| anyhow::anyhow!("{}: no stdout pipe", p.name))?, cx.host_b.join("transport.out"));
     let pid = p.pid;
     run.procs.push(p);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -583,7 +783,7 @@ fn start_worker(
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(root.join(format!("{name}.err")))?);
     let mut p = Proc::spawn(name, cmd)?;
-    let rx = pump_events(name, p.child.stdout.take().expect("piped stdout"));
+    let rx = pump_events(name, p.child.stdout.take().ok_or_else(|| anyhow::anyhow!("{}: no stdout pipe", p.name))?);
     let pid = p.pid;
     run.procs.push(p);
     cx.ui.say(&format!("{name} started (pid {pid})"));
