@@ -30,7 +30,6 @@ pub use report::{stats, FaultLatency, Latencies, RoundReport, Stalls, Stats, Ver
 use crate::hist;
 use crate::round::Paths;
 use anyhow::{Context, Result};
-use ctx::Ctx;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;

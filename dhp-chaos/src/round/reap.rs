@@ -1,21 +1,7 @@
 //! Reaping exited processes and provisioning replacements (recovery
 //! workers for orphans, supervisors).
 
-#[allow(unused_imports)]
 use super::*;
-use crate::config::{FaultKind, Impl, RoundConfig, FAILPOINTS};
-use crate::hist::{self, Writer};
-use crate::procs::{self, Proc, Role, Spec, Table};
-use anyhow::{bail, Context, Result};
-use nix::sys::signal::Signal;
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rusqlite::{Connection, OpenFlags};
-use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 impl Driver<'_> {
     /// Reap exits; classify failpoint self-kills; schedule replacement supervisors.
