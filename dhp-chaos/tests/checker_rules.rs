@@ -408,3 +408,48 @@ fn a_gap_left_to_a_reference_successor_that_does_not_catch_up_is_a_known_referen
     let v = violations(&r, "transport");
     assert!(v.iter().any(|m| m.contains("seq 2") && m.contains("written by w1")), "{v:#?}");
 }
+
+/// A dispatched handoff the store does not hold is an outcome violation
+/// (the checker once dropped that finding and the round held).
+#[test]
+fn a_dispatched_handoff_missing_from_the_store_is_an_outcome_violation() {
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let meta_path = s.dir.join("round.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["hids"].as_array_mut().unwrap().push(json!("0123456789abcdef-not-in-the-store"));
+    std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    let r = s.check();
+    let v = violations(&r, "outcome");
+    assert!(v.iter().any(|m| m.contains("0123456789ab: dispatched but not in the store")), "{v:#?}");
+    assert!(!r.held);
+}
+
+/// Every invariant's name is the one reports and saved JSON use.
+#[test]
+fn the_report_lists_every_invariant_by_its_name_in_order() {
+    use dhp_chaos::check::Invariant;
+    let mut s = Synth::new();
+    recovered_run(&mut s);
+    let r = s.check();
+    let names: Vec<&str> = r.invariants.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "outcome",
+            "result",
+            "exactly-once",
+            "checkpoints",
+            "fencing",
+            "zombies",
+            "transport",
+            "rework",
+            "detection",
+            "no-false-orphans"
+        ]
+    );
+    for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {
+        assert_eq!((i.name(), i.doc()), (v.name.as_str(), v.what.as_str()));
+        assert_eq!(Invariant::from_name(&v.name), Some(*i));
+    }
+}
