@@ -155,12 +155,7 @@ fn binaries(cx: &mut Ctx) -> anyhow::Result<()> {
 }
 
 /// Returns the base URL host A and host B fetch from.
-fn page_source(
-    cx: &mut Ctx,
-    run: &mut Run,
-    titles: &[String],
-    delays: (u64, u64),
-) -> anyhow::Result<(String, String)> {
+fn page_source(cx: &mut Ctx, run: &mut Run, titles: &[String], delays: (u64, u64)) -> anyhow::Result<(String, String)> {
     let (pages, kill_at) = (cx.args.pages, cx.args.kill_at);
     if cx.args.netns {
         let ns = NetNs::create(std::process::id())?;
@@ -742,7 +737,10 @@ fn start_transport(cx: &mut Ctx, run: &mut Run, host: &str, port: u16) -> anyhow
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(cx.host_b.join("transport.err"))?);
     let mut p = Proc::spawn("transport", cmd)?;
-    let lines = pump_lines(p.child.stdout.take().ok_or_else(|| anyhow::anyhow!("{}: no stdout pipe", p.name))?, cx.host_b.join("transport.out"));
+    let lines = pump_lines(
+        p.child.stdout.take().ok_or_else(|| anyhow::anyhow!("{}: no stdout pipe", p.name))?,
+        cx.host_b.join("transport.out"),
+    );
     let pid = p.pid;
     run.procs.push(p);
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -3,7 +3,6 @@
 //! actually wrote.
 
 use crate::check::{Check, Fail};
-use dhp_core::json;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -60,8 +59,11 @@ impl StoreView {
             .conn
             .query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", params![hid], |r| r.get(0))
             .optional()?;
-        text.map(|t| json::parse(&t).map_err(|e| Fail::failed(format!("handoffs.envelope_json is not JSON: {e}"))))
-            .transpose()
+        text.map(|t| {
+            serde_json::from_str::<Value>(&t)
+                .map_err(|e| Fail::failed(format!("handoffs.envelope_json is not JSON: {e}")))
+        })
+        .transpose()
     }
 
     /// The stored envelope, which must exist.
@@ -96,9 +98,9 @@ impl StoreView {
     pub fn verified_states(&self, hid: &str) -> Check<Vec<(i64, Value)>> {
         let mut out = Vec::new();
         for row in self.checkpoints(hid)? {
-            let state = json::parse(&row.state_json)
+            let state: Value = serde_json::from_str(&row.state_json)
                 .map_err(|e| Fail::failed(format!("checkpoint {} state_json is not JSON: {e}", row.seq)))?;
-            let text = json::dumps_sorted(&state).map_err(|e| Fail::failed(e.to_string()))?;
+            let text = dhp_oracle::json::sorted(&state).map_err(|e| Fail::failed(e.to_string()))?;
             crate::ensure!(
                 text == row.state_json,
                 "checkpoint {} state_json {:?} is not json.dumps(state, sort_keys=True) {:?}",
@@ -106,7 +108,7 @@ impl StoreView {
                 row.state_json,
                 text
             );
-            let hash = json::sha256_hex(row.state_json.as_bytes());
+            let hash = dhp_oracle::sha256_hex(row.state_json.as_bytes());
             crate::ensure!(
                 hash == row.state_hash,
                 "checkpoint {} state_hash {} != sha256(state_json) {}",

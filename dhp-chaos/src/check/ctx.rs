@@ -2,8 +2,8 @@
 //! index, and the per-handoff facts derived from them once (who wrote each
 //! committed checkpoint, the fence grants, who completed it).
 
-use super::history::{Index, Op};
 use super::faults::{self, FaultWalk};
+use super::history::{Index, Op};
 use super::load::{Ckpt, Handoff};
 use super::CHECK_THEN_WRITE;
 use crate::round::Paths;
@@ -199,11 +199,8 @@ impl<'a> Ctx<'a> {
         let (lo, hi, chunk) = census_task(&h.env)?;
         let ops: Vec<&'a Op> = self.ix.ops.iter().filter(|o| o.hid == hid).collect();
         let grants: Vec<&'a Op> = {
-            let mut g: Vec<&'a Op> = ops
-                .iter()
-                .copied()
-                .filter(|o| (o.op == "claim" || o.op == "recover") && o.ok == Some(true))
-                .collect();
+            let mut g: Vec<&'a Op> =
+                ops.iter().copied().filter(|o| (o.op == "claim" || o.op == "recover") && o.ok == Some(true)).collect();
             g.sort_by(|a, b| a.out_t.unwrap_or(a.invoke_t).total_cmp(&b.out_t.unwrap_or(b.invoke_t)));
             g
         };

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-
 /// One invariant's verdict (its `name` is [`super::Invariant::name`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {

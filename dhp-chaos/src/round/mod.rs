@@ -354,4 +354,3 @@ impl Proc {
                 .unwrap_or(false)
     }
 }
-

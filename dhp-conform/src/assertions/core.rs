@@ -8,7 +8,6 @@ use crate::client::Reply;
 use crate::ops::action_for;
 use crate::suite::Ctx;
 use crate::{ensure, ensure_eq};
-use dhp_core::{envelope, json};
 use serde_json::{json, Value};
 
 /// Racing processes in exactly-one-wins and claim-race.
@@ -66,7 +65,7 @@ pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
     m.open(&root)?;
     let env = m.build(spec(1))?;
     ensure!(
-        envelope::verify_id(&env) && envelope::verify_inputs(&env),
+        dhp_oracle::verifies(&env),
         "build_envelope made an envelope whose handoff_id or input_hash does not verify: {env}"
     );
     let hid = env["handoff_id"].as_str().unwrap_or_default().to_string();
@@ -91,7 +90,9 @@ pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
     )?;
     // (c) inputs changed, id recomputed, input_hash stale: only the input binding catches it
     let mut reid = crossed.clone();
-    reid["handoff_id"] = json!(envelope::handoff_id(&reid).map_err(|e| Fail::Errored(e.to_string()))?);
+    reid["handoff_id"] = json!(dhp_oracle::handoff_id(&reid)
+        .ok_or_else(|| Fail::Errored("the envelope has no spec to hash".into()))?
+        .map_err(|e| Fail::Errored(e.to_string()))?);
     m.must_fail(
         "dispatch",
         json!({"root": root, "envelope": reid}),
@@ -115,7 +116,7 @@ pub fn no_crossed_inputs(cx: &Ctx<'_>) -> Check {
 }
 
 fn hash_inputs(env: &Value) -> Check<String> {
-    envelope::input_hash(&env["task"]["inputs"]).map_err(|e| Fail::Errored(e.to_string()))
+    dhp_oracle::input_hash(&env["task"]["inputs"]).map_err(|e| Fail::Errored(e.to_string()))
 }
 
 /// no-untyped-results: A result that violates the contract's output schema is rejected and
@@ -202,9 +203,9 @@ pub fn no_runner_lock_in(cx: &Ctx<'_>) -> Check {
     let bytes =
         std::fs::read(&bundle).map_err(|e| Fail::failed(format!("suspend wrote no bundle at {bundle}: {e}")))?;
     ensure_eq!(bytes.len() as i64, n, "bundle size reported by suspend");
-    let doc = json::parse_bytes(&bytes).map_err(|e| Fail::failed(format!("bundle is not JSON: {e}")))?;
-    let canon = json::canonical(&doc).map_err(|e| Fail::failed(e.to_string()))?;
-    ensure!(canon == bytes, "bundle bytes are not canonical JSON (sorted keys, no spaces, UTF-8)");
+    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| Fail::failed(format!("bundle is not JSON: {e}")))?;
+    let canon = dhp_oracle::json::canonical(&doc).map_err(|e| Fail::failed(e.to_string()))?;
+    ensure!(canon.as_bytes() == bytes, "bundle bytes are not canonical JSON (sorted keys, no spaces, UTF-8)");
     ensure_eq!(doc["dhp_bundle"], json!("1.0"), "bundle version");
     ensure_eq!(doc["envelope"]["handoff_id"], json!(hid), "bundle envelope id");
 
@@ -429,8 +430,9 @@ pub fn check_log_format(log: &str, hid: &str, checkpoints: i64) -> Check {
     let lines: Vec<&str> = text.lines().collect();
     ensure_eq!(lines.len() as i64, checkpoints + 1, "transport log lines");
     for (i, line) in lines.iter().enumerate() {
-        let v = json::parse(line).map_err(|e| Fail::failed(format!("log line {} is not JSON: {e}", i + 1)))?;
-        let canon = json::dumps_sorted(&v).map_err(|e| Fail::failed(e.to_string()))?;
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| Fail::failed(format!("log line {} is not JSON: {e}", i + 1)))?;
+        let canon = dhp_oracle::json::sorted(&v).map_err(|e| Fail::failed(e.to_string()))?;
         ensure!(
             &canon == line,
             "log line {} is not json.dumps(obj, sort_keys=True):\n  got  {line}\n  want {canon}",
@@ -440,11 +442,11 @@ pub fn check_log_format(log: &str, hid: &str, checkpoints: i64) -> Check {
             ensure_eq!(v["type"], json!("envelope"), "type of log line 1");
             ensure_eq!(v["envelope"]["handoff_id"], json!(hid), "envelope id in the log");
             ensure_eq!(v["envelope"]["execution"]["checkpoints"], json!([]), "envelope checkpoints in the log");
-            ensure!(envelope::verify_id(&v["envelope"]), "the logged envelope does not verify");
+            ensure!(dhp_oracle::id_verifies(&v["envelope"]), "the logged envelope does not verify");
         } else {
             ensure_eq!(v["type"], json!("checkpoint"), "type of log line {}", i + 1);
             ensure_eq!(v["seq"], json!(i - 1), "seq of log line {}", i + 1);
-            let (_, hash) = json::state_text_and_hash(&v["state"]).map_err(|e| Fail::failed(e.to_string()))?;
+            let hash = dhp_oracle::state_hash(&v["state"]).map_err(|e| Fail::failed(e.to_string()))?;
             ensure_eq!(v["state_hash"], json!(hash), "state_hash of log line {}", i + 1);
             ensure!(v["at"].is_string(), "log line {} has no `at` timestamp", i + 1);
         }

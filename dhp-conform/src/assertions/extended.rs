@@ -10,7 +10,6 @@ use crate::client::{Adapter, Lease, Profile, Reply};
 use crate::ops::{action_for, Token};
 use crate::suite::Ctx;
 use crate::{ensure, ensure_eq};
-use dhp_core::json;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -180,11 +179,11 @@ fn write(path: &str, bytes: &[u8]) -> Check {
 
 fn parse_file(path: &str) -> Check<Value> {
     let bytes = std::fs::read(path).map_err(|e| Fail::failed(format!("{path}: {e}")))?;
-    json::parse_bytes(&bytes).map_err(|e| Fail::failed(format!("{path} is not JSON: {e}")))
+    serde_json::from_slice(&bytes).map_err(|e| Fail::failed(format!("{path} is not JSON: {e}")))
 }
 
 fn canonical(v: &Value) -> Check<Vec<u8>> {
-    json::canonical(v).map_err(|e| Fail::Errored(e.to_string()))
+    dhp_oracle::json::canonical(v).map(String::into_bytes).map_err(|e| Fail::Errored(e.to_string()))
 }
 
 /// Nothing of `hid` reached `root`.
@@ -261,9 +260,9 @@ fn log_lines(log: &str) -> Check<Vec<String>> {
 
 /// Rewrite one log line's JSON with `f`, as Python would have written it.
 fn edit_line(line: &str, f: impl FnOnce(&mut Value)) -> Check<String> {
-    let mut v = json::parse(line).map_err(|e| Fail::failed(format!("log line is not JSON: {e}")))?;
+    let mut v: Value = serde_json::from_str(line).map_err(|e| Fail::failed(format!("log line is not JSON: {e}")))?;
     f(&mut v);
-    json::dumps_sorted(&v).map_err(|e| Fail::Errored(e.to_string()))
+    dhp_oracle::json::sorted(&v).map_err(|e| Fail::Errored(e.to_string()))
 }
 
 /// A copy of `log` (as `tampered.log`) with line `i` rewritten by `f`.
@@ -599,7 +598,7 @@ pub fn effects_first_write_wins(cx: &Ctx<'_>) -> Check {
     let r = effect(&mut m, &t2, "record_effect", "charge-1", Some(json!({"charge_id": "ch_3"})))?;
     ensure_eq!(r["recorded"], json!(false), "record_effect by the recovering worker");
     if let Some(db) = cx.store(&root)? {
-        let want = json::dumps_sorted(&json!({"charge_id": "ch_1"})).map_err(|e| Fail::Errored(e.to_string()))?;
+        let want = dhp_oracle::json::sorted(&json!({"charge_id": "ch_1"})).map_err(|e| Fail::Errored(e.to_string()))?;
         ensure_eq!(db.effects(&hid)?, vec![("charge-1".to_string(), want)], "effects rows");
     }
     Ok(())

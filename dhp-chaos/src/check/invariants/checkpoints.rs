@@ -15,7 +15,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
                 out.of(hid, format!("{}: seq gap/duplicate: position {k} holds seq {}", short(hid), c.seq));
                 break;
             }
-            let hash = dhp_core::json::sha256_hex(c.state_json.as_bytes());
+            let hash = dhp_oracle::sha256_hex(c.state_json.as_bytes());
             if hash != c.state_hash {
                 out.of(hid, format!("{}: seq {} state_hash does not match state_json", short(hid), c.seq));
             }

@@ -68,8 +68,7 @@ fn one_handoff(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, out: &mut Findings) {
     let Some(fence) = c.fence else { return };
     let top = f.grants.iter().filter_map(|g| g.fence).max();
     let stale = top.is_some_and(|top| fence < top);
-    if stale && cx.imp_of(&c.process) == "python" && cx.superseded_at(hid, fence).is_none_or(|(t, _)| t >= c.invoke_t)
-    {
+    if stale && cx.imp_of(&c.process) == "python" && cx.superseded_at(hid, fence).is_none_or(|(t, _)| t >= c.invoke_t) {
         out.taint(hid, CHECK_THEN_WRITE);
     }
     if let Some((t, why)) = cx.superseded_at(hid, fence) {

@@ -63,7 +63,10 @@ fn acknowledged_writes(hid: &str, f: &Facts<'_>, out: &mut Findings) {
     }
     let unack = f.writers.values().filter(|w| !w.acknowledged).count();
     if unack > 0 {
-        out.note(format!("{}: {unack} checkpoint(s) committed but the writer died before recording ok (attributed via its invoke)", short(hid)));
+        out.note(format!(
+            "{}: {unack} checkpoint(s) committed but the writer died before recording ok (attributed via its invoke)",
+            short(hid)
+        ));
     }
 }
 
@@ -128,7 +131,12 @@ fn commit_order(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, out: &mut Findings) {
         } else if f.hist_complete && w.fence >= 0 {
             out.of(
                 hid,
-                format!("{}: seq {seq} written by {} with fence {} that was never granted", short(hid), w.holder, w.fence),
+                format!(
+                    "{}: seq {seq} written by {} with fence {} that was never granted",
+                    short(hid),
+                    w.holder,
+                    w.fence
+                ),
             );
         }
         if let Some((mf, ms, mh)) = &max_f {
@@ -147,7 +155,11 @@ fn commit_order(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, out: &mut Findings) {
             if w.fence == *mf && &w.holder != mh {
                 out.of(
                     hid,
-                    format!("{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}", short(hid), w.holder),
+                    format!(
+                        "{}: seqs {ms} and {seq} written by {mh} and {} with the same fence {mf}",
+                        short(hid),
+                        w.holder
+                    ),
                 );
             }
         }

@@ -13,8 +13,8 @@ mod rework;
 mod transport;
 mod zombies;
 
-pub(crate) use rework::redone;
 pub(crate) use outcome::dlq_park;
+pub(crate) use rework::redone;
 pub(crate) use zombies::tally as zombie_tally;
 
 use super::ctx::Ctx;

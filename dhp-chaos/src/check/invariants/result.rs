@@ -32,11 +32,9 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         let got_cd = got.get("chunks_done").and_then(Value::as_u64);
         if cx.imp_of(&c.process) == "python" {
             // The reference reports the chunks of its final run only.
-            let final_run = f
-                .ops
-                .iter()
-                .filter(|o| o.process == c.process && o.op == "checkpoint" && o.ok == Some(true))
-                .count() as u64;
+            let final_run =
+                f.ops.iter().filter(|o| o.process == c.process && o.op == "checkpoint" && o.ok == Some(true)).count()
+                    as u64;
             if got_cd != Some(final_run) {
                 out.of(
                     hid,
