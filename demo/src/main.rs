@@ -11,7 +11,6 @@
 //! page was fetched twice. See demo/README.md.
 
 mod a2a;
-mod phases;
 
 use clap::{Parser, ValueEnum};
 use demo::mirror::{self, Mirror, MirrorConfig};
@@ -168,6 +167,9 @@ const MAX_PHASE_TIMEOUT_S: f64 = 86_400.0;
 macro_rules! usage {
     ($($t:tt)*) => { anyhow::Error::new(Usage(format!($($t)*))) };
 }
+
+// After `usage!`, which the phases use (macros are in scope textually).
+mod phases;
 
 /// Set by SIGINT/SIGTERM; every wait checks it, so the demo unwinds and
 /// cleans up (children killed, namespaces deleted).
