@@ -39,7 +39,7 @@ fn quick_comparison_runs_end_to_end() {
     bench(d, &["machine", "--dir", ds, "--out", &p("machine.json")]);
     bench(d, &["fixtures", "--dir", ds, "--quick"]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ref_bench.py");
-    run(Command::new(dhp_core::testing::python()).arg(&script).args([
+    run(Command::new(dhp_testkit::python()).arg(&script).args([
         "run",
         "--dir",
         ds,
@@ -49,17 +49,11 @@ fn quick_comparison_runs_end_to_end() {
     ]));
     bench(d, &["run", "--dir", ds, "--quick", "--out", &p("ours.json")]);
 
-    // Peak RSS: of `dhp work` when the workspace's dhp binary is built next
-    // to ours (scripts/test.sh builds every target first), else of a shell.
-    let dhp = Path::new(BIN).with_file_name("dhp");
-    if dhp.exists() {
-        bench(d, &["rss", "--dhp", dhp.to_str().unwrap(), "--dir", &p("work"), "--out", &p("rss-ours.json")]);
-        let kib = read(&d.join("rss-ours.json"))["max_rss_kib"].as_f64().unwrap();
-        assert!(kib > 500.0 && kib < 200_000.0, "implausible dhp work peak RSS {kib} KiB");
-    } else {
-        eprintln!("smoke: {} not built; measuring the peak RSS of /bin/sh instead", dhp.display());
-        bench(d, &["peak-rss", "--out", &p("rss-ours.json"), "--", "/bin/sh", "-c", "true"]);
-    }
+    // Peak RSS of `dhp work` (the workspace's dhp, built if missing).
+    let dhp = dhp_testkit::dhp_bin();
+    bench(d, &["rss", "--dhp", dhp.to_str().unwrap(), "--dir", &p("work"), "--out", &p("rss-ours.json")]);
+    let kib = read(&d.join("rss-ours.json"))["max_rss_kib"].as_f64().unwrap();
+    assert!(kib > 500.0 && kib < 200_000.0, "implausible dhp work peak RSS {kib} KiB");
     bench(d, &["peak-rss", "--out", &p("rss-ref.json"), "--", "/bin/sh", "-c", "true"]);
 
     let ours = read(&d.join("ours.json"));

@@ -29,20 +29,13 @@ const ENV: &[(&str, &str)] = &[
 const PHASE: Duration = Duration::from_secs(120);
 
 fn python() -> anyhow::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("DHP_PYTHON").filter(|p| !p.is_empty()) {
-        return Ok(p.into());
-    }
-    let p = dhp_core::testing::repo_root().join(".venv/bin/python");
-    anyhow::ensure!(
-        p.exists(),
-        "no Python at {}: run scripts/setup.sh (it installs a2a-sdk) or set DHP_PYTHON",
-        p.display()
-    );
-    Ok(p)
+    dhp_core::locate::python(None)
+        .map_err(|e| anyhow::anyhow!("{e} (the A2A demo also needs a2a-sdk, which scripts/setup.sh installs)"))
 }
 
-fn client_script() -> PathBuf {
-    dhp_core::testing::repo_root().join("dhp-core/tests/py/a2a_client.py")
+/// The A2A client script of the checkout (found at run time).
+fn client_script() -> anyhow::Result<PathBuf> {
+    Ok(dhp_core::locate::checkout()?.join("dhp-core/tests/py/a2a_client.py"))
 }
 
 fn status(dhp: &Path, root: &Path, hid: &str) -> Value {
@@ -92,7 +85,7 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
 
     // The client submits over HTTP (A2A SendMessage, returnImmediately).
     let task = json!({"inputs": {"lo": LO, "hi": HI, "chunk": CHUNK}}).to_string();
-    let out = Command::new(&py).arg(client_script()).args([url.as_str(), "send", &task, "--immediate"]).output()?;
+    let out = Command::new(&py).arg(client_script()?).args([url.as_str(), "send", &task, "--immediate"]).output()?;
     let sent: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         anyhow::anyhow!(
             "a2a client failed ({e}): {}{}",
@@ -111,7 +104,7 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     // The client polls GetTask for the whole run, recording every state.
     let mut watch = Command::new(&py);
     watch
-        .arg(client_script())
+        .arg(client_script()?)
         .args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"])
         .stdout(Stdio::piped());
     let mut watcher = Proc::spawn("a2a client", watch)?;

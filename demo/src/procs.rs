@@ -107,71 +107,11 @@ pub fn page_worker_bin() -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
-/// Newest modification time of the files under `p` (recursively).
-fn newest_mtime(p: &Path) -> Option<std::time::SystemTime> {
-    let md = std::fs::metadata(p).ok()?;
-    if md.is_file() {
-        return md.modified().ok();
-    }
-    std::fs::read_dir(p).ok()?.flatten().filter_map(|e| newest_mtime(&e.path())).max()
-}
-
 /// The `dhp` binary: `explicit` if given; else `target/<profile>/dhp` next
-/// to this executable, built with `cargo build -p dhp-core --bin dhp` when
-/// missing — or, when the demo runs under cargo, when dhp-core's sources
-/// (or Cargo.lock) are newer than it. `log` reports what is done.
+/// to this executable, (re)built with cargo under `cargo run` and built when
+/// missing ([`dhp_core::locate::dhp`]). `log` reports what is done.
 pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow::Result<PathBuf> {
-    if let Some(p) = explicit {
-        anyhow::ensure!(p.is_file(), "--dhp {}: no such file", p.display());
-        return Ok(p.to_path_buf());
-    }
-    let dir = exe_dir()?;
-    let bin = dir.join("dhp");
-    let under_cargo = std::env::var_os("CARGO").is_some();
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default();
-    let stale = || {
-        let built = std::fs::metadata(&bin).and_then(|m| m.modified()).ok();
-        let sources =
-            [workspace.join("dhp-core"), workspace.join("Cargo.lock")].iter().filter_map(|p| newest_mtime(p)).max();
-        matches!((built, sources), (Some(b), Some(s)) if s > b)
-    };
-    if bin.is_file() && !(under_cargo && stale()) {
-        return Ok(bin);
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = workspace.join("Cargo.toml");
-    let target_dir = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.clone());
-    let profile = dir.file_name().and_then(|s| s.to_str()).unwrap_or("debug").to_string();
-    log(&format!(
-        "building dhp ({}): cargo build -p dhp-core --bin dhp ({profile}) …",
-        if bin.is_file() { "dhp-core changed" } else { "missing" }
-    ));
-    let mut cmd = Command::new(&cargo);
-    cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp", "--manifest-path"])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target_dir);
-    match profile.as_str() {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let st = cmd.stdin(Stdio::null()).status();
-    match st {
-        Ok(s) if s.success() && bin.is_file() => Ok(bin),
-        Ok(_) | Err(_) if bin.is_file() && under_cargo => {
-            log("warning: could not rebuild dhp; using the existing binary");
-            Ok(bin)
-        }
-        Ok(s) => anyhow::bail!(
-            "building dhp failed ({s}); build it with `cargo build -p dhp-core --bin dhp` or pass --dhp PATH"
-        ),
-        Err(e) => anyhow::bail!("cannot run cargo to build dhp ({e}); pass --dhp PATH"),
-    }
+    Ok(dhp_core::locate::dhp(explicit, log)?)
 }
 
 /// A free TCP port on `host` right now (bind :0 and release it).

@@ -8,7 +8,12 @@ use std::process::Command;
 
 #[test]
 fn a2a_demo_is_green() {
-    let out = Command::new(env!("CARGO_BIN_EXE_demo")).args(["--a2a", "--json"]).output().expect("running the demo");
+    // The reference venv (with a2a-sdk) is made if missing, never skipped.
+    let out = Command::new(env!("CARGO_BIN_EXE_demo"))
+        .args(["--a2a", "--json"])
+        .env("DHP_PYTHON", dhp_testkit::python())
+        .output()
+        .expect("running the demo");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let s: Value =

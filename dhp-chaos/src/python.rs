@@ -9,24 +9,10 @@ use std::path::{Path, PathBuf};
 /// unchanged after wrapping Runner3/Supervisor3 methods to record history.
 pub const SHIM: &str = include_str!("../python/chaos_shim.py");
 
-/// The repository root (parent of this crate).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// `--python`, else `$DHP_PYTHON`, else `<repo>/.venv/bin/python`.
+/// `--python`, else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python`
+/// ([`dhp_core::locate::python`]).
 pub fn interpreter(explicit: Option<&Path>) -> Result<PathBuf> {
-    let p = match explicit {
-        Some(p) => p.to_path_buf(),
-        None => match std::env::var_os("DHP_PYTHON") {
-            Some(p) if !p.is_empty() => PathBuf::from(p),
-            _ => repo_root().join(".venv/bin/python"),
-        },
-    };
-    if !p.exists() {
-        bail!("python interpreter {} not found: run `bash scripts/setup.sh` (creates <repo>/.venv with dhp-protocol 1.3.0) or pass --python", p.display());
-    }
-    Ok(p)
+    Ok(dhp_core::locate::python(explicit)?)
 }
 
 /// The directory of the installed reference package (`dhp/`), checked to

@@ -5,7 +5,7 @@
 
 use dhp_chaos::procs::{self, Role, Spec, Table};
 use nix::sys::signal::Signal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -28,11 +28,7 @@ fn an_exit_reaped_by_a_signal_attempt_is_still_reported() {
     );
     table.procs.push(procs::spawn(spec, logs.path()).unwrap());
     let pid = table.procs[0].pid;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !zombie(pid) {
-        assert!(Instant::now() < deadline, "child did not die");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    dhp_testkit::wait_until(Duration::from_secs(10), "the child died", || zombie(pid));
     // the injector picks it: the signal finds it dead (and reaps it)
     assert!(!table.procs[0].signal(Signal::SIGKILL), "a dead child is not signalled");
     assert!(!table.procs[0].killed_by_harness);

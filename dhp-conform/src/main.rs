@@ -23,7 +23,6 @@ use dhp_conform::report::{self, Counts, Record, Records};
 use dhp_conform::suite::{self, Impl, Level, Options, Outcome};
 use dhp_conform::{assertions, catalogue};
 use libtest_mimic::{Completion, Failed, Trial};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,18 +44,12 @@ fn resolve(spec: &str) -> Result<(String, Option<String>), String> {
             Ok((format!("{} {ADAPTER_MODE}", sh_quote(&exe.to_string_lossy())), Some("ours".into())))
         }
         "reference" => {
-            let py = std::env::var_os("DHP_PYTHON")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| dhp_core::testing::repo_root().join(".venv/bin/python"));
-            if !py.exists() {
-                return Err(format!(
-                    "no reference interpreter at {}: run `bash scripts/setup.sh` (or set DHP_PYTHON)",
-                    py.display()
-                ));
-            }
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("adapters/python_ref.py");
+            // This binary runs the embedded adapter script with the
+            // reference's interpreter: no path to a source checkout needed.
+            let py = dhp_core::locate::python(None).map_err(|e| e.to_string())?;
+            let exe = std::env::current_exe().map_err(|e| format!("locating dhp-conform: {e}"))?;
             Ok((
-                format!("{} {}", sh_quote(&py.to_string_lossy()), sh_quote(&script.to_string_lossy())),
+                format!("{} {REFERENCE_MODE} {}", sh_quote(&exe.to_string_lossy()), sh_quote(&py.to_string_lossy())),
                 Some("reference".into()),
             ))
         }
@@ -104,6 +97,24 @@ fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
 
 /// First argument that turns this binary into our adapter (`--impl ours`).
 const ADAPTER_MODE: &str = "__adapter";
+/// First argument that turns this binary into the reference's adapter
+/// (`--impl reference`): `__reference-adapter PYTHON` runs
+/// `adapters/python_ref.py`, embedded at build time, with PYTHON.
+const REFERENCE_MODE: &str = "__reference-adapter";
+const PYTHON_REF_ADAPTER: &str = include_str!("../adapters/python_ref.py");
+
+/// Replace this process with `PYTHON -c <the reference adapter>`; returns
+/// only when that cannot start.
+fn exec_reference_adapter(python: Option<String>) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let Some(py) = python else {
+        eprintln!("dhp-conform {REFERENCE_MODE}: the python interpreter is missing");
+        return ExitCode::from(2);
+    };
+    let err = std::process::Command::new(&py).arg("-c").arg(PYTHON_REF_ADAPTER).exec();
+    eprintln!("dhp-conform {REFERENCE_MODE}: cannot run {py}: {err}");
+    ExitCode::from(2)
+}
 
 /// `--list` and `--explain`: the catalogue, without starting anything.
 fn catalogue_only(cli: &Cli) -> Option<ExitCode> {
@@ -160,6 +171,9 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(ADAPTER_MODE) {
         let code = dhp_conform::rs_adapter::run(std::env::args().skip(2));
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
+        return exec_reference_adapter(std::env::args().nth(2));
     }
     let cli = Cli::parse();
     if let Some(code) = catalogue_only(&cli) {

@@ -88,6 +88,7 @@ pub mod fuzzing;
 pub mod history;
 pub mod json;
 pub mod liveness;
+pub mod locate;
 pub mod runner;
 pub mod store;
 pub mod supervisor;

@@ -36,19 +36,17 @@ pub fn leader(r: &Runner) -> Result<Option<Leadership>> {
     with_tx(r.store().as_ref(), Mode::Read, |tx| tx.leadership())
 }
 
-/// The repository root (the workspace directory).
+/// The repository root (the workspace directory), found at run time
+/// ([`crate::locate::checkout`]). Panics with the fix when there is none:
+/// tests never skip.
 pub fn repo_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("dhp-core sits in the workspace").to_path_buf()
+    crate::locate::checkout().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The Python interpreter that has the reference (`dhp-protocol==1.3.0`):
-/// `$DHP_PYTHON`, else `<repo>/.venv/bin/python` made by `scripts/setup.sh`.
-/// Panics with the fix if neither exists: interop tests never skip.
+/// `$DHP_PYTHON`, else `<repo>/.venv/bin/python` made by `scripts/setup.sh`
+/// ([`crate::locate::python`]). Panics with the fix if neither exists:
+/// interop tests never skip.
 pub fn python() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("DHP_PYTHON") {
-        return p.into();
-    }
-    let p = repo_root().join(".venv/bin/python");
-    assert!(p.exists(), "no reference interpreter at {}: run scripts/setup.sh (or set DHP_PYTHON)", p.display());
-    p
+    crate::locate::python(None).unwrap_or_else(|e| panic!("{e}"))
 }

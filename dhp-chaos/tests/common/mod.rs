@@ -4,7 +4,6 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 pub fn chaos_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dhp-chaos"))
@@ -14,34 +13,19 @@ pub fn mutant_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mutant-worker"))
 }
 
-/// `target/<profile>/dhp`: cargo builds a dependency's binaries only for
-/// its own tests, so build it (a no-op when fresh) once per test process.
+/// `target/<profile>/dhp`, built once per test process (dhp-testkit).
 pub fn dhp_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let profile_dir = chaos_bin().parent().expect("target/<profile>").to_path_buf();
-        dhp_chaos::locate::cargo_build_dhp(&profile_dir).expect("building dhp (cargo build -p dhp-core --bin dhp)");
-        let p = profile_dir.join("dhp");
-        assert!(p.exists(), "{} missing after cargo build", p.display());
-        p
-    })
-    .clone()
+    dhp_testkit::dhp_bin()
 }
 
-/// The reference venv's interpreter, created by scripts/setup.sh when
-/// missing. Returns None only when DHP_CHAOS_SKIP_REFERENCE=1 is set.
+/// The reference venv's interpreter (dhp-testkit: made by scripts/setup.sh
+/// when missing). Returns None only when DHP_CHAOS_SKIP_REFERENCE=1 is set.
 pub fn python() -> Option<PathBuf> {
     if std::env::var("DHP_CHAOS_SKIP_REFERENCE").as_deref() == Ok("1") {
         eprintln!("DHP_CHAOS_SKIP_REFERENCE=1: skipping the reference round");
         return None;
     }
-    if let Ok(p) = dhp_chaos::python::interpreter(None) {
-        return Some(p);
-    }
-    let root = dhp_chaos::python::repo_root();
-    let st = Command::new("bash").arg(root.join("scripts/setup.sh")).status().expect("running scripts/setup.sh");
-    assert!(st.success(), "scripts/setup.sh failed: the reference venv is needed (or set DHP_CHAOS_SKIP_REFERENCE=1)");
-    Some(dhp_chaos::python::interpreter(None).expect("venv python after setup.sh"))
+    Some(dhp_testkit::python())
 }
 
 pub struct Run {

@@ -48,7 +48,7 @@ impl Run {
 
 /// The Python reference must be present: interop tests never skip.
 pub fn python() -> String {
-    dhp_core::testing::python().to_string_lossy().into_owned()
+    dhp_testkit::python().to_string_lossy().into_owned()
 }
 
 /// Run `dhp-conform` with `args`.
@@ -126,9 +126,5 @@ pub fn conform_peak_rss(args: &[&str]) -> (Run, u64) {
 }
 
 /// Is `pid` a live (not zombie) process?
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
-        .unwrap_or(false)
-}
+#[allow(unused_imports)] // each test binary uses its own part of `common`
+pub use dhp_testkit::alive;

@@ -1,0 +1,189 @@
+//! Finding things at run time, for the harness binaries (dhp-chaos,
+//! dhp-conform, the demo) and the tests: the dhp-rs checkout, the Python
+//! reference's interpreter and the `dhp` binary. Nothing is baked in at
+//! compile time, so an installed binary does not point into the directory
+//! it was built in.
+//!
+//! ```
+//! // A directory that is not a checkout is refused with the way out.
+//! let dir = tempfile::tempdir().unwrap();
+//! let err = dhp_core::locate::checkout_from(&[dir.path()]).unwrap_err();
+//! assert!(err.to_string().contains("DHP_CHECKOUT"));
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Something the harness needs is not where it looked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocateError {
+    #[error(
+        "cannot find the dhp-rs checkout (a directory with Cargo.toml and dhp-core/) above {searched}: \
+         run from inside it or set DHP_CHECKOUT"
+    )]
+    NoCheckout { searched: String },
+    #[error("DHP_CHECKOUT={0} is not a dhp-rs checkout (no Cargo.toml and dhp-core/Cargo.toml)")]
+    BadCheckout(PathBuf),
+    #[error("python interpreter {0} not found: run `bash scripts/setup.sh` (creates <checkout>/.venv with dhp-protocol 1.3.0) or set DHP_PYTHON")]
+    NoPython(PathBuf),
+    #[error("--dhp {0}: no such file")]
+    NoDhp(PathBuf),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cargo build -p dhp-core --bin dhp failed ({0}); build it yourself or pass --dhp PATH")]
+    BuildFailed(std::process::ExitStatus),
+    #[error(
+        "no dhp binary at {0}: build it with `cargo build -p dhp-core --bin dhp` (same profile) or pass --dhp PATH"
+    )]
+    Missing(PathBuf),
+}
+
+fn is_checkout(dir: &Path) -> bool {
+    dir.join("Cargo.toml").is_file() && dir.join("dhp-core").join("Cargo.toml").is_file()
+}
+
+/// The dhp-rs checkout: `$DHP_CHECKOUT` if set, else the first directory
+/// that is one, walking up from `$CARGO_MANIFEST_DIR` (set at run time by
+/// `cargo run` and `cargo test`), the running executable and the current
+/// directory.
+pub fn checkout() -> Result<PathBuf, LocateError> {
+    if let Some(dir) = std::env::var_os("DHP_CHECKOUT").filter(|d| !d.is_empty()).map(PathBuf::from) {
+        return if is_checkout(&dir) { Ok(dir) } else { Err(LocateError::BadCheckout(dir)) };
+    }
+    let mut starts: Vec<PathBuf> = Vec::new();
+    starts.extend(std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from));
+    starts.extend(std::env::current_exe().ok());
+    starts.extend(std::env::current_dir().ok());
+    let refs: Vec<&Path> = starts.iter().map(PathBuf::as_path).collect();
+    checkout_from(&refs)
+}
+
+/// The first checkout found walking up from each of `starts` in turn.
+pub fn checkout_from(starts: &[&Path]) -> Result<PathBuf, LocateError> {
+    for start in starts {
+        if let Some(dir) = start.ancestors().find(|d| is_checkout(d)) {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    let searched = starts.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ");
+    Err(LocateError::NoCheckout { searched: if searched.is_empty() { "nothing".into() } else { searched } })
+}
+
+/// The interpreter that has the reference (dhp-protocol 1.3.0): `explicit`,
+/// else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python` (made by
+/// `scripts/setup.sh`). It must exist.
+pub fn python(explicit: Option<&Path>) -> Result<PathBuf, LocateError> {
+    let p = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os("DHP_PYTHON").filter(|p| !p.is_empty()) {
+            Some(p) => PathBuf::from(p),
+            None => checkout()?.join(".venv/bin/python"),
+        },
+    };
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(LocateError::NoPython(p))
+    }
+}
+
+/// `target/<profile>` of an executable (`target/<profile>/x`, or a test's
+/// `target/<profile>/deps/x`).
+pub fn profile_dir(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.parent().map(Path::to_path_buf)
+    } else {
+        Some(dir.to_path_buf())
+    }
+}
+
+/// Build `dhp` with cargo into the profile directory `profile_dir`
+/// (`target/debug`, `target/release`, `target/<profile>`).
+pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp"]);
+    match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => {}
+        Some("release") => {
+            cmd.arg("--release");
+        }
+        Some(other) => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    if let Some(target) = profile_dir.parent() {
+        cmd.env("CARGO_TARGET_DIR", target);
+    }
+    cmd.current_dir(checkout()?);
+    let st = cmd
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|source| LocateError::Io { what: "running cargo build -p dhp-core --bin dhp".into(), source })?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(LocateError::BuildFailed(st))
+    }
+}
+
+/// The `dhp` binary: `explicit` if given (it must exist); else `dhp` in the
+/// running executable's `target/<profile>`. Under cargo (`$CARGO` is set:
+/// `cargo run`, `cargo test`) it is first built with `cargo build -p
+/// dhp-core --bin dhp` in that profile (a no-op when fresh), so a run never
+/// uses a stale binary; elsewhere it is built only when missing. `log`
+/// hears what is done.
+pub fn dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf, LocateError> {
+    if let Some(p) = explicit {
+        return if p.is_file() { Ok(p.to_path_buf()) } else { Err(LocateError::NoDhp(p.to_path_buf())) };
+    }
+    let exe = std::env::current_exe()
+        .map_err(|source| LocateError::Io { what: "locating the running executable".into(), source })?;
+    let dir = profile_dir(&exe).ok_or_else(|| LocateError::Missing(exe.clone()))?;
+    let bin = dir.join("dhp");
+    let under_cargo = std::env::var_os("CARGO").is_some();
+    if bin.is_file() && !under_cargo {
+        return Ok(bin);
+    }
+    if !bin.is_file() {
+        log(&format!("building dhp (missing): cargo build -p dhp-core --bin dhp in {} …", dir.display()));
+    }
+    match cargo_build_dhp(&dir) {
+        Ok(()) if bin.is_file() => Ok(bin),
+        Ok(()) => Err(LocateError::Missing(bin)),
+        Err(e) if bin.is_file() => {
+            log(&format!("warning: could not rebuild dhp ({e}); using the existing binary"));
+            Ok(bin)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkout_is_found_from_below_it() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+        std::fs::create_dir_all(root.path().join("dhp-core/src")).unwrap();
+        std::fs::write(root.path().join("dhp-core/Cargo.toml"), "[package]\n").unwrap();
+        let deep = root.path().join("dhp-core/src");
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(checkout_from(&[elsewhere.path(), &deep]).unwrap(), root.path());
+        assert!(matches!(checkout_from(&[elsewhere.path()]), Err(LocateError::NoCheckout { .. })));
+    }
+
+    #[test]
+    fn profile_dirs() {
+        assert_eq!(profile_dir(Path::new("/t/debug/deps/x-123")).unwrap(), Path::new("/t/debug"));
+        assert_eq!(profile_dir(Path::new("/t/release/dhp-chaos")).unwrap(), Path::new("/t/release"));
+    }
+}

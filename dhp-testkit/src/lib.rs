@@ -1,0 +1,152 @@
+//! # dhp-testkit — plumbing for the harness crates' tests
+//!
+//! Shared by the tests of dhp-conform, dhp-chaos, the demo and the benches
+//! (a dev-dependency only; dhp-core's own tests use `dhp_core::testing`,
+//! which this crate builds on). Everything here fails loudly with the fix
+//! instead of skipping: a test never passes because something was missing.
+//!
+//! ```
+//! use std::time::Duration;
+//! let (_tmp, root) = dhp_testkit::temp_store();
+//! assert!(root.is_dir());
+//! let mut n = 0;
+//! dhp_testkit::wait_until(Duration::from_secs(5), "the counter reaches 3", || {
+//!     n += 1;
+//!     n >= 3
+//! });
+//! ```
+
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The dhp-rs checkout.
+pub fn checkout() -> PathBuf {
+    dhp_core::testing::repo_root()
+}
+
+/// The Python interpreter with the reference (dhp-protocol 1.3.0):
+/// `$DHP_PYTHON`, else `<checkout>/.venv/bin/python`, made by
+/// `scripts/setup.sh` when missing. Panics when that fails.
+pub fn python() -> PathBuf {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        if let Ok(p) = dhp_core::locate::python(None) {
+            return p;
+        }
+        let setup = checkout().join("scripts/setup.sh");
+        let st = Command::new("bash").arg(&setup).status().unwrap_or_else(|e| panic!("running {setup:?}: {e}"));
+        assert!(st.success(), "{} failed: the reference venv is needed", setup.display());
+        dhp_core::testing::python()
+    })
+    .clone()
+}
+
+/// `target/<profile>/dhp`, built with cargo once per test process (a no-op
+/// when fresh): cargo builds a dependency's binaries only for its own tests.
+pub fn dhp_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test executable");
+        let profile = dhp_core::locate::profile_dir(&exe).expect("target/<profile>");
+        dhp_core::locate::cargo_build_dhp(&profile).unwrap_or_else(|e| panic!("building dhp: {e}"));
+        let p = profile.join("dhp");
+        assert!(p.is_file(), "{} missing after cargo build", p.display());
+        p
+    })
+    .clone()
+}
+
+/// The PostgreSQL server of the tests: `$DHP_TEST_PG_URL` (scripts/test.sh
+/// starts a throwaway cluster; by hand: `bash scripts/pg.sh start`).
+pub fn pg_url() -> String {
+    match std::env::var("DHP_TEST_PG_URL") {
+        Ok(u) if !u.is_empty() => u,
+        _ => panic!("DHP_TEST_PG_URL is not set: start a cluster with `bash scripts/pg.sh start` and export its URL"),
+    }
+}
+
+/// A fresh directory for a store; the directory lives as long as the guard.
+pub fn temp_store() -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::Builder::new().prefix("dhp-test-").tempdir().expect("a temp dir");
+    let root = t.path().join("store");
+    std::fs::create_dir_all(&root).expect("creating the store directory");
+    (t, root)
+}
+
+/// Poll `cond` every few milliseconds until it holds; panics naming `what`
+/// when `timeout` passes first.
+pub fn wait_until(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Is `pid` a live process (not a zombie)?
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// A child started in a process group of its own; dropping the guard
+/// SIGKILLs the whole group (grandchildren included) and reaps the child,
+/// so a failing test leaves nothing running.
+pub struct ProcessGroup {
+    pub child: Child,
+}
+
+impl ProcessGroup {
+    pub fn spawn(mut cmd: Command) -> ProcessGroup {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+        ProcessGroup { child }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropping_the_guard_kills_the_group_grandchildren_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(format!("sleep 300 & echo $! > {}; wait", pidfile.display()));
+        let g = ProcessGroup::spawn(cmd);
+        let child = g.pid();
+        wait_until(Duration::from_secs(10), "the grandchild's pid is written", || {
+            std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+        });
+        let grandchild: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        assert!(alive(child) && alive(grandchild));
+        drop(g);
+        wait_until(Duration::from_secs(10), "the grandchild is gone", || !alive(grandchild));
+        assert!(!alive(child));
+    }
+
+    #[test]
+    #[should_panic(expected = "timed out after")]
+    fn wait_until_names_what_it_waited_for() {
+        wait_until(Duration::from_millis(20), "never", || false);
+    }
+}
