@@ -24,6 +24,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod one_trip;
+
 /// A worker's handle on the protocol, bound to one worker id.
 #[derive(Clone)]
 pub struct Runner {
@@ -302,6 +304,9 @@ impl Runner {
     pub fn heartbeat(&self, hid: &str, fence: i64) -> Result<f64> {
         check_hid(hid)?;
         failpoint::hit("heartbeat");
+        if let Some(left) = one_trip::heartbeat(self.store.as_ref(), &self.id, hid, fence)? {
+            return Ok(left);
+        }
         self.write(|tx| {
             self.check_owner(tx, hid, fence)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
@@ -328,6 +333,11 @@ impl Runner {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
+        if steps == 0 && !failpoint::is_armed("checkpoint.in_tx") {
+            if let Some(seq) = one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, hid, fence, &text, &hash)? {
+                return Ok(Step { hid: hid.to_string(), seq, over_budget: None });
+            }
+        }
         let (seq, env, t) =
             self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
@@ -824,24 +834,37 @@ impl Runner {
 /// is live and the handoff is running.
 fn check_owner_as(tx: &mut dyn Tx, holder: &str, hid: &str, fence: i64) -> Result<()> {
     let own = tx.ownership(hid)?;
+    let t = match &own {
+        Some(o) if o.holder == holder && o.fence == fence => tx.now()?,
+        _ => f64::NAN, // not read: the fence check fails first
+    };
+    owner_checks(holder, hid, fence, own, t)?;
+    running_check(hid, tx.status(hid)?)
+}
+
+/// The fence and lease checks on an ownership row read at store time `t`
+/// (shared by the transactions and the one-round-trip writes).
+fn owner_checks(holder: &str, hid: &str, fence: i64, own: Option<Ownership>, t: f64) -> Result<()> {
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
-            let t = tx.now()?;
             if o.lease_expires_at < t {
                 return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
             }
+            Ok(())
         }
-        _ => {
-            return Err(Error::StaleFence {
-                hid: hid.to_string(),
-                holder: holder.to_string(),
-                presented: fence,
-                current: own.as_ref().map(|o| o.fence),
-                current_holder: own.map(|o| o.holder),
-            })
-        }
+        _ => Err(Error::StaleFence {
+            hid: hid.to_string(),
+            holder: holder.to_string(),
+            presented: fence,
+            current: own.as_ref().map(|o| o.fence),
+            current_holder: own.map(|o| o.holder),
+        }),
     }
-    match tx.status(hid)? {
+}
+
+/// The status check after [`owner_checks`]: the handoff exists and runs.
+fn running_check(hid: &str, status: Option<String>) -> Result<()> {
+    match status {
         None => Err(Error::UnknownHandoff { hid: hid.to_string() }),
         Some(s) if s == "running" => Ok(()),
         Some(s) => Err(state_err(hid, "write", format!("not running (status={s})"))),

@@ -26,14 +26,69 @@ pub enum StoreLocation {
     Postgres(PgLocation),
 }
 
-/// A PostgreSQL URL split into what the client library parses and the
-/// schema, which only DHP knows.
+/// A PostgreSQL URL split into what the client library parses and what
+/// only DHP reads: the schema and the TLS settings.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgLocation {
-    /// The URL without `schema=` (libpq syntax).
+    /// The URL without `schema=` and `sslrootcert=`, with a `verify-ca` or
+    /// `verify-full` sslmode given to the client library as `require`
+    /// (libpq syntax).
     pub url: String,
     /// The schema holding the store.
     pub schema: String,
+    /// `sslmode=` (libpq's names; default `prefer`).
+    pub sslmode: SslMode,
+    /// `sslrootcert=`: a PEM file of the CA certificates to trust.
+    pub sslrootcert: Option<PathBuf>,
+}
+
+/// libpq's `sslmode`, as DHP implements it (docs/postgres.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SslMode {
+    /// Plaintext only.
+    Disable,
+    /// TLS when the server offers it (unverified, as libpq), else
+    /// plaintext. `allow` is read as `prefer`.
+    #[default]
+    Prefer,
+    /// TLS or fail; the certificate is not verified unless `sslrootcert`
+    /// is given (then as `verify-ca`, as libpq does).
+    Require,
+    /// TLS, the chain verified against `sslrootcert`; any host name.
+    VerifyCa,
+    /// TLS, the chain verified and the host name matched.
+    VerifyFull,
+}
+
+impl SslMode {
+    fn parse(v: &str) -> Option<Self> {
+        Some(match v {
+            "disable" => SslMode::Disable,
+            "allow" | "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => return None,
+        })
+    }
+}
+
+/// `%XX` escapes of a URL parameter value decoded (libpq decodes them).
+fn percent_decode(v: &str) -> Option<String> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = v.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl std::fmt::Debug for StoreLocation {
@@ -137,6 +192,8 @@ impl StoreLocation {
             None => (input, None),
         };
         let mut schema = None;
+        let mut sslmode = None;
+        let mut sslrootcert = None;
         let mut kept = Vec::new();
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
@@ -145,13 +202,42 @@ impl StoreLocation {
                         return Err(location_err(input, "schema= given twice"));
                     }
                 }
+                Some(("sslmode", v)) => {
+                    let mode = SslMode::parse(v).ok_or_else(|| {
+                        location_err(
+                            input,
+                            format!("sslmode={v}: use disable, allow, prefer, require, verify-ca or verify-full"),
+                        )
+                    })?;
+                    sslmode = Some(mode);
+                    // The client library knows disable/prefer/require; the
+                    // verification is DHP's (store/postgres/tls.rs).
+                    kept.push(match mode {
+                        SslMode::Disable => "sslmode=disable",
+                        SslMode::Prefer => "sslmode=prefer",
+                        _ => "sslmode=require",
+                    });
+                }
+                Some(("sslrootcert", v)) => {
+                    let path = percent_decode(v)
+                        .filter(|p| !p.is_empty())
+                        .ok_or_else(|| location_err(input, format!("sslrootcert={v} is not a file path")))?;
+                    sslrootcert = Some(PathBuf::from(path));
+                }
                 _ => kept.push(pair),
             }
         }
         let schema = schema.unwrap_or_else(|| DEFAULT_SCHEMA.to_string());
         check_schema(&schema)?;
+        let sslmode = sslmode.unwrap_or_default();
+        if matches!(sslmode, SslMode::VerifyCa | SslMode::VerifyFull) && sslrootcert.is_none() {
+            return Err(location_err(
+                input,
+                "sslmode=verify-ca and verify-full need sslrootcert=PATH (a PEM file of the CA certificates to trust)",
+            ));
+        }
         let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
-        Ok(StoreLocation::Postgres(PgLocation { url, schema }))
+        Ok(StoreLocation::Postgres(PgLocation { url, schema, sslmode, sslrootcert }))
     }
 
     /// Parse a path argument; a path that is not UTF-8 is a directory.
@@ -217,6 +303,28 @@ mod tests {
             let e = StoreLocation::parse(s).unwrap_err();
             assert!(matches!(e, Error::StoreLocation { .. }), "{s}: {e:?}");
             assert_eq!(e.exit_code(), 11, "{s}");
+        }
+    }
+
+    #[test]
+    fn tls_settings() {
+        assert_eq!(pg("postgres://h/db").sslmode, SslMode::Prefer);
+        let p = pg("postgres://h/db?sslmode=verify-full&sslrootcert=%2Ftmp%2Fca%20x.pem&schema=s");
+        assert_eq!((p.sslmode, p.sslrootcert.as_deref()), (SslMode::VerifyFull, Some(Path::new("/tmp/ca x.pem"))));
+        assert_eq!(p.url, "postgres://h/db?sslmode=require");
+        let p = pg("postgres://h/db?sslmode=require&sslrootcert=/ca.pem");
+        assert_eq!((p.sslmode, p.url.as_str()), (SslMode::Require, "postgres://h/db?sslmode=require"));
+        assert_eq!(pg("postgres://h/db?sslmode=allow").sslmode, SslMode::Prefer);
+        assert_eq!(pg("postgres://h/db?sslmode=disable").sslmode, SslMode::Disable);
+        for s in [
+            "postgres://h/db?sslmode=verify-full",
+            "postgres://h/db?sslmode=verify-ca",
+            "postgres://h/db?sslmode=always",
+            "postgres://h/db?sslmode=verify-ca&sslrootcert=",
+            "postgres://h/db?sslmode=verify-ca&sslrootcert=%zz",
+        ] {
+            let e = StoreLocation::parse(s).unwrap_err();
+            assert!(matches!(e, Error::StoreLocation { .. }), "{s}: {e:?}");
         }
     }
 

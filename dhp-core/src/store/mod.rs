@@ -121,6 +121,38 @@ pub struct Pairing {
     pub ownership_updated_at: Option<f64>,
 }
 
+/// What a one-round-trip write ([`Backend::checkpoint_once`],
+/// [`Backend::heartbeat_once`]) read under the handoff's lock, before it
+/// decided whether to write: the runner judges it with the same checks as
+/// its transactions (fence, lease, status), so errors are identical.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnerSeen {
+    pub ownership: Option<Ownership>,
+    /// `execution.status` (`""` when unset); `None`: no such handoff.
+    pub status: Option<String>,
+    /// The store's time when the lock was granted ([`Tx::now`]).
+    pub now: f64,
+}
+
+/// Outcome of [`Backend::checkpoint_once`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointOnce {
+    pub seen: OwnerSeen,
+    /// The next seq, when the ownership checks passed.
+    pub seq: Option<i64>,
+    /// The row was inserted (and the progress row reset): committed.
+    pub inserted: bool,
+}
+
+/// Outcome of [`Backend::heartbeat_once`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeartbeatOnce {
+    pub seen: OwnerSeen,
+    /// The new lease expiry, when written (committed). `None` with passing
+    /// checks: the backend left this lease to the generic transaction.
+    pub lease_expires_at: Option<f64>,
+}
+
 /// Whether a transaction may write. Writers serialize at begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -143,6 +175,35 @@ pub trait Backend: Send + Sync {
     /// the store directory are then used, see [`crate::liveness`]).
     fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
         let _ = holder;
+        Ok(None)
+    }
+
+    /// A whole checkpoint append without counted steps — the checks and
+    /// writes of the runner's checkpoint transaction (the owner's fence and
+    /// live lease, status running, seq under `max_checkpoints`, the row
+    /// inserted, the progress row's stall clock reset) — as one transaction
+    /// in one round trip, where the backend can run it server-side.
+    /// `Ok(None)`: not offered; the caller runs its generic transaction.
+    #[allow(clippy::too_many_arguments)]
+    fn checkpoint_once(
+        &self,
+        holder: &str,
+        hid: &str,
+        fence: i64,
+        state_json: &str,
+        state_hash: &str,
+        at: &str,
+        max_checkpoints: i64,
+    ) -> Result<Option<CheckpointOnce>> {
+        let _ = (holder, hid, fence, state_json, state_hash, at, max_checkpoints);
+        Ok(None)
+    }
+
+    /// A heartbeat (owner checks, lease extended by its interval × max
+    /// missed) as one transaction in one round trip; `Ok(None)`: not
+    /// offered, as for [`Backend::checkpoint_once`].
+    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+        let _ = (holder, hid, fence);
         Ok(None)
     }
 

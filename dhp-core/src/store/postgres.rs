@@ -23,17 +23,20 @@
 
 mod ddl;
 pub mod live;
+mod one_trip;
+pub mod tls;
 mod tx;
 
 pub use ddl::{SCHEMA_SQL, TABLES};
 
 use super::location::PgLocation;
-use super::{Backend, LivenessToken, Mode, Tx};
+use super::{Backend, CheckpointOnce, HeartbeatOnce, LivenessToken, Mode, Tx};
 use crate::error::{Error, Result};
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{Client, NoTls, Statement};
+use postgres::{Client, Statement};
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -90,9 +93,12 @@ pub(crate) struct Conn {
 pub struct PgStore {
     loc: PgLocation,
     config: postgres::Config,
+    tls: tls::MakeRustls,
     conn: Mutex<Option<Conn>>,
     listener: Mutex<Option<Client>>,
     key: i32,
+    /// The one-round-trip functions exist ([`one_trip`]).
+    one_trip: AtomicBool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -149,16 +155,20 @@ impl PgStore {
         let store = PgStore {
             loc: loc.clone(),
             config,
+            tls: tls::MakeRustls::new(loc)?,
             conn: Mutex::new(None),
             listener: Mutex::new(None),
             key: store_key(&loc.schema),
+            one_trip: AtomicBool::new(false),
         };
         let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = store.connected(&mut guard)?;
         let mut t = conn.client.transaction()?;
         t.execute("SELECT pg_advisory_xact_lock($1::int4, $2::int4)", &[&store.key, &item_key("init")])?;
         ddl::prepare(&mut t, loc, create)?;
+        let one_trip = one_trip::ensure(&mut t, &loc.schema)?;
         t.commit()?;
+        store.one_trip.store(one_trip, std::sync::atomic::Ordering::Relaxed);
         drop(guard);
         Ok(store)
     }
@@ -169,14 +179,14 @@ impl PgStore {
     }
 
     pub(crate) fn connect(&self) -> Result<Client> {
-        self.config.connect(NoTls).map_err(|source| Error::PgConnect { target: target(&self.config), source })
+        (self.connector())()
     }
 
     /// A function that opens a new connection to this store (for threads
     /// that outlive a borrow of the store).
     pub(crate) fn connector(&self) -> impl Fn() -> Result<Client> + Send + 'static {
-        let config = self.config.clone();
-        move || config.connect(NoTls).map_err(|source| Error::PgConnect { target: target(&config), source })
+        let (config, tls) = (self.config.clone(), self.tls.clone());
+        move || config.connect(tls.clone()).map_err(|source| Error::PgConnect { target: target(&config), source })
     }
 
     /// The live connection, reconnecting if the last one broke.
@@ -241,6 +251,28 @@ impl Backend for PgStore {
 
     fn describe(&self) -> String {
         self.loc.to_string()
+    }
+
+    fn checkpoint_once(
+        &self,
+        holder: &str,
+        hid: &str,
+        fence: i64,
+        state_json: &str,
+        state_hash: &str,
+        at: &str,
+        max_checkpoints: i64,
+    ) -> Result<Option<CheckpointOnce>> {
+        let item = item_key(hid);
+        self.checkpoint_call(
+            &[&self.key, &item, &hid, &holder, &fence, &state_json, &state_hash, &at, &max_checkpoints],
+            hid,
+        )
+    }
+
+    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+        let item = item_key(hid);
+        self.heartbeat_call(&[&self.key, &item, &hid, &holder, &fence], hid)
     }
 
     fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {

@@ -1,0 +1,205 @@
+//! Server-side functions: a checkpoint and a heartbeat as ONE statement,
+//! hence one round trip and one implicit transaction (no BEGIN, no
+//! COMMIT message: the statement commits when it ends).
+//!
+//! Each function takes the handoff's transaction-level advisory lock, reads
+//! the server clock, the ownership row and the status — exactly what the
+//! client-side transaction reads first — and writes only when the runner's
+//! checks would pass (holder and fence match, lease not expired, status
+//! `running`; for a checkpoint the next seq under the cap). It returns what
+//! it read, and the runner judges that with its own checks, so refusals are
+//! the same typed errors as on every backend. PL/pgSQL runs each statement
+//! with a fresh snapshot at `READ COMMITTED`, so the reads after the lock
+//! see everything committed before it was granted: the CAS of the
+//! client-side transaction (a single SQL statement could not do this: its
+//! snapshot predates the lock).
+//!
+//! The functions live in the store's schema and name their tables
+//! schema-qualified. Their names carry a version (`_v1`): a changed body
+//! gets a new name, so processes of different versions can share a store.
+//! They are created at open when missing (`CREATE OR REPLACE`, under the
+//! store's init lock): a v3 store created before them is upgraded in place.
+//! Without the privilege to create them the store still works, through the
+//! client-side transactions.
+
+use super::{Conn, PgStore};
+use crate::error::{Error, Result};
+use crate::store::{CheckpointOnce, HeartbeatOnce, OwnerSeen, Ownership};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Row, Transaction};
+
+/// Signatures, as `to_regprocedure` reads them (schema-qualified at use).
+const CHECKPOINT_SIG: &str = "dhp_checkpoint_v1(int4, int4, text, text, int8, text, text, text, int8)";
+const HEARTBEAT_SIG: &str = "dhp_heartbeat_v1(int4, int4, text, text, int8)";
+
+pub(super) const CHECKPOINT_CALL: &str =
+    "SELECT * FROM dhp_checkpoint_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, $8::text, \
+     $9::int8)";
+pub(super) const HEARTBEAT_CALL: &str =
+    "SELECT * FROM dhp_heartbeat_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8)";
+
+/// The lock, the clock, and what the owner checks read (OUT parameters
+/// `o_holder` … `now_s`); `%S` is the quoted schema.
+const PROLOGUE: &str = r#"
+    PERFORM pg_advisory_xact_lock(p_store, p_item);
+    now_s := extract(epoch FROM clock_timestamp())::float8;
+    SELECT o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed
+      INTO o_holder, o_fence, o_lease, o_interval, o_max_missed
+      FROM %S.ownership o WHERE o.hid = p_hid;
+    SELECT true, h.status INTO h_exists, h_status FROM %S.handoffs h WHERE h.hid = p_hid;
+    h_exists := coalesce(h_exists, false);
+    -- The runner's checks (fence, lease, status); refused: nothing written.
+    IF o_holder IS DISTINCT FROM p_holder OR o_fence IS DISTINCT FROM p_fence OR o_lease < now_s
+       OR NOT h_exists OR h_status IS DISTINCT FROM 'running' THEN
+        RETURN;
+    END IF;
+"#;
+
+const OWNER_OUTS: &str = "OUT o_holder text, OUT o_fence int8, OUT o_lease float8, OUT o_interval float8, \
+                          OUT o_max_missed int8, OUT h_exists boolean, OUT h_status text, OUT now_s float8";
+
+/// `CREATE OR REPLACE FUNCTION` statements for `schema` (already checked to
+/// be `[a-z0-9_]`, so quoting it is enough).
+pub fn functions_sql(schema: &str) -> String {
+    let q = format!("\"{schema}\"");
+    let prologue = PROLOGUE.replace("%S", &q);
+    format!(
+        r#"
+CREATE OR REPLACE FUNCTION {q}.dhp_checkpoint_v1(
+    p_store int4, p_item int4, p_hid text, p_holder text, p_fence int8,
+    p_state_json text, p_state_hash text, p_at text, p_max int8,
+    {OWNER_OUTS}, OUT next_seq int8, OUT inserted boolean)
+LANGUAGE plpgsql VOLATILE AS $dhp$
+BEGIN
+    inserted := false;
+{prologue}
+    SELECT COALESCE(MAX(c.seq), -1) + 1 INTO next_seq FROM {q}.checkpoints c WHERE c.hid = p_hid;
+    IF next_seq >= p_max THEN
+        RETURN;
+    END IF;
+    INSERT INTO {q}.checkpoints (hid, seq, state_json, state_hash, at)
+        VALUES (p_hid, next_seq, p_state_json, p_state_hash, p_at) ON CONFLICT (hid, seq) DO NOTHING;
+    inserted := FOUND;
+    IF inserted THEN
+        -- A checkpoint resets the stall clock and the digest counter.
+        INSERT INTO {q}.progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at)
+            VALUES (p_hid, now_s, NULL, 0, now_s)
+            ON CONFLICT (hid) DO UPDATE SET last_checkpoint_at = excluded.last_checkpoint_at,
+                digest_repeat_count = 0, updated_at = excluded.updated_at;
+    END IF;
+END
+$dhp$;
+CREATE OR REPLACE FUNCTION {q}.dhp_heartbeat_v1(
+    p_store int4, p_item int4, p_hid text, p_holder text, p_fence int8,
+    {OWNER_OUTS}, OUT new_lease float8)
+LANGUAGE plpgsql VOLATILE AS $dhp$
+BEGIN
+{prologue}
+    -- Values whose expiry could overflow or be invalid are left to the
+    -- client-side transaction (new_lease stays NULL), which reports them.
+    IF NOT (o_interval > 0 AND o_interval <= 1e12 AND o_max_missed BETWEEN -1000000000 AND 1000000000) THEN
+        RETURN;
+    END IF;
+    new_lease := now_s + o_interval * o_max_missed::float8;
+    UPDATE {q}.ownership SET lease_expires_at = new_lease, updated_at = now_s WHERE hid = p_hid;
+END
+$dhp$;
+"#
+    )
+}
+
+/// Inside the open transaction (holding the init lock): make sure both
+/// functions exist, creating them if missing. `false`: they are missing
+/// and could not be created (no privilege); the client-side transactions
+/// are used.
+pub(super) fn ensure(t: &mut Transaction<'_>, schema: &str) -> Result<bool> {
+    let present: bool = t
+        .query_one(
+            "SELECT to_regprocedure($1) IS NOT NULL AND to_regprocedure($2) IS NOT NULL",
+            &[&format!("\"{schema}\".{CHECKPOINT_SIG}"), &format!("\"{schema}\".{HEARTBEAT_SIG}")],
+        )?
+        .get(0);
+    if present {
+        return Ok(true);
+    }
+    let mut sp = t.savepoint("dhp_functions")?;
+    match sp.batch_execute(&functions_sql(schema)) {
+        Ok(()) => {
+            sp.commit()?;
+            Ok(true)
+        }
+        Err(e) => {
+            // Dropping the savepoint rolls it back; the store stays usable.
+            tracing::warn!(error = %e, schema, "cannot create the one-round-trip functions; using transactions");
+            Ok(false)
+        }
+    }
+}
+
+fn seen(r: &Row, hid: &str) -> OwnerSeen {
+    let holder: Option<String> = r.get("o_holder");
+    let exists: bool = r.get("h_exists");
+    OwnerSeen {
+        ownership: holder.map(|holder| Ownership {
+            hid: hid.to_string(),
+            holder,
+            fence: r.get("o_fence"),
+            lease_expires_at: r.get("o_lease"),
+            heartbeat_interval_s: r.get("o_interval"),
+            max_missed: r.get("o_max_missed"),
+        }),
+        status: exists.then(|| r.get::<_, Option<String>>("h_status").unwrap_or_default()),
+        now: r.get("now_s"),
+    }
+}
+
+impl PgStore {
+    /// Run one function call as its own implicit transaction. `Ok(None)`:
+    /// the functions are not available (never created, or dropped since).
+    fn call(&self, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        if !self.one_trip.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.connected(&mut guard)?;
+        let res = run(conn, sql, args);
+        match res {
+            Ok(row) => Ok(Some(row)),
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_FUNCTION) => {
+                self.one_trip.store(false, std::sync::atomic::Ordering::Relaxed);
+                conn.stmts.remove(sql);
+                Ok(None)
+            }
+            Err(e) => {
+                if conn.client.is_closed() {
+                    *guard = None; // reconnect on the next call
+                }
+                Err(Error::from(e))
+            }
+        }
+    }
+
+    pub(super) fn checkpoint_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<CheckpointOnce>> {
+        let Some(r) = self.call(CHECKPOINT_CALL, args)? else { return Ok(None) };
+        Ok(Some(CheckpointOnce { seen: seen(&r, hid), seq: r.get("next_seq"), inserted: r.get("inserted") }))
+    }
+
+    pub(super) fn heartbeat_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<HeartbeatOnce>> {
+        let Some(r) = self.call(HEARTBEAT_CALL, args)? else { return Ok(None) };
+        Ok(Some(HeartbeatOnce { seen: seen(&r, hid), lease_expires_at: r.get("new_lease") }))
+    }
+}
+
+/// Prepared once per connection, then one Bind/Execute/Sync per call.
+fn run(conn: &mut Conn, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> std::result::Result<Row, postgres::Error> {
+    let st = match conn.stmts.get(sql) {
+        Some(s) => s.clone(),
+        None => {
+            let s = conn.client.prepare(sql)?;
+            conn.stmts.insert(sql, s.clone());
+            s
+        }
+    };
+    conn.client.query_one(&st, args)
+}

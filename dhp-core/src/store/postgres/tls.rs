@@ -1,0 +1,246 @@
+//! TLS to the database server with rustls (ring provider), for the
+//! synchronous `postgres` client: a small `MakeTlsConnect` over
+//! `tokio-rustls`, with libpq's `sslmode` semantics
+//! ([`crate::store::location::SslMode`]):
+//! - `disable`: no TLS (the client library never asks for it);
+//! - `prefer`, `require`: TLS without certificate verification, as libpq
+//!   (`prefer` falls back to plaintext when the server has no TLS; with an
+//!   `sslrootcert`, `require` verifies the chain as `verify-ca`, as libpq);
+//! - `verify-ca`: the chain must lead to a certificate of `sslrootcert`;
+//!   the host name is not checked;
+//! - `verify-full`: the chain and the host name (or IP address) are checked.
+//!
+//! The handshake signatures are always verified (so the server holds the
+//! key of the certificate it presents). Channel binding is not offered.
+
+use crate::error::{Error, Result};
+use crate::store::location::{PgLocation, SslMode};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
+
+/// The connector handed to `postgres::Config::connect`.
+#[derive(Clone)]
+pub struct MakeRustls {
+    config: Arc<ClientConfig>,
+}
+
+impl std::fmt::Debug for MakeRustls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MakeRustls")
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Read `sslrootcert` into a root store; a missing file, a file without a
+/// certificate or an unusable certificate is a `StoreLocation` error.
+fn roots(loc: &PgLocation, path: &std::path::Path) -> Result<RootCertStore> {
+    let bad = |reason: String| Error::StoreLocation { location: loc.to_string(), reason };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<std::result::Result<_, _>>())
+        .map_err(|e| bad(format!("sslrootcert {}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(bad(format!("sslrootcert {}: no PEM certificate in the file", path.display())));
+    }
+    let mut store = RootCertStore::empty();
+    for c in certs {
+        store.add(c).map_err(|e| bad(format!("sslrootcert {}: {e}", path.display())))?;
+    }
+    Ok(store)
+}
+
+impl MakeRustls {
+    /// The TLS client for `loc` (its `sslmode` and `sslrootcert`).
+    pub fn new(loc: &PgLocation) -> Result<Self> {
+        let provider = provider();
+        let tls_err = |e: rustls::Error| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") };
+        let verify = match (loc.sslmode, &loc.sslrootcert) {
+            (SslMode::VerifyFull, Some(p)) => Some((p, true)),
+            (SslMode::VerifyCa | SslMode::Require, Some(p)) => Some((p, false)),
+            _ => None,
+        };
+        let verifier: Arc<dyn ServerCertVerifier> = match verify {
+            Some((path, check_name)) => {
+                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(loc, path)?), provider.clone())
+                    .build()
+                    .map_err(|e| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") })?;
+                Arc::new(Verify { webpki, check_name })
+            }
+            None => Arc::new(NoVerify(provider.clone())),
+        };
+        let config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(tls_err)?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        Ok(MakeRustls { config: Arc::new(config) })
+    }
+}
+
+/// `verify-ca` / `verify-full`: webpki's chain check against the given
+/// roots; `verify-ca` accepts a certificate whose only fault is the name.
+#[derive(Debug)]
+struct Verify {
+    webpki: Arc<WebPkiServerVerifier>,
+    check_name: bool,
+}
+
+impl ServerCertVerifier for Verify {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            // webpki checks the name only after the chain: a name error
+            // means the chain is trusted.
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) if !self.check_name => Ok(ServerCertVerified::assertion()),
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// `prefer` / `require` without roots: any certificate (libpq's
+/// semantics: encryption, not authentication), signatures still checked.
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+impl<S> MakeTlsConnect<S> for MakeRustls
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = RustlsStream<S>;
+    type TlsConnect = RustlsConnect;
+    type Error = io::Error;
+
+    fn make_tls_connect(&mut self, domain: &str) -> io::Result<RustlsConnect> {
+        let name = ServerName::try_from(domain.to_string())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("host {domain:?}: {e}")))?;
+        Ok(RustlsConnect { config: self.config.clone(), name })
+    }
+}
+
+/// One handshake.
+pub struct RustlsConnect {
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+}
+
+impl<S> TlsConnect<S> for RustlsConnect
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    type Stream = RustlsStream<S>;
+    type Error = io::Error;
+    type Future = Pin<Box<dyn Future<Output = io::Result<RustlsStream<S>>> + Send>>;
+
+    fn connect(self, stream: S) -> Self::Future {
+        let connector = tokio_rustls::TlsConnector::from(self.config);
+        Box::pin(async move { connector.connect(self.name, stream).await.map(RustlsStream) })
+    }
+}
+
+/// The TLS stream the client library reads and writes.
+pub struct RustlsStream<S>(tokio_rustls::client::TlsStream<S>);
+
+impl<S: AsyncRead + AsyncWrite + Unpin> TlsStream for RustlsStream<S> {
+    fn channel_binding(&self) -> ChannelBinding {
+        ChannelBinding::none()
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for RustlsStream<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for RustlsStream<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
