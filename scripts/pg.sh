@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL cluster for tests and benchmarks.
 #
-#   scripts/pg.sh start [--watch PID]   start one; the LAST line of output is
+#   scripts/pg.sh start [--tls] [--watch PID]
+#                                        start one; the LAST line of output is
 #                                        `DIR URL` (URL: postgres://…, password
 #                                        auth over 127.0.0.1, fsync=on). With
 #                                        --watch, the cluster stops and is
 #                                        removed once process PID has exited.
+#                                        With --tls, the server also speaks TLS
+#                                        (ssl=on) with a throwaway CA made by
+#                                        openssl: DIR/tls/ca.crt signed the
+#                                        server certificate (CN and SAN
+#                                        localhost, SAN IP 127.0.0.1);
+#                                        DIR/tls/other-ca.crt is an unrelated CA
+#                                        (for tests of a wrong CA).
 #   scripts/pg.sh stop DIR               stop it (fast) and remove DIR.
 #   scripts/pg.sh crash DIR              `pg_ctl stop -m immediate` (a crash).
 #   scripts/pg.sh restart DIR            start a stopped or crashed cluster again.
+#
+# DHP_PG_COMMIT_DELAY=µs and DHP_PG_COMMIT_SIBLINGS=n set the server's
+# group-commit knobs (`commit_delay`, `commit_siblings`; default: the
+# server's, 0 and 5). fsync and synchronous_commit always stay on.
 #
 # Installs the Debian `postgresql` package (and `faketime`, which the clock
 # skew test needs) if missing. initdb refuses to run as root, so as root the
@@ -53,16 +65,46 @@ free_port() {
 }
 
 pg_start_dir() {
-    local dir="$1" port
+    local dir="$1" port opts
     port="$(cat "$dir/port")"
-    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=on -c max_connections=400" \
+    opts="-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=on"
+    opts="$opts -c synchronous_commit=on -c max_connections=400"
+    if [ -f "$dir/tls/server.key" ]; then
+        opts="$opts -c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
+    fi
+    if [ -f "$dir/extra_opts" ]; then opts="$opts $(cat "$dir/extra_opts")"; fi
+    as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" \
         start >&2 || { cat "$dir/server.log" >&2; exit 1; }
 }
 
+# A throwaway CA, a server certificate it signed, and an unrelated CA.
+make_certs() {
+    local t="$1/tls"
+    mkdir -p "$t"
+    (
+        cd "$t"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=dhp test CA" \
+            -keyout ca.key -out ca.crt
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=dhp other CA" \
+            -keyout other-ca.key -out other-ca.crt
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' >ext.cnf
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile ext.cnf -out server.crt
+        chmod 600 server.key ca.key other-ca.key
+        chmod 644 ca.crt other-ca.crt server.crt
+    ) >"$1/openssl.log" 2>&1 || { cat "$1/openssl.log" >&2; exit 1; }
+}
+
 cmd_start() {
-    local watch=""
-    if [ "${1:-}" = "--watch" ]; then watch="${2:?--watch needs a pid}"; fi
+    local watch="" tls=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --watch) watch="${2:?--watch needs a pid}"; shift 2 ;;
+            --tls) tls=1; shift ;;
+            *) echo "pg.sh start: unknown option $1" >&2; exit 2 ;;
+        esac
+    done
     install_deps
     local dir port pw
     dir="$(mktemp -d /tmp/dhp-pg.XXXXXX)"
@@ -71,6 +113,11 @@ cmd_start() {
     port="$(free_port)"
     echo "$port" >"$dir/port"
     printf '%s\n' "$pw" >"$dir/pwfile"
+    local extra=""
+    if [ -n "${DHP_PG_COMMIT_DELAY:-}" ]; then extra="$extra -c commit_delay=$DHP_PG_COMMIT_DELAY"; fi
+    if [ -n "${DHP_PG_COMMIT_SIBLINGS:-}" ]; then extra="$extra -c commit_siblings=$DHP_PG_COMMIT_SIBLINGS"; fi
+    if [ -n "$extra" ]; then echo "$extra" >"$dir/extra_opts"; fi
+    if [ -n "$tls" ]; then make_certs "$dir"; fi
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$dir"; fi
     as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pwfile" \
         --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
@@ -118,5 +165,5 @@ case "${1:-}" in
     crash) shift; cmd_crash "$@" ;;
     restart) shift; cmd_restart "$@" ;;
     _watch) shift; cmd_watch "$@" ;;
-    *) echo "usage: pg.sh start [--watch PID] | stop DIR | crash DIR | restart DIR" >&2; exit 2 ;;
+    *) echo "usage: pg.sh start [--tls] [--watch PID] | stop DIR | crash DIR | restart DIR" >&2; exit 2 ;;
 esac

@@ -334,7 +334,8 @@ impl Runner {
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
         if steps == 0 && !failpoint::is_armed("checkpoint.in_tx") {
-            if let Some(seq) = one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, hid, fence, &text, &hash)? {
+            if let Some(seq) = one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, hid, fence, &text, &hash)?
+            {
                 return Ok(Step { hid: hid.to_string(), seq, over_budget: None });
             }
         }

@@ -78,6 +78,14 @@ pub(crate) fn item_key(item: &str) -> i32 {
     fnv64(&["dhp-item", item]) as u32 as i32
 }
 
+/// The transaction-level advisory lock of `item` (a hid, `leadership`,
+/// `init`) in the store held by `schema`: the two `int4` keys of
+/// `pg_advisory_xact_lock`, for operators and tests that must serialise
+/// with DHP's writers (docs/postgres.md).
+pub fn advisory_keys(schema: &str, item: &str) -> (i32, i32) {
+    (store_key(schema), item_key(item))
+}
+
 /// The NOTIFY channel of a store's orphans.
 pub(crate) fn orphan_channel(schema: &str) -> String {
     format!("dhp_orphaned_{schema}")

@@ -23,9 +23,29 @@ impl Cluster {
     /// Start a private cluster (stopped and removed on drop, or when this
     /// process exits).
     pub fn start() -> Cluster {
+        Self::start_with(&[])
+    }
+
+    /// A private cluster that also speaks TLS (`pg.sh start --tls`): its CA
+    /// is [`Cluster::ca`], an unrelated CA [`Cluster::other_ca`].
+    pub fn start_tls() -> Cluster {
+        Self::start_with(&["--tls"])
+    }
+
+    pub fn ca(&self) -> String {
+        format!("{}/tls/ca.crt", self.dir)
+    }
+
+    pub fn other_ca(&self) -> String {
+        format!("{}/tls/other-ca.crt", self.dir)
+    }
+
+    fn start_with(extra: &[&str]) -> Cluster {
         let out = Command::new("bash")
             .arg(pg_sh())
-            .args(["start", "--watch", &std::process::id().to_string()])
+            .arg("start")
+            .args(extra)
+            .args(["--watch", &std::process::id().to_string()])
             .output()
             .expect("run scripts/pg.sh");
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -15,6 +15,7 @@
 
 use crate::error::{Error, Result};
 use crate::store::location::{PgLocation, SslMode};
+use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -27,7 +28,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 
 /// The connector handed to `postgres::Config::connect`.
 #[derive(Clone)]
@@ -66,7 +66,8 @@ impl MakeRustls {
     /// The TLS client for `loc` (its `sslmode` and `sslrootcert`).
     pub fn new(loc: &PgLocation) -> Result<Self> {
         let provider = provider();
-        let tls_err = |e: rustls::Error| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") };
+        let tls_err =
+            |e: rustls::Error| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") };
         let verify = match (loc.sslmode, &loc.sslrootcert) {
             (SslMode::VerifyFull, Some(p)) => Some((p, true)),
             (SslMode::VerifyCa | SslMode::Require, Some(p)) => Some((p, false)),

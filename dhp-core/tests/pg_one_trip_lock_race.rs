@@ -1,0 +1,52 @@
+//! The one-round-trip checkpoint and heartbeat (server-side functions) are
+//! a compare-and-set under the handoff's lock: a writer that holds the lock
+//! and moves the fence makes a checkpoint or heartbeat that waited for the
+//! lock fail with `StaleFence`, never write. (Reads taken before the lock
+//! was granted — one SQL statement's snapshot — would let it through.)
+
+mod pg_support;
+
+use dhp_core::store::postgres::advisory_keys;
+use dhp_core::store::StoreLocation;
+use dhp_core::{Config, Error, Runner};
+use serde_json::json;
+use std::time::Duration;
+
+fn raw_client(url: &str) -> (postgres::Client, String) {
+    let StoreLocation::Postgres(loc) = StoreLocation::parse(url).unwrap() else { panic!("not postgres") };
+    (postgres::Client::connect(&loc.url, postgres::NoTls).unwrap(), loc.schema)
+}
+
+#[test]
+fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
+    let url = pg_support::fresh_url("onetrip_race");
+    let r = Runner::open(&url, "w1", Config::default()).unwrap();
+    let env = dhp_core::envelope::build("t", json!({}), json!({}), Default::default()).unwrap();
+    let hid = r.dispatch(&env).unwrap();
+    let ctx = r.claim(&hid).unwrap();
+    assert_eq!(ctx.checkpoint(&json!({"i": 0})).unwrap(), 0);
+
+    for op in ["checkpoint", "heartbeat"] {
+        let (mut c, schema) = raw_client(&url);
+        let (k1, k2) = advisory_keys(&schema, &hid);
+        let mut t = c.transaction().unwrap();
+        t.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&k1, &k2]).unwrap();
+        t.execute(&format!("UPDATE {schema}.ownership SET fence = fence + 1, holder = 'w2' WHERE hid = $1"), &[&hid])
+            .unwrap();
+        let worker = {
+            let (r, hid) = (r.clone(), hid.clone());
+            std::thread::spawn(move || match op {
+                "checkpoint" => r.checkpoint(&hid, 0, &json!({"i": 1})).map(|_| ()),
+                _ => r.heartbeat(&hid, 0).map(|_| ()),
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!worker.is_finished(), "{op} did not wait for the handoff's lock");
+        t.commit().unwrap();
+        let res = worker.join().unwrap();
+        assert!(matches!(res, Err(Error::StaleFence { current: Some(_), .. })), "{op}: {res:?}");
+        // Put the fence back for the next operation.
+        c.execute(&format!("UPDATE {schema}.ownership SET fence = 0, holder = 'w1' WHERE hid = $1"), &[&hid]).unwrap();
+    }
+    assert_eq!(r.checkpoints(&hid).unwrap().len(), 1, "nothing written by the refused checkpoint");
+}

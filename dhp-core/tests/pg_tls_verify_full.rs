@@ -1,0 +1,25 @@
+//! `sslmode=verify-full` (and `verify-ca`) with the CA that signed the
+//! server's certificate: the store works, by IP address and by host name
+//! (the certificate names both).
+
+mod common;
+mod pg_support;
+
+use common::dhp;
+use pg_support::Cluster;
+
+#[test]
+fn verify_full_with_the_right_ca_works() {
+    let c = Cluster::start_tls();
+    let by_name = c.url.replace("@127.0.0.1:", "@localhost:");
+    for (i, (base, mode)) in
+        [(&c.url, "verify-full"), (&by_name, "verify-full"), (&c.url, "verify-ca")].into_iter().enumerate()
+    {
+        let url = format!("{base}?sslmode={mode}&sslrootcert={}&schema=t_tls_vf{i}", c.ca());
+        let (code, v, err) = dhp(&["dispatch", &url, "--kind", "t", "--schema", "{}"], &[]);
+        assert_eq!(code, 0, "{mode} via {base}: {v} {err}");
+        let hid = v["hid"].as_str().expect("a hid").to_string();
+        let (code, v, err) = dhp(&["status", &url, &hid], &[]);
+        assert_eq!((code, v["status"].as_str()), (0, Some("pending")), "{v} {err}");
+    }
+}
