@@ -23,7 +23,7 @@
 # server's, 0 and 5). fsync and synchronous_commit always stay on.
 #
 # Installs the Debian `postgresql` package (and `faketime`, which the clock
-# skew test needs) if missing. initdb refuses to run as root, so as root the
+# skew test needs, and `openssl` for --tls) if missing. initdb refuses to run as root, so as root the
 # server runs as the `postgres` user. Every failure exits non-zero: tests
 # never skip because PostgreSQL is missing.
 set -euo pipefail
@@ -42,6 +42,7 @@ install_deps() {
     local need=()
     find_pgbin || need+=(postgresql)
     command -v faketime >/dev/null 2>&1 || need+=(faketime)
+    command -v openssl >/dev/null 2>&1 || need+=(openssl)
     if [ ${#need[@]} -gt 0 ]; then
         if [ "$(id -u)" -ne 0 ]; then
             echo "pg.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2

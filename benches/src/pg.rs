@@ -222,12 +222,40 @@ pub fn kill_to_orphaned(dhp: &Path, url: &str, kills: usize) -> Result<Value> {
               "live_workers": live_hids.len()}))
 }
 
+/// The 1-, 5- and 15-minute load averages of this machine, as text.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The server's durability and group-commit settings, as the server
+/// reports them (not as the caller believes they are).
+pub fn server_settings(url: &str) -> Result<Value> {
+    let loc = match dhp_core::store::StoreLocation::parse(url)? {
+        dhp_core::store::StoreLocation::Postgres(p) => p,
+        other => return Err(Error::Validation(format!("not a PostgreSQL URL: {other}"))),
+    };
+    let mut c = postgres::Client::connect(&loc.url, postgres::NoTls)
+        .map_err(|e| Error::Validation(format!("reading the server settings: {e}")))?;
+    let rows = c
+        .query(
+            "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'commit_delay', \
+             'commit_siblings', 'wal_sync_method', 'full_page_writes', 'server_version') ORDER BY name",
+            &[],
+        )
+        .map_err(|e| Error::Validation(format!("reading the server settings: {e}")))?;
+    Ok(Value::Object(rows.iter().map(|r| (r.get::<_, String>(0), Value::String(r.get(1)))).collect()))
+}
+
 /// Everything, as JSON.
 pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log: impl Fn(&str)) -> Result<Value> {
     let schema = |tag: &str| {
         let sep = if url.contains('?') { '&' } else { '?' };
         format!("{url}{sep}schema=bench_{tag}_{}", std::process::id())
     };
+    let settings = server_settings(url)?;
+    let load_start = loadavg();
     log("per-operation rates");
     let ops = op_rates(&schema("ops"), s.ops)?;
     let mut agg = Vec::new();
@@ -238,30 +266,44 @@ pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log:
         let sqlite = aggregate(bench, &dir.to_string_lossy(), p, s.seconds)?;
         log(&format!("{p} worker processes on PostgreSQL"));
         let pg = aggregate(bench, &schema(&format!("agg{p}")), p, s.seconds)?;
-        agg.push(json!({"processes": p, "sqlite": sqlite, "postgres": pg}));
+        agg.push(json!({"processes": p, "sqlite": sqlite, "postgres": pg, "load_after": loadavg()}));
     }
     log("kill -9 → orphaned");
     let kill = kill_to_orphaned(dhp, &schema("kill"), s.kills)?;
-    Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds}))
+    Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds, "server": settings,
+              "load_start": load_start, "load_end": loadavg()}))
 }
 
 /// The Markdown section for RESULTS.md.
-pub fn markdown(v: &Value, fsync: &str) -> String {
+pub fn markdown(v: &Value) -> String {
     let f = |x: &Value| x.as_f64().map(|n| format!("{n:.0}")).unwrap_or_else(|| "—".into());
     let mut out = String::from("\n## PostgreSQL store\n\n");
+    let set = |k: &str| v["server"][k].as_str().unwrap_or("?").to_string();
     out += &format!(
-        "A throwaway PostgreSQL cluster on this machine (scripts/pg.sh, {fsync}, `synchronous_commit=on`), \
-         reached over TCP on 127.0.0.1; same run as the tables above. See docs/postgres.md.\n\n"
+        "A PostgreSQL {} cluster on this machine (scripts/pg.sh), reached over TCP on 127.0.0.1; same run as the \
+         tables above. Server settings, as the server reports them: `fsync={}`, `synchronous_commit={}`, \
+         `wal_sync_method={}`, `commit_delay={}` µs, `commit_siblings={}`. Load average (1/5/15 min) {} at the \
+         start of this section, {} at its end; SQLite is this build's (same run, same disk). Checkpoints on \
+         PostgreSQL are one round trip each (server-side function). See docs/postgres.md.\n\n",
+        set("server_version"),
+        set("fsync"),
+        set("synchronous_commit"),
+        set("wal_sync_method"),
+        set("commit_delay"),
+        set("commit_siblings"),
+        v["load_start"].as_str().unwrap_or("?"),
+        v["load_end"].as_str().unwrap_or("?"),
     );
     out += "| operation (one process, one connection) | ops/s |\n|---|---:|\n";
     for k in ["dispatch", "claim", "checkpoint", "heartbeat", "status", "orphan", "recover"] {
         out += &format!("| {k} | {} |\n", f(&v["ops"][k]));
     }
-    out += "\n| concurrent worker processes | SQLite checkpoints/s | PostgreSQL checkpoints/s | PostgreSQL / SQLite |\n|---:|---:|---:|---:|\n";
+    out += "\n| concurrent worker processes | SQLite checkpoints/s | PostgreSQL checkpoints/s | PostgreSQL / SQLite | load after |\n|---:|---:|---:|---:|---|\n";
     let mut last = None;
     for a in v["aggregate"].as_array().into_iter().flatten() {
         let (s, p) = (a["sqlite"].as_f64().unwrap_or(0.0), a["postgres"].as_f64().unwrap_or(0.0));
-        out += &format!("| {} | {:.0} | {:.0} | {:.2}× |\n", a["processes"], s, p, p / s);
+        let load = a["load_after"].as_str().unwrap_or("?");
+        out += &format!("| {} | {:.0} | {:.0} | {:.2}× | {load} |\n", a["processes"], s, p, p / s);
         last = Some((a["processes"].clone(), s, p));
     }
     let k = &v["kill"];

@@ -7,7 +7,7 @@
 //! dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
 //! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
-//! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick] [--fsync on|off]   PostgreSQL rows
+//! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
 //! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
@@ -138,8 +138,7 @@ fn main() {
             let v = dhp_benches::pg::run(&me, &a.path("--dhp"), &url, &dir, sizes, |l| eprintln!("dhp-rs pg: {l}"))
                 .unwrap_or_else(|e| fail(e));
             write_json(&a.path("--out"), &v);
-            let fsync = format!("fsync={}", a.opt("--fsync").unwrap_or_else(|| "on".into()));
-            std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v, &fsync)).unwrap_or_else(|e| fail(e));
+            std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v)).unwrap_or_else(|e| fail(e));
         }
         "cp-worker" => {
             let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());
