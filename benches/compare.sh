@@ -89,8 +89,10 @@ if [ -z "$QUICK" ]; then
 fi
 "$PY" "$REPO/benches/ref_bench.py" rss --dir "$DIR" --out "$DIR/rss-ref.json"
 settle
-# The PostgreSQL rows: a throwaway cluster (fsync=on) unless DHP_BENCH_PG_URL
-# names a server; stopped when this script exits.
+# The PostgreSQL rows: a throwaway cluster (fsync=on, synchronous_commit=on;
+# DHP_PG_COMMIT_DELAY / DHP_PG_COMMIT_SIBLINGS set its group-commit knobs)
+# unless DHP_BENCH_PG_URL names a server; stopped when this script exits.
+# The section reports the server's own settings and the load average.
 PG_URL="${DHP_BENCH_PG_URL:-}"
 if [ -z "$PG_URL" ]; then
     pg_out="$(bash scripts/pg.sh start --watch $$ | tail -1)"

@@ -1,0 +1,72 @@
+//! A refused checkpoint or heartbeat is the same typed error, with the same
+//! message, on SQLite (client-side transaction) and on PostgreSQL (one
+//! round trip through a server-side function): wrong fence, another
+//! holder, unknown handoff, expired lease, a handoff no longer running,
+//! the checkpoint cap. And nothing of a refused write is stored.
+
+mod pg_support;
+
+use dhp_core::store::{self, Backend, StoreLocation};
+use dhp_core::{testing, Config, Error, Runner};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Error messages with the seconds of a lost lease blanked (they differ).
+fn msg(e: Error) -> String {
+    match e {
+        Error::LeaseLost { hid, .. } => format!("LeaseLost {hid}"),
+        e => format!("{} {e}", e.kind()),
+    }
+}
+
+fn refusals(store: Arc<dyn Backend>) -> Vec<String> {
+    let cfg = Config { max_checkpoints_per_handoff: 2, ..Config::default() };
+    let w1 = Runner::new(store.clone(), "w1", cfg.clone()).unwrap();
+    let w2 = w1.with_id("w2").unwrap();
+    let env = dhp_core::envelope::build("t", json!({"n": 1}), json!({}), Default::default()).unwrap();
+    let hid = w1.dispatch(&env).unwrap();
+    let missing = "0".repeat(64);
+    let mut out = Vec::new();
+    // Before the claim: no ownership row.
+    out.push(msg(w1.checkpoint(&hid, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
+    w1.claim(&hid).unwrap();
+    out.push(msg(w1.checkpoint(&hid, 1, &json!({})).unwrap_err()));
+    out.push(msg(w2.checkpoint(&hid, 0, &json!({})).unwrap_err()));
+    out.push(msg(w2.heartbeat(&hid, 0).unwrap_err()));
+    out.push(msg(w1.checkpoint(&missing, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&missing, 0).unwrap_err()));
+    // The cap: two checkpoints, then Oversize.
+    out.push(format!("seq {}", w1.checkpoint(&hid, 0, &json!({"i": 0})).unwrap()));
+    out.push(format!("seq {}", w1.checkpoint(&hid, 0, &json!({"i": 1})).unwrap()));
+    out.push(msg(w1.checkpoint(&hid, 0, &json!({"i": 2})).unwrap_err()));
+    // An expired lease.
+    testing::expire_lease(&w1, &hid).unwrap();
+    out.push(msg(w1.checkpoint(&hid, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
+    // Not running: a second handoff, claimed, then suspended.
+    let env2 = dhp_core::envelope::build("t", json!({"n": 2}), json!({}), Default::default()).unwrap();
+    let hid2 = w1.dispatch(&env2).unwrap();
+    w1.claim(&hid2).unwrap();
+    let left = w1.heartbeat(&hid2, 0).unwrap();
+    out.push(format!("heartbeat ok {}", left > 0.0));
+    w1.suspend(&hid2).unwrap();
+    out.push(msg(w1.checkpoint(&hid2, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&hid2, 0).unwrap_err()));
+    // Nothing of the refusals was stored.
+    out.push(format!("rows {} {}", w1.checkpoints(&hid).unwrap().len(), w1.checkpoints(&hid2).unwrap().len()));
+    // Hids differ between runs (envelopes carry their creation time).
+    out.iter().map(|m| m.replace(&hid, "H1").replace(&hid[..12], "H1").replace(&hid2[..12], "H2")).collect()
+}
+
+#[test]
+fn refusals_are_identical_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = refusals(store::open(&StoreLocation::Dir(dir.path().to_path_buf())).unwrap());
+    let url = pg_support::fresh_url("onetrip_refusals");
+    let pg = refusals(store::open(&StoreLocation::parse(&url).unwrap()).unwrap());
+    assert_eq!(sqlite, pg);
+    assert!(sqlite.iter().any(|m| m.starts_with("LeaseLost")), "{sqlite:?}");
+    assert!(sqlite.iter().any(|m| m.contains("not running (status=suspended)")), "{sqlite:?}");
+    assert_eq!(sqlite.last().map(String::as_str), Some("rows 2 0"));
+}
