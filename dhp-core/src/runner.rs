@@ -333,14 +333,14 @@ impl Runner {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        if steps == 0 && !failpoint::is_armed("checkpoint.in_tx") {
-            if let Some(seq) = one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, hid, fence, &text, &hash)?
-            {
-                return Ok(Step { hid: hid.to_string(), seq, over_budget: None });
-            }
-        }
-        let (seq, env, t) =
-            self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
+        let once = match failpoint::is_armed("checkpoint.in_tx") {
+            true => None, // the failpoint sits inside the transaction
+            false => one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, hid, fence, &text, &hash, steps)?,
+        };
+        let (seq, env, t) = match once {
+            Some(done) => done,
+            None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?,
+        };
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: hid.to_string(), seq, over_budget })
     }

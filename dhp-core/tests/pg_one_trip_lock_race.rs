@@ -2,7 +2,8 @@
 //! a compare-and-set under the handoff's lock: a writer that holds the lock
 //! and moves the fence makes a checkpoint or heartbeat that waited for the
 //! lock fail with `StaleFence`, never write. (Reads taken before the lock
-//! was granted — one SQL statement's snapshot — would let it through.)
+//! was granted — one SQL statement's snapshot — would let it through.) A
+//! checkpoint with steps never overwrites an envelope changed meanwhile.
 
 mod pg_support;
 
@@ -49,4 +50,27 @@ fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
         c.execute(&format!("UPDATE {schema}.ownership SET fence = 0, holder = 'w1' WHERE hid = $1"), &[&hid]).unwrap();
     }
     assert_eq!(r.checkpoints(&hid).unwrap().len(), 1, "nothing written by the refused checkpoint");
+
+    // A checkpoint that counts steps made its new envelope from the text
+    // it read before the lock; the envelope changed meanwhile (10 steps
+    // noted), so it must not overwrite it: the transaction runs instead
+    // and adds its steps to the 10.
+    let (mut c, schema) = raw_client(&url);
+    let (k1, k2) = advisory_keys(&schema, &hid);
+    let mut t = c.transaction().unwrap();
+    t.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&k1, &k2]).unwrap();
+    let sql = format!(
+        "UPDATE {schema}.handoffs SET envelope_json = replace(envelope_json, '\"steps\": 0', '\"steps\": 10') \
+         WHERE hid = $1"
+    );
+    assert_eq!(t.execute(&sql, &[&hid]).unwrap(), 1);
+    let worker = {
+        let (r, hid) = (r.clone(), hid.clone());
+        std::thread::spawn(move || r.checkpoint_step(&hid, 0, &json!({"i": 2}), 3))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!worker.is_finished(), "checkpoint_step did not wait for the handoff's lock");
+    t.commit().unwrap();
+    assert_eq!(worker.join().unwrap().unwrap().seq, 1);
+    assert_eq!(r.status(&hid).unwrap()["steps"], 13, "no lost update of the envelope");
 }

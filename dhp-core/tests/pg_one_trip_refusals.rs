@@ -1,8 +1,9 @@
-//! A refused checkpoint or heartbeat is the same typed error, with the same
-//! message, on SQLite (client-side transaction) and on PostgreSQL (one
-//! round trip through a server-side function): wrong fence, another
-//! holder, unknown handoff, expired lease, a handoff no longer running,
-//! the checkpoint cap. And nothing of a refused write is stored.
+//! A refused checkpoint (with or without counted steps) or heartbeat is
+//! the same typed error, with the same message, on SQLite (client-side
+//! transaction) and on PostgreSQL (server-side functions): wrong fence,
+//! another holder, no ownership, expired lease, a handoff no longer
+//! running, the checkpoint cap. Nothing of a refused write is stored, and
+//! accepted ones leave the same rows, steps and budget verdicts.
 
 mod pg_support;
 
@@ -23,7 +24,9 @@ fn refusals(store: Arc<dyn Backend>) -> Vec<String> {
     let cfg = Config { max_checkpoints_per_handoff: 2, ..Config::default() };
     let w1 = Runner::new(store.clone(), "w1", cfg.clone()).unwrap();
     let w2 = w1.with_id("w2").unwrap();
-    let env = dhp_core::envelope::build("t", json!({"n": 1}), json!({}), Default::default()).unwrap();
+    let budget = json!({"max_steps": 5, "max_attempts": 2});
+    let opts = dhp_core::envelope::BuildOptions { budget: Some(budget), ..Default::default() };
+    let env = dhp_core::envelope::build("t", json!({"n": 1}), json!({}), opts).unwrap();
     let hid = w1.dispatch(&env).unwrap();
     let missing = "0".repeat(64);
     let mut out = Vec::new();
@@ -32,17 +35,27 @@ fn refusals(store: Arc<dyn Backend>) -> Vec<String> {
     out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
     w1.claim(&hid).unwrap();
     out.push(msg(w1.checkpoint(&hid, 1, &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&hid, 1, &json!({}), 2).unwrap_err()));
     out.push(msg(w2.checkpoint(&hid, 0, &json!({})).unwrap_err()));
+    out.push(msg(w2.checkpoint_step(&hid, 0, &json!({}), 1).unwrap_err()));
     out.push(msg(w2.heartbeat(&hid, 0).unwrap_err()));
     out.push(msg(w1.checkpoint(&missing, 0, &json!({})).unwrap_err()));
     out.push(msg(w1.heartbeat(&missing, 0).unwrap_err()));
-    // The cap: two checkpoints, then Oversize.
+    // The cap: two checkpoints (the second counts 7 steps, over the
+    // budget of 5: committed, and flagged), then Oversize.
     out.push(format!("seq {}", w1.checkpoint(&hid, 0, &json!({"i": 0})).unwrap()));
-    out.push(format!("seq {}", w1.checkpoint(&hid, 0, &json!({"i": 1})).unwrap()));
+    let before = w1.ownership(&hid).unwrap().unwrap().lease_expires_at;
+    let step = w1.checkpoint_step(&hid, 0, &json!({"i": 1}), 7).unwrap();
+    out.push(format!("seq {} over budget {:?}", step.seq, step.over_budget));
+    let after = w1.ownership(&hid).unwrap().unwrap().lease_expires_at;
+    out.push(format!("lease extended {}", after > before));
+    out.push(format!("steps {}", w1.status(&hid).unwrap()["steps"]));
     out.push(msg(w1.checkpoint(&hid, 0, &json!({"i": 2})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&hid, 0, &json!({"i": 2}), 1).unwrap_err()));
     // An expired lease.
     testing::expire_lease(&w1, &hid).unwrap();
     out.push(msg(w1.checkpoint(&hid, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&hid, 0, &json!({}), 1).unwrap_err()));
     out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
     // Not running: a second handoff, claimed, then suspended.
     let env2 = dhp_core::envelope::build("t", json!({"n": 2}), json!({}), Default::default()).unwrap();
@@ -52,6 +65,7 @@ fn refusals(store: Arc<dyn Backend>) -> Vec<String> {
     out.push(format!("heartbeat ok {}", left > 0.0));
     w1.suspend(&hid2).unwrap();
     out.push(msg(w1.checkpoint(&hid2, 0, &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&hid2, 0, &json!({}), 1).unwrap_err()));
     out.push(msg(w1.heartbeat(&hid2, 0).unwrap_err()));
     // Nothing of the refusals was stored.
     out.push(format!("rows {} {}", w1.checkpoints(&hid).unwrap().len(), w1.checkpoints(&hid2).unwrap().len()));

@@ -22,7 +22,10 @@ fn functions(schema: &str) -> Vec<Option<String>> {
 fn drop_functions(schema: &str) {
     sql(
         &base_url(),
-        &format!("DROP FUNCTION {schema}.dhp_checkpoint_v1; DROP FUNCTION {schema}.dhp_heartbeat_v1; SELECT 1"),
+        &format!(
+            "DROP FUNCTION {schema}.dhp_checkpoint_v1; DROP FUNCTION {schema}.dhp_checkpoint_steps_v1; \
+             DROP FUNCTION {schema}.dhp_heartbeat_v1; SELECT 1"
+        ),
     );
 }
 
@@ -35,8 +38,9 @@ fn work(url: &str, id: &str) {
         assert_eq!(ctx.checkpoint(&json!({"i": i})).unwrap(), i);
     }
     assert!(ctx.heartbeat().unwrap() > 0.0);
+    assert_eq!(ctx.checkpoint_step(&json!({"i": 3}), 2).unwrap().seq, 3);
     let st = r.status(&hid).unwrap();
-    assert_eq!(st["checkpoints"], 3, "{st}");
+    assert_eq!((st["checkpoints"].as_i64(), st["steps"].as_i64()), (Some(4), Some(2)), "{st}");
 }
 
 #[test]
@@ -45,9 +49,12 @@ fn old_stores_are_upgraded_and_unprivileged_roles_fall_back() {
     let schema = url.rsplit_once("schema=").unwrap().1.to_string();
     // Count function calls of this session (a superuser setting).
     work(&format!("{url}&options=-c%20track_functions%3Dpl"), "w1");
-    let want = vec![Some("dhp_checkpoint_v1".to_string()), Some("dhp_heartbeat_v1".to_string())];
+    let want: Vec<Option<String>> = ["dhp_checkpoint_steps_v1", "dhp_checkpoint_v1", "dhp_heartbeat_v1"]
+        .iter()
+        .map(|f| Some(f.to_string()))
+        .collect();
     assert_eq!(functions(&schema), want);
-    // The calls were made: 3 checkpoints, 1 heartbeat (statistics reach
+    // The calls were made: 3 + 1 checkpoints, 1 heartbeat (statistics reach
     // the server's view when the session ends, so wait a little).
     let calls_sql = format!(
         "SELECT string_agg(funcname || '=' || calls, ',' ORDER BY funcname) FROM pg_stat_user_functions \
@@ -56,7 +63,7 @@ fn old_stores_are_upgraded_and_unprivileged_roles_fall_back() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let calls = sql(&base_url(), &calls_sql).into_iter().next().flatten().unwrap_or_default();
-        if calls == "dhp_checkpoint_v1=3,dhp_heartbeat_v1=1" {
+        if calls == "dhp_checkpoint_steps_v1=1,dhp_checkpoint_v1=3,dhp_heartbeat_v1=1" {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "one-round-trip functions not used: {calls:?}");

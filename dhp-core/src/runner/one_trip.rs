@@ -6,11 +6,13 @@
 //! the same typed error either way. The backend wrote only if those checks
 //! pass, so a refusal left the store unchanged.
 
-use super::{owner_checks, running_check};
+use super::{envelope_text, exec_mut, owner_checks, running_check};
 use crate::config::Config;
 use crate::envelope::utcnow_iso;
 use crate::error::{Error, Result};
-use crate::store::{Backend, OwnerSeen};
+use crate::json;
+use crate::store::{Backend, CheckpointReq, OwnerSeen};
+use serde_json::{json, Value};
 
 fn judge(holder: &str, hid: &str, fence: i64, seen: OwnerSeen) -> Result<()> {
     owner_checks(holder, hid, fence, seen.ownership, seen.now)?;
@@ -23,7 +25,10 @@ fn disagree(hid: &str, op: &str, refusal: Error) -> Error {
     Error::Validation(format!("{op} of {hid} was committed by the store although the runner refuses it: {refusal}"))
 }
 
-/// `Ok(None)`: the backend offers no one-round-trip checkpoint.
+/// `Ok(None)`: the backend offers no one-round-trip checkpoint, or left it
+/// to the transaction; else the seq, with counted steps the updated
+/// envelope (for the budget check), and the store's time.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn checkpoint(
     store: &dyn Backend,
     cfg: &Config,
@@ -32,25 +37,52 @@ pub(super) fn checkpoint(
     fence: i64,
     text: &str,
     hash: &str,
-) -> Result<Option<i64>> {
+    steps: i64,
+) -> Result<Option<(i64, Option<Value>, f64)>> {
     let at = utcnow_iso();
     let max = cfg.max_checkpoints_per_handoff;
-    let Some(o) = store.checkpoint_once(holder, hid, fence, text, hash, &at, max)? else {
+    // With steps: the envelope as the transaction would rewrite it. Any
+    // problem with it (unreadable, no execution object, over the size
+    // limit) is left to the transaction, which reports it in its order.
+    let mut env = None;
+    let mut bump = |old: &str| -> Option<String> {
+        let mut e = json::parse(old).ok()?;
+        let ex = exec_mut(&mut e).ok()?;
+        let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
+        ex.insert("steps".into(), json!(s));
+        let text = envelope_text(&e, cfg).ok()?;
+        env = Some(e);
+        Some(text)
+    };
+    let req = CheckpointReq {
+        holder,
+        hid,
+        fence,
+        state_json: text,
+        state_hash: hash,
+        at: &at,
+        max_checkpoints: max,
+        bump: if steps > 0 { Some(&mut bump) } else { None },
+    };
+    let Some(o) = store.checkpoint_once(req)? else {
         return Ok(None);
     };
+    let now = o.seen.now;
     let refusal = judge(holder, hid, fence, o.seen).and_then(|()| {
         let seq = o.seq.ok_or_else(|| Error::Validation(format!("the store read no next seq for {hid}")))?;
         if seq >= max {
             return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit: max as usize });
         }
-        if !o.inserted {
-            return Err(Error::OwnershipLost { hid: hid.to_string(), reason: format!("checkpoint seq {seq} taken") });
-        }
         Ok(seq)
     });
     match refusal {
         Err(e) if o.inserted => Err(disagree(hid, "checkpoint", e)),
-        r => r.map(Some),
+        Err(e) => Err(e),
+        Ok(_) if !o.inserted => Ok(None), // left to the transaction
+        Ok(seq) if steps > 0 && (o.lease_expires_at.is_none() || env.is_none()) => Err(Error::Validation(format!(
+            "checkpoint {seq} of {hid} with steps was committed without its envelope or lease update"
+        ))),
+        Ok(seq) => Ok(Some((seq, if steps > 0 { env } else { None }, now))),
     }
 }
 

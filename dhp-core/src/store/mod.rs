@@ -134,7 +134,24 @@ pub struct OwnerSeen {
     pub now: f64,
 }
 
-/// Outcome of [`Backend::checkpoint_once`].
+/// A checkpoint for [`Backend::checkpoint_once`].
+pub struct CheckpointReq<'a> {
+    pub holder: &'a str,
+    pub hid: &'a str,
+    pub fence: i64,
+    pub state_json: &'a str,
+    pub state_hash: &'a str,
+    pub at: &'a str,
+    pub max_checkpoints: i64,
+    /// Counted steps: from the stored envelope text, the new one (`steps`
+    /// added); `None` leaves the whole checkpoint to the transaction. The
+    /// lease is then extended as well.
+    pub bump: Option<&'a mut dyn FnMut(&str) -> Option<String>>,
+}
+
+/// Outcome of [`Backend::checkpoint_once`]. When the checks passed, the
+/// seq is under the cap and nothing was inserted, the caller runs its
+/// transaction (the backend left the decision to it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointOnce {
     pub seen: OwnerSeen,
@@ -142,6 +159,8 @@ pub struct CheckpointOnce {
     pub seq: Option<i64>,
     /// The row was inserted (and the progress row reset): committed.
     pub inserted: bool,
+    /// With counted steps: the new lease expiry, written with the row.
+    pub lease_expires_at: Option<f64>,
 }
 
 /// Outcome of [`Backend::heartbeat_once`].
@@ -178,24 +197,15 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
 
-    /// A whole checkpoint append without counted steps — the checks and
-    /// writes of the runner's checkpoint transaction (the owner's fence and
-    /// live lease, status running, seq under `max_checkpoints`, the row
-    /// inserted, the progress row's stall clock reset) — as one transaction
-    /// in one round trip, where the backend can run it server-side.
-    /// `Ok(None)`: not offered; the caller runs its generic transaction.
-    #[allow(clippy::too_many_arguments)]
-    fn checkpoint_once(
-        &self,
-        holder: &str,
-        hid: &str,
-        fence: i64,
-        state_json: &str,
-        state_hash: &str,
-        at: &str,
-        max_checkpoints: i64,
-    ) -> Result<Option<CheckpointOnce>> {
-        let _ = (holder, hid, fence, state_json, state_hash, at, max_checkpoints);
+    /// A whole checkpoint append — the checks and writes of the runner's
+    /// checkpoint transaction (the owner's fence and live lease, status
+    /// running, seq under the cap, the row inserted, the progress row's
+    /// stall clock reset; with counted steps also the envelope's `steps`
+    /// and the lease) — as one transaction in one round trip (two with
+    /// steps), where the backend can run it server-side. `Ok(None)`: not
+    /// offered; the caller runs its generic transaction.
+    fn checkpoint_once(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
+        let _ = req;
         Ok(None)
     }
 

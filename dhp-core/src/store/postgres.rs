@@ -30,7 +30,7 @@ mod tx;
 pub use ddl::{SCHEMA_SQL, TABLES};
 
 use super::location::PgLocation;
-use super::{Backend, CheckpointOnce, HeartbeatOnce, LivenessToken, Mode, Tx};
+use super::{Backend, CheckpointOnce, CheckpointReq, HeartbeatOnce, LivenessToken, Mode, Tx};
 use crate::error::{Error, Result};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, Statement};
@@ -261,21 +261,8 @@ impl Backend for PgStore {
         self.loc.to_string()
     }
 
-    fn checkpoint_once(
-        &self,
-        holder: &str,
-        hid: &str,
-        fence: i64,
-        state_json: &str,
-        state_hash: &str,
-        at: &str,
-        max_checkpoints: i64,
-    ) -> Result<Option<CheckpointOnce>> {
-        let item = item_key(hid);
-        self.checkpoint_call(
-            &[&self.key, &item, &hid, &holder, &fence, &state_json, &state_hash, &at, &max_checkpoints],
-            hid,
-        )
+    fn checkpoint_once(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
+        self.checkpoint_call(req)
     }
 
     fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {

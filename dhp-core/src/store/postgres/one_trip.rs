@@ -1,6 +1,10 @@
 //! Server-side functions: a checkpoint and a heartbeat as ONE statement,
 //! hence one round trip and one implicit transaction (no BEGIN, no
-//! COMMIT message: the statement commits when it ends).
+//! COMMIT message: the statement commits when it ends). A checkpoint that
+//! counts steps takes two: a read of the envelope text (and its md5), then
+//! the function, given the new text the runner made from it, which writes
+//! only if the stored text still has that md5 (else the client-side
+//! transaction runs).
 //!
 //! Each function takes the handoff's transaction-level advisory lock, reads
 //! the server clock, the ownership row and the status — exactly what the
@@ -22,20 +26,28 @@
 //! Without the privilege to create them the store still works, through the
 //! client-side transactions.
 
-use super::{Conn, PgStore};
+use super::{item_key, Conn, PgStore};
 use crate::error::{Error, Result};
-use crate::store::{CheckpointOnce, HeartbeatOnce, OwnerSeen, Ownership};
+use crate::store::{CheckpointOnce, CheckpointReq, HeartbeatOnce, OwnerSeen, Ownership};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Row, Transaction};
+use std::sync::atomic::Ordering;
 
 /// Signatures, as `to_regprocedure` reads them (schema-qualified at use).
-const CHECKPOINT_SIG: &str = "dhp_checkpoint_v1(int4, int4, text, text, int8, text, text, text, int8)";
-const HEARTBEAT_SIG: &str = "dhp_heartbeat_v1(int4, int4, text, text, int8)";
+const SIGNATURES: [&str; 3] = [
+    "dhp_checkpoint_v1(int4, int4, text, text, int8, text, text, text, int8)",
+    "dhp_checkpoint_steps_v1(int4, int4, text, text, int8, text, text, text, int8, text, text, float8)",
+    "dhp_heartbeat_v1(int4, int4, text, text, int8)",
+];
 
 pub(super) const CHECKPOINT_CALL: &str =
     "SELECT * FROM dhp_checkpoint_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, $8::text, \
      $9::int8)";
+pub(super) const CHECKPOINT_STEPS_CALL: &str =
+    "SELECT * FROM dhp_checkpoint_steps_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, \
+     $8::text, $9::int8, $10::text, $11::text, $12::float8)";
+pub(super) const ENVELOPE_READ: &str = "SELECT envelope_json, md5(envelope_json) FROM handoffs WHERE hid = $1";
 pub(super) const HEARTBEAT_CALL: &str =
     "SELECT * FROM dhp_heartbeat_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8)";
 
@@ -90,6 +102,41 @@ BEGIN
     END IF;
 END
 $dhp$;
+CREATE OR REPLACE FUNCTION {q}.dhp_checkpoint_steps_v1(
+    p_store int4, p_item int4, p_hid text, p_holder text, p_fence int8,
+    p_state_json text, p_state_hash text, p_at text, p_max int8,
+    p_env_md5 text, p_env_json text, p_env_at float8,
+    {OWNER_OUTS}, OUT next_seq int8, OUT inserted boolean, OUT new_lease float8)
+LANGUAGE plpgsql VOLATILE AS $dhp$
+BEGIN
+    inserted := false;
+{prologue}
+    SELECT COALESCE(MAX(c.seq), -1) + 1 INTO next_seq FROM {q}.checkpoints c WHERE c.hid = p_hid;
+    IF next_seq >= p_max THEN
+        RETURN;
+    END IF;
+    -- Left to the client-side transaction, nothing written: an envelope
+    -- changed since the client read it (p_env_json was made from that
+    -- text), or lease values whose expiry could be out of range.
+    IF NOT (o_interval > 0 AND o_interval <= 1e12 AND o_max_missed BETWEEN -1000000000 AND 1000000000)
+       OR NOT EXISTS (SELECT 1 FROM {q}.handoffs h WHERE h.hid = p_hid AND md5(h.envelope_json) = p_env_md5) THEN
+        RETURN;
+    END IF;
+    INSERT INTO {q}.checkpoints (hid, seq, state_json, state_hash, at)
+        VALUES (p_hid, next_seq, p_state_json, p_state_hash, p_at) ON CONFLICT (hid, seq) DO NOTHING;
+    inserted := FOUND;
+    IF NOT inserted THEN
+        RETURN;
+    END IF;
+    INSERT INTO {q}.progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at)
+        VALUES (p_hid, now_s, NULL, 0, now_s)
+        ON CONFLICT (hid) DO UPDATE SET last_checkpoint_at = excluded.last_checkpoint_at,
+            digest_repeat_count = 0, updated_at = excluded.updated_at;
+    UPDATE {q}.handoffs SET envelope_json = p_env_json, updated_at = p_env_at WHERE hid = p_hid;
+    new_lease := now_s + o_interval * o_max_missed::float8;
+    UPDATE {q}.ownership SET lease_expires_at = new_lease, updated_at = now_s WHERE hid = p_hid;
+END
+$dhp$;
 CREATE OR REPLACE FUNCTION {q}.dhp_heartbeat_v1(
     p_store int4, p_item int4, p_hid text, p_holder text, p_fence int8,
     {OWNER_OUTS}, OUT new_lease float8)
@@ -114,12 +161,9 @@ $dhp$;
 /// and could not be created (no privilege); the client-side transactions
 /// are used.
 pub(super) fn ensure(t: &mut Transaction<'_>, schema: &str) -> Result<bool> {
-    let present: bool = t
-        .query_one(
-            "SELECT to_regprocedure($1) IS NOT NULL AND to_regprocedure($2) IS NOT NULL",
-            &[&format!("\"{schema}\".{CHECKPOINT_SIG}"), &format!("\"{schema}\".{HEARTBEAT_SIG}")],
-        )?
-        .get(0);
+    let sigs: Vec<String> = SIGNATURES.iter().map(|sig| format!("\"{schema}\".{sig}")).collect();
+    let present: bool =
+        t.query_one("SELECT bool_and(to_regprocedure(s) IS NOT NULL) FROM unnest($1::text[]) s", &[&sigs])?.get(0);
     if present {
         return Ok(true);
     }
@@ -155,19 +199,19 @@ fn seen(r: &Row, hid: &str) -> OwnerSeen {
 }
 
 impl PgStore {
-    /// Run one function call as its own implicit transaction. `Ok(None)`:
-    /// the functions are not available (never created, or dropped since).
-    fn call(&self, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
-        if !self.one_trip.load(std::sync::atomic::Ordering::Relaxed) {
+    /// Run one statement as its own implicit transaction: `Ok(None)` when
+    /// the functions are not available (never created, or dropped since),
+    /// else its row, if any.
+    fn call(&self, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> Result<Option<Option<Row>>> {
+        if !self.one_trip.load(Ordering::Relaxed) {
             return Ok(None);
         }
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = self.connected(&mut guard)?;
-        let res = run(conn, sql, args);
-        match res {
+        match run(conn, sql, args) {
             Ok(row) => Ok(Some(row)),
             Err(e) if e.code() == Some(&SqlState::UNDEFINED_FUNCTION) => {
-                self.one_trip.store(false, std::sync::atomic::Ordering::Relaxed);
+                self.one_trip.store(false, Ordering::Relaxed);
                 conn.stmts.remove(sql);
                 Ok(None)
             }
@@ -180,19 +224,52 @@ impl PgStore {
         }
     }
 
-    pub(super) fn checkpoint_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<CheckpointOnce>> {
-        let Some(r) = self.call(CHECKPOINT_CALL, args)? else { return Ok(None) };
-        Ok(Some(CheckpointOnce { seen: seen(&r, hid), seq: r.get("next_seq"), inserted: r.get("inserted") }))
+    pub(super) fn checkpoint_call(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
+        let item = item_key(req.hid);
+        let (hid, holder, fence, max) = (req.hid, req.holder, req.fence, req.max_checkpoints);
+        let (state, hash, at) = (req.state_json, req.state_hash, req.at);
+        let r = match req.bump {
+            None => {
+                let args: [&(dyn ToSql + Sync); 9] =
+                    [&self.key, &item, &hid, &holder, &fence, &state, &hash, &at, &max];
+                self.call(CHECKPOINT_CALL, &args)?
+            }
+            Some(bump) => {
+                // The envelope as stored now; the function writes the new
+                // text only if the stored one is still this one.
+                let Some(read) = self.call(ENVELOPE_READ, &[&hid])? else { return Ok(None) };
+                let Some(read) = read else { return Ok(None) };
+                let (old, md5): (String, String) = (read.get(0), read.get(1));
+                let Some(new) = bump(&old) else { return Ok(None) };
+                let env_at = crate::envelope::now();
+                let args: [&(dyn ToSql + Sync); 12] =
+                    [&self.key, &item, &hid, &holder, &fence, &state, &hash, &at, &max, &md5, &new, &env_at];
+                self.call(CHECKPOINT_STEPS_CALL, &args)?
+            }
+        };
+        let Some(Some(r)) = r else { return Ok(None) };
+        // Only the steps variant returns `new_lease`.
+        let lease_expires_at = r.try_get::<_, Option<f64>>("new_lease").ok().flatten();
+        Ok(Some(CheckpointOnce {
+            seen: seen(&r, hid),
+            seq: r.get("next_seq"),
+            inserted: r.get("inserted"),
+            lease_expires_at,
+        }))
     }
 
     pub(super) fn heartbeat_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<HeartbeatOnce>> {
-        let Some(r) = self.call(HEARTBEAT_CALL, args)? else { return Ok(None) };
+        let Some(Some(r)) = self.call(HEARTBEAT_CALL, args)? else { return Ok(None) };
         Ok(Some(HeartbeatOnce { seen: seen(&r, hid), lease_expires_at: r.get("new_lease") }))
     }
 }
 
 /// Prepared once per connection, then one Bind/Execute/Sync per call.
-fn run(conn: &mut Conn, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> std::result::Result<Row, postgres::Error> {
+fn run(
+    conn: &mut Conn,
+    sql: &'static str,
+    args: &[&(dyn ToSql + Sync)],
+) -> std::result::Result<Option<Row>, postgres::Error> {
     let st = match conn.stmts.get(sql) {
         Some(s) => s.clone(),
         None => {
@@ -201,5 +278,5 @@ fn run(conn: &mut Conn, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> std:
             s
         }
     };
-    conn.client.query_one(&st, args)
+    conn.client.query_opt(&st, args)
 }
