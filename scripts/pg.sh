@@ -11,7 +11,9 @@
 #                                        (ssl=on) with a throwaway CA made by
 #                                        openssl: DIR/tls/ca.crt signed the
 #                                        server certificate (CN and SAN
-#                                        localhost, SAN IP 127.0.0.1);
+#                                        localhost, SAN IP 127.0.0.1; the
+#                                        server also listens on 127.0.0.2,
+#                                        which the certificate does not name);
 #                                        DIR/tls/other-ca.crt is an unrelated CA
 #                                        (for tests of a wrong CA).
 #   scripts/pg.sh stop DIR               stop it (fast) and remove DIR.
@@ -71,7 +73,9 @@ pg_start_dir() {
     opts="-c port=$port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$dir -c fsync=on"
     opts="$opts -c synchronous_commit=on -c max_connections=400"
     if [ -f "$dir/tls/server.key" ]; then
+        # Also on 127.0.0.2: an address the certificate does not name.
         opts="$opts -c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
+        opts="$opts -c listen_addresses=127.0.0.1,127.0.0.2"
     fi
     if [ -f "$dir/extra_opts" ]; then opts="$opts $(cat "$dir/extra_opts")"; fi
     as_owner "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" \
@@ -84,12 +88,12 @@ make_certs() {
     mkdir -p "$t"
     (
         cd "$t"
-        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=dhp test CA" \
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=dhp test CA" \
             -keyout ca.key -out ca.crt
-        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=dhp other CA" \
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=dhp other CA" \
             -keyout other-ca.key -out other-ca.crt
-        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
-        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' >ext.cnf
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n' >ext.cnf
         openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
             -extfile ext.cnf -out server.crt
         chmod 600 server.key ca.key other-ca.key
@@ -123,6 +127,9 @@ cmd_start() {
     as_owner "$PGBIN/initdb" -D "$dir/data" -U postgres --pwfile="$dir/pwfile" \
         --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
+    if [ -n "$tls" ]; then
+        as_owner sh -c "echo 'host all all 127.0.0.2/32 scram-sha-256' >> '$dir/data/pg_hba.conf'"
+    fi
     pg_start_dir "$dir"
     as_owner "$PGBIN/createdb" -h "$dir" -p "$port" -U postgres dhp >&2
     if [ -n "$watch" ]; then

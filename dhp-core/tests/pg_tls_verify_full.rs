@@ -1,6 +1,8 @@
 //! `sslmode=verify-full` (and `verify-ca`) with the CA that signed the
 //! server's certificate: the store works, by IP address and by host name
-//! (the certificate names both).
+//! (the certificate names both). At an address the certificate does not
+//! name, `verify-full` refuses (exit 11, naming the problem) and
+//! `verify-ca`, which checks only the chain, connects.
 
 mod common;
 mod pg_support;
@@ -22,4 +24,12 @@ fn verify_full_with_the_right_ca_works() {
         let (code, v, err) = dhp(&["status", &url, &hid], &[]);
         assert_eq!((code, v["status"].as_str()), (0, Some("pending")), "{v} {err}");
     }
+    let unnamed = c.url.replace("@127.0.0.1:", "@127.0.0.2:");
+    let url = format!("{unnamed}?sslmode=verify-full&sslrootcert={}&schema=t_tls_vf_unnamed", c.ca());
+    let (code, v, err) = dhp(&["dispatch", &url, "--kind", "t", "--schema", "{}"], &[]);
+    assert_eq!(code, 11, "{v} {err}");
+    assert!(err.contains("certificate not valid for name"), "{err}");
+    let url = format!("{unnamed}?sslmode=verify-ca&sslrootcert={}&schema=t_tls_vf_unnamed", c.ca());
+    let (code, v, err) = dhp(&["dispatch", &url, "--kind", "t", "--schema", "{}"], &[]);
+    assert_eq!(code, 0, "verify-ca does not check the name: {v} {err}");
 }
