@@ -134,6 +134,10 @@ pub struct OwnerSeen {
     pub now: f64,
 }
 
+/// From the stored envelope text, the new one (`None`: cannot; leave it to
+/// the transaction).
+pub type EnvelopeBump<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
+
 /// A checkpoint for [`Backend::checkpoint_once`].
 pub struct CheckpointReq<'a> {
     pub holder: &'a str,
@@ -146,7 +150,7 @@ pub struct CheckpointReq<'a> {
     /// Counted steps: from the stored envelope text, the new one (`steps`
     /// added); `None` leaves the whole checkpoint to the transaction. The
     /// lease is then extended as well.
-    pub bump: Option<&'a mut dyn FnMut(&str) -> Option<String>>,
+    pub bump: Option<EnvelopeBump<'a>>,
 }
 
 /// Outcome of [`Backend::checkpoint_once`]. When the checks passed, the
