@@ -110,14 +110,19 @@ pub fn prefill_checkpoints(db: &Path, hid: &str, start: i64, n: i64) -> Result<(
 /// store stays on disk (under the caller's scratch directory) when the bed
 /// is dropped: deleting it mid-run would slow the next measurement's fsyncs.
 pub struct CheckpointBed {
+    /// The store directory.
     pub root: PathBuf,
+    /// The runner that claimed the handoff.
     pub runner: Runner,
+    /// The claimed handoff.
     pub hid: String,
+    /// Its fencing token.
     pub fence: i64,
     next: u64,
 }
 
 impl CheckpointBed {
+    /// A bed under `base` whose handoff already has `depth` checkpoints.
     pub fn new(base: &Path, depth: i64) -> Result<Self> {
         Self::warmed(base, depth, 0)
     }

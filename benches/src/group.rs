@@ -47,7 +47,9 @@ pub struct GroupCommitter {
 /// Statistics of a committer run.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CommitStats {
+    /// Write transactions committed.
     pub transactions: u64,
+    /// Checkpoints written by them.
     pub checkpoints: u64,
 }
 

@@ -22,6 +22,11 @@
 //! assert!(md.contains("| 900 | 300 | 3.00× |"));
 //! ```
 
+// Library code documents every public item and never unwraps (tests may:
+// clippy.toml allows it in `#[cfg(test)]` code).
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
 pub mod fixture;
 pub mod group;
 pub mod measure;

@@ -66,6 +66,7 @@ pub struct FsyncProbe {
 }
 
 impl FsyncProbe {
+    /// A probe file in `dir`.
     pub fn new(dir: &Path) -> Result<Self> {
         let path = dir.join(format!("fsync-probe-{}", std::process::id()));
         let file = std::fs::OpenOptions::new()
@@ -119,6 +120,7 @@ pub struct CommitProbe {
 }
 
 impl CommitProbe {
+    /// A probe database in `dir`.
     pub fn new(dir: &Path) -> Result<Self> {
         let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
         let c = Connection::open(&db)?;
@@ -163,12 +165,17 @@ pub struct PeakRss {
     pub vm_hwm_kib: i64,
     /// Resident anonymous / file-backed KiB at the exit stop.
     pub anon_kib: i64,
+    /// File-backed resident KiB at the exit stop.
     pub file_kib: i64,
     /// The largest mappings at the exit stop: (Rss KiB, mapping).
     pub top_mappings: Vec<(i64, String)>,
+    /// The exit code, if the process exited (not killed).
     pub exit_code: Option<i32>,
+    /// Wall-clock seconds from spawn to exit.
     pub elapsed_s: f64,
+    /// What it printed on stdout.
     pub stdout: String,
+    /// What it printed on stderr.
     pub stderr: String,
 }
 

@@ -13,16 +13,22 @@ use std::time::{Duration, Instant};
 /// Sizes of one run.
 #[derive(Debug, Clone, Copy)]
 pub struct PgSizes {
+    /// Operations per measured row.
     pub ops: usize,
+    /// Seconds per throughput run.
     pub seconds: f64,
+    /// Workers killed in the recovery run.
     pub kills: usize,
+    /// Worker process counts to measure.
     pub processes: &'static [usize],
 }
 
 impl PgSizes {
+    /// The sizes of a full run.
     pub fn full() -> Self {
         PgSizes { ops: 2000, seconds: 5.0, kills: 40, processes: &[1, 8, 32] }
     }
+    /// Small sizes for a smoke run.
     pub fn quick() -> Self {
         PgSizes { ops: 50, seconds: 0.5, kills: 3, processes: &[1, 2] }
     }
@@ -123,7 +129,7 @@ pub fn aggregate(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result
         let out = c.wait_with_output().map_err(|e| Error::Io { path: bench.to_path_buf(), source: e })?;
         let text = String::from_utf8_lossy(&out.stdout);
         let n: u64 = text.trim().parse().map_err(|_| {
-            Error::Validation(format!("cp-worker failed: {text} {}", String::from_utf8_lossy(&out.stderr)))
+            Error::validation(format!("cp-worker failed: {text} {}", String::from_utf8_lossy(&out.stderr)))
         })?;
         total += n;
     }
@@ -189,7 +195,7 @@ pub fn kill_to_orphaned(dhp: &Path, url: &str, kills: usize) -> Result<Value> {
         let ready = Instant::now() + Duration::from_secs(30);
         while r.status(&hid)?["checkpoints"].as_i64().unwrap_or(0) < 2 {
             if Instant::now() > ready {
-                return Err(Error::Validation(format!("victim {k} made no progress")));
+                return Err(Error::validation(format!("victim {k} made no progress")));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -201,7 +207,7 @@ pub fn kill_to_orphaned(dhp: &Path, url: &str, kills: usize) -> Result<Value> {
                 break;
             }
             if t0.elapsed() > Duration::from_secs(60) {
-                return Err(Error::Validation(format!("victim {k} not orphaned within 60 s")));
+                return Err(Error::validation(format!("victim {k} not orphaned within 60 s")));
             }
             std::thread::sleep(Duration::from_micros(500));
         }
@@ -234,17 +240,17 @@ pub fn loadavg() -> String {
 pub fn server_settings(url: &str) -> Result<Value> {
     let loc = match dhp_core::store::StoreLocation::parse(url)? {
         dhp_core::store::StoreLocation::Postgres(p) => p,
-        other => return Err(Error::Validation(format!("not a PostgreSQL URL: {other}"))),
+        other => return Err(Error::validation(format!("not a PostgreSQL URL: {other}"))),
     };
     let mut c = postgres::Client::connect(&loc.url, postgres::NoTls)
-        .map_err(|e| Error::Validation(format!("reading the server settings: {e}")))?;
+        .map_err(|e| Error::validation_from(format!("reading the server settings: {e}"), e))?;
     let rows = c
         .query(
             "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'commit_delay', \
              'commit_siblings', 'wal_sync_method', 'full_page_writes', 'server_version') ORDER BY name",
             &[],
         )
-        .map_err(|e| Error::Validation(format!("reading the server settings: {e}")))?;
+        .map_err(|e| Error::validation_from(format!("reading the server settings: {e}"), e))?;
     Ok(Value::Object(rows.iter().map(|r| (r.get::<_, String>(0), Value::String(r.get(1)))).collect()))
 }
 

@@ -61,9 +61,13 @@ fn verdict(ok: bool) -> &'static str {
 /// One target: what it asks, the number, and whether it holds.
 #[derive(Debug, Clone)]
 pub struct Target {
+    /// What is measured.
     pub name: String,
+    /// The target, in words.
     pub wanted: String,
+    /// The measured number, in words.
     pub got: String,
+    /// Whether the target holds; `None` when it was not measured.
     pub met: Option<bool>,
 }
 

@@ -18,26 +18,47 @@ use std::time::{Duration, Instant};
 /// How much of everything to run.
 #[derive(Debug, Clone)]
 pub struct Sizes {
+    /// Small sizes (`--quick`): a smoke run, not a measurement.
     pub quick: bool,
+    /// Rounds of each measurement (the median is reported).
     pub rounds: usize,
+    /// Envelopes built per round.
     pub build_iters: usize,
+    /// Hashes of a 1 KiB state per round.
     pub hash_1k_iters: usize,
+    /// Hashes of a 100 KiB state per round.
     pub hash_100k_iters: usize,
+    /// Dispatches per round.
     pub dispatch_iters: usize,
+    /// Claims per round.
     pub claim_iters: usize,
+    /// Checkpoint depths (earlier checkpoints) to measure a checkpoint at.
     pub ckpt_depths: Vec<i64>,
+    /// Checkpoints per round.
     pub ckpt_iters: usize,
+    /// Rounds of the checkpoint measurement.
     pub ckpt_rounds: usize,
+    /// Batch sizes of the group-commit rows.
     pub group_batches: Vec<usize>,
+    /// Thread counts of the group-commit rows.
     pub group_threads: Vec<usize>,
+    /// Checkpoints per group-commit row.
     pub group_iters: usize,
+    /// Recover races run.
     pub recover_races: usize,
+    /// Runners in each recover race.
     pub racers: usize,
+    /// Lines in the ingested transport log.
     pub ingest_lines: usize,
+    /// Ingests per round.
     pub ingest_reps: usize,
+    /// Handoffs in the store a supervisor scan walks.
     pub scan_handoffs: usize,
+    /// Scans per round.
     pub scan_reps: usize,
+    /// fsyncs per probe round.
     pub fsync_n: usize,
+    /// Checkpoints shipped per round.
     pub ship_iters: usize,
     /// Operations per transaction for the batched dispatch/claim rows.
     pub batch: usize,
@@ -582,7 +603,7 @@ pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Resu
     let p = measure::peak_rss(&mut cmd)?;
     let _ = std::fs::remove_dir_all(&root);
     if p.exit_code != Some(0) {
-        return Err(dhp_core::Error::Validation(format!(
+        return Err(dhp_core::Error::validation(format!(
             "dhp work failed ({:?}): {} {}",
             p.exit_code, p.stdout, p.stderr
         )));

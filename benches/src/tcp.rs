@@ -37,13 +37,13 @@ impl TcpServer {
                     .worker_threads(2)
                     .enable_all()
                     .build()
-                    .map_err(|e| Error::Transport(format!("runtime: {e}")))?;
+                    .map_err(|e| Error::transport_from(format!("runtime: {e}"), e))?;
                 rt.block_on(async move {
                     let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
                         Ok(l) => l,
                         Err(e) => {
-                            let _ = addr_tx.send(Err(Error::Transport(format!("bind: {e}"))));
-                            return Err(Error::Transport(format!("bind: {e}")));
+                            let _ = addr_tx.send(Err(Error::transport(format!("bind: {e}"))));
+                            return Err(Error::transport_from(format!("bind: {e}"), e));
                         }
                     };
                     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -55,7 +55,7 @@ impl TcpServer {
                 })
             })
             .map_err(|e| io_err(Path::new("thread"), e))?;
-        let addr = addr_rx.recv().map_err(|_| Error::Transport("server thread died".into()))??;
+        let addr = addr_rx.recv().map_err(|_| Error::transport("server thread died"))??;
         Ok(TcpServer { addr, stop: Some(stop_tx), thread: Some(thread) })
     }
 
@@ -74,7 +74,7 @@ impl TcpServer {
             let _ = s.send(());
         }
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| Error::Transport("server thread panicked".into()))?,
+            Some(t) => t.join().map_err(|_| Error::transport("server thread panicked"))?,
             None => Ok(ServerStats::default()),
         }
     }
@@ -88,7 +88,9 @@ impl Drop for TcpServer {
 
 /// A shipper with its envelope shipped, ready to ship checkpoint lines.
 pub struct ShipBed {
+    /// The shipper, connected.
     pub shipper: TcpShipper,
+    /// The handoff whose envelope was shipped.
     pub hid: String,
     next: i64,
 }

@@ -33,6 +33,10 @@
 //! assert!(h.events[0].is_chaos());
 //! ```
 
+// Library code never unwraps (tests may: clippy.toml allows it in
+// `#[cfg(test)]` code).
+#![warn(clippy::unwrap_used)]
+
 pub mod check;
 pub mod config;
 pub mod hist;

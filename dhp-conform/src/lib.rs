@@ -26,6 +26,10 @@
 //! `dhp-conform --compare ours reference`) is described in the crate's
 //! README.
 
+// Library code never unwraps (tests may: clippy.toml allows it in
+// `#[cfg(test)]` code).
+#![warn(clippy::unwrap_used)]
+
 pub mod assertions;
 pub mod catalogue;
 pub mod check;

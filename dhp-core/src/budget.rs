@@ -39,7 +39,7 @@ fn num_in(name: &str, v: &Value, lo: f64, hi: f64, open_lo: bool) -> Result<f64>
 /// Check a whole budget object.
 pub fn validate(budget: &Value) -> Result<()> {
     let Some(map) = budget.as_object() else {
-        return Err(Error::Validation(format!("budget must be a JSON object, got {budget}")));
+        return Err(Error::validation(format!("budget must be a JSON object, got {budget}")));
     };
     for (k, v) in map {
         match k.as_str() {
@@ -48,7 +48,7 @@ pub fn validate(budget: &Value) -> Result<()> {
             "max_spend_usd" => num_in(k, v, 0.0, MAX_SPEND_USD, false).map(drop)?,
             "max_wallclock_s" => num_in(k, v, 0.0, MAX_WALLCLOCK_S, true).map(drop)?,
             other => {
-                return Err(Error::Validation(format!("unknown budget key {other:?} (known: {})", KEYS.join(", "))))
+                return Err(Error::validation(format!("unknown budget key {other:?} (known: {})", KEYS.join(", "))))
             }
         }
     }

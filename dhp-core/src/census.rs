@@ -16,8 +16,11 @@ pub const MAX_CHUNK: u64 = 10_000_000;
 /// A census range `[lo, hi)` sieved `chunk` numbers at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
+    /// First number of the range (inclusive).
     pub lo: u64,
+    /// End of the range (exclusive).
     pub hi: u64,
+    /// Numbers sieved per chunk (one checkpoint each).
     pub chunk: u64,
 }
 
@@ -32,7 +35,7 @@ impl Spec {
             });
         }
         if lo >= hi {
-            return Err(Error::Validation(format!("census wants LO < HI, got {lo},{hi}")));
+            return Err(Error::validation(format!("census wants LO < HI, got {lo},{hi}")));
         }
         if !(1..=MAX_CHUNK).contains(&chunk) {
             return Err(Error::OutOfRange {
@@ -48,11 +51,12 @@ impl Spec {
     pub fn parse(text: &str) -> Result<Spec> {
         let parts: Vec<&str> = text.split(',').map(str::trim).collect();
         let [lo, hi, chunk] = parts[..] else {
-            return Err(Error::Validation(format!("census wants LO,HI,CHUNK, got {text:?}")));
+            return Err(Error::validation(format!("census wants LO,HI,CHUNK, got {text:?}")));
         };
         let num = |what: &str, p: &str| {
-            p.parse::<u64>()
-                .map_err(|_| Error::Validation(format!("census {what} must be a non-negative integer, got {p:?}")))
+            p.parse::<u64>().map_err(|e| {
+                Error::validation_from(format!("census {what} must be a non-negative integer, got {p:?}"), e)
+            })
         };
         Spec::new(num("LO", lo)?, num("HI", hi)?, num("CHUNK", chunk)?)
     }

@@ -77,16 +77,27 @@ pub fn lease_expiry(t: f64, interval_s: f64, max_missed: i64) -> Result<f64> {
 /// Every operational knob of DHP.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// Seconds between heartbeats (`DHP_LEASE_INTERVAL_S`).
     pub lease_interval_s: f64,
+    /// Heartbeats a lease may miss before it expires (`DHP_LEASE_MAX_MISSED`).
     pub lease_max_missed: i64,
+    /// Seconds between supervisor scans (`DHP_SUPERVISOR_SCAN_S`).
     pub supervisor_scan_s: f64,
+    /// Seconds a supervisor leadership lasts unless renewed (`DHP_LEADER_TTL_S`).
     pub leader_ttl_s: f64,
+    /// Seconds without a new checkpoint before a handoff counts as stalled (`DHP_STALL_TIMEOUT_S`).
     pub stall_timeout_s: f64,
+    /// Identical consecutive checkpoints before a handoff counts as stalled (`DHP_STALL_MAX_REPEATS`).
     pub stall_max_repeats: i64,
+    /// Largest checkpoint state in bytes (`DHP_MAX_CHECKPOINT_BYTES`).
     pub max_checkpoint_bytes: usize,
+    /// Largest envelope in bytes (`DHP_MAX_ENVELOPE_BYTES`).
     pub max_envelope_bytes: usize,
+    /// Largest result in bytes (`DHP_MAX_RESULT_BYTES`).
     pub max_result_bytes: usize,
+    /// Most checkpoints one handoff may write (`DHP_MAX_CHECKPOINTS`).
     pub max_checkpoints_per_handoff: i64,
+    /// Longest transport-log or TCP line in bytes (`DHP_TRANSPORT_MAX_LINE_BYTES`).
     pub transport_max_line_bytes: usize,
 }
 
@@ -108,10 +119,16 @@ impl Default for Config {
     }
 }
 
-fn env_num<T: std::str::FromStr>(get: &impl Fn(&str) -> Option<String>, name: &str, default: T) -> Result<T> {
+fn env_num<T>(get: &impl Fn(&str) -> Option<String>, name: &str, default: T) -> Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
     match get(name) {
         None => Ok(default),
-        Some(raw) => raw.trim().parse().map_err(|_| Error::Config(format!("{name}={raw:?} is not a valid number"))),
+        Some(raw) => {
+            raw.trim().parse().map_err(|e| Error::config_from(format!("{name}={raw:?} is not a valid number"), e))
+        }
     }
 }
 
@@ -144,7 +161,7 @@ impl Config {
     /// The reference's `DHPConfig.validate`, plus upper bounds (see
     /// `docs/cli.md`), with messages that name the knob.
     pub fn validate(&self) -> Result<()> {
-        let bad = |m: String| Err(Error::Config(m));
+        let bad = |m: String| Err(Error::config(m));
         for (name, v) in [
             ("DHP_LEASE_INTERVAL_S", self.lease_interval_s),
             ("DHP_SUPERVISOR_SCAN_S", self.supervisor_scan_s),
@@ -235,7 +252,7 @@ mod tests {
             ("DHP_MAX_CHECKPOINTS", "1000000001"),
         ] {
             let e = with(&[(k, v)]).unwrap_err();
-            assert!(matches!(e, Error::Config(_)) && e.to_string().contains(k), "{k}={v}: {e}");
+            assert!(matches!(e, Error::Config { .. }) && e.to_string().contains(k), "{k}={v}: {e}");
         }
         let c = with(&[("DHP_LEASE_INTERVAL_S", "86400"), ("DHP_LEASE_MAX_MISSED", "1000")]).unwrap();
         assert!(c.lease_ttl_s().is_finite());

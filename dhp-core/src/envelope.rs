@@ -80,9 +80,13 @@ fn truncate(s: &str, n: usize) -> String {
 /// Budget caps of a contract.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Budget {
+    /// Most steps (checkpoints reporting progress) the handoff may take.
     pub max_steps: i64,
+    /// Most the handoff may spend, in US dollars.
     pub max_spend_usd: f64,
+    /// Most wall-clock seconds from the first claim.
     pub max_wallclock_s: f64,
+    /// Most claims and recoveries before the handoff is dead-lettered.
     pub max_attempts: i64,
 }
 
@@ -111,13 +115,21 @@ pub struct BuildOptions {
     /// Budget object; `None` means [`Budget::BUILD_DEFAULT`]. Any JSON object
     /// is accepted so that partial or extended budgets hash as given.
     pub budget: Option<Value>,
+    /// `contract.deadline` (ISO-8601); default none.
     pub deadline: Option<String>,
+    /// `contract.acceptance` criteria; default an empty list.
     pub acceptance: Option<Vec<Value>>,
+    /// `provenance.parent_handoff_id`: the handoff that spawned this one.
     pub parent_handoff_id: Option<String>,
+    /// `provenance.trace_id`; default a random 16-hex-digit id.
     pub trace_id: Option<String>,
+    /// `provenance.created_by`; default `dhp/0.1`.
     pub created_by: Option<String>,
+    /// `idempotency_key`; default a random one.
     pub idempotency_key: Option<String>,
+    /// `contract.max_stall_retries`; default 2.
     pub max_stall_retries: Option<i64>,
+    /// `contract.capabilities`: the declared capabilities; default none.
     pub capabilities: Option<Value>,
     /// Fixed `created_at` (tests and vectors); default now.
     pub created_at: Option<String>,
@@ -167,12 +179,12 @@ pub fn build(kind: &str, inputs: Value, output_schema: Value, opts: BuildOptions
 
 /// The immutable part of an envelope covered by its id.
 pub fn spec_of(env: &Value) -> Result<Value> {
-    let field = |k: &str| env.get(k).cloned().ok_or_else(|| Error::Validation(format!("envelope has no {k:?}")));
+    let field = |k: &str| env.get(k).cloned().ok_or_else(|| Error::validation(format!("envelope has no {k:?}")));
     let idem = env
         .get("delivery")
         .and_then(|d| d.get("idempotency_key"))
         .cloned()
-        .ok_or_else(|| Error::Validation("envelope has no delivery.idempotency_key".into()))?;
+        .ok_or_else(|| Error::validation("envelope has no delivery.idempotency_key"))?;
     Ok(json!({
         "version": field("version")?,
         "task": field("task")?,
@@ -213,13 +225,13 @@ pub fn verify_inputs(env: &Value) -> bool {
 /// Verify identity and input binding; the typed error says which failed.
 pub fn verify(env: &Value) -> Result<String> {
     if !env.is_object() {
-        return Err(Error::Validation("envelope must be a JSON object".into()));
+        return Err(Error::validation("envelope must be a JSON object"));
     }
     if !verify_id(env) {
-        return Err(Error::Tamper("handoff_id does not match envelope body".into()));
+        return Err(Error::tamper("handoff_id does not match envelope body"));
     }
     if !verify_inputs(env) {
-        return Err(Error::Tamper("inputs do not match input_hash".into()));
+        return Err(Error::tamper("inputs do not match input_hash"));
     }
     let hid = env["handoff_id"].as_str().unwrap_or_default();
     check_hid(hid)?;
@@ -231,7 +243,7 @@ pub fn validate_result(env: &Value, result: &Value) -> Result<()> {
     let hid = env.get("handoff_id").and_then(Value::as_str).unwrap_or_default().to_string();
     let schema = env
         .pointer("/contract/output_schema")
-        .ok_or_else(|| Error::Validation("envelope has no contract.output_schema".into()))?;
+        .ok_or_else(|| Error::validation("envelope has no contract.output_schema"))?;
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| Error::SchemaViolation { hid: hid.clone(), detail: format!("invalid output_schema: {e}") })?;
     let errors: Vec<String> = validator.iter_errors(result).map(|e| format!("{e} at {}", e.instance_path())).collect();
@@ -263,7 +275,7 @@ mod tests {
         let mut bad = env.clone();
         bad["task"]["inputs"]["inline"]["n"] = json!(2);
         assert!(!verify_inputs(&bad) && !verify_id(&bad));
-        assert!(matches!(verify(&bad), Err(Error::Tamper(_))));
+        assert!(matches!(verify(&bad), Err(Error::Tamper { .. })));
     }
 
     #[test]

@@ -10,6 +10,49 @@ use std::path::PathBuf;
 /// Result alias for dhp-core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The underlying error a variant keeps as its [`source`](std::error::Error::source).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What kind of store failure an [`Error::Store`] is, independent of the
+/// engine (SQLite or PostgreSQL) that reported it. The classification
+/// decides whether a scan skips one row or stops ([`Error::concerns_one_row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// Another connection holds a lock the operation needs (SQLite busy or
+    /// locked past the busy timeout). Store-wide; retrying later may work.
+    Busy,
+    /// The database aborted this transaction to resolve a conflict with
+    /// another one (PostgreSQL deadlock or serialization failure);
+    /// nothing of it was written.
+    Conflict,
+    /// The store cannot be used at all: an I/O failure, a full disk, a
+    /// read-only or unopenable file, no permission, out of memory.
+    Unavailable,
+    /// The file is not a database, or the database is corrupt.
+    Corrupt,
+    /// The database server could not be reached, refused the login, or the
+    /// connection broke.
+    Connection,
+    /// The database server rejected a statement (any PostgreSQL server
+    /// error not classified above). Store-wide.
+    Statement,
+    /// A statement violated a constraint of the embedded database
+    /// (SQLite). Concerns the rows it touched.
+    Constraint,
+    /// Anything else the embedded database reported, such as a stored value
+    /// that cannot be read as its column's type. Concerns one row.
+    Other,
+}
+
+impl StoreErrorKind {
+    /// True when the failure is about the rows a statement touched rather
+    /// than the store as a whole.
+    pub fn concerns_one_row(self) -> bool {
+        matches!(self, StoreErrorKind::Constraint | StoreErrorKind::Other)
+    }
+}
+
 /// Everything that can go wrong in DHP, typed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -17,105 +60,322 @@ pub enum Error {
     // ---- validation ----
     /// A handoff, worker or supervisor id that is not well formed.
     #[error("malformed {what}: {reason}")]
-    MalformedId { what: &'static str, reason: String },
+    MalformedId {
+        /// Which id ("handoff id", "runner id", ...).
+        what: &'static str,
+        /// Why it is not well formed.
+        reason: String,
+    },
     /// Input that is structurally wrong (not an object, missing field, ...).
-    #[error("invalid input: {0}")]
-    Validation(String),
+    #[error("invalid input: {reason}")]
+    Validation {
+        /// What is wrong with the input.
+        reason: String,
+        /// The parse or conversion error behind it, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// A result that violates the contract's `output_schema`.
     #[error("result violates output_schema: {detail}")]
-    SchemaViolation { hid: String, detail: String },
+    SchemaViolation {
+        /// The handoff whose result it is.
+        hid: String,
+        /// The schema validator's findings.
+        detail: String,
+    },
     /// No handoff with that id in this store.
     #[error("unknown handoff {}", short(hid))]
-    UnknownHandoff { hid: String },
+    UnknownHandoff {
+        /// The id asked for.
+        hid: String,
+    },
     /// A payload larger than its configured limit.
     #[error("{what} is {size} bytes, over the limit of {limit}")]
-    Oversize { what: &'static str, size: usize, limit: usize },
+    Oversize {
+        /// Which payload (checkpoint, envelope, result, line).
+        what: &'static str,
+        /// Its size in bytes.
+        size: usize,
+        /// The configured limit in bytes.
+        limit: usize,
+    },
     /// JSON text that does not parse.
-    #[error("bad JSON: {0}")]
-    Json(String),
+    #[error("bad JSON: {detail}")]
+    Json {
+        /// The parser's message.
+        detail: String,
+        /// The parser's error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// NaN or an infinity, which JSON cannot carry.
     #[error("non-finite number {0} cannot be written as JSON")]
-    NonFinite(String),
+    NonFinite(
+        /// The number as Rust prints it.
+        String,
+    ),
     /// A number (a duration, a count) outside its documented range.
     #[error("{name}={value} is out of range: want {range}")]
-    OutOfRange { name: String, value: String, range: String },
+    OutOfRange {
+        /// The setting, flag or argument.
+        name: String,
+        /// The value given.
+        value: String,
+        /// The accepted range, in words.
+        range: String,
+    },
 
     // ---- ownership / fencing ----
     /// Lost a compare-and-set race (claim, recover, checkpoint seq).
     #[error("ownership lost for {}: {reason}", short(hid))]
-    OwnershipLost { hid: String, reason: String },
+    OwnershipLost {
+        /// The handoff.
+        hid: String,
+        /// Who or what won the race.
+        reason: String,
+    },
     /// Holder and fence match but the lease ran out.
     #[error("lease lost for {}: expired {expired_ago_s:.3}s ago", short(hid))]
-    LeaseLost { hid: String, expired_ago_s: f64 },
+    LeaseLost {
+        /// The handoff.
+        hid: String,
+        /// Seconds since the lease expired, by the store's clock.
+        expired_ago_s: f64,
+    },
     /// The presented (holder, fence) is not the current owner.
     #[error(
         "stale fence for {}: presented {presented} as {holder}, current {current:?} held by {current_holder:?}",
         short(hid)
     )]
-    StaleFence { hid: String, holder: String, presented: i64, current: Option<i64>, current_holder: Option<String> },
+    StaleFence {
+        /// The handoff.
+        hid: String,
+        /// The runner that presented the fence.
+        holder: String,
+        /// The fencing token presented.
+        presented: i64,
+        /// The current fencing token, if the handoff is owned.
+        current: Option<i64>,
+        /// The current holder, if the handoff is owned.
+        current_holder: Option<String>,
+    },
 
     // ---- lifecycle ----
     /// The operation is not allowed in the handoff's current status.
     #[error("{op} rejected for {}: {reason}", short(hid))]
-    State { hid: String, op: &'static str, reason: String },
+    State {
+        /// The handoff.
+        hid: String,
+        /// The operation refused (claim, checkpoint, complete, ...).
+        op: &'static str,
+        /// Why (usually the current status).
+        reason: String,
+    },
     /// Steps, spend or wall clock over the contract's budget.
     #[error("budget exceeded for {}: {reason}", short(hid))]
-    BudgetExceeded { hid: String, reason: String },
+    BudgetExceeded {
+        /// The handoff.
+        hid: String,
+        /// Which budget and by how much.
+        reason: String,
+    },
     /// A content address did not verify.
-    #[error("tampered or corrupt: {0}")]
-    Tamper(String),
+    #[error("tampered or corrupt: {detail}")]
+    Tamper {
+        /// What did not verify.
+        detail: String,
+        /// The failed check underneath (e.g. an envelope's own tamper
+        /// error inside a bundle or log), if any.
+        #[source]
+        source: Option<BoxError>,
+    },
 
     // ---- approvals / capabilities ----
     /// An irreversible action needs an approval first.
     #[error("{action_class} action needs approval: {approval_id}")]
-    ApprovalRequired { approval_id: String, action_class: String },
+    ApprovalRequired {
+        /// The approval request created for it.
+        approval_id: String,
+        /// The contract's action class.
+        action_class: String,
+    },
     /// No approval request with that id in this store.
     #[error("unknown approval {approval_id}")]
-    UnknownApproval { approval_id: String },
+    UnknownApproval {
+        /// The id asked for.
+        approval_id: String,
+    },
     /// The approval was already decided (or expired): a decision is final.
     #[error("approval {approval_id} is already {status}")]
-    ApprovalDecided { approval_id: String, status: String },
+    ApprovalDecided {
+        /// The approval request.
+        approval_id: String,
+        /// Its status (approved, denied, expired).
+        status: String,
+    },
     /// The approval was denied or expired.
     #[error("approval {approval_id} {status}")]
-    ApprovalDenied { approval_id: String, status: String },
+    ApprovalDenied {
+        /// The approval request.
+        approval_id: String,
+        /// Its status (denied, expired).
+        status: String,
+    },
     /// The contract does not declare this capability.
     #[error("capability denied: {domain}:{resource} not in the contract of {}", short(hid))]
-    CapabilityDenied { hid: String, domain: String, resource: String },
+    CapabilityDenied {
+        /// The handoff.
+        hid: String,
+        /// The capability's domain.
+        domain: String,
+        /// The resource asked for.
+        resource: String,
+    },
 
     // ---- transport ----
     /// TCP or log transport failure.
-    #[error("transport: {0}")]
-    Transport(String),
+    #[error("transport: {detail}")]
+    Transport {
+        /// What failed, with the peer or file involved.
+        detail: String,
+        /// The socket, protocol or I/O error underneath, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
 
     // ---- environment ----
     /// The store was written by a newer dhp.
     #[error("store schema v{found} is newer than this dhp (v{supported}); upgrade dhp first")]
-    NewerSchema { found: i64, supported: i64 },
+    NewerSchema {
+        /// The store's schema version.
+        found: i64,
+        /// The newest schema version this dhp knows.
+        supported: i64,
+    },
     /// A DHP_* setting that does not validate.
-    #[error("configuration: {0}")]
-    Config(String),
+    #[error("configuration: {detail}")]
+    Config {
+        /// Which setting and why (names the variable).
+        detail: String,
+        /// The parse error underneath, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// ROOT holds no usable DHP store (missing, empty or foreign file) and
     /// the caller did not ask to create one.
     #[error("no DHP store at {}: {reason}", root.display())]
-    NoStore { root: PathBuf, reason: String },
-    /// SQLite failure.
-    #[error("store: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    NoStore {
+        /// The store directory.
+        root: PathBuf,
+        /// What is there instead.
+        reason: String,
+    },
+    /// The database engine behind the store failed (SQLite or PostgreSQL).
+    #[error("{context}: {detail}")]
+    Store {
+        /// What was being done (`store`, `postgres`, `cannot connect to
+        /// PostgreSQL at HOST:PORT/DB`).
+        context: String,
+        /// The engine-neutral classification.
+        kind: StoreErrorKind,
+        /// The engine's message (for PostgreSQL the server's, with its
+        /// SQLSTATE).
+        detail: String,
+        /// The engine's error.
+        #[source]
+        source: BoxError,
+    },
     /// File system failure, with the path involved.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// A ROOT that is neither a directory nor a `postgres://` URL.
     #[error("store location {location}: {reason}")]
-    StoreLocation { location: String, reason: String },
-    /// PostgreSQL failure (a statement, a lost connection).
-    #[error("postgres: {}", pg_message(.0))]
-    Postgres(#[from] postgres::Error),
-    /// PostgreSQL could not be reached or refused the login.
-    #[error("cannot connect to PostgreSQL at {target}: {}", pg_message(.source))]
-    PgConnect { target: String, source: postgres::Error },
+    StoreLocation {
+        /// The location as given (password masked).
+        location: String,
+        /// Why it is not usable.
+        reason: String,
+    },
     /// The location holds no DHP store, or something that is not one.
     #[error("{location}: {reason}")]
-    NotAStore { location: String, reason: String },
+    NotAStore {
+        /// The location (password masked).
+        location: String,
+        /// What is there instead.
+        reason: String,
+    },
+}
+
+#[doc(hidden)]
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        let kind = match &e {
+            rusqlite::Error::SqliteFailure(f, _) => match f.code {
+                C::DatabaseBusy | C::DatabaseLocked => StoreErrorKind::Busy,
+                C::SystemIoFailure
+                | C::DiskFull
+                | C::CannotOpen
+                | C::ReadOnly
+                | C::OutOfMemory
+                | C::PermissionDenied => StoreErrorKind::Unavailable,
+                C::NotADatabase | C::DatabaseCorrupt => StoreErrorKind::Corrupt,
+                C::ConstraintViolation => StoreErrorKind::Constraint,
+                _ => StoreErrorKind::Other,
+            },
+            _ => StoreErrorKind::Other,
+        };
+        Error::Store { context: "store".into(), kind, detail: e.to_string(), source: Box::new(e) }
+    }
+}
+
+#[doc(hidden)]
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        Error::Store { context: "postgres".into(), kind: pg_kind(&e), detail: pg_message(&e), source: Box::new(e) }
+    }
+}
+
+/// The engine-neutral kind of a PostgreSQL failure: a client-side failure
+/// (no server error) is the connection's.
+fn pg_kind(e: &postgres::Error) -> StoreErrorKind {
+    use postgres::error::SqlState;
+    match e.code() {
+        None => StoreErrorKind::Connection,
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE => {
+            StoreErrorKind::Conflict
+        }
+        Some(c) if c.code().starts_with("08") => StoreErrorKind::Connection,
+        Some(_) => StoreErrorKind::Statement,
+    }
+}
+
+impl Error {
+    /// PostgreSQL at `target` could not be reached or refused the login.
+    pub(crate) fn pg_connect(target: String, e: postgres::Error) -> Self {
+        Error::Store {
+            context: format!("cannot connect to PostgreSQL at {target}"),
+            kind: StoreErrorKind::Connection,
+            detail: pg_message(&e),
+            source: Box::new(e),
+        }
+    }
+
+    /// True when this is a PostgreSQL deadlock (the server aborted the
+    /// transaction; running it again may succeed).
+    pub(crate) fn is_pg_deadlock(&self) -> bool {
+        match self {
+            Error::Store { source, .. } => source
+                .downcast_ref::<postgres::Error>()
+                .is_some_and(|p| p.code() == Some(&postgres::error::SqlState::T_R_DEADLOCK_DETECTED)),
+            _ => false,
+        }
+    }
 }
 
 /// The server's message when there is one, else the client's.
@@ -147,28 +407,13 @@ impl Error {
     /// (I/O, a busy or corrupt database, a lost connection). Scans and
     /// listings quarantine the row and go on; anything else stops them.
     pub fn concerns_one_row(&self) -> bool {
-        use rusqlite::ErrorCode as C;
         match self {
             Error::Io { .. }
             | Error::NewerSchema { .. }
-            | Error::Config(_)
-            | Error::Postgres(_)
-            | Error::PgConnect { .. }
+            | Error::Config { .. }
             | Error::NotAStore { .. }
             | Error::StoreLocation { .. } => false,
-            Error::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => !matches!(
-                f.code,
-                C::DatabaseBusy
-                    | C::DatabaseLocked
-                    | C::SystemIoFailure
-                    | C::DiskFull
-                    | C::CannotOpen
-                    | C::ReadOnly
-                    | C::OutOfMemory
-                    | C::PermissionDenied
-                    | C::NotADatabase
-                    | C::DatabaseCorrupt
-            ),
+            Error::Store { kind, .. } => kind.concerns_one_row(),
             _ => true,
         }
     }
@@ -177,8 +422,8 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::MalformedId { .. }
-            | Error::Validation(_)
-            | Error::Json(_)
+            | Error::Validation { .. }
+            | Error::Json { .. }
             | Error::NonFinite(_)
             | Error::OutOfRange { .. } => "ValidationError",
             Error::SchemaViolation { .. } => "ValidationError",
@@ -189,19 +434,18 @@ impl Error {
             Error::StaleFence { .. } => "FencingError",
             Error::State { .. } => "StateError",
             Error::BudgetExceeded { .. } => "BudgetExceeded",
-            Error::Tamper(_) => "TamperError",
+            Error::Tamper { .. } => "TamperError",
             Error::ApprovalRequired { .. } => "ApprovalRequired",
             Error::UnknownApproval { .. } => "UnknownApproval",
             Error::ApprovalDecided { .. } => "StateError",
             Error::ApprovalDenied { .. } => "ApprovalDenied",
             Error::CapabilityDenied { .. } => "CapabilityDenied",
-            Error::Transport(_) => "TransportError",
+            Error::Transport { .. } => "TransportError",
             Error::NewerSchema { .. } => "ValidationError",
-            Error::Config(_) => "ConfigError",
-            Error::Sqlite(_) | Error::NoStore { .. } => "StoreError",
+            Error::Config { .. } => "ConfigError",
+            Error::Store { .. } | Error::NoStore { .. } | Error::NotAStore { .. } => "StoreError",
             Error::Io { .. } => "IoError",
             Error::StoreLocation { .. } => "ConfigError",
-            Error::Postgres(_) | Error::PgConnect { .. } | Error::NotAStore { .. } => "StoreError",
         }
     }
 
@@ -209,8 +453,8 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::MalformedId { .. }
-            | Error::Validation(_)
-            | Error::Json(_)
+            | Error::Validation { .. }
+            | Error::Json { .. }
             | Error::NonFinite(_)
             | Error::OutOfRange { .. }
             | Error::SchemaViolation { .. }
@@ -219,15 +463,16 @@ impl Error {
             Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } => 5,
             Error::State { .. } | Error::ApprovalDecided { .. } => 6,
             Error::BudgetExceeded { .. } => 7,
-            Error::Tamper(_) => 8,
+            Error::Tamper { .. } => 8,
             Error::ApprovalRequired { .. } | Error::ApprovalDenied { .. } | Error::CapabilityDenied { .. } => 9,
-            Error::Transport(_) => 10,
+            Error::Transport { .. } => 10,
             Error::NewerSchema { .. }
-            | Error::Config(_)
-            | Error::Sqlite(_)
+            | Error::Config { .. }
+            | Error::Store { .. }
             | Error::NoStore { .. }
-            | Error::Io { .. } => 11,
-            Error::StoreLocation { .. } | Error::Postgres(_) | Error::PgConnect { .. } | Error::NotAStore { .. } => 11,
+            | Error::Io { .. }
+            | Error::StoreLocation { .. }
+            | Error::NotAStore { .. } => 11,
         }
     }
 
@@ -236,8 +481,72 @@ impl Error {
         matches!(self, Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. })
     }
 
+    /// The store's classification of an [`Error::Store`], else `None`.
+    pub fn store_kind(&self) -> Option<StoreErrorKind> {
+        match self {
+            Error::Store { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
     /// A file-system failure on `path` (kind `IoError`).
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    /// Invalid input, with no underlying error.
+    pub fn validation(reason: impl Into<String>) -> Self {
+        Error::Validation { reason: reason.into(), source: None }
+    }
+
+    /// Invalid input found by a parser or conversion that failed with `source`.
+    pub fn validation_from(reason: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Validation { reason: reason.into(), source: Some(source.into()) }
+    }
+
+    /// JSON text that does not parse, with no underlying error.
+    pub fn json(detail: impl Into<String>) -> Self {
+        Error::Json { detail: detail.into(), source: None }
+    }
+
+    /// JSON text the parser rejected with `source` (its message is the detail).
+    pub fn json_from(source: serde_json::Error) -> Self {
+        Error::Json { detail: source.to_string(), source: Some(Box::new(source)) }
+    }
+
+    /// A content address that did not verify.
+    pub fn tamper(detail: impl Into<String>) -> Self {
+        Error::Tamper { detail: detail.into(), source: None }
+    }
+
+    /// A tamper error found inside `what` (a bundle, a log): the message
+    /// names `what`, the original error is the source. Other errors pass.
+    pub(crate) fn tamper_within(self, what: &str) -> Self {
+        match self {
+            Error::Tamper { ref detail, .. } => {
+                Error::Tamper { detail: format!("{what}: {detail}"), source: Some(Box::new(self)) }
+            }
+            other => other,
+        }
+    }
+
+    /// A transport failure with no underlying error.
+    pub fn transport(detail: impl Into<String>) -> Self {
+        Error::Transport { detail: detail.into(), source: None }
+    }
+
+    /// A transport failure caused by `source` (a socket or protocol error).
+    pub fn transport_from(detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Transport { detail: detail.into(), source: Some(source.into()) }
+    }
+
+    /// A configuration error with no underlying error.
+    pub fn config(detail: impl Into<String>) -> Self {
+        Error::Config { detail: detail.into(), source: None }
+    }
+
+    /// A configuration error caused by `source` (a parse error).
+    pub fn config_from(detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Config { detail: detail.into(), source: Some(source.into()) }
     }
 }

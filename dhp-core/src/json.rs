@@ -63,12 +63,12 @@ pub fn sha256_hex(data: &[u8]) -> String {
 /// Parse JSON text. Duplicate keys keep the last value at the first key's
 /// position, as Python's `dict` does.
 pub fn parse(text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|e| Error::Json(e.to_string()))
+    serde_json::from_str(text).map_err(Error::json_from)
 }
 
 /// Parse JSON bytes (must be UTF-8).
 pub fn parse_bytes(data: &[u8]) -> Result<Value> {
-    serde_json::from_slice(data).map_err(|e| Error::Json(e.to_string()))
+    serde_json::from_slice(data).map_err(Error::json_from)
 }
 
 /// The text the store keeps in `state_json` and its hash (docs/PROTOCOL.md §2.3).
@@ -152,7 +152,9 @@ fn push_u_escape(out: &mut String, unit: u32) {
 fn write_number(out: &mut String, n: &Number) -> Result<()> {
     let text = n.to_string();
     if text.contains(['.', 'e', 'E']) {
-        let f: f64 = text.parse().map_err(|_| Error::Json(format!("unparseable number {text}")))?;
+        let f: f64 = text
+            .parse()
+            .map_err(|e| Error::Json { detail: format!("unparseable number {text}"), source: Some(Box::new(e)) })?;
         out.push_str(&py_float_repr(f)?);
     } else if text.trim_start_matches('-').bytes().all(|b| b == b'0') {
         // Python's int has no negative zero: json.loads("-0") prints as 0.

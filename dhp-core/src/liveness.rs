@@ -46,7 +46,7 @@ pub fn publish(root: &Path, worker_id: &str) -> Result<Token> {
     let file =
         OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
     let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
-        Error::Validation(format!("liveness token {} is held by a live process ({errno})", path.display()))
+        Error::validation_from(format!("liveness token {} is held by a live process ({errno})", path.display()), errno)
     })?;
     Ok(Token { path, _lock: lock })
 }

@@ -35,10 +35,10 @@ pub enum LocateError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cargo build -p dhp-core --bin dhp failed ({0}); build it yourself or pass --dhp PATH")]
+    #[error("cargo build -p dhp-core --bin dhp --features failpoints failed ({0}); build it yourself or pass --dhp PATH")]
     BuildFailed(std::process::ExitStatus),
     #[error(
-        "no dhp binary at {0}: build it with `cargo build -p dhp-core --bin dhp` (same profile) or pass --dhp PATH"
+        "no dhp binary at {0}: build it with `cargo build -p dhp-core --bin dhp --features failpoints` (same profile) or pass --dhp PATH"
     )]
     Missing(PathBuf),
 }
@@ -108,7 +108,10 @@ pub fn profile_dir(exe: &Path) -> Option<PathBuf> {
 pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp"]);
+    // With the `failpoints` feature, as the harness crates and the tests
+    // build dhp-core: this build and `cargo test` share one `dhp` (the
+    // chaos harness arms its failpoints) and neither rebuilds it for the other.
+    cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp", "--features", "failpoints"]);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
         Some("release") => {
@@ -125,7 +128,7 @@ pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
     let st = cmd
         .stdin(Stdio::null())
         .status()
-        .map_err(|source| LocateError::Io { what: "running cargo build -p dhp-core --bin dhp".into(), source })?;
+        .map_err(|source| LocateError::Io { what: "running cargo build -p dhp-core --bin dhp --features failpoints".into(), source })?;
     if st.success() {
         Ok(())
     } else {
@@ -136,7 +139,8 @@ pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
 /// The `dhp` binary: `explicit` if given (it must exist); else `dhp` in the
 /// running executable's `target/<profile>`. Under cargo (`$CARGO` is set:
 /// `cargo run`, `cargo test`) it is first built with `cargo build -p
-/// dhp-core --bin dhp` in that profile (a no-op when fresh), so a run never
+/// dhp-core --bin dhp --features failpoints` in that profile (a no-op when
+/// fresh), so a run never
 /// uses a stale binary; elsewhere it is built only when missing. `log`
 /// hears what is done.
 pub fn dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf, LocateError> {
@@ -152,7 +156,7 @@ pub fn dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf
         return Ok(bin);
     }
     if !bin.is_file() {
-        log(&format!("building dhp (missing): cargo build -p dhp-core --bin dhp in {} …", dir.display()));
+        log(&format!("building dhp (missing): cargo build -p dhp-core --bin dhp --features failpoints in {} …", dir.display()));
     }
     match cargo_build_dhp(&dir) {
         Ok(()) if bin.is_file() => Ok(bin),

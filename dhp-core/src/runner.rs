@@ -69,7 +69,7 @@ pub(crate) fn save(tx: &mut dyn Tx, hid: &str, env: &Value, cfg: &Config) -> Res
 fn exec_mut(env: &mut Value) -> Result<&mut Map<String, Value>> {
     env.get_mut("execution")
         .and_then(Value::as_object_mut)
-        .ok_or_else(|| Error::Validation("envelope has no execution object".into()))
+        .ok_or_else(|| Error::validation("envelope has no execution object"))
 }
 
 fn state_err(hid: &str, op: &'static str, reason: impl Into<String>) -> Error {
@@ -79,7 +79,7 @@ fn state_err(hid: &str, op: &'static str, reason: impl Into<String>) -> Error {
 /// Check a checkpoint state and return its store text and hash.
 pub fn checked_state(state: &Value, cfg: &Config) -> Result<(String, String)> {
     if !state.is_object() {
-        return Err(Error::Validation("checkpoint state must be a JSON object".into()));
+        return Err(Error::validation("checkpoint state must be a JSON object"));
     }
     let (text, hash) = json::state_text_and_hash(state)?;
     if text.len() > cfg.max_checkpoint_bytes {
@@ -330,7 +330,7 @@ impl Runner {
     pub fn checkpoint_step(&self, hid: &str, fence: i64, state: &Value, steps: i64) -> Result<Step> {
         check_hid(hid)?;
         if steps < 0 {
-            return Err(Error::Validation("steps cannot be negative".into()));
+            return Err(Error::validation("steps cannot be negative"));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
         let once = match failpoint::is_armed("checkpoint.in_tx") {
@@ -369,7 +369,7 @@ impl Runner {
     /// steps are recorded, so the supervisor sees the overrun too).
     pub fn note_step(&self, hid: &str, fence: i64, n: i64) -> Result<()> {
         if n < 0 {
-            return Err(Error::Validation("steps cannot be negative".into()));
+            return Err(Error::validation("steps cannot be negative"));
         }
         self.bump(hid, fence, n, 0.0)
     }
@@ -377,7 +377,7 @@ impl Runner {
     /// Record real spend in USD.
     pub fn note_spend(&self, hid: &str, fence: i64, usd: f64) -> Result<()> {
         if !(usd.is_finite() && usd >= 0.0) {
-            return Err(Error::Validation("spend must be a finite, non-negative amount".into()));
+            return Err(Error::validation("spend must be a finite, non-negative amount"));
         }
         self.bump(hid, fence, 0, usd)
     }
@@ -428,7 +428,7 @@ impl Runner {
                     let delivery = env
                         .get_mut("delivery")
                         .and_then(Value::as_object_mut)
-                        .ok_or_else(|| Error::Validation("envelope has no delivery object".into()))?;
+                        .ok_or_else(|| Error::validation("envelope has no delivery object"))?;
                     delivery.insert("outbox".into(), json!({"ack": false}));
                     delivery.insert("result".into(), result.clone());
                 }
@@ -458,7 +458,7 @@ impl Runner {
                 Some(outbox) => {
                     outbox.insert("ack".into(), json!(true));
                 }
-                None => return Err(Error::Validation("envelope has no delivery.outbox".into())),
+                None => return Err(Error::validation("envelope has no delivery.outbox")),
             }
             save(tx, hid, &env, cfg)
         })
@@ -595,34 +595,33 @@ impl Runner {
         let data = json::parse_bytes(bundle)?;
         match data.get("dhp_bundle").and_then(Value::as_str) {
             Some("0.3") | Some("1.0") => {}
-            Some(other) => return Err(Error::Validation(format!("unknown bundle version {other}"))),
-            None => return Err(Error::Validation("not a DHP bundle: no \"dhp_bundle\" version field".into())),
+            Some(other) => return Err(Error::validation(format!("unknown bundle version {other}"))),
+            None => return Err(Error::validation("not a DHP bundle: no \"dhp_bundle\" version field")),
         }
-        let mut env =
-            data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
+        let mut env = data.get("envelope").cloned().ok_or_else(|| Error::validation("bundle has no envelope"))?;
         // Identity and input binding: an envelope whose inputs were swapped
         // and whose id was recomputed is refused here as at dispatch (the
         // reference checks only the id).
         let hid = envelope::verify(&env).map_err(|e| match e {
-            Error::Tamper(m) => Error::Tamper(format!("bundle envelope: {m}")),
+            e @ Error::Tamper { .. } => e.tamper_within("bundle envelope"),
             other => other,
         })?;
         let items = match data.get("checkpoints") {
             None => Vec::new(),
             Some(Value::Array(a)) => a.clone(),
-            Some(_) => return Err(Error::Validation("bundle checkpoints must be a list".into())),
+            Some(_) => return Err(Error::validation("bundle checkpoints must be a list")),
         };
         let mut rows = Vec::with_capacity(items.len());
         let at = utcnow_iso();
         for item in &items {
             let seq = item.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0);
             let (Some(seq), Some(state)) = (seq, item.get("state")) else {
-                return Err(Error::Validation("bundle checkpoint needs a non-negative seq and a state".into()));
+                return Err(Error::validation("bundle checkpoint needs a non-negative seq and a state"));
             };
             let (text, hash) = checked_state(state, &self.cfg)?;
             if let Some(claimed) = item.get("state_hash") {
                 if claimed.as_str() != Some(hash.as_str()) {
-                    return Err(Error::Tamper(format!("bundle checkpoint {seq}: state hash mismatch")));
+                    return Err(Error::tamper(format!("bundle checkpoint {seq}: state hash mismatch")));
                 }
             }
             rows.push(CheckpointRow { seq, state_json: text, state_hash: hash, at: at.clone() });
@@ -650,7 +649,7 @@ impl Runner {
     pub fn record_effect(&self, hid: &str, fence: i64, step_id: &str, result: &Value) -> Result<bool> {
         check_hid(hid)?;
         if step_id.is_empty() {
-            return Err(Error::Validation("step_id must be a non-empty string".into()));
+            return Err(Error::validation("step_id must be a non-empty string"));
         }
         let text = json::dumps_sorted(result)?;
         if text.len() > self.cfg.max_checkpoint_bytes {
@@ -710,7 +709,7 @@ impl Runner {
     ) -> Result<()> {
         check_hid(hid)?;
         if !matches!(action_class, "read" | "write" | "financial" | "destructive") {
-            return Err(Error::Validation(format!("unknown action_class {action_class:?}")));
+            return Err(Error::validation(format!("unknown action_class {action_class:?}")));
         }
         let details_json = json::dumps_sorted(details)?;
         let created = self.write(|tx| {
@@ -753,7 +752,7 @@ impl Runner {
         loop {
             let ap = self.write(|tx| {
                 self.check_owner(tx, hid, fence)?;
-                let ap = tx.approval(approval_id)?.ok_or_else(|| Error::Validation("unknown approval_id".into()))?;
+                let ap = tx.approval(approval_id)?.ok_or_else(|| Error::validation("unknown approval_id"))?;
                 let t = tx.now()?;
                 if ap.status == "pending" && t > ap.expires_at {
                     tx.expire_approvals(t)?;
@@ -1035,7 +1034,7 @@ fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
         _ => Path::new("."),
     };
     let name =
-        path.file_name().ok_or_else(|| Error::Validation(format!("bundle path {} names no file", path.display())))?;
+        path.file_name().ok_or_else(|| Error::validation(format!("bundle path {} names no file", path.display())))?;
     let tmp =
         dir.join(format!(".{}.tmp-{}-{:016x}", name.to_string_lossy(), std::process::id(), rand::random::<u64>()));
     let written = (|| {

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 /// How the worker gets the handoff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
+    /// Claim a pending handoff.
     Claim,
+    /// Recover an orphaned handoff from its last checkpoint.
     Recover,
 }
 
@@ -28,11 +30,15 @@ pub struct WorkOptions {
     /// The store directory (same-host liveness tokens); `None` for a
     /// database store, whose backend publishes its own token.
     pub root: Option<PathBuf>,
+    /// Claim a pending handoff or recover an orphaned one.
     pub start: Start,
+    /// The handoff to work on.
     pub hid: String,
+    /// Where to ship checkpoints (a log file or a TCP transport server), if anywhere.
     pub shipper: Option<Box<dyn Shipper>>,
     /// Sleep after each chunk (simulated slow work).
     pub pace: Duration,
+    /// Where to record the operation history (chaos), if anywhere.
     pub history: History,
     /// Stop (exit code 3, no completion) after this many checkpoints.
     pub stop_after: Option<u64>,
@@ -45,14 +51,16 @@ pub struct WorkOptions {
 /// What a run did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// The census completed; its result.
     Completed(Value),
+    /// Stopped after `stop_after` checkpoints without completing; where it stopped.
     Stopped(Value),
 }
 
 fn inline_u64(env: &Value, key: &str) -> Result<u64> {
     env.pointer(&format!("/task/inputs/inline/{key}"))
         .and_then(Value::as_u64)
-        .ok_or_else(|| Error::Validation(format!("prime.census input {key:?} must be a non-negative integer")))
+        .ok_or_else(|| Error::validation(format!("prime.census input {key:?} must be a non-negative integer")))
 }
 
 fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
@@ -90,7 +98,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
             Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
             Ok(None) => match &opts.root {
                 Some(root) => liveness::publish(root, &holder).map(|t| Box::new(t) as Box<dyn std::any::Any>),
-                None => Err(Error::Validation("no store directory for a liveness token".into())),
+                None => Err(Error::validation("no store directory for a liveness token")),
             },
             Err(e) => Err(e),
         };
@@ -162,7 +170,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         let (c, s) = census::chunk(next, end);
         // A checkpoint written by someone else may hold any counts.
         let (Some(c2), Some(t2)) = (count.checked_add(c), total.checked_add(s)) else {
-            return Err(Error::Validation(format!("prime.census counters overflow at next_n={next}")));
+            return Err(Error::validation(format!("prime.census counters overflow at next_n={next}")));
         };
         (count, total) = (c2, t2);
         next = end;

@@ -88,13 +88,13 @@ fn tampered_frames_are_refused() {
     sh.ship_envelope(&hid, &env).unwrap();
     let bad = cp_line(3, &json!({"n": 3})).replace("\"n\": 3", "\"n\": 4");
     let e = sh.ship_checkpoint(&hid, 3, &bad).unwrap_err();
-    assert!(matches!(e, Error::Tamper(ref m) if m.contains("hash mismatch")), "{e:?}");
+    assert!(matches!(e, Error::Tamper { detail: ref m, .. } if m.contains("hash mismatch")), "{e:?}");
     assert_eq!(sh.unacked(), 0);
     sh.ship_checkpoint(&hid, 3, &cp_line(3, &json!({"n": 3}))).unwrap();
     // A tampered envelope never leaves the shipper.
     let mut bad_env = env.clone();
     bad_env["task"]["kind"] = json!("evil");
-    assert!(matches!(sh.ship_envelope(&hid, &bad_env).unwrap_err(), Error::Tamper(_)));
+    assert!(matches!(sh.ship_envelope(&hid, &bad_env).unwrap_err(), Error::Tamper { .. }));
     sh.close().unwrap();
     assert_eq!(log_seqs(&log), vec![0, 1, 2, 3]);
 }

@@ -22,7 +22,7 @@ fn judge(holder: &str, hid: &str, fence: i64, seen: OwnerSeen) -> Result<()> {
 /// The backend wrote although the checks refuse: never expected (the
 /// server-side checks are these); said loudly rather than hidden.
 fn disagree(hid: &str, op: &str, refusal: Error) -> Error {
-    Error::Validation(format!("{op} of {hid} was committed by the store although the runner refuses it: {refusal}"))
+    Error::validation(format!("{op} of {hid} was committed by the store although the runner refuses it: {refusal}"))
 }
 
 /// `Ok(None)`: the backend offers no one-round-trip checkpoint, or left it
@@ -69,7 +69,7 @@ pub(super) fn checkpoint(
     };
     let now = o.seen.now;
     let refusal = judge(holder, hid, fence, o.seen).and_then(|()| {
-        let seq = o.seq.ok_or_else(|| Error::Validation(format!("the store read no next seq for {hid}")))?;
+        let seq = o.seq.ok_or_else(|| Error::validation(format!("the store read no next seq for {hid}")))?;
         if seq >= max {
             return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit: max as usize });
         }
@@ -79,7 +79,7 @@ pub(super) fn checkpoint(
         Err(e) if o.inserted => Err(disagree(hid, "checkpoint", e)),
         Err(e) => Err(e),
         Ok(_) if !o.inserted => Ok(None), // left to the transaction
-        Ok(seq) if steps > 0 && (o.lease_expires_at.is_none() || env.is_none()) => Err(Error::Validation(format!(
+        Ok(seq) if steps > 0 && (o.lease_expires_at.is_none() || env.is_none()) => Err(Error::validation(format!(
             "checkpoint {seq} of {hid} with steps was committed without its envelope or lease update"
         ))),
         Ok(seq) => Ok(Some((seq, if steps > 0 { env } else { None }, now))),

@@ -27,7 +27,7 @@ const STACK_BYTES: usize = 64 * 1024 * 1024;
 /// Parse stored JSON text (an envelope, a checkpoint state).
 pub fn parse(text: &str) -> Result<Value> {
     match json::parse(text) {
-        Err(Error::Json(msg)) if msg.contains("recursion limit exceeded") => parse_deep(text),
+        Err(Error::Json { detail: msg, .. }) if msg.contains("recursion limit exceeded") => parse_deep(text),
         other => other,
     }
 }
@@ -61,7 +61,7 @@ pub fn depth(text: &str) -> usize {
 fn parse_deep(text: &str) -> Result<Value> {
     let d = depth(text);
     if d > MAX_DEPTH {
-        return Err(Error::Json(format!("nesting depth {d} is over the limit of {MAX_DEPTH}")));
+        return Err(Error::json(format!("nesting depth {d} is over the limit of {MAX_DEPTH}")));
     }
     std::thread::scope(|s| {
         let worker = std::thread::Builder::new()
@@ -70,12 +70,15 @@ fn parse_deep(text: &str) -> Result<Value> {
             .spawn_scoped(s, || {
                 let mut de = serde_json::Deserializer::from_str(text);
                 de.disable_recursion_limit();
-                let v = Value::deserialize(&mut de).map_err(|e| Error::Json(e.to_string()))?;
-                de.end().map_err(|e| Error::Json(e.to_string()))?;
+                let v = Value::deserialize(&mut de).map_err(Error::json_from)?;
+                de.end().map_err(Error::json_from)?;
                 Ok(v)
             })
-            .map_err(|e| Error::Json(format!("cannot start the deep-JSON parser thread: {e}")))?;
-        worker.join().unwrap_or_else(|_| Err(Error::Json("the deep-JSON parser failed".into())))
+            .map_err(|e| Error::Json {
+                detail: format!("cannot start the deep-JSON parser thread: {e}"),
+                source: Some(Box::new(e)),
+            })?;
+        worker.join().unwrap_or_else(|_| Err(Error::json("the deep-JSON parser failed")))
     })
 }
 
@@ -92,7 +95,9 @@ mod tests {
         assert!(json::parse(&nested(500)).is_err(), "serde_json's own limit is 128");
         let v = parse(&nested(MAX_DEPTH)).unwrap();
         assert_eq!(json::dumps(&v).unwrap().len(), 2 * MAX_DEPTH);
-        assert!(matches!(parse(&nested(MAX_DEPTH + 1)), Err(Error::Json(m)) if m.contains("over the limit")));
+        assert!(
+            matches!(parse(&nested(MAX_DEPTH + 1)), Err(Error::Json { detail: m, .. }) if m.contains("over the limit"))
+        );
     }
 
     #[test]
@@ -110,6 +115,6 @@ mod tests {
     #[test]
     fn depth_ignores_brackets_in_strings() {
         assert_eq!(depth(r#"{"a": "[[[{{\"", "b": [[1]]}"#), 3);
-        assert!(matches!(parse(&format!("{}x", nested(300))), Err(Error::Json(_))));
+        assert!(matches!(parse(&format!("{}x", nested(300))), Err(Error::Json { .. })));
     }
 }

@@ -35,6 +35,7 @@ pub struct MemStore {
 }
 
 impl MemStore {
+    /// An empty store (no schema to create: the tables are maps).
     pub fn new() -> Self {
         Self::default()
     }

@@ -38,20 +38,28 @@ pub const SCHEMA_VERSION: i64 = 3;
 /// One row of the `ownership` table: the lease and fencing token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ownership {
+    /// The handoff.
     pub hid: String,
+    /// The runner holding the lease.
     pub holder: String,
+    /// The fencing token: grows by one with every claim or recovery.
     pub fence: i64,
+    /// When the lease runs out (store clock, Unix seconds).
     pub lease_expires_at: f64,
+    /// The holder's heartbeat interval in seconds.
     pub heartbeat_interval_s: f64,
+    /// Heartbeats the holder may miss before the lease expires.
     pub max_missed: i64,
 }
 
 /// One row of the `checkpoints` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointRow {
+    /// Sequence number, from 0 without gaps.
     pub seq: i64,
     /// `json.dumps(state, sort_keys=True)`.
     pub state_json: String,
+    /// SHA-256 (hex) of `state_json`.
     pub state_hash: String,
     /// ISO-8601 UTC.
     pub at: String,
@@ -60,37 +68,54 @@ pub struct CheckpointRow {
 /// The `leadership` row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Leadership {
+    /// The supervisor that leads.
     pub holder: String,
+    /// When the leadership runs out unless renewed (store clock, Unix seconds).
     pub expires_at: f64,
 }
 
 /// A row of the `approvals` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Approval {
+    /// The approval request's id.
     pub approval_id: String,
+    /// The handoff that asked.
     pub hid: String,
+    /// The contract's action class needing approval.
     pub action_class: String,
+    /// What the action would do, as JSON text.
     pub details_json: String,
+    /// `pending`, `approved`, `denied` or `expired`.
     pub status: String,
+    /// When it was requested (Unix seconds).
     pub created_at: f64,
+    /// When a pending request expires (Unix seconds).
     pub expires_at: f64,
+    /// When it was decided, if it was (Unix seconds).
     pub decided_at: Option<f64>,
 }
 
 /// A row of the `progress` table (stall detection).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
+    /// When the last checkpoint was written (Unix seconds).
     pub last_checkpoint_at: Option<f64>,
+    /// Digest of the last checkpoint state.
     pub last_digest: Option<String>,
+    /// How many checkpoints in a row had that digest.
     pub digest_repeat_count: i64,
 }
 
 /// A row of the `capability_audit` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CapabilityAudit {
+    /// The capability's domain.
     pub domain: String,
+    /// The resource asked for.
     pub resource: String,
+    /// Whether the contract allowed it.
     pub granted: bool,
+    /// When it was asked (Unix seconds).
     pub at: f64,
 }
 
@@ -98,12 +123,19 @@ pub struct CapabilityAudit {
 /// budget), as the supervisor's budget check needs them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BudgetUsage {
+    /// The handoff.
     pub hid: String,
+    /// Steps taken so far.
     pub steps: Option<f64>,
+    /// Spend so far, in US dollars.
     pub spend_usd: Option<f64>,
+    /// When the handoff was first claimed (Unix seconds).
     pub claimed_at: Option<f64>,
+    /// The contract's step cap.
     pub max_steps: Option<f64>,
+    /// The contract's spend cap, in US dollars.
     pub max_spend_usd: Option<f64>,
+    /// The contract's wall-clock cap, in seconds.
     pub max_wallclock_s: Option<f64>,
 }
 
@@ -111,11 +143,13 @@ pub struct BudgetUsage {
 /// consistency pass (torn states, quarantine) looks at.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pairing {
+    /// The handoff.
     pub hid: String,
     /// `execution.status` when the backend could read it as a string;
     /// `None` when it could not (corrupt or very deep JSON, no status, a
     /// status that is not a string): the caller parses the envelope itself.
     pub status: Option<String>,
+    /// Its ownership row, if there is one.
     pub ownership: Option<Ownership>,
     /// When the ownership row was last written, if the backend keeps it.
     pub ownership_updated_at: Option<f64>,
@@ -179,7 +213,9 @@ pub struct HeartbeatOnce {
 /// Whether a transaction may write. Writers serialize at begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Read only: may run beside other readers and a writer.
     Read,
+    /// May write: serialized with every other writer.
     Write,
 }
 
@@ -299,17 +335,21 @@ pub trait Tx {
     fn next_seq(&mut self, hid: &str) -> Result<i64>;
     /// `INSERT OR IGNORE`; `true` if inserted.
     fn insert_checkpoint(&mut self, hid: &str, row: &CheckpointRow) -> Result<bool>;
+    /// The row with the highest seq, if any.
     fn last_checkpoint(&mut self, hid: &str) -> Result<Option<CheckpointRow>>;
     /// All rows in seq order.
     fn checkpoints(&mut self, hid: &str) -> Result<Vec<CheckpointRow>>;
+    /// How many checkpoint rows the handoff has.
     fn checkpoint_count(&mut self, hid: &str) -> Result<i64>;
 
     // ---- ownership ----
+    /// The handoff's ownership row, if any.
     fn ownership(&mut self, hid: &str) -> Result<Option<Ownership>>;
     /// `INSERT OR IGNORE`; `true` if inserted.
     fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
     /// Overwrite the row for `o.hid`; `true` if a row was updated.
     fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
+    /// Delete the handoff's ownership row (none is fine).
     fn delete_ownership(&mut self, hid: &str) -> Result<()>;
     /// Running handoffs whose lease expired before `now`.
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>>;
@@ -318,32 +358,44 @@ pub trait Tx {
     fn held_ownerships(&mut self) -> Result<Vec<Ownership>>;
 
     // ---- leadership ----
+    /// The supervisors' leadership row, if any.
     fn leadership(&mut self) -> Result<Option<Leadership>>;
+    /// Write the leadership row (insert or overwrite).
     fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()>;
 
     // ---- effects ----
+    /// Record an effect's result once; `true` if inserted, `false` if the step was already recorded.
     fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool>;
+    /// The recorded result (JSON text) of a step, if any.
     fn effect(&mut self, hid: &str, step_id: &str) -> Result<Option<String>>;
+    /// How many effects the handoff recorded.
     fn effect_count(&mut self, hid: &str) -> Result<i64>;
 
     // ---- approvals ----
+    /// Insert an approval request.
     fn insert_approval(&mut self, a: &Approval) -> Result<()>;
+    /// The approval request with this id, if any.
     fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>>;
     /// Move a pending approval to `status`; `true` if it was pending.
     fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool>;
     /// Mark pending approvals past their expiry as expired; returns how many.
     fn expire_approvals(&mut self, now: f64) -> Result<usize>;
+    /// Every approval request of a handoff.
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>>;
 
     // ---- progress ----
+    /// The handoff's progress row (stall detection), if any.
     fn progress(&mut self, hid: &str) -> Result<Option<Progress>>;
+    /// Write the handoff's progress row (insert or overwrite).
     fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()>;
     /// Live, running handoffs with no checkpoint since `cutoff` or a digest
     /// repeated `max_repeats` times.
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>>;
 
     // ---- capability audit ----
+    /// Append a capability check to the audit.
     fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()>;
+    /// The handoff's capability checks, oldest first.
     fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>>;
 
     // ---- time and liveness (defaults: local clock, no tokens) ----

@@ -194,7 +194,7 @@ impl PgStore {
     /// that outlive a borrow of the store).
     pub(crate) fn connector(&self) -> impl Fn() -> Result<Client> + Send + 'static {
         let (config, tls) = (self.config.clone(), self.tls.clone());
-        move || config.connect(tls.clone()).map_err(|source| Error::PgConnect { target: target(&config), source })
+        move || config.connect(tls.clone()).map_err(|source| Error::pg_connect(target(&config), source))
     }
 
     /// The live connection, reconnecting if the last one broke.
@@ -205,7 +205,7 @@ impl PgStore {
         if slot.is_none() {
             *slot = Some(Conn { client: self.connect()?, stmts: HashMap::new() });
         }
-        slot.as_mut().ok_or_else(|| Error::Validation("no connection".into()))
+        slot.as_mut().ok_or_else(|| Error::validation("no connection"))
     }
 
     /// Run raw SQL in the store's schema (tests, fault injection).
@@ -233,7 +233,7 @@ impl PgStore {
 }
 
 fn is_deadlock(e: &Error) -> bool {
-    matches!(e, Error::Postgres(p) if p.code().is_some_and(|c| *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED))
+    e.is_pg_deadlock()
 }
 
 impl Backend for PgStore {

@@ -25,6 +25,7 @@ pub enum OpenMode {
 
 /// An opened ROOT.
 pub struct OpenedRoot {
+    /// The store.
     pub backend: Arc<dyn Backend>,
     /// The store's directory (canonical), where liveness tokens and ship
     /// buffers live; `None` for a PostgreSQL store.

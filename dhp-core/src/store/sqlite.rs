@@ -340,7 +340,7 @@ const STATUS_FAST: &str = "json_extract(h.envelope_json, '$.execution.status')";
 /// one when an unreadable envelope made SQLite's JSON functions fail.
 fn tolerant<T>(q: impl Fn(&str) -> Result<T>) -> Result<T> {
     match q(STATUS_FAST) {
-        Err(Error::Sqlite(e)) if e.to_string().contains("malformed JSON") => q(STATUS),
+        Err(Error::Store { detail, .. }) if detail.contains("malformed JSON") => q(STATUS),
         other => other,
     }
 }

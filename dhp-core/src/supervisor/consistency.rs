@@ -97,7 +97,7 @@ impl Supervisor {
                 Torn::Complete => tx.delete_ownership(hid)?,
                 Torn::Claim | Torn::Orphan => {
                     // Take it from the (expired) holder: tombstone, fence+1.
-                    let mut o = own.clone().ok_or_else(|| Error::Validation("ownership row vanished".into()))?;
+                    let mut o = own.clone().ok_or_else(|| Error::validation("ownership row vanished"))?;
                     o.holder = ORPHANED_HOLDER.into();
                     o.fence += 1;
                     o.lease_expires_at = 0.0;

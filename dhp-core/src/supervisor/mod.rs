@@ -43,6 +43,7 @@ pub enum OrphanReason {
 }
 
 impl OrphanReason {
+    /// The name the scan report and the history use.
     pub fn as_str(self) -> &'static str {
         match self {
             OrphanReason::LeaseExpired => "lease-expired",
@@ -55,13 +56,19 @@ impl OrphanReason {
 /// Counters for health checks.
 #[derive(Debug, Default)]
 pub struct Metrics {
+    /// Scans run.
     pub scans: AtomicU64,
+    /// Handoffs orphaned.
     pub orphans: AtomicU64,
+    /// Handoffs dead-lettered (status failed after max attempts).
     pub dlq: AtomicU64,
+    /// Handoffs failed for exceeding their budget.
     pub budget_kills: AtomicU64,
     /// Stopped processes SIGKILLed for holding the store's write lock.
     pub stalled_writers_killed: AtomicU64,
+    /// Times this supervisor took or lost the leadership.
     pub leadership_changes: AtomicU64,
+    /// Scans that failed.
     pub errors: AtomicU64,
     /// Torn states repaired.
     pub repairs: AtomicU64,
@@ -70,6 +77,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The counters as a JSON object.
     pub fn snapshot(&self) -> Value {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         json!({
@@ -88,6 +96,7 @@ pub struct Supervisor {
     id: String,
     root: Option<PathBuf>,
     is_leader: AtomicBool,
+    /// Counters for health checks.
     pub metrics: Metrics,
     started: Instant,
     /// Quarantined hid → reason, as last reported (reported again only
@@ -146,10 +155,12 @@ impl Supervisor {
         })
     }
 
+    /// This supervisor's id.
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// Whether this supervisor led at its last scan.
     pub fn is_leader(&self) -> bool {
         self.is_leader.load(Ordering::Relaxed)
     }
@@ -277,7 +288,7 @@ impl Supervisor {
             let ex = env
                 .get_mut("execution")
                 .and_then(Value::as_object_mut)
-                .ok_or_else(|| Error::Validation("envelope has no execution object".into()))?;
+                .ok_or_else(|| Error::validation("envelope has no execution object"))?;
             ex.insert("status".into(), json!("failed"));
             ex.insert("error".into(), json!(format!("budget exhausted: {reason}")));
             ex.insert("failed_at".into(), json::float(t));
@@ -535,7 +546,7 @@ pub(super) fn orphan_envelope(
     let ex = env
         .get_mut("execution")
         .and_then(Value::as_object_mut)
-        .ok_or_else(|| Error::Validation("envelope has no execution object".into()))?;
+        .ok_or_else(|| Error::validation("envelope has no execution object"))?;
     let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
     let mut extra = Map::new();
     extra.insert("attempt".into(), json!(attempt));

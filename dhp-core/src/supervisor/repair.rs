@@ -27,6 +27,7 @@ pub const KNOWN_STATUSES: [&str; 6] = ["pending", "running", "orphaned", "comple
 /// The ownership side of a combination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowKind {
+    /// No ownership row.
     None,
     /// A holder whose lease has not run out.
     Live,
@@ -37,6 +38,7 @@ pub enum RowKind {
 }
 
 impl RowKind {
+    /// The kind of `own` at store time `now`.
     pub fn of(own: Option<&Ownership>, now: f64) -> Self {
         match own {
             None => RowKind::None,
@@ -46,6 +48,7 @@ impl RowKind {
         }
     }
 
+    /// The name the quarantine and repair reports use.
     pub fn as_str(self) -> &'static str {
         match self {
             RowKind::None => "none",
@@ -86,6 +89,7 @@ pub enum Torn {
 }
 
 impl Torn {
+    /// The name the repair report uses.
     pub fn as_str(self) -> &'static str {
         match self {
             Torn::Claim => "torn-claim",
@@ -107,6 +111,7 @@ pub enum Finding {
     Wait,
     /// Running with an expired lease: the ordinary orphan path.
     LeaseExpired,
+    /// A torn combination: repair it.
     Torn(Torn),
     /// Not a state of DHP 1.3: report it, touch nothing.
     Quarantine(String),

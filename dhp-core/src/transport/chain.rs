@@ -12,7 +12,7 @@
 //!
 //! Each `prev` names the hash of the state before it, and that state's line
 //! names the one before that, so a verified run of lines is a hash chain
-//! from seq 0. Readers verify the fields when present ([`Binding`]); a line
+//! from seq 0. Readers verify the fields when present ([`claimed_prev`], [`verify_links`]); a line
 //! without them (the reference's) is accepted as before. This guards
 //! against mistakes (a line copied from another handoff's log, a relabelled
 //! seq, two histories of one handoff mixed), not against a forger, who can
@@ -89,30 +89,33 @@ pub fn claimed_prev<'a>(rec: &'a Value, hid: &str, seq: i64) -> Result<Option<&'
         None => {}
         Some(Value::String(h)) if h == hid => {}
         Some(Value::String(h)) => {
-            return Err(Error::Tamper(format!(
+            return Err(Error::tamper(format!(
                 "checkpoint {seq} belongs to handoff {}, not {}",
                 h.get(..12).unwrap_or(h),
                 hid.get(..12).unwrap_or(hid)
             )))
         }
-        Some(_) => return Err(Error::Tamper(format!("checkpoint {seq}: hid is not a string"))),
+        Some(_) => return Err(Error::tamper(format!("checkpoint {seq}: hid is not a string"))),
     }
     match rec.get("prev") {
         None => Ok(None),
         Some(Value::String(p)) if !is_hash(p) => {
-            Err(Error::Tamper(format!("checkpoint {seq}: prev is not a state hash")))
+            Err(Error::tamper(format!("checkpoint {seq}: prev is not a state hash")))
         }
-        Some(Value::String(_)) if seq == 0 => Err(Error::Tamper("checkpoint 0 names a predecessor".into())),
+        Some(Value::String(_)) if seq == 0 => Err(Error::tamper("checkpoint 0 names a predecessor")),
         Some(Value::String(p)) => Ok(Some(p.as_str())),
-        Some(_) => Err(Error::Tamper(format!("checkpoint {seq}: prev is not a string"))),
+        Some(_) => Err(Error::tamper(format!("checkpoint {seq}: prev is not a string"))),
     }
 }
 
 /// One verified checkpoint of a batch, as the binding check needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
+    /// The checkpoint's sequence number.
     pub seq: i64,
+    /// Its state hash (hex).
     pub state_hash: String,
+    /// `prev`: the state hash of checkpoint `seq - 1`, if the line names it.
     pub prev: Option<String>,
 }
 
@@ -130,7 +133,7 @@ pub fn verify_links(links: &[Link], stored: &HashMap<i64, String>) -> Result<()>
         let have = known.get(&l.seq).copied().or_else(|| stored.get(&l.seq).map(String::as_str));
         match have {
             Some(h) if h != l.state_hash => {
-                return Err(Error::Tamper(format!(
+                return Err(Error::tamper(format!(
                     "checkpoint {} appears with two different states (conflicting duplicate seq)",
                     l.seq
                 )))
@@ -146,7 +149,7 @@ pub fn verify_links(links: &[Link], stored: &HashMap<i64, String>) -> Result<()>
         let before = l.seq - 1;
         let have = known.get(&before).copied().or_else(|| stored.get(&before).map(String::as_str));
         if have.is_some_and(|h| h != prev) {
-            return Err(Error::Tamper(format!(
+            return Err(Error::tamper(format!(
                 "checkpoint {} does not follow checkpoint {before} (prev mismatch)",
                 l.seq
             )));

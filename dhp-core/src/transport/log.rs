@@ -183,14 +183,17 @@ pub fn max_seq(path: &Path, cfg: &Config) -> i64 {
 /// What an ingest did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct IngestReport {
+    /// The handoff the log is about.
     pub handoff_id: String,
     /// Verified checkpoint lines (duplicates included, as the reference counts).
     pub checkpoints_ingested: usize,
     /// Rows that were new to this store.
     pub checkpoints_new: usize,
+    /// Lines that were torn, not JSON or of an unknown type.
     pub lines_skipped: usize,
     /// The handoff was created by this ingest (it arrives pending).
     pub created: bool,
+    /// The highest checkpoint seq in the store after ingest (-1 when none).
     pub max_seq: i64,
     /// Seqs missing below `max_seq` in the store after ingest.
     pub gaps: Vec<i64>,
@@ -222,12 +225,12 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
             Some("envelope") => {
                 let e = rec.get("envelope").cloned().unwrap_or(Value::Null);
                 let h = envelope::verify(&e).map_err(|err| match err {
-                    Error::Tamper(m) => Error::Tamper(format!("transport log envelope: {m}")),
+                    e @ Error::Tamper { .. } => e.tamper_within("transport log envelope"),
                     other => other,
                 })?;
                 match &hid {
                     Some(prev) if prev != &h => {
-                        return Err(Error::Tamper(format!("transport log mixes handoffs {prev} and {h}")));
+                        return Err(Error::tamper(format!("transport log mixes handoffs {prev} and {h}")));
                     }
                     Some(_) => {}
                     None => {
@@ -250,7 +253,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
                 };
                 let (text, hash) = json::state_text_and_hash(state)?;
                 if rec.get("state_hash").and_then(Value::as_str) != Some(hash.as_str()) {
-                    return Err(Error::Tamper(format!("transport log checkpoint {seq}: hash mismatch")));
+                    return Err(Error::tamper(format!("transport log checkpoint {seq}: hash mismatch")));
                 }
                 let prev = chain::claimed_prev(rec, owner, seq)?.map(str::to_string);
                 links.push(Link { seq, state_hash: hash.clone(), prev });
@@ -261,7 +264,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         }
     }
     let (Some(hid), Some(mut env)) = (hid, env) else {
-        return Err(Error::Transport("transport log has no envelope header".into()));
+        return Err(Error::transport("transport log has no envelope header"));
     };
     if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
         ex.insert("status".into(), json!("pending"));

@@ -33,7 +33,9 @@ pub trait Shipper: Send {
 /// stays one skipped line and the new line is intact.
 #[derive(Debug, Clone)]
 pub struct FileShipper {
+    /// The transport log file.
     pub path: PathBuf,
+    /// Limits (line length) and settings.
     pub cfg: Config,
 }
 

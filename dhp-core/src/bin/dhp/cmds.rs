@@ -93,7 +93,7 @@ fn envelope_from(a: &DispatchArgs) -> Result<Value, Failure> {
     };
     let inputs = parse_json_arg("inputs", &a.inputs)?;
     if !inputs.is_object() {
-        return Err(Error::Validation("inputs must be a JSON object".into()).into());
+        return Err(Error::validation("inputs must be a JSON object").into());
     }
     let schema = parse_json_arg("schema", a.schema.as_deref().unwrap_or("{}"))?;
     let defaults = if a.sdk { Budget::SDK_DEFAULT } else { Budget::BUILD_DEFAULT };
@@ -246,7 +246,7 @@ pub fn suspend(root: &Path, hid: &str, out: &Path, cfg: Config) -> Result<Output
 /// Refuse what is not a bundle at all with a message that says so (the
 /// library's message is about versions).
 fn check_is_bundle(path: &Path, data: &[u8]) -> Result<(), Failure> {
-    let not_bundle = |why: &str| Error::Validation(format!("{} is not a DHP bundle: {why}", path.display()));
+    let not_bundle = |why: &str| Error::validation(format!("{} is not a DHP bundle: {why}", path.display()));
     if data.iter().all(u8::is_ascii_whitespace) {
         return Err(not_bundle("the file is empty").into());
     }

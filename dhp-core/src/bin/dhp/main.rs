@@ -7,6 +7,9 @@
 //! store/config/io, 1 anything else. With `--json`, stdout carries one JSON
 //! object. The full reference is `docs/cli.md`.
 
+// No unwrap in the binary either: every failure is a typed `dhp:` line.
+#![warn(clippy::unwrap_used)]
+
 #[cfg(feature = "a2a")]
 mod a2a;
 mod cmds;

@@ -97,15 +97,15 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::Transport(format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| Error::transport_from(format!("cannot start the runtime: {e}"), e))?;
     let stats = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let sig = |k| signal(k).map_err(|e| Error::Transport(format!("cannot watch signals: {e}")));
+        let sig = |k| signal(k).map_err(|e| Error::transport_from(format!("cannot watch signals: {e}"), e));
         let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
         let listener = tokio::net::TcpListener::bind((host.as_str(), port))
             .await
-            .map_err(|e| Error::Transport(format!("cannot listen on {host}:{port}: {e}")))?;
-        let local = listener.local_addr().map_err(|e| Error::Transport(format!("listener address: {e}")))?;
+            .map_err(|e| Error::transport_from(format!("cannot listen on {host}:{port}: {e}"), e))?;
+        let local = listener.local_addr().map_err(|e| Error::transport_from(format!("listener address: {e}"), e))?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();

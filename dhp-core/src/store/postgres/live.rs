@@ -79,7 +79,7 @@ impl PgToken {
         let key = lock_key(&store.location().schema, holder);
         let mut client = store.connect()?;
         if !take(&mut client, holder, key)? {
-            return Err(Error::Validation(format!(
+            return Err(Error::validation(format!(
                 "liveness lock of {holder} in {} is held by another live session",
                 store.location()
             )));
@@ -90,7 +90,7 @@ impl PgToken {
         let keeper = std::thread::Builder::new()
             .name("dhp-liveness".into())
             .spawn(move || keep(client, reconnect, &who, key, &flag))
-            .map_err(|e| Error::Validation(format!("cannot start the liveness keeper: {e}")))?;
+            .map_err(|e| Error::validation_from(format!("cannot start the liveness keeper: {e}"), e))?;
         Ok(PgToken { holder: holder.to_string(), stop, keeper: Some(keeper) })
     }
 

@@ -136,7 +136,7 @@ impl<'a> PgTx<'a> {
         }
         if self.failed {
             self.c.batch_execute("SELECT 1").map_err(Error::from)?;
-            return Err(Error::Validation("transaction aborted by an earlier statement error".into()));
+            return Err(Error::validation("transaction aborted by an earlier statement error"));
         }
         self.finished = true;
         self.c.batch_execute("COMMIT")?;
@@ -229,7 +229,7 @@ impl<'a> PgTx<'a> {
                     _ => None,
                 });
                 text.and_then(|t| t.parse().ok())
-                    .ok_or_else(|| Error::Validation("the lock query returned no clock reading".into()))?
+                    .ok_or_else(|| Error::validation("the lock query returned no clock reading"))?
             };
             self.now = Some(at);
         }

@@ -55,31 +55,41 @@ pub struct ServerConfig {
     pub fsync: bool,
 }
 
-/// Failpoint for tests: milliseconds to pause between writing a line and
-/// syncing it, so a test can observe that no ack leaves before the sync.
-const FAILPOINT_PRE_FSYNC_ENV: &str = "DHP_TRANSPORT_FAILPOINT_PRE_FSYNC_MS";
-
 /// What a server did, returned when it stops.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ServerStats {
+    /// Connections accepted.
     pub connections: u64,
+    /// Hellos accepted (right token, known version).
     pub hellos_accepted: u64,
+    /// Hellos refused.
     pub hellos_rejected: u64,
+    /// Envelope frames appended.
     pub envelopes: u64,
+    /// Checkpoint frames appended to a log.
     pub checkpoints_appended: u64,
+    /// Checkpoints already in the log with the same hash (acked again).
     pub checkpoints_duplicate: u64,
+    /// Checkpoints refused because an earlier seq is missing.
     pub checkpoints_gap: u64,
+    /// Checkpoints refused because the log holds that seq with another hash.
     pub checkpoints_conflict: u64,
+    /// Frames refused (malformed, unauthenticated, tampered).
     pub frames_rejected: u64,
+    /// Lines over the line limit (the connection is closed).
     pub lines_too_long: u64,
+    /// Connections that ended inside a line.
     pub partial_lines: u64,
+    /// Connections closed for idling past the idle timeout.
     pub idle_timeouts: u64,
+    /// Connections refused at the connection limit (`server busy`).
     pub busy_rejections: u64,
     /// Connections closed before their hello to make room for newer ones.
     pub unauthenticated_evicted: u64,
     /// Handoff logs held in memory when the server stopped, and dropped
     /// from memory (unused) while it ran.
     pub logs_cached: u64,
+    /// Handoff logs dropped from memory while the server ran.
     pub logs_evicted: u64,
 }
 
@@ -375,7 +385,7 @@ impl Srv {
         } else {
             tokio::task::spawn_blocking(move || work(&mut guard))
                 .await
-                .map_err(|e| Error::Transport(format!("log writer task failed: {e}")))?
+                .map_err(|e| Error::transport_from(format!("log writer task failed: {e}"), e))?
         }
     }
 
@@ -399,7 +409,7 @@ impl Srv {
             file.sync_data().map_err(|e| Error::io(&path, e))
         })
         .await
-        .map_err(|e| Error::Transport(format!("log sync task failed: {e}")))??;
+        .map_err(|e| Error::transport_from(format!("log sync task failed: {e}"), e))??;
         let mut l = log.lock().await;
         l.synced = l.synced.max(len);
         Ok(())
@@ -454,7 +464,7 @@ impl Srv {
         let env = msg.get("envelope").cloned().unwrap_or(Value::Null);
         let hid = match envelope::verify(&env) {
             Ok(h) => h,
-            Err(Error::Tamper(m)) => return refuse(format!("envelope identity failed: {m}")),
+            Err(Error::Tamper { detail: m, .. }) => return refuse(format!("envelope identity failed: {m}")),
             Err(e) => return refuse(format!("bad envelope: {e}")),
         };
         if hid != s.hid {
@@ -801,20 +811,10 @@ pub async fn run(
 ) -> Result<ServerStats> {
     server.cfg.validate()?;
     if server.idle_timeout.is_zero() {
-        return Err(Error::Config("transport idle timeout must be > 0".into()));
+        return Err(Error::config("transport idle timeout must be > 0"));
     }
     std::fs::create_dir_all(&server.logdir).map_err(|e| Error::io(&server.logdir, e))?;
-    let pre_fsync_pause = match std::env::var(FAILPOINT_PRE_FSYNC_ENV) {
-        Err(_) => Duration::ZERO,
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(ms) if ms <= 60_000 => Duration::from_millis(ms),
-            _ => {
-                return Err(Error::Config(format!(
-                    "{FAILPOINT_PRE_FSYNC_ENV} must be 0..=60000 milliseconds, not {v:?}"
-                )))
-            }
-        },
-    };
+    let pre_fsync_pause = crate::failpoint::pre_fsync_pause()?;
     let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
     let srv = Arc::new(Srv {
         cfg: server,

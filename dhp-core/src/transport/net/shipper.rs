@@ -35,7 +35,10 @@ pub enum ShipMode {
     Sync,
     /// At once, unless more than `max_lag` lines are unacknowledged; then it
     /// waits until the backlog is back under the bound.
-    Async { max_lag: usize },
+    Async {
+        /// Most unacknowledged lines before a ship call waits.
+        max_lag: usize,
+    },
 }
 
 /// Where the shipper keeps its local copy of every line.
@@ -61,14 +64,17 @@ impl BufferLog {
 pub struct ShipperOptions {
     /// Sent in every hello (`DHP_TRANSPORT_TOKEN`).
     pub token: String,
+    /// When a ship call returns: at the durable ack, or once buffered.
     pub mode: ShipMode,
     /// Local buffer log; `None` keeps unacknowledged lines in memory only.
     pub buffer: Option<BufferLog>,
     /// Longest any one call waits (connecting, backing off, acks).
     pub call_timeout: Duration,
+    /// Longest one TCP connect may take.
     pub connect_timeout: Duration,
     /// Per read/write on the socket; a silent peer is dropped after this.
     pub io_timeout: Duration,
+    /// First pause between attempts (doubles up to `backoff_max`).
     pub backoff_initial: Duration,
     /// Longest pause between attempts (capped at a quarter of
     /// `call_timeout`, so a waiting caller sees several attempts).
@@ -128,8 +134,8 @@ impl Refusal {
 
     fn into_error(self) -> Error {
         match self {
-            Refusal::Tamper(m) => Error::Tamper(m),
-            Refusal::Transport(m) => Error::Transport(m),
+            Refusal::Tamper(m) => Error::tamper(m),
+            Refusal::Transport(m) => Error::transport(m),
         }
     }
 }
@@ -236,7 +242,7 @@ impl std::fmt::Debug for TcpShipper {
 }
 
 fn check_addr(addr: &str) -> Result<()> {
-    let bad = || Error::Transport(format!("ship-to address {addr:?} is not HOST:PORT"));
+    let bad = || Error::transport(format!("ship-to address {addr:?} is not HOST:PORT"));
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
         return Err(bad());
@@ -251,7 +257,7 @@ impl TcpShipper {
         check_addr(addr)?;
         opts.cfg.validate()?;
         if opts.call_timeout.is_zero() || opts.io_timeout.is_zero() || opts.connect_timeout.is_zero() {
-            return Err(Error::Config("shipper timeouts must be > 0".into()));
+            return Err(Error::config("shipper timeouts must be > 0"));
         }
         let mut opts = opts;
         // A caller must see at least a few attempts within its wait.
@@ -263,7 +269,7 @@ impl TcpShipper {
             std::thread::Builder::new()
                 .name("dhp-ship".into())
                 .spawn(move || Pump { shared, addr, opts }.run())
-                .map_err(|e| Error::Transport(format!("cannot start the shipping thread: {e}")))?
+                .map_err(|e| Error::transport_from(format!("cannot start the shipping thread: {e}"), e))?
         };
         Ok(TcpShipper { shared, opts, addr: addr.to_string(), locals: HashMap::new(), thread: Some(thread) })
     }
@@ -295,7 +301,7 @@ impl TcpShipper {
     }
 
     fn timeout_error(&self, st: &State, what: &str) -> Error {
-        Error::Transport(format!(
+        Error::transport(format!(
             "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
             self.addr,
             self.opts.call_timeout.as_secs_f64(),
@@ -314,7 +320,7 @@ impl TcpShipper {
             }
             if let Some(m) = st.queues.get(hid).and_then(|q| q.rejected.clone()) {
                 st.waiting.remove(&ticket);
-                return Err(Error::Transport(format!("server refused the connection: {m}")));
+                return Err(Error::transport(format!("server refused the connection: {m}")));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -337,7 +343,7 @@ impl TcpShipper {
         if !self.locals.contains_key(hid) {
             let path = buf.path_for(hid)?;
             if matches!(buf, BufferLog::File(_)) && !self.locals.is_empty() {
-                return Err(Error::Transport(format!(
+                return Err(Error::transport(format!(
                     "buffer log {} already holds another handoff; use a directory buffer for several",
                     path.display()
                 )));
@@ -369,7 +375,7 @@ fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Result<(SeqSet
             Some("envelope") => {
                 let h = v.pointer("/envelope/handoff_id").and_then(Value::as_str).unwrap_or("");
                 if h != hid {
-                    return Err(Error::Transport(format!(
+                    return Err(Error::transport(format!(
                         "buffer log {} holds handoff {h:?}, not {hid}",
                         path.display()
                     )));
@@ -393,7 +399,7 @@ impl Shipper for TcpShipper {
         envelope::check_hid(hid)?;
         let owner = envelope::verify(env)?;
         if owner != hid {
-            return Err(Error::Validation(format!("envelope is for handoff {owner}, not {hid}")));
+            return Err(Error::validation(format!("envelope is for handoff {owner}, not {hid}")));
         }
         let line = log::envelope_line(env)?;
         if over_cap(line.len(), self.opts.cfg.transport_max_line_bytes) {
@@ -432,17 +438,17 @@ impl Shipper for TcpShipper {
     fn ship_checkpoint(&mut self, hid: &str, seq: i64, line: &str) -> Result<()> {
         envelope::check_hid(hid)?;
         if seq < 0 {
-            return Err(Error::Validation(format!("checkpoint seq {seq} is negative")));
+            return Err(Error::validation(format!("checkpoint seq {seq} is negative")));
         }
         if line.contains('\n') {
-            return Err(Error::Validation("a transport line cannot contain a newline".into()));
+            return Err(Error::validation("a transport line cannot contain a newline"));
         }
         let max = self.opts.cfg.transport_max_line_bytes;
         if over_cap(line.len(), max) {
             return Err(Error::Oversize { what: "transport line", size: line.len() + 1, limit: max });
         }
         if let Some(m) = self.rejected(hid) {
-            return Err(Error::Transport(format!("server refused the connection: {m}")));
+            return Err(Error::transport(format!("server refused the connection: {m}")));
         }
         if let Some(l) = self.local(hid)? {
             if !l.seqs.contains(seq) {
@@ -509,7 +515,7 @@ impl Shipper for TcpShipper {
                 return Ok(a);
             }
             if let Some(m) = &q.rejected {
-                return Err(Error::Transport(format!("server refused the connection: {m}")));
+                return Err(Error::transport(format!("server refused the connection: {m}")));
             }
             let now = Instant::now();
             if now >= deadline {
@@ -530,7 +536,7 @@ impl Shipper for TcpShipper {
                     break;
                 }
                 if let Some((_, m)) = st.queues.iter().find_map(|(h, q)| q.rejected.as_ref().map(|m| (h, m))) {
-                    return Err(Error::Transport(format!("server refused the connection: {m}")));
+                    return Err(Error::transport(format!("server refused the connection: {m}")));
                 }
                 let now = Instant::now();
                 if now >= deadline {

@@ -97,7 +97,7 @@ impl Bridge {
         let task_id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let env = sub.envelope(&task_id).map_err(RpcError::invalid_params)?;
         let hid = self.runner.dispatch(&env).map_err(|e| match e {
-            Error::Validation(_) | Error::Oversize { .. } | Error::OutOfRange { .. } => RpcError::invalid_params(e),
+            Error::Validation { .. } | Error::Oversize { .. } | Error::OutOfRange { .. } => RpcError::invalid_params(e),
             other => RpcError::internal(other),
         })?;
         let mut b = self.lock();
@@ -158,7 +158,7 @@ impl Bridge {
                 ex.insert("canceled_at".into(), json::float(t));
                 ex.insert("checkpoints".into(), json!([]));
             } else {
-                return Err(Error::Validation("envelope has no execution object".into()));
+                return Err(Error::validation("envelope has no execution object"));
             }
             let text = json::dumps(&env)?;
             if text.len() > cfg.max_envelope_bytes {

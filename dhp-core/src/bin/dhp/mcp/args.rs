@@ -10,7 +10,7 @@ pub struct Args<'a> {
 }
 
 fn bad(msg: String) -> Error {
-    Error::Validation(msg)
+    Error::validation(msg)
 }
 
 impl<'a> Args<'a> {

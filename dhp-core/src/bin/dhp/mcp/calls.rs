@@ -43,13 +43,13 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
             "dhp_dispatch" => {
                 let kind = a.string("task_kind")?;
                 if kind.is_empty() || kind.chars().count() > 128 {
-                    return Err(Error::Validation("malformed task_kind: want 1-128 characters".into()));
+                    return Err(Error::validation("malformed task_kind: want 1-128 characters"));
                 }
                 let inputs = a.object("inputs", cfg.max_envelope_bytes)?;
                 let schema = a.object("output_schema", cfg.max_envelope_bytes)?;
                 // An uncompilable schema would only surface at complete time.
                 jsonschema::validator_for(schema)
-                    .map_err(|e| Error::Validation(format!("output_schema is not a valid JSON Schema: {e}")))?;
+                    .map_err(|e| Error::validation_from(format!("output_schema is not a valid JSON Schema: {e}"), e))?;
                 let env = envelope::build(
                     kind,
                     json!({"inline": inputs}),
@@ -166,7 +166,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 r.require_capability(hid, fence_of(&r, hid, w)?, domain, resource)?;
                 Ok(obj(json!({"granted": true})))
             }
-            _ => Err(Error::Validation(format!("unknown tool {name}"))),
+            _ => Err(Error::validation(format!("unknown tool {name}"))),
         }
     })())
 }

@@ -37,6 +37,6 @@ pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::Transport(format!("mcp: cannot start the async runtime: {e}")))?;
+        .map_err(|e| Error::transport_from(format!("mcp: cannot start the async runtime: {e}"), e))?;
     rt.block_on(server::serve(runner))
 }

@@ -118,7 +118,7 @@ pub async fn serve(runner: Runner) -> Result<(), Error> {
     let service = DhpServer { runner }
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| Error::Transport(format!("mcp: session did not start: {e}")))?;
-    service.waiting().await.map_err(|e| Error::Transport(format!("mcp: session ended abnormally: {e}")))?;
+        .map_err(|e| Error::transport_from(format!("mcp: session did not start: {e}"), e))?;
+    service.waiting().await.map_err(|e| Error::transport_from(format!("mcp: session ended abnormally: {e}"), e))?;
     Ok(())
 }
