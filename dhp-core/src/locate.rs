@@ -22,21 +22,35 @@ pub enum LocateError {
         "cannot find the dhp-rs checkout (a directory with Cargo.toml and dhp-core/) above {searched}: \
          run from inside it or set DHP_CHECKOUT"
     )]
-    NoCheckout { searched: String },
+    /// No checkout above the places searched.
+    NoCheckout {
+        /// The directories searched, in words.
+        searched: String,
+    },
+    /// `DHP_CHECKOUT` names a directory that is not a checkout.
     #[error("DHP_CHECKOUT={0} is not a dhp-rs checkout (no Cargo.toml and dhp-core/Cargo.toml)")]
     BadCheckout(PathBuf),
+    /// The reference's interpreter is not there.
     #[error("python interpreter {0} not found: run `bash scripts/setup.sh` (creates <checkout>/.venv with dhp-protocol 1.3.0) or set DHP_PYTHON")]
     NoPython(PathBuf),
+    /// The `--dhp` path given does not exist.
     #[error("--dhp {0}: no such file")]
     NoDhp(PathBuf),
+    /// An I/O failure (running cargo, finding the executable).
     #[error("{what}: {source}")]
     Io {
+        /// What was being done.
         what: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
-    #[error("cargo build -p dhp-core --bin dhp --features failpoints failed ({0}); build it yourself or pass --dhp PATH")]
+    /// Building `dhp` with cargo failed.
+    #[error(
+        "cargo build -p dhp-core --bin dhp --features failpoints failed ({0}); build it yourself or pass --dhp PATH"
+    )]
     BuildFailed(std::process::ExitStatus),
+    /// There is no `dhp` where one was expected, and it could not be built.
     #[error(
         "no dhp binary at {0}: build it with `cargo build -p dhp-core --bin dhp --features failpoints` (same profile) or pass --dhp PATH"
     )]
@@ -125,10 +139,10 @@ pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
         cmd.env("CARGO_TARGET_DIR", target);
     }
     cmd.current_dir(checkout()?);
-    let st = cmd
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|source| LocateError::Io { what: "running cargo build -p dhp-core --bin dhp --features failpoints".into(), source })?;
+    let st = cmd.stdin(Stdio::null()).status().map_err(|source| LocateError::Io {
+        what: "running cargo build -p dhp-core --bin dhp --features failpoints".into(),
+        source,
+    })?;
     if st.success() {
         Ok(())
     } else {
@@ -156,7 +170,10 @@ pub fn dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf
         return Ok(bin);
     }
     if !bin.is_file() {
-        log(&format!("building dhp (missing): cargo build -p dhp-core --bin dhp --features failpoints in {} …", dir.display()));
+        log(&format!(
+            "building dhp (missing): cargo build -p dhp-core --bin dhp --features failpoints in {} …",
+            dir.display()
+        ));
     }
     match cargo_build_dhp(&dir) {
         Ok(()) if bin.is_file() => Ok(bin),
