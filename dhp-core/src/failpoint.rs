@@ -148,15 +148,15 @@ mod armed {
     }
 
     /// Whether `name` is armed (a caller may then take the path where the
-/// failpoint sits, e.g. a checkpoint as a client-side transaction).
-pub(crate) fn is_armed(name: &str) -> bool {
-    if !ANY.load(Ordering::Relaxed) {
-        return false;
+    /// failpoint sits, e.g. a checkpoint as a client-side transaction).
+    pub(crate) fn is_armed(name: &str) -> bool {
+        if !ANY.load(Ordering::Relaxed) {
+            return false;
+        }
+        armed().as_ref().is_some_and(|m| m.lock().unwrap_or_else(|p| p.into_inner()).points.contains_key(name))
     }
-    armed().as_ref().is_some_and(|m| m.lock().unwrap_or_else(|p| p.into_inner()).points.contains_key(name))
-}
 
-/// Pass the failpoint `name`; SIGKILLs this process if it is armed to fire.
+    /// Pass the failpoint `name`; SIGKILLs this process if it is armed to fire.
     pub(crate) fn hit(name: &str) {
         if !ANY.load(Ordering::Relaxed) {
             return;
