@@ -161,6 +161,7 @@ pub struct Pairing {
 /// its transactions (fence, lease, status), so errors are identical.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnerSeen {
+    /// The handoff's ownership row, if any.
     pub ownership: Option<Ownership>,
     /// `execution.status` (`""` when unset); `None`: no such handoff.
     pub status: Option<String>,
@@ -174,12 +175,19 @@ pub type EnvelopeBump<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
 
 /// A checkpoint for [`Backend::checkpoint_once`].
 pub struct CheckpointReq<'a> {
+    /// The runner presenting the lease.
     pub holder: &'a str,
+    /// The handoff.
     pub hid: &'a str,
+    /// The fencing token presented.
     pub fence: i64,
+    /// `json.dumps(state, sort_keys=True)`.
     pub state_json: &'a str,
+    /// SHA-256 (hex) of `state_json`.
     pub state_hash: &'a str,
+    /// ISO-8601 UTC time of the checkpoint.
     pub at: &'a str,
+    /// The most checkpoints the handoff may have.
     pub max_checkpoints: i64,
     /// Counted steps: from the stored envelope text, the new one (`steps`
     /// added); `None` leaves the whole checkpoint to the transaction. The
@@ -192,6 +200,7 @@ pub struct CheckpointReq<'a> {
 /// transaction (the backend left the decision to it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointOnce {
+    /// What the write read under the lock.
     pub seen: OwnerSeen,
     /// The next seq, when the ownership checks passed.
     pub seq: Option<i64>,
@@ -204,6 +213,7 @@ pub struct CheckpointOnce {
 /// Outcome of [`Backend::heartbeat_once`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeartbeatOnce {
+    /// What the write read under the lock.
     pub seen: OwnerSeen,
     /// The new lease expiry, when written (committed). `None` with passing
     /// checks: the backend left this lease to the generic transaction.
