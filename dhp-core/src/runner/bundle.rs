@@ -1,0 +1,166 @@
+//! Suspend and resume: the portable bundle.
+
+use super::checked_state;
+use super::envelope_text;
+use super::exec_mut;
+use super::load;
+use super::reads::materialize;
+use super::save;
+use super::state_err;
+use super::Runner;
+use crate::config::Config;
+use crate::envelope;
+use crate::envelope::check_hid;
+use crate::envelope::now;
+use crate::envelope::utcnow_iso;
+use crate::error::Error;
+use crate::error::Result;
+use crate::json;
+use crate::store::CheckpointRow;
+use crate::store::Tx;
+use serde_json::json;
+use serde_json::Value;
+use std::path::Path;
+
+impl Runner {
+    /// Suspend a running handoff and return its portable bundle: canonical
+    /// bytes of `{"dhp_bundle": "1.0", "envelope", "checkpoints"}`. The
+    /// status change is committed before this returns: a caller that then
+    /// fails to keep the bytes has a suspended handoff and no bundle, so
+    /// prefer [`Runner::suspend_to`].
+    pub fn suspend(&self, hid: &str) -> Result<Vec<u8>> {
+        check_hid(hid)?;
+        self.write(|tx| suspend_in(tx, &self.cfg, hid))
+    }
+
+    /// Suspend into the file `out`. The bundle is written to a temporary
+    /// file beside `out`, fsynced and renamed over `out` inside the write
+    /// transaction, before the status change commits; if any of that
+    /// fails the transaction rolls back (the handoff stays as it was) and
+    /// no file is left behind. Returns the bundle's size in bytes.
+    pub fn suspend_to(&self, hid: &str, out: &Path) -> Result<usize> {
+        check_hid(hid)?;
+        let mut placed = false;
+        let res = self.write(|tx| {
+            let blob = suspend_in(tx, &self.cfg, hid)?;
+            write_file_atomic(out, &blob)?;
+            placed = true;
+            Ok(blob.len())
+        });
+        if res.is_err() && placed {
+            // The commit failed after the file was placed: take it back.
+            let _ = std::fs::remove_file(out);
+        }
+        res
+    }
+
+    /// Import a bundle onto this store. The handoff arrives pending with
+    /// attempt+1 and its checkpoints; a tampered bundle changes nothing.
+    pub fn resume(&self, bundle: &[u8]) -> Result<String> {
+        if bundle.len() > self.cfg.max_envelope_bytes {
+            return Err(Error::Oversize { what: "bundle", size: bundle.len(), limit: self.cfg.max_envelope_bytes });
+        }
+        let data = json::parse_bytes(bundle)?;
+        match data.get("dhp_bundle").and_then(Value::as_str) {
+            Some("0.3") | Some("1.0") => {}
+            Some(other) => return Err(Error::Validation(format!("unknown bundle version {other}"))),
+            None => return Err(Error::Validation("not a DHP bundle: no \"dhp_bundle\" version field".into())),
+        }
+        let mut env =
+            data.get("envelope").cloned().ok_or_else(|| Error::Validation("bundle has no envelope".into()))?;
+        // Identity and input binding: an envelope whose inputs were swapped
+        // and whose id was recomputed is refused here as at dispatch (the
+        // reference checks only the id).
+        let hid = envelope::verify(&env).map_err(|e| match e {
+            Error::Tamper(m) => Error::Tamper(format!("bundle envelope: {m}")),
+            other => other,
+        })?;
+        let items = match data.get("checkpoints") {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => return Err(Error::Validation("bundle checkpoints must be a list".into())),
+        };
+        let mut rows = Vec::with_capacity(items.len());
+        let at = utcnow_iso();
+        for item in &items {
+            let seq = item.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0);
+            let (Some(seq), Some(state)) = (seq, item.get("state")) else {
+                return Err(Error::Validation("bundle checkpoint needs a non-negative seq and a state".into()));
+            };
+            let (text, hash) = checked_state(state, &self.cfg)?;
+            if let Some(claimed) = item.get("state_hash") {
+                if claimed.as_str() != Some(hash.as_str()) {
+                    return Err(Error::Tamper(format!("bundle checkpoint {seq}: state hash mismatch")));
+                }
+            }
+            rows.push(CheckpointRow { seq, state_json: text, state_hash: hash, at: at.clone() });
+        }
+        let ex = exec_mut(&mut env)?;
+        let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
+        ex.insert("status".into(), json!("pending"));
+        ex.insert("attempt".into(), json!(attempt + 1));
+        let text = envelope_text(&env, &self.cfg)?;
+        self.write(|tx| {
+            if !tx.insert_envelope(&hid, &text, now())? {
+                return Err(state_err(&hid, "resume", "handoff already exists here"));
+            }
+            for r in &rows {
+                tx.insert_checkpoint(&hid, r)?;
+            }
+            Ok(())
+        })?;
+        Ok(hid)
+    }
+}
+
+/// Inside a write transaction: status suspended and the bundle bytes.
+fn suspend_in(tx: &mut dyn Tx, cfg: &Config, hid: &str) -> Result<Vec<u8>> {
+    let mut env = load(tx, hid)?;
+    let st = envelope::status(&env);
+    if st != "running" && st != "suspended" {
+        return Err(state_err(hid, "suspend", format!("not active (status={st})")));
+    }
+    exec_mut(&mut env)?.insert("status".into(), json!("suspended"));
+    save(tx, hid, &env, cfg)?;
+    let rows = materialize(tx, hid, &mut env)?;
+    let cps: Vec<Value> = rows
+        .iter()
+        .map(|r| Ok(json!({"seq": r.seq, "state": crate::store::deep::parse(&r.state_json)?})))
+        .collect::<Result<_>>()?;
+    let blob = json::canonical(&json!({"dhp_bundle": "1.0", "envelope": env, "checkpoints": cps}))?;
+    if blob.len() > cfg.max_envelope_bytes {
+        return Err(Error::Oversize { what: "bundle", size: blob.len(), limit: cfg.max_envelope_bytes });
+    }
+    Ok(blob)
+}
+
+/// Write `data` to `path` all or nothing: a temporary file in the same
+/// directory, fsynced, renamed over `path`, and the directory fsynced. On
+/// failure the temporary file is removed and `path` is untouched.
+fn write_file_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name =
+        path.file_name().ok_or_else(|| Error::Validation(format!("bundle path {} names no file", path.display())))?;
+    let tmp =
+        dir.join(format!(".{}.tmp-{}-{:016x}", name.to_string_lossy(), std::process::id(), rand::random::<u64>()));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    // The rename is durable once the directory is; a failure here leaves
+    // the complete file in place, so it is not an error worth a rollback.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
