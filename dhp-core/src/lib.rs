@@ -80,23 +80,31 @@
 
 pub mod budget;
 pub mod census;
+pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
 pub mod failpoint;
 pub mod fuzzing;
 pub mod history;
+pub mod id;
 pub mod json;
+pub mod lease;
 pub mod liveness;
 pub mod locate;
 pub mod runner;
+pub mod status;
 pub mod store;
 pub mod supervisor;
 pub mod testing;
 pub mod transport;
 pub mod worker;
 
+pub use clock::Clock;
 pub use config::Config;
 pub use error::{Error, Result};
+pub use id::HandoffId;
+pub use lease::Lease;
 pub use runner::{Runner, TaskContext};
+pub use status::Status;
 pub use supervisor::Supervisor;

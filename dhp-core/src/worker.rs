@@ -3,7 +3,6 @@
 //! after every chunk and shipping each checkpoint once it is committed.
 
 use crate::census;
-use crate::envelope::utcnow_iso;
 use crate::error::{Error, Result};
 use crate::failpoint;
 use crate::history::History;
@@ -175,12 +174,12 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
                 return Err(e);
             }
         };
-        let seq = step.seq;
+        let seq = step.seq();
         h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
         failpoint::hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
-            let (_, hash) = json::state_text_and_hash(&state)?;
-            let line = chain.line(seq, &state, &hash, &utcnow_iso())?;
+            // Ship the committed row itself: its text, hash and `at`.
+            let line = chain.line_of_row(&step.row)?;
             s.ship_checkpoint(&hid, seq, &line)?;
         }
         done += 1;

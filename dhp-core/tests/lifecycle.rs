@@ -94,7 +94,7 @@ fn release_idempotent_complete_and_ack() {
     let mut ctx = r.claim(&hid).unwrap();
     assert!(r.ack(&hid).is_err(), "ack only after complete");
     ctx.complete(&json!({"x": 1})).unwrap();
-    r.complete(&hid, ctx.fence(), &json!({"x": 1})).unwrap();
+    r.complete(ctx.lease(), &json!({"x": 1})).unwrap();
     assert_eq!(r.status(&hid).unwrap()["result"], json!({"x": 1}));
     r.ack(&hid).unwrap();
     assert_eq!(r.status(&hid).unwrap()["acked"], true);

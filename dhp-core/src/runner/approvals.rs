@@ -1,10 +1,9 @@
 //! Approval gates for financial and destructive actions.
 
 use super::Runner;
-use crate::envelope::check_hid;
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::json;
+use crate::lease::Lease;
 use crate::store::Approval;
 use serde_json::Value;
 use std::time::Duration;
@@ -13,25 +12,18 @@ impl Runner {
     /// Gate an action. `financial` and `destructive` create a pending
     /// approval and fail closed with [`Error::ApprovalRequired`]; `read` and
     /// `write` pass. Returns `Ok(())` only when no approval is needed.
-    pub fn request_approval(
-        &self,
-        hid: &str,
-        fence: i64,
-        action_class: &str,
-        details: &Value,
-        timeout_s: f64,
-    ) -> Result<()> {
-        check_hid(hid)?;
+    pub fn request_approval(&self, lease: &Lease, action_class: &str, details: &Value, timeout_s: f64) -> Result<()> {
+        let hid = lease.hid().as_str();
         if !matches!(action_class, "read" | "write" | "financial" | "destructive") {
             return Err(Error::Validation(format!("unknown action_class {action_class:?}")));
         }
         let details_json = json::dumps_sorted(details)?;
         let created = self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             if !matches!(action_class, "financial" | "destructive") {
                 return Ok(None);
             }
-            let t = tx.now()?;
+            let t = self.now_in(tx)?;
             let approval_id = format!("apr-{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
             tx.insert_approval(&Approval {
                 approval_id: approval_id.clone(),
@@ -55,19 +47,19 @@ impl Runner {
     /// Decide an approval (the human or policy side). `true` if recorded.
     pub fn decide_approval(&self, approval_id: &str, approved: bool) -> Result<bool> {
         self.write(|tx| {
-            let t = tx.now()?;
+            let t = self.now_in(tx)?;
             tx.decide_approval(approval_id, if approved { "approved" } else { "denied" }, t)
         })
     }
 
     /// Wait for a decision: `Ok(())` when approved, [`Error::ApprovalDenied`]
     /// when denied, expired or timed out.
-    pub fn await_approval(&self, hid: &str, fence: i64, approval_id: &str, poll: Duration) -> Result<()> {
+    pub fn await_approval(&self, lease: &Lease, approval_id: &str, poll: Duration) -> Result<()> {
         loop {
             let ap = self.write(|tx| {
-                self.check_owner(tx, hid, fence)?;
+                self.check_owner(tx, lease)?;
                 let ap = tx.approval(approval_id)?.ok_or_else(|| Error::Validation("unknown approval_id".into()))?;
-                let t = tx.now()?;
+                let t = self.now_in(tx)?;
                 if ap.status == "pending" && t > ap.expires_at {
                     tx.expire_approvals(t)?;
                     return Ok(Approval { status: "expired".into(), ..ap });

@@ -1,19 +1,12 @@
 //! Group commit: many dispatches, claims or checkpoints in one transaction.
 
-use super::budget_violation;
-use super::checked_state;
-use super::lifecycle::append_checkpoint;
-use super::lifecycle::claim_in;
-use super::lifecycle::prepare_dispatch;
-use super::Runner;
-use super::TaskContext;
+use super::lifecycle::{append_checkpoint, claim_in, prepare_dispatch};
+use super::{budget_violation, checked_state, Runner, TaskContext};
 use crate::config::Config;
-use crate::envelope::check_hid;
-use crate::envelope::now;
-use crate::error::Error;
-use crate::error::Result;
-use crate::store::Backend;
-use crate::store::Mode;
+use crate::error::{Error, Result};
+use crate::id::HandoffId;
+use crate::lease::Lease;
+use crate::store::{Backend, Mode};
 use serde_json::Value;
 
 impl Runner {
@@ -21,13 +14,14 @@ impl Runner {
     /// Each gets its own id or its own error; `Err` only when the
     /// transaction as a whole failed, and then nothing was stored.
     pub fn dispatch_many(&self, envs: &[Value]) -> Result<Vec<Result<String>>> {
-        let prepared: Vec<Result<(String, String)>> = envs.iter().map(|e| prepare_dispatch(e, &self.cfg)).collect();
+        let prepared: Vec<Result<(HandoffId, String)>> = envs.iter().map(|e| prepare_dispatch(e, &self.cfg)).collect();
+        let now = self.cfg.clock.now();
         let mut out = Vec::with_capacity(envs.len());
         self.store.transact(Mode::Write, &mut |tx| {
             out.clear();
             for p in &prepared {
                 out.push(match p {
-                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now()).map(|_| hid.clone())),
+                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now).map(|_| hid.to_string())),
                     Err(_) => None,
                 });
             }
@@ -39,22 +33,25 @@ impl Runner {
     /// Claim several pending handoffs in one transaction (one fsync for
     /// all), each with the writes and checks of [`Runner::claim`].
     pub fn claim_many(&self, hids: &[String]) -> Result<Vec<Result<TaskContext>>> {
+        let parsed: Vec<Result<HandoffId>> = hids.iter().map(|h| HandoffId::parse(h)).collect();
         let mut envs = Vec::with_capacity(hids.len());
         self.store.transact(Mode::Write, &mut |tx| {
             envs.clear();
-            for hid in hids {
-                envs.push(check_hid(hid).map(|_| ()).and_then(|()| claim_in(tx, &self.cfg, &self.id, hid)));
+            for hid in &parsed {
+                envs.push(match hid {
+                    Ok(hid) => Some(claim_in(tx, &self.cfg, &self.id, hid).map(|(env, t)| (hid.clone(), env, t))),
+                    Err(_) => None,
+                });
             }
             Ok(())
         })?;
-        Ok(hids
-            .iter()
-            .zip(envs)
-            .map(|(hid, env)| {
-                let (env, t) = env?;
+        Ok(merge(parsed, envs)
+            .into_iter()
+            .map(|claimed| {
+                let (hid, env, t) = claimed?;
                 match budget_violation(&env, t) {
-                    Some(reason) => Err(Error::BudgetExceeded { hid: hid.clone(), reason }),
-                    None => Ok(TaskContext::new(self.clone(), hid, 0)),
+                    Some(reason) => Err(Error::BudgetExceeded { hid: hid.into(), reason }),
+                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0))),
                 }
             })
             .collect())
@@ -75,16 +72,17 @@ pub struct CheckpointItem {
 /// checks of [`Runner::checkpoint`] and its own seq or error; `Err` only
 /// when the transaction as a whole failed (then nothing was written).
 pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
-    // Hash outside the write lock, as Runner::checkpoint does.
-    let prepared: Vec<Result<(String, String)>> =
-        items.iter().map(|it| check_hid(&it.hid).map(|_| ()).and_then(|()| checked_state(&it.state, cfg))).collect();
+    // Parse and hash outside the write lock, as Runner::checkpoint does.
+    // Each item presents a token from its own holder, not one of ours.
+    let prepared: Vec<Result<(Lease, (String, String))>> =
+        items.iter().map(|it| Ok((Lease::presented(&it.hid, it.fence)?, checked_state(&it.state, cfg)?))).collect();
     let mut out = Vec::with_capacity(items.len());
     store.transact(Mode::Write, &mut |tx| {
         out.clear();
         for (it, p) in items.iter().zip(&prepared) {
             out.push(match p {
-                Ok((text, hash)) => {
-                    Some(append_checkpoint(tx, cfg, &it.holder, &it.hid, it.fence, text, hash, 0).map(|(seq, ..)| seq))
+                Ok((lease, (text, hash))) => {
+                    Some(append_checkpoint(tx, cfg, &it.holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
                 }
                 Err(_) => None,
             });

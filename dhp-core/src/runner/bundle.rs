@@ -1,25 +1,15 @@
 //! Suspend and resume: the portable bundle.
 
-use super::checked_state;
-use super::envelope_text;
-use super::exec_mut;
-use super::load;
 use super::reads::materialize;
-use super::save;
-use super::state_err;
-use super::Runner;
+use super::{checked_state, envelope_text, exec_mut, load, save, state_err, Runner};
 use crate::config::Config;
 use crate::envelope;
-use crate::envelope::check_hid;
-use crate::envelope::now;
-use crate::envelope::utcnow_iso;
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::id::ToHandoffId;
 use crate::json;
-use crate::store::CheckpointRow;
-use crate::store::Tx;
-use serde_json::json;
-use serde_json::Value;
+use crate::status::{Op, Status};
+use crate::store::{CheckpointRow, Tx};
+use serde_json::{json, Value};
 use std::path::Path;
 
 impl Runner {
@@ -28,8 +18,9 @@ impl Runner {
     /// status change is committed before this returns: a caller that then
     /// fails to keep the bytes has a suspended handoff and no bundle, so
     /// prefer [`Runner::suspend_to`].
-    pub fn suspend(&self, hid: &str) -> Result<Vec<u8>> {
-        check_hid(hid)?;
+    pub fn suspend(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Vec<u8>> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.write(|tx| suspend_in(tx, &self.cfg, hid))
     }
 
@@ -38,8 +29,9 @@ impl Runner {
     /// transaction, before the status change commits; if any of that
     /// fails the transaction rolls back (the handoff stays as it was) and
     /// no file is left behind. Returns the bundle's size in bytes.
-    pub fn suspend_to(&self, hid: &str, out: &Path) -> Result<usize> {
-        check_hid(hid)?;
+    pub fn suspend_to(&self, hid: &(impl ToHandoffId + ?Sized), out: &Path) -> Result<usize> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         let mut placed = false;
         let res = self.write(|tx| {
             let blob = suspend_in(tx, &self.cfg, hid)?;
@@ -81,7 +73,7 @@ impl Runner {
             Some(_) => return Err(Error::Validation("bundle checkpoints must be a list".into())),
         };
         let mut rows = Vec::with_capacity(items.len());
-        let at = utcnow_iso();
+        let at = self.cfg.clock.now_iso();
         for item in &items {
             let seq = item.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0);
             let (Some(seq), Some(state)) = (seq, item.get("state")) else {
@@ -97,11 +89,11 @@ impl Runner {
         }
         let ex = exec_mut(&mut env)?;
         let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
-        ex.insert("status".into(), json!("pending"));
+        ex.insert("status".into(), json!(Status::Pending.as_str()));
         ex.insert("attempt".into(), json!(attempt + 1));
         let text = envelope_text(&env, &self.cfg)?;
         self.write(|tx| {
-            if !tx.insert_envelope(&hid, &text, now())? {
+            if !tx.insert_envelope(&hid, &text, self.cfg.clock.now())? {
                 return Err(state_err(&hid, "resume", "handoff already exists here"));
             }
             for r in &rows {
@@ -116,11 +108,11 @@ impl Runner {
 /// Inside a write transaction: status suspended and the bundle bytes.
 fn suspend_in(tx: &mut dyn Tx, cfg: &Config, hid: &str) -> Result<Vec<u8>> {
     let mut env = load(tx, hid)?;
-    let st = envelope::status(&env);
-    if st != "running" && st != "suspended" {
+    let Some(next) = Status::of(&env).and_then(|s| s.after(Op::Suspend)) else {
+        let st = envelope::status(&env);
         return Err(state_err(hid, "suspend", format!("not active (status={st})")));
-    }
-    exec_mut(&mut env)?.insert("status".into(), json!("suspended"));
+    };
+    exec_mut(&mut env)?.insert("status".into(), json!(next.as_str()));
     save(tx, hid, &env, cfg)?;
     let rows = materialize(tx, hid, &mut env)?;
     let cps: Vec<Value> = rows

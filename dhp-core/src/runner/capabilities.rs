@@ -1,20 +1,19 @@
 //! Fail-closed capability checks and their audit trail.
 
-use super::load;
-use super::Runner;
-use crate::envelope::check_hid;
-use crate::error::Error;
-use crate::error::Result;
+use super::{load, Runner};
+use crate::error::{Error, Result};
+use crate::id::ToHandoffId;
+use crate::lease::Lease;
 use crate::store::CapabilityAudit;
 use serde_json::Value;
 
 impl Runner {
     /// Fail-closed capability check, audited. The `dhp` domain is always
     /// allowed; anything else must be declared in `contract.capabilities`.
-    pub fn require_capability(&self, hid: &str, fence: i64, domain: &str, resource: &str) -> Result<()> {
-        check_hid(hid)?;
+    pub fn require_capability(&self, lease: &Lease, domain: &str, resource: &str) -> Result<()> {
+        let hid = lease.hid().as_str();
         let granted = self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             let granted = domain == "dhp" || {
                 let env = load(tx, hid)?;
                 env.pointer("/contract/capabilities")
@@ -22,7 +21,7 @@ impl Runner {
                     .and_then(Value::as_array)
                     .is_some_and(|list| list.iter().any(|r| r.as_str() == Some(resource)))
             };
-            let at = tx.now()?;
+            let at = self.now_in(tx)?;
             tx.insert_capability_audit(
                 hid,
                 &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at },
@@ -37,8 +36,8 @@ impl Runner {
     }
 
     /// The capability audit trail of a handoff.
-    pub fn capability_audit(&self, hid: &str) -> Result<Vec<CapabilityAudit>> {
-        check_hid(hid)?;
-        self.read(|tx| tx.capability_audit(hid))
+    pub fn capability_audit(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Vec<CapabilityAudit>> {
+        let hid = hid.to_handoff_id()?;
+        self.read(|tx| tx.capability_audit(&hid))
     }
 }

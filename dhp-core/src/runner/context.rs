@@ -1,40 +1,45 @@
 //! [`TaskContext`]: what a worker holds after claim or recover.
 
-use super::Runner;
-use super::Step;
+use super::{Runner, Step};
 use crate::config;
 use crate::error::Result;
+use crate::id::HandoffId;
+use crate::lease::Lease;
 use serde_json::Value;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// What a worker holds after claim or recover: the handoff id and its
-/// fencing token. Every call re-validates against the store.
+/// What a worker holds after claim or recover: its runner and the
+/// [`Lease`] granted. Every call re-validates the lease against the store.
 pub struct TaskContext {
     runner: Runner,
-    hid: String,
-    fence: i64,
+    lease: Lease,
     heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for TaskContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskContext").field("hid", &self.hid).field("fence", &self.fence).finish()
+        f.debug_struct("TaskContext").field("hid", self.lease.hid()).field("fence", &self.lease.fence()).finish()
     }
 }
 
 impl TaskContext {
-    pub(super) fn new(runner: Runner, hid: &str, fence: i64) -> Self {
-        TaskContext { runner, hid: hid.to_string(), fence, heartbeat: None }
+    pub(super) fn new(runner: Runner, lease: Lease) -> Self {
+        TaskContext { runner, lease, heartbeat: None }
     }
 
-    pub fn hid(&self) -> &str {
-        &self.hid
+    pub fn hid(&self) -> &HandoffId {
+        self.lease.hid()
     }
 
     pub fn fence(&self) -> i64 {
-        self.fence
+        self.lease.fence()
+    }
+
+    /// The lease this context presents.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
     }
 
     pub fn runner(&self) -> &Runner {
@@ -55,12 +60,12 @@ impl TaskContext {
         );
         let interval = interval.or(half.ok()).unwrap_or(Duration::from_secs(1));
         let (tx, rx) = mpsc::channel::<()>();
-        let (runner, hid, fence) = (self.runner.clone(), self.hid.clone(), self.fence);
+        let (runner, lease) = (self.runner.clone(), self.lease.clone());
         let handle = std::thread::Builder::new()
-            .name(format!("dhp-hb-{}", &hid[..8]))
+            .name(format!("dhp-hb-{}", &lease.hid().short()[..8]))
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
-                    if let Err(e) = runner.heartbeat(&hid, fence) {
+                    if let Err(e) = runner.heartbeat(&lease) {
                         // The next explicit call surfaces the real error.
                         tracing::debug!(error = %e, "background heartbeat stopped");
                         break;
@@ -80,62 +85,62 @@ impl TaskContext {
     }
 
     pub fn checkpoint(&self, state: &Value) -> Result<i64> {
-        self.runner.checkpoint(&self.hid, self.fence, state)
+        self.runner.checkpoint(&self.lease, state)
     }
 
     /// Checkpoint, count steps and extend the lease in one transaction.
     pub fn checkpoint_step(&self, state: &Value, steps: i64) -> Result<Step> {
-        self.runner.checkpoint_step(&self.hid, self.fence, state, steps)
+        self.runner.checkpoint_step(&self.lease, state, steps)
     }
 
     pub fn heartbeat(&self) -> Result<f64> {
-        self.runner.heartbeat(&self.hid, self.fence)
+        self.runner.heartbeat(&self.lease)
     }
 
     pub fn note_step(&self, n: i64) -> Result<()> {
-        self.runner.note_step(&self.hid, self.fence, n)
+        self.runner.note_step(&self.lease, n)
     }
 
     pub fn note_spend(&self, usd: f64) -> Result<()> {
-        self.runner.note_spend(&self.hid, self.fence, usd)
+        self.runner.note_spend(&self.lease, usd)
     }
 
     pub fn last_checkpoint(&self) -> Result<Option<Value>> {
-        self.runner.last_checkpoint(&self.hid)
+        self.runner.last_checkpoint(self.lease.hid())
     }
 
     pub fn record_effect(&self, step_id: &str, result: &Value) -> Result<bool> {
-        self.runner.record_effect(&self.hid, self.fence, step_id, result)
+        self.runner.record_effect(&self.lease, step_id, result)
     }
 
     pub fn effect_done(&self, step_id: &str) -> Result<Option<Value>> {
-        self.runner.effect_done(&self.hid, self.fence, step_id)
+        self.runner.effect_done(&self.lease, step_id)
     }
 
     pub fn note_activity(&self, digest: &str) -> Result<i64> {
-        self.runner.note_activity(&self.hid, self.fence, digest)
+        self.runner.note_activity(&self.lease, digest)
     }
 
     pub fn request_approval(&self, action_class: &str, details: &Value, timeout_s: f64) -> Result<()> {
-        self.runner.request_approval(&self.hid, self.fence, action_class, details, timeout_s)
+        self.runner.request_approval(&self.lease, action_class, details, timeout_s)
     }
 
     pub fn await_approval(&self, approval_id: &str, poll: Duration) -> Result<()> {
-        self.runner.await_approval(&self.hid, self.fence, approval_id, poll)
+        self.runner.await_approval(&self.lease, approval_id, poll)
     }
 
     pub fn require_capability(&self, domain: &str, resource: &str) -> Result<()> {
-        self.runner.require_capability(&self.hid, self.fence, domain, resource)
+        self.runner.require_capability(&self.lease, domain, resource)
     }
 
     pub fn complete(&mut self, result: &Value) -> Result<()> {
         self.stop_heartbeat();
-        self.runner.complete(&self.hid, self.fence, result)
+        self.runner.complete(&self.lease, result)
     }
 
     pub fn release(&mut self, reason: &str) -> Result<()> {
         self.stop_heartbeat();
-        self.runner.release(&self.hid, self.fence, reason)
+        self.runner.release(&self.lease, reason)
     }
 }
 

@@ -1,33 +1,20 @@
 //! Lifecycle: dispatch, claim, recover, heartbeat, checkpoint, budget
 //! counters, release, complete, ack.
 
-use super::budget_violation;
-use super::check_owner_as;
-use super::checked_state;
-use super::envelope_text;
-use super::exec_mut;
-use super::load;
-use super::save;
-use super::state_err;
-use super::Runner;
-use super::TaskContext;
-use crate::config;
-use crate::config::Config;
-use crate::envelope;
-use crate::envelope::check_hid;
-use crate::envelope::now;
-use crate::envelope::utcnow_iso;
-use crate::envelope::ORPHANED_HOLDER;
-use crate::error::Error;
-use crate::error::Result;
+use super::{
+    budget_violation, check_owner_as, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
+    TaskContext,
+};
+use crate::config::{self, Config};
+use crate::envelope::{self, ORPHANED_HOLDER};
+use crate::error::{Error, Result};
 use crate::failpoint;
+use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
-use crate::store::CheckpointRow;
-use crate::store::Ownership;
-use crate::store::Progress;
-use crate::store::Tx;
-use serde_json::json;
-use serde_json::Value;
+use crate::lease::Lease;
+use crate::status::{Op, Status};
+use crate::store::{CheckpointRow, Ownership, Progress, Tx};
+use serde_json::{json, Value};
 use std::time::Duration;
 
 impl Runner {
@@ -36,34 +23,37 @@ impl Runner {
     pub fn dispatch(&self, env: &Value) -> Result<String> {
         let (hid, text) = prepare_dispatch(env, &self.cfg)?;
         self.write(|tx| {
-            tx.insert_envelope(&hid, &text, now())?;
+            tx.insert_envelope(&hid, &text, self.cfg.clock.now())?;
             Ok(())
         })?;
-        tracing::info!(hid = &hid[..12], kind = ?env.pointer("/task/kind"), "dispatch");
-        Ok(hid)
+        tracing::info!(hid = hid.short(), kind = ?env.pointer("/task/kind"), "dispatch");
+        Ok(hid.into())
     }
 
     /// Claim a pending handoff: ownership row with fence 0, status running.
-    pub fn claim(&self, hid: &str) -> Result<TaskContext> {
-        check_hid(hid)?;
-        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid))?;
+    pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
+        let hid = hid.to_handoff_id()?;
+        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
         if let Some(reason) = budget_violation(&env, t) {
-            return Err(Error::BudgetExceeded { hid: hid.to_string(), reason });
+            return Err(Error::BudgetExceeded { hid: hid.into(), reason });
         }
-        tracing::info!(hid = &hid[..12], runner = %self.id, fence = 0, "claim");
-        Ok(TaskContext::new(self.clone(), hid, 0))
+        tracing::info!(hid = hid.short(), runner = %self.id, fence = 0, "claim");
+        Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0)))
     }
 
     /// Recover an orphaned handoff: CAS on the observed fence, so of N
     /// racing recoverers exactly one wins; fence+1, attempt+1.
-    pub fn recover(&self, hid: &str) -> Result<TaskContext> {
-        check_hid(hid)?;
+    pub fn recover(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
+        let handoff = hid.to_handoff_id()?;
+        let hid = handoff.as_str();
         let cfg = &self.cfg;
         let fence = self.write(|tx| {
             let mut env = load(tx, hid)?;
-            match envelope::status(&env) {
-                "completed" | "failed" => return Err(state_err(hid, "recover", "handoff is terminal")),
-                "pending" => return Err(state_err(hid, "recover", "handoff never claimed; use claim")),
+            // Running or suspended handoffs (and unknown statuses) are refused
+            // by the ownership check below: their holder is not the tombstone.
+            match Status::of(&env) {
+                Some(s) if s.is_terminal() => return Err(state_err(hid, "recover", "handoff is terminal")),
+                Some(Status::Pending) => return Err(state_err(hid, "recover", "handoff never claimed; use claim")),
                 _ => {}
             }
             let own = tx.ownership(hid)?;
@@ -73,7 +63,7 @@ impl Runner {
                     reason: "not orphaned (another recoverer won, or the owner is alive)".into(),
                 });
             };
-            let t = tx.now()?;
+            let t = self.now_in(tx)?;
             let fence = own.fence + 1;
             tx.update_ownership(
                 &Ownership {
@@ -88,7 +78,8 @@ impl Runner {
             )?;
             let ex = exec_mut(&mut env)?;
             let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
-            ex.insert("status".into(), json!("running"));
+            let next = Status::Orphaned.after(Op::Recover).unwrap_or(Status::Running);
+            ex.insert("status".into(), json!(next.as_str()));
             ex.insert("attempt".into(), json!(attempt + 1));
             ex.insert("runner_id".into(), json!(self.id));
             ex.insert("claimed_at".into(), json::float(t));
@@ -96,18 +87,18 @@ impl Runner {
             save(tx, hid, &env, cfg)?;
             Ok(fence)
         })?;
-        tracing::info!(hid = &hid[..12], runner = %self.id, fence, "recover");
-        Ok(TaskContext::new(self.clone(), hid, fence))
+        tracing::info!(hid = handoff.short(), runner = %self.id, fence, "recover");
+        Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
     }
 
     /// Extend the lease. Returns seconds until it expires.
-    pub fn heartbeat(&self, hid: &str, fence: i64) -> Result<f64> {
-        check_hid(hid)?;
+    pub fn heartbeat(&self, lease: &Lease) -> Result<f64> {
+        let hid = lease.hid().as_str();
         failpoint::hit("heartbeat");
         self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
-            let t = tx.now()?;
+            let t = self.now_in(tx)?;
             own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
@@ -115,8 +106,8 @@ impl Runner {
     }
 
     /// Append a checkpoint; returns its seq (0, 1, 2, …).
-    pub fn checkpoint(&self, hid: &str, fence: i64, state: &Value) -> Result<i64> {
-        Ok(self.checkpoint_step(hid, fence, state, 0)?.seq)
+    pub fn checkpoint(&self, lease: &Lease, state: &Value) -> Result<i64> {
+        Ok(self.checkpoint_step(lease, state, 0)?.seq())
     }
 
     /// Append a checkpoint and, in the same transaction (one fsync instead
@@ -124,23 +115,21 @@ impl Runner {
     /// does after each unit of work. The checkpoint is committed even when
     /// the steps go over budget; [`Step::over_budget`] then says why, and
     /// the worker must stop ([`Step::enforce_budget`]).
-    pub fn checkpoint_step(&self, hid: &str, fence: i64, state: &Value, steps: i64) -> Result<Step> {
-        check_hid(hid)?;
+    pub fn checkpoint_step(&self, lease: &Lease, state: &Value, steps: i64) -> Result<Step> {
         if steps < 0 {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        let (seq, env, t) =
-            self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, hid, fence, &text, &hash, steps))?;
+        let (row, env, t) = self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?;
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
-        Ok(Step { hid: hid.to_string(), seq, over_budget })
+        Ok(Step { hid: lease.hid().clone(), row, over_budget })
     }
 
-    fn bump(&self, hid: &str, fence: i64, steps: i64, spend: f64) -> Result<()> {
-        check_hid(hid)?;
+    fn bump(&self, lease: &Lease, steps: i64, spend: f64) -> Result<()> {
+        let hid = lease.hid().as_str();
         let cfg = &self.cfg;
         let (env, t) = self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
             let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
@@ -148,7 +137,7 @@ impl Runner {
             ex.insert("steps".into(), json!(s));
             ex.insert("spend_usd".into(), json::float(sp));
             save(tx, hid, &env, cfg)?;
-            Ok((env, tx.now()?))
+            Ok((env, self.now_in(tx)?))
         })?;
         match budget_violation(&env, t) {
             Some(reason) => Err(Error::BudgetExceeded { hid: hid.to_string(), reason }),
@@ -158,30 +147,30 @@ impl Runner {
 
     /// Count `n` steps; over budget raises [`Error::BudgetExceeded`] (the
     /// steps are recorded, so the supervisor sees the overrun too).
-    pub fn note_step(&self, hid: &str, fence: i64, n: i64) -> Result<()> {
+    pub fn note_step(&self, lease: &Lease, n: i64) -> Result<()> {
         if n < 0 {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
-        self.bump(hid, fence, n, 0.0)
+        self.bump(lease, n, 0.0)
     }
 
     /// Record real spend in USD.
-    pub fn note_spend(&self, hid: &str, fence: i64, usd: f64) -> Result<()> {
+    pub fn note_spend(&self, lease: &Lease, usd: f64) -> Result<()> {
         if !(usd.is_finite() && usd >= 0.0) {
             return Err(Error::Validation("spend must be a finite, non-negative amount".into()));
         }
-        self.bump(hid, fence, 0, usd)
+        self.bump(lease, 0, usd)
     }
 
     /// Hand the handoff back: status pending, ownership row deleted.
-    pub fn release(&self, hid: &str, fence: i64, reason: &str) -> Result<()> {
-        check_hid(hid)?;
+    pub fn release(&self, lease: &Lease, reason: &str) -> Result<()> {
+        let hid = lease.hid().as_str();
         let cfg = &self.cfg;
         self.write(|tx| {
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
-            ex.insert("status".into(), json!("pending"));
+            ex.insert("status".into(), json!(Status::Running.after(Op::Release).unwrap_or(Status::Pending).as_str()));
             ex.insert("release_reason".into(), json!(reason));
             save(tx, hid, &env, cfg)?;
             tx.delete_ownership(hid)
@@ -191,17 +180,18 @@ impl Runner {
     /// Complete with a result validated against `output_schema`. A result
     /// that violates it parks the handoff as failed and returns
     /// [`Error::SchemaViolation`]. Completing a completed handoff is a no-op.
-    pub fn complete(&self, hid: &str, fence: i64, result: &Value) -> Result<()> {
-        check_hid(hid)?;
+    pub fn complete(&self, lease: &Lease, result: &Value) -> Result<()> {
+        let hid = lease.hid().as_str();
         let cfg = &self.cfg;
         let size = json::dumps_sorted(result)?.len();
         failpoint::hit("complete");
         let outcome = self.write(|tx| {
             let mut env = load(tx, hid)?;
-            if envelope::status(&env) == "completed" {
+            // Completing a completed handoff is the table's no-op.
+            if Status::of(&env) == Some(Status::Completed) {
                 return Ok(Ok(()));
             }
-            self.check_owner(tx, hid, fence)?;
+            self.check_owner(tx, lease)?;
             if size > cfg.max_result_bytes {
                 return Err(Error::Oversize { what: "result", size, limit: cfg.max_result_bytes });
             }
@@ -209,13 +199,13 @@ impl Runner {
             let ex = exec_mut(&mut env)?;
             match &verdict {
                 Err(e) => {
-                    ex.insert("status".into(), json!("failed"));
+                    ex.insert("status".into(), json!(Status::Failed.as_str()));
                     ex.insert("error".into(), json!(format!("schema validation: {e}")));
-                    ex.insert("failed_at".into(), json!(utcnow_iso()));
+                    ex.insert("failed_at".into(), json!(cfg.clock.now_iso()));
                 }
                 Ok(()) => {
-                    ex.insert("status".into(), json!("completed"));
-                    ex.insert("completed_at".into(), json!(utcnow_iso()));
+                    ex.insert("status".into(), json!(Status::Completed.as_str()));
+                    ex.insert("completed_at".into(), json!(cfg.clock.now_iso()));
                     let delivery = env
                         .get_mut("delivery")
                         .and_then(Value::as_object_mut)
@@ -231,18 +221,19 @@ impl Runner {
         })?;
         if outcome.is_ok() {
             failpoint::hit("complete.after_commit");
-            tracing::info!(hid = &hid[..12], runner = %self.id, "complete");
+            tracing::info!(hid = lease.hid().short(), runner = %self.id, "complete");
         }
         outcome
     }
 
     /// The parent acknowledges the result (`delivery.outbox.ack`).
-    pub fn ack(&self, hid: &str) -> Result<()> {
-        check_hid(hid)?;
+    pub fn ack(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<()> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         let cfg = &self.cfg;
         self.write(|tx| {
             let mut env = load(tx, hid)?;
-            if envelope::status(&env) != "completed" {
+            if Status::of(&env).and_then(|s| s.after(Op::Ack)).is_none() {
                 return Err(state_err(hid, "ack", "not completed"));
             }
             match env.pointer_mut("/delivery/outbox").and_then(Value::as_object_mut) {
@@ -263,7 +254,7 @@ impl Runner {
     pub fn wait_for_orphaned(&self, timeout: Duration, poll: Duration) -> Result<Option<String>> {
         let end = std::time::Instant::now() + timeout;
         loop {
-            if let Some(hid) = self.read(|tx| tx.hids_with_status("orphaned"))?.into_iter().next() {
+            if let Some(hid) = self.read(|tx| tx.hids_with_status(Status::Orphaned.as_str()))?.into_iter().next() {
                 return Ok(Some(hid));
             }
             let left = end.saturating_duration_since(std::time::Instant::now());
@@ -275,32 +266,30 @@ impl Runner {
     }
 
     /// Re-open a handoff this runner holds, e.g. after a restart of the
-    /// same worker id (fence must match).
-    pub fn context(&self, hid: &str, fence: i64) -> Result<TaskContext> {
-        check_hid(hid)?;
-        Ok(TaskContext::new(self.clone(), hid, fence))
+    /// same worker id with a lease it kept (every write still checks it).
+    pub fn context(&self, lease: Lease) -> TaskContext {
+        TaskContext::new(self.clone(), lease)
     }
 }
 
 /// Verify an envelope for dispatch and render its store text (outside any
 /// transaction).
-pub(super) fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(String, String)> {
-    let hid = envelope::verify(env)?;
-    if envelope::status(env) != "pending" {
+pub(super) fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(HandoffId, String)> {
+    let hid = HandoffId::parse(&envelope::verify(env)?)?;
+    if Status::of(env) != Some(Status::Pending) {
         return Err(state_err(&hid, "dispatch", "envelope not pending"));
     }
-    Ok((hid.clone(), envelope_text(env, cfg)?))
+    Ok((hid, envelope_text(env, cfg)?))
 }
 
 /// The claim CAS inside a transaction; returns the claimed envelope and
 /// the store's time of the claim.
 pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<(Value, f64)> {
     let mut env = load(tx, hid)?;
-    let st = envelope::status(&env).to_string();
-    if st != "pending" {
-        return Err(state_err(hid, "claim", format!("status is {st}")));
-    }
-    let t = tx.now()?;
+    let Some(next) = Status::of(&env).and_then(|s| s.after(Op::Claim)) else {
+        return Err(state_err(hid, "claim", format!("status is {}", envelope::status(&env))));
+    };
+    let t = cfg.clock.now_in(tx)?;
     let own = Ownership {
         hid: hid.to_string(),
         holder: holder.to_string(),
@@ -313,7 +302,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
         return Err(Error::OwnershipLost { hid: hid.to_string(), reason: "claim race lost".into() });
     }
     let ex = exec_mut(&mut env)?;
-    ex.insert("status".into(), json!("running"));
+    ex.insert("status".into(), json!(next.as_str()));
     ex.insert("runner_id".into(), json!(holder));
     ex.insert("claimed_at".into(), json::float(t));
     ex.insert("fence".into(), json!(0));
@@ -326,28 +315,28 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
 /// The checkpoint append inside a transaction (see
 /// [`Runner::checkpoint_step`]); returns the seq, when steps were counted
 /// the updated envelope for the budget check, and the store's time.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn append_checkpoint(
     tx: &mut dyn Tx,
     cfg: &Config,
     holder: &str,
-    hid: &str,
-    fence: i64,
+    lease: &Lease,
     text: &str,
     hash: &str,
     steps: i64,
-) -> Result<(i64, Option<Value>, f64)> {
-    check_owner_as(tx, holder, hid, fence)?;
+) -> Result<(CheckpointRow, Option<Value>, f64)> {
+    check_owner_as(tx, cfg, holder, lease)?;
+    let hid = lease.hid().as_str();
     let seq = tx.next_seq(hid)?;
     if seq >= cfg.max_checkpoints_per_handoff {
         let limit = cfg.max_checkpoints_per_handoff as usize;
         return Err(Error::Oversize { what: "checkpoint count", size: seq as usize, limit });
     }
-    let row = CheckpointRow { seq, state_json: text.to_string(), state_hash: hash.to_string(), at: utcnow_iso() };
+    let row =
+        CheckpointRow { seq, state_json: text.to_string(), state_hash: hash.to_string(), at: cfg.clock.now_iso() };
     if !tx.insert_checkpoint(hid, &row)? {
         return Err(Error::OwnershipLost { hid: hid.to_string(), reason: format!("checkpoint seq {seq} taken") });
     }
-    let t = tx.now()?;
+    let t = cfg.clock.now_in(tx)?;
     // A checkpoint resets the stall clock and the digest counter.
     let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
     tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
@@ -364,24 +353,32 @@ pub(super) fn append_checkpoint(
         env = Some(e);
     }
     failpoint::hit("checkpoint.in_tx");
-    Ok((seq, env, t))
+    Ok((row, env, t))
 }
 
 /// A committed checkpoint of [`Runner::checkpoint_step`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
-    pub hid: String,
-    pub seq: i64,
+    pub hid: HandoffId,
+    /// The row as committed: seq, state text, state hash and `at`, exactly
+    /// as stored, so a shipper sends what the store holds without
+    /// serialising or hashing the state again.
+    pub row: CheckpointRow,
     /// Set when the counted steps put the handoff over its budget.
     pub over_budget: Option<String>,
 }
 
 impl Step {
+    /// The committed checkpoint's seq.
+    pub fn seq(&self) -> i64 {
+        self.row.seq
+    }
+
     /// `Err(BudgetExceeded)` when over budget.
     pub fn enforce_budget(&self) -> Result<i64> {
         match &self.over_budget {
-            Some(reason) => Err(Error::BudgetExceeded { hid: self.hid.clone(), reason: reason.clone() }),
-            None => Ok(self.seq),
+            Some(reason) => Err(Error::BudgetExceeded { hid: self.hid.to_string(), reason: reason.clone() }),
+            None => Ok(self.row.seq),
         }
     }
 }

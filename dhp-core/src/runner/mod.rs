@@ -1,8 +1,9 @@
 //! The runner: a handoff's lifecycle from dispatch to ack (the reference's
 //! `Runner3`), each operation one store transaction.
 //!
-//! Every mutation by a worker presents its `(holder, fence)` and is checked
-//! inside the same transaction that writes: a stale fence is
+//! Every mutation by a worker presents its [`Lease`] (handoff id and fence,
+//! granted by claim or recover) under its worker id, and is checked inside
+//! the same transaction that writes: a stale fence is
 //! [`Error::StaleFence`], an expired lease [`Error::LeaseLost`], a handoff that
 //! is not running [`Error::State`]. A checkpoint costs the same whatever the
 //! number of earlier checkpoints: it reads the ownership row, the status and
@@ -22,9 +23,11 @@ pub use context::TaskContext;
 pub use lifecycle::Step;
 
 use crate::config::Config;
-use crate::envelope::{self, check_worker_id, now};
+use crate::envelope::{self, check_worker_id};
 use crate::error::{Error, Result};
 use crate::json;
+use crate::lease::Lease;
+use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, BudgetUsage, Mode, StoreLocation, Tx};
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -63,7 +66,7 @@ pub(crate) fn load(tx: &mut dyn Tx, hid: &str) -> Result<Value> {
 }
 
 pub(crate) fn save(tx: &mut dyn Tx, hid: &str, env: &Value, cfg: &Config) -> Result<()> {
-    if tx.update_envelope(hid, &envelope_text(env, cfg)?, now())? {
+    if tx.update_envelope(hid, &envelope_text(env, cfg)?, cfg.clock.now())? {
         Ok(())
     } else {
         Err(Error::UnknownHandoff { hid: hid.to_string() })
@@ -184,20 +187,28 @@ impl Runner {
         with_tx(self.store.as_ref(), Mode::Read, f)
     }
 
-    /// Inside a transaction: the presented token is the current owner, its
-    /// lease is live and the handoff is running.
-    fn check_owner(&self, tx: &mut dyn Tx, hid: &str, fence: i64) -> Result<()> {
-        check_owner_as(tx, &self.id, hid, fence)
+    /// Protocol time inside a transaction (the configured [`Clock`]).
+    ///
+    /// [`Clock`]: crate::clock::Clock
+    fn now_in(&self, tx: &mut dyn Tx) -> Result<f64> {
+        self.cfg.clock.now_in(tx)
+    }
+
+    /// Inside a transaction: the presented lease is the current owner's,
+    /// still live, and the handoff is running.
+    fn check_owner(&self, tx: &mut dyn Tx, lease: &Lease) -> Result<()> {
+        check_owner_as(tx, &self.cfg, &self.id, lease)
     }
 }
 
-/// Inside a transaction: `(holder, fence)` is the current owner, its lease
-/// is live and the handoff is running.
-fn check_owner_as(tx: &mut dyn Tx, holder: &str, hid: &str, fence: i64) -> Result<()> {
+/// Inside a transaction: `holder` presenting `lease` is the current owner,
+/// its lease is live and the handoff's status admits a write.
+fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &str, lease: &Lease) -> Result<()> {
+    let (hid, fence) = (lease.hid().as_str(), lease.fence());
     let own = tx.ownership(hid)?;
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
-            let t = tx.now()?;
+            let t = cfg.clock.now_in(tx)?;
             if o.lease_expires_at < t {
                 return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
             }
@@ -214,7 +225,7 @@ fn check_owner_as(tx: &mut dyn Tx, holder: &str, hid: &str, fence: i64) -> Resul
     }
     match tx.status(hid)? {
         None => Err(Error::UnknownHandoff { hid: hid.to_string() }),
-        Some(s) if s == "running" => Ok(()),
+        Some(s) if s.parse::<Status>().ok().and_then(|s| s.after(Op::Write)).is_some() => Ok(()),
         Some(s) => Err(state_err(hid, "write", format!("not running (status={s})"))),
     }
 }

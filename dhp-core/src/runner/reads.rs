@@ -1,23 +1,20 @@
 //! Reads: the envelope, checkpoints, ownership and the status summary.
 
-use super::exec_mut;
-use super::load;
-use super::Runner;
+use super::{exec_mut, load, Runner};
 use crate::envelope;
-use crate::envelope::check_hid;
 use crate::error::Result;
+use crate::id::ToHandoffId;
 use crate::json;
-use crate::store::CheckpointRow;
-use crate::store::Ownership;
-use crate::store::Tx;
-use serde_json::json;
-use serde_json::Value;
+use crate::status::Status;
+use crate::store::{CheckpointRow, Ownership, Tx};
+use serde_json::{json, Value};
 
 impl Runner {
     /// The stored envelope with `execution.checkpoints` materialized from
     /// the rows, as the reference's `_load` returns it.
-    pub fn envelope(&self, hid: &str) -> Result<Value> {
-        check_hid(hid)?;
+    pub fn envelope(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Value> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| {
             let mut env = load(tx, hid)?;
             materialize(tx, hid, &mut env)?;
@@ -26,26 +23,30 @@ impl Runner {
     }
 
     /// The stored envelope without checkpoints (cheap).
-    pub fn envelope_bare(&self, hid: &str) -> Result<Value> {
-        check_hid(hid)?;
+    pub fn envelope_bare(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Value> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| load(tx, hid))
     }
 
     /// The last checkpointed state, or `None`.
-    pub fn last_checkpoint(&self, hid: &str) -> Result<Option<Value>> {
-        check_hid(hid)?;
+    pub fn last_checkpoint(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Option<Value>> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| tx.last_checkpoint(hid)?.map(|r| json::parse(&r.state_json)).transpose())
     }
 
     /// The last checkpoint's seq and state.
-    pub fn last_checkpoint_row(&self, hid: &str) -> Result<Option<CheckpointRow>> {
-        check_hid(hid)?;
+    pub fn last_checkpoint_row(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Option<CheckpointRow>> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| tx.last_checkpoint(hid))
     }
 
     /// All checkpoint rows, in seq order.
-    pub fn checkpoints(&self, hid: &str) -> Result<Vec<CheckpointRow>> {
-        check_hid(hid)?;
+    pub fn checkpoints(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Vec<CheckpointRow>> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| {
             load(tx, hid)?;
             tx.checkpoints(hid)
@@ -53,8 +54,9 @@ impl Runner {
     }
 
     /// The ownership row, if any.
-    pub fn ownership(&self, hid: &str) -> Result<Option<Ownership>> {
-        check_hid(hid)?;
+    pub fn ownership(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Option<Ownership>> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| tx.ownership(hid))
     }
 
@@ -64,8 +66,9 @@ impl Runner {
     }
 
     /// A summary like the reference's `dhp.status`.
-    pub fn status(&self, hid: &str) -> Result<Value> {
-        check_hid(hid)?;
+    pub fn status(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Value> {
+        let hid = hid.to_handoff_id()?;
+        let hid = hid.as_str();
         self.read(|tx| {
             let env = load(tx, hid)?;
             let ex = &env["execution"];
@@ -90,7 +93,7 @@ impl Runner {
                 "steps": ex.get("steps").cloned().unwrap_or(json!(0)),
                 "spend_usd": ex.get("spend_usd").cloned().unwrap_or(json::float(0.0)),
             });
-            if envelope::status(&env) == "completed" {
+            if Status::of(&env) == Some(Status::Completed) {
                 out["result"] = env.pointer("/delivery/result").cloned().unwrap_or(Value::Null);
                 out["acked"] = env.pointer("/delivery/outbox/ack").cloned().unwrap_or(json!(false));
             }
