@@ -23,7 +23,19 @@ impl HandoffId {
 
     /// The first 12 characters, as logs show an id.
     pub fn short(&self) -> &str {
-        &self.0[..12]
+        short(&self.0)
+    }
+}
+
+/// The first 12 characters of an id (all of a shorter text), as logs
+/// show it.
+pub fn short(hid: &str) -> &str {
+    hid.get(..12).unwrap_or(hid)
+}
+
+impl serde::Serialize for HandoffId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
     }
 }
 
@@ -126,6 +138,8 @@ mod tests {
         assert_eq!(h.to_string(), text, "Display is the stored text");
         assert_eq!(format!("{h:#}"), &text[..12]);
         assert_eq!(h.short(), &text[..12]);
+        assert_eq!(short("abc"), "abc");
+        assert_eq!(serde_json::json!({"hid": h}), serde_json::json!({"hid": text}));
         assert_eq!(text.to_handoff_id().unwrap(), h);
         for bad in ["", "AB".repeat(32).as_str(), &text[..63], "../etc/passwd"] {
             assert!(matches!(HandoffId::parse(bad), Err(Error::MalformedId { .. })), "{bad:?}");

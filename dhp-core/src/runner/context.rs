@@ -62,7 +62,7 @@ impl TaskContext {
         let (tx, rx) = mpsc::channel::<()>();
         let (runner, lease) = (self.runner.clone(), self.lease.clone());
         let handle = std::thread::Builder::new()
-            .name(format!("dhp-hb-{}", &lease.hid().short()[..8]))
+            .name(format!("dhp-hb-{}", lease.hid().as_str().get(..8).unwrap_or_default()))
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
                     if let Err(e) = runner.heartbeat(&lease) {

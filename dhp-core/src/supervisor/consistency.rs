@@ -7,6 +7,7 @@ use super::repair::{classify, Finding, Torn};
 use super::{merge_into, orphan_envelope, OrphanReason, Supervisor};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::id;
 use crate::runner::{load, save};
 use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
 use serde_json::{json, Value};
@@ -141,7 +142,7 @@ impl Supervisor {
             if out["status"] == "failed" && seen_status != "failed" {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
             }
-            tracing::warn!(hid = &hid[..12], torn = kind.as_str(), "repaired a torn state");
+            tracing::warn!(hid = id::short(hid), torn = kind.as_str(), "repaired a torn state");
         }
         Ok(out)
     }

@@ -19,6 +19,7 @@ pub mod repair;
 use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::id;
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
@@ -251,11 +252,11 @@ impl Supervisor {
         match out["action"].as_str() {
             Some("dlq") => {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(hid = &hid[..12], reason = reason.as_str(), "dead-lettered");
+                tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
             }
             Some("orphaned") => {
                 self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(hid = &hid[..12], reason = reason.as_str(), "orphaned");
+                tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
             }
             _ => {}
         }

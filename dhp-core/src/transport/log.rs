@@ -290,7 +290,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         };
         Ok((created, new, next - 1, gaps))
     })?;
-    tracing::info!(hid = &hid[..12], ingested = rows.len(), new, skipped, "transport ingest");
+    tracing::info!(hid = crate::id::short(&hid), ingested = rows.len(), new, skipped, "transport ingest");
     Ok(IngestReport {
         handoff_id: hid,
         checkpoints_ingested: rows.len(),

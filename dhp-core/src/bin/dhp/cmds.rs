@@ -240,7 +240,10 @@ pub fn suspend(root: &Path, hid: &str, out: &Path, cfg: Config) -> Result<Output
     } else {
         r.suspend_to(hid, out)?
     };
-    Ok((json!({"hid": hid, "bytes": bytes, "out": out}), format!("suspended {} → {}", &hid[..12], out.display())))
+    Ok((
+        json!({"hid": hid, "bytes": bytes, "out": out}),
+        format!("suspended {} → {}", dhp_core::id::short(hid), out.display()),
+    ))
 }
 
 /// Refuse what is not a bundle at all with a message that says so (the
