@@ -185,7 +185,7 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
         Err(Error::ApprovalRequired { approval_id, .. }) => Ok(approval_id),
         Err(e) => Err(e),
         Ok(()) => {
-            let t = envelope::now();
+            let t = r.config().clock.now();
             let approval_id = format!("apr-{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
             let row = Approval {
                 approval_id: approval_id.clone(),
@@ -207,8 +207,9 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
 fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let ap = tx.approval(id)?.ok_or_else(|| Error::UnknownApproval { approval_id: id.to_string() })?;
-        if ap.status == "pending" && envelope::now() > ap.expires_at {
-            tx.expire_approvals(envelope::now())?;
+        let now = r.config().clock.now();
+        if ap.status == "pending" && now > ap.expires_at {
+            tx.expire_approvals(now)?;
             return Ok(Approval { status: "expired".into(), ..ap });
         }
         Ok(ap)
