@@ -467,7 +467,7 @@ impl Adapter {
         match r.heartbeat(&Lease::presented(&hid, fence)?) {
             Err(Error::LeaseLost { .. }) if self.is(Mutant::IgnoreLeaseExpiry) => {
                 self.renew(&r, &hid)?;
-                Ok(json!({"expires_in_s": r.heartbeat(&Lease::presented(&hid, fence)?,)?}))
+                Ok(json!({"expires_in_s": r.heartbeat(&Lease::presented(&hid, fence)?)?}))
             }
             other => Ok(json!({"expires_in_s": other?})),
         }
