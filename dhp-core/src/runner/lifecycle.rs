@@ -1,10 +1,12 @@
 //! Lifecycle: dispatch, claim, recover, heartbeat, checkpoint, budget
 //! counters, release, complete, ack.
 
+use super::one_trip;
 use super::{
     budget_violation, check_owner_as, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
     TaskContext,
 };
+use crate::clock::Clock;
 use crate::config::{self, Config};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
@@ -95,6 +97,13 @@ impl Runner {
     pub fn heartbeat(&self, lease: &Lease) -> Result<f64> {
         let hid = lease.hid().as_str();
         failpoint::hit("heartbeat");
+        // The one-round-trip path reads the store's clock server-side: a
+        // manual clock keeps the transaction.
+        if matches!(self.cfg.clock, Clock::Store) {
+            if let Some(left) = one_trip::heartbeat(self.store.as_ref(), &self.id, hid, lease.fence())? {
+                return Ok(left);
+            }
+        }
         self.write(|tx| {
             self.check_owner(tx, lease)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
@@ -120,7 +129,17 @@ impl Runner {
             return Err(Error::Validation("steps cannot be negative".into()));
         }
         let (text, hash) = checked_state(state, &self.cfg)?;
-        let (row, env, t) = self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?;
+        // The failpoint sits inside the transaction; the one-round-trip path
+        // reads the store's clock server-side, so a manual clock keeps the
+        // transaction too.
+        let once = match failpoint::is_armed("checkpoint.in_tx") || !matches!(self.cfg.clock, Clock::Store) {
+            true => None,
+            false => one_trip::checkpoint(self.store.as_ref(), &self.cfg, &self.id, lease, &text, &hash, steps)?,
+        };
+        let (row, env, t) = match once {
+            Some(done) => done,
+            None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?,
+        };
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: lease.hid().clone(), row, over_budget })
     }

@@ -16,6 +16,7 @@ mod capabilities;
 mod context;
 mod effects;
 mod lifecycle;
+mod one_trip;
 mod reads;
 
 pub use batch::{checkpoint_many, CheckpointItem};
@@ -28,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
-use crate::store::{self, with_tx, Backend, BudgetUsage, Mode, StoreLocation, Tx};
+use crate::store::{self, with_tx, Backend, BudgetUsage, Mode, Ownership, StoreLocation, Tx};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::Arc;
@@ -206,24 +207,38 @@ impl Runner {
 fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &str, lease: &Lease) -> Result<()> {
     let (hid, fence) = (lease.hid().as_str(), lease.fence());
     let own = tx.ownership(hid)?;
+    let t = match &own {
+        Some(o) if o.holder == holder && o.fence == fence => cfg.clock.now_in(tx)?,
+        _ => f64::NAN, // not read: the fence check fails first
+    };
+    owner_checks(holder, hid, fence, own, t)?;
+    running_check(hid, tx.status(hid)?)
+}
+
+/// The fence and lease checks on an ownership row read at store time `t`
+/// (shared by the transactions and the one-round-trip writes).
+fn owner_checks(holder: &str, hid: &str, fence: i64, own: Option<Ownership>, t: f64) -> Result<()> {
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
-            let t = cfg.clock.now_in(tx)?;
             if o.lease_expires_at < t {
                 return Err(Error::LeaseLost { hid: hid.to_string(), expired_ago_s: t - o.lease_expires_at });
             }
+            Ok(())
         }
-        _ => {
-            return Err(Error::StaleFence {
-                hid: hid.to_string(),
-                holder: holder.to_string(),
-                presented: fence,
-                current: own.as_ref().map(|o| o.fence),
-                current_holder: own.map(|o| o.holder),
-            })
-        }
+        _ => Err(Error::StaleFence {
+            hid: hid.to_string(),
+            holder: holder.to_string(),
+            presented: fence,
+            current: own.as_ref().map(|o| o.fence),
+            current_holder: own.map(|o| o.holder),
+        }),
     }
-    match tx.status(hid)? {
+}
+
+/// The status check after [`owner_checks`]: the handoff exists and its
+/// status admits a write.
+fn running_check(hid: &str, status: Option<String>) -> Result<()> {
+    match status {
         None => Err(Error::UnknownHandoff { hid: hid.to_string() }),
         Some(s) if s.parse::<Status>().ok().and_then(|s| s.after(Op::Write)).is_some() => Ok(()),
         Some(s) => Err(state_err(hid, "write", format!("not running (status={s})"))),
