@@ -8,7 +8,7 @@ use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::json;
 use dhp_core::store::{with_tx, Mode, SqliteStore};
 use dhp_core::transport::log;
-use dhp_core::{Config, Result, Runner, Supervisor};
+use dhp_core::{Config, Lease, Result, Runner, Supervisor};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -140,7 +140,7 @@ impl CheckpointBed {
             let other = runner.dispatch(&sdk_envelope(u64::MAX - depth as u64)?)?;
             let f = runner.claim(&other)?.fence();
             for k in 0..warm {
-                runner.checkpoint(&other, f, &small_state(k as u64))?;
+                runner.checkpoint(&Lease::presented(&other, f)?, &small_state(k as u64))?;
             }
         }
         Ok(CheckpointBed { root, runner, hid, fence, next: depth as u64 })
@@ -150,7 +150,7 @@ impl CheckpointBed {
     pub fn checkpoint(&mut self) -> Result<i64> {
         let st = small_state(self.next);
         self.next += 1;
-        self.runner.checkpoint(&self.hid, self.fence, &st)
+        self.runner.checkpoint(&Lease::presented(&self.hid, self.fence)?, &st)
     }
 }
 

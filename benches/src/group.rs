@@ -142,6 +142,7 @@ fn committer(
 mod tests {
     use super::*;
     use crate::fixture;
+    use dhp_core::Lease;
 
     #[test]
     fn batch_commits_each_and_fences_stale_tokens() {
@@ -165,7 +166,7 @@ mod tests {
         assert_eq!(r.last_checkpoint(&h1).unwrap(), Some(fixture::small_state(3)));
         assert_eq!(r.checkpoints(&h2).unwrap().len(), 1);
         // The rows are the same a Runner::checkpoint writes: the runner continues the sequence.
-        assert_eq!(r.checkpoint(&h1, f1, &fixture::small_state(5)).unwrap(), 2);
+        assert_eq!(r.checkpoint(&Lease::presented(&h1, f1).unwrap(), &fixture::small_state(5)).unwrap(), 2);
     }
 
     #[test]
@@ -186,7 +187,7 @@ mod tests {
         assert!(claimed.iter().all(|c| c.as_ref().unwrap() == &0));
         assert!(claim_many(&r, "w2", &hids[..1]).unwrap()[0].is_err(), "claimed twice");
         // The runner takes over where the batch left off.
-        assert_eq!(r.checkpoint(&hids[0], 0, &fixture::small_state(1)).unwrap(), 0);
+        assert_eq!(r.checkpoint(&Lease::presented(&hids[0], 0).unwrap(), &fixture::small_state(1)).unwrap(), 0);
         let mine = r.claim(&hids[4]).unwrap();
         let a = r.envelope_bare(&hids[4]).unwrap();
         let b = r.envelope_bare(&hids[3]).unwrap();

@@ -9,7 +9,7 @@ use crate::tcp::{ShipBed, TcpServer};
 use dhp_core::store::SqliteStore;
 use dhp_core::transport::log;
 use dhp_core::transport::net::ShipMode;
-use dhp_core::{json, Result, Runner, Supervisor};
+use dhp_core::{json, Lease, Result, Runner, Supervisor};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex};
@@ -317,7 +317,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
                             let res = if grouped {
                                 handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: st })
                             } else {
-                                r0.checkpoint(h, 0, &st)
+                                Lease::presented(h, 0).and_then(|l| r0.checkpoint(&l, &st))
                             };
                             if let Err(e) = res {
                                 failures.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());

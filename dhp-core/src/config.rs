@@ -2,6 +2,7 @@
 //! defaults (`dhp/config.py`). Unlike the reference, a value that does not
 //! parse is an error, not a silent fallback to the default.
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use std::time::Duration;
 
@@ -99,6 +100,9 @@ pub struct Config {
     pub max_checkpoints_per_handoff: i64,
     /// Longest transport-log or TCP line in bytes (`DHP_TRANSPORT_MAX_LINE_BYTES`).
     pub transport_max_line_bytes: usize,
+    /// Where protocol time comes from: the store's clock, or a manual one
+    /// tests advance (not read from the environment).
+    pub clock: Clock,
 }
 
 impl Default for Config {
@@ -115,6 +119,7 @@ impl Default for Config {
             max_result_bytes: 10_000_000,
             max_checkpoints_per_handoff: 1_000_000,
             transport_max_line_bytes: 2_000_000,
+            clock: Clock::Store,
         }
     }
 }
@@ -153,6 +158,7 @@ impl Config {
             max_result_bytes: env_num(&get, "DHP_MAX_RESULT_BYTES", d.max_result_bytes)?,
             max_checkpoints_per_handoff: env_num(&get, "DHP_MAX_CHECKPOINTS", d.max_checkpoints_per_handoff)?,
             transport_max_line_bytes: env_num(&get, "DHP_TRANSPORT_MAX_LINE_BYTES", d.transport_max_line_bytes)?,
+            clock: Clock::Store,
         };
         c.validate()?;
         Ok(c)

@@ -23,7 +23,18 @@ pub fn now() -> f64 {
 /// Python's `datetime.now(timezone.utc).isoformat()`: microseconds are
 /// omitted when they are zero.
 pub fn utcnow_iso() -> String {
-    let t = chrono::Utc::now();
+    iso(chrono::Utc::now())
+}
+
+/// [`utcnow_iso`] of the time `t` (seconds since the epoch, microsecond
+/// precision); a time out of chrono's range is shown as the epoch.
+pub fn iso_of(t: f64) -> String {
+    let micros = (t * 1e6).round();
+    let micros = if micros.is_finite() { micros as i64 } else { 0 };
+    iso(chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default())
+}
+
+fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
     if t.timestamp_subsec_micros() == 0 {
         t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
     } else {

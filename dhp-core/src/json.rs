@@ -71,8 +71,17 @@ pub fn parse_bytes(data: &[u8]) -> Result<Value> {
     serde_json::from_slice(data).map_err(Error::json_from)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many checkpoint states this thread serialised and hashed (unit
+    /// tests count them per checkpoint).
+    pub static STATE_HASHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// The text the store keeps in `state_json` and its hash (docs/PROTOCOL.md §2.3).
 pub fn state_text_and_hash(state: &Value) -> Result<(String, String)> {
+    #[cfg(test)]
+    STATE_HASHES.with(|n| n.set(n.get() + 1));
     let text = dumps_sorted(state)?;
     let hash = sha256_hex(text.as_bytes());
     Ok((text, hash))

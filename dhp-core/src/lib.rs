@@ -102,6 +102,7 @@
 pub mod budget;
 #[cfg(feature = "harness")]
 pub mod census;
+pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
@@ -109,7 +110,9 @@ mod failpoint;
 pub mod fuzzing;
 #[cfg(feature = "harness")]
 pub mod history;
+pub mod id;
 pub mod json;
+pub mod lease;
 pub mod liveness;
 #[cfg(feature = "harness")]
 pub mod locate;
@@ -117,6 +120,7 @@ pub mod locate;
 // 12, item 1); that change documents its public items.
 #[allow(missing_docs)]
 pub mod runner;
+pub mod status;
 pub mod store;
 pub mod supervisor;
 #[cfg(feature = "harness")]
@@ -125,7 +129,11 @@ pub mod transport;
 #[cfg(feature = "harness")]
 pub mod worker;
 
+pub use clock::Clock;
 pub use config::Config;
 pub use error::{Error, Result, StoreErrorKind};
+pub use id::HandoffId;
+pub use lease::Lease;
 pub use runner::{Runner, TaskContext};
+pub use status::Status;
 pub use supervisor::Supervisor;

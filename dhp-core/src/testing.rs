@@ -11,7 +11,7 @@ pub fn expire_lease(r: &Runner, hid: &str) -> Result<bool> {
     check_hid(hid)?;
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(hid)? {
         Some(mut o) => {
-            let t = tx.now()?;
+            let t = r.config().clock.now_in(tx)?;
             o.lease_expires_at = t - 1.0;
             tx.update_ownership(&o, t)
         }
@@ -23,7 +23,7 @@ pub fn expire_lease(r: &Runner, hid: &str) -> Result<bool> {
 pub fn expire_leadership(r: &Runner) -> Result<bool> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.leadership()? {
         Some(l) => {
-            let t = tx.now()?;
+            let t = r.config().clock.now_in(tx)?;
             tx.put_leadership(&Leadership { expires_at: t - 1.0, ..l }, t)?;
             Ok(true)
         }

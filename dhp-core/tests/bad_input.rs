@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use dhp_core::transport::log;
-use dhp_core::{envelope, json, Config, Error, Runner};
+use dhp_core::{envelope, json, Config, Error, Lease, Runner};
 use serde_json::{json, Value};
 
 struct Fixture {
@@ -45,7 +45,8 @@ fn malformed_ids() {
     for bad in ["", "abc", &"A".repeat(64), &"g".repeat(64), &format!("{}\n", "a".repeat(64)), &"a".repeat(65)] {
         let e = rejected(&fx, "ValidationError", || fx.r.claim(bad));
         assert!(matches!(e, Error::MalformedId { what: "handoff_id", .. }));
-        rejected(&fx, "ValidationError", || fx.r.checkpoint(bad, 0, &json!({})));
+        // A fence presented for a malformed id is refused where the lease is made.
+        rejected(&fx, "ValidationError", || Lease::presented(bad, 0));
         rejected(&fx, "ValidationError", || fx.r.status(bad));
     }
     for bad in ["", "has space", "semi;colon", &"w".repeat(129), "ünï"] {
@@ -74,17 +75,19 @@ fn tampered_envelopes_are_refused_at_dispatch() {
 #[test]
 fn wrong_tokens_and_unknown_handoffs() {
     let fx = fixture();
-    let e = rejected(&fx, "FencingError", || fx.r.checkpoint(&fx.hid, fx.fence + 1, &json!({"s": 2})));
+    let e = rejected(&fx, "FencingError", || {
+        fx.r.checkpoint(&Lease::presented(&fx.hid, fx.fence + 1).unwrap(), &json!({"s": 2}))
+    });
     assert!(matches!(e, Error::StaleFence { presented: 1, current: Some(0), .. }), "{e:?}");
     let other = fx.r.with_id("intruder").unwrap();
-    rejected(&fx, "FencingError", || other.checkpoint(&fx.hid, fx.fence, &json!({"s": 2})));
-    rejected(&fx, "FencingError", || other.complete(&fx.hid, fx.fence, &json!({"x": 1})));
+    rejected(&fx, "FencingError", || other.checkpoint(&Lease::presented(&fx.hid, fx.fence).unwrap(), &json!({"s": 2})));
+    rejected(&fx, "FencingError", || other.complete(&Lease::presented(&fx.hid, fx.fence).unwrap(), &json!({"x": 1})));
     rejected(&fx, "UnknownHandoff", || fx.r.claim(&"0".repeat(64)));
     rejected(&fx, "StateError", || fx.r.claim(&fx.hid));
     rejected(&fx, "StateError", || fx.r.ack(&fx.hid));
     // An expired lease is LeaseLost, not a silent write.
     dhp_core::testing::expire_lease(&fx.r, &fx.hid).unwrap();
-    rejected(&fx, "LeaseLost", || fx.r.checkpoint(&fx.hid, fx.fence, &json!({"s": 2})));
+    rejected(&fx, "LeaseLost", || fx.r.checkpoint(&Lease::presented(&fx.hid, fx.fence).unwrap(), &json!({"s": 2})));
 }
 
 #[test]
@@ -94,16 +97,16 @@ fn oversize_and_non_object_payloads() {
         Config { max_checkpoint_bytes: 100, max_result_bytes: 100, max_envelope_bytes: 5000, ..Config::default() };
     let r = Runner::open(&fx.root, "w", small).unwrap();
     let big = json!({"blob": "x".repeat(200)});
-    rejected(&fx, "OversizePayload", || r.checkpoint(&fx.hid, fx.fence, &big));
-    rejected(&fx, "OversizePayload", || r.complete(&fx.hid, fx.fence, &big));
-    rejected(&fx, "OversizePayload", || r.record_effect(&fx.hid, fx.fence, "s1", &big));
+    rejected(&fx, "OversizePayload", || r.checkpoint(&Lease::presented(&fx.hid, fx.fence).unwrap(), &big));
+    rejected(&fx, "OversizePayload", || r.complete(&Lease::presented(&fx.hid, fx.fence).unwrap(), &big));
+    rejected(&fx, "OversizePayload", || r.record_effect(&Lease::presented(&fx.hid, fx.fence).unwrap(), "s1", &big));
     let huge = envelope::build("t", json!({"inline": {"b": "y".repeat(6000)}}), json!({}), Default::default()).unwrap();
     rejected(&fx, "OversizePayload", || r.dispatch(&huge));
-    rejected(&fx, "ValidationError", || fx.r.checkpoint(&fx.hid, fx.fence, &json!([1])));
+    rejected(&fx, "ValidationError", || fx.r.checkpoint(&Lease::presented(&fx.hid, fx.fence).unwrap(), &json!([1])));
     rejected(&fx, "ValidationError", || {
-        fx.r.checkpoint(&fx.hid, fx.fence, &json!({"x": json::parse("1e999").unwrap()}))
+        fx.r.checkpoint(&Lease::presented(&fx.hid, fx.fence).unwrap(), &json!({"x": json::parse("1e999").unwrap()}))
     });
-    rejected(&fx, "ValidationError", || fx.r.note_spend(&fx.hid, fx.fence, -1.0));
+    rejected(&fx, "ValidationError", || fx.r.note_spend(&Lease::presented(&fx.hid, fx.fence).unwrap(), -1.0));
     let bad_bundle = vec![b'{'; 10];
     rejected(&fx, "ValidationError", || fx.r.resume(&bad_bundle));
 }

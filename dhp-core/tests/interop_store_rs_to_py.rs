@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use dhp_core::{envelope, Config, Runner};
+use dhp_core::{envelope, Config, Lease, Runner};
 use serde_json::json;
 
 #[test]
@@ -48,7 +48,7 @@ fn rust_half_worked_store_is_finished_by_python() {
         3
     );
     // Our stale context is fenced out by what Python did.
-    let e = r.checkpoint(&hid, 0, &json!({"i": 99})).unwrap_err();
+    let e = r.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 99})).unwrap_err();
     assert_eq!(e.kind(), "FencingError");
     refctl_ok(&["complete", root, &hid, "--runner", "py-w", "--fence", &f, "--result", r#"{"x": 7}"#], &[]);
 

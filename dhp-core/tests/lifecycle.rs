@@ -3,9 +3,10 @@
 
 mod common;
 use common::*;
+use dhp_core::clock::ManualClock;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::supervisor::{OrphanReason, Supervisor};
-use dhp_core::{testing, Config, Error, Runner};
+use dhp_core::{testing, Clock, Config, Error, Runner, TaskContext};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -65,21 +66,42 @@ fn orphan_rechecks_the_lease_under_the_lock() {
     ctx.checkpoint(&json!({"still": "mine"})).unwrap();
 }
 
+/// Let `secs` of protocol time pass while the worker heartbeats every
+/// second of it (the default lease is 6 s).
+fn pass_time(hand: &ManualClock, ctx: &TaskContext, secs: f64) {
+    let mut left = secs;
+    while left > 0.0 {
+        let step = left.min(1.0);
+        hand.advance(step);
+        ctx.heartbeat().unwrap();
+        left -= step;
+    }
+}
+
 #[test]
 fn heartbeat_extends_and_background_heartbeat_keeps_a_slow_worker() {
-    let cfg = Config { lease_interval_s: 0.2, lease_max_missed: 2, ..Config::default() };
+    let (clock, hand) = Clock::manual();
+    let cfg = Config { lease_interval_s: 0.2, lease_max_missed: 2, clock, ..Config::default() };
     let (_d, r, sup, hid) = setup(None, None, cfg);
     let mut ctx = r.claim(&hid).unwrap();
-    let before = r.ownership(&hid).unwrap().unwrap().lease_expires_at;
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(ctx.heartbeat().unwrap() > 0.3);
-    assert!(r.ownership(&hid).unwrap().unwrap().lease_expires_at > before);
+    let lease_end = || r.ownership(&hid).unwrap().unwrap().lease_expires_at;
+    let before = lease_end();
+    hand.advance(0.05);
+    // Epoch seconds carry ~1e-7 s of rounding.
+    assert!((ctx.heartbeat().unwrap() - 0.4).abs() < 1e-6, "a heartbeat grants a full lease from now");
+    assert!((lease_end() - (before + 0.05)).abs() < 1e-6);
+    // Three lease lengths of "thinking", in steps shorter than a lease:
+    // after each step the background heartbeat renews from the new time.
     ctx.start_heartbeat(None);
-    std::thread::sleep(Duration::from_millis(1200)); // three lease lengths of "thinking"
-    assert!(sup.scan().unwrap().is_empty(), "a heartbeating worker is not orphaned");
+    for _ in 0..12 {
+        hand.advance(0.1);
+        let now = hand.now();
+        wait_until("the background heartbeat renewed the lease", 10.0, || lease_end() >= now + 0.4);
+        assert!(sup.scan().unwrap().is_empty(), "a heartbeating worker is not orphaned");
+    }
     ctx.checkpoint(&json!({"s": 1})).unwrap();
     ctx.stop_heartbeat();
-    std::thread::sleep(Duration::from_millis(500));
+    hand.advance(0.41);
     assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
     assert!(matches!(ctx.checkpoint(&json!({"s": 2})), Err(Error::StaleFence { .. })));
 }
@@ -94,7 +116,7 @@ fn release_idempotent_complete_and_ack() {
     let mut ctx = r.claim(&hid).unwrap();
     assert!(r.ack(&hid).is_err(), "ack only after complete");
     ctx.complete(&json!({"x": 1})).unwrap();
-    r.complete(&hid, ctx.fence(), &json!({"x": 1})).unwrap();
+    r.complete(ctx.lease(), &json!({"x": 1})).unwrap();
     assert_eq!(r.status(&hid).unwrap()["result"], json!({"x": 1}));
     r.ack(&hid).unwrap();
     assert_eq!(r.status(&hid).unwrap()["acked"], true);
@@ -135,10 +157,13 @@ fn budget_in_the_worker_and_in_the_supervisor() {
     assert!(acts[0]["reasons"][0].as_str().unwrap().starts_with("spend $1.25"), "{acts:?}");
 
     // Wall clock, as the reference stores claimed_at (a float).
-    let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 0.05, "max_attempts": 3});
-    let (_d, r, sup, hid) = setup(Some(budget), None, Config::default());
+    let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 30.0, "max_attempts": 3});
+    let (clock, hand) = Clock::manual();
+    let (_d, r, sup, hid) = setup(Some(budget), None, Config { clock, ..Config::default() });
     let ctx = r.claim(&hid).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    pass_time(&hand, &ctx, 29.5);
+    assert!(sup.scan().unwrap().is_empty(), "within the wall-clock budget");
+    pass_time(&hand, &ctx, 1.0);
     assert_eq!(sup.scan().unwrap()[0]["action"], "budget-killed");
     assert!(ctx.checkpoint(&json!({})).is_err());
 }
@@ -195,7 +220,8 @@ fn effects_first_write_wins_and_capabilities_fail_closed() {
 
 #[test]
 fn approvals_fail_closed_until_decided() {
-    let (_d, r, sup, hid) = setup(None, None, Config::default());
+    let (clock, hand) = Clock::manual();
+    let (_d, r, sup, hid) = setup(None, None, Config { clock, ..Config::default() });
     let ctx = r.claim(&hid).unwrap();
     ctx.request_approval("read", &json!({}), 60.0).unwrap();
     let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("financial", &json!({"usd": 5}), 60.0)
@@ -204,11 +230,20 @@ fn approvals_fail_closed_until_decided() {
     };
     assert!(r.decide_approval(&approval_id, true).unwrap());
     ctx.await_approval(&approval_id, Duration::from_millis(10)).unwrap();
-    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("destructive", &json!({}), 0.01) else {
+    let Err(Error::ApprovalRequired { approval_id, .. }) = ctx.request_approval("destructive", &json!({}), 60.0) else {
         panic!()
     };
-    std::thread::sleep(Duration::from_millis(30));
+    let status_of = |id: &str| {
+        let st = r.status(&hid).unwrap();
+        let a = st["approvals"].as_array().unwrap().iter().find(|a| a["approval_id"] == id).unwrap().clone();
+        a["status"].as_str().unwrap().to_string()
+    };
+    pass_time(&hand, &ctx, 59.5);
     sup.scan().unwrap();
+    assert_eq!(status_of(&approval_id), "pending", "not expired before its timeout");
+    pass_time(&hand, &ctx, 1.0);
+    sup.scan().unwrap();
+    assert_eq!(status_of(&approval_id), "expired");
     assert!(matches!(ctx.await_approval(&approval_id, Duration::from_millis(10)), Err(Error::ApprovalDenied { .. })));
     assert!(!r.decide_approval(&approval_id, true).unwrap(), "an expired approval cannot be approved later");
     assert_eq!(r.status(&hid).unwrap()["approvals"].as_array().unwrap().len(), 2);

@@ -82,7 +82,9 @@ fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
     );
     eprintln!("kill -9 → orphaned in {:?}", t0.elapsed());
     assert_eq!(env_of(&r, &ha)["orphan_reason"], "worker-died");
-    std::thread::sleep(Duration::from_millis(800));
+    // Whole scans after the kill (not a fixed sleep): the paused worker
+    // was looked at, and left running.
+    wait_for_scans(&r, 3, 10.0);
     assert_eq!(r.status(&hb).unwrap()["status"], "running", "a paused worker is not dead");
     kill(Pid::from_raw(wb.id() as i32), Signal::SIGCONT).unwrap();
     assert!(wb.wait().unwrap().success(), "the resumed worker completes");
@@ -135,7 +137,9 @@ fn a_killed_leader_is_replaced_long_before_its_ttl() {
     let mut a = sup("sup-a");
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-a")));
     let mut b = sup("sup-b");
-    std::thread::sleep(Duration::from_millis(300)); // b is a follower now
+    // Scans (1 s apart in both) rather than a fixed sleep: b has had its
+    // turns to look at the live leader's row.
+    wait_for_scans(&r, 2, 10.0);
     assert_eq!(dhp_core::testing::leader(&r).unwrap().unwrap().holder, "sup-a");
     a.kill().unwrap();
     let t0 = Instant::now();

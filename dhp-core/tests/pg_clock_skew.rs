@@ -89,8 +89,9 @@ fn supervisor_an_hour_ahead_does_not_orphan_a_live_worker() {
     assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)));
     let sup = spawn(Some("+1h"), &["supervisor", &url, "sup-ahead", "60"]);
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-ahead")));
-    // Four lease TTLs with the skewed leader scanning every 0.2 s.
-    std::thread::sleep(Duration::from_secs(6));
+    // Thirty scans of the skewed leader (0.2 s apart: four lease TTLs),
+    // counted rather than slept, so the check below is not vacuous.
+    wait_for_scans(&r, 30, 60.0);
     let st = r.status(&hid).unwrap();
     assert_ne!(st["status"], "orphaned", "a live worker was orphaned by a skewed supervisor: {st}");
     assert_eq!(st["attempt"], 0, "{st}");

@@ -70,8 +70,9 @@ fn killed_worker_is_orphaned_in_milliseconds_paused_and_tokenless_ones_are_not()
     assert!(took < Duration::from_secs(2), "liveness path, not the 30 s lease: {took:?}");
     assert_eq!(r.envelope_bare(&ha).unwrap()["execution"]["orphan_reason"], "worker-died");
 
-    // Two more seconds: the paused and the tokenless workers stay running.
-    std::thread::sleep(Duration::from_secs(2));
+    // Whole scans later (not a fixed sleep): the paused and the tokenless
+    // workers stay running.
+    wait_for_scans(&r, 3, 10.0);
     assert_eq!(r.status(&hb).unwrap()["status"], "running", "paused worker is not dead");
     assert_eq!(r.status(&hc).unwrap()["status"], "running", "no token: lease-only");
     kill(Pid::from_raw(wb.id() as i32), Signal::SIGCONT).unwrap();
@@ -90,7 +91,9 @@ fn killed_leader_is_replaced_at_once() {
     let mut s1 = start(&["supervisor", &url, "s1", "60"]);
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "s1")));
     let mut s2 = start(&["supervisor", &url, "s2", "60"]);
-    std::thread::sleep(Duration::from_millis(500));
+    // Scans rather than a fixed sleep: s2 has had its turns to look at the
+    // live leader's row.
+    wait_for_scans(&r, 2, 10.0);
     assert_eq!(dhp_core::testing::leader(&r).unwrap().unwrap().holder, "s1", "a live leader keeps leading");
     s1.kill().unwrap();
     let t0 = Instant::now();

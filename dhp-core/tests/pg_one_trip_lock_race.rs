@@ -9,7 +9,7 @@ mod pg_support;
 
 use dhp_core::store::postgres::advisory_keys;
 use dhp_core::store::StoreLocation;
-use dhp_core::{Config, Error, Runner};
+use dhp_core::{Config, Error, Lease, Runner};
 use serde_json::json;
 use std::time::Duration;
 
@@ -37,8 +37,8 @@ fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
         let worker = {
             let (r, hid) = (r.clone(), hid.clone());
             std::thread::spawn(move || match op {
-                "checkpoint" => r.checkpoint(&hid, 0, &json!({"i": 1})).map(|_| ()),
-                _ => r.heartbeat(&hid, 0).map(|_| ()),
+                "checkpoint" => r.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 1})).map(|_| ()),
+                _ => r.heartbeat(&Lease::presented(&hid, 0).unwrap()).map(|_| ()),
             })
         };
         std::thread::sleep(Duration::from_millis(300));
@@ -66,11 +66,11 @@ fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
     assert_eq!(t.execute(&sql, &[&hid]).unwrap(), 1);
     let worker = {
         let (r, hid) = (r.clone(), hid.clone());
-        std::thread::spawn(move || r.checkpoint_step(&hid, 0, &json!({"i": 2}), 3))
+        std::thread::spawn(move || r.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 2}), 3))
     };
     std::thread::sleep(Duration::from_millis(300));
     assert!(!worker.is_finished(), "checkpoint_step did not wait for the handoff's lock");
     t.commit().unwrap();
-    assert_eq!(worker.join().unwrap().unwrap().seq, 1);
+    assert_eq!(worker.join().unwrap().unwrap().seq(), 1);
     assert_eq!(r.status(&hid).unwrap()["steps"], 13, "no lost update of the envelope");
 }

@@ -8,7 +8,7 @@
 mod pg_support;
 
 use dhp_core::store::{self, Backend, StoreLocation};
-use dhp_core::{testing, Config, Error, Runner};
+use dhp_core::{testing, Config, Error, Lease, Runner};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -31,42 +31,42 @@ fn refusals(store: Arc<dyn Backend>) -> Vec<String> {
     let missing = "0".repeat(64);
     let mut out = Vec::new();
     // Before the claim: no ownership row.
-    out.push(msg(w1.checkpoint(&hid, 0, &json!({})).unwrap_err()));
-    out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&Lease::presented(&hid, 0).unwrap()).unwrap_err()));
     w1.claim(&hid).unwrap();
-    out.push(msg(w1.checkpoint(&hid, 1, &json!({})).unwrap_err()));
-    out.push(msg(w1.checkpoint_step(&hid, 1, &json!({}), 2).unwrap_err()));
-    out.push(msg(w2.checkpoint(&hid, 0, &json!({})).unwrap_err()));
-    out.push(msg(w2.checkpoint_step(&hid, 0, &json!({}), 1).unwrap_err()));
-    out.push(msg(w2.heartbeat(&hid, 0).unwrap_err()));
-    out.push(msg(w1.checkpoint(&missing, 0, &json!({})).unwrap_err()));
-    out.push(msg(w1.heartbeat(&missing, 0).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&hid, 1).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&Lease::presented(&hid, 1).unwrap(), &json!({}), 2).unwrap_err()));
+    out.push(msg(w2.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w2.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({}), 1).unwrap_err()));
+    out.push(msg(w2.heartbeat(&Lease::presented(&hid, 0).unwrap()).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&missing, 0).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w1.heartbeat(&Lease::presented(&missing, 0).unwrap()).unwrap_err()));
     // The cap: two checkpoints (the second counts 7 steps, over the
     // budget of 5: committed, and flagged), then Oversize.
-    out.push(format!("seq {}", w1.checkpoint(&hid, 0, &json!({"i": 0})).unwrap()));
+    out.push(format!("seq {}", w1.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 0})).unwrap()));
     let before = w1.ownership(&hid).unwrap().unwrap().lease_expires_at;
-    let step = w1.checkpoint_step(&hid, 0, &json!({"i": 1}), 7).unwrap();
-    out.push(format!("seq {} over budget {:?}", step.seq, step.over_budget));
+    let step = w1.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 1}), 7).unwrap();
+    out.push(format!("seq {} over budget {:?}", step.seq(), step.over_budget));
     let after = w1.ownership(&hid).unwrap().unwrap().lease_expires_at;
     out.push(format!("lease extended {}", after > before));
     out.push(format!("steps {}", w1.status(&hid).unwrap()["steps"]));
-    out.push(msg(w1.checkpoint(&hid, 0, &json!({"i": 2})).unwrap_err()));
-    out.push(msg(w1.checkpoint_step(&hid, 0, &json!({"i": 2}), 1).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 2})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 2}), 1).unwrap_err()));
     // An expired lease.
     testing::expire_lease(&w1, &hid).unwrap();
-    out.push(msg(w1.checkpoint(&hid, 0, &json!({})).unwrap_err()));
-    out.push(msg(w1.checkpoint_step(&hid, 0, &json!({}), 1).unwrap_err()));
-    out.push(msg(w1.heartbeat(&hid, 0).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&hid, 0).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({}), 1).unwrap_err()));
+    out.push(msg(w1.heartbeat(&Lease::presented(&hid, 0).unwrap()).unwrap_err()));
     // Not running: a second handoff, claimed, then suspended.
     let env2 = dhp_core::envelope::build("t", json!({"n": 2}), json!({}), Default::default()).unwrap();
     let hid2 = w1.dispatch(&env2).unwrap();
     w1.claim(&hid2).unwrap();
-    let left = w1.heartbeat(&hid2, 0).unwrap();
+    let left = w1.heartbeat(&Lease::presented(&hid2, 0).unwrap()).unwrap();
     out.push(format!("heartbeat ok {}", left > 0.0));
     w1.suspend(&hid2).unwrap();
-    out.push(msg(w1.checkpoint(&hid2, 0, &json!({})).unwrap_err()));
-    out.push(msg(w1.checkpoint_step(&hid2, 0, &json!({}), 1).unwrap_err()));
-    out.push(msg(w1.heartbeat(&hid2, 0).unwrap_err()));
+    out.push(msg(w1.checkpoint(&Lease::presented(&hid2, 0).unwrap(), &json!({})).unwrap_err()));
+    out.push(msg(w1.checkpoint_step(&Lease::presented(&hid2, 0).unwrap(), &json!({}), 1).unwrap_err()));
+    out.push(msg(w1.heartbeat(&Lease::presented(&hid2, 0).unwrap()).unwrap_err()));
     // Nothing of the refusals was stored.
     out.push(format!("rows {} {}", w1.checkpoints(&hid).unwrap().len(), w1.checkpoints(&hid2).unwrap().len()));
     // Hids differ between runs (envelopes carry their creation time).

@@ -38,7 +38,7 @@ fn work(url: &str, id: &str) {
         assert_eq!(ctx.checkpoint(&json!({"i": i})).unwrap(), i);
     }
     assert!(ctx.heartbeat().unwrap() > 0.0);
-    assert_eq!(ctx.checkpoint_step(&json!({"i": 3}), 2).unwrap().seq, 3);
+    assert_eq!(ctx.checkpoint_step(&json!({"i": 3}), 2).unwrap().seq(), 3);
     let st = r.status(&hid).unwrap();
     assert_eq!((st["checkpoints"].as_i64(), st["steps"].as_i64()), (Some(4), Some(2)), "{st}");
 }

@@ -65,10 +65,13 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     assert!(code != 0 && v["error"].as_str().unwrap().contains("not orphaned"), "{v}");
     let (code, v) = refctl(&["claim", root, &hid, "--runner", "py-x"], LEASE);
     assert!(code != 0 && v["error"].as_str().unwrap().contains("status is orphaned"), "{v}");
-    // The reference's supervisor does not act on it.
-    std::thread::sleep(std::time::Duration::from_millis(600));
+    // The reference's supervisor does not act on it, though rs-R's lease
+    // ran out (waited for, so the check is not vacuous).
+    wait_until("rs-R's lease ran out", 10.0, || dhp_core::envelope::now() > own.lease_expires_at);
     let v = refctl_ok(&["scan", root, "--sup", "py-sup2"], LEASE);
     assert_eq!(v["actions"], serde_json::json!([]), "{v}");
+    let leader = dhp_core::testing::leader(&r).unwrap().map(|l| l.holder);
+    assert_eq!(leader.as_deref(), Some("py-sup2"), "the scan ran as the leader");
 
     // Ours repairs it once rs-R's lease (0.5 s) and py-sup2's leadership (1 s) ran out.
     let (code, v, err) = dhp(&["supervisor", root, "rs-sup", "3"], LEASE);

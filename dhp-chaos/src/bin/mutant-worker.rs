@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use dhp_core::envelope::utcnow_iso;
 use dhp_core::history::History;
 use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
-use dhp_core::{census, json, liveness, Config, Runner};
+use dhp_core::{census, json, liveness, Config, Lease, Runner};
 use rusqlite::{params, Connection, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ fn run() -> Result<()> {
     let mut conn = db(&a.root)?;
     if a.mode == Mode::SkipFence {
         // keep the lease alive, ignoring every error (a worker that never notices it lost)
-        let (r2, h2) = (runner.clone(), hid.clone());
+        let (r2, lease) = (runner.clone(), Lease::presented(&hid, fence)?);
         let every = dhp_core::config::duration_from_secs(
             "DHP_LEASE_INTERVAL_S / 2",
             cfg.lease_interval_s / 2.0,
@@ -183,7 +183,7 @@ fn run() -> Result<()> {
         )?;
         std::thread::spawn(move || loop {
             std::thread::sleep(every);
-            let _ = r2.heartbeat(&h2, fence);
+            let _ = r2.heartbeat(&lease);
         });
     } else {
         ctx.start_heartbeat(None);

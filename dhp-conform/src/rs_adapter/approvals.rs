@@ -4,7 +4,7 @@
 //! wrap them here.
 
 use super::{err, f, s, v, Adapter, Mutant, R};
-use dhp_core::Error;
+use dhp_core::{Error, Lease};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -24,7 +24,7 @@ impl Adapter {
         {
             class = "read";
         }
-        r.request_approval(&hid, fence, class, v(a, "details")?, f(a, "timeout_s")?)?;
+        r.request_approval(&Lease::presented(&hid, fence)?, class, v(a, "details")?, f(a, "timeout_s")?)?;
         Ok(json!({}))
     }
 
@@ -62,7 +62,7 @@ impl Adapter {
 
     pub(super) fn await_approval(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
-        match r.await_approval(&hid, fence, s(a, "approval_id")?, POLL) {
+        match r.await_approval(&Lease::presented(&hid, fence)?, s(a, "approval_id")?, POLL) {
             Err(Error::ApprovalDenied { status, .. })
                 if status == "expired" && self.is(Mutant::ExpiredApprovalApproves) =>
             {

@@ -15,7 +15,7 @@ use dhp_core::envelope::{self, check_hid, now, utcnow_iso, BuildOptions, ORPHANE
 use dhp_core::store::{with_tx, Mode, Ownership};
 use dhp_core::supervisor::{OrphanReason, Supervisor};
 use dhp_core::transport::log;
-use dhp_core::{json, liveness, Config, Error, Runner};
+use dhp_core::{json, liveness, Config, Error, Lease, Runner};
 use mutants::{Misbehave, Mutant};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -160,8 +160,9 @@ impl Adapter {
     /// that fails now is logged and lost, like a failed write-behind.
     fn flush(&mut self) {
         for p in std::mem::take(&mut self.pending) {
-            let res =
-                self.runner(&p.root).and_then(|r| Ok(r.with_id(&p.worker)?.checkpoint(&p.hid, p.fence, &p.state)?));
+            let res = self
+                .runner(&p.root)
+                .and_then(|r| Ok(r.with_id(&p.worker)?.checkpoint(&Lease::presented(&p.hid, p.fence)?, &p.state)?));
             if let Err(e) = res {
                 eprintln!("dhp-adapter: buffered checkpoint of {} lost: {}: {}", p.hid, e.kind, e.message);
             }
@@ -200,9 +201,9 @@ impl Adapter {
                 let usd =
                     if op == "note_spend" && self.is(Mutant::LenientArguments) { f(a, "usd")?.max(0.0) } else { 0.0 };
                 let res = match op {
-                    "note_step" => r.note_step(&hid, fence, i(a, "n")?),
-                    _ if self.is(Mutant::LenientArguments) => r.note_spend(&hid, fence, usd),
-                    _ => r.note_spend(&hid, fence, f(a, "usd")?),
+                    "note_step" => r.note_step(&Lease::presented(&hid, fence)?, i(a, "n")?),
+                    _ if self.is(Mutant::LenientArguments) => r.note_spend(&Lease::presented(&hid, fence)?, usd),
+                    _ => r.note_spend(&Lease::presented(&hid, fence)?, f(a, "usd")?),
                 };
                 match res {
                     Err(Error::BudgetExceeded { .. }) if self.is(Mutant::NoBudgetCheck) => Ok(json!({})),
@@ -265,12 +266,12 @@ impl Adapter {
             "record_effect" => self.record_effect(a),
             "effect_done" => {
                 let (r, hid, fence) = self.token(a)?;
-                let res = r.effect_done(&hid, fence, s(a, "step_id")?)?;
+                let res = r.effect_done(&Lease::presented(&hid, fence)?, s(a, "step_id")?)?;
                 Ok(json!({"done": res.is_some(), "result": res}))
             }
             "note_activity" => {
                 let (r, hid, fence) = self.token(a)?;
-                Ok(json!({"repeat_count": r.note_activity(&hid, fence, s(a, "digest")?)?}))
+                Ok(json!({"repeat_count": r.note_activity(&Lease::presented(&hid, fence)?, s(a, "digest")?)?}))
             }
             "require_capability" => self.require_capability(a),
             "canonical" => self.canonical(a),
@@ -435,16 +436,16 @@ impl Adapter {
         if self.is(Mutant::VolatileCheckpoints) {
             // Validated now (state, token, lease), written at the next request.
             dhp_core::runner::checked_state(&state, &self.cfg)?;
-            r.effect_done(&hid, fence, "volatile-checkpoints probe")?; // the owner check, no writes
+            r.effect_done(&Lease::presented(&hid, fence)?, "volatile-checkpoints probe")?; // the owner check, no writes
             let stored = r.last_checkpoint_row(&hid)?.map(|c| c.seq + 1).unwrap_or(0);
             let buffered = self.pending.iter().filter(|p| p.hid == hid).count() as i64;
             self.pending.push(Pending { root: s(a, "root")?.into(), worker: r.id().into(), hid, fence, state });
             return Ok(json!({"seq": stored + buffered}));
         }
-        match r.checkpoint(&hid, fence, &state) {
+        match r.checkpoint(&Lease::presented(&hid, fence)?, &state) {
             Err(Error::LeaseLost { .. }) if self.is(Mutant::IgnoreLeaseExpiry) => {
                 self.renew(&r, &hid)?;
-                Ok(json!({"seq": r.checkpoint(&hid, fence, &state)?}))
+                Ok(json!({"seq": r.checkpoint(&Lease::presented(&hid, fence)?, &state)?}))
             }
             other => Ok(json!({"seq": other?})),
         }
@@ -463,10 +464,10 @@ impl Adapter {
                 _ => Err(err("FencingError", "stale token")),
             };
         }
-        match r.heartbeat(&hid, fence) {
+        match r.heartbeat(&Lease::presented(&hid, fence)?) {
             Err(Error::LeaseLost { .. }) if self.is(Mutant::IgnoreLeaseExpiry) => {
                 self.renew(&r, &hid)?;
-                Ok(json!({"expires_in_s": r.heartbeat(&hid, fence)?}))
+                Ok(json!({"expires_in_s": r.heartbeat(&Lease::presented(&hid, fence)?)?}))
             }
             other => Ok(json!({"expires_in_s": other?})),
         }
@@ -488,10 +489,10 @@ impl Adapter {
                 Ok(())
             })?;
         }
-        match r.complete(&hid, fence, &result) {
+        match r.complete(&Lease::presented(&hid, fence)?, &result) {
             Err(Error::LeaseLost { .. }) if self.is(Mutant::IgnoreLeaseExpiry) => {
                 self.renew(&r, &hid)?;
-                r.complete(&hid, fence, &result)?;
+                r.complete(&Lease::presented(&hid, fence)?, &result)?;
             }
             other => other?,
         }
@@ -501,7 +502,7 @@ impl Adapter {
     fn release(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
         let before = r.ownership(&hid)?;
-        r.release(&hid, fence, s(a, "reason")?)?;
+        r.release(&Lease::presented(&hid, fence)?, s(a, "reason")?)?;
         if let (true, Some(o)) = (self.is(Mutant::ReleaseKeepsLease), before) {
             with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, now()))?;
         }
@@ -703,7 +704,7 @@ impl Adapter {
         let (r, hid, fence) = self.token(a)?;
         let step = s(a, "step_id")?;
         let result = v(a, "result")?;
-        let mut recorded = r.record_effect(&hid, fence, step, result)?;
+        let mut recorded = r.record_effect(&Lease::presented(&hid, fence)?, step, result)?;
         if !recorded && self.is(Mutant::EffectsLastWriteWins) {
             let db = Path::new(s(a, "root")?).join("dhp.sqlite3");
             let c = rusqlite::Connection::open(db).map_err(|e| err("StoreError", e.to_string()))?;
@@ -720,7 +721,7 @@ impl Adapter {
 
     fn require_capability(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
-        match r.require_capability(&hid, fence, s(a, "domain")?, s(a, "resource")?) {
+        match r.require_capability(&Lease::presented(&hid, fence)?, s(a, "domain")?, s(a, "resource")?) {
             Err(Error::CapabilityDenied { .. })
                 if self.is(Mutant::CapabilitiesFailOpen)
                     && r.envelope_bare(&hid)?.pointer("/contract/capabilities").is_none() =>

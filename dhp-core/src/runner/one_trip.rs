@@ -8,10 +8,10 @@
 
 use super::{envelope_text, exec_mut, owner_checks, running_check};
 use crate::config::Config;
-use crate::envelope::utcnow_iso;
 use crate::error::{Error, Result};
 use crate::json;
-use crate::store::{Backend, CheckpointReq, OwnerSeen};
+use crate::lease::Lease;
+use crate::store::{Backend, CheckpointReq, CheckpointRow, OwnerSeen};
 use serde_json::{json, Value};
 
 fn judge(holder: &str, hid: &str, fence: i64, seen: OwnerSeen) -> Result<()> {
@@ -26,20 +26,19 @@ fn disagree(hid: &str, op: &str, refusal: Error) -> Error {
 }
 
 /// `Ok(None)`: the backend offers no one-round-trip checkpoint, or left it
-/// to the transaction; else the seq, with counted steps the updated
-/// envelope (for the budget check), and the store's time.
-#[allow(clippy::too_many_arguments)]
+/// to the transaction; else the committed row, with counted steps the
+/// updated envelope (for the budget check), and the store's time.
 pub(super) fn checkpoint(
     store: &dyn Backend,
     cfg: &Config,
     holder: &str,
-    hid: &str,
-    fence: i64,
+    lease: &Lease,
     text: &str,
     hash: &str,
     steps: i64,
-) -> Result<Option<(i64, Option<Value>, f64)>> {
-    let at = utcnow_iso();
+) -> Result<Option<(CheckpointRow, Option<Value>, f64)>> {
+    let (hid, fence) = (lease.hid().as_str(), lease.fence());
+    let at = cfg.clock.now_iso();
     let max = cfg.max_checkpoints_per_handoff;
     // With steps: the envelope as the transaction would rewrite it. Any
     // problem with it (unreadable, no execution object, over the size
@@ -82,7 +81,10 @@ pub(super) fn checkpoint(
         Ok(seq) if steps > 0 && (o.lease_expires_at.is_none() || env.is_none()) => Err(Error::validation(format!(
             "checkpoint {seq} of {hid} with steps was committed without its envelope or lease update"
         ))),
-        Ok(seq) => Ok(Some((seq, if steps > 0 { env } else { None }, now))),
+        Ok(seq) => {
+            let row = CheckpointRow { seq, state_json: text.to_string(), state_hash: hash.to_string(), at };
+            Ok(Some((row, if steps > 0 { env } else { None }, now)))
+        }
     }
 }
 

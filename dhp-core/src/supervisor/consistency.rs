@@ -5,8 +5,9 @@
 use super::quarantine::per_row;
 use super::repair::{classify, Finding, Torn};
 use super::{merge_into, orphan_envelope, OrphanReason, Supervisor};
-use crate::envelope::{self, now, ORPHANED_HOLDER};
+use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::id;
 use crate::runner::{load, save};
 use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
 use serde_json::{json, Value};
@@ -59,7 +60,7 @@ impl Supervisor {
                     }
                 },
             };
-            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, now(), settle) {
+            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, self.cfg.clock.now(), settle) {
                 Finding::Consistent | Finding::Wait => {}
                 Finding::Quarantine(reason) => {
                     flagged.insert(p.hid.clone(), reason);
@@ -88,7 +89,7 @@ impl Supervisor {
             if own != seen.ownership || status != seen_status {
                 return Ok(json!({"hid": hid, "action": "repair-skipped"}));
             }
-            let t = now();
+            let t = self.cfg.clock.now();
             let mut action = json!({"hid": hid, "action": "repaired", "torn": kind.as_str(), "status_before": status,
                                     "holder_before": own.as_ref().map(|o| o.holder.clone()),
                                     "fence_before": own.as_ref().map(|o| o.fence)});
@@ -141,7 +142,7 @@ impl Supervisor {
             if out["status"] == "failed" && seen_status != "failed" {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
             }
-            tracing::warn!(hid = &hid[..12], torn = kind.as_str(), "repaired a torn state");
+            tracing::warn!(hid = id::short(hid), torn = kind.as_str(), "repaired a torn state");
         }
         Ok(out)
     }

@@ -19,9 +19,11 @@ pub mod repair;
 use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::id;
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
+use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
 use quarantine::per_row;
 use serde_json::{json, Map, Value};
@@ -174,7 +176,7 @@ impl Supervisor {
         let ttl = self.cfg.leader_ttl_s;
         let leader = self.write(|tx| {
             let cur = tx.leadership()?;
-            let t = tx.now()?;
+            let t = self.cfg.clock.now_in(tx)?;
             let mine = match &cur {
                 None => true,
                 Some(l) if l.holder == self.id => true,
@@ -202,7 +204,7 @@ impl Supervisor {
             Ok(match tx.leadership()? {
                 None => true,
                 Some(l) if l.holder == self.id => false,
-                Some(l) => l.expires_at < tx.now()? || self.holder_dead(tx, &l.holder)?,
+                Some(l) => l.expires_at < self.cfg.clock.now_in(tx)? || self.holder_dead(tx, &l.holder)?,
             })
         })
     }
@@ -214,7 +216,7 @@ impl Supervisor {
         }
         self.write(|tx| {
             if let Some(l) = tx.leadership()?.filter(|l| l.holder == self.id) {
-                let t = tx.now()?;
+                let t = self.cfg.clock.now_in(tx)?;
                 tx.put_leadership(&Leadership { holder: l.holder, expires_at: 0.0 }, t)?;
             }
             Ok(())
@@ -233,11 +235,11 @@ impl Supervisor {
             let Some(mut own) = tx.ownership(hid)? else {
                 return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
             };
-            let t = tx.now()?;
+            let t = self.cfg.clock.now_in(tx)?;
             let stale = own.holder == ORPHANED_HOLDER
                 || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
                 || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
-            if stale || tx.status(hid)?.as_deref() != Some("running") {
+            if stale || tx.status(hid)?.as_deref() != Some(Status::Running.as_str()) {
                 return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
             }
             let previous = (own.holder.clone(), own.fence);
@@ -261,11 +263,11 @@ impl Supervisor {
         match out["action"].as_str() {
             Some("dlq") => {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(hid = &hid[..12], reason = reason.as_str(), "dead-lettered");
+                tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
             }
             Some("orphaned") => {
                 self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(hid = &hid[..12], reason = reason.as_str(), "orphaned");
+                tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
             }
             _ => {}
         }
@@ -277,11 +279,10 @@ impl Supervisor {
         let cfg = &self.cfg;
         let out = self.write(|tx| {
             let mut env = load(tx, hid)?;
-            let st = envelope::status(&env);
-            if st != "running" && st != "orphaned" {
+            let Some(next) = Status::of(&env).and_then(|s| s.after(Op::BudgetKill)) else {
                 return Ok(json!({"hid": hid, "action": "already-terminal"}));
-            }
-            let t = tx.now()?;
+            };
+            let t = self.cfg.clock.now_in(tx)?;
             let Some(reason) = budget_violation(&env, t) else {
                 return Ok(json!({"hid": hid, "action": "within-budget"}));
             };
@@ -289,7 +290,7 @@ impl Supervisor {
                 .get_mut("execution")
                 .and_then(Value::as_object_mut)
                 .ok_or_else(|| Error::validation("envelope has no execution object"))?;
-            ex.insert("status".into(), json!("failed"));
+            ex.insert("status".into(), json!(next.as_str()));
             ex.insert("error".into(), json!(format!("budget exhausted: {reason}")));
             ex.insert("failed_at".into(), json::float(t));
             save(tx, hid, &env, cfg)?;
@@ -314,7 +315,7 @@ impl Supervisor {
         // One read transaction gathers the work (no write lock held while
         // 10k envelopes are read); each action is then its own CAS.
         let (expired, over_budget, stalled) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let t = tx.now()?;
+            let t = self.cfg.clock.now_in(tx)?;
             let expired = tx.expired_leases(t)?;
             let over_budget: Vec<String> =
                 tx.running_budgets()?.into_iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid).collect();
@@ -322,7 +323,7 @@ impl Supervisor {
             Ok((expired, over_budget, stalled))
         })?;
         let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| {
-            let t = tx.now()?;
+            let t = self.cfg.clock.now_in(tx)?;
             tx.expire_approvals(t)
         })?;
         // A failure that belongs to one row quarantines that row; the scan
@@ -551,14 +552,14 @@ pub(super) fn orphan_envelope(
     let mut extra = Map::new();
     extra.insert("attempt".into(), json!(attempt));
     if attempt >= max_att {
-        ex.insert("status".into(), json!("failed"));
+        ex.insert("status".into(), json!(Status::Failed.as_str()));
         ex.insert("error".into(), json!(format!("{reason}; max_attempts={max_att} exhausted → DLQ")));
         return Ok(("dlq", extra));
     }
     let stall_count = ex.get("stall_count").and_then(Value::as_i64).unwrap_or(0);
     if stalled && stall_count + 1 > max_stalls {
         ex.insert("stall_count".into(), json!(stall_count + 1));
-        ex.insert("status".into(), json!("failed"));
+        ex.insert("status".into(), json!(Status::Failed.as_str()));
         ex.insert(
             "error".into(),
             json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)),
@@ -567,7 +568,7 @@ pub(super) fn orphan_envelope(
         return Ok(("dlq", extra));
     }
     ex.insert("stall_count".into(), json!(if stalled { stall_count + 1 } else { 0 }));
-    ex.insert("status".into(), json!("orphaned"));
+    ex.insert("status".into(), json!(Status::Orphaned.as_str()));
     ex.insert("orphaned_at".into(), json::float(t));
     ex.insert("orphan_reason".into(), json!(reason));
     Ok(("orphaned", extra))

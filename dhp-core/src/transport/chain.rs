@@ -20,6 +20,7 @@
 
 use crate::error::{Error, Result};
 use crate::json;
+use crate::store::CheckpointRow;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -72,6 +73,34 @@ impl Chain {
         };
         let line = bound_checkpoint_line(&self.hid, seq, state, state_hash, prev, at)?;
         self.last = Some((seq, state_hash.to_string()));
+        Ok(line)
+    }
+}
+
+impl Chain {
+    /// The line of a committed checkpoint row, built from the row's stored
+    /// state text, hash and `at` (nothing serialised or hashed again).
+    /// Byte-identical to [`Chain::line`] of the parsed state: the stored
+    /// text is `dumps_sorted` of the state, which is what the record's
+    /// `dumps_sorted` writes for its `state` field.
+    pub fn line_of_row(&mut self, row: &CheckpointRow) -> Result<String> {
+        let prev = match &self.last {
+            Some((s, h)) if s.checked_add(1) == Some(row.seq) => Some(h.as_str()),
+            _ => None,
+        };
+        let text = |s: &str| json::dumps_sorted(&Value::String(s.to_string()));
+        // Keys in sorted order, separators as json.dumps writes them.
+        let mut line = format!("{{\"at\": {}, \"hid\": {}, ", text(&row.at)?, text(&self.hid)?);
+        if let Some(p) = prev {
+            line.push_str(&format!("\"prev\": {}, ", text(p)?));
+        }
+        line.push_str(&format!(
+            "\"seq\": {}, \"state\": {}, \"state_hash\": {}, \"type\": \"checkpoint\"}}",
+            row.seq,
+            row.state_json,
+            text(&row.state_hash)?
+        ));
+        self.last = Some((row.seq, row.state_hash.clone()));
         Ok(line)
     }
 }
@@ -180,6 +209,23 @@ mod tests {
         assert_eq!(l1["prev"], A);
         let l5: Value = serde_json::from_str(&c.line(5, &json!({}), A, "t").unwrap()).unwrap();
         assert!(l5.get("prev").is_none());
+    }
+
+    #[test]
+    fn a_committed_row_makes_the_same_line_as_its_parsed_state() {
+        let states = [
+            json!({}),
+            json!({"page": "Zürich \u{1f600}", "n": 2, "f": 1.5e-7, "g": 10.0, "q": "\"\\\n"}),
+            json!({"z": [1, {"b": null, "a": true}], "a": {"y": [], "x": {}}, "big": 12345678901234567890u64}),
+        ];
+        let (mut by_state, mut by_row) = (Chain::after(H, None), Chain::after(H, None));
+        for (seq, state) in [5, 6, 7].into_iter().zip(states) {
+            let (text, hash) = json::state_text_and_hash(&state).unwrap();
+            let at = "2026-11-30T10:00:00.123456+00:00";
+            let row = CheckpointRow { seq, state_json: text, state_hash: hash.clone(), at: at.into() };
+            let want = by_state.line(seq, &state, &hash, at).unwrap();
+            assert_eq!(by_row.line_of_row(&row).unwrap(), want);
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! carries it, and refuses a seq that arrives with two different states.
 
 use crate::config::Config;
-use crate::envelope::{self, now, utcnow_iso};
+use crate::envelope;
 use crate::error::{Error, Result};
 use crate::json;
 use crate::runner::{checked_state, envelope_text};
@@ -126,7 +126,7 @@ pub fn ship_envelope(path: &Path, env: &Value, cfg: &Config) -> Result<()> {
 /// Append a checkpoint line for `state` at `seq`.
 pub fn ship_checkpoint(path: &Path, seq: i64, state: &Value, cfg: &Config) -> Result<()> {
     let (_, hash) = checked_state(state, cfg)?;
-    append_line(path, &checkpoint_line(seq, state, &hash, &utcnow_iso())?, cfg, false)
+    append_line(path, &checkpoint_line(seq, state, &hash, &cfg.clock.now_iso())?, cfg, false)
 }
 
 /// One line of a log, as read.
@@ -271,7 +271,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
     }
     let text = envelope_text(&env, cfg)?;
     let (created, new, max_seq, gaps) = with_tx(store, Mode::Write, |tx| {
-        let created = tx.envelope(&hid)?.is_none() && tx.insert_envelope(&hid, &text, now())?;
+        let created = tx.envelope(&hid)?.is_none() && tx.insert_envelope(&hid, &text, cfg.clock.now())?;
         // Rows already held are the truth: a line must agree with them.
         let stored: HashMap<i64, String> = if created || links.is_empty() {
             HashMap::new()
@@ -293,7 +293,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         };
         Ok((created, new, next - 1, gaps))
     })?;
-    tracing::info!(hid = &hid[..12], ingested = rows.len(), new, skipped, "transport ingest");
+    tracing::info!(hid = crate::id::short(&hid), ingested = rows.len(), new, skipped, "transport ingest");
     Ok(IngestReport {
         handoff_id: hid,
         checkpoints_ingested: rows.len(),

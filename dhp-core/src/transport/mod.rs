@@ -69,8 +69,7 @@ pub fn catch_up(shipper: &mut dyn Shipper, runner: &Runner, hid: &str) -> Result
             chain.note(row.seq, &row.state_hash);
             continue;
         }
-        let state = crate::json::parse(&row.state_json)?;
-        let line = chain.line(row.seq, &state, &row.state_hash, &row.at)?;
+        let line = chain.line_of_row(&row)?;
         shipper.ship_checkpoint(hid, row.seq, &line)?;
         n += 1;
     }

@@ -91,3 +91,31 @@ pub const SHORT: &[(&str, &str)] = &[
     ("DHP_SUPERVISOR_SCAN_S", "0.1"),
     ("DHP_LEADER_TTL_S", "1.0"),
 ];
+
+/// Wait (real time) until `cond` holds; panics after `secs`. For
+/// conditions other processes bring about: a fixed sleep instead could
+/// end before they did, and a negative check after it pass vacuously.
+pub fn wait_until(what: &str, secs: f64, mut cond: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    while !cond() {
+        assert!(std::time::Instant::now() < end, "not {what} within {secs} s");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Wait until the leading supervisor has renewed its leadership `n` more
+/// times. It renews at the start of each scan, so after two renewals at
+/// least one whole scan ran after this call began.
+pub fn wait_for_scans(r: &dhp_core::Runner, n: usize, secs: f64) {
+    let expiry = || dhp_core::testing::leader(r).unwrap().map(|l| l.expires_at);
+    let mut last = expiry();
+    let mut seen = 0;
+    wait_until(&format!("renewed {n} times"), secs, || {
+        let now = expiry();
+        if now != last {
+            seen += 1;
+            last = now;
+        }
+        seen >= n
+    });
+}

@@ -240,7 +240,10 @@ pub fn suspend(root: &Path, hid: &str, out: &Path, cfg: Config) -> Result<Output
     } else {
         r.suspend_to(hid, out)?
     };
-    Ok((json!({"hid": hid, "bytes": bytes, "out": out}), format!("suspended {} → {}", &hid[..12], out.display())))
+    Ok((
+        json!({"hid": hid, "bytes": bytes, "out": out}),
+        format!("suspended {} → {}", dhp_core::id::short(hid), out.display()),
+    ))
 }
 
 /// Refuse what is not a bundle at all with a message that says so (the
@@ -279,7 +282,7 @@ pub fn decide(root: &Path, approval_id: &str, decision: Decision, cfg: Config) -
         let Some(ap) = tx.approval(approval_id)? else {
             return Err(Error::UnknownApproval { approval_id: approval_id.to_string() });
         };
-        let now = envelope::now();
+        let now = r.config().clock.now();
         let current = if ap.status == "pending" && now > ap.expires_at { "expired" } else { ap.status.as_str() };
         if current != "pending" {
             return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: current.to_string() });

@@ -118,7 +118,12 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     };
     match worker::run_census(&r, opts)? {
         Outcome::Completed(v) => {
-            let text = format!("completed {}: {} primes, sum {}", &a.hid[..12], v["prime_count"], v["prime_sum"]);
+            let text = format!(
+                "completed {}: {} primes, sum {}",
+                dhp_core::id::short(&a.hid),
+                v["prime_count"],
+                v["prime_sum"]
+            );
             Ok((v, text))
         }
         Outcome::Stopped(v) => {

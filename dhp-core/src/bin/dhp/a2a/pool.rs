@@ -31,10 +31,12 @@ pub fn run(w: &Runner, root: Option<&Path>, pace: Duration, stop: &AtomicBool) {
                     background_heartbeat: true,
                 };
                 match worker::run_census(w, opts) {
-                    Ok(_) => tracing::info!(hid = &hid[..12], worker = w.id(), "census completed"),
+                    Ok(_) => tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id(), "census completed"),
                     // Lost races and fenced-off runs (cancel, orphaned
                     // while paused) end here; the store decides the rest.
-                    Err(e) => tracing::info!(hid = &hid[..12], worker = w.id(), error = %e, "census run ended"),
+                    Err(e) => {
+                        tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id(), error = %e, "census run ended")
+                    }
                 }
             }
             None => std::thread::sleep(IDLE),

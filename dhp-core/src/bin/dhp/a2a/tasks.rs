@@ -7,7 +7,7 @@
 
 use super::rpc::RpcError;
 use super::submit::Submission;
-use dhp_core::envelope::{self, now, ORPHANED_HOLDER};
+use dhp_core::envelope::{self, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, Mode, Ownership};
 use dhp_core::{json, Error, Runner};
 use serde_json::{json, Map, Value};
@@ -142,7 +142,7 @@ impl Bridge {
             if matches!(status.as_str(), "completed" | "failed") {
                 return Ok(Err(status));
             }
-            let t = now();
+            let t = cfg.clock.now();
             if let Some(own) = tx.ownership(&hid)? {
                 let tomb = Ownership {
                     holder: ORPHANED_HOLDER.to_string(),

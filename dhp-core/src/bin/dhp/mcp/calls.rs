@@ -5,16 +5,18 @@
 use super::args::{label_limit, Args};
 use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::store::{with_tx, Approval, Mode};
-use dhp_core::{json, Error, Runner};
+use dhp_core::{json, Error, Lease, Runner, Status};
 use serde_json::{json, Map, Value};
 
 /// A tool's answer before encoding: the keys after `"ok": true`, or a typed error.
 pub type Reply = Result<Map<String, Value>, Error>;
 
-/// The reference's `_fence`: the fence of the lease `worker` holds on `hid`.
-fn fence_of(r: &Runner, hid: &str, worker: &str) -> Result<i64, Error> {
+/// The reference's `_fence`: the lease `worker` holds on `hid`, as the
+/// store has it. MCP calls name the worker, not a fence, so the current
+/// fence is presented on the worker's behalf.
+fn lease_of(r: &Runner, hid: &str, worker: &str) -> Result<Lease, Error> {
     match r.ownership(hid)? {
-        Some(o) if o.holder == worker => Ok(o.fence),
+        Some(o) if o.holder == worker => Lease::presented(hid, o.fence),
         o => Err(Error::StaleFence {
             hid: hid.to_string(),
             holder: worker.to_string(),
@@ -73,13 +75,13 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 let state = a.object("state", cfg.max_checkpoint_bytes)?;
                 let r = base.with_id(w)?;
                 // Checkpoint and lease renewal in one transaction.
-                let step = r.checkpoint_step(hid, fence_of(&r, hid, w)?, state, 0)?;
+                let step = r.checkpoint_step(&lease_of(&r, hid, w)?, state, 0)?;
                 Ok(obj(json!({"seq": step.enforce_budget()?})))
             }
             "dhp_heartbeat" => {
                 let (hid, w) = (a.hid()?, a.worker()?);
                 let r = base.with_id(w)?;
-                r.heartbeat(hid, fence_of(&r, hid, w)?)?;
+                r.heartbeat(&lease_of(&r, hid, w)?)?;
                 Ok(Map::new())
             }
             "dhp_complete" => {
@@ -88,15 +90,15 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 let r = base.with_id(w)?;
                 // The lease row is gone once completed; complete is then a
                 // no-op (the protocol's idempotent second complete).
-                let fence = match fence_of(&r, hid, w) {
-                    Ok(f) => f,
-                    Err(e) if envelope::status(&r.envelope_bare(hid)?) == "completed" => {
+                let lease = match lease_of(&r, hid, w) {
+                    Ok(l) => l,
+                    Err(e) if Status::of(&r.envelope_bare(hid)?) == Some(Status::Completed) => {
                         tracing::debug!("repeat complete of {hid} by {w}: {e}");
-                        -1
+                        Lease::presented(hid, -1)?
                     }
                     Err(e) => return Err(e),
                 };
-                r.complete(hid, fence, result)?;
+                r.complete(&lease, result)?;
                 Ok(Map::new())
             }
             "dhp_status" => {
@@ -116,7 +118,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 let step = a.label("step_id", lim)?;
                 let result = a.object("result", cfg.max_checkpoint_bytes)?;
                 let r = base.with_id(w)?;
-                Ok(obj(json!({"recorded": r.record_effect(hid, fence_of(&r, hid, w)?, step, result)?})))
+                Ok(obj(json!({"recorded": r.record_effect(&lease_of(&r, hid, w)?, step, result)?})))
             }
             "dhp_effect_done" => {
                 let hid = a.hid()?;
@@ -134,14 +136,14 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 // The library refuses a negative or non-finite amount.
                 let usd = a.number("usd")?;
                 let r = base.with_id(w)?;
-                r.note_spend(hid, fence_of(&r, hid, w)?, usd)?;
+                r.note_spend(&lease_of(&r, hid, w)?, usd)?;
                 Ok(Map::new())
             }
             "dhp_note_activity" => {
                 let (hid, w) = (a.hid()?, a.worker()?);
                 let digest = a.label("digest", lim)?;
                 let r = base.with_id(w)?;
-                Ok(obj(json!({"repeat_count": r.note_activity(hid, fence_of(&r, hid, w)?, digest)?})))
+                Ok(obj(json!({"repeat_count": r.note_activity(&lease_of(&r, hid, w)?, digest)?})))
             }
             "dhp_request_approval" => {
                 let (hid, w) = (a.hid()?, a.worker()?);
@@ -163,7 +165,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 let (hid, w) = (a.hid()?, a.worker()?);
                 let (domain, resource) = (a.label("domain", lim)?, a.label("resource", lim)?);
                 let r = base.with_id(w)?;
-                r.require_capability(hid, fence_of(&r, hid, w)?, domain, resource)?;
+                r.require_capability(&lease_of(&r, hid, w)?, domain, resource)?;
                 Ok(obj(json!({"granted": true})))
             }
             _ => Err(Error::validation(format!("unknown tool {name}"))),
@@ -178,12 +180,12 @@ const APPROVAL_TIMEOUT_S: f64 = 300.0;
 /// approver decides; the library gates only financial/destructive, so the
 /// record for read/write is written here after the same ownership check.
 fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value) -> Result<String, Error> {
-    let fence = fence_of(r, hid, w)?;
-    match r.request_approval(hid, fence, class, details, APPROVAL_TIMEOUT_S) {
+    let lease = lease_of(r, hid, w)?;
+    match r.request_approval(&lease, class, details, APPROVAL_TIMEOUT_S) {
         Err(Error::ApprovalRequired { approval_id, .. }) => Ok(approval_id),
         Err(e) => Err(e),
         Ok(()) => {
-            let t = envelope::now();
+            let t = r.config().clock.now();
             let approval_id = format!("apr-{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
             let row = Approval {
                 approval_id: approval_id.clone(),
@@ -205,8 +207,9 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
 fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let ap = tx.approval(id)?.ok_or_else(|| Error::UnknownApproval { approval_id: id.to_string() })?;
-        if ap.status == "pending" && envelope::now() > ap.expires_at {
-            tx.expire_approvals(envelope::now())?;
+        let now = r.config().clock.now();
+        if ap.status == "pending" && now > ap.expires_at {
+            tx.expire_approvals(now)?;
             return Ok(Approval { status: "expired".into(), ..ap });
         }
         Ok(ap)

@@ -1,0 +1,107 @@
+//! Group commit: many dispatches, claims or checkpoints in one transaction.
+
+use super::lifecycle::{append_checkpoint, claim_in, prepare_dispatch};
+use super::{budget_violation, checked_state, Runner, TaskContext};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::id::HandoffId;
+use crate::lease::Lease;
+use crate::store::{Backend, Mode};
+use serde_json::Value;
+
+impl Runner {
+    /// Dispatch several envelopes in one transaction (one fsync for all).
+    /// Each gets its own id or its own error; `Err` only when the
+    /// transaction as a whole failed, and then nothing was stored.
+    pub fn dispatch_many(&self, envs: &[Value]) -> Result<Vec<Result<String>>> {
+        let prepared: Vec<Result<(HandoffId, String)>> = envs.iter().map(|e| prepare_dispatch(e, &self.cfg)).collect();
+        let now = self.cfg.clock.now();
+        let mut out = Vec::with_capacity(envs.len());
+        self.store.transact(Mode::Write, &mut |tx| {
+            out.clear();
+            for p in &prepared {
+                out.push(match p {
+                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now).map(|_| hid.to_string())),
+                    Err(_) => None,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(merge(prepared, out))
+    }
+
+    /// Claim several pending handoffs in one transaction (one fsync for
+    /// all), each with the writes and checks of [`Runner::claim`].
+    pub fn claim_many(&self, hids: &[String]) -> Result<Vec<Result<TaskContext>>> {
+        let parsed: Vec<Result<HandoffId>> = hids.iter().map(|h| HandoffId::parse(h)).collect();
+        let mut envs = Vec::with_capacity(hids.len());
+        self.store.transact(Mode::Write, &mut |tx| {
+            envs.clear();
+            for hid in &parsed {
+                envs.push(match hid {
+                    Ok(hid) => Some(claim_in(tx, &self.cfg, &self.id, hid).map(|(env, t)| (hid.clone(), env, t))),
+                    Err(_) => None,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(merge(parsed, envs)
+            .into_iter()
+            .map(|claimed| {
+                let (hid, env, t) = claimed?;
+                match budget_violation(&env, t) {
+                    Some(reason) => Err(Error::BudgetExceeded { hid: hid.into(), reason }),
+                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0))),
+                }
+            })
+            .collect())
+    }
+}
+
+/// One checkpoint of a batch: who presents which token for which handoff.
+#[derive(Debug, Clone)]
+pub struct CheckpointItem {
+    pub hid: String,
+    pub holder: String,
+    pub fence: i64,
+    pub state: Value,
+}
+
+/// Group commit: append one checkpoint per item — of any handoffs and
+/// holders — in ONE write transaction, hence one fsync. Each item gets the
+/// checks of [`Runner::checkpoint`] and its own seq or error; `Err` only
+/// when the transaction as a whole failed (then nothing was written).
+pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
+    // Parse and hash outside the write lock, as Runner::checkpoint does.
+    // Each item presents a token from its own holder, not one of ours.
+    let prepared: Vec<Result<(Lease, (String, String))>> =
+        items.iter().map(|it| Ok((Lease::presented(&it.hid, it.fence)?, checked_state(&it.state, cfg)?))).collect();
+    let mut out = Vec::with_capacity(items.len());
+    store.transact(Mode::Write, &mut |tx| {
+        out.clear();
+        for (it, p) in items.iter().zip(&prepared) {
+            out.push(match p {
+                Ok((lease, (text, hash))) => {
+                    Some(append_checkpoint(tx, cfg, &it.holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
+                }
+                Err(_) => None,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(merge(prepared, out))
+}
+
+/// Per-item results of a batch: an item refused before the transaction
+/// keeps its own (typed) error, the others their outcome inside it.
+pub(super) fn merge<P, R>(prepared: Vec<Result<P>>, done: Vec<Option<Result<R>>>) -> Vec<Result<R>> {
+    prepared
+        .into_iter()
+        .zip(done)
+        .map(|(p, d)| match (p, d) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(r)) => r,
+            (Ok(_), None) => unreachable!("every prepared item has an outcome"),
+        })
+        .collect()
+}

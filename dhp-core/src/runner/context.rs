@@ -1,0 +1,151 @@
+//! [`TaskContext`]: what a worker holds after claim or recover.
+
+use super::{Runner, Step};
+use crate::config;
+use crate::error::Result;
+use crate::id::HandoffId;
+use crate::lease::Lease;
+use serde_json::Value;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What a worker holds after claim or recover: its runner and the
+/// [`Lease`] granted. Every call re-validates the lease against the store.
+pub struct TaskContext {
+    runner: Runner,
+    lease: Lease,
+    heartbeat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+}
+
+impl std::fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskContext").field("hid", self.lease.hid()).field("fence", &self.lease.fence()).finish()
+    }
+}
+
+impl TaskContext {
+    pub(super) fn new(runner: Runner, lease: Lease) -> Self {
+        TaskContext { runner, lease, heartbeat: None }
+    }
+
+    pub fn hid(&self) -> &HandoffId {
+        self.lease.hid()
+    }
+
+    pub fn fence(&self) -> i64 {
+        self.lease.fence()
+    }
+
+    /// The lease this context presents.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    pub fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// Heartbeat in a background thread every `interval` (default: half
+    /// the lease interval) until complete, release, drop or a lost lease.
+    pub fn start_heartbeat(&mut self, interval: Option<Duration>) {
+        if self.heartbeat.is_some() {
+            return;
+        }
+        // A validated config keeps the interval within (0, MAX_KNOB_S].
+        let half = config::duration_from_secs(
+            "DHP_LEASE_INTERVAL_S / 2",
+            self.runner.cfg.lease_interval_s / 2.0,
+            config::MAX_KNOB_S,
+        );
+        let interval = interval.or(half.ok()).unwrap_or(Duration::from_secs(1));
+        let (tx, rx) = mpsc::channel::<()>();
+        let (runner, lease) = (self.runner.clone(), self.lease.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("dhp-hb-{}", lease.hid().as_str().get(..8).unwrap_or_default()))
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
+                    if let Err(e) = runner.heartbeat(&lease) {
+                        // The next explicit call surfaces the real error.
+                        tracing::debug!(error = %e, "background heartbeat stopped");
+                        break;
+                    }
+                }
+            })
+            .expect("spawning the heartbeat thread");
+        self.heartbeat = Some((tx, handle));
+    }
+
+    /// Stop the background heartbeat, if running.
+    pub fn stop_heartbeat(&mut self) {
+        if let Some((tx, handle)) = self.heartbeat.take() {
+            drop(tx);
+            let _ = handle.join();
+        }
+    }
+
+    pub fn checkpoint(&self, state: &Value) -> Result<i64> {
+        self.runner.checkpoint(&self.lease, state)
+    }
+
+    /// Checkpoint, count steps and extend the lease in one transaction.
+    pub fn checkpoint_step(&self, state: &Value, steps: i64) -> Result<Step> {
+        self.runner.checkpoint_step(&self.lease, state, steps)
+    }
+
+    pub fn heartbeat(&self) -> Result<f64> {
+        self.runner.heartbeat(&self.lease)
+    }
+
+    pub fn note_step(&self, n: i64) -> Result<()> {
+        self.runner.note_step(&self.lease, n)
+    }
+
+    pub fn note_spend(&self, usd: f64) -> Result<()> {
+        self.runner.note_spend(&self.lease, usd)
+    }
+
+    pub fn last_checkpoint(&self) -> Result<Option<Value>> {
+        self.runner.last_checkpoint(self.lease.hid())
+    }
+
+    pub fn record_effect(&self, step_id: &str, result: &Value) -> Result<bool> {
+        self.runner.record_effect(&self.lease, step_id, result)
+    }
+
+    pub fn effect_done(&self, step_id: &str) -> Result<Option<Value>> {
+        self.runner.effect_done(&self.lease, step_id)
+    }
+
+    pub fn note_activity(&self, digest: &str) -> Result<i64> {
+        self.runner.note_activity(&self.lease, digest)
+    }
+
+    pub fn request_approval(&self, action_class: &str, details: &Value, timeout_s: f64) -> Result<()> {
+        self.runner.request_approval(&self.lease, action_class, details, timeout_s)
+    }
+
+    pub fn await_approval(&self, approval_id: &str, poll: Duration) -> Result<()> {
+        self.runner.await_approval(&self.lease, approval_id, poll)
+    }
+
+    pub fn require_capability(&self, domain: &str, resource: &str) -> Result<()> {
+        self.runner.require_capability(&self.lease, domain, resource)
+    }
+
+    pub fn complete(&mut self, result: &Value) -> Result<()> {
+        self.stop_heartbeat();
+        self.runner.complete(&self.lease, result)
+    }
+
+    pub fn release(&mut self, reason: &str) -> Result<()> {
+        self.stop_heartbeat();
+        self.runner.release(&self.lease, reason)
+    }
+}
+
+impl Drop for TaskContext {
+    fn drop(&mut self) {
+        self.stop_heartbeat();
+    }
+}
