@@ -29,6 +29,7 @@ impl TcpServer {
             cfg: Config::default(),
             idle_timeout: Duration::from_secs(120),
             fsync: true,
+            tls: None,
         };
         let thread = std::thread::Builder::new()
             .name("bench-transport".into())

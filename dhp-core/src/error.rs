@@ -116,6 +116,12 @@ pub enum Error {
     /// The location holds no DHP store, or something that is not one.
     #[error("{location}: {reason}")]
     NotAStore { location: String, reason: String },
+
+    /// TLS set-up or a handshake failed: an unreadable PEM file, a peer
+    /// certificate that is untrusted, expired or missing, or a peer that
+    /// speaks plaintext where TLS is expected (or the other way round).
+    #[error("TLS: {context}: {source}")]
+    Tls { context: String, source: std::sync::Arc<dyn std::error::Error + Send + Sync> },
 }
 
 /// The server's message when there is one, else the client's.
@@ -195,7 +201,7 @@ impl Error {
             Error::ApprovalDecided { .. } => "StateError",
             Error::ApprovalDenied { .. } => "ApprovalDenied",
             Error::CapabilityDenied { .. } => "CapabilityDenied",
-            Error::Transport(_) => "TransportError",
+            Error::Transport(_) | Error::Tls { .. } => "TransportError",
             Error::NewerSchema { .. } => "ValidationError",
             Error::Config(_) => "ConfigError",
             Error::Sqlite(_) | Error::NoStore { .. } => "StoreError",
@@ -221,7 +227,7 @@ impl Error {
             Error::BudgetExceeded { .. } => 7,
             Error::Tamper(_) => 8,
             Error::ApprovalRequired { .. } | Error::ApprovalDenied { .. } | Error::CapabilityDenied { .. } => 9,
-            Error::Transport(_) => 10,
+            Error::Transport(_) | Error::Tls { .. } => 10,
             Error::NewerSchema { .. }
             | Error::Config(_)
             | Error::Sqlite(_)

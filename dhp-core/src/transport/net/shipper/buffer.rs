@@ -85,4 +85,3 @@ pub(super) fn replay_lines(buffer: Option<&BufferLog>, cfg: &Config, hid: &str, 
     out.sort_by_key(|(s, _)| *s);
     out
 }
-

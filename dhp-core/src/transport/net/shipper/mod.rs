@@ -17,12 +17,12 @@ mod queue;
 
 pub use options::{BufferLog, ShipMode, ShipperOptions};
 
-use buffer::{scan_local, LocalLog};
 use crate::envelope;
 use crate::error::{Error, Result};
 use crate::transport::log;
-use crate::transport::net::{over_cap, Appender};
+use crate::transport::net::{over_cap, tls, Appender};
 use crate::transport::Shipper;
+use buffer::{scan_local, LocalLog};
 use pump::Pump;
 use queue::{Item, Refusal, Shared, State};
 use serde_json::Value;
@@ -69,12 +69,17 @@ impl TcpShipper {
         // A caller must see at least a few attempts within its wait.
         opts.backoff_max = opts.backoff_max.min(opts.call_timeout / 4).max(Duration::from_millis(1));
         opts.backoff_initial = opts.backoff_initial.min(opts.backoff_max);
+        // Read and check the TLS files now, not at the first connect.
+        let tls = match &opts.tls {
+            Some(t) => Some((t.config()?, tls::server_name(addr)?)),
+            None => None,
+        };
         let shared = Arc::new(Shared { st: Mutex::new(State::default()), work: Condvar::new(), done: Condvar::new() });
         let thread = {
             let (shared, addr, opts) = (shared.clone(), addr.to_string(), opts.clone());
             std::thread::Builder::new()
                 .name("dhp-ship".into())
-                .spawn(move || Pump { shared, addr, opts }.run())
+                .spawn(move || Pump { shared, addr, opts, tls }.run())
                 .map_err(|e| Error::Transport(format!("cannot start the shipping thread: {e}")))?
         };
         Ok(TcpShipper { shared, opts, addr: addr.to_string(), locals: HashMap::new(), thread: Some(thread) })
@@ -124,9 +129,10 @@ impl TcpShipper {
             if let Some(r) = st.outcomes.remove(&ticket) {
                 return r.map_err(Refusal::into_error);
             }
-            if let Some(m) = st.queues.get(hid).and_then(|q| q.rejected.clone()) {
+            if let Some(r) = st.queues.get(hid).and_then(|q| q.rejected.as_ref()) {
+                let e = r.connection_error();
                 st.waiting.remove(&ticket);
-                return Err(Error::Transport(format!("server refused the connection: {m}")));
+                return Err(e);
             }
             let now = Instant::now();
             if now >= deadline {
@@ -160,11 +166,10 @@ impl TcpShipper {
         Ok(self.locals.get_mut(hid))
     }
 
-    fn rejected(&self, hid: &str) -> Option<String> {
-        self.shared.lock().queues.get(hid).and_then(|q| q.rejected.clone())
+    fn rejected(&self, hid: &str) -> Option<Error> {
+        self.shared.lock().queues.get(hid).and_then(|q| q.rejected.as_ref()).map(Refusal::connection_error)
     }
 }
-
 
 impl Shipper for TcpShipper {
     fn ship_envelope(&mut self, hid: &str, env: &Value) -> Result<()> {
@@ -219,8 +224,8 @@ impl Shipper for TcpShipper {
         if over_cap(line.len(), max) {
             return Err(Error::Oversize { what: "transport line", size: line.len() + 1, limit: max });
         }
-        if let Some(m) = self.rejected(hid) {
-            return Err(Error::Transport(format!("server refused the connection: {m}")));
+        if let Some(e) = self.rejected(hid) {
+            return Err(e);
         }
         if let Some(l) = self.local(hid)? {
             if !l.seqs.contains(seq) {
@@ -286,8 +291,8 @@ impl Shipper for TcpShipper {
             if let Some(a) = q.server_ack {
                 return Ok(a);
             }
-            if let Some(m) = &q.rejected {
-                return Err(Error::Transport(format!("server refused the connection: {m}")));
+            if let Some(r) = &q.rejected {
+                return Err(r.connection_error());
             }
             let now = Instant::now();
             if now >= deadline {
@@ -307,8 +312,8 @@ impl Shipper for TcpShipper {
                 if st.unacked == 0 && !envs_pending {
                     break;
                 }
-                if let Some((_, m)) = st.queues.iter().find_map(|(h, q)| q.rejected.as_ref().map(|m| (h, m))) {
-                    return Err(Error::Transport(format!("server refused the connection: {m}")));
+                if let Some(r) = st.queues.values().find_map(|q| q.rejected.as_ref()) {
+                    return Err(r.connection_error());
                 }
                 let now = Instant::now();
                 if now >= deadline {

@@ -4,6 +4,7 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::transport::log;
+use crate::transport::net::tls::ClientTls;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -57,6 +58,8 @@ pub struct ShipperOptions {
     pub window: usize,
     /// `transport_max_line_bytes` caps a line.
     pub cfg: Config,
+    /// Speak TLS to the server (`None`: plaintext, as the reference does).
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ShipperOptions {
@@ -72,6 +75,7 @@ impl Default for ShipperOptions {
             backoff_max: Duration::from_secs(1),
             window: 64,
             cfg: Config::default(),
+            tls: None,
         }
     }
 }

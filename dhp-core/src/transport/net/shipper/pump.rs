@@ -5,24 +5,63 @@ use super::buffer;
 use super::options::ShipperOptions;
 use super::queue::{transient, HidQ, Item, Refusal, Shared};
 use crate::json;
-use crate::transport::net::{read_frame_sync, Frame, MAX_REPLY_BYTES};
+use crate::transport::net::{read_frame_sync, tls, Frame, MAX_REPLY_BYTES};
+use rustls::pki_types::ServerName;
 use serde_json::{json, Value};
 use std::collections::{HashSet, VecDeque};
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The socket, plaintext or TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// The client side of TLS: its configuration and the name the server's
+/// certificate must carry.
+pub(super) type TlsClient = (Arc<rustls::ClientConfig>, ServerName<'static>);
+
 struct Conn {
     hid: String,
-    reader: BufReader<TcpStream>,
-    writer: std::io::BufWriter<TcpStream>,
+    io: BufReader<Stream>,
+    /// Frames written but not yet sent (one write for a window of frames).
+    out: Vec<u8>,
     buf: Vec<u8>,
 }
 
 enum ConnErr {
     /// The server answered the hello with a refusal.
     Refused(String),
+    /// The TLS handshake failed, or the two ends disagree on TLS.
+    Tls(Refusal),
     /// Anything that may heal: refused connection, timeout, reset, busy.
     Io(String),
 }
@@ -33,8 +72,33 @@ fn line_of(v: &Value) -> String {
     s
 }
 
+fn tls_refusal(context: String, source: impl std::error::Error + Send + Sync + 'static) -> ConnErr {
+    ConnErr::Tls(Refusal::Tls { context, source: Arc::new(source) })
+}
+
+/// Classify a failed TLS handshake: a rustls error (untrusted or expired
+/// certificate, a fatal alert) or a peer that hung up on our ClientHello
+/// is a TLS failure; a timeout may heal.
+fn handshake_error(addr: &str, e: std::io::Error) -> ConnErr {
+    use std::io::ErrorKind as K;
+    if let Some(t) = tls::rustls_cause(&e) {
+        return tls_refusal(format!("handshake with {addr} failed"), t.clone());
+    }
+    match e.kind() {
+        K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+            tls_refusal(format!("{addr} closed the connection during the TLS handshake (is it a plaintext port?)"), e)
+        }
+        _ => ConnErr::Io(format!("TLS handshake with {addr}: {e}")),
+    }
+}
+
 impl Conn {
-    pub(super) fn open(addr: &str, hid: &str, opts: &ShipperOptions) -> std::result::Result<(Conn, i64), ConnErr> {
+    pub(super) fn open(
+        addr: &str,
+        hid: &str,
+        opts: &ShipperOptions,
+        tls: Option<&TlsClient>,
+    ) -> std::result::Result<(Conn, i64), ConnErr> {
         let addrs: Vec<_> = addr.to_socket_addrs().map_err(|e| ConnErr::Io(format!("resolve {addr}: {e}")))?.collect();
         let mut last = format!("{addr} resolves to no address");
         let mut stream = None;
@@ -47,20 +111,30 @@ impl Conn {
                 Err(e) => last = format!("connect {a}: {e}"),
             }
         }
-        let stream = stream.ok_or(ConnErr::Io(last))?;
+        let mut stream = stream.ok_or(ConnErr::Io(last))?;
         let io = |e: std::io::Error| ConnErr::Io(format!("{addr}: {e}"));
         stream.set_nodelay(true).map_err(io)?;
         stream.set_read_timeout(Some(opts.io_timeout)).map_err(io)?;
         stream.set_write_timeout(Some(opts.io_timeout)).map_err(io)?;
-        let mut c = Conn {
-            hid: hid.to_string(),
-            reader: BufReader::new(stream.try_clone().map_err(io)?),
-            writer: std::io::BufWriter::with_capacity(64 * 1024, stream),
-            buf: Vec::new(),
+        let stream = match tls {
+            None => Stream::Plain(stream),
+            Some((cfg, name)) => {
+                let mut conn = rustls::ClientConnection::new(cfg.clone(), name.clone())
+                    .map_err(|e| tls_refusal(format!("TLS session for {addr}"), e))?;
+                // Handshake now, so its failure is told apart from the hello's.
+                while conn.is_handshaking() {
+                    conn.complete_io(&mut stream).map_err(|e| handshake_error(addr, e))?;
+                }
+                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, stream)))
+            }
         };
+        let mut c = Conn { hid: hid.to_string(), io: BufReader::new(stream), out: Vec::new(), buf: Vec::new() };
         let hello = line_of(&json!({"type": "hello", "handoff_id": hid, "token": opts.token}));
-        c.writer.write_all(hello.as_bytes()).and_then(|_| c.writer.flush()).map_err(io)?;
-        let reply = c.reply().map_err(ConnErr::Io)?;
+        c.send(hello.as_bytes()).and_then(|_| c.flush()).map_err(|e| match tls::rustls_cause(&e) {
+            Some(t) => tls_refusal(format!("{addr} rejected the TLS session"), t.clone()),
+            None => io(e),
+        })?;
+        let reply = c.hello_reply(addr, tls.is_some())?;
         if reply.get("ok") != Some(&Value::Bool(true)) {
             let msg = reply.get("error").and_then(Value::as_str).unwrap_or("no reason given").to_string();
             return Err(if transient(&msg) { ConnErr::Io(msg) } else { ConnErr::Refused(msg) });
@@ -72,14 +146,36 @@ impl Conn {
         Ok((c, ack))
     }
 
+    /// The hello's reply, where a TLS mismatch shows: under TLS 1.3 a
+    /// server refuses our (missing) client certificate only after our side
+    /// of the handshake is done, and a TLS server answers a plaintext
+    /// hello with a TLS alert record.
+    fn hello_reply(&mut self, addr: &str, tls: bool) -> std::result::Result<Value, ConnErr> {
+        let r = read_frame_sync(&mut self.io, &mut self.buf, MAX_REPLY_BYTES);
+        if let Err(e) = &r {
+            if let Some(t) = tls::rustls_cause(e) {
+                return Err(tls_refusal(format!("{addr} rejected the TLS session"), t.clone()));
+            }
+        }
+        if !tls && tls::is_tls_record(&self.buf) {
+            return Err(tls_refusal(
+                format!("{addr} answered with a TLS record: it expects TLS (give the shipper a CA to trust)"),
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "TLS record on a plaintext connection"),
+            ));
+        }
+        Self::parse_reply(r, &self.buf).map_err(ConnErr::Io)
+    }
+
     fn reply(&mut self) -> std::result::Result<Value, String> {
-        match read_frame_sync(&mut self.reader, &mut self.buf, MAX_REPLY_BYTES) {
-            Ok(Frame::Line) => match json::parse_bytes(&self.buf) {
+        let r = read_frame_sync(&mut self.io, &mut self.buf, MAX_REPLY_BYTES);
+        Self::parse_reply(r, &self.buf)
+    }
+
+    fn parse_reply(r: std::io::Result<Frame>, buf: &[u8]) -> std::result::Result<Value, String> {
+        match r {
+            Ok(Frame::Line) => match json::parse_bytes(buf) {
                 Ok(v) if v.is_object() => Ok(v),
-                _ => Err(format!(
-                    "bad reply from server: {:?}",
-                    String::from_utf8_lossy(&self.buf[..self.buf.len().min(200)])
-                )),
+                _ => Err(format!("bad reply from server: {:?}", String::from_utf8_lossy(&buf[..buf.len().min(200)]))),
             },
             Ok(Frame::Eof) | Ok(Frame::Partial) => Err("connection closed by server".into()),
             Ok(Frame::TooLong) | Ok(Frame::Overrun) => Err("reply from server exceeds 64 KiB".into()),
@@ -87,9 +183,30 @@ impl Conn {
         }
     }
 
+    /// Queue bytes; sent by [`Conn::flush`] (or once 64 KiB are queued).
+    fn send(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.out.extend_from_slice(data);
+        if self.out.len() >= 64 * 1024 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let s = self.io.get_mut();
+        s.write_all(&self.out)?;
+        s.flush()?;
+        self.out.clear();
+        Ok(())
+    }
+
     fn bye(mut self) {
-        let _ = self.writer.write_all(b"{\"type\": \"bye\"}\n").and_then(|_| self.writer.flush());
+        let _ = self.send(b"{\"type\": \"bye\"}\n").and_then(|_| self.flush());
         // The reply is a courtesy; do not wait for it.
+        if let Stream::Tls(s) = self.io.get_mut() {
+            s.conn.send_close_notify();
+            let _ = s.flush();
+        }
     }
 }
 
@@ -103,6 +220,7 @@ pub(super) struct Pump {
     pub(super) shared: Arc<Shared>,
     pub(super) addr: String,
     pub(super) opts: ShipperOptions,
+    pub(super) tls: Option<TlsClient>,
 }
 
 impl Pump {
@@ -115,19 +233,25 @@ impl Pump {
                 }
             }
             if conn.is_none() {
-                match Conn::open(&self.addr, &hid, &self.opts) {
+                match Conn::open(&self.addr, &hid, &self.opts, self.tls.as_ref()) {
                     Ok((c, ack)) => {
                         self.on_hello(&hid, ack);
                         conn = Some(c);
                     }
                     Err(ConnErr::Refused(m)) => {
                         tracing::warn!(error = %m, "transport: server refused hello");
-                        self.failed(&hid, m, true);
+                        self.failed(&hid, m.clone(), Some(Refusal::Transport(m)));
+                        continue;
+                    }
+                    Err(ConnErr::Tls(r)) => {
+                        let e = r.connection_error();
+                        tracing::warn!(error = %e, "transport: TLS failed");
+                        self.failed(&hid, e.to_string(), Some(r));
                         continue;
                     }
                     Err(ConnErr::Io(m)) => {
                         tracing::debug!(error = %m, "transport: connect failed");
-                        self.failed(&hid, m, false);
+                        self.failed(&hid, m, None);
                         continue;
                     }
                 }
@@ -136,7 +260,7 @@ impl Pump {
             if let Err(m) = self.drive(c) {
                 tracing::info!(error = %m, "transport: connection lost; will reconnect");
                 conn = None;
-                self.failed(&hid, m, false);
+                self.failed(&hid, m, None);
             }
         }
         if let Some(c) = conn {
@@ -174,11 +298,11 @@ impl Pump {
     }
 
     /// Record a failed attempt and schedule the next one.
-    fn failed(&self, hid: &str, msg: String, refused: bool) {
+    fn failed(&self, hid: &str, msg: String, refused: Option<Refusal>) {
         let mut st = self.shared.lock();
         st.last_error = Some(msg.clone());
         let q = st.queues.entry(hid.to_string()).or_default();
-        q.backoff = if refused {
+        q.backoff = if refused.is_some() {
             self.opts.backoff_max
         } else if q.backoff.is_zero() {
             self.opts.backoff_initial
@@ -187,8 +311,8 @@ impl Pump {
         };
         q.retry_at = Some(Instant::now() + q.backoff);
         q.env_acked = false;
-        if refused {
-            q.rejected = Some(msg);
+        if refused.is_some() {
+            q.rejected = refused;
         }
         drop(st);
         self.shared.done.notify_all();
@@ -307,12 +431,9 @@ impl Pump {
             }
             if !frames.is_empty() {
                 for line in &frames {
-                    c.writer
-                        .write_all(line.as_bytes())
-                        .and_then(|_| c.writer.write_all(b"\n"))
-                        .map_err(|e| format!("sending: {e}"))?;
+                    c.send(line.as_bytes()).and_then(|_| c.send(b"\n")).map_err(|e| format!("sending: {e}"))?;
                 }
-                c.writer.flush().map_err(|e| format!("sending: {e}"))?;
+                c.flush().map_err(|e| format!("sending: {e}"))?;
             }
             let Some(expect) = in_flight.pop_front() else { continue };
             let reply = c.reply()?;
@@ -372,4 +493,3 @@ impl Pump {
         }
     }
 }
-

@@ -12,6 +12,12 @@ use std::time::{Duration, Instant};
 pub(super) enum Refusal {
     Tamper(String),
     Transport(String),
+    /// The TLS handshake failed (untrusted, expired or missing
+    /// certificate; a plaintext peer).
+    Tls {
+        context: String,
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl Refusal {
@@ -28,6 +34,17 @@ impl Refusal {
         match self {
             Refusal::Tamper(m) => Error::Tamper(m),
             Refusal::Transport(m) => Error::Transport(m),
+            Refusal::Tls { context, source } => Error::Tls { context, source },
+        }
+    }
+
+    /// The error a caller gets while the server refuses our connection.
+    pub(super) fn connection_error(&self) -> Error {
+        match self {
+            Refusal::Tls { context, source } => Error::Tls { context: context.clone(), source: source.clone() },
+            Refusal::Tamper(m) | Refusal::Transport(m) => {
+                Error::Transport(format!("server refused the connection: {m}"))
+            }
         }
     }
 }
@@ -54,8 +71,9 @@ pub(super) struct HidQ {
     /// The server's `ack_seq` as of the last hello, raised by acks since.
     pub(super) server_ack: Option<i64>,
     pub(super) want_hello: bool,
-    /// The server refused our hello (bad token, ...).
-    pub(super) rejected: Option<String>,
+    /// The server refused our hello (bad token, ...) or the TLS handshake
+    /// failed.
+    pub(super) rejected: Option<Refusal>,
     pub(super) retry_at: Option<Instant>,
     pub(super) backoff: Duration,
 }
