@@ -202,8 +202,13 @@ impl Journal {
         rec.push_str(line);
         rec.push('\n');
         if let Err(e) = g.file.write_all(rec.as_bytes()) {
+            // The line may be in its log already, unrecorded: no further
+            // ack until a restart (a retry is then journaled as a duplicate).
             g.torn = true;
-            return Err(Error::io(&g.path, e));
+            let e = Error::io(&g.path, e);
+            drop(g);
+            self.fail(&e);
+            return Err(e);
         }
         g.torn = false;
         let n = rec.len() as u64;

@@ -281,12 +281,11 @@ impl HidLog {
         self.recent.push_back((seq, hash));
     }
 
-    /// Append `line`: first to the journal (whose sync makes it durable),
-    /// then to the log (synced only at a journal checkpoint).
+    /// Append `line` to the log (synced only at a journal checkpoint),
+    /// then record it in the journal (whose sync makes it durable). In
+    /// this order a checkpoint that retires the journal record always
+    /// finds the log line written.
     fn append(&mut self, line: &str) -> Result<()> {
-        if let Some(j) = &self.journal {
-            j.append(&self.hid, line)?;
-        }
         let n = self.out.append(line.as_bytes())?;
         if self.len == 0 {
             if let Ok(m) = std::fs::metadata(&self.out.path) {
@@ -294,7 +293,17 @@ impl HidLog {
             }
         }
         self.len += n;
-        Ok(())
+        self.journal_line(line)
+    }
+
+    /// Record a line the log already holds in the journal again, before
+    /// acking a duplicate: the log's copy may never have been synced (a
+    /// server killed after writing it and before its journal record).
+    fn journal_line(&self, line: &str) -> Result<()> {
+        match &self.journal {
+            Some(j) => j.append(&self.hid, line).map(|_| ()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -467,7 +476,7 @@ impl Srv {
         let want = s.hid.clone();
         let r = self
             .with_log(&s.log, move |l, _| match &l.header {
-                Some(h) if *h == want => Ok(None),
+                Some(h) if *h == want => l.journal_line(&line).map(|_| None),
                 Some(h) => Ok(Some(format!("log already holds handoff {h}"))),
                 None => {
                     l.append(&line)?;
@@ -541,7 +550,7 @@ impl Srv {
                 if seq < next {
                     return match l.logged_hash(seq, cfg)? {
                         Some(h) if h != hash => Ok(Err(Ok(SeqRefusal::Conflict { next }))),
-                        _ => Ok(Ok(false)),
+                        _ => l.journal_line(&line).map(|_| Ok(false)),
                     };
                 }
                 // A bound frame (docs/log-chain.md) must follow the
