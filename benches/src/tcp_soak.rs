@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 /// own memory bounded; the server is what is measured).
 const BATCH: u64 = 5_000;
 
-fn ship_share(addr: &str, k: u64, shippers: u64, n: u64, done: &AtomicU64) -> Result<()> {
+fn ship_share(addr: &str, k: u64, shippers: u64, n: u64, done: &AtomicU64, until: Instant) -> Result<()> {
     let mut i = k;
-    while i < n {
+    while i < n && Instant::now() < until {
         let opts = ShipperOptions { mode: ShipMode::Async { max_lag: 1024 }, ..Default::default() };
         let mut sh = TcpShipper::new(addr, opts)?;
         let mut in_batch = 0;
-        while i < n && in_batch < BATCH {
+        while i < n && in_batch < BATCH && (in_batch % 100 != 0 || Instant::now() < until) {
             let env = fixture::sdk_envelope(1_000_000_000 + i)?;
             let hid = env["handoff_id"].as_str().unwrap_or_default().to_string();
             sh.ship_envelope(&hid, &env)?;
@@ -40,20 +40,22 @@ fn ship_share(addr: &str, k: u64, shippers: u64, n: u64, done: &AtomicU64) -> Re
     Ok(())
 }
 
-/// Ship `n` handoffs; sample the server's RSS about every `every`.
-pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64) -> Result<Value> {
+/// Ship `n` handoffs, or as many as `max` allows; sample the server's RSS
+/// about every `every`.
+pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64, max: Duration) -> Result<Value> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
     let srv = ServerProc::start(dhp, &dir.join("logs"), &[])?;
     std::thread::sleep(Duration::from_millis(300));
     let done = AtomicU64::new(0);
     let t0 = Instant::now();
+    let until = t0 + max;
     let mut samples = vec![json!({"handoffs": 0, "rss_kb": srv.rss_kb(), "t_s": 0.0})];
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..shippers)
             .map(|k| {
                 let (addr, done) = (srv.addr.clone(), &done);
-                s.spawn(move || ship_share(&addr, k, shippers, n, done))
+                s.spawn(move || ship_share(&addr, k, shippers, n, done, until))
             })
             .collect();
         let mut next = every;
@@ -72,24 +74,24 @@ pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64) -> Result
         r?;
     }
     let secs = t0.elapsed().as_secs_f64();
-    samples.push(json!({"handoffs": n, "rss_kb": srv.rss_kb(), "t_s": secs.round()}));
+    let shipped = done.load(Ordering::Relaxed);
+    samples.push(json!({"handoffs": shipped, "rss_kb": srv.rss_kb(), "t_s": secs.round()}));
     let clean = srv.stop();
     let logs = std::fs::read_dir(dir.join("logs"))
         .map(|d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "log"))).count())
         .unwrap_or(0);
     eprintln!("dhp-bench tcp-soak: removing {logs} logs");
     let _ = std::fs::remove_dir_all(dir);
-    Ok(
-        json!({"handoffs": n, "shippers": shippers, "logs": logs, "seconds": secs.round(), "rate": (n as f64 / secs).round(),
-              "clean_exit": clean, "samples": samples}),
-    )
+    Ok(json!({"handoffs": shipped, "planned": n, "shippers": shippers, "logs": logs, "seconds": secs.round(),
+               "rate": (shipped as f64 / secs).round(),
+              "clean_exit": clean, "samples": samples}))
 }
 
 pub fn markdown(v: &Value) -> String {
     let mut s = format!(
-        "\nSoak (`dhp-bench tcp-soak`): {} handoffs (envelope + one checkpoint each, asynchronous, {} shippers, fsync on) \
+        "\nSoak (`dhp-bench tcp-soak`): {} of {} planned handoffs (envelope + one checkpoint each, asynchronous, {} shippers, fsync on) \
          in {} s ({}/s), {} logs written; server RSS by handoffs shipped:\n\n| handoffs | RSS MB |\n|---:|---:|\n",
-        v["handoffs"], v["shippers"], v["seconds"], v["rate"], v["logs"]
+        v["handoffs"], v["planned"], v["shippers"], v["seconds"], v["rate"], v["logs"]
     );
     for x in v["samples"].as_array().into_iter().flatten() {
         s.push_str(&format!("| {} | {:.1} |\n", x["handoffs"], x["rss_kb"].as_f64().unwrap_or(0.0) / 1024.0));

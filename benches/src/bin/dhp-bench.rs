@@ -9,7 +9,7 @@
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
 //! dhp-bench tcp --dhp BIN --dir D [--quick] --out F --md F [--soak F]   TCP shipping rates, hostile RSS
-//! dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] --out F   server RSS over N handoffs
+//! dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] [--max-seconds T] --out F   server RSS over N handoffs
 //! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
@@ -160,7 +160,9 @@ fn main() {
             let n = a.opt("--handoffs").and_then(|v| v.parse().ok()).unwrap_or(1_000_000u64);
             let every = a.opt("--every").and_then(|v| v.parse().ok()).unwrap_or(100_000u64).max(1);
             let shippers = a.opt("--shippers").and_then(|v| v.parse().ok()).unwrap_or(16u64).max(1);
-            let v = dhp_benches::tcp_soak::soak(&a.path("--dhp"), &a.path("--dir"), n, every, shippers)
+            let max = a.opt("--max-seconds").and_then(|v| v.parse().ok()).unwrap_or(7200u64);
+            let max = std::time::Duration::from_secs(max);
+            let v = dhp_benches::tcp_soak::soak(&a.path("--dhp"), &a.path("--dir"), n, every, shippers, max)
                 .unwrap_or_else(|e| fail(e));
             write_json(&a.path("--out"), &v);
         }
