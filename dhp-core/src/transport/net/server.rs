@@ -51,9 +51,11 @@ pub struct ServerConfig {
     /// A connection that takes longer than this to deliver a whole frame,
     /// or to take a reply, is closed.
     pub idle_timeout: Duration,
-    /// `fdatasync` every appended line before acknowledging it (group
-    /// commit: one sync covers every line appended before it). `false`
-    /// acks once the line is in the page cache, as the reference does.
+    /// Make every appended line durable before acknowledging it: lines are
+    /// recorded in a server-wide journal (`journal-*.dhpj` in `logdir`)
+    /// whose one `fdatasync` covers every connection's pending lines, and
+    /// which is replayed into the logs on start. `false` acks once the line
+    /// is in the page cache, as the reference does, and keeps no journal.
     pub fsync: bool,
     /// Serve TLS (optionally demanding client certificates); `None` serves
     /// plaintext, as the reference does.
