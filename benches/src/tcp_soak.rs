@@ -21,7 +21,12 @@ const BATCH: u64 = 5_000;
 fn ship_share(addr: &str, k: u64, shippers: u64, n: u64, done: &AtomicU64, until: Instant) -> Result<()> {
     let mut i = k;
     while i < n && Instant::now() < until {
-        let opts = ShipperOptions { mode: ShipMode::Async { max_lag: 1024 }, ..Default::default() };
+        // A generous wait: on a loaded machine a backlog drains slowly.
+        let opts = ShipperOptions {
+            mode: ShipMode::Async { max_lag: 256 },
+            call_timeout: Duration::from_secs(600),
+            ..Default::default()
+        };
         let mut sh = TcpShipper::new(addr, opts)?;
         let mut in_batch = 0;
         while i < n && in_batch < BATCH && (in_batch % 100 != 0 || Instant::now() < until) {
@@ -33,9 +38,10 @@ fn ship_share(addr: &str, k: u64, shippers: u64, n: u64, done: &AtomicU64, until
             sh.ship_checkpoint(&hid, 0, &log::checkpoint_line(0, &st, &hash, &utcnow_iso())?)?;
             i += shippers;
             in_batch += 1;
+            // Queued, at most `max_lag` lines ahead of the acks.
+            done.fetch_add(1, Ordering::Relaxed);
         }
         sh.close()?;
-        done.fetch_add(in_batch, Ordering::Relaxed);
     }
     Ok(())
 }
