@@ -51,6 +51,7 @@ render() {
     "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
         --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
+    if [ -f "$DIR/tcp.md" ]; then cat "$DIR/tcp.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -100,6 +101,19 @@ if [ -z "$PG_URL" ]; then
 fi
 mkdir -p "$DIR/pg"
 "$BIN" pg --url "$PG_URL" --dhp "$DHP" --dir "$DIR/pg" $QUICK --out "$DIR/pg.json" --md "$DIR/pg.md"
+
+# --- TCP transport: shipping rates (sync/async x fsync x TLS), the server's
+# RSS under 1,000 hostile connections, and the bounded-state soak (server
+# RSS every 100,000 of 1,000,000 handoffs; DHP_BENCH_SOAK_HANDOFFS to change).
+settle
+if [ -n "$QUICK" ]; then
+    "$BIN" tcp-soak --dhp "$DHP" --dir "$DIR/tcp-soak" --handoffs 2000 --every 500 --out "$DIR/tcp-soak.json"
+else
+    "$BIN" tcp-soak --dhp "$DHP" --dir "$DIR/tcp-soak" --handoffs "${DHP_BENCH_SOAK_HANDOFFS:-1000000}" \
+        --out "$DIR/tcp-soak.json"
+fi
+settle
+"$BIN" tcp --dhp "$DHP" --dir "$DIR/tcp" $QUICK --out "$DIR/tcp.json" --md "$DIR/tcp.md" --soak "$DIR/tcp-soak.json"
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"

@@ -34,6 +34,8 @@ pub mod pg;
 pub mod report;
 pub mod suite;
 pub mod tcp;
+pub mod tcp_rates;
+pub mod tcp_soak;
 
 /// True when a criterion bench binary runs as a benchmark (`cargo bench`
 /// passes `--bench`); false under `cargo test --benches`, where each bench

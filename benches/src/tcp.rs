@@ -19,8 +19,13 @@ pub struct TcpServer {
 }
 
 impl TcpServer {
-    /// Serve `logdir` on an ephemeral loopback port, no token.
+    /// Serve `logdir` on an ephemeral loopback port, no token, fsync on.
     pub fn start(logdir: &Path) -> Result<Self> {
+        Self::start_with(logdir, true, None)
+    }
+
+    /// Serve with or without fsync, and with TLS when `tls` is given.
+    pub fn start_with(logdir: &Path, fsync: bool, tls: Option<net::ServerTls>) -> Result<Self> {
         let (addr_tx, addr_rx) = std::sync::mpsc::channel::<Result<String>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let server = ServerConfig {
@@ -28,7 +33,8 @@ impl TcpServer {
             token: String::new(),
             cfg: Config::default(),
             idle_timeout: Duration::from_secs(120),
-            fsync: true,
+            fsync,
+            tls,
         };
         let thread = std::thread::Builder::new()
             .name("bench-transport".into())
@@ -99,7 +105,12 @@ impl ShipBed {
     /// A shipper to `addr` in `mode` with a local buffer log at
     /// `buffer` (as the protocol asks: every line is kept locally first).
     pub fn new(addr: &str, mode: ShipMode, buffer: PathBuf, i: u64) -> Result<Self> {
-        let opts = ShipperOptions { mode, buffer: Some(BufferLog::File(buffer)), ..Default::default() };
+        Self::with_tls(addr, mode, buffer, i, None)
+    }
+
+    /// Like [`ShipBed::new`], speaking TLS when `tls` is given.
+    pub fn with_tls(addr: &str, mode: ShipMode, buffer: PathBuf, i: u64, tls: Option<net::ClientTls>) -> Result<Self> {
+        let opts = ShipperOptions { mode, buffer: Some(BufferLog::File(buffer)), tls, ..Default::default() };
         let mut shipper = TcpShipper::new(addr, opts)?;
         let env = fixture::sdk_envelope(i)?;
         let hid = env["handoff_id"].as_str().unwrap_or_default().to_string();

@@ -309,6 +309,17 @@ pub enum Error {
         /// What is there instead.
         reason: String,
     },
+    /// TLS set-up or a handshake failed: an unreadable PEM file, a peer
+    /// certificate that is untrusted, expired or missing, or a peer that
+    /// speaks plaintext where TLS is expected (or the other way round).
+    #[error("TLS: {context}: {source}")]
+    Tls {
+        /// What was being set up or who the peer was.
+        context: String,
+        /// The TLS library's or the file reader's error.
+        #[source]
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 #[doc(hidden)]
@@ -440,7 +451,7 @@ impl Error {
             Error::ApprovalDecided { .. } => "StateError",
             Error::ApprovalDenied { .. } => "ApprovalDenied",
             Error::CapabilityDenied { .. } => "CapabilityDenied",
-            Error::Transport { .. } => "TransportError",
+            Error::Transport { .. } | Error::Tls { .. } => "TransportError",
             Error::NewerSchema { .. } => "ValidationError",
             Error::Config { .. } => "ConfigError",
             Error::Store { .. } | Error::NoStore { .. } | Error::NotAStore { .. } => "StoreError",
@@ -465,7 +476,7 @@ impl Error {
             Error::BudgetExceeded { .. } => 7,
             Error::Tamper { .. } => 8,
             Error::ApprovalRequired { .. } | Error::ApprovalDenied { .. } | Error::CapabilityDenied { .. } => 9,
-            Error::Transport { .. } => 10,
+            Error::Transport { .. } | Error::Tls { .. } => 10,
             Error::NewerSchema { .. }
             | Error::Config { .. }
             | Error::Store { .. }

@@ -191,6 +191,7 @@ mod tcp {
                 cfg: small_cfg(),
                 idle_timeout: Duration::from_secs(2),
                 fsync: false,
+                tls: None,
             };
             rt.spawn(async move {
                 let _ = net::run(listener, sc, std::future::pending::<()>()).await;

@@ -26,6 +26,7 @@ fn run_stops_on_its_shutdown_future() {
         cfg: Config::default(),
         idle_timeout: Duration::from_secs(60),
         fsync: true,
+        tls: None,
     };
     let server = rt.spawn(net::run(listener, cfg, async move {
         let _ = stop_rx.await;

@@ -24,6 +24,7 @@ fn unused_handoff_state_is_evicted_and_reloaded() {
         cfg: Config::default(),
         idle_timeout: Duration::from_secs(60),
         fsync: true,
+        tls: None,
     };
     let server = rt.spawn(net::run(listener, cfg, async move {
         let _ = stop_rx.await;

@@ -8,6 +8,8 @@
 //! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
+//! dhp-bench tcp --dhp BIN --dir D [--quick] --out F --md F [--soak F]   TCP shipping rates, hostile RSS
+//! dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] [--max-seconds T] --out F   server RSS over N handoffs
 //! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
@@ -139,6 +141,30 @@ fn main() {
                 .unwrap_or_else(|e| fail(e));
             write_json(&a.path("--out"), &v);
             std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v)).unwrap_or_else(|e| fail(e));
+        }
+        "tcp" => {
+            let sizes = if a.flag("--quick") {
+                dhp_benches::tcp_rates::TcpSizes::quick()
+            } else {
+                dhp_benches::tcp_rates::TcpSizes::full()
+            };
+            let v = dhp_benches::tcp_rates::run(&a.path("--dir"), &a.path("--dhp"), &sizes).unwrap_or_else(|e| fail(e));
+            write_json(&a.path("--out"), &v);
+            let soak = a.opt("--soak").map(|p| read_json(Path::new(&p)));
+            let md = dhp_benches::tcp_rates::markdown(&v, soak.as_ref().filter(|s| s.get("samples").is_some()));
+            if let Err(e) = std::fs::write(a.path("--md"), md) {
+                fail(e);
+            }
+        }
+        "tcp-soak" => {
+            let n = a.opt("--handoffs").and_then(|v| v.parse().ok()).unwrap_or(1_000_000u64);
+            let every = a.opt("--every").and_then(|v| v.parse().ok()).unwrap_or(100_000u64).max(1);
+            let shippers = a.opt("--shippers").and_then(|v| v.parse().ok()).unwrap_or(16u64).max(1);
+            let max = a.opt("--max-seconds").and_then(|v| v.parse().ok()).unwrap_or(7200u64);
+            let max = std::time::Duration::from_secs(max);
+            let v = dhp_benches::tcp_soak::soak(&a.path("--dhp"), &a.path("--dir"), n, every, shippers, max)
+                .unwrap_or_else(|e| fail(e));
+            write_json(&a.path("--out"), &v);
         }
         "cp-worker" => {
             let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());

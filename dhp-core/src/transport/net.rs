@@ -32,12 +32,15 @@
 //!   from its local buffer log; every wait is bounded.
 
 mod gate;
+mod journal;
 mod seqset;
 mod server;
 mod shipper;
+mod tls;
 
 pub use server::{run, ServerConfig, ServerStats};
 pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
+pub use tls::{ClientTls, ServerTls};
 
 /// The reference's default port.
 pub const DEFAULT_PORT: u16 = 8471;
@@ -164,14 +167,6 @@ pub(crate) struct Appender {
 impl Appender {
     pub(crate) fn new(path: std::path::PathBuf, torn: bool) -> Self {
         Appender { path, file: None, torn }
-    }
-
-    /// A handle to `fdatasync` the file with, outside the append lock.
-    pub(crate) fn sync_handle(&self) -> std::io::Result<std::fs::File> {
-        match &self.file {
-            Some(f) => f.try_clone(),
-            None => std::fs::File::open(&self.path),
-        }
     }
 
     /// Forget the handle (the file was replaced or failed).

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod pki;
+
 pub const TOKEN: &str = "tcp-test-token";
 
 pub fn dhp_bin() -> PathBuf {
@@ -22,6 +24,8 @@ pub struct Server {
     pub logdir: PathBuf,
     env: Vec<(String, String)>,
     extra: Vec<String>,
+    /// Where its stderr goes (appended), when captured.
+    pub stderr: Option<PathBuf>,
 }
 
 impl Server {
@@ -33,10 +37,29 @@ impl Server {
     pub fn start_with(logdir: &Path, port: u16, env: &[(&str, &str)], extra: &[&str]) -> Server {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        Server::spawn(logdir.to_path_buf(), port, env, extra)
+        Server::spawn(logdir.to_path_buf(), port, env, extra, None)
     }
 
-    fn spawn(logdir: PathBuf, port: u16, env: Vec<(String, String)>, extra: Vec<String>) -> Server {
+    /// Like [`Server::start_with`] (test token, port 0), with stderr
+    /// appended to `stderr` so a test can read the server's warnings.
+    pub fn start_capturing(logdir: &Path, extra: &[&str], stderr: &Path) -> Server {
+        let env = vec![("DHP_TRANSPORT_TOKEN".to_string(), TOKEN.to_string())];
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Server::spawn(logdir.to_path_buf(), 0, env, extra, Some(stderr.to_path_buf()))
+    }
+
+    /// What the server wrote to its captured stderr so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.as_ref().map(|p| std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default()
+    }
+
+    fn spawn(
+        logdir: PathBuf,
+        port: u16,
+        env: Vec<(String, String)>,
+        extra: Vec<String>,
+        stderr: Option<PathBuf>,
+    ) -> Server {
         // Restarting on a fixed port can race the old socket's teardown.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -48,7 +71,10 @@ impl Server {
                 .env_remove("DHP_TRANSPORT_TOKEN")
                 .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
+                .stderr(match &stderr {
+                    Some(p) => Stdio::from(std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap()),
+                    None => Stdio::inherit(),
+                })
                 .spawn()
                 .expect("spawn dhp transport");
             let mut first = String::new();
@@ -69,7 +95,7 @@ impl Server {
                 .parse()
                 .unwrap();
             assert_ne!(port, 0);
-            return Server { child, port, logdir, env, extra };
+            return Server { child, port, logdir, env, extra, stderr };
         }
     }
 
@@ -93,7 +119,8 @@ impl Server {
     /// A new process on the same port and log dir.
     pub fn restart(&mut self) {
         self.kill9();
-        let s = Server::spawn(self.logdir.clone(), self.port, self.env.clone(), self.extra.clone());
+        let s =
+            Server::spawn(self.logdir.clone(), self.port, self.env.clone(), self.extra.clone(), self.stderr.clone());
         let old = std::mem::replace(self, s);
         drop(old);
     }

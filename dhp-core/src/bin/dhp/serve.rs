@@ -37,6 +37,17 @@ pub struct TransportArgs {
     /// fdatasync (the reference's behaviour; faster, not crash-durable).
     #[arg(long)]
     no_fsync: bool,
+    /// Serve TLS with this certificate chain (PEM, leaf first); needs
+    /// --tls-key. Without it the server speaks plaintext, as the reference.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Mutual TLS: demand a client certificate signed by a CA in this file
+    /// (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
 }
 
 fn install_stop_flag() -> Arc<AtomicBool> {
@@ -88,6 +99,10 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
     use std::io::Write;
     let idle_timeout = positive_duration("--idle-timeout", a.idle_timeout, MAX_IDLE_TIMEOUT_S).map_err(bad_flag)?;
     let (logdir, host, port, no_fsync) = (a.logdir, a.host, a.port, a.no_fsync);
+    let tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => Some(net::ServerTls { cert, key, client_ca: a.tls_client_ca }),
+        _ => None,
+    };
     let token = std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default();
     if token.is_empty() {
         tracing::warn!("DHP_TRANSPORT_TOKEN is not set: accepting any client");
@@ -110,7 +125,7 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();
         drop(out);
-        let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync };
+        let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync, tls };
         net::run(listener, server, async move {
             tokio::select! {
                 _ = term.recv() => {}

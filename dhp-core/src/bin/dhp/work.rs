@@ -80,6 +80,16 @@ pub struct WorkArgs {
     /// failing with a transport error.
     #[arg(long, default_value_t = 30.0, requires = "ship_to")]
     ship_timeout: f64,
+    /// Speak TLS to --ship-to, trusting only the CA(s) in this PEM file.
+    #[arg(long, value_name = "PEM", requires = "ship_to")]
+    tls_ca: Option<PathBuf>,
+    /// Client certificate chain (PEM) for a server that demands one
+    /// (mutual TLS); needs --tls-key and --tls-ca.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_key", "tls_ca"])]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// A history file (kind `IoError` if it cannot be opened).
@@ -160,6 +170,7 @@ fn tcp_shipper(
         buffer: Some(buffer),
         call_timeout,
         cfg: cfg.clone(),
+        tls: a.tls_ca.clone().map(|ca| net::ClientTls { ca, cert: a.tls_cert.clone(), key: a.tls_key.clone() }),
         ..net::ShipperOptions::from_env(mode)?
     };
     Ok(net::TcpShipper::new(addr, opts)?)

@@ -42,6 +42,12 @@ impl Inner {
     }
 }
 
+/// True at most once per wall-clock second per `last` (rate-limits warnings).
+pub(crate) fn once_per_second(last: &AtomicU64) -> bool {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    last.swap(now, Ordering::Relaxed) != now
+}
+
 #[derive(Default)]
 pub(crate) struct Gate {
     inner: Mutex<Inner>,
@@ -94,8 +100,7 @@ impl Gate {
     /// True at most once per wall-clock second: limit warnings stay
     /// visible without a flood being able to flood the log.
     pub(crate) fn warn_now(&self) -> bool {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        self.last_warn.swap(now, Ordering::Relaxed) != now
+        once_per_second(&self.last_warn)
     }
 
     /// Count an eviction; warn at most once a second so a flood cannot

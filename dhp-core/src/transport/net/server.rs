@@ -1,8 +1,10 @@
 //! The transport server: one task per connection, one append lock per
 //! handoff log, held only while the log is written.
 
-use super::gate::{Gate, HELLO_TIMEOUT, PRE_HELLO_MAX_LINE};
+use super::gate::{once_per_second, Gate, Pass, HELLO_TIMEOUT, PRE_HELLO_MAX_LINE};
+use super::journal::{self, Journal, JournalHandle, ROTATE_BYTES};
 use super::seqset::SeqSet;
+use super::tls::{self, ServerTls};
 use super::{ends_torn, read_frame_async, skip_line_async, Appender, Frame};
 use crate::config::Config;
 use crate::envelope::{self, utcnow_iso};
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use subtle::ConstantTimeEq;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Mutex as AsyncMutex, OwnedMutexGuard};
 use tokio::task::JoinSet;
@@ -49,10 +51,15 @@ pub struct ServerConfig {
     /// A connection that takes longer than this to deliver a whole frame,
     /// or to take a reply, is closed.
     pub idle_timeout: Duration,
-    /// `fdatasync` every appended line before acknowledging it (group
-    /// commit: one sync covers every line appended before it). `false`
-    /// acks once the line is in the page cache, as the reference does.
+    /// Make every appended line durable before acknowledging it: lines are
+    /// recorded in a server-wide journal (`journal-*.dhpj` in `logdir`)
+    /// whose one `fdatasync` covers every connection's pending lines, and
+    /// which is replayed into the logs on start. `false` acks once the line
+    /// is in the page cache, as the reference does, and keeps no journal.
     pub fsync: bool,
+    /// Serve TLS (optionally demanding client certificates); `None` serves
+    /// plaintext, as the reference does.
+    pub tls: Option<ServerTls>,
 }
 
 /// What a server did, returned when it stops.
@@ -84,6 +91,10 @@ pub struct ServerStats {
     pub idle_timeouts: u64,
     /// Connections refused at the connection limit (`server busy`).
     pub busy_rejections: u64,
+    /// TLS handshakes that failed (untrusted, expired or missing
+    /// certificate; a plaintext client), and TLS ClientHellos sent to a
+    /// plaintext server.
+    pub tls_failures: u64,
     /// Connections closed before their hello to make room for newer ones.
     pub unauthenticated_evicted: u64,
     /// Handoff logs held in memory when the server stopped, and dropped
@@ -108,6 +119,7 @@ struct Counters {
     partial_lines: AtomicU64,
     idle_timeouts: AtomicU64,
     busy_rejections: AtomicU64,
+    tls_failures: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -131,6 +143,7 @@ impl Counters {
             partial_lines: g(&self.partial_lines),
             idle_timeouts: g(&self.idle_timeouts),
             busy_rejections: g(&self.busy_rejections),
+            tls_failures: g(&self.tls_failures),
             unauthenticated_evicted: 0,
             logs_cached: 0,
             logs_evicted: 0,
@@ -141,8 +154,11 @@ impl Counters {
 /// What the server knows about one `<hid>.log`. Kept in memory so that a
 /// hello costs a `stat`, not a scan; re-read whenever the file changed
 /// behind our back (size or inode differ from what we wrote).
-#[derive(Debug)]
 struct HidLog {
+    hid: String,
+    /// Where every appended line is recorded first (`None` without fsync,
+    /// and while replaying a journal).
+    journal: Option<Arc<Journal>>,
     out: Appender,
     loaded: bool,
     len: u64,
@@ -150,8 +166,6 @@ struct HidLog {
     /// `handoff_id` of the first envelope record, if any.
     header: Option<String>,
     seqs: SeqSet,
-    /// Bytes of the file known to be on stable storage.
-    synced: u64,
     /// `state_hash` of the most recently appended seqs, so a re-sent
     /// checkpoint is compared without reading the file.
     recent: VecDeque<(i64, String)>,
@@ -182,15 +196,16 @@ fn ino_of(_m: &std::fs::Metadata) -> u64 {
 }
 
 impl HidLog {
-    fn new(path: PathBuf) -> Self {
+    fn new(hid: String, path: PathBuf, journal: Option<Arc<Journal>>) -> Self {
         HidLog {
+            hid,
+            journal,
             out: Appender::new(path, false),
             loaded: false,
             len: 0,
             ino: 0,
             header: None,
             seqs: SeqSet::new(),
-            synced: 0,
             recent: VecDeque::new(),
         }
     }
@@ -199,7 +214,9 @@ impl HidLog {
     fn refresh(&mut self, cfg: &Config) -> Result<()> {
         match std::fs::metadata(&self.out.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *self = HidLog { loaded: true, ..HidLog::new(std::mem::take(&mut self.out.path)) };
+                let (hid, path, journal) =
+                    (std::mem::take(&mut self.hid), std::mem::take(&mut self.out.path), self.journal.take());
+                *self = HidLog { loaded: true, ..HidLog::new(hid, path, journal) };
                 Ok(())
             }
             Err(e) => Err(Error::io(&self.out.path, e)),
@@ -241,7 +258,6 @@ impl HidLog {
         self.header = header;
         self.seqs = seqs;
         self.recent.clear();
-        self.synced = 0;
         if self.len != m.len() {
             // Appended to while we read: read again on next use.
             self.loaded = false;
@@ -277,6 +293,10 @@ impl HidLog {
         self.recent.push_back((seq, hash));
     }
 
+    /// Append `line` to the log (synced only at a journal checkpoint),
+    /// then record it in the journal (whose sync makes it durable). In
+    /// this order a checkpoint that retires the journal record always
+    /// finds the log line written.
     fn append(&mut self, line: &str) -> Result<()> {
         let n = self.out.append(line.as_bytes())?;
         if self.len == 0 {
@@ -285,7 +305,17 @@ impl HidLog {
             }
         }
         self.len += n;
-        Ok(())
+        self.journal_line(line)
+    }
+
+    /// Record a line the log already holds in the journal again, before
+    /// acking a duplicate: the log's copy may never have been synced (a
+    /// server killed after writing it and before its journal record).
+    fn journal_line(&self, line: &str) -> Result<()> {
+        match &self.journal {
+            Some(j) => j.append(&self.hid, line).map(|_| ()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -295,7 +325,10 @@ struct Srv {
     logs: std::sync::Mutex<LogCache>,
     stats: Counters,
     gate: Arc<Gate>,
-    pre_fsync_pause: Duration,
+    journal: Option<Arc<Journal>>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Rate limit of TLS failure warnings (one per second).
+    last_tls_warn: AtomicU64,
 }
 
 /// Per-handoff log state. An entry no connection holds (the map's `Arc`
@@ -309,6 +342,7 @@ struct LogCache {
     /// are in use, so a sweep stays amortised O(1) per insert).
     sweep_at: usize,
     evicted: u64,
+    journal: Option<Arc<Journal>>,
 }
 
 impl LogCache {
@@ -322,7 +356,7 @@ impl LogCache {
             self.evicted += (before - self.map.len()) as u64;
             self.sweep_at = (self.map.len() * 2).max(MAX_CACHED_LOGS);
         }
-        let l = Arc::new(AsyncMutex::new(HidLog::new(path)));
+        let l = Arc::new(AsyncMutex::new(HidLog::new(hid.to_string(), path, self.journal.clone())));
         self.map.insert(hid.to_string(), l.clone());
         l
     }
@@ -387,32 +421,6 @@ impl Srv {
                 .await
                 .map_err(|e| Error::transport_from(format!("log writer task failed: {e}"), e))?
         }
-    }
-
-    /// Make everything appended to `log` so far durable. Group commit:
-    /// the length is read under the lock, the sync runs outside it, and a
-    /// caller whose bytes a concurrent sync already covered returns at once.
-    async fn sync(&self, log: &Arc<AsyncMutex<HidLog>>) -> Result<()> {
-        let (file, len, path) = {
-            let l = log.lock().await;
-            if l.synced >= l.len {
-                return Ok(());
-            }
-            let f = l.out.sync_handle().map_err(|e| Error::io(&l.out.path, e))?;
-            (f, l.len, l.out.path.clone())
-        };
-        let pause = self.pre_fsync_pause;
-        tokio::task::spawn_blocking(move || {
-            if !pause.is_zero() {
-                std::thread::sleep(pause);
-            }
-            file.sync_data().map_err(|e| Error::io(&path, e))
-        })
-        .await
-        .map_err(|e| Error::transport_from(format!("log sync task failed: {e}"), e))??;
-        let mut l = log.lock().await;
-        l.synced = l.synced.max(len);
-        Ok(())
     }
 
     fn token_ok(&self, presented: Option<&str>) -> bool {
@@ -480,7 +488,7 @@ impl Srv {
         let want = s.hid.clone();
         let r = self
             .with_log(&s.log, move |l, _| match &l.header {
-                Some(h) if *h == want => Ok(None),
+                Some(h) if *h == want => l.journal_line(&line).map(|_| None),
                 Some(h) => Ok(Some(format!("log already holds handoff {h}"))),
                 None => {
                     l.append(&line)?;
@@ -554,7 +562,7 @@ impl Srv {
                 if seq < next {
                     return match l.logged_hash(seq, cfg)? {
                         Some(h) if h != hash => Ok(Err(Ok(SeqRefusal::Conflict { next }))),
-                        _ => Ok(Ok(false)),
+                        _ => l.journal_line(&line).map(|_| Ok(false)),
                     };
                 }
                 // A bound frame (docs/log-chain.md) must follow the
@@ -633,11 +641,68 @@ impl Srv {
         }
     }
 
+    fn tls_failed(&self, peer: SocketAddr, why: &str) {
+        bump(&self.stats.tls_failures);
+        if once_per_second(&self.last_tls_warn) {
+            tracing::warn!(%peer, error = why, "transport: TLS failed (further ones this second not logged)");
+        }
+    }
+
+    /// Admit a connection: until its hello succeeds it holds a pass of the
+    /// gate, and the TLS handshake (when serving TLS) counts against the
+    /// same deadline as the hello.
     async fn serve(self: Arc<Self>, sock: TcpStream, peer: SocketAddr, mut shutdown: watch::Receiver<bool>) {
         let _ = sock.set_nodelay(true);
+        let pass = self.gate.admit(peer.ip());
+        let hello_by = tokio::time::Instant::now() + self.cfg.idle_timeout.min(HELLO_TIMEOUT);
+        let Some(acceptor) = self.tls.clone() else {
+            let (rd, wr) = sock.into_split();
+            return self.session(rd, wr, peer, pass, hello_by, true, shutdown).await;
+        };
+        let evict = pass.evict.clone();
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => return,
+            _ = evict.notified() => {
+                tracing::debug!(%peer, "transport: closed during the TLS handshake to make room");
+                return;
+            }
+            r = tokio::time::timeout_at(hello_by, acceptor.accept(sock).into_fallible()) => r,
+        };
+        match accepted {
+            Err(_) => {
+                bump(&self.stats.idle_timeouts);
+                tracing::debug!(%peer, "transport: TLS handshake timed out");
+            }
+            Ok(Err((e, sock))) => {
+                self.tls_failed(peer, &e.to_string());
+                linger_close(sock).await;
+            }
+            Ok(Ok(stream)) => {
+                let (rd, wr) = tokio::io::split(stream);
+                self.session(rd, wr, peer, pass, hello_by, false, shutdown).await;
+            }
+        }
+    }
+
+    /// Serve one (plaintext or TLS) connection's frames. `probe`: look for
+    /// a TLS ClientHello sent to this plaintext port.
+    #[allow(clippy::too_many_arguments)]
+    async fn session<R, W>(
+        self: Arc<Self>,
+        rd: R,
+        wr: W,
+        peer: SocketAddr,
+        pass: Pass,
+        hello_by: tokio::time::Instant,
+        mut probe: bool,
+        mut shutdown: watch::Receiver<bool>,
+    ) where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
         let idle = self.cfg.idle_timeout;
         let max = self.cfg.cfg.transport_max_line_bytes;
-        let (rd, wr) = sock.into_split();
         let mut rd = BufReader::with_capacity(64 * 1024, rd);
         let mut wr = BufWriter::with_capacity(16 * 1024, wr);
         let mut buf = Vec::new();
@@ -645,10 +710,11 @@ impl Srv {
         let mut bad_streak = 0u32;
         // Replies not yet written, and whether any waits for a log sync.
         let mut pending: Vec<u8> = Vec::new();
-        let mut unsynced = false;
+        // Journal position the held replies wait for.
+        let mut need: Option<u64> = None;
         // Held until the hello succeeds: a short deadline and a tiny line
         // cap, and the gate may close us to make room for a newcomer.
-        let mut pass = Some(self.gate.admit(peer.ip()));
+        let mut pass = Some(pass);
         loop {
             if session.is_some() {
                 pass = None;
@@ -658,7 +724,9 @@ impl Srv {
                 buf = Vec::new();
             }
             let (limit, wait) = match &pass {
-                Some(_) => (max.min(PRE_HELLO_MAX_LINE), idle.min(HELLO_TIMEOUT)),
+                Some(_) => {
+                    (max.min(PRE_HELLO_MAX_LINE), hello_by.saturating_duration_since(tokio::time::Instant::now()))
+                }
                 None => (max, idle),
             };
             let evict = pass.as_ref().map(|p| p.evict.clone());
@@ -674,7 +742,24 @@ impl Srv {
                     tracing::debug!(%peer, "transport: closed before hello to make room");
                     break;
                 }
-                r = tokio::time::timeout(wait, read_frame_async(&mut rd, &mut buf, limit)) => r,
+                r = tokio::time::timeout(wait, async {
+                    if std::mem::take(&mut probe) {
+                        let first = rd.fill_buf().await?.first().copied();
+                        if first.is_some_and(tls::looks_like_tls) {
+                            return Ok(None);
+                        }
+                    }
+                    read_frame_async(&mut rd, &mut buf, limit).await.map(Some)
+                }) => r,
+            };
+            let got = match got {
+                Ok(Ok(None)) => {
+                    self.tls_failed(peer, "a TLS ClientHello on this plaintext port");
+                    break;
+                }
+                Ok(Ok(Some(f))) => Ok(Ok(f)),
+                Ok(Err(e)) => Ok(Err(e)),
+                Err(t) => Err(t),
             };
 
             let reply = match got {
@@ -749,7 +834,9 @@ impl Srv {
                 pending.extend_from_slice(text.as_bytes());
                 pending.push(b'\n');
             }
-            unsynced |= reply.durable;
+            if reply.durable {
+                need = self.journal.as_ref().map(|j| j.position());
+            }
             // Hold replies while the client has more complete frames queued
             // (pipelining): one sync and one write for many acks.
             let more = rd.buffer().contains(&b'\n')
@@ -760,17 +847,14 @@ impl Srv {
             if more || pending.is_empty() {
                 continue;
             }
-            if unsynced && self.cfg.fsync {
-                if let Some(s) = &session {
-                    if let Err(e) = self.sync(&s.log).await {
-                        // No ack for lines that may not be durable: the
-                        // client reconnects and re-sends (deduplicated).
-                        tracing::error!(%peer, error = %e, "transport: cannot sync log; closing without acks");
-                        break;
-                    }
+            if let (Some(pos), Some(j)) = (need.take(), &self.journal) {
+                if let Err(e) = j.wait(pos).await {
+                    // No ack for lines that may not be durable: the
+                    // client reconnects and re-sends (deduplicated).
+                    tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
+                    break;
                 }
             }
-            unsynced = false;
             let write = tokio::time::timeout(idle, async {
                 wr.write_all(&pending).await?;
                 wr.flush().await?;
@@ -815,14 +899,32 @@ pub async fn run(
     }
     std::fs::create_dir_all(&server.logdir).map_err(|e| Error::io(&server.logdir, e))?;
     let pre_fsync_pause = crate::failpoint::pre_fsync_pause()?;
+    // Group commit across connections and handoffs: replay what a crash
+    // left in the journal, then start a fresh one (docs/transport.md).
+    let journal = if server.fsync {
+        recover(&server.logdir, &server.cfg)?;
+        Some(JournalHandle::start(&server.logdir, pre_fsync_pause, ROTATE_BYTES)?)
+    } else {
+        None
+    };
     let token_digest = (!server.token.is_empty()).then(|| Sha256::digest(server.token.as_bytes()).into());
+    // Read and check the TLS files before the first connection.
+    let tls = match &server.tls {
+        Some(t) => Some(tokio_rustls::TlsAcceptor::from(t.config()?)),
+        None => None,
+    };
     let srv = Arc::new(Srv {
         cfg: server,
         token_digest,
-        logs: Default::default(),
+        logs: std::sync::Mutex::new(LogCache {
+            journal: journal.as_ref().map(|h| h.journal.clone()),
+            ..Default::default()
+        }),
         stats: Counters::default(),
         gate: Default::default(),
-        pre_fsync_pause,
+        journal: journal.as_ref().map(|h| h.journal.clone()),
+        tls,
+        last_tls_warn: AtomicU64::new(0),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
@@ -858,6 +960,13 @@ pub async fn run(
     drop(listener);
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
+    if let Some(j) = journal {
+        // Every acked line is in the journal already; a failed checkpoint
+        // leaves it to be replayed on the next start.
+        if let Err(e) = j.close() {
+            tracing::error!(error = %e, "transport: journal checkpoint at shutdown failed; it is replayed on the next start");
+        }
+    }
     let mut stats = srv.stats.snapshot();
     stats.unauthenticated_evicted = srv.gate.evictions.load(Ordering::Relaxed);
     {
@@ -866,6 +975,115 @@ pub async fn run(
         stats.logs_evicted = cache.evicted;
     }
     Ok(stats)
+}
+
+/// What replaying one journal record did.
+enum Replayed {
+    Appended,
+    Present,
+    Refused,
+}
+
+impl HidLog {
+    /// Apply one journal record by the append rules: an envelope only to a
+    /// log without a header; a checkpoint only at the end of the unbroken
+    /// run of seqs (a seq the log holds is not appended again).
+    fn replay(&mut self, line: &str) -> Result<Replayed> {
+        let Ok(v) = json::parse(line) else { return Ok(Replayed::Refused) };
+        match v["type"].as_str() {
+            Some("envelope") => {
+                let owner = v.pointer("/envelope/handoff_id").and_then(Value::as_str);
+                match &self.header {
+                    Some(h) if Some(h.as_str()) == owner => Ok(Replayed::Present),
+                    Some(_) => Ok(Replayed::Refused),
+                    None if owner == Some(self.hid.as_str()) => {
+                        self.append(line)?;
+                        self.header = Some(self.hid.clone());
+                        Ok(Replayed::Appended)
+                    }
+                    None => Ok(Replayed::Refused),
+                }
+            }
+            Some("checkpoint") if self.header.is_some() => {
+                let Some(seq) = v.get("seq").and_then(Value::as_i64).filter(|s| *s >= 0) else {
+                    return Ok(Replayed::Refused);
+                };
+                if self.seqs.contains(seq) {
+                    return Ok(Replayed::Present);
+                }
+                if seq != self.seqs.prefix_end() + 1 {
+                    return Ok(Replayed::Refused);
+                }
+                self.append(line)?;
+                self.seqs.insert(seq);
+                Ok(Replayed::Appended)
+            }
+            _ => Ok(Replayed::Refused),
+        }
+    }
+}
+
+/// Replay the journals a crash left into the logs, sync the logs, delete
+/// the journals.
+fn recover(logdir: &std::path::Path, cfg: &Config) -> Result<()> {
+    let files = journal::list(logdir)?;
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut logs: HashMap<String, HidLog> = HashMap::new();
+    let (mut appended, mut present, mut refused, mut bad) = (0u64, 0u64, 0u64, 0usize);
+    for (_, path) in &files {
+        let (recs, b) = journal::records(path)?;
+        bad += b;
+        for (hid, line) in recs {
+            if envelope::check_hid(&hid).is_err() {
+                bad += 1;
+                continue;
+            }
+            let l = match logs.entry(hid) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let path = log::log_path(logdir, e.key())?;
+                    let hid = e.key().clone();
+                    e.insert(HidLog::new(hid, path, None))
+                }
+            };
+            l.refresh(cfg)?;
+            match l.replay(&line)? {
+                Replayed::Appended => appended += 1,
+                Replayed::Present => present += 1,
+                Replayed::Refused => refused += 1,
+            }
+            // No open file per handoff while replaying many.
+            l.out.reset();
+        }
+    }
+    journal::sync_logs(logdir, &logs.keys().cloned().collect())?;
+    for (_, path) in &files {
+        std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+    }
+    std::fs::File::open(logdir).and_then(|d| d.sync_all()).map_err(|e| Error::io(logdir, e))?;
+    tracing::warn!(
+        journals = files.len(),
+        appended,
+        present,
+        refused,
+        unreadable = bad,
+        "transport: replayed the journal left by an unclean stop"
+    );
+    Ok(())
+}
+
+/// Close a connection whose TLS handshake failed without resetting it:
+/// the fatal alert already written must reach the client (a close with
+/// unread data would send an RST, which can discard it).
+async fn linger_close(mut sock: TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = sock.shutdown().await;
+        let mut sink = [0u8; 4096];
+        while matches!(sock.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
 }
 
 async fn busy(mut sock: TcpStream) {

@@ -1,0 +1,469 @@
+//! The server-wide journal: group commit across connections and handoffs.
+//!
+//! Every line the server appends to a `<hid>.log` is first appended to one
+//! journal file in the log directory; one `fdatasync` of the journal, run
+//! by a dedicated thread, makes every line written before it durable,
+//! whichever connection or handoff it belongs to. The per-handoff logs are
+//! written without syncing; they are synced at a checkpoint (when the
+//! journal grows past [`ROTATE_BYTES`], and on a clean shutdown), after
+//! which the journal up to that point is deleted. On start, the journals
+//! left by a crash are replayed into the logs (by seq: a line a log
+//! already holds is not appended again), the logs synced, the journals
+//! deleted.
+//!
+//! File format (docs/transport.md): `journal-<gen>.dhpj`, `<gen>` 16
+//! decimal digits, first line `dhp-transport-journal 1`, then one record
+//! per line: `<hid> <check> <line>` where `<hid>` is the handoff id (64
+//! hex), `<check>` the first 8 hex digits of SHA-256 of `<hid> <line>`,
+//! and `<line>` the log line exactly as appended to `<hid>.log`. A record
+//! whose check does not match (a torn tail) is ignored.
+
+use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// A journal file past this size is rotated and checkpointed.
+pub(crate) const ROTATE_BYTES: u64 = 32 << 20;
+const HEADER: &str = "dhp-transport-journal 1\n";
+const PREFIX: &str = "journal-";
+const SUFFIX: &str = ".dhpj";
+
+/// What the sync thread has made durable: every byte of the journal's
+/// logical stream below `pos`, unless a sync failed (then nothing more is
+/// ever acknowledged: after a failed fsync the page cache cannot be
+/// trusted).
+#[derive(Debug, Clone, Default)]
+struct Synced {
+    pos: u64,
+    failed: Option<Arc<str>>,
+}
+
+struct Inner {
+    file: File,
+    path: PathBuf,
+    gen: u64,
+    /// Logical end of the stream (bytes over every generation).
+    written: u64,
+    /// Bytes in the current file.
+    file_len: u64,
+    /// A write failed part-way: the next record starts on a new line.
+    torn: bool,
+    /// Handoffs whose log got lines recorded in the current file.
+    dirty: HashSet<String>,
+    /// The sync thread's view of `Synced::pos`.
+    synced: u64,
+    stop: bool,
+}
+
+pub(crate) struct Journal {
+    dir: PathBuf,
+    inner: Mutex<Inner>,
+    wake: Condvar,
+    synced: watch::Sender<Synced>,
+    /// Test failpoint: pause before each journal sync.
+    pause: Duration,
+    rotate_bytes: u64,
+}
+
+/// A finished journal file and the logs whose lines it holds: once these
+/// are synced, the file may go.
+struct Retired {
+    path: PathBuf,
+    dirty: HashSet<String>,
+}
+
+/// The running journal with its sync and checkpoint threads.
+pub(crate) struct JournalHandle {
+    pub(crate) journal: Arc<Journal>,
+    sync_thread: Option<JoinHandle<()>>,
+    checkpoint_thread: Option<JoinHandle<()>>,
+}
+
+fn journal_name(gen: u64) -> String {
+    format!("{PREFIX}{gen:016}{SUFFIX}")
+}
+
+fn check(hid: &str, line: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(hid.as_bytes());
+    h.update(b" ");
+    h.update(line.as_bytes());
+    hex::encode(&h.finalize()[..4])
+}
+
+/// Journal files in `dir`, oldest first.
+pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(gen) = name.strip_prefix(PREFIX).and_then(|n| n.strip_suffix(SUFFIX)) else { continue };
+        if let Ok(g) = gen.parse::<u64>() {
+            out.push((g, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The valid records of one journal file, in order: `(hid, line)`.
+/// Records whose check fails (a torn or corrupt tail) are skipped.
+pub(crate) fn records(path: &Path) -> Result<(Vec<(String, String)>, usize)> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let mut out = Vec::new();
+    let mut bad = 0;
+    let mut lines = data.split(|b| *b == b'\n');
+    // An empty file: created but its header never reached the disk.
+    let _header = lines.next();
+    let complete = data.last() == Some(&b'\n');
+    let mut lines = lines.peekable();
+    while let Some(raw) = lines.next() {
+        if raw.is_empty() {
+            continue;
+        }
+        if lines.peek().is_none() && !complete {
+            bad += 1; // torn last record
+            break;
+        }
+        let parsed = std::str::from_utf8(raw).ok().and_then(|t| {
+            let (hid, rest) = t.split_once(' ')?;
+            let (chk, line) = rest.split_once(' ')?;
+            (check(hid, line) == chk).then(|| (hid.to_string(), line.to_string()))
+        });
+        match parsed {
+            Some(r) => out.push(r),
+            None => bad += 1,
+        }
+    }
+    Ok((out, bad))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
+}
+
+/// Create journal file `gen` with its header, durably (file and entry).
+fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf)> {
+    let path = dir.join(journal_name(gen));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    f.write_all(HEADER.as_bytes()).and_then(|_| f.sync_data()).map_err(|e| Error::io(&path, e))?;
+    sync_dir(dir)?;
+    Ok((f, path))
+}
+
+/// Past this many dirty logs a checkpoint syncs the whole file system
+/// (`syncfs`, one call) instead of one `fdatasync` per log (a few ms each).
+#[cfg(target_os = "linux")]
+const SYNCFS_OVER: usize = 64;
+
+/// `fdatasync` the logs of `hids` (a missing one is skipped: removed by
+/// an operator), then the directory (for logs created since).
+pub(crate) fn sync_logs(dir: &Path, hids: &HashSet<String>) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    if hids.len() > SYNCFS_OVER {
+        use std::os::fd::AsRawFd;
+        let d = File::open(dir).map_err(|e| Error::io(dir, e))?;
+        return nix::unistd::syncfs(d.as_raw_fd()).map_err(|e| Error::io(dir, e.into()));
+    }
+    for hid in hids {
+        let path = dir.join(format!("{hid}.log"));
+        match File::open(&path) {
+            Ok(f) => f.sync_data().map_err(|e| Error::io(&path, e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    }
+    sync_dir(dir)
+}
+
+impl Journal {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Record `line` of handoff `hid`; returns the stream position the
+    /// sync thread must pass before the line may be acknowledged.
+    pub(crate) fn append(&self, hid: &str, line: &str) -> Result<u64> {
+        if let Some(f) = &self.synced.borrow().failed {
+            return Err(Error::transport(format!("journal sync failed earlier: {f}")));
+        }
+        let mut rec = String::with_capacity(hid.len() + line.len() + 12);
+        let mut g = self.lock();
+        if g.torn {
+            rec.push('\n');
+        }
+        rec.push_str(hid);
+        rec.push(' ');
+        rec.push_str(&check(hid, line));
+        rec.push(' ');
+        rec.push_str(line);
+        rec.push('\n');
+        if let Err(e) = g.file.write_all(rec.as_bytes()) {
+            // The line may be in its log already, unrecorded: no further
+            // ack until a restart (a retry is then journaled as a duplicate).
+            g.torn = true;
+            let e = Error::io(&g.path, e);
+            drop(g);
+            self.fail(&e);
+            return Err(e);
+        }
+        g.torn = false;
+        let n = rec.len() as u64;
+        g.written += n;
+        g.file_len += n;
+        if !g.dirty.contains(hid) {
+            g.dirty.insert(hid.to_string());
+        }
+        let pos = g.written;
+        drop(g);
+        self.wake.notify_one();
+        Ok(pos)
+    }
+
+    /// The stream position after everything recorded so far.
+    pub(crate) fn position(&self) -> u64 {
+        self.lock().written
+    }
+
+    /// Wait until the stream is durable up to `pos`.
+    pub(crate) async fn wait(&self, pos: u64) -> Result<()> {
+        let mut rx = self.synced.subscribe();
+        let s = rx
+            .wait_for(|s| s.pos >= pos || s.failed.is_some())
+            .await
+            .map_err(|_| Error::transport("journal sync thread stopped"))?;
+        if s.pos >= pos {
+            return Ok(());
+        }
+        Err(Error::transport(format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?"))))
+    }
+
+    fn fail(&self, e: &Error) {
+        tracing::error!(error = %e, "transport: journal sync failed; no further acks until restart");
+        let msg: Arc<str> = Arc::from(e.to_string());
+        self.synced.send_modify(|s| s.failed = Some(msg));
+    }
+
+    fn publish(&self, pos: u64) {
+        self.lock().synced = pos;
+        self.synced.send_modify(|s| s.pos = s.pos.max(pos));
+    }
+
+    /// The sync thread: one `fdatasync` covers whatever is pending.
+    fn sync_loop(self: Arc<Self>, retire: mpsc::Sender<Retired>) {
+        loop {
+            let (target, file, path, rotate) = {
+                let mut g = self.lock();
+                while g.written == g.synced && !g.stop {
+                    g = self.wake.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                if g.written == g.synced {
+                    return; // stopping, nothing pending
+                }
+                let file = match g.file.try_clone() {
+                    Ok(f) => f,
+                    Err(e) => {
+                        let e = Error::io(&g.path, e);
+                        drop(g);
+                        return self.fail(&e);
+                    }
+                };
+                (g.written, file, g.path.clone(), g.file_len >= self.rotate_bytes)
+            };
+            if !self.pause.is_zero() {
+                std::thread::sleep(self.pause);
+            }
+            if let Err(e) = file.sync_data() {
+                return self.fail(&Error::io(&path, e));
+            }
+            self.publish(target);
+            if rotate {
+                match self.rotate() {
+                    Ok(r) => {
+                        let _ = retire.send(r);
+                    }
+                    Err(e) => return self.fail(&e),
+                }
+            }
+        }
+    }
+
+    /// Start a new journal file; the old one (synced to its end) is
+    /// returned with its dirty logs, to be checkpointed.
+    fn rotate(&self) -> Result<Retired> {
+        let gen = self.lock().gen + 1;
+        let (file, path) = create(&self.dir, gen)?;
+        let (old, old_path, dirty, end) = {
+            let mut g = self.lock();
+            let old = std::mem::replace(&mut g.file, file);
+            let old_path = std::mem::replace(&mut g.path, path);
+            g.gen = gen;
+            g.file_len = HEADER.len() as u64;
+            g.torn = false;
+            (old, old_path, std::mem::take(&mut g.dirty), g.written)
+        };
+        // Records that reached the old file after the last sync.
+        old.sync_data().map_err(|e| Error::io(&old_path, e))?;
+        self.publish(end);
+        Ok(Retired { path: old_path, dirty })
+    }
+}
+
+/// Sync the logs of each retired journal, then delete it.
+fn checkpoint_loop(dir: PathBuf, rx: mpsc::Receiver<Retired>, journal: Arc<Journal>) {
+    for r in rx {
+        match sync_logs(&dir, &r.dirty).and_then(|_| std::fs::remove_file(&r.path).map_err(|e| Error::io(&r.path, e))) {
+            Ok(()) => tracing::debug!(logs = r.dirty.len(), "transport: journal checkpointed"),
+            Err(e) => {
+                // The journal stays (replayed on the next start); acks
+                // stop, as the logs may not reach the disk.
+                journal.fail(&e);
+            }
+        }
+    }
+}
+
+impl JournalHandle {
+    /// Start a fresh journal in `dir` (after any old ones were replayed and
+    /// removed), with its threads.
+    pub(crate) fn start(dir: &Path, pause: Duration, rotate_bytes: u64) -> Result<Self> {
+        let gen = list(dir)?.last().map_or(1, |(g, _)| g + 1);
+        let (file, path) = create(dir, gen)?;
+        let journal = Arc::new(Journal {
+            dir: dir.to_path_buf(),
+            inner: Mutex::new(Inner {
+                file,
+                path,
+                gen,
+                written: 0,
+                file_len: HEADER.len() as u64,
+                torn: false,
+                dirty: HashSet::new(),
+                synced: 0,
+                stop: false,
+            }),
+            wake: Condvar::new(),
+            synced: watch::Sender::new(Synced::default()),
+            pause,
+            rotate_bytes,
+        });
+        let (tx, rx) = mpsc::channel();
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| Error::transport(format!("cannot start the {name} thread: {e}")))
+        };
+        let j = journal.clone();
+        let sync_thread = spawn("dhp-journal-sync", Box::new(move || j.sync_loop(tx)))?;
+        let (j, d) = (journal.clone(), dir.to_path_buf());
+        let checkpoint_thread = spawn("dhp-journal-ckpt", Box::new(move || checkpoint_loop(d, rx, j)))?;
+        Ok(JournalHandle { journal, sync_thread: Some(sync_thread), checkpoint_thread: Some(checkpoint_thread) })
+    }
+
+    /// Clean shutdown: sync what is pending, checkpoint every log, delete
+    /// the journal files.
+    pub(crate) fn close(mut self) -> Result<()> {
+        self.journal.lock().stop = true;
+        self.journal.wake.notify_all();
+        if let Some(t) = self.sync_thread.take() {
+            let _ = t.join();
+        }
+        // The sync thread held the retire sender; its exit ends the loop.
+        if let Some(t) = self.checkpoint_thread.take() {
+            let _ = t.join();
+        }
+        let j = &self.journal;
+        if let Some(f) = &j.synced.borrow().failed {
+            return Err(Error::transport(format!("journal not checkpointed: {f}")));
+        }
+        let (path, dirty) = {
+            let mut g = j.lock();
+            (g.path.clone(), std::mem::take(&mut g.dirty))
+        };
+        sync_logs(&j.dir, &dirty)?;
+        std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        sync_dir(&j.dir)
+    }
+}
+
+impl Drop for JournalHandle {
+    fn drop(&mut self) {
+        // Not closed (an error path): stop the threads, keep the files.
+        self.journal.lock().stop = true;
+        self.journal.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_torn_tails_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::ZERO, ROTATE_BYTES).unwrap();
+        let hid = "a".repeat(64);
+        let p1 = h.journal.append(&hid, "{\"seq\": 0}").unwrap();
+        let p2 = h.journal.append(&hid, "{\"seq\": 1}").unwrap();
+        assert!(p2 > p1);
+        let files = list(dir.path()).unwrap();
+        assert_eq!(files.len(), 1);
+        let path = files[0].1.clone();
+        let (recs, bad) = records(&path).unwrap();
+        assert_eq!(recs, vec![(hid.clone(), "{\"seq\": 0}".to_string()), (hid.clone(), "{\"seq\": 1}".to_string())]);
+        assert_eq!(bad, 0);
+        // A torn tail and a corrupted record are skipped.
+        let mut data = std::fs::read(&path).unwrap();
+        let n = data.len();
+        data[n - 4] = b'X';
+        data.extend_from_slice(format!("{hid} 0000").as_bytes());
+        std::fs::write(&path, &data).unwrap();
+        let (recs, bad) = records(&path).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(bad, 2);
+        drop(h);
+    }
+
+    #[test]
+    fn many_dirty_logs_are_synced_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let hids: HashSet<String> = (0..100).map(|i| format!("{i:064x}")).collect();
+        for h in hids.iter().take(50) {
+            std::fs::write(dir.path().join(format!("{h}.log")), b"x\n").unwrap();
+        }
+        sync_logs(dir.path(), &hids).unwrap();
+        sync_logs(dir.path(), &hids.iter().take(3).cloned().collect()).unwrap();
+        let missing = tempfile::tempdir().unwrap().path().join("gone");
+        assert!(sync_logs(&missing, &hids).is_err());
+    }
+
+    #[tokio::test]
+    async fn acks_wait_for_the_sync_and_close_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::ZERO, 200).unwrap();
+        let hid = "b".repeat(64);
+        std::fs::write(dir.path().join(format!("{hid}.log")), b"x\n").unwrap();
+        let mut last = 0;
+        for i in 0..20 {
+            last = h.journal.append(&hid, &format!("{{\"seq\": {i}}}")).unwrap();
+        }
+        h.journal.wait(last).await.unwrap();
+        h.close().unwrap();
+        assert!(list(dir.path()).unwrap().is_empty(), "journals left after a clean close");
+    }
+}
