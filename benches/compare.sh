@@ -51,6 +51,7 @@ render() {
     "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
         --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
+    if [ -f "$DIR/scale.md" ]; then cat "$DIR/scale.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -100,6 +101,19 @@ if [ -z "$PG_URL" ]; then
 fi
 mkdir -p "$DIR/pg"
 "$BIN" pg --url "$PG_URL" --dhp "$DHP" --dir "$DIR/pg" $QUICK --out "$DIR/pg.json" --md "$DIR/pg.md"
+settle
+scale_section() {
+    # Issue 21 (docs/scale.md): scan and liveness poll at 1k/10k/100k running
+    # handoffs beside the reference's scan, a 1M-handoff store, 1/8/32
+    # writer processes, kill -9 -> orphaned at 100k running.
+    local sizes=()
+    if [ -n "$QUICK" ]; then
+        sizes=(--sizes 200,1000 --big 5000 --big-running 200 --procs 1,4 --seconds 1 --kills 3 --kill-running 1000 --reps 3)
+    fi
+    mkdir -p "$DIR/scale"
+    "$BIN" scale --dir "$DIR/scale" --dhp "$DHP" --py "$PY" "${sizes[@]}" --out "$DIR/scale.json" --md "$DIR/scale.md" > /dev/null
+}
+scale_section
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"

@@ -109,16 +109,16 @@ fn cpu_s(pid: u32) -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-/// Share of one core a `dhp supervisor` process uses on the store at
-/// `root` with nothing to do, measured over `window` after a warm-up that
-/// covers its first (full) scan.
+/// Share of one core a `dhp supervisor` process (default configuration:
+/// a consistency pass every lease TTL, 30 s) uses on the store at `root`
+/// with nothing to do, measured over `window` after a warm-up that covers
+/// its first (full) scan.
 pub fn idle_supervisor_cpu(dhp: &Path, root: &Path, warmup: Duration, window: Duration) -> Result<f64> {
     let total = (warmup + window).as_secs() + 30;
     let mut child = Command::new(dhp)
         .arg("supervisor")
         .arg(root)
         .args(["idle-sup", &total.to_string()])
-        .env("DHP_LEASE_INTERVAL_S", "1200")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -532,7 +532,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
-        self.budgets(&format!("{STATUS}='running'"), [])
+        self.budgets(&format!("{STATUS}='running'"), params![])
     }
 
     fn running_budgets_of(&mut self, hids: &[String]) -> Result<Vec<BudgetUsage>> {

@@ -110,9 +110,4 @@ impl Tracker {
         self.last = Some(t);
         self.epoch = epoch;
     }
-
-    /// Forget everything: the next pass is a full one.
-    pub(super) fn reset(&mut self) {
-        *self = Tracker::default();
-    }
 }
