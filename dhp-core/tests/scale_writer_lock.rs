@@ -80,7 +80,18 @@ os.kill(os.getpid(), signal.SIGSTOP)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let status = holder.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = holder.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = holder.kill();
+            let _ = sup.kill();
+            panic!("the stopped holder of the writer lock was not killed within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(status.signal(), Some(9), "the watchdog SIGKILLs the stopped holder: {status:?}");
     let (code, _, err) = dhp(&["dispatch", root, "--census", "1000,3000,100"], &[]);
     assert_eq!(code, 0, "{err}");
