@@ -293,7 +293,9 @@ pub fn writers_row(dir: &Path, bench: &Path, procs: &[usize], seconds: f64) -> R
 pub fn markdown(v: &Value) -> String {
     let f = |x: &Value, d: usize| x.as_f64().map_or("–".to_string(), |x| format!("{x:.d$}"));
     let mut md = String::from("\n## Scale (issue 21): 100k running handoffs, 1M stores, 32 writers\n\n");
-    md.push_str("`dhp-bench scale` (release build; docs/scale.md explains the design). Load average beside each row.\n\n");
+    md.push_str(
+        "`dhp-bench scale` (release build; docs/scale.md explains the design). Load average beside each row.\n\n",
+    );
     md.push_str("| running handoffs | scan, nothing to do (ms) | first (full) scan (ms) | liveness poll (ms) | idle supervisor (% of a core) | reference scan (ms) | reference expired-lease query (ms) | load |\n|---|---|---|---|---|---|---|---|\n");
     for r in v["scan"].as_array().into_iter().flatten() {
         md.push_str(&format!(
@@ -320,7 +322,9 @@ pub fn markdown(v: &Value) -> String {
         if let Some(rows) = v[key].as_array() {
             let cells: Vec<String> = rows
                 .iter()
-                .map(|r| format!("{} procs: {} checkpoints/s (load {})", r["procs"], f(&r["rate"], 0), f(&r["load"], 1)))
+                .map(|r| {
+                    format!("{} procs: {} checkpoints/s (load {})", r["procs"], f(&r["rate"], 0), f(&r["load"], 1))
+                })
                 .collect();
             md.push_str(&format!("\n{label}: {}.\n", cells.join("; ")));
         }

@@ -213,7 +213,8 @@ pub fn stalled_writer(root: &Path) -> Option<(i32, String)> {
     let holds = |l: &LockLine| {
         let at = Some((l.dev, l.ino));
         l.write
-            && ((l.kind == "POSIX" && at == wal && l.start == WAL_WRITE_LOCK_BYTE) || (l.kind == "FLOCK" && at == queue))
+            && ((l.kind == "POSIX" && at == wal && l.start == WAL_WRITE_LOCK_BYTE)
+                || (l.kind == "FLOCK" && at == queue))
     };
     let mut pids: Vec<i32> = locks.iter().filter(|l| holds(l)).map(|l| l.pid).collect();
     pids.sort_unstable();

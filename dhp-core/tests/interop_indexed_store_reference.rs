@@ -63,7 +63,11 @@ fn the_reference_works_a_store_with_the_extra_indexes() {
     let lost = py_dispatch(root, 2, None);
     py_claim(root, &lost);
     refctl_ok(&["expire", root, &lost], &[]);
-    let over = py_dispatch(root, 3, Some(r#"{"max_steps": 1, "max_spend_usd": 10.0, "max_wallclock_s": 3600.0, "max_attempts": 3}"#));
+    let over = py_dispatch(
+        root,
+        3,
+        Some(r#"{"max_steps": 1, "max_spend_usd": 10.0, "max_wallclock_s": 3600.0, "max_attempts": 3}"#),
+    );
     let f = py_claim(root, &over);
     // The reference records the steps and raises BudgetExceeded.
     let (_, v) = refctl(&["note-step", root, &over, "--runner", "py-w", "--fence", &f, "--n", "2"], &[]);

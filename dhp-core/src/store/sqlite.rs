@@ -545,7 +545,10 @@ impl Tx for SqliteTx<'_> {
 
     fn hids_page(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.strings("SELECT hid FROM handoffs WHERE hid > ?1 ORDER BY hid LIMIT ?2", params![after.unwrap_or(""), limit])
+        self.strings(
+            "SELECT hid FROM handoffs WHERE hid > ?1 ORDER BY hid LIMIT ?2",
+            params![after.unwrap_or(""), limit],
+        )
     }
 
     fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
@@ -672,7 +675,8 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn ownerships_held_by(&mut self, holder: &str) -> Result<Vec<Ownership>> {
-        let mut st = self.c.prepare_cached(&format!("SELECT {OWNERSHIP_COLS} FROM ownership WHERE holder=?1 ORDER BY hid"))?;
+        let mut st =
+            self.c.prepare_cached(&format!("SELECT {OWNERSHIP_COLS} FROM ownership WHERE holder=?1 ORDER BY hid"))?;
         let rows = st.query_map([holder], ownership_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -108,7 +108,13 @@ impl Supervisor {
 
     /// While leader, run [`Supervisor::dead_workers`] every `poll` until
     /// `done`; what it orphans is sent to `found`.
-    pub(super) fn liveness_loop(&self, store: &dyn Backend, poll: Duration, done: &AtomicBool, found: Sender<Vec<Value>>) {
+    pub(super) fn liveness_loop(
+        &self,
+        store: &dyn Backend,
+        poll: Duration,
+        done: &AtomicBool,
+        found: Sender<Vec<Value>>,
+    ) {
         while !done.load(Ordering::SeqCst) {
             if self.is_leader() {
                 match self.dead_workers_in(store, &mut BTreeMap::new()) {
