@@ -61,10 +61,12 @@ fn budget_exceeded_after_the_first_pass_is_found_by_an_incremental_one() {
     let r = Runner::open(dir.path(), "w1", cfg()).unwrap();
     let quiet: Vec<String> = (0..50).map(|i| dispatch(&r, i, json!({"max_steps": 100}))).collect();
     let steps = dispatch(&r, 1000, json!({"max_steps": 2}));
-    let wall = dispatch(&r, 1001, json!({"max_wallclock_s": 1.5}));
+    // Generous, so that a slow machine still scans twice before it runs out.
+    let wall = dispatch(&r, 1001, json!({"max_wallclock_s": 4.0}));
     for h in quiet.iter().chain([&steps, &wall]) {
         r.claim(h).unwrap();
     }
+    let claimed = std::time::Instant::now();
     let sup = Supervisor::open(dir.path(), "sup", cfg()).unwrap();
     assert!(sup.scan().unwrap().is_empty(), "the first (full) pass finds nothing");
     // A write after the full pass: over the step budget.
@@ -74,7 +76,8 @@ fn budget_exceeded_after_the_first_pass_is_found_by_an_incremental_one() {
     assert_eq!(actions_for(&acts, &steps), ["budget-killed"], "{acts:?}");
     assert!(actions_for(&acts, &wall).is_empty(), "{acts:?}");
     // No write at all: the wallclock deadline falls due.
-    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let due = claimed + std::time::Duration::from_millis(4300);
+    std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
     let acts = sup.scan().unwrap();
     assert_eq!(actions_for(&acts, &wall), ["budget-killed"], "{acts:?}");
     assert_eq!(acts.len(), 1, "{acts:?}");
