@@ -57,7 +57,7 @@ pub fn fill(root: &Path, first: u64, running: usize, completed: usize) -> Result
             )?;
             let mut ins_p = tx.prepare(
                 "INSERT INTO progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at) \
-                 VALUES (?1, ?2, NULL, 0, ?2)",
+                 VALUES (?1, ?2, NULL, 0, ?3)",
             )?;
             for _ in 0..50_000.min(total - i) {
                 let mut env = sdk_envelope(first + i as u64)?;
@@ -76,13 +76,13 @@ pub fn fill(root: &Path, first: u64, running: usize, completed: usize) -> Result
                     ex.insert("runner_id".into(), json!(holder));
                     ins_h.execute(params![hid, json::dumps(&env)?, t])?;
                     ins_o.execute(params![hid, holder, t + 3.0 * 3600.0, t])?;
-                    ins_p.execute(params![hid, t + 3.0 * 3600.0])?;
+                    ins_p.execute(params![hid, t + 3.0 * 3600.0, t])?;
                 } else {
                     ex.insert("status".into(), json!("completed"));
                     ex.insert("completed_at".into(), json::float(t));
                     ex.insert("result".into(), json!({"ok": true}));
                     ins_h.execute(params![hid, json::dumps(&env)?, t - 7200.0])?;
-                    ins_p.execute(params![hid, t - 7200.0])?;
+                    ins_p.execute(params![hid, t - 7200.0, t - 7200.0])?;
                 }
                 i += 1;
             }
