@@ -52,6 +52,7 @@ render() {
         --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/tcp.md" ]; then cat "$DIR/tcp.md" >> "$DIR/table.md"; fi
+    if [ -f "$DIR/scale.md" ]; then cat "$DIR/scale.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -101,6 +102,19 @@ if [ -z "$PG_URL" ]; then
 fi
 mkdir -p "$DIR/pg"
 "$BIN" pg --url "$PG_URL" --dhp "$DHP" --dir "$DIR/pg" $QUICK --out "$DIR/pg.json" --md "$DIR/pg.md"
+settle
+scale_section() {
+    # Issue 21 (docs/scale.md): scan and liveness poll at 1k/10k/100k running
+    # handoffs beside the reference's scan, a 1M-handoff store, 1/8/32
+    # writer processes, kill -9 -> orphaned at 100k running.
+    local sizes=()
+    if [ -n "$QUICK" ]; then
+        sizes=(--sizes 200,1000 --big 5000 --big-running 200 --procs 1,4 --seconds 1 --kills 3 --kill-running 1000 --reps 3)
+    fi
+    mkdir -p "$DIR/scale"
+    "$BIN" scale --dir "$DIR/scale" --dhp "$DHP" --py "$PY" "${sizes[@]}" --out "$DIR/scale.json" --md "$DIR/scale.md" > /dev/null
+}
+scale_section
 
 # --- TCP transport: shipping rates (sync/async x fsync x TLS), the server's
 # RSS under 1,000 hostile connections, and the bounded-state soak (server

@@ -198,7 +198,7 @@ pub fn scan_store(root: &Path, n: usize) -> Result<()> {
             )?;
             let mut ins_p = tx.prepare(
                 "INSERT INTO progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at) \
-                 VALUES (?1, ?2, NULL, 0, ?2)",
+                 VALUES (?1, ?2, NULL, 0, ?3)",
             )?;
             for i in 0..n {
                 let mut env = sdk_envelope(1_000_000 + i as u64)?;
@@ -213,7 +213,7 @@ pub fn scan_store(root: &Path, n: usize) -> Result<()> {
                 ex.insert("spend_usd".into(), json::float(0.0));
                 ins_h.execute(params![hid, json::dumps(&env)?, t])?;
                 ins_o.execute(params![hid, holder, lease, t])?;
-                ins_p.execute(params![hid, t + 3.0 * 3600.0])?;
+                ins_p.execute(params![hid, t + 3.0 * 3600.0, t])?;
             }
         }
         tx.commit()?;

@@ -32,6 +32,7 @@ pub mod group;
 pub mod measure;
 pub mod pg;
 pub mod report;
+pub mod scale;
 pub mod suite;
 pub mod tcp;
 pub mod tcp_rates;

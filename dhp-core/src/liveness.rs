@@ -43,12 +43,37 @@ pub fn publish(root: &Path, worker_id: &str) -> Result<Token> {
     let dir = root.join(DIR);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = token_path(root, worker_id);
-    let file =
-        OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
-    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
-        Error::validation_from(format!("liveness token {} is held by a live process ({errno})", path.display()), errno)
-    })?;
-    Ok(Token { path, _lock: lock })
+    // A supervisor reaping the dead previous holder's file (see [`reap`])
+    // holds its lock for microseconds and then unlinks it: retry briefly,
+    // and make sure the locked file is still the one at `path`.
+    let mut last = None;
+    for _ in 0..PUBLISH_TRIES {
+        let file =
+            OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) if same_file(&lock, &path) => return Ok(Token { path, _lock: lock }),
+            Ok(_) => continue, // reaped between our open and our lock: open the new file
+            Err((_, errno)) => last = Some(errno),
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let msg = |why: &str| format!("liveness token {} is held by a live process ({why})", path.display());
+    Err(match last {
+        Some(errno) => Error::validation_from(msg(&errno.to_string()), errno),
+        None => Error::validation(msg("replaced while locking")),
+    })
+}
+
+/// Attempts [`publish`] makes before it reports the token as held.
+const PUBLISH_TRIES: usize = 5;
+
+/// Whether the open file behind `lock` is the file now at `path`.
+fn same_file(lock: &Flock<File>, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (lock.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 impl Drop for Token {
@@ -74,6 +99,38 @@ pub fn is_dead(root: &Path, holder: &str) -> bool {
             true
         }
         Err(_) => false,
+    }
+}
+
+/// The holders whose token file under `root` is not held by any process:
+/// they published a token and died. One `flock` attempt per token file —
+/// the cost follows the number of worker processes, not of handoffs.
+/// Files that are not tokens (other names) are ignored.
+pub fn dead_tokens(root: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(root.join(DIR)) else { return Vec::new() };
+    let mut dead: Vec<String> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".lock").map(str::to_string))
+        .filter(|holder| is_dead(root, holder))
+        .collect();
+    dead.sort();
+    dead
+}
+
+/// Remove the token file of a dead `holder` once its handoffs are
+/// orphaned, so that later polls do not test it again. The file is
+/// unlinked while locked, so a process publishing the same id at that
+/// moment retries on a fresh file ([`publish`]); a live holder's token is
+/// never removed. Returns whether a file was removed.
+pub fn reap(root: &Path, holder: &str) -> bool {
+    if check_worker_id(holder).is_err() {
+        return false;
+    }
+    let path = token_path(root, holder);
+    let Ok(file) = OpenOptions::new().write(true).open(&path) else { return false };
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) if same_file(&lock, &path) => std::fs::remove_file(&path).is_ok(),
+        _ => false,
     }
 }
 
@@ -142,18 +199,27 @@ fn is_stopped(pid: i32) -> bool {
         .is_some_and(|c| c == 'T' || c == 't')
 }
 
-/// A stopped process holding the store's write lock, with the liveness
-/// token (worker or supervisor id) it holds in this store.
+/// A stopped process holding the store's write lock — SQLite's WAL write
+/// lock, or the writer lock dhp-rs processes queue on before `BEGIN
+/// IMMEDIATE` ([`crate::store::sqlite::WRITER_LOCK_FILE`]) — with the
+/// liveness token (worker or supervisor id) it holds in this store.
 pub fn stalled_writer(root: &Path) -> Option<(i32, String)> {
-    let (dev, ino) = file_id(&root.join(format!("{}-shm", crate::store::sqlite::DB_FILE)))?;
-    let locks = proc_locks();
-    let pid = locks
-        .iter()
-        .find(|l| l.kind == "POSIX" && l.write && l.dev == dev && l.ino == ino && l.start == WAL_WRITE_LOCK_BYTE)?
-        .pid;
-    if !is_stopped(pid) {
+    let wal = file_id(&root.join(format!("{}-shm", crate::store::sqlite::DB_FILE)));
+    let queue = file_id(&root.join(crate::store::sqlite::WRITER_LOCK_FILE));
+    if wal.is_none() && queue.is_none() {
         return None;
     }
+    let locks = proc_locks();
+    let holds = |l: &LockLine| {
+        let at = Some((l.dev, l.ino));
+        l.write
+            && ((l.kind == "POSIX" && at == wal && l.start == WAL_WRITE_LOCK_BYTE)
+                || (l.kind == "FLOCK" && at == queue))
+    };
+    let mut pids: Vec<i32> = locks.iter().filter(|l| holds(l)).map(|l| l.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let pid = pids.into_iter().find(|p| is_stopped(*p))?;
     let dir = std::fs::read_dir(root.join(DIR)).ok()?;
     for entry in dir.flatten() {
         let path = entry.path();

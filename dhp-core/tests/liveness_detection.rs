@@ -25,14 +25,20 @@ fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
 
 /// SIGSTOP a worker at a moment it holds no SQLite write lock: a process
 /// paused inside `BEGIN IMMEDIATE` would block every writer of the store
-/// (SQLite has one writer) until it resumes or dies.
+/// (SQLite has one writer) until it resumes or dies. Nor the writer lock
+/// dhp-rs writers queue on before `BEGIN IMMEDIATE`.
 fn pause_outside_transaction(child: &Child, db: &std::path::Path) {
     let pid = Pid::from_raw(child.id() as i32);
     let probe = rusqlite::Connection::open(db).unwrap();
+    let queue = db.with_file_name("dhp.sqlite3-writer");
+    let queue_free = || {
+        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&queue).unwrap();
+        nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+    };
     for _ in 0..200 {
         kill(pid, Signal::SIGSTOP).unwrap();
         std::thread::sleep(Duration::from_millis(5));
-        if probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_ok() {
+        if queue_free() && probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").is_ok() {
             return;
         }
         kill(pid, Signal::SIGCONT).unwrap();

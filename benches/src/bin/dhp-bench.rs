@@ -13,6 +13,10 @@
 //! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
 //! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
+//! dhp-bench scale --dir D --dhp BIN --out F --md F [--py PY] [--only scan,big,writers,kill]
+//!     [--sizes 1000,10000,100000] [--big N] [--big-running N] [--procs 1,8,32] [--seconds S]
+//!     [--kills K] [--kill-running N] [--reps R] [--before-bench B] [--before-dhp D]
+//!                                                    issue 21's tables (docs/scale.md)
 //! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
 //! dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
 //! ```
@@ -182,6 +186,62 @@ fn main() {
             let mut bed = dhp_benches::fixture::CheckpointBed::new(&dir, depth).unwrap_or_else(|e| fail(e));
             let r = measure::rate(1, k, |_| bed.checkpoint().map(drop)).unwrap_or_else(|e| fail(e));
             println!("{r:.1} checkpoints/s after {depth}");
+        }
+        "scale" => {
+            let dir = a.path("--dir");
+            let dhp = a.path("--dhp");
+            let py = a.opt("--py").map(PathBuf::from);
+            let list = |k: &str, d: &str| -> Vec<usize> {
+                a.opt(k).unwrap_or_else(|| d.into()).split(',').filter_map(|x| x.trim().parse().ok()).collect()
+            };
+            let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+            let only = a.opt("--only").unwrap_or_else(|| "scan,big,writers,kill".into());
+            let want = |k: &str| only.split(',').any(|x| x == k);
+            let reps = num("--reps", 20);
+            let seconds = a.opt("--seconds").and_then(|v| v.parse().ok()).unwrap_or(5.0);
+            let log = |m: &str| eprintln!("dhp-bench scale: {m} (load {:.1})", measure::loadavg());
+            let mut out = json!({});
+            if want("scan") {
+                let mut rows = Vec::new();
+                for n in list("--sizes", "1000,10000,100000") {
+                    log(&format!("scan and liveness poll at {n} running"));
+                    rows.push(
+                        dhp_benches::scale::scan_row(&dir, &dhp, py.as_deref(), n, reps).unwrap_or_else(|e| fail(e)),
+                    );
+                }
+                out["scan"] = json!(rows);
+            }
+            if want("big") {
+                let (total, running) = (num("--big", 1_000_000), num("--big-running", 10_000));
+                log(&format!("a store of {total} handoffs"));
+                out["big"] = dhp_benches::scale::big_row(&dir, &dhp, total, running, reps).unwrap_or_else(|e| fail(e));
+            }
+            if want("writers") {
+                let procs = list("--procs", "1,8,32");
+                let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
+                log("writer processes");
+                out["writers"] =
+                    dhp_benches::scale::writers_row(&dir, &me, &procs, seconds).unwrap_or_else(|e| fail(e));
+                if let Some(before) = a.opt("--before-bench") {
+                    log("writer processes, before");
+                    out["writers_before"] = dhp_benches::scale::writers_row(&dir, Path::new(&before), &procs, seconds)
+                        .unwrap_or_else(|e| fail(e));
+                }
+            }
+            if want("kill") {
+                let (running, kills) = (num("--kill-running", 100_000), num("--kills", 20));
+                log(&format!("kill -9 -> orphaned at {running} running"));
+                out["kill"] = dhp_benches::scale::kill_row(&dir, &dhp, running, kills).unwrap_or_else(|e| fail(e));
+                if let Some(before) = a.opt("--before-dhp") {
+                    log("kill -9 -> orphaned, before");
+                    out["kill_before"] = dhp_benches::scale::kill_row(&dir, Path::new(&before), running, kills)
+                        .unwrap_or_else(|e| fail(e));
+                }
+            }
+            write_json(&a.path("--out"), &out);
+            let md = dhp_benches::scale::markdown(&out);
+            std::fs::write(a.path("--md"), &md).unwrap_or_else(|e| fail(e));
+            print!("{md}");
         }
         "scan" => {
             // Ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.

@@ -340,6 +340,25 @@ pub trait Tx {
         Ok(out)
     }
 
+    /// At most `limit` hids greater than `after` (all when `None`), sorted:
+    /// one page of a listing that never loads the whole table.
+    fn hids_page(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        Ok(self.all_hids()?.into_iter().filter(|h| after.is_none_or(|a| h.as_str() > a)).take(limit).collect())
+    }
+    /// [`Tx::running_budgets`] of just these hids (those running).
+    fn running_budgets_of(&mut self, hids: &[String]) -> Result<Vec<BudgetUsage>> {
+        let want: std::collections::HashSet<&str> = hids.iter().map(String::as_str).collect();
+        Ok(self.running_budgets()?.into_iter().filter(|u| want.contains(u.hid.as_str())).collect())
+    }
+    /// Rows written at or after `since`: `(hid, updated_at)` of every
+    /// `handoffs`, `ownership` and `progress` row whose `updated_at` is not
+    /// earlier (a hid may appear once per table). `Ok(None)`: the backend
+    /// cannot tell cheaply, and the caller looks at everything.
+    fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
+        let _ = since;
+        Ok(None)
+    }
+
     // ---- checkpoints ----
     /// Next seq: one past the highest (0 when none). O(log n).
     fn next_seq(&mut self, hid: &str) -> Result<i64>;
@@ -367,6 +386,11 @@ pub trait Tx {
     /// caller re-checks the handoff's status before acting).
     fn held_ownerships(&mut self) -> Result<Vec<Ownership>>;
 
+    /// The ownership rows held by `holder`.
+    fn ownerships_held_by(&mut self, holder: &str) -> Result<Vec<Ownership>> {
+        Ok(self.held_ownerships()?.into_iter().filter(|o| o.holder == holder).collect())
+    }
+
     // ---- leadership ----
     /// The supervisors' leadership row, if any.
     fn leadership(&mut self) -> Result<Option<Leadership>>;
@@ -392,6 +416,13 @@ pub trait Tx {
     fn expire_approvals(&mut self, now: f64) -> Result<usize>;
     /// Every approval request of a handoff.
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>>;
+    /// Whether [`Tx::expire_approvals`] would expire anything (a read, so
+    /// that a scan with nothing to expire takes no write lock). `true`
+    /// when the backend cannot tell.
+    fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
+        let _ = now;
+        Ok(true)
+    }
 
     // ---- progress ----
     /// The handoff's progress row (stall detection), if any.
@@ -401,6 +432,11 @@ pub trait Tx {
     /// Live, running handoffs with no checkpoint since `cutoff` or a digest
     /// repeated `max_repeats` times.
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>>;
+    /// [`Tx::stalled`] among just these hids.
+    fn stalled_of(&mut self, hids: &[String], now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+        let want: std::collections::HashSet<&str> = hids.iter().map(String::as_str).collect();
+        Ok(self.stalled(now, cutoff, max_repeats)?.into_iter().filter(|h| want.contains(h.as_str())).collect())
+    }
 
     // ---- capability audit ----
     /// Append a capability check to the audit.

@@ -96,6 +96,33 @@ CREATE TABLE IF NOT EXISTS capability_audit (
 CREATE INDEX IF NOT EXISTS idx_cap_audit_hid ON capability_audit(hid);
 "#;
 
+/// Indexes dhp-rs adds to the reference's schema so that the supervisor's
+/// scan and liveness poll read only what changed or expired (see
+/// docs/scale.md). Only extra indexes: the tables stay byte-for-byte the
+/// reference's, and the reference opens, reads and writes a store that has
+/// them (SQLite keeps indexes up to date for every writer).
+///
+/// The status index's expression is [`STATUS`] verbatim (a query uses the
+/// index only when it spells the expression the same way); it is NULL for
+/// an envelope SQLite cannot read, so a corrupt row never fails a write.
+pub const EXTRA_INDEXES_SQL: &str = r#"
+CREATE INDEX IF NOT EXISTS dhprs_ownership_lease ON ownership(lease_expires_at) WHERE holder != '__orphaned__';
+CREATE INDEX IF NOT EXISTS dhprs_ownership_holder ON ownership(holder, hid);
+CREATE INDEX IF NOT EXISTS dhprs_ownership_updated ON ownership(updated_at, hid);
+CREATE INDEX IF NOT EXISTS dhprs_handoffs_updated ON handoffs(updated_at, hid);
+CREATE INDEX IF NOT EXISTS dhprs_progress_updated ON progress(updated_at, hid);
+CREATE INDEX IF NOT EXISTS dhprs_approvals_pending ON approvals(expires_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS dhprs_handoffs_status ON handoffs((CASE WHEN json_valid(envelope_json) THEN json_extract(envelope_json, '$.execution.status') END), hid);
+"#;
+
+/// The file next to the database that dhp-rs writers `flock` before
+/// `BEGIN IMMEDIATE`: waiting writers sleep in the kernel and are woken
+/// when the lock is free, instead of polling SQLite's lock (which, with
+/// tens of writer processes on a few cores, burns the CPU the holder
+/// needs). Processes that do not take it (the reference) still serialize
+/// through SQLite's own lock and busy handler.
+pub const WRITER_LOCK_FILE: &str = "dhp.sqlite3-writer";
+
 /// How long a writer waits for the lock before `SQLITE_BUSY`, like the
 /// reference's 30 s timeout.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -226,6 +253,7 @@ impl SqliteStore {
 fn migrate(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(SCHEMA_SQL)?;
+    tx.execute_batch(EXTRA_INDEXES_SQL)?;
     let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
     if found.is_none_or(|v| v < SCHEMA_VERSION) {
         // v1/v2 → v3 is additive: the CREATE IF NOT EXISTS above did it.
@@ -282,6 +310,11 @@ impl Backend for SqliteStore {
             // interleaved by another process.
             Mode::Write => TransactionBehavior::Immediate,
         };
+        // Queue on the writer lock first (held until the transaction ends).
+        let _writer = match mode {
+            Mode::Write => writer_lock(&self.root),
+            Mode::Read => None,
+        };
         let tx = conn.transaction_with_behavior(behavior)?;
         f(&mut SqliteTx { c: &tx })?;
         tx.commit()?;
@@ -290,6 +323,26 @@ impl Backend for SqliteStore {
 
     fn describe(&self) -> String {
         self.db_path().display().to_string()
+    }
+}
+
+/// Block (sleeping, not polling) until this process holds the store's
+/// writer lock ([`WRITER_LOCK_FILE`]); released when the returned guard
+/// drops, or by the kernel if the process dies. `None` if the lock file
+/// cannot be opened (a read-only directory): the writer then relies on
+/// SQLite's busy handler alone, as the reference does.
+fn writer_lock(root: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    let path = root.join(WRITER_LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).ok()?;
+    loop {
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive) {
+            Ok(lock) => return Some(lock),
+            Err((f, nix::errno::Errno::EINTR)) => file = f,
+            Err((_, errno)) => {
+                tracing::debug!(%errno, path = %path.display(), "writer lock unavailable; SQLite's busy handler alone");
+                return None;
+            }
+        }
     }
 }
 
@@ -327,23 +380,18 @@ fn approval_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> {
 
 const OWNERSHIP_COLS: &str = "hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed";
 
-/// `execution.status` of `handoffs h`. `json_extract` on a corrupt row
-/// raises "malformed JSON" and fails the whole query, so one bad row would
-/// hide all the others: queries over many rows run with [`STATUS_FAST`]
-/// and, only when that fails so, again with [`STATUS`] (NULL for rows
-/// SQLite cannot read), which parses every envelope twice.
+/// `execution.status` of `handoffs h`, NULL for a row SQLite cannot read
+/// (`json_extract` alone raises "malformed JSON" and would fail a whole
+/// query over one bad row). Spelled exactly as the expression of the
+/// `dhprs_handoffs_status` index ([`EXTRA_INDEXES_SQL`]), so that queries
+/// on it read the index instead of parsing envelopes.
 const STATUS: &str =
     "(CASE WHEN json_valid(h.envelope_json) THEN json_extract(h.envelope_json, '$.execution.status') END)";
-const STATUS_FAST: &str = "json_extract(h.envelope_json, '$.execution.status')";
 
-/// Run `q` with the fast status expression, falling back to the tolerant
-/// one when an unreadable envelope made SQLite's JSON functions fail.
-fn tolerant<T>(q: impl Fn(&str) -> Result<T>) -> Result<T> {
-    match q(STATUS_FAST) {
-        Err(Error::Store { detail, .. }) if detail.contains("malformed JSON") => q(STATUS),
-        other => other,
-    }
-}
+/// The stall condition over `ownership o` and `progress p` (?1 now,
+/// ?2 the checkpoint cutoff, ?3 the digest repeats), as the reference's.
+const STALLED: &str = "o.lease_expires_at >= ?1 AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) \
+                       OR p.digest_repeat_count >= ?3)";
 const APPROVAL_COLS: &str = "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
 
 impl SqliteTx<'_> {
@@ -353,14 +401,15 @@ impl SqliteTx<'_> {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn budgets(&self, status: &str) -> Result<Vec<BudgetUsage>> {
+    /// Budget usage of the handoffs matching `filter` (SQL over `h`).
+    fn budgets(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<BudgetUsage>> {
         let mut st = self.c.prepare_cached(&format!(
             "SELECT h.hid, json_extract(h.envelope_json, '$.execution.steps'), \
              json_extract(h.envelope_json, '$.execution.spend_usd'), json_extract(h.envelope_json, '$.execution.claimed_at'), \
              json_extract(h.envelope_json, '$.contract.budget.max_steps'), \
              json_extract(h.envelope_json, '$.contract.budget.max_spend_usd'), \
              json_extract(h.envelope_json, '$.contract.budget.max_wallclock_s') \
-             FROM handoffs h WHERE {status}='running' ORDER BY h.hid"
+             FROM handoffs h WHERE {filter} ORDER BY h.hid"
         ))?;
         // Non-numeric JSON (a string where a number belongs) reads as None,
         // as the envelope path's as_f64 does.
@@ -371,7 +420,7 @@ impl SqliteTx<'_> {
                 _ => None,
             })
         };
-        let rows = st.query_map([], |r| {
+        let rows = st.query_map(args, |r| {
             Ok(BudgetUsage {
                 hid: r.get(0)?,
                 steps: num(r, 1)?,
@@ -390,8 +439,15 @@ impl SqliteTx<'_> {
         // the lease says; the supervisor classifies the rest.
         // The status is extracted once per row (a materialized CTE), not
         // once per use in the filter.
+        // Candidates: rows with an ownership row, and rows whose status is
+        // not one that is consistent without one — the second read from
+        // the (status, hid) index alone, so the envelopes of a million
+        // completed handoffs are not parsed.
         let mut st = self.c.prepare_cached(&format!(
-            "WITH s AS MATERIALIZED (SELECT h.hid, {status} AS st FROM handoffs h) \
+            "WITH s AS MATERIALIZED ( \
+               SELECT h.hid, {status} AS st FROM ownership o0 CROSS JOIN handoffs h ON h.hid = o0.hid \
+               UNION SELECT h.hid, {status} AS st FROM handoffs h \
+               WHERE NOT COALESCE({status} IN ('pending', 'completed', 'failed', 'suspended'), 0)) \
              SELECT s.hid, s.st, o.holder, o.fence, o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, \
              o.updated_at FROM s LEFT JOIN ownership o ON o.hid = s.hid \
              WHERE NOT COALESCE( \
@@ -471,15 +527,45 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
-        tolerant(|st| self.strings(&format!("SELECT h.hid FROM handoffs h WHERE {st}=?1 ORDER BY h.hid"), [status]))
+        // Through the status index (an unreadable row is NULL there).
+        self.strings(&format!("SELECT h.hid FROM handoffs h WHERE {STATUS}=?1 ORDER BY h.hid"), [status])
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
-        tolerant(|status| self.budgets(status))
+        self.budgets(&format!("{STATUS}='running'"), params![])
+    }
+
+    fn running_budgets_of(&mut self, hids: &[String]) -> Result<Vec<BudgetUsage>> {
+        let mut out = Vec::new();
+        for hid in hids {
+            out.extend(self.budgets(&format!("h.hid=?1 AND {STATUS}='running'"), [hid])?);
+        }
+        Ok(out)
+    }
+
+    fn hids_page(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.strings(
+            "SELECT hid FROM handoffs WHERE hid > ?1 ORDER BY hid LIMIT ?2",
+            params![after.unwrap_or(""), limit],
+        )
+    }
+
+    fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
+        // Three range scans of (updated_at, hid) indexes: no table reads.
+        let mut st = self.c.prepare_cached(
+            "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1 \
+             UNION ALL SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1 \
+             UNION ALL SELECT hid, updated_at FROM progress WHERE updated_at >= ?1",
+        )?;
+        let rows = st.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
     }
 
     fn pairings(&mut self) -> Result<Vec<Pairing>> {
-        tolerant(|status| self.pairings_with(status))
+        // The indexed, tolerant expression: an unreadable row's status is
+        // NULL here and the caller parses that envelope itself.
+        self.pairings_with(STATUS)
     }
 
     fn next_seq(&mut self, hid: &str) -> Result<i64> {
@@ -574,15 +660,25 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
-        tolerant(|st| {
-            self.strings(
-                &format!(
-                    "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < ?1 \
-                     AND {st}='running' ORDER BY o.hid"
-                ),
-                [now],
-            )
-        })
+        // Driven by the partial lease index (CROSS JOIN keeps ownership
+        // outermost): leases that have not expired are never read. Rows
+        // held by the orphan tombstone are left out; orphaning them again
+        // would change nothing.
+        self.strings(
+            &format!(
+                "SELECT o.hid FROM ownership o CROSS JOIN handoffs h ON h.hid=o.hid \
+                 WHERE o.holder != '{ORPHANED_HOLDER}' AND o.lease_expires_at < ?1 AND {STATUS}='running' \
+                 ORDER BY o.hid"
+            ),
+            [now],
+        )
+    }
+
+    fn ownerships_held_by(&mut self, holder: &str) -> Result<Vec<Ownership>> {
+        let mut st =
+            self.c.prepare_cached(&format!("SELECT {OWNERSHIP_COLS} FROM ownership WHERE holder=?1 ORDER BY hid"))?;
+        let rows = st.query_map([holder], ownership_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn held_ownerships(&mut self) -> Result<Vec<Ownership>> {
@@ -676,6 +772,15 @@ impl Tx for SqliteTx<'_> {
             .execute([now])?)
     }
 
+    fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
+        Ok(self
+            .c
+            .prepare_cached("SELECT 1 FROM approvals WHERE status='pending' AND expires_at < ?1 LIMIT 1")?
+            .query_row([now], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>> {
         let mut st = self
             .c
@@ -707,17 +812,29 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
-        tolerant(|st| {
-            self.strings(
+        // Running handoffs first (status index), not every progress row
+        // ever written (completed handoffs keep theirs).
+        self.strings(
+            &format!(
+                "SELECT h.hid FROM handoffs h CROSS JOIN ownership o ON o.hid = h.hid \
+                 CROSS JOIN progress p ON p.hid = h.hid WHERE {STATUS} = 'running' AND {STALLED} ORDER BY h.hid"
+            ),
+            params![now, cutoff, max_repeats],
+        )
+    }
+
+    fn stalled_of(&mut self, hids: &[String], now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for hid in hids {
+            out.extend(self.strings(
                 &format!(
-                    "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
-                     WHERE o.lease_expires_at >= ?1 AND {st} = 'running' \
-                     AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) \
-                     OR p.digest_repeat_count >= ?3) ORDER BY p.hid"
+                    "SELECT h.hid FROM handoffs h JOIN ownership o ON o.hid = h.hid JOIN progress p ON p.hid = h.hid \
+                     WHERE h.hid = ?4 AND {STATUS} = 'running' AND {STALLED}"
                 ),
-                params![now, cutoff, max_repeats],
-            )
-        })
+                params![now, cutoff, max_repeats, hid],
+            )?);
+        }
+        Ok(out)
     }
 
     fn insert_capability_audit(&mut self, hid: &str, a: &CapabilityAudit) -> Result<()> {

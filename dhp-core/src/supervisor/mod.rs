@@ -13,8 +13,10 @@
 //! `quarantined` action, counted, skipped; the scan goes on with the rest.
 
 mod consistency;
+mod live;
 mod quarantine;
 pub mod repair;
+mod tracker;
 
 use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
@@ -106,6 +108,8 @@ pub struct Supervisor {
     quarantine: Mutex<BTreeMap<String, String>>,
     /// When the consistency pass last ran, and what it quarantined.
     last_pass: Mutex<Option<(Instant, BTreeMap<String, String>)>>,
+    /// What the scan checked, so the next one reads only what changed.
+    tracker: Mutex<tracker::Tracker>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -130,6 +134,7 @@ impl Supervisor {
             started: Instant::now(),
             quarantine: Mutex::new(BTreeMap::new()),
             last_pass: Mutex::new(None),
+            tracker: Mutex::new(tracker::Tracker::default()),
         })
     }
 
@@ -229,9 +234,21 @@ impl Supervisor {
     /// only if the ownership row still has that (holder, fence) — and, for
     /// lease expiry, only if the lease is still expired under the lock.
     pub fn orphan(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<Value> {
+        self.orphan_in(self.store.as_ref(), hid, reason, expected)
+    }
+
+    /// [`Supervisor::orphan`] through `store` (the liveness poll's own
+    /// connection, so that it never waits behind a scan's reads).
+    fn orphan_in(
+        &self,
+        store: &dyn Backend,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, i64)>,
+    ) -> Result<Value> {
         envelope::check_hid(hid)?;
         let cfg = &self.cfg;
-        let out = self.write(|tx| {
+        let out = with_tx(store, Mode::Write, |tx| {
             let Some(mut own) = tx.ownership(hid)? else {
                 return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
             };
@@ -313,19 +330,50 @@ impl Supervisor {
         self.metrics.scans.fetch_add(1, Ordering::Relaxed);
         let mut actions = Vec::new();
         // One read transaction gathers the work (no write lock held while
-        // 10k envelopes are read); each action is then its own CAS.
-        let (expired, over_budget, stalled) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let t = self.cfg.clock.now_in(tx)?;
-            let expired = tx.expired_leases(t)?;
-            let over_budget: Vec<String> =
-                tx.running_budgets()?.into_iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid).collect();
-            let stalled = tx.stalled(t, t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats)?;
-            Ok((expired, over_budget, stalled))
-        })?;
-        let expired_approvals = with_tx(self.store.as_ref(), Mode::Write, |tx| {
-            let t = self.cfg.clock.now_in(tx)?;
-            tx.expire_approvals(t)
-        })?;
+        // envelopes are read); each action is then its own CAS. Expired
+        // leases come from an index; budgets and stalls are checked for
+        // what changed or fell due since the last pass (see [`tracker`]).
+        let epoch = self.metrics.leadership_changes.load(Ordering::Relaxed);
+        let (t, plan, expired, running, stall_deadline, stalled, approvals_due) =
+            with_tx(self.store.as_ref(), Mode::Read, |tx| {
+                let t = self.cfg.clock.now_in(tx)?;
+                let expired = tx.expired_leases(t)?;
+                let plan = self.tracker.lock().unwrap_or_else(|p| p.into_inner()).plan(tx, t, epoch)?;
+                let (cutoff, repeats) = (t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats);
+                let (running, stalled) = match &plan {
+                    tracker::Plan::Full => (tx.running_budgets()?, tx.stalled(t, cutoff, repeats)?),
+                    tracker::Plan::Only { hids, .. } => {
+                        (tx.running_budgets_of(hids)?, tx.stalled_of(hids, t, cutoff, repeats)?)
+                    }
+                };
+                let mut stall_deadline = std::collections::HashMap::new();
+                for u in &running {
+                    if let Some(at) = tx.progress(&u.hid)?.and_then(|p| p.last_checkpoint_at) {
+                        stall_deadline.insert(u.hid.clone(), at + self.cfg.stall_timeout_s);
+                    }
+                }
+                let approvals_due = tx.approvals_to_expire(t)?;
+                Ok((t, plan, expired, running, stall_deadline, stalled, approvals_due))
+            })?;
+        let over_budget: Vec<String> =
+            running.iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid.clone()).collect();
+        let recheck: Vec<String> = over_budget.iter().chain(&stalled).cloned().collect();
+        self.tracker.lock().unwrap_or_else(|p| p.into_inner()).commit(
+            plan,
+            t,
+            epoch,
+            &running,
+            &stall_deadline,
+            &recheck,
+        );
+        let expired_approvals = if approvals_due {
+            with_tx(self.store.as_ref(), Mode::Write, |tx| {
+                let t = self.cfg.clock.now_in(tx)?;
+                tx.expire_approvals(t)
+            })?
+        } else {
+            0
+        };
         // A failure that belongs to one row quarantines that row; the scan
         // goes on. A store-level failure (locked, I/O) still fails the scan.
         let mut flagged = BTreeMap::new();
@@ -348,48 +396,6 @@ impl Supervisor {
         });
         actions.extend(self.report_quarantine(flagged));
         Ok(actions)
-    }
-
-    /// Orphan the handoffs whose holder's liveness token dropped (the
-    /// process died: on this host for a directory store, anywhere for
-    /// PostgreSQL, where every holder is tested in one query). Holders
-    /// without a token are left to lease expiry.
-    pub fn dead_workers(&self) -> Result<Vec<Value>> {
-        // Rows that fail here are reported by the next scan.
-        self.dead_workers_into(&mut BTreeMap::new())
-    }
-
-    fn dead_workers_into(&self, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
-        let (owns, dead) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let owns = tx.held_ownerships()?;
-            let dead = match &self.root {
-                Some(_) => Vec::new(),
-                None => {
-                    let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
-                    holders.sort();
-                    holders.dedup();
-                    tx.dead_holders(&holders)?
-                }
-            };
-            Ok((owns, dead))
-        })?;
-        let mut out = Vec::new();
-        for o in owns {
-            if o.holder == ORPHANED_HOLDER {
-                continue;
-            }
-            let is_dead = match &self.root {
-                Some(root) => liveness::is_dead(root, &o.holder),
-                None => dead.contains(&o.holder),
-            };
-            if is_dead {
-                let mut acts = Vec::new();
-                let res = self.orphan(&o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
-                per_row(flagged, &mut acts, &o.hid, res)?;
-                out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
-            }
-        }
-        Ok(out)
     }
 
     /// Scan every `supervisor_scan_s` until `duration` elapses or `stop` is
@@ -428,26 +434,38 @@ impl Supervisor {
                 .map(|t| t as Box<dyn std::any::Any>),
         };
         let done = AtomicBool::new(false);
+        // The liveness poll runs on its own thread and connection, so a
+        // long scan (the consistency pass reads every envelope) never
+        // holds it up; its orphans reach `on_action` through `found`.
+        let live_store = self.liveness_store();
+        let (found_tx, found) = std::sync::mpsc::channel::<Vec<Value>>();
         std::thread::scope(|sc| {
             if let Some(root) = &self.root {
                 let done = &done;
                 sc.spawn(move || self.stalled_writer_watchdog(root, done));
             }
+            {
+                let (done, live_store) = (&done, live_store.as_ref());
+                sc.spawn(move || self.liveness_loop(live_store, poll, done, found_tx));
+            }
             while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
                 let now_i = Instant::now();
                 let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
-                let touches_store = due || self.is_leader();
                 let res = if due {
                     next_scan = now_i + scan_every;
                     self.scan()
-                } else if self.is_leader() {
-                    self.dead_workers()
                 } else {
                     Ok(Vec::new())
                 };
+                for acts in found.try_iter() {
+                    for a in &acts {
+                        on_action(a);
+                    }
+                    all.extend(acts);
+                }
                 match res {
                     Ok(acts) => {
-                        ok_passes += u64::from(touches_store);
+                        ok_passes += u64::from(due);
                         for a in &acts {
                             on_action(a);
                         }
@@ -466,6 +484,13 @@ impl Supervisor {
             }
             done.store(true, Ordering::SeqCst);
         });
+        // Orphans the poll made after the last drain.
+        for acts in found.try_iter() {
+            for a in &acts {
+                on_action(a);
+            }
+            all.extend(acts);
+        }
         if let Err(e) = self.resign() {
             tracing::warn!(error = %e, "could not resign leadership");
         }

@@ -132,9 +132,25 @@ pub fn dispatch(a: DispatchArgs, cfg: Config) -> Result<Output, Failure> {
     Ok((json!({"hid": hid}), hid))
 }
 
-pub fn status(root: &Path, hid: Option<&str>, cfg: Config) -> Result<Output, Failure> {
+/// Which handoffs `dhp status ROOT` lists.
+pub struct Page<'a> {
+    pub limit: Option<u32>,
+    pub after: Option<&'a str>,
+}
+
+/// Hids read from the store per query when listing: a listing never
+/// holds the whole table's ids at once.
+const LIST_BATCH: usize = 1000;
+
+pub fn status(root: &Path, hid: Option<&str>, page: Page<'_>, cfg: Config) -> Result<Output, Failure> {
     if let Some(h) = hid {
         envelope::check_hid(h)?;
+        if page.limit.is_some() || page.after.is_some() {
+            return Err(usage("--limit and --after page a listing; they do not go with a HID"));
+        }
+    }
+    if let Some(a) = page.after {
+        envelope::check_hid(a).map_err(bad_flag)?;
     }
     let (r, _) = open_runner(root, OpenMode::Existing, "dhp-cli", cfg)?;
     if let Some(h) = hid {
@@ -144,32 +160,52 @@ pub fn status(root: &Path, hid: Option<&str>, cfg: Config) -> Result<Output, Fai
     }
     let mut rows = Vec::new();
     let mut table = vec![["handoff", "status", "attempt", "checkpoints", "owner"].map(String::from)];
-    for h in r.all_hids()? {
-        // One unreadable row is listed as quarantined, as the supervisor's
-        // scan reports it; it does not hide every other handoff.
-        let s = match r.status(&h) {
-            Ok(s) => s,
-            Err(e) if e.concerns_one_row() => {
-                json!({"handoff_id": h, "status": "quarantined", "error": format!("{}: {e}", e.kind())})
-            }
-            Err(e) => return Err(e.into()),
-        };
-        // Plain strings: serde_json::Value ignores width and alignment.
-        let text = |k: &str| match &s[k] {
-            Value::String(v) => v.clone(),
-            Value::Null => "-".to_string(),
-            v => v.to_string(),
-        };
-        table.push([
-            h.get(..12).unwrap_or(&h).to_string(),
-            text("status"),
-            text("attempt"),
-            text("checkpoints"),
-            text("owner"),
-        ]);
-        rows.push(s);
+    let limit = page.limit.map_or(usize::MAX, |n| n as usize);
+    let mut after = page.after.map(str::to_string);
+    let mut more = false;
+    'pages: loop {
+        let want = LIST_BATCH.min(limit - rows.len());
+        let hids = with_tx(r.store().as_ref(), Mode::Read, |tx| tx.hids_page(after.as_deref(), want + 1))?;
+        let last_page = hids.len() <= want;
+        for h in hids.into_iter().take(want) {
+            // One unreadable row is listed as quarantined, as the supervisor's
+            // scan reports it; it does not hide every other handoff.
+            let s = match r.status(&h) {
+                Ok(s) => s,
+                Err(e) if e.concerns_one_row() => {
+                    json!({"handoff_id": h, "status": "quarantined", "error": format!("{}: {e}", e.kind())})
+                }
+                Err(e) => return Err(e.into()),
+            };
+            // Plain strings: serde_json::Value ignores width and alignment.
+            let text = |k: &str| match &s[k] {
+                Value::String(v) => v.clone(),
+                Value::Null => "-".to_string(),
+                v => v.to_string(),
+            };
+            table.push([
+                h.get(..12).unwrap_or(&h).to_string(),
+                text("status"),
+                text("attempt"),
+                text("checkpoints"),
+                text("owner"),
+            ]);
+            rows.push(s);
+            after = Some(h);
+        }
+        if last_page {
+            break 'pages;
+        }
+        if rows.len() >= limit {
+            more = true;
+            break 'pages;
+        }
     }
-    Ok((json!({"handoffs": rows}), render_table(&table)))
+    let mut out = json!({"handoffs": rows});
+    if page.limit.is_some() {
+        out["next_after"] = if more { json!(after) } else { Value::Null };
+    }
+    Ok((out, render_table(&table)))
 }
 
 /// Columns padded to their widest cell; numbers right-aligned.

@@ -104,6 +104,13 @@ enum Cmd {
         root: PathBuf,
         /// Handoff id (64 hex characters); omit to list every handoff.
         hid: Option<String>,
+        /// List at most N handoffs (one page; the JSON's `next_after` is
+        /// the `--after` of the next page, null on the last).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        limit: Option<u32>,
+        /// List only handoffs whose id sorts after HID.
+        #[arg(long, value_name = "HID")]
+        after: Option<String>,
     },
     /// Ingest transport logs (verified, idempotent; arrives pending).
     Ingest {
@@ -216,7 +223,9 @@ fn run(cli: Cli) -> Result<Output, Failure> {
     match cli.cmd {
         Cmd::Supervisor { root, id, seconds, history } => serve::supervisor(&root, &id, seconds, history, cfg),
         Cmd::Dispatch(a) => cmds::dispatch(a, cfg),
-        Cmd::Status { root, hid } => cmds::status(&root, hid.as_deref(), cfg),
+        Cmd::Status { root, hid, limit, after } => {
+            cmds::status(&root, hid.as_deref(), cmds::Page { limit, after: after.as_deref() }, cfg)
+        }
         Cmd::Ingest { root, logs, create } => cmds::ingest(&root, &logs, create_mode(create), cfg),
         Cmd::Suspend { root, hid, out } => cmds::suspend(&root, &hid, &out, cfg),
         Cmd::Resume { root, bundle, create } => cmds::resume(&root, &bundle, create_mode(create), cfg),

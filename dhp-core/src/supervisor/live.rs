@@ -1,0 +1,135 @@
+//! The liveness poll: orphan the handoffs of worker processes that died.
+//!
+//! For a directory store the poll tests each token file under `live/`
+//! once (one `flock` attempt per worker process) and touches the store
+//! only when a token is free: then it reads that holder's ownership rows
+//! (an index on `holder`), orphans them, and removes the token file, so a
+//! poll with nobody dead costs the same at 100 or 100,000 running handoffs
+//! (docs/scale.md). For PostgreSQL the backend's own tokens are tested for
+//! every holder in one query.
+
+use super::quarantine::per_row;
+use super::{OrphanReason, Supervisor};
+use crate::envelope::ORPHANED_HOLDER;
+use crate::error::Result;
+use crate::liveness;
+use crate::store::{with_tx, Backend, Mode, SqliteStore};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Supervisor {
+    /// Orphan the handoffs whose holder's liveness token dropped (the
+    /// process died: on this host for a directory store, anywhere for
+    /// PostgreSQL). Holders without a token are left to lease expiry.
+    pub fn dead_workers(&self) -> Result<Vec<Value>> {
+        // Rows that fail here are reported by the next scan.
+        self.dead_workers_in(self.store.as_ref(), &mut BTreeMap::new())
+    }
+
+    pub(super) fn dead_workers_into(&self, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
+        self.dead_workers_in(self.store.as_ref(), flagged)
+    }
+
+    fn dead_workers_in(&self, store: &dyn Backend, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
+        match &self.root {
+            Some(root) => self.dead_by_token(store, root, flagged),
+            None => self.dead_by_backend(store, flagged),
+        }
+    }
+
+    /// Token files: only dead holders cost a store read.
+    fn dead_by_token(
+        &self,
+        store: &dyn Backend,
+        root: &Path,
+        flagged: &mut BTreeMap<String, String>,
+    ) -> Result<Vec<Value>> {
+        let mut out = Vec::new();
+        for holder in liveness::dead_tokens(root) {
+            if holder == ORPHANED_HOLDER {
+                continue;
+            }
+            let (owns, leader) =
+                with_tx(store, Mode::Read, |tx| Ok((tx.ownerships_held_by(&holder)?, tx.leadership()?)))?;
+            let mut settled = true;
+            for o in owns {
+                let before = flagged.len();
+                let mut acts = Vec::new();
+                let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
+                per_row(flagged, &mut acts, &o.hid, res)?;
+                settled &= flagged.len() == before;
+                out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
+            }
+            // A dead process commits nothing more, and this read began after
+            // it died: every row it held was seen. Its token is no longer
+            // needed (unless a row could not be orphaned, or it is named as
+            // leader, where a follower still looks for it).
+            if settled && leader.is_none_or(|l| l.holder != holder) {
+                liveness::reap(root, &holder);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The backend's tokens (PostgreSQL): every holder in one query.
+    fn dead_by_backend(&self, store: &dyn Backend, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
+        let (owns, dead) = with_tx(store, Mode::Read, |tx| {
+            let owns = tx.held_ownerships()?;
+            let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
+            holders.sort();
+            holders.dedup();
+            let dead = tx.dead_holders(&holders)?;
+            Ok((owns, dead))
+        })?;
+        let mut out = Vec::new();
+        for o in owns.into_iter().filter(|o| o.holder != ORPHANED_HOLDER && dead.contains(&o.holder)) {
+            let mut acts = Vec::new();
+            let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
+            per_row(flagged, &mut acts, &o.hid, res)?;
+            out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
+        }
+        Ok(out)
+    }
+
+    /// The store the liveness poll writes through: its own SQLite
+    /// connection for a directory store (a scan's long read holds the
+    /// supervisor's), the shared backend otherwise.
+    pub(super) fn liveness_store(&self) -> Arc<dyn Backend> {
+        match self.root.as_deref().map(|r| SqliteStore::open_with(r, false)) {
+            Some(Ok(s)) => Arc::new(s),
+            _ => self.store.clone(),
+        }
+    }
+
+    /// While leader, run [`Supervisor::dead_workers`] every `poll` until
+    /// `done`; what it orphans is sent to `found`.
+    pub(super) fn liveness_loop(
+        &self,
+        store: &dyn Backend,
+        poll: Duration,
+        done: &AtomicBool,
+        found: Sender<Vec<Value>>,
+    ) {
+        while !done.load(Ordering::SeqCst) {
+            if self.is_leader() {
+                match self.dead_workers_in(store, &mut BTreeMap::new()) {
+                    Ok(acts) if !acts.is_empty() => {
+                        let _ = found.send(acts);
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                        tracing::error!(supervisor = %self.id, error = %e, "liveness poll failed");
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            }
+            std::thread::sleep(poll);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! What a leader's scan remembers between passes, so that a pass with
+//! nothing to do reads only what changed (docs/scale.md).
+//!
+//! Budget and stall violations change in two ways only: a row is written
+//! (steps, spend, a checkpoint, a claim, a digest) or time passes a
+//! deadline (`claimed_at + max_wallclock_s`, `last_checkpoint_at +
+//! stall_timeout_s`). So a pass checks the handoffs whose `handoffs`,
+//! `ownership` or `progress` row was written since the previous pass (read
+//! through `(updated_at, hid)` indexes) and those whose deadline is due,
+//! with the same queries as a full pass restricted to those hids.
+//!
+//! A row is stamped with its writer's clock when its transaction starts and
+//! becomes visible when it commits, so changes are re-read from
+//! [`SLACK_S`] before the previous pass (already-checked stamps are
+//! skipped). A full pass runs on a leader's first scan and every
+//! [`FULL_EVERY`], which also bounds what a writer slower than the slack,
+//! or a clock step, could hide.
+
+use crate::store::{BudgetUsage, Tx};
+use crate::Result;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// How far before the previous pass changes are read again.
+pub(super) const SLACK_S: f64 = 5.0;
+/// How often a full pass runs regardless.
+pub(super) const FULL_EVERY: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Default)]
+pub(super) struct Tracker {
+    /// Start of the last pass (store clock), when it was incremental-ready.
+    last: Option<f64>,
+    /// Leadership epoch the state belongs to: a new term starts over.
+    epoch: u64,
+    /// Change stamps already checked: (hid, updated_at bits).
+    seen: HashSet<(String, u64)>,
+    /// Running handoffs → when a time-based check can next fire.
+    deadlines: HashMap<String, f64>,
+    full_at: Option<Instant>,
+}
+
+/// The hids one pass checks: all, or these.
+#[derive(Debug)]
+pub(super) enum Plan {
+    Full,
+    Only { hids: Vec<String>, fresh: Vec<(String, f64)> },
+}
+
+impl Tracker {
+    /// Decide what this pass (at store time `t`) checks. Runs inside the
+    /// pass's read transaction; changes nothing until [`Tracker::commit`].
+    pub(super) fn plan(&self, tx: &mut dyn Tx, t: f64, epoch: u64) -> Result<Plan> {
+        let Some(last) = self.last.filter(|_| self.epoch == epoch) else { return Ok(Plan::Full) };
+        if self.full_at.is_none_or(|at| at.elapsed() >= FULL_EVERY) {
+            return Ok(Plan::Full);
+        }
+        let Some(changes) = tx.changed_since(last - SLACK_S)? else { return Ok(Plan::Full) };
+        let fresh: Vec<(String, f64)> =
+            changes.into_iter().filter(|(h, at)| !self.seen.contains(&(h.clone(), at.to_bits()))).collect();
+        let mut hids: Vec<String> = fresh.iter().map(|(h, _)| h.clone()).collect();
+        hids.extend(self.deadlines.iter().filter(|(_, d)| **d <= t).map(|(h, _)| h.clone()));
+        hids.sort();
+        hids.dedup();
+        Ok(Plan::Only { hids, fresh })
+    }
+
+    /// Record a finished pass: the running handoffs' next deadlines (from
+    /// their budgets and `stall_deadline`), the stamps checked.
+    pub(super) fn commit(
+        &mut self,
+        plan: Plan,
+        t: f64,
+        epoch: u64,
+        running: &[BudgetUsage],
+        stall_deadline: &HashMap<String, f64>,
+        flagged: &[String],
+    ) {
+        let running_deadline = |u: &BudgetUsage| {
+            let wall = match (u.claimed_at, u.max_wallclock_s) {
+                (Some(c), Some(m)) => c + m,
+                _ => f64::INFINITY,
+            };
+            wall.min(stall_deadline.get(&u.hid).copied().unwrap_or(f64::INFINITY))
+        };
+        match plan {
+            Plan::Full => {
+                self.deadlines = running.iter().map(|u| (u.hid.clone(), running_deadline(u))).collect();
+                self.seen.clear();
+                self.full_at = Some(Instant::now());
+            }
+            Plan::Only { hids, fresh } => {
+                // Checked and not running (any more): nothing to watch.
+                for h in &hids {
+                    self.deadlines.remove(h);
+                }
+                for u in running {
+                    self.deadlines.insert(u.hid.clone(), running_deadline(u));
+                }
+                self.seen.extend(fresh.into_iter().map(|(h, at)| (h, at.to_bits())));
+            }
+        }
+        // Found over budget or stalled: looked at again next pass, until
+        // the action taken (or a quarantine) settles it.
+        for h in flagged {
+            self.deadlines.insert(h.clone(), t);
+        }
+        let keep_from = t - 2.0 * SLACK_S;
+        self.seen.retain(|(_, at)| f64::from_bits(*at) >= keep_from);
+        self.deadlines.retain(|_, d| d.is_finite());
+        self.last = Some(t);
+        self.epoch = epoch;
+    }
+}
