@@ -30,8 +30,10 @@ impl FreshDb {
         let admin = dhp_testkit::pg_url();
         let name = format!("dhpc_t_{tag}_{}", std::process::id());
         let mut c = Client::connect(&admin, NoTls).expect("connecting to DHP_TEST_PG_URL");
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE); CREATE DATABASE {name}"))
-            .expect("creating a test database");
+        // one statement each: DROP/CREATE DATABASE cannot run in a transaction block
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .expect("dropping an old test database");
+        c.batch_execute(&format!("CREATE DATABASE {name}")).expect("creating a test database");
         let url = with_db(&admin, &name);
         FreshDb { admin, name, url }
     }
