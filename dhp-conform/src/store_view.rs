@@ -38,7 +38,7 @@ pub struct StoreView {
 
 enum Db {
     Sqlite(Connection),
-    Postgres(RefCell<postgres::Client>),
+    Postgres(Box<RefCell<postgres::Client>>),
 }
 
 /// One value from a PostgreSQL row, the type mismatch as a failure.
@@ -89,7 +89,7 @@ impl StoreView {
         }
         // the schema name was made by the runner: [a-z0-9_] only
         c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
-        Ok(StoreView { db: Db::Postgres(RefCell::new(c)), location: format!("schema {schema}") })
+        Ok(StoreView { db: Db::Postgres(Box::new(RefCell::new(c))), location: format!("schema {schema}") })
     }
 
     /// The SQLite file, or `schema NAME`, for messages.
