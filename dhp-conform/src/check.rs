@@ -47,6 +47,12 @@ impl From<rusqlite::Error> for Fail {
     }
 }
 
+impl From<postgres::Error> for Fail {
+    fn from(e: postgres::Error) -> Fail {
+        Fail::Failed(format!("reading the standard store (PostgreSQL): {e}"))
+    }
+}
+
 impl From<std::io::Error> for Fail {
     fn from(e: std::io::Error) -> Fail {
         Fail::Errored(format!("runner I/O: {e}"))

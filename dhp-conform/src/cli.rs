@@ -72,6 +72,9 @@ EXAMPLES:
   dhp-conform --impl reference                 against the Python reference
   dhp-conform --impl 'node ./my-adapter.js' --cross ours
   dhp-conform --compare ours reference         + a Markdown table of both
+  dhp-conform --store postgres://u:pw@host/db  ours on PostgreSQL (a schema per store)
+  dhp-conform --compare ours --store /tmp --store postgres://host/db
+                                               ours on both engines side by side
   dhp-conform --list                           the catalogue of assertion ids
   dhp-conform --explain fencing                one rule, why it matters, how it is checked
   dhp-conform fencing --exact                  one assertion
@@ -110,6 +113,15 @@ pub struct Cli {
     /// assertions × implementations.
     #[arg(long, num_args = 1.., value_name = "CMD", conflicts_with_all = ["impls", "cross"], help_heading = "Implementations")]
     pub compare: Vec<String>,
+
+    /// Where each assertion's stores are created (repeatable: each
+    /// implementation runs once per location, labelled `<impl>@sqlite` /
+    /// `<impl>@postgres`, and the cross level runs between them): a
+    /// directory (fresh subdirectories; default: the system temp dir), or
+    /// a `postgres://` base URL without `schema=` (a fresh schema per
+    /// store, dropped afterwards unless --keep).
+    #[arg(long, value_name = "DIR|URL", help_heading = "Implementations")]
+    pub store: Vec<String>,
 
     /// Which levels to run or list.
     #[arg(long, value_enum, default_value = "all")]
@@ -158,7 +170,7 @@ pub struct Cli {
     /// Copy adapter stderr to this process's stderr.
     #[arg(long, help_heading = "Debugging")]
     pub adapter_stderr: bool,
-    /// Keep each assertion's temporary directory.
+    /// Keep each assertion's temporary directory (and PostgreSQL schemas).
     #[arg(long, help_heading = "Debugging")]
     pub keep: bool,
 }

@@ -43,6 +43,7 @@ pub mod protocol;
 pub mod report;
 pub mod rs_adapter;
 pub mod store_view;
+pub mod stores;
 pub mod suite;
 
 pub use check::{Check, Fail};

@@ -20,6 +20,7 @@ use clap::Parser;
 use dhp_conform::cli::{Cli, Format};
 use dhp_conform::expect::Expectations;
 use dhp_conform::report::{self, Counts, Record, Records};
+use dhp_conform::stores::StoreBase;
 use dhp_conform::suite::{self, Impl, Level, Options, Outcome};
 use dhp_conform::{assertions, catalogue};
 use libtest_mimic::{Completion, Failed, Trial};
@@ -230,11 +231,37 @@ fn main() -> ExitCode {
         eprintln!("dhp-conform: cannot install signal handlers: {e}");
         return ExitCode::from(2);
     }
-    let connect = |list: Vec<(String, Option<String>)>| -> Vec<Impl> {
-        list.into_iter().map(|(cmd, label)| Impl::connect(&cmd, label.as_deref(), &opts)).collect()
+    let mut stores = Vec::new();
+    for s in &cli.store {
+        match StoreBase::parse(s) {
+            Ok(b) => stores.push(Arc::new(b)),
+            Err(e) => {
+                eprintln!("dhp-conform: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if stores.is_empty() {
+        stores.push(Arc::default());
+    }
+    // With several --store, each implementation runs once per engine.
+    let suffix = stores.len() > 1;
+    let connect = |list: Vec<(String, Option<String>)>, stores: &[Arc<StoreBase>]| -> Vec<Impl> {
+        let mut out = Vec::new();
+        for (cmd, label) in list {
+            for st in stores {
+                let mut imp = Impl::connect_on(&cmd, label.as_deref(), st.clone(), &opts);
+                if suffix {
+                    imp.label = format!("{}@{}", imp.label, st.engine());
+                }
+                out.push(imp);
+            }
+        }
+        out
     };
-    let mut under_test = connect(r_under);
-    let mut partners = connect(r_partners);
+    let mut under_test = connect(r_under, &stores);
+    // partners (--cross) keep the default store: the point is another implementation
+    let mut partners = connect(r_partners, &[Arc::default()]);
     // An adapter that cannot even start would error every assertion with
     // the same message: say it once and stop.
     let dead: Vec<&Impl> = under_test.iter().chain(&partners).filter(|i| i.hello.is_err()).collect();

@@ -82,6 +82,10 @@ pub mod feature {
     /// `request_approval`, `approvals`, `decide_approval`, `await_approval`:
     /// approval gates for financial and destructive actions.
     pub const APPROVALS: &str = "approvals";
+    /// Takes a `postgres://…?schema=NAME` URL wherever it takes a store
+    /// root, and keeps the store in that schema with the layout of
+    /// docs/postgres.md (the runner reads it with its own reader).
+    pub const POSTGRES_STORE: &str = "postgres-store";
 
     /// All of them.
     pub const ALL: &[&str] = &[
@@ -93,6 +97,7 @@ pub mod feature {
         CANONICAL,
         FAST_DEATH_DETECTION,
         APPROVALS,
+        POSTGRES_STORE,
     ];
 }
 

@@ -1,11 +1,14 @@
 //! The runner's own reader of the standard store (`<root>/dhp.sqlite3`,
-//! schema v3): what the implementation reports is checked against what it
-//! actually wrote.
+//! schema v3, or the same tables in a PostgreSQL schema, docs/postgres.md):
+//! what the implementation reports is checked against what it actually
+//! wrote. It uses rusqlite and the `postgres` client directly, never
+//! dhp-core's store code.
 
 use crate::check::{Check, Fail};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::cell::RefCell;
+use std::path::Path;
 use std::time::Duration;
 
 /// One checkpoint row.
@@ -25,13 +28,36 @@ pub struct OwnershipRow {
     pub lease_expires_at: f64,
 }
 
-/// A connection to a standard store, opened without creating anything.
+/// A connection to a standard store, opened without creating anything:
+/// the SQLite file of a directory, or a schema of a PostgreSQL database
+/// (docs/postgres.md: the same tables and values), read with plain SQL.
 pub struct StoreView {
-    conn: Connection,
-    path: PathBuf,
+    db: Db,
+    location: String,
+}
+
+enum Db {
+    Sqlite(Connection),
+    Postgres(Box<RefCell<postgres::Client>>),
+}
+
+/// One value from a PostgreSQL row, the type mismatch as a failure.
+fn pg<'a, T: postgres::types::FromSql<'a>>(row: &'a postgres::Row, i: usize) -> Check<T> {
+    row.try_get(i).map_err(Fail::from)
 }
 
 impl StoreView {
+    /// Open the store at a location handed to the adapter: a directory
+    /// (`<root>/dhp.sqlite3`) or a `postgres://…?schema=NAME` URL. A
+    /// missing store fails the assertion (the adapter declared it).
+    pub fn open_location(root: &str) -> Check<StoreView> {
+        if crate::stores::is_postgres(root) {
+            Self::open_postgres(root)
+        } else {
+            Self::open(Path::new(root))
+        }
+    }
+
     /// Open `<root>/dhp.sqlite3`; a missing file fails the assertion (the
     /// adapter declared `standard-store`).
     pub fn open(root: &Path) -> Check<StoreView> {
@@ -42,23 +68,58 @@ impl StoreView {
         let conn =
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        Ok(StoreView { conn, path })
+        Ok(StoreView { db: Db::Sqlite(conn), location: path.to_string_lossy().into_owned() })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Connect to the database of `url` and look only inside its schema.
+    fn open_postgres(url: &str) -> Check<StoreView> {
+        let (_, schema) = crate::stores::split_schema(url);
+        let schema = schema.ok_or_else(|| Fail::Errored(format!("{}: no schema=", crate::stores::mask(url))))?;
+        let mut c = crate::stores::client(url).map_err(Fail::Errored)?;
+        let found = c
+            .query_opt(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema=$1 AND table_name='handoffs'",
+                &[&schema],
+            )?
+            .is_some();
+        if !found {
+            return Err(Fail::failed(format!(
+                "adapter declares postgres-store but schema {schema} has no handoffs table"
+            )));
+        }
+        // the schema name was made by the runner: [a-z0-9_] only
+        c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
+        Ok(StoreView { db: Db::Postgres(Box::new(RefCell::new(c))), location: format!("schema {schema}") })
     }
 
-    pub fn connection(&self) -> &Connection {
-        &self.conn
+    /// The SQLite file, or `schema NAME`, for messages.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Rows of a PostgreSQL query.
+    fn pg_rows(
+        &self,
+        c: &RefCell<postgres::Client>,
+        sql: &str,
+        args: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Check<Vec<postgres::Row>> {
+        Ok(c.borrow_mut().query(sql, args)?)
     }
 
     /// The stored envelope JSON, parsed.
     pub fn envelope(&self, hid: &str) -> Check<Option<Value>> {
-        let text: Option<String> = self
-            .conn
-            .query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", params![hid], |r| r.get(0))
-            .optional()?;
+        let text: Option<String> = match &self.db {
+            Db::Sqlite(conn) => conn
+                .query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", params![hid], |r| r.get(0))
+                .optional()?,
+            Db::Postgres(c) => {
+                match self.pg_rows(c, "SELECT envelope_json FROM handoffs WHERE hid=$1", &[&hid])?.first() {
+                    Some(r) => Some(pg(r, 0)?),
+                    None => None,
+                }
+            }
+        };
         text.map(|t| {
             serde_json::from_str::<Value>(&t)
                 .map_err(|e| Fail::failed(format!("handoffs.envelope_json is not JSON: {e}")))
@@ -77,19 +138,40 @@ impl StoreView {
     }
 
     pub fn handoff_count(&self) -> Check<i64> {
-        Ok(self.conn.query_row("SELECT COUNT(*) FROM handoffs", [], |r| r.get(0))?)
+        match &self.db {
+            Db::Sqlite(conn) => Ok(conn.query_row("SELECT COUNT(*) FROM handoffs", [], |r| r.get(0))?),
+            Db::Postgres(c) => {
+                self.pg_rows(c, "SELECT COUNT(*) FROM handoffs", &[])?.first().map_or(Ok(0), |r| pg(r, 0))
+            }
+        }
     }
 
     /// Checkpoint rows in seq order.
     pub fn checkpoints(&self, hid: &str) -> Check<Vec<CheckpointRow>> {
-        let mut st =
-            self.conn.prepare("SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=?1 ORDER BY seq")?;
-        let rows = st
-            .query_map(params![hid], |r| {
-                Ok(CheckpointRow { seq: r.get(0)?, state_json: r.get(1)?, state_hash: r.get(2)?, at: r.get(3)? })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+        const SQL: &str = "SELECT seq, state_json, state_hash, at FROM checkpoints WHERE hid=$1 ORDER BY seq";
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare(&SQL.replace("$1", "?1"))?;
+                let rows = st
+                    .query_map(params![hid], |r| {
+                        Ok(CheckpointRow {
+                            seq: r.get(0)?,
+                            state_json: r.get(1)?,
+                            state_hash: r.get(2)?,
+                            at: r.get(3)?,
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            }
+            Db::Postgres(c) => self
+                .pg_rows(c, SQL, &[&hid])?
+                .iter()
+                .map(|r| {
+                    Ok(CheckpointRow { seq: pg(r, 0)?, state_json: pg(r, 1)?, state_hash: pg(r, 2)?, at: pg(r, 3)? })
+                })
+                .collect(),
+        }
     }
 
     /// Checkpoint rows, each checked: `state_json` is Python's
@@ -122,41 +204,90 @@ impl StoreView {
     }
 
     pub fn ownership(&self, hid: &str) -> Check<Option<OwnershipRow>> {
-        Ok(self
-            .conn
-            .query_row("SELECT holder, fence, lease_expires_at FROM ownership WHERE hid=?1", params![hid], |r| {
-                Ok(OwnershipRow { holder: r.get(0)?, fence: r.get(1)?, lease_expires_at: r.get(2)? })
-            })
-            .optional()?)
+        const SQL: &str = "SELECT holder, fence, lease_expires_at FROM ownership WHERE hid=$1";
+        match &self.db {
+            Db::Sqlite(conn) => Ok(conn
+                .query_row(&SQL.replace("$1", "?1"), params![hid], |r| {
+                    Ok(OwnershipRow { holder: r.get(0)?, fence: r.get(1)?, lease_expires_at: r.get(2)? })
+                })
+                .optional()?),
+            Db::Postgres(c) => self
+                .pg_rows(c, SQL, &[&hid])?
+                .first()
+                .map(|r| Ok(OwnershipRow { holder: pg(r, 0)?, fence: pg(r, 1)?, lease_expires_at: pg(r, 2)? }))
+                .transpose(),
+        }
     }
 
     /// `(holder, expires_at)` of the leadership row.
     pub fn leadership(&self) -> Check<Option<(String, f64)>> {
-        Ok(self
-            .conn
-            .query_row("SELECT holder, expires_at FROM leadership WHERE id=1", [], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?)
+        const SQL: &str = "SELECT holder, expires_at FROM leadership WHERE id=1";
+        match &self.db {
+            Db::Sqlite(conn) => Ok(conn.query_row(SQL, [], |r| Ok((r.get(0)?, r.get(1)?))).optional()?),
+            Db::Postgres(c) => self.pg_rows(c, SQL, &[])?.first().map(|r| Ok((pg(r, 0)?, pg(r, 1)?))).transpose(),
+        }
     }
 
     pub fn max_schema_version(&self) -> Check<Option<i64>> {
-        Ok(self.conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?)
+        const SQL: &str = "SELECT MAX(version) FROM schema_version";
+        match &self.db {
+            Db::Sqlite(conn) => Ok(conn.query_row(SQL, [], |r| r.get(0))?),
+            Db::Postgres(c) => self.pg_rows(c, SQL, &[])?.first().map_or(Ok(None), |r| pg(r, 0)),
+        }
+    }
+
+    /// Add a `schema_version` row (to simulate a store written by a newer
+    /// implementation).
+    pub fn add_schema_version(&self, version: i64, applied_at: f64) -> Check {
+        const SQL: &str = "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)";
+        match &self.db {
+            Db::Sqlite(conn) => {
+                conn.execute(&SQL.replace('$', "?"), params![version, applied_at])?;
+            }
+            Db::Postgres(c) => {
+                c.borrow_mut().execute(SQL, &[&version, &applied_at])?;
+            }
+        }
+        Ok(())
     }
 
     /// `(step_id, result_json)` rows.
     pub fn effects(&self, hid: &str) -> Check<Vec<(String, String)>> {
-        let mut st = self.conn.prepare("SELECT step_id, result_json FROM effects WHERE hid=?1 ORDER BY step_id")?;
-        let rows = st.query_map(params![hid], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+        const SQL: &str = "SELECT step_id, result_json FROM effects WHERE hid=$1 ORDER BY step_id";
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare(&SQL.replace("$1", "?1"))?;
+                let rows =
+                    st.query_map(params![hid], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            }
+            Db::Postgres(c) => self.pg_rows(c, SQL, &[&hid])?.iter().map(|r| Ok((pg(r, 0)?, pg(r, 1)?))).collect(),
+        }
     }
 
-    /// `(domain, resource, granted)` rows in insertion order.
+    /// `(domain, resource, granted)` rows in insertion order (PostgreSQL
+    /// has no rowid: by time, then physical order, which is insertion
+    /// order in a table that is only appended to).
     pub fn capability_audit(&self, hid: &str) -> Check<Vec<(String, String, bool)>> {
-        let mut st =
-            self.conn.prepare("SELECT domain, resource, granted FROM capability_audit WHERE hid=?1 ORDER BY rowid")?;
-        let rows = st
-            .query_map(params![hid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? != 0)))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st =
+                    conn.prepare("SELECT domain, resource, granted FROM capability_audit WHERE hid=?1 ORDER BY rowid")?;
+                let rows = st
+                    .query_map(params![hid], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? != 0)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(rows)
+            }
+            Db::Postgres(c) => self
+                .pg_rows(
+                    c,
+                    "SELECT domain, resource, granted FROM capability_audit WHERE hid=$1 ORDER BY at, ctid",
+                    &[&hid],
+                )?
+                .iter()
+                .map(|r| Ok((pg(r, 0)?, pg(r, 1)?, pg::<i64>(r, 2)? != 0)))
+                .collect(),
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 use crate::check::{Check, Fail};
 use crate::client::{AdapterError, Hello, Lease, Pool, Profile, StderrLog};
 use crate::store_view::StoreView;
+use crate::stores::{PgBase, StoreBase};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Timed-out requests after which an implementation is given up on, even
@@ -33,6 +34,8 @@ impl Default for Options {
 pub struct Impl {
     pub label: String,
     pub command: String,
+    /// Where its stores are created (`--store`).
+    pub store: Arc<StoreBase>,
     /// The handshake, or why it failed.
     pub hello: Result<Hello, String>,
     default: Pool,
@@ -83,6 +86,11 @@ impl Impl {
     /// Start one adapter process and shake hands; the process stays in the
     /// pool. A failed handshake is kept: every assertion then errors with it.
     pub fn connect(command: &str, label: Option<&str>, opts: &Options) -> Impl {
+        Self::connect_on(command, label, Arc::default(), opts)
+    }
+
+    /// [`Impl::connect`], its stores created on `store`.
+    pub fn connect_on(command: &str, label: Option<&str>, store: Arc<StoreBase>, opts: &Options) -> Impl {
         let stderr = std::sync::Arc::new(StderrLog::default());
         let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let short_lease =
@@ -96,7 +104,16 @@ impl Impl {
             (None, Ok(h)) => sanitize_label(&h.implementation),
             (None, Err(_)) => sanitize_label(command.split_whitespace().next().unwrap_or("impl")),
         };
-        Impl { label, command: command.to_string(), hello, default, short_lease, health: Mutex::default(), stderr }
+        Impl {
+            label,
+            command: command.to_string(),
+            store,
+            hello,
+            default,
+            short_lease,
+            health: Mutex::default(),
+            stderr,
+        }
     }
 
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
@@ -151,12 +168,13 @@ impl Impl {
     pub fn describe(&self) -> String {
         match &self.hello {
             Ok(h) => format!(
-                "{} = {} {} (DHP {}; features: {})",
+                "{} = {} {} (DHP {}; features: {}; stores: {})",
                 self.label,
                 h.implementation,
                 h.version,
                 h.protocol_version,
-                h.features.iter().cloned().collect::<Vec<_>>().join(", ")
+                h.features.iter().cloned().collect::<Vec<_>>().join(", "),
+                self.store.describe()
             ),
             Err(e) => format!("{} = `{}`: {e}", self.label, self.command),
         }
@@ -206,24 +224,34 @@ pub struct Assertion {
 #[derive(Clone, Copy)]
 pub struct CrossAssertion {
     pub name: &'static str,
+    /// B continues A's own store (created on A's engine), rather than a
+    /// log or bundle on a store of its own.
+    pub shares_store: bool,
     pub needs: &'static [&'static str],
     pub about: &'static str,
     pub run: fn(&CrossCtx<'_>) -> Check,
 }
 
-/// Temporary directory of one assertion run.
+/// Temporary directory of one assertion run, and the PostgreSQL schemas
+/// it handed out (dropped with [`Workdir::cleanup`] unless kept).
 pub struct Workdir {
     dir: Option<tempfile::TempDir>,
     path: PathBuf,
+    schemas: Mutex<Vec<(Arc<StoreBase>, String)>>,
 }
 
 impl Workdir {
-    fn new(keep: bool) -> Check<Workdir> {
-        let dir = tempfile::Builder::new().prefix("dhp-conform-").tempdir()?;
+    fn new(keep: bool, under: &StoreBase) -> Check<Workdir> {
+        let b = tempfile::Builder::new().prefix("dhp-conform-").clone();
+        let dir = match under {
+            StoreBase::Dir(Some(d)) => b.tempdir_in(d)?,
+            _ => b.tempdir()?,
+        };
+        let schemas = Mutex::default();
         if keep {
-            Ok(Workdir { path: dir.keep(), dir: None })
+            Ok(Workdir { path: dir.keep(), dir: None, schemas })
         } else {
-            Ok(Workdir { path: dir.path().to_path_buf(), dir: Some(dir) })
+            Ok(Workdir { path: dir.path().to_path_buf(), dir: Some(dir), schemas })
         }
     }
 
@@ -239,12 +267,48 @@ impl Workdir {
         Ok(p.to_string_lossy().into_owned())
     }
 
+    /// A fresh store location on `base`: a directory as [`Workdir::root`],
+    /// or a new schema's URL (the implementation creates the schema).
+    pub fn root_on(&self, base: &Arc<StoreBase>, name: &str) -> Check<String> {
+        match &**base {
+            StoreBase::Dir(_) => self.root(name),
+            StoreBase::Postgres(pg) => {
+                let (schema, url) = pg.location();
+                self.lock_schemas().push((base.clone(), schema));
+                Ok(url)
+            }
+        }
+    }
+
+    fn lock_schemas(&self) -> std::sync::MutexGuard<'_, Vec<(Arc<StoreBase>, String)>> {
+        self.schemas.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn dir(&self) -> &Path {
         &self.path
     }
 
     fn is_kept(&self) -> bool {
         self.dir.is_none()
+    }
+
+    /// The schemas handed out, for messages.
+    fn schema_names(&self) -> Vec<String> {
+        self.lock_schemas().iter().map(|(_, s)| s.clone()).collect()
+    }
+
+    /// Drop the schemas handed out (unless kept).
+    fn cleanup(&self) -> Result<(), String> {
+        if self.is_kept() {
+            return Ok(());
+        }
+        let schemas = std::mem::take(&mut *self.lock_schemas());
+        for (base, schema) in schemas {
+            if let StoreBase::Postgres(pg) = &*base {
+                PgBase::drop_schemas(pg, std::slice::from_ref(&schema))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -275,8 +339,9 @@ impl<'a> Ctx<'a> {
         Ok(self.imp.pool(Profile::Default).fresh_many(n)?)
     }
 
+    /// A fresh store location on the implementation's engine.
     pub fn root(&self, name: &str) -> Check<String> {
-        self.work.root(name)
+        self.work.root_on(&self.imp.store, name)
     }
 
     pub fn path(&self, name: &str) -> String {
@@ -291,7 +356,7 @@ impl<'a> Ctx<'a> {
     /// implementation uses the standard store; `None` otherwise.
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         if self.has(crate::protocol::feature::STANDARD_STORE) {
-            StoreView::open(Path::new(root)).map(Some)
+            StoreView::open_location(root).map(Some)
         } else {
             Ok(None)
         }
@@ -314,8 +379,14 @@ impl<'a> CrossCtx<'a> {
         Ok(self.b.pool(Profile::Default).get()?)
     }
 
+    /// A fresh store location on A's engine (a store both use, or A's own).
     pub fn root(&self, name: &str) -> Check<String> {
-        self.work.root(name)
+        self.work.root_on(&self.a.store, name)
+    }
+
+    /// A fresh store location on B's engine (B's own store).
+    pub fn root_b(&self, name: &str) -> Check<String> {
+        self.work.root_on(&self.b.store, name)
     }
 
     pub fn path(&self, name: &str) -> String {
@@ -326,7 +397,7 @@ impl<'a> CrossCtx<'a> {
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         let std = crate::protocol::feature::STANDARD_STORE;
         if self.a.has(std) && self.b.has(std) {
-            StoreView::open(Path::new(root)).map(Some)
+            StoreView::open_location(root).map(Some)
         } else {
             Ok(None)
         }
@@ -370,9 +441,16 @@ fn gate(imps: &[&Impl], needs: &[&str]) -> Option<Outcome> {
         if let Some(why) = imp.hung() {
             return Some(Outcome::Errored(AdapterError::Hung(format!("{}: {why}", imp.label)).to_string()));
         }
-        for f in needs {
+        for f in needs.iter().chain(imp.store.needs().as_ref()) {
             if !imp.has(f) {
-                return Some(Outcome::Skipped(format!("unsupported: {} does not declare feature `{f}`", imp.label)));
+                let on = match imp.store.needs() {
+                    Some(n) if n == *f => " (it cannot take the PostgreSQL store locations of --store)",
+                    _ => "",
+                };
+                return Some(Outcome::Skipped(format!(
+                    "unsupported: {} does not declare feature `{f}`{on}",
+                    imp.label
+                )));
             }
         }
     }
@@ -380,7 +458,11 @@ fn gate(imps: &[&Impl], needs: &[&str]) -> Option<Outcome> {
 }
 
 fn finish(res: std::thread::Result<Check>, work: &Workdir) -> Outcome {
-    let kept = if work.is_kept() { format!(" (files kept in {})", work.dir().display()) } else { String::new() };
+    let kept = match (work.is_kept(), work.schema_names()) {
+        (false, _) => String::new(),
+        (true, s) if s.is_empty() => format!(" (files kept in {})", work.dir().display()),
+        (true, s) => format!(" (files kept in {}; schemas kept: {})", work.dir().display(), s.join(", ")),
+    };
     match res {
         Ok(Ok(())) => Outcome::Passed,
         Ok(Err(Fail::Failed(m))) => Outcome::Failed(format!("{m}{kept}")),
@@ -409,12 +491,20 @@ fn execute(
     if let Some(o) = gate(imps, needs) {
         return (o, 0.0);
     }
-    let work = match Workdir::new(opts.keep) {
+    let work = match Workdir::new(opts.keep, &imps[0].store) {
         Ok(w) => w,
         Err(f) => return (Outcome::Errored(f.message().to_string()), 0.0),
     };
     let (res, work) = body(work);
-    let outcome = finish(res, &work);
+    let mut outcome = finish(res, &work);
+    if let Err(e) = work.cleanup() {
+        // a verdict stands; a schema left behind is the runner's problem, said loudly
+        let msg = format!("dropping this assertion's PostgreSQL schemas: {e}");
+        match &mut outcome {
+            Outcome::Passed => outcome = Outcome::Errored(msg),
+            Outcome::Failed(m) | Outcome::Errored(m) | Outcome::Skipped(m) => m.push_str(&format!(" ({msg})")),
+        }
+    }
     for imp in imps {
         imp.check_health();
     }
@@ -432,6 +522,15 @@ pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
 
 /// Run one cross assertion: `a` writes, `b` continues.
 pub fn run_cross(a: &Impl, b: &Impl, x: &CrossAssertion, opts: &Options) -> (Outcome, f64) {
+    if let (true, Some(f)) = (x.shares_store, a.store.needs()) {
+        if gate(&[a, b], x.needs).is_none() && !b.has(f) {
+            let why = format!(
+                "unsupported: {} does not declare feature `{f}` (it cannot open {}'s PostgreSQL store)",
+                b.label, a.label
+            );
+            return (Outcome::Skipped(why), 0.0);
+        }
+    }
     execute(&[a, b], x.needs, opts, |work| {
         let ctx = CrossCtx { a, b, work };
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));

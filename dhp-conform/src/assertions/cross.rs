@@ -14,18 +14,21 @@ pub fn all() -> Vec<CrossAssertion> {
     vec![
         CrossAssertion {
             name: "cross-store",
+            shares_store: true,
             needs: &[feature::STANDARD_STORE],
             about: "A's worker checkpoints into a shared store; B's supervisor orphans it, B's worker recovers and completes; A sees the result and is fenced out",
             run: cross_store,
         },
         CrossAssertion {
             name: "cross-log",
+            shares_store: false,
             needs: &[],
             about: "A ships a handoff to a transport log; B ingests it and completes it from the last checkpoint",
             run: cross_log,
         },
         CrossAssertion {
             name: "cross-bundle",
+            shares_store: false,
             needs: &[],
             about: "A suspends a handoff into a bundle; B resumes it on its own root and completes it",
             run: cross_bundle,
@@ -77,7 +80,7 @@ fn cross_store(cx: &CrossCtx<'_>) -> Check {
 }
 
 fn cross_log(cx: &CrossCtx<'_>) -> Check {
-    let (ra, rb) = (cx.root("a")?, cx.root("b")?);
+    let (ra, rb) = (cx.root("a")?, cx.root_b("b")?);
     let log = cx.path("t.log");
     let mut a = cx.a()?;
     let mut b = cx.b()?;
@@ -104,7 +107,7 @@ fn cross_log(cx: &CrossCtx<'_>) -> Check {
 }
 
 fn cross_bundle(cx: &CrossCtx<'_>) -> Check {
-    let (ra, rb) = (cx.root("a")?, cx.root("b")?);
+    let (ra, rb) = (cx.root("a")?, cx.root_b("b")?);
     let bundle = cx.path("h.bundle");
     let mut a = cx.a()?;
     let mut b = cx.b()?;

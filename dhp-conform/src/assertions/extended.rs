@@ -372,7 +372,7 @@ pub fn newer_schema_refused(cx: &Ctx<'_>) -> Check {
     let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
     let before = db.must_envelope(&hid)?;
     ensure_eq!(db.max_schema_version()?, Some(3), "schema_version written by the implementation");
-    db.connection().execute("INSERT INTO schema_version (version, applied_at) VALUES (4, ?1)", [now()])?;
+    db.add_schema_version(4, now())?;
     let mut other = cx.adapter()?;
     other.must_fail("open", json!({"root": root}), &["ValidationError"], "opening a store with schema v4")?;
     m.must_fail("open", json!({"root": root}), &["ValidationError"], "re-opening a store after it moved to schema v4")?;

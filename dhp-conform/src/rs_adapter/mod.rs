@@ -93,7 +93,7 @@ struct Adapter {
     mutant: Option<Mutant>,
     runners: HashMap<String, Runner>,
     sups: HashMap<(String, String), Supervisor>,
-    tokens: Vec<liveness::Token>,
+    tokens: Vec<dhp_core::store::LivenessToken>,
     pending: Vec<Pending>,
 }
 
@@ -182,7 +182,7 @@ impl Adapter {
                 "version": env!("CARGO_PKG_VERSION"),
                 "protocol_version": "1.3",
                 "adapter_protocol": 1,
-                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection", "approvals"],
+                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection", "approvals", "postgres-store"],
                 "pid": std::process::id(),
             })),
             "shutdown" => Ok(json!({})),
@@ -282,9 +282,18 @@ impl Adapter {
             }
             "liveness_publish" => {
                 if !self.is(Mutant::NoLiveness) {
-                    let root = std::fs::canonicalize(s(a, "root")?).map_err(|e| err("StoreError", e.to_string()))?;
                     let w = self.id_arg(a, "worker")?;
-                    self.tokens.push(liveness::publish(&root, &w)?);
+                    // the backend's own token (PostgreSQL: an advisory lock), else a flock file
+                    let own = self.runner(s(a, "root")?)?.store().publish_liveness(&w)?;
+                    let token = match own {
+                        Some(t) => t,
+                        None => {
+                            let root =
+                                std::fs::canonicalize(s(a, "root")?).map_err(|e| err("StoreError", e.to_string()))?;
+                            Box::new(liveness::publish(&root, &w)?)
+                        }
+                    };
+                    self.tokens.push(token);
                 }
                 Ok(json!({}))
             }

@@ -1,0 +1,183 @@
+//! Where each assertion's stores live (`--store`): fresh directories (the
+//! default, or under a given directory), or fresh schemas of a PostgreSQL
+//! database, one per store an assertion asks for, dropped afterwards
+//! unless `--keep`.
+
+use crate::protocol::feature;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The engine an implementation's stores are created on.
+#[derive(Debug)]
+pub enum StoreBase {
+    /// A directory per store, inside the assertion's temporary directory,
+    /// which is created under this directory (`None`: the system's).
+    Dir(Option<PathBuf>),
+    /// A schema per store in this database.
+    Postgres(PgBase),
+}
+
+impl Default for StoreBase {
+    fn default() -> Self {
+        StoreBase::Dir(None)
+    }
+}
+
+impl StoreBase {
+    /// Parse a `--store` value: a `postgres://` / `postgresql://` URL
+    /// without `schema=`, or an existing directory.
+    pub fn parse(s: &str) -> Result<StoreBase, String> {
+        if is_postgres(s) {
+            return PgBase::new(s).map(StoreBase::Postgres);
+        }
+        if s.contains("://") {
+            return Err(format!("--store {s}: not a directory and not a postgres:// URL"));
+        }
+        let p = PathBuf::from(s);
+        if !p.is_dir() {
+            return Err(format!("--store {s}: no such directory"));
+        }
+        Ok(StoreBase::Dir(Some(p)))
+    }
+
+    /// `sqlite` or `postgres`: the suffix of labels when several engines run.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            StoreBase::Dir(_) => "sqlite",
+            StoreBase::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The feature an adapter must declare to be given such a location.
+    pub fn needs(&self) -> Option<&'static str> {
+        match self {
+            StoreBase::Dir(_) => None,
+            StoreBase::Postgres(_) => Some(feature::POSTGRES_STORE),
+        }
+    }
+
+    /// For messages (password masked).
+    pub fn describe(&self) -> String {
+        match self {
+            StoreBase::Dir(None) => "directories under the system temp dir".into(),
+            StoreBase::Dir(Some(p)) => format!("directories under {}", p.display()),
+            StoreBase::Postgres(pg) => format!("a fresh schema per store in {}", mask(&pg.url)),
+        }
+    }
+}
+
+/// `postgres://` or `postgresql://`, any case.
+pub fn is_postgres(s: &str) -> bool {
+    let l = s.get(..13).unwrap_or(s).to_ascii_lowercase();
+    l.starts_with("postgres://") || l.starts_with("postgresql://")
+}
+
+/// `user:secret@` becomes `user:***@`.
+pub fn mask(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_string() };
+    let rest = &url[scheme_end..];
+    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..auth_end].rfind('@') {
+        Some(at) => match rest[..at].find(':') {
+            Some(colon) => format!("{}{}:***{}", &url[..scheme_end], &rest[..colon], &rest[at..]),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// A PostgreSQL base URL and the schemas handed out from it.
+#[derive(Debug)]
+pub struct PgBase {
+    url: String,
+    run: String,
+    next: AtomicU64,
+}
+
+impl PgBase {
+    fn new(url: &str) -> Result<PgBase, String> {
+        if split_schema(url).1.is_some() {
+            return Err(format!(
+                "--store {}: give a base URL without schema= (each assertion gets its own schema)",
+                mask(url)
+            ));
+        }
+        // the runner connects itself (to drop schemas, to read stores): check now
+        client(url).map_err(|e| format!("--store {}: {e}", mask(url)))?;
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
+        let run = format!("{:x}{:x}", std::process::id(), stamp % 0x10_0000);
+        Ok(PgBase { url: url.to_string(), run, next: AtomicU64::new(0) })
+    }
+
+    /// A new, unique schema name and the store location naming it.
+    pub fn location(&self) -> (String, String) {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let schema = format!("dhpc_{}_{n}", self.run);
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        (schema.clone(), format!("{}{sep}schema={schema}", self.url))
+    }
+
+    /// Drop these schemas (and everything in them).
+    pub fn drop_schemas(&self, schemas: &[String]) -> Result<(), String> {
+        if schemas.is_empty() {
+            return Ok(());
+        }
+        let mut c = client(&self.url)?;
+        for s in schemas {
+            c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
+                .map_err(|e| format!("dropping schema {s}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// `(url without schema=, schema)`.
+pub fn split_schema(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else { return (url.to_string(), None) };
+    let mut schema = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.strip_prefix("schema=") {
+            Some(v) => {
+                schema = Some(v.to_string());
+                false
+            }
+            None => !kv.is_empty(),
+        })
+        .collect();
+    let base = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    (base, schema)
+}
+
+/// A connection to the database of `url` (any `schema=` ignored), without
+/// TLS (as dhp-core's store).
+pub fn client(url: &str) -> Result<postgres::Client, String> {
+    let (base, _) = split_schema(url);
+    let mut cfg: postgres::Config = base.parse().map_err(|e| format!("bad PostgreSQL URL {}: {e}", mask(&base)))?;
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(Duration::from_secs(10));
+    }
+    cfg.connect(postgres::NoTls).map_err(|e| format!("connecting to {}: {e}", mask(&base)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert!(is_postgres("PostgreSQL://h/db") && is_postgres("postgres://h") && !is_postgres("/tmp/x"));
+        assert_eq!(mask("postgres://u:pw@h:5/db?x=1"), "postgres://u:***@h:5/db?x=1");
+        assert_eq!(mask("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            split_schema("postgres://h/db?a=1&schema=s&b=2"),
+            ("postgres://h/db?a=1&b=2".into(), Some("s".into()))
+        );
+        assert_eq!(split_schema("postgres://h/db?schema=s"), ("postgres://h/db".into(), Some("s".into())));
+        assert_eq!(split_schema("postgres://h/db"), ("postgres://h/db".into(), None));
+        assert!(StoreBase::parse("postgres://h/db?schema=x").unwrap_err().contains("without schema="));
+        assert!(StoreBase::parse("mysql://h/db").is_err());
+        assert!(StoreBase::parse("/nonexistent/dir/x").is_err());
+    }
+}
