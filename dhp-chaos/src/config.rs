@@ -234,9 +234,33 @@ pub struct RoundConfig {
     pub reference_dir: Option<PathBuf>,
     /// The command that replays this round.
     pub replay: String,
+    /// The store engine: `sqlite` (a directory in the round) or `postgres`.
+    #[serde(default = "sqlite_engine")]
+    pub engine: String,
+    /// PostgreSQL rounds: the server URL without `schema=` (the round's
+    /// schema is [`RoundConfig::pg_schema`]). Never saved: it holds a password.
+    #[serde(default, skip_serializing)]
+    pub pg_url: Option<String>,
+}
+
+fn sqlite_engine() -> String {
+    "sqlite".into()
 }
 
 impl RoundConfig {
+    /// The PostgreSQL schema holding this round's store (unique per seed and round).
+    pub fn pg_schema(&self) -> String {
+        format!("chaos_{:016x}_{}", self.seed, self.round)
+    }
+
+    /// The ROOT argument of a PostgreSQL round: the URL plus `schema=`.
+    pub fn pg_root(&self) -> Option<String> {
+        self.pg_url.as_ref().map(|u| {
+            let sep = if u.contains('?') { '&' } else { '?' };
+            format!("{u}{sep}schema={}", self.pg_schema())
+        })
+    }
+
     pub fn lo_hi(&self, i: u32) -> (u64, u64) {
         let span = self.chunks * self.chunk;
         let lo = self.base + u64::from(i) * span;

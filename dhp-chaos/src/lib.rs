@@ -41,6 +41,7 @@ pub mod check;
 pub mod config;
 pub mod hist;
 pub mod locate;
+pub mod pg;
 pub mod procs;
 pub mod python;
 pub mod report;

@@ -174,6 +174,11 @@ struct RunArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// The store: sqlite (default), postgres (a throwaway cluster this run starts and stops, via
+    /// scripts/pg.sh) or a postgres:// URL of an existing server (each round gets its own schema).
+    /// Given twice (sqlite and postgres), runs the same seeds on both engines and prints them side by side.
+    #[arg(long, default_value = "sqlite")]
+    store: Vec<String>,
 }
 
 fn main() {
@@ -354,6 +359,107 @@ fn run(a: RunArgs) -> Result<i32> {
         dhp.display()
     );
     // At most a week of rounds.
+    let tmpl = RoundConfig {
+        seed,
+        round: 0,
+        handoffs: a.handoffs,
+        chunks: a.chunks,
+        chunk: a.chunk,
+        base: a.base,
+        pace_s: a.pace,
+        max_attempts: a.max_attempts,
+        dlq_handoffs: a.dlq_handoffs.min(a.handoffs),
+        dlq_max_attempts: a.dlq_max_attempts,
+        workers: workers.clone(),
+        supervisors: supervisors.clone(),
+        supervisor_count: a.supervisor_count,
+        fault_interval_s: fault_interval,
+        fault_mix: fault_mix.clone(),
+        failpoint_rate: a.failpoint_rate,
+        race_rate: a.race_rate,
+        pause_max_s: a.pause_max,
+        supervisor_restart_max_s: a.supervisor_restart_max,
+        fault_seconds: a.fault_seconds,
+        grace_seconds: a.grace,
+        timing: timing.clone(),
+        ship,
+        pause_points: a.pause_points.clone(),
+        liveness: !a.no_liveness,
+        dhp: dhp.clone(),
+        python: python.clone(),
+        reference_dir: reference_dir.clone(),
+        replay: String::new(),
+        engine: "sqlite".into(),
+        pg_url: None,
+    };
+    let mut engines = Vec::new();
+    for s in &a.store {
+        engines.push(Engine::parse(s)?);
+    }
+    if engines.iter().filter(|e| e.label == "sqlite").count() > 1
+        || engines.iter().filter(|e| e.label != "sqlite").count() > 1
+    {
+        bail!("--store twice runs the same seeds on both engines: give sqlite once and postgres (or a URL) once");
+    }
+    let mut codes = Vec::new();
+    let mut all_totals = Vec::new();
+    for e in &engines {
+        let mut t = tmpl.clone();
+        t.engine = if e.label == "sqlite" { "sqlite".into() } else { "postgres".into() };
+        let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
+        t.pg_url = match (&owned, &e.url) {
+            (Some(c), _) => Some(c.url.clone()),
+            (None, Some(u)) => Some(u.clone()),
+            (None, None) => None,
+        };
+        if t.pg_url.is_some() {
+            let where_ = if owned.is_some() {
+                "a throwaway cluster owned by this run".to_string()
+            } else {
+                dhp_chaos::pg::mask(&e.url.clone().unwrap_or_default())
+            };
+            println!("dhp-chaos: store postgres: {where_}, one schema per round (chaos_<seed>_<round>)");
+        }
+        let out_e = if engines.len() > 1 { out.join(&t.engine) } else { out.clone() };
+        std::fs::create_dir_all(&out_e).with_context(|| format!("creating {}", out_e.display()))?;
+        let (code, totals) = run_rounds(&a, &t, &out_e, started_at)?;
+        drop(owned);
+        codes.push(code);
+        all_totals.push((t.engine.clone(), totals));
+    }
+    if all_totals.len() > 1 {
+        println!("\nsame seeds, both engines:\n{}", report::side_by_side(&all_totals));
+    }
+    Ok(codes.into_iter().max().unwrap_or(0))
+}
+
+/// `--store`: sqlite, postgres (a cluster this run owns) or a server URL.
+struct Engine {
+    label: String,
+    url: Option<String>,
+}
+
+impl Engine {
+    fn parse(s: &str) -> Result<Engine> {
+        Ok(match s {
+            "sqlite" => Engine { label: "sqlite".into(), url: None },
+            "postgres" | "postgresql" => Engine { label: "postgres".into(), url: None },
+            u => {
+                dhp_chaos::pg::check_url(u)?;
+                Engine { label: "postgres-url".into(), url: Some(u.to_string()) }
+            }
+        })
+    }
+}
+
+/// The rounds of one engine: a line per round, the summary, `results.json`.
+fn run_rounds(
+    a: &RunArgs,
+    tmpl: &RoundConfig,
+    out: &Path,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Result<(i32, report::Totals)> {
+    let seed = tmpl.seed;
     let budget =
         dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
     let t_start = Instant::now();
@@ -375,37 +481,10 @@ fn run(a: RunArgs) -> Result<i32> {
             break;
         }
         let rseed = seed.wrapping_add(u64::from(i));
-        let cfg = RoundConfig {
-            seed: rseed,
-            round: i,
-            handoffs: a.handoffs,
-            chunks: a.chunks,
-            chunk: a.chunk,
-            base: a.base,
-            pace_s: a.pace,
-            max_attempts: a.max_attempts,
-            dlq_handoffs: a.dlq_handoffs.min(a.handoffs),
-            dlq_max_attempts: a.dlq_max_attempts,
-            workers: workers.clone(),
-            supervisors: supervisors.clone(),
-            supervisor_count: a.supervisor_count,
-            fault_interval_s: fault_interval,
-            fault_mix: fault_mix.clone(),
-            failpoint_rate: a.failpoint_rate,
-            race_rate: a.race_rate,
-            pause_max_s: a.pause_max,
-            supervisor_restart_max_s: a.supervisor_restart_max,
-            fault_seconds: a.fault_seconds,
-            grace_seconds: a.grace,
-            timing: timing.clone(),
-            ship,
-            pause_points: a.pause_points.clone(),
-            liveness: !a.no_liveness,
-            dhp: dhp.clone(),
-            python: python.clone(),
-            reference_dir: reference_dir.clone(),
-            replay: replay_command(rseed),
-        };
+        let mut cfg = tmpl.clone();
+        cfg.seed = rseed;
+        cfg.round = i;
+        cfg.replay = replay_command(rseed);
         let dir = out.join(format!("round-{i:04}"));
         let r0 = Instant::now();
         match run_round(&cfg, &dir, a.quiet) {
@@ -475,7 +554,7 @@ fn run(a: RunArgs) -> Result<i32> {
         1 => println!("dhp-chaos: INVARIANT VIOLATED"),
         _ => println!("dhp-chaos: HARNESS ERROR"),
     }
-    Ok(code)
+    Ok((code, totals))
 }
 
 fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool) -> Result<RoundReport> {

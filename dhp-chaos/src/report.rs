@@ -312,3 +312,33 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     }
     s
 }
+
+/// The totals of the same seeds on two (or more) store engines, one column each.
+pub fn side_by_side(cols: &[(String, Totals)]) -> String {
+    type Row = (&'static str, fn(&Totals) -> String);
+    let rows: [Row; 10] = [
+        ("rounds held", |t| format!("{}/{}", t.rounds_held, t.rounds)),
+        ("handoffs completed", |t| format!("{}/{}", t.completed, t.handoffs)),
+        ("kills", |t| t.kills.to_string()),
+        ("kills/min", |t| format!("{:.1}", t.kills_per_min)),
+        ("detection p50 (ms)", |t| ms(t.detection_worker_kill.p50)),
+        ("detection p99 (ms)", |t| ms(t.detection_worker_kill.p99)),
+        ("leader failover p50 (ms)", |t| ms(t.leader_failover.p50)),
+        ("recoveries", |t| t.recoveries.to_string()),
+        ("violations", |t| t.violations.to_string()),
+        ("undetected kills", |t| t.undetected.to_string()),
+    ];
+    let mut s = format!("{:<26}", "");
+    for (name, _) in cols {
+        let _ = write!(s, "{name:>14}");
+    }
+    s.push('\n');
+    for (label, f) in rows {
+        let _ = write!(s, "{label:<26}");
+        for (_, t) in cols {
+            let _ = write!(s, "{:>14}", f(t));
+        }
+        s.push('\n');
+    }
+    s
+}

@@ -57,6 +57,60 @@ pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     Ok(out)
 }
 
+/// The JSON export of a PostgreSQL round's store (`store/export.json`,
+/// written by [`crate::pg::export`]), read into the same structures.
+pub fn load_export(path: &Path) -> Result<BTreeMap<String, Handoff>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: Value = serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display()))?;
+    let rows = |table: &str| -> Result<Vec<Value>> {
+        v.get(table).and_then(Value::as_array).cloned().with_context(|| format!("{}: no {table} array", path.display()))
+    };
+    let text = |r: &Value, k: &str| -> Result<String> {
+        r.get(k)
+            .and_then(Value::as_str)
+            .map(String::from)
+            .with_context(|| format!("{}: row without {k}: {r}", path.display()))
+    };
+    let int = |r: &Value, k: &str| -> Result<i64> {
+        r.get(k).and_then(Value::as_i64).with_context(|| format!("{}: row without {k}: {r}", path.display()))
+    };
+    let mut out = BTreeMap::new();
+    for r in rows("handoffs")? {
+        let hid = text(&r, "hid")?;
+        let env: Value =
+            serde_json::from_str(&text(&r, "envelope_json")?).with_context(|| format!("envelope of {hid}"))?;
+        let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
+        out.insert(hid.clone(), Handoff { hid, env, status, ckpts: Vec::new(), own: None });
+    }
+    for r in rows("checkpoints")? {
+        let (hid, state_json) = (text(&r, "hid")?, text(&r, "state_json")?);
+        let state = serde_json::from_str(&state_json).unwrap_or(Value::Null);
+        if let Some(h) = out.get_mut(&hid) {
+            h.ckpts.push(Ckpt { seq: int(&r, "seq")?, state_json, state_hash: text(&r, "state_hash")?, state });
+        }
+    }
+    for h in out.values_mut() {
+        h.ckpts.sort_by_key(|c| c.seq);
+    }
+    for r in rows("ownership")? {
+        if let Some(h) = out.get_mut(&text(&r, "hid")?) {
+            h.own = Some((text(&r, "holder")?, int(&r, "fence")?));
+        }
+    }
+    Ok(out)
+}
+
+/// The round's store: the PostgreSQL export when the round ran on
+/// PostgreSQL, else the SQLite file.
+pub fn load_round_store(store_dir: &Path) -> Result<BTreeMap<String, Handoff>> {
+    let export = store_dir.join("export.json");
+    if export.exists() {
+        load_export(&export)
+    } else {
+        load_store(&store_dir.join("dhp.sqlite3"))
+    }
+}
+
 /// Leftover check for `analyze`: is this a round directory?
 pub fn is_round_dir(p: &Path) -> bool {
     p.join("round.json").exists() && p.join("history.jsonl").exists()

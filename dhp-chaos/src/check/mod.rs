@@ -24,7 +24,9 @@ mod report;
 pub use ctx::Ctx;
 pub use findings::{Finding, Findings};
 pub use invariants::Invariant;
-pub use load::{is_pruned_round_dir, is_round_dir, load_saved_report, load_store, Ckpt, Handoff};
+pub use load::{
+    is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, load_store, Ckpt, Handoff,
+};
 pub use report::{stats, FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
 
 use crate::hist;
@@ -53,7 +55,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         &std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?,
     )?;
     let history = hist::load(&paths.history)?;
-    let store = load_store(&paths.store.join("dhp.sqlite3"))?;
+    let store = load::load_round_store(&paths.store)?;
     let ix = history::index(&history);
     let cx = Ctx::new(dir, &meta, &ix, &store);
 

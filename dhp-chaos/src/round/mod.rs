@@ -106,6 +106,9 @@ pub struct Driver<'a> {
     hist: Writer,
     table: Table,
     db: Option<Connection>,
+    /// PostgreSQL rounds: the monitor's own connection (reopened after the server restarts).
+    pg: Option<postgres::Client>,
+    last_pg_connect: f64,
     hids: Vec<String>,
     t0: f64,
     snap: Snapshot,
@@ -161,6 +164,8 @@ impl<'a> Driver<'a> {
             rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
             table: Table::default(),
             db: None,
+            pg: None,
+            last_pg_connect: 0.0,
             hids: Vec::new(),
             t0: 0.0,
             snap: Snapshot::default(),
@@ -194,7 +199,7 @@ impl<'a> Driver<'a> {
     }
 
     fn store_arg(&self) -> String {
-        self.paths.store.display().to_string()
+        self.cfg.pg_root().unwrap_or_else(|| self.paths.store.display().to_string())
     }
 
     fn all_terminal(&self) -> bool {
@@ -315,6 +320,11 @@ impl<'a> Driver<'a> {
                 "observe",
                 json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}),
             );
+        }
+        if let Some(url) = &self.cfg.pg_url {
+            // the checker (and `analyze`, after the cluster is gone) reads this export
+            self.pg = None;
+            crate::pg::export_to(url, &self.cfg.pg_schema(), &self.paths.store.join("export.json"))?;
         }
         let t_end = self.hist.record("round", json!({"phase": "end"}));
         self.write_meta(

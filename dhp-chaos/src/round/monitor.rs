@@ -4,38 +4,65 @@ use super::*;
 
 impl Driver<'_> {
     /// Read statuses, ownership, leadership; record what changed.
-    pub(super) fn monitor(&mut self) {
-        let Some(db) = &self.db else { return };
-        let read = || -> rusqlite::Result<Snapshot> {
+    /// (Re)open the monitor's PostgreSQL connection, at most every 200 ms
+    /// (the server may be down: crashed by a fault, restarting).
+    pub(super) fn pg_reconnect(&mut self) {
+        let (Some(url), true) = (&self.cfg.pg_url, self.pg.is_none()) else { return };
+        let now = hist::now();
+        if now - self.last_pg_connect < 0.2 {
+            return;
+        }
+        self.last_pg_connect = now;
+        self.pg = crate::pg::connect(url, &self.cfg.pg_schema(), Duration::from_millis(500)).ok();
+    }
+
+    /// The PostgreSQL store as the monitor sees it; the connection is
+    /// dropped on error and reopened on a later tick.
+    fn read_pg(&mut self) -> Option<Snapshot> {
+        self.pg_reconnect();
+        let c = self.pg.as_mut()?;
+        let mut read = || -> Result<Snapshot, postgres::Error> {
             let mut s = Snapshot::default();
-            let mut st =
-                db.prepare_cached("SELECT hid, json_extract(envelope_json, '$.execution.status') FROM handoffs")?;
-            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
-                let (h, s2) = r?;
-                s.status.insert(h, s2.unwrap_or_default());
+            let mut tx = c.build_transaction().read_only(true).start()?;
+            for r in tx.query("SELECT hid, status FROM handoffs", &[])? {
+                s.status.insert(r.get(0), r.get::<_, Option<String>>(1).unwrap_or_default());
             }
-            let mut st = db.prepare_cached("SELECT hid, holder, fence FROM ownership")?;
-            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
-                let (h, holder, fence) = r?;
-                s.own.insert(h, (holder, fence));
+            for r in tx.query("SELECT hid, holder, fence FROM ownership", &[])? {
+                s.own.insert(r.get(0), (r.get(1), r.get(2)));
             }
-            let mut st = db.prepare_cached("SELECT holder, expires_at FROM leadership WHERE id = 1")?;
             let now = hist::now();
-            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
-                let (holder, exp) = r?;
-                if exp >= now {
-                    s.leader = Some(holder);
+            for r in tx.query("SELECT holder, expires_at FROM leadership WHERE id = 1", &[])? {
+                if r.get::<_, f64>(1) >= now {
+                    s.leader = Some(r.get(0));
                 }
             }
-            let mut st = db.prepare_cached("SELECT hid, MAX(seq) + 1 FROM checkpoints GROUP BY hid")?;
-            for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
-                let (h, n) = r?;
-                s.ckpts.insert(h, n);
+            for r in tx.query("SELECT hid, MAX(seq) + 1 FROM checkpoints GROUP BY hid", &[])? {
+                s.ckpts.insert(r.get(0), r.get(1));
             }
+            tx.commit()?;
             Ok(s)
         };
-        let dv: Option<i64> = db.query_row("PRAGMA data_version", [], |r| r.get(0)).ok();
-        let Ok(new) = read() else { return };
+        match read() {
+            Ok(s) => Some(s),
+            Err(_) => {
+                self.pg = None;
+                None
+            }
+        }
+    }
+
+    /// Read statuses, ownership, leadership; record what changed.
+    pub(super) fn monitor(&mut self) {
+        let (new, dv) = if self.cfg.pg_url.is_some() {
+            // no commit-stall probe on PostgreSQL: row locks do not stop other writers
+            let Some(new) = self.read_pg() else { return };
+            (new, None)
+        } else {
+            let Some(db) = &self.db else { return };
+            let dv: Option<i64> = db.query_row("PRAGMA data_version", [], |r| r.get(0)).ok();
+            let Ok(new) = read_sqlite(db) else { return };
+            (new, dv)
+        };
         let now = hist::now();
         if let Some(dv) = dv {
             match self.data_version {
@@ -91,4 +118,33 @@ impl Driver<'_> {
         self.live.terminal = self.hids.iter().filter(|h| new.status.get(*h).is_some_and(|s| terminal(s))).count();
         self.snap = new;
     }
+}
+
+/// The SQLite store as the monitor sees it.
+fn read_sqlite(db: &Connection) -> rusqlite::Result<Snapshot> {
+    let mut s = Snapshot::default();
+    let mut st = db.prepare_cached("SELECT hid, json_extract(envelope_json, '$.execution.status') FROM handoffs")?;
+    for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))? {
+        let (h, s2) = r?;
+        s.status.insert(h, s2.unwrap_or_default());
+    }
+    let mut st = db.prepare_cached("SELECT hid, holder, fence FROM ownership")?;
+    for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
+        let (h, holder, fence) = r?;
+        s.own.insert(h, (holder, fence));
+    }
+    let mut st = db.prepare_cached("SELECT holder, expires_at FROM leadership WHERE id = 1")?;
+    let now = hist::now();
+    for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
+        let (holder, exp) = r?;
+        if exp >= now {
+            s.leader = Some(holder);
+        }
+    }
+    let mut st = db.prepare_cached("SELECT hid, MAX(seq) + 1 FROM checkpoints GROUP BY hid")?;
+    for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (h, n) = r?;
+        s.ckpts.insert(h, n);
+    }
+    Ok(s)
 }

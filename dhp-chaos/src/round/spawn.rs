@@ -17,7 +17,7 @@ impl Driver<'_> {
                 .arg("--json")
                 .arg("dispatch")
                 .arg("--create")
-                .arg(&self.paths.store)
+                .arg(self.store_arg())
                 .arg("--census")
                 .arg(format!("{lo},{hi},{}", self.cfg.chunk))
                 .arg("--max-attempts")
@@ -36,6 +36,10 @@ impl Driver<'_> {
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att}),
             );
             self.hids.push(hid);
+        }
+        if self.cfg.pg_url.is_some() {
+            self.pg_reconnect();
+            return Ok(());
         }
         let db = Connection::open_with_flags(
             self.paths.store.join("dhp.sqlite3"),

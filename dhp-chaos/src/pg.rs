@@ -1,0 +1,132 @@
+//! PostgreSQL rounds: the throwaway cluster a `--store postgres` run owns
+//! (started and stopped with `scripts/pg.sh`, like the tests), the harness's
+//! own client (no dhp-core store code: the checker must not trust what it
+//! checks), and the end-of-round JSON export of the store that `analyze`
+//! re-checks once the cluster is gone.
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A cluster started for this run; stopped (and its directory removed) on drop.
+#[derive(Debug)]
+pub struct OwnedCluster {
+    script: PathBuf,
+    pub data_dir: PathBuf,
+    pub url: String,
+}
+
+impl OwnedCluster {
+    /// `scripts/pg.sh start --watch <this pid>`: the script stops the
+    /// cluster itself should this process die without dropping it.
+    pub fn start() -> Result<OwnedCluster> {
+        let root = dhp_core::locate::checkout().context("finding the checkout (for scripts/pg.sh)")?;
+        let script = root.join("scripts/pg.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .args(["start", "--watch", &std::process::id().to_string()])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("running {}", script.display()))?;
+        if !out.status.success() {
+            bail!("{} start failed ({})", script.display(), out.status);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let last = text.lines().last().unwrap_or("").trim();
+        let Some((dir, url)) = last.split_once(' ') else {
+            bail!("{} start printed {last:?}, not `DIR URL`", script.display());
+        };
+        Ok(OwnedCluster { script, data_dir: PathBuf::from(dir), url: url.to_string() })
+    }
+}
+
+impl Drop for OwnedCluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(&self.script)
+            .arg("stop")
+            .arg(&self.data_dir)
+            .stdout(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// `postgres://…` or `postgresql://…`, without a `schema=` (each round gets its own).
+pub fn check_url(url: &str) -> Result<()> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        bail!("--store wants sqlite, postgres or a postgres:// URL, not {:?}", mask(url));
+    }
+    if url.split_once('?').is_some_and(|(_, q)| q.split('&').any(|kv| kv.starts_with("schema="))) {
+        bail!("--store {}: leave out schema= (every round gets a schema of its own)", mask(url));
+    }
+    Ok(())
+}
+
+/// `user:***@host`: passwords never reach a message or a file.
+pub fn mask(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let cred = &url[s + 3..at];
+            match cred.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The harness's own connection, with `search_path` set to the round's schema.
+pub fn connect(url: &str, schema: &str, timeout: Duration) -> Result<postgres::Client> {
+    let mut cfg = postgres::Config::from_str(url).with_context(|| format!("parsing {}", mask(url)))?;
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(timeout);
+    }
+    cfg.application_name("dhp-chaos");
+    let mut c = cfg.connect(postgres::NoTls).with_context(|| format!("connecting to {}", mask(url)))?;
+    c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
+    Ok(c)
+}
+
+/// The tables the checker reads, one object per table, rows as the loader
+/// reads them (`check::load::load_export` reads this back).
+pub fn export(c: &mut postgres::Client) -> Result<Value> {
+    let handoffs: Vec<Value> = c
+        .query("SELECT hid, envelope_json FROM handoffs ORDER BY hid", &[])?
+        .iter()
+        .map(|r| json!({"hid": r.get::<_, String>(0), "envelope_json": r.get::<_, String>(1)}))
+        .collect();
+    let checkpoints: Vec<Value> = c
+        .query("SELECT hid, seq, state_json, state_hash FROM checkpoints ORDER BY hid, seq", &[])?
+        .iter()
+        .map(|r| {
+            json!({"hid": r.get::<_, String>(0), "seq": r.get::<_, i64>(1),
+                   "state_json": r.get::<_, String>(2), "state_hash": r.get::<_, String>(3)})
+        })
+        .collect();
+    let ownership: Vec<Value> = c
+        .query("SELECT hid, holder, fence FROM ownership ORDER BY hid", &[])?
+        .iter()
+        .map(|r| json!({"hid": r.get::<_, String>(0), "holder": r.get::<_, String>(1), "fence": r.get::<_, i64>(2)}))
+        .collect();
+    Ok(json!({"engine": "postgres", "handoffs": handoffs, "checkpoints": checkpoints, "ownership": ownership}))
+}
+
+/// Export the round's store to `path` (retrying while the server restarts).
+pub fn export_to(url: &str, schema: &str, path: &Path) -> Result<()> {
+    let mut last = None;
+    for _ in 0..30 {
+        match connect(url, schema, Duration::from_secs(2)).and_then(|mut c| export(&mut c)) {
+            Ok(v) => {
+                std::fs::write(path, serde_json::to_vec_pretty(&v)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                return Ok(());
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt made")).context("exporting the PostgreSQL store"))
+}
