@@ -286,7 +286,7 @@ mod tests {
     fn mutants_named_in_the_catalogue_exist() {
         for n in NOTES {
             for m in n.mutants {
-                assert!(crate::rs_adapter::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
+                assert!(crate::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
             }
         }
     }
