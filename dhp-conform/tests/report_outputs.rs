@@ -50,7 +50,7 @@ fn html_badge_and_markdown_of_a_failing_run() {
             .to_string()
     };
     assert!(text("message").contains("ack of a pending handoff"), "{html}");
-    assert!(text("stderr").contains("dhp-adapter: ack: ok"), "{html}");
+    assert!(text("stderr").contains("dhp-mutant-adapter: ack: ok"), "{html}");
 
     let badges: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
