@@ -16,7 +16,7 @@ pub struct Notes {
     pub why: &'static str,
     /// What the runner does to check it.
     pub how: &'static str,
-    /// `dhp-adapter --mutant NAME`s this assertion catches (each fails it
+    /// `dhp-mutant-adapter --mutant NAME`s this assertion catches (each fails it
     /// and nothing else; `tests/mutants.rs`). Empty only for cross
     /// assertions, whose single-implementation halves are mutant-tested.
     pub mutants: &'static [&'static str],
@@ -187,7 +187,7 @@ impl Entry {
             self.mutants().join(", ")
         };
         format!(
-            "{id} ({level})\n\nRule:    {rule}\nWhy:     {why}\nChecked: {how}\nNeeds:   {needs}\nCaught mutants (dhp-adapter --mutant): {mutants}\n",
+            "{id} ({level})\n\nRule:    {rule}\nWhy:     {why}\nChecked: {how}\nNeeds:   {needs}\nCaught mutants (dhp-mutant-adapter --mutant): {mutants}\n",
             id = self.id,
             level = self.level.as_str(),
             rule = self.rule,
@@ -286,7 +286,7 @@ mod tests {
     fn mutants_named_in_the_catalogue_exist() {
         for n in NOTES {
             for m in n.mutants {
-                assert!(crate::rs_adapter::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
+                assert!(crate::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
             }
         }
     }

@@ -37,6 +37,7 @@ pub mod cli;
 pub mod client;
 pub mod expect;
 pub mod fuzzing;
+pub mod mutants;
 pub mod ops;
 pub mod pgroup;
 pub mod protocol;

@@ -14,7 +14,7 @@ fn pin_file(dir: &tempfile::TempDir, label: &str, id: &str, outcome: &str) -> St
 #[test]
 fn a_pinned_failure_passes_and_a_change_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let cmd = adapter("--mutant ack-before-complete");
+    let cmd = mutant_adapter("ack-before-complete", "");
     let label = "dhp-rs-mutant-ack-before-complete";
     let args = |f: &str| -> Vec<String> {
         ["--impl", &cmd, "ack-after-complete", "--exact", "--expect", f].iter().map(|s| s.to_string()).collect()

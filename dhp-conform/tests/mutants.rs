@@ -33,7 +33,7 @@ const PARALLEL: usize = 4;
 
 /// Failed, errored and skipped assertions of a run against `mutant`.
 fn verdict(mutant: &str) -> (BTreeSet<String>, Vec<String>) {
-    let run = conform(&["--impl", &adapter(&format!("--mutant {mutant}")), "--format", "json", "--level", "extended"]);
+    let run = conform(&["--impl", &mutant_adapter(mutant, ""), "--format", "json", "--level", "extended"]);
     let failed: BTreeSet<String> = run.with_outcome("failed").into_iter().collect();
     let mut other: Vec<String> = run.with_outcome("errored");
     other.extend(run.with_outcome("skipped"));
@@ -51,7 +51,8 @@ fn every_assertion_has_a_mutant() {
     for n in &names {
         assert!(guarded.contains(n.as_str()), "no mutant is caught by {n}");
     }
-    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_dhp-adapter")).arg("--list-mutants").output().unwrap();
+    let listed =
+        std::process::Command::new(env!("CARGO_BIN_EXE_dhp-mutant-adapter")).arg("--list-mutants").output().unwrap();
     let listed: BTreeSet<String> =
         String::from_utf8_lossy(&listed.stdout).lines().map(|l| l.split('\t').next().unwrap().to_string()).collect();
     let tested: BTreeSet<String> = mutants.iter().map(|(m, _)| m.clone()).collect();

@@ -10,7 +10,7 @@ fn html_badge_and_markdown_of_a_failing_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_string_lossy().into_owned();
     // a mutant that breaks exactly one rule, logging its requests on stderr
-    let cmd = adapter("--mutant ack-before-complete --log-requests");
+    let cmd = mutant_adapter("ack-before-complete", "--log-requests");
     let run = conform(&[
         "--impl",
         &cmd,
@@ -50,7 +50,7 @@ fn html_badge_and_markdown_of_a_failing_run() {
             .to_string()
     };
     assert!(text("message").contains("ack of a pending handoff"), "{html}");
-    assert!(text("stderr").contains("dhp-adapter: ack: ok"), "{html}");
+    assert!(text("stderr").contains("dhp-mutant-adapter: ack: ok"), "{html}");
 
     let badges: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -1,30 +1,24 @@
 //! The approval-gate operations of the adapter (feature `approvals`):
 //! `Runner::request_approval`, `decide_approval`, `await_approval`, and
-//! the approvals of a handoff from `Runner::status`. The approval mutants
-//! wrap them here.
+//! the approvals of a handoff from `Runner::status`.
 
-use super::{err, f, s, v, Adapter, Mutant, R};
-use dhp_core::{Error, Lease};
+use super::{f, s, v, Adapter, R};
+use dhp_core::Lease;
 use serde_json::{json, Value};
-use std::path::Path;
 use std::time::Duration;
 
 /// How often `await_approval` looks at a pending approval.
-const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 impl Adapter {
     pub(super) fn request_approval(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
-        let mut class = s(a, "action_class")?;
-        if self.is(Mutant::ApprovalsFailOpen) && matches!(class, "financial" | "destructive") {
-            class = "write"; // gated classes pass as if they were plain writes
-        }
-        if self.is(Mutant::ApprovalUnknownClassPasses)
-            && !matches!(class, "read" | "write" | "financial" | "destructive")
-        {
-            class = "read";
-        }
-        r.request_approval(&Lease::presented(&hid, fence)?, class, v(a, "details")?, f(a, "timeout_s")?)?;
+        r.request_approval(
+            &Lease::presented(&hid, fence)?,
+            s(a, "action_class")?,
+            v(a, "details")?,
+            f(a, "timeout_s")?,
+        )?;
         Ok(json!({}))
     }
 
@@ -40,35 +34,15 @@ impl Adapter {
     }
 
     pub(super) fn decide_approval(&mut self, a: &Value) -> R {
-        let root = s(a, "root")?;
-        let r = self.runner(root)?;
-        let id = s(a, "approval_id")?;
+        let r = self.runner(s(a, "root")?)?;
         let approved =
             a.get("approved").and_then(Value::as_bool).ok_or_else(|| super::bad("args.approved must be a boolean"))?;
-        let mut decided = r.decide_approval(id, approved)?;
-        if !decided && self.is(Mutant::ApprovalRedecide) {
-            // a decision overwrites whatever was decided before
-            let db = Path::new(root).join("dhp.sqlite3");
-            let c = rusqlite::Connection::open(db).map_err(|e| err("StoreError", e.to_string()))?;
-            c.busy_timeout(Duration::from_secs(10)).map_err(|e| err("StoreError", e.to_string()))?;
-            let status = if approved { "approved" } else { "denied" };
-            let n = c
-                .execute("UPDATE approvals SET status=?1 WHERE approval_id=?2", rusqlite::params![status, id])
-                .map_err(|e| err("StoreError", e.to_string()))?;
-            decided = n > 0;
-        }
-        Ok(json!({"decided": decided}))
+        Ok(json!({"decided": r.decide_approval(s(a, "approval_id")?, approved)?}))
     }
 
     pub(super) fn await_approval(&mut self, a: &Value) -> R {
         let (r, hid, fence) = self.token(a)?;
-        match r.await_approval(&Lease::presented(&hid, fence)?, s(a, "approval_id")?, POLL) {
-            Err(Error::ApprovalDenied { status, .. })
-                if status == "expired" && self.is(Mutant::ExpiredApprovalApproves) =>
-            {
-                Ok(json!({}))
-            }
-            other => other.map(|()| json!({})).map_err(Into::into),
-        }
+        r.await_approval(&Lease::presented(&hid, fence)?, s(a, "approval_id")?, POLL)?;
+        Ok(json!({}))
     }
 }

@@ -67,9 +67,15 @@ pub fn conform(args: &[&str]) -> Run {
     }
 }
 
-/// Our adapter, with extra arguments (a mutant, a misbehaviour).
+/// Our adapter, with extra arguments (a misbehaviour).
 pub fn adapter(extra: &str) -> String {
     format!("'{}' {extra}", env!("CARGO_BIN_EXE_dhp-adapter"))
+}
+
+/// Our adapter with the mutant `name` (one guarantee removed), with extra
+/// arguments.
+pub fn mutant_adapter(name: &str, extra: &str) -> String {
+    format!("'{}' --mutant {name} {extra}", env!("CARGO_BIN_EXE_dhp-mutant-adapter"))
 }
 
 /// The catalogue, from `--list --format json`.

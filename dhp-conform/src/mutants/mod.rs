@@ -1,8 +1,25 @@
-//! Deliberately broken variants of the adapter, each removing one
-//! guarantee by wrapping dhp-core calls. They exist to prove that the
+//! Deliberately broken variants of the adapter (the `dhp-mutant-adapter`
+//! binary), each removing one guarantee. They exist to prove that the
 //! conformance assertions can fail: `tests/mutants.rs` runs the suite
 //! against each and expects exactly the assertion that guards that
 //! guarantee to fail.
+//!
+//! A mutant wraps the real adapter ([`crate::rs_adapter`]), which knows
+//! nothing of them: it rewrites a request's arguments, replaces the few
+//! operations it changes (one file per family below), or rewrites their
+//! answers; every other operation is the real adapter's.
+
+mod approvals;
+mod budget;
+mod execution;
+mod identity;
+mod lease;
+mod supervision;
+mod transport;
+
+use crate::rs_adapter::{self, Adapter, Handler, R};
+use dhp_core::Config;
+use serde_json::{json, Value};
 
 /// A broken guarantee.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,43 +192,95 @@ pub fn name(m: Mutant) -> &'static str {
     ALL.iter().find(|(_, x, _)| *x == m).map(|(n, _, _)| *n).unwrap_or("?")
 }
 
-/// Ways to break the exchange itself (bad adapters), on one op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Misbehave {
-    /// Exit without answering.
-    Crash,
-    /// Never answer.
-    Hang,
-    /// Print a line that is not JSON instead of the answer.
-    Garbage,
-    /// Answer with another request's id.
-    WrongId,
-    /// Answer with a result its schema rejects.
-    BadReply,
-    /// Answer with one 1 GiB line (written in pieces: the adapter never
-    /// holds it, so only a runner that buffers it grows).
-    HugeLine,
-    /// Print one 256 MiB line on stderr, then answer normally.
-    HugeStderr,
+/// The real adapter with one mutant applied.
+pub(crate) struct MutantAdapter {
+    inner: Adapter,
+    m: Mutant,
+    /// Checkpoints not written yet (volatile-checkpoints).
+    pending: Vec<execution::Pending>,
 }
 
-/// Does a `--misbehave MODE:TARGET` apply to `op`? `*` is every op but
-/// `hello` (a process that shakes hands, then misbehaves).
-pub fn targets(target: &str, op: &str) -> bool {
-    target == op || (target == "*" && op != "hello")
+impl MutantAdapter {
+    fn new(m: Mutant, mut cfg: Config) -> Self {
+        identity::configure(m, &mut cfg);
+        budget::configure(m, &mut cfg);
+        MutantAdapter { inner: Adapter::new(cfg), m, pending: Vec::new() }
+    }
+
+    fn is(&self, m: Mutant) -> bool {
+        self.m == m
+    }
+
+    /// The request's arguments as this mutant rewrites them (`None`: as
+    /// they are).
+    fn rewrite(&mut self, op: &str, a: &Value) -> R<Option<Value>> {
+        let mut a = a.clone();
+        let changed = identity::rewrite(self, &mut a)
+            | lease::rewrite(self, op, &mut a)?
+            | execution::rewrite(self, op, &mut a)
+            | approvals::rewrite(self, op, &mut a);
+        Ok(changed.then_some(a))
+    }
+
+    /// This mutant's version of `op` (`None`: the real adapter's).
+    fn replace(&mut self, op: &str, a: &Value) -> Option<R> {
+        identity::handle(self, op, a)
+            .or_else(|| lease::handle(self, op, a))
+            .or_else(|| execution::handle(self, op, a))
+            .or_else(|| budget::handle(self, op, a))
+            .or_else(|| supervision::handle(self, op, a))
+            .or_else(|| transport::handle(self, op, a))
+            .or_else(|| approvals::handle(self, op, a))
+    }
 }
 
-pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
-    let (mode, op) = spec.split_once(':')?;
-    let m = match mode {
-        "crash" => Misbehave::Crash,
-        "hang" => Misbehave::Hang,
-        "garbage" => Misbehave::Garbage,
-        "wrong-id" => Misbehave::WrongId,
-        "bad-reply" => Misbehave::BadReply,
-        "huge-line" => Misbehave::HugeLine,
-        "huge-stderr" => Misbehave::HugeStderr,
-        _ => return None,
-    };
-    Some((m, op.to_string()))
+impl Handler for MutantAdapter {
+    fn handle(&mut self, op: &str, a: &Value) -> R {
+        if op != "checkpoint" {
+            self.flush();
+        }
+        let rewritten = self.rewrite(op, a)?;
+        let a = rewritten.as_ref().unwrap_or(a);
+        let mut out = match self.replace(op, a) {
+            Some(res) => res?,
+            None => self.inner.handle(op, a)?,
+        };
+        if op == "hello" {
+            out["implementation"] = json!(format!("dhp-rs (mutant {})", name(self.m)));
+        }
+        Ok(out)
+    }
+
+    fn finish(&mut self) {
+        self.flush();
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: dhp-mutant-adapter --mutant NAME [dhp-adapter options] | --list-mutants");
+    std::process::exit(2);
+}
+
+/// Run the adapter with the mutant `--mutant NAME` over stdin/stdout
+/// (`args` without the program name; the other options are
+/// `dhp-adapter`'s). `--list-mutants` lists them. Returns the exit status.
+pub fn run(args: impl IntoIterator<Item = String>) -> i32 {
+    let mut mutant = None;
+    let mut rest = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--mutant" => mutant = Some(parse(&args.next().unwrap_or_default()).unwrap_or_else(|| usage())),
+            "--list-mutants" => {
+                for (name, _, what) in ALL {
+                    println!("{name}\t{what}");
+                }
+                return 0;
+            }
+            _ => rest.push(arg),
+        }
+    }
+    let Some(m) = mutant else { usage() };
+    eprintln!("dhp-mutant-adapter: mutant {} active", name(m));
+    rs_adapter::serve("dhp-mutant-adapter", rest, |cfg| Box::new(MutantAdapter::new(m, cfg)))
 }
