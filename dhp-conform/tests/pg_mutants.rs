@@ -35,16 +35,8 @@ const PARALLEL: usize = 4;
 
 /// Failed, errored and skipped assertions of a run against `mutant`.
 fn verdict(url: &str, mutant: &str) -> (BTreeSet<String>, Vec<String>) {
-    let run = conform(&[
-        "--impl",
-        &mutant_adapter(mutant, ""),
-        "--store",
-        url,
-        "--format",
-        "json",
-        "--level",
-        "extended",
-    ]);
+    let run =
+        conform(&["--impl", &mutant_adapter(mutant, ""), "--store", url, "--format", "json", "--level", "extended"]);
     let failed: BTreeSet<String> = run.with_outcome("failed").into_iter().collect();
     let mut other: Vec<String> = run.with_outcome("errored");
     other.extend(run.with_outcome("skipped"));
