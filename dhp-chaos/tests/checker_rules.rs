@@ -453,3 +453,67 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
         assert_eq!(Invariant::from_name(&v.name), Some(*i));
     }
 }
+
+/// w1 has 2 checkpoints (seq 0, 1) and sends the chunk to LO + 300; it is
+/// SIGSTOPped before it reads the reply. `commit_before_orphan` decides
+/// whether the store commits that row before the orphan (what PostgreSQL's
+/// server does with a statement the client already sent) or after it (a
+/// zombie write a broken fence check lets through). w2 recovers; w1 is
+/// woken and reads `Ok` with the row's seq.
+fn stopped_inside_a_checkpoint(commit_before_orphan: bool) -> RoundReport {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 200);
+    let hid = s.hid.clone();
+    let n = LO + 300;
+    let st = Synth::state(n);
+    s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n}));
+    let fault = |kind: &str, sig: &str, fence: Value| json!({"kind": kind, "signal": sig, "victim": "w1", "role": "worker", "hid": hid, "lease_fence": fence, "leader": false});
+    s.line("chaos", "fault", "event", fault("pause", "STOP", json!(0)));
+    let seq = if commit_before_orphan {
+        let seq = c1.checkpoint(&st).unwrap();
+        s.orphan();
+        seq
+    } else {
+        s.orphan();
+        // the row lands after the orphan, past any fence check
+        let (text, hash) = dhp_core::json::state_text_and_hash(&st).unwrap();
+        let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
+        store
+            .execute_raw(
+                "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, 2, ?2, ?3, 'x')",
+                &[&hid, &text, &hash],
+            )
+            .unwrap();
+        2
+    };
+    tlog::ship_checkpoint(&s.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default()).unwrap();
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.line("chaos", "fault", "event", fault("resume", "CONT", Value::Null));
+    s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": 0, "seq": seq, "next_n": n}));
+    s.work("w2", &c2, n, HI);
+    s.complete("w2", &mut c2);
+    s.check()
+}
+
+#[test]
+fn an_in_flight_checkpoint_the_store_committed_before_the_orphan_is_no_zombie_write() {
+    // found on PostgreSQL (seed 4242): the reply is read after the
+    // replacement, the row precedes the orphan in the store's order
+    let r = stopped_inside_a_checkpoint(true);
+    assert!(r.held, "{:#?}", all_violations(&r));
+    let z = r.invariants.iter().find(|i| i.name == "zombies").unwrap();
+    assert_eq!(z.checked, 1, "{z:#?}");
+    assert!(z.notes.iter().any(|m| m.contains("seq 2 was committed before the orphan of fence 0")), "{z:#?}");
+}
+
+#[test]
+fn an_in_flight_checkpoint_committed_after_the_orphan_is_a_zombie_write() {
+    // the same history, but the row follows the orphan in the store's order
+    let r = stopped_inside_a_checkpoint(false);
+    let v = violations(&r, "zombies");
+    assert!(v.iter().any(|m| m.contains("its in-flight checkpoint committed after its replacement")), "{v:#?}");
+    assert!(!r.held);
+}

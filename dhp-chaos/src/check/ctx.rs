@@ -185,6 +185,7 @@ impl<'a> Ctx<'a> {
                     && (o.op == "checkpoint" || o.op == "complete")
                     && o.ok == Some(true)
                     && o.out_t.is_some_and(|t| t >= tc)
+                    && !self.committed_before_supersede(o, fence)
             });
             if replaced && late_write {
                 tainted.entry(hid.to_string()).or_insert_with(|| CHECK_THEN_WRITE.to_string());

@@ -51,6 +51,9 @@ pub(crate) struct Orphan {
     pub(crate) previous_holder: Option<String>,
     pub(crate) previous_fence: Option<i64>,
     pub(crate) fence: Option<i64>,
+    /// The checkpoints the orphan's own transaction saw (`checkpoints`, the
+    /// next seq): seqs below it were committed before the orphan.
+    pub(crate) checkpoints: Option<i64>,
     pub(crate) supervisor: String,
 }
 
@@ -128,6 +131,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                         previous_holder: e.s("previous_holder").map(String::from),
                         previous_fence: e.i("previous_fence"),
                         fence: e.i("fence"),
+                        checkpoints: e.i("checkpoints"),
                         supervisor: e.process().into(),
                     });
                 }

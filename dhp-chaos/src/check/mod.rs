@@ -20,6 +20,7 @@ mod history;
 mod invariants;
 mod load;
 mod report;
+mod store_order;
 
 pub use ctx::Ctx;
 pub use findings::{Finding, Findings};

@@ -38,7 +38,7 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
         if !replaced {
             if !in_flight_commits.is_empty() {
                 out.note(format!(
-                    "{}: {victim} was stopped inside a write and committed on waking, before anyone else could act (it held the SQLite write lock while stopped)",
+                    "{}: {victim} was stopped inside a write and committed on waking, before anyone else could act (on SQLite it held the write lock while stopped; on PostgreSQL the server committed it while the worker was stopped)",
                     short(hid)
                 ));
             }
@@ -55,6 +55,17 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
         let bad_complete = after
             .iter()
             .any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
+        // an in-flight checkpoint the server committed before the orphan (in
+        // the store's order) only had its reply read late: not a zombie write
+        let (early, in_flight_commits): (Vec<&Op>, Vec<&Op>) =
+            in_flight_commits.into_iter().partition(|o| cx.committed_before_supersede(o, fence));
+        for o in &early {
+            out.note(format!(
+                "{}: {victim}'s in-flight checkpoint seq {} was committed before the orphan of fence {fence} (store order); it read the reply on waking",
+                short(hid),
+                o.seq.unwrap_or(-1)
+            ));
+        }
         // a completion that was already committed when the zombie's complete began is the idempotent no-op
         let in_flight_bad: Vec<&&Op> = in_flight_commits
             .iter()
