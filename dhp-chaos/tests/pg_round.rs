@@ -6,12 +6,11 @@
 mod common;
 use common::*;
 
-// Ignored until the zombie write it found is fixed: on the final merge of
-// session 3 (seed 4242) a SIGSTOPped worker's in-flight checkpoint
-// committed after its replacement on PostgreSQL (issue 15; README says
-// PostgreSQL rounds do not hold yet). Run it with --ignored.
+// Seed 4242 once looked like a zombie write: a worker SIGSTOPped right after
+// sending a checkpoint read its Ok after its replacement, although the
+// server had committed the row before the orphan (the checker now judges
+// that by the store's commit order; tests/checker_rules.rs).
 #[test]
-#[ignore = "PostgreSQL chaos: a zombie's in-flight checkpoint committed after its replacement (issue 15)"]
 fn postgres_short_round_holds_and_reanalyzes_without_the_cluster() {
     let r = run_chaos(
         "pg-round",
