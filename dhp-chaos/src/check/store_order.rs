@@ -37,4 +37,12 @@ impl Ctx<'_> {
             .min();
         row_is_ops && before.is_some_and(|c| seq < c)
     }
+
+    /// Some supervisor recorded the orphan that took fence `fence` of `hid`
+    /// away, with the checkpoint count its transaction saw. Without it (the
+    /// supervisor was killed between its commit and its record), an
+    /// in-flight write's place relative to the orphan is unknown.
+    pub(crate) fn orphan_counted(&self, hid: &str, fence: i64) -> bool {
+        self.ix.orphans.iter().any(|o| o.hid == hid && o.previous_fence == Some(fence) && o.checkpoints.is_some())
+    }
 }

@@ -82,8 +82,13 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
                     String::new()
                 } else {
                     format!(
-                        "; its in-flight {} committed after its replacement",
-                        in_flight_bad.iter().map(|o| o.op.as_str()).collect::<Vec<_>>().join(" and ")
+                        "; its in-flight {} committed after its replacement{}",
+                        in_flight_bad.iter().map(|o| o.op.as_str()).collect::<Vec<_>>().join(" and "),
+                        if cx.orphan_counted(hid, fence) {
+                            ""
+                        } else {
+                            " (judged by when it read the reply: the orphan of its fence left no record, so the store's order is unknown)"
+                        }
                     )
                 }
             );
