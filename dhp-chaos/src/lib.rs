@@ -40,6 +40,7 @@
 pub mod check;
 pub mod config;
 pub mod hist;
+pub mod hosts;
 pub mod locate;
 pub mod pg;
 pub mod procs;

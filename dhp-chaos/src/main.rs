@@ -4,7 +4,9 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use dhp_chaos::check::{self, RoundReport};
-use dhp_chaos::config::{default_fault_mix, parse_fault_mix, FaultKind, Impl, RoundConfig, Ship, Timing};
+use dhp_chaos::config::{
+    default_fault_mix, parse_fault_mix, parse_nemesis, FaultKind, Impl, RoundConfig, Ship, Timing,
+};
 use dhp_chaos::{locate, python, report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -179,6 +181,14 @@ struct RunArgs {
     /// Given twice (sqlite and postgres), runs the same seeds on both engines and prints them side by side.
     #[arg(long, default_value = "sqlite")]
     store: Vec<String>,
+    /// Simulated hosts (at least 2; needs root): each a network namespace with its own address, store,
+    /// supervisors, workers and transport server; host K ships to host K+1 over TCP (implies --ship tcp).
+    #[arg(long)]
+    hosts: Option<u32>,
+    /// The fault mix by family: kill,pause,failpoint,partition (partition needs --hosts). Sets --faults
+    /// (default weights) and --failpoint-rate (0 unless failpoint is named); not with --faults.
+    #[arg(long, conflicts_with = "faults")]
+    nemesis: Option<String>,
 }
 
 fn main() {
@@ -202,9 +212,13 @@ fn round_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     if check::is_round_dir(dir) || check::is_pruned_round_dir(dir) {
         return Ok(vec![dir.to_path_buf()]);
     }
+    if let Some(hosts) = dhp_chaos::hosts::host_dirs(dir) {
+        return Ok(hosts);
+    }
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
+        .flat_map(|p| dhp_chaos::hosts::host_dirs(&p).unwrap_or_else(|| vec![p]))
         .filter(|p| check::is_round_dir(p) || check::is_pruned_round_dir(p))
         .collect();
     v.sort();
@@ -294,7 +308,19 @@ fn run(a: RunArgs) -> Result<i32> {
     if a.handoffs == 0 || a.chunks == 0 || a.chunk == 0 {
         bail!("--handoffs, --chunks and --chunk must be positive");
     }
-    let ship = Ship::parse(&a.ship)?;
+    let mut ship = Ship::parse(&a.ship)?;
+    if let Some(n) = a.hosts {
+        if n < 2 {
+            bail!("--hosts needs at least 2 hosts (each ships to the next)");
+        }
+        if a.store.iter().any(|s| s != "sqlite") {
+            bail!("--hosts runs a SQLite store per host; --store postgres is not supported with --hosts");
+        }
+        if ship == Ship::File {
+            ship = Ship::Tcp; // hosts ship to each other over TCP
+        }
+        dhp_chaos::hosts::net::check_support()?;
+    }
     if ship.is_tcp() && workers != Impl::Builtin {
         bail!("--ship {} needs --workers builtin (the reference's work_driver4.py ships to a file only)", a.ship);
     }
@@ -316,15 +342,29 @@ fn run(a: RunArgs) -> Result<i32> {
         None if uses_py => (0.6, 1.6),
         None => (0.15, 0.55),
     };
-    let fault_mix = match &a.faults {
-        Some(s) => parse_fault_mix(s)?,
-        None if ship.is_tcp() => {
+    let mut failpoint_rate = a.failpoint_rate;
+    let fault_mix = match (&a.nemesis, &a.faults) {
+        (Some(n), _) => {
+            let (mix, failpoints) = parse_nemesis(n, ship.is_tcp())?;
+            if !failpoints {
+                failpoint_rate = 0.0;
+            }
+            mix
+        }
+        (None, Some(s)) => parse_fault_mix(s)?,
+        (None, None) if ship.is_tcp() => {
             let mut m = default_fault_mix();
             m.push((FaultKind::KillTransport, 6.0));
+            if a.hosts.is_some() {
+                m.push((FaultKind::Partition, 8.0));
+            }
             m
         }
-        None => default_fault_mix(),
+        (None, None) => default_fault_mix(),
     };
+    if a.hosts.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::Partition && *w > 0.0) {
+        bail!("partitions need --hosts N (there is no network between processes on one host)");
+    }
     let timing = Timing {
         lease_interval_s: a.lease_interval,
         lease_max_missed: a.lease_max_missed,
@@ -349,7 +389,11 @@ fn run(a: RunArgs) -> Result<i32> {
         workers.label(),
         supervisors.label(),
         a.supervisor_count,
-        a.ship,
+        match (a.hosts, ship) {
+            (Some(n), Ship::TcpAsync) => format!("tcp-async between {n} hosts"),
+            (Some(n), _) => format!("tcp between {n} hosts"),
+            _ => a.ship.clone(),
+        },
         a.handoffs,
         a.chunks,
         fault_interval.0,
@@ -375,7 +419,7 @@ fn run(a: RunArgs) -> Result<i32> {
         supervisor_count: a.supervisor_count,
         fault_interval_s: fault_interval,
         fault_mix: fault_mix.clone(),
-        failpoint_rate: a.failpoint_rate,
+        failpoint_rate,
         race_rate: a.race_rate,
         pause_max_s: a.pause_max,
         supervisor_restart_max_s: a.supervisor_restart_max,
@@ -391,6 +435,7 @@ fn run(a: RunArgs) -> Result<i32> {
         replay: String::new(),
         engine: "sqlite".into(),
         pg_url: None,
+        host: None,
     };
     let mut engines = Vec::new();
     for s in &a.store {
@@ -487,29 +532,36 @@ fn run_rounds(
         cfg.replay = replay_command(rseed);
         let dir = out.join(format!("round-{i:04}"));
         let r0 = Instant::now();
-        match run_round(&cfg, &dir, a.quiet) {
-            Ok(r) => {
-                if live_table {
-                    if i == 0 {
-                        println!("{}", report::header());
+        match run_round(&cfg, &dir, a.quiet, a.hosts) {
+            Ok(rs) => {
+                for r in rs {
+                    if live_table {
+                        if i == 0 {
+                            println!("{}", report::header());
+                        }
+                        println!("{}", report::round_line(&r));
                     }
-                    println!("{}", report::round_line(&r));
-                }
-                let allowed = a.allow_known_reference_bugs && r.unexplained() == 0;
-                let failed = !(r.held || allowed);
-                if failed {
-                    println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
-                    println!("  replay: {}", r.replay);
-                } else if a.nightly && !a.keep_passing {
-                    // passing rounds keep their reports and timeline only (the history of
-                    // a long round is megabytes; a nightly runs dozens of rounds)
-                    for sub in ["store", "transport", "procs", "peer"] {
-                        let _ = std::fs::remove_dir_all(dir.join(sub));
+                    let allowed = a.allow_known_reference_bugs && r.unexplained() == 0;
+                    let failed = !(r.held || allowed);
+                    if failed {
+                        println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
+                        println!("  replay: {}", r.replay);
+                    } else if a.nightly && !a.keep_passing {
+                        // passing rounds keep their reports and timeline only (the history of
+                        // a long round is megabytes; a nightly runs dozens of rounds)
+                        for sub in ["store", "transport", "procs", "peer"] {
+                            let _ = std::fs::remove_dir_all(dir.join(sub));
+                        }
+                        let _ = std::fs::remove_file(dir.join("history.jsonl"));
                     }
-                    let _ = std::fs::remove_file(dir.join("history.jsonl"));
+                    reports.push(r);
+                    if failed && a.nightly {
+                        break;
+                    }
                 }
-                reports.push(r);
-                if failed && a.nightly {
+                if a.nightly
+                    && reports.iter().any(|r| !(r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)))
+                {
                     break;
                 }
             }
@@ -557,7 +609,7 @@ fn run_rounds(
     Ok((code, totals))
 }
 
-fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool) -> Result<RoundReport> {
+fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool, hosts: Option<u32>) -> Result<Vec<RoundReport>> {
     let pb = if quiet {
         ProgressBar::hidden()
     } else {
@@ -568,23 +620,31 @@ fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool) -> Result<RoundReport> 
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb.set_prefix(format!("{} (seed {})", cfg.round, cfg.seed));
-    {
-        let mut d = round::Driver::new(cfg, dir)?;
-        let mut last = Instant::now();
-        d.run(|live| {
-            if last.elapsed() >= Duration::from_millis(100) {
-                last = Instant::now();
-                pb.set_position(live.terminal as u64);
-                pb.set_message(format!(
-                    "kills {} (failpoints {}), pauses {}, workers started {}, supervisors started {}",
-                    live.kills, live.failpoint_kills, live.pauses, live.spawned_workers, live.spawned_supervisors
-                ));
-            }
-        })?;
-    }
+    let mut last = Instant::now();
+    let progress = |live: &round::Live| {
+        if last.elapsed() >= Duration::from_millis(100) {
+            last = Instant::now();
+            pb.set_position(live.terminal as u64);
+            pb.set_message(format!(
+                "kills {} (failpoints {}), pauses {}, workers started {}, supervisors started {}",
+                live.kills, live.failpoint_kills, live.pauses, live.spawned_workers, live.spawned_supervisors
+            ));
+        }
+    };
+    let dirs = match hosts {
+        Some(n) => dhp_chaos::hosts::run(cfg, dir, n, progress)?,
+        None => {
+            round::Driver::new(cfg, dir)?.run(progress)?;
+            vec![dir.to_path_buf()]
+        }
+    };
     pb.finish_and_clear();
-    let r = check::check_round(dir)?;
-    std::fs::write(dir.join("round-report.json"), serde_json::to_vec_pretty(&r)?)?;
-    timeline::write(dir)?;
-    Ok(r)
+    let mut out = Vec::new();
+    for d in dirs {
+        let r = check::check_round(&d)?;
+        std::fs::write(d.join("round-report.json"), serde_json::to_vec_pretty(&r)?)?;
+        timeline::write(&d)?;
+        out.push(r);
+    }
+    Ok(out)
 }

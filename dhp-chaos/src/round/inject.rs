@@ -68,6 +68,12 @@ impl Driver<'_> {
         // times are t0 + the seeded intervals, late by at most a loop tick
         self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
         let kind = self.pick_kind();
+        self.inject_kind(kind);
+    }
+
+    /// Inject one fault of `kind` now, on a victim drawn from the processes
+    /// eligible at this moment; false when there was none.
+    pub fn inject_kind(&mut self, kind: FaultKind) -> bool {
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -140,9 +146,11 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGSTOP));
                 }
             }
+            // network faults are the multi-host schedule's (src/hosts/)
+            FaultKind::Partition => {}
         }
         if victims.is_empty() {
-            return;
+            return false;
         }
         self.fault_id += 1;
         self.live.faults += 1;
@@ -150,6 +158,7 @@ impl Driver<'_> {
         for (i, sig) in victims {
             self.signal(i, sig, kind_name, id);
         }
+        true
     }
 
     /// Python workers with pause points SIGSTOP themselves; notice it

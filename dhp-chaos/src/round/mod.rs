@@ -37,7 +37,11 @@ pub struct Paths {
     pub history: PathBuf,
     pub meta: PathBuf,
     /// The TCP transport server's log directory (the peer) in `--ship tcp` rounds.
+    /// Under `--hosts` a symlink to the peer host's `received` directory.
     pub peer: PathBuf,
+    /// Where this round's own transport server writes: `peer` on one host;
+    /// under `--hosts`, `received` (the logs the previous host ships here).
+    pub received: PathBuf,
 }
 
 impl Paths {
@@ -50,6 +54,7 @@ impl Paths {
             history: dir.join("history.jsonl"),
             meta: dir.join("round.json"),
             peer: dir.join("peer"),
+            received: dir.join("received"),
         }
     }
 }
@@ -131,6 +136,13 @@ pub struct Driver<'a> {
     probe: Option<Connection>,
     last_probe: f64,
     pub live: Live,
+    /// When faults stop (`start` sets it) and the grace period ends (`stop_faults`).
+    fault_end: f64,
+    grace_end: f64,
+    t_faults_end: f64,
+    /// The state recorded at the `terminal` phase, for `round.json`.
+    fin: Value,
+    ended_terminal: bool,
 }
 
 impl<'a> Driver<'a> {
@@ -185,6 +197,11 @@ impl<'a> Driver<'a> {
             probe: None,
             last_probe: 0.0,
             live: Live::default(),
+            fault_end: 0.0,
+            grace_end: 0.0,
+            t_faults_end: 0.0,
+            fin: Value::Null,
+            ended_terminal: false,
         })
     }
 
@@ -193,9 +210,30 @@ impl<'a> Driver<'a> {
         e.push(("DHP_LOG".into(), "warn".into()));
         e.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         if self.cfg.ship.is_tcp() {
-            e.push(("DHP_TRANSPORT_TOKEN".into(), self.token.clone()));
+            let token = self.cfg.host.as_ref().map_or(&self.token, |h| &h.token);
+            e.push(("DHP_TRANSPORT_TOKEN".into(), token.clone()));
         }
         e
+    }
+
+    /// The command line of a process of this round: under `--hosts`, run
+    /// inside the host's network namespace (`ip netns exec` execs it, so the
+    /// pid is the process's own and signals reach it directly).
+    fn in_host(&self, argv: Vec<String>) -> Vec<String> {
+        match &self.cfg.host {
+            Some(h) => ["ip", "netns", "exec", h.netns.as_str()].into_iter().map(String::from).chain(argv).collect(),
+            None => argv,
+        }
+    }
+
+    /// Append a harness event to this round's history.
+    pub fn record(&mut self, op: &str, fields: Value) -> f64 {
+        self.hist.record(op, fields)
+    }
+
+    /// Every handoff of this round has ended.
+    pub fn done(&self) -> bool {
+        self.all_terminal()
     }
 
     fn store_arg(&self) -> String {
@@ -238,6 +276,23 @@ impl<'a> Driver<'a> {
     /// Run the round to its end. `tick` is called every loop iteration
     /// (progress display).
     pub fn run(&mut self, mut tick: impl FnMut(&Live)) -> Result<()> {
+        self.start()?;
+        while !self.step_faults(true)? {
+            tick(&self.live);
+            std::thread::sleep(TICK);
+        }
+        self.stop_faults();
+        while !self.step_grace()? {
+            tick(&self.live);
+            std::thread::sleep(TICK);
+        }
+        self.finish_workers()?;
+        self.finish_services()
+    }
+
+    /// Dispatch, start the transport server, supervisors and a claim worker
+    /// per handoff; schedule the first fault.
+    pub fn start(&mut self) -> Result<()> {
         self.dispatch()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
@@ -254,38 +309,56 @@ impl<'a> Driver<'a> {
         // first fault after one interval
         let (a, b) = self.cfg.fault_interval_s;
         self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
-        let fault_end = self.t0 + self.cfg.fault_seconds;
-        loop {
-            self.reap(true)?;
-            self.monitor();
-            self.notice_self_pauses();
-            self.wake(false);
-            self.provision()?;
-            if self.all_terminal() || hist::now() >= fault_end {
-                break;
-            }
-            self.inject();
-            tick(&self.live);
-            std::thread::sleep(TICK);
-        }
-        let t_faults_end =
-            self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
-        // drain: wake zombies, keep provisioning until all handoffs end
-        let grace_end = hist::now() + self.cfg.grace_seconds;
-        while !self.all_terminal() && hist::now() < grace_end {
-            self.reap(true)?;
-            self.monitor();
-            self.notice_self_pauses();
-            self.wake(true);
-            self.provision()?;
-            tick(&self.live);
-            std::thread::sleep(TICK);
-        }
+        self.fault_end = self.t0 + self.cfg.fault_seconds;
+        Ok(())
+    }
+
+    /// One loop iteration of the fault phase; `inject` draws this round's
+    /// own faults (under `--hosts` the multi-host schedule injects instead).
+    /// True once every handoff ended or the fault budget ran out.
+    pub fn step_faults(&mut self, inject: bool) -> Result<bool> {
+        self.reap(true)?;
         self.monitor();
-        let fin = self.final_state();
-        let all_terminal = self.all_terminal();
-        self.hist.record("round", json!({"phase": "terminal", "all_terminal": all_terminal, "final": fin}));
-        // let workers finish on their own (completers exit, zombies get fenced)
+        self.notice_self_pauses();
+        self.wake(false);
+        self.provision()?;
+        if self.all_terminal() || hist::now() >= self.fault_end {
+            return Ok(true);
+        }
+        if inject {
+            self.inject();
+        }
+        Ok(false)
+    }
+
+    /// Faults stop; the grace period starts.
+    pub fn stop_faults(&mut self) {
+        self.t_faults_end =
+            self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
+        self.grace_end = hist::now() + self.cfg.grace_seconds;
+    }
+
+    /// One loop iteration of the grace period (wake zombies, keep
+    /// provisioning). True once every handoff ended or the grace ran out.
+    pub fn step_grace(&mut self) -> Result<bool> {
+        if self.all_terminal() || hist::now() >= self.grace_end {
+            return Ok(true);
+        }
+        self.reap(true)?;
+        self.monitor();
+        self.notice_self_pauses();
+        self.wake(true);
+        self.provision()?;
+        Ok(false)
+    }
+
+    /// Record the final state; let workers finish on their own (completers
+    /// exit, zombies get fenced), then SIGKILL the rest.
+    pub fn finish_workers(&mut self) -> Result<()> {
+        self.monitor();
+        self.fin = self.final_state();
+        self.ended_terminal = self.all_terminal();
+        self.hist.record("round", json!({"phase": "terminal", "all_terminal": self.ended_terminal, "final": self.fin}));
         self.wake(true);
         let drain_end = hist::now() + 5.0;
         while self.table.alive(Role::Worker).next().is_some() && hist::now() < drain_end {
@@ -297,6 +370,12 @@ impl<'a> Driver<'a> {
                 self.signal(i, Signal::SIGKILL, "teardown", 0);
             }
         }
+        Ok(())
+    }
+
+    /// Stop supervisors and the transport server, export a PostgreSQL
+    /// store, and write the round's end to `round.json`.
+    pub fn finish_services(&mut self) -> Result<()> {
         // supervisors: SIGTERM → clean exit (resign), then SIGKILL stragglers
         for p in &mut self.table.procs {
             if (p.role == Role::Supervisor || p.role == Role::Transport) && p.alive() {
@@ -327,9 +406,8 @@ impl<'a> Driver<'a> {
             crate::pg::export_to(url, &self.cfg.pg_schema(), &self.paths.store.join("export.json"))?;
         }
         let t_end = self.hist.record("round", json!({"phase": "end"}));
-        self.write_meta(
-            json!({"t_faults_end": t_faults_end, "t_end": t_end, "final": fin, "all_terminal": all_terminal}),
-        )?;
+        self.write_meta(json!({"t_faults_end": self.t_faults_end, "t_end": t_end, "final": self.fin,
+                               "all_terminal": self.ended_terminal}))?;
         Ok(())
     }
 }

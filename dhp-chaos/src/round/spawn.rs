@@ -114,11 +114,15 @@ impl Driver<'_> {
                     history,
                 ];
                 if self.cfg.ship.is_tcp() {
-                    let port = self.port.context("transport server port unknown")?;
+                    // under --hosts: the peer host's server, over the bridge
+                    let to = match &self.cfg.host {
+                        Some(h) => h.ship_to.clone(),
+                        None => format!("127.0.0.1:{}", self.port.context("transport server port unknown")?),
+                    };
                     // the local buffer log is the one the file mode writes
                     a.extend([
                         "--ship-to".into(),
-                        format!("127.0.0.1:{port}"),
+                        to,
                         "--ship-buffer".into(),
                         format!("{}/", self.paths.transport.display()),
                     ]);
@@ -180,6 +184,7 @@ impl Driver<'_> {
                 a
             }
         };
+        let argv = self.in_host(argv);
         let p = procs::spawn(
             Spec {
                 name: name.clone(),
@@ -246,6 +251,7 @@ impl Driver<'_> {
                 ("cmd", a)
             }
         };
+        let argv = self.in_host(argv);
         let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
         self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
         self.table.procs.push(p);
@@ -258,13 +264,23 @@ impl Driver<'_> {
     pub(super) fn spawn_transport(&mut self) -> Result<()> {
         self.sup_n += 1;
         let name = format!("transport{}", self.sup_n);
-        let argv = vec![
-            self.cfg.dhp.display().to_string(),
-            "transport".into(),
-            self.paths.peer.display().to_string(),
-            "--port".into(),
-            self.port.unwrap_or(0).to_string(),
-        ];
+        let mut argv = vec![self.cfg.dhp.display().to_string(), "transport".into()];
+        match &self.cfg.host {
+            // its own address and a fixed port: every namespace has its own ports
+            Some(h) => argv.extend([
+                self.paths.received.display().to_string(),
+                "--host".into(),
+                h.addr.clone(),
+                "--port".into(),
+                crate::hosts::PORT.to_string(),
+            ]),
+            None => argv.extend([
+                self.paths.peer.display().to_string(),
+                "--port".into(),
+                self.port.unwrap_or(0).to_string(),
+            ]),
+        }
+        let argv = self.in_host(argv);
         let p =
             procs::spawn(Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()), &self.paths.procs)?;
         let (pid, log) = (p.pid, p.log.clone());

@@ -1,0 +1,139 @@
+//! The simulated hosts' network: one network namespace per host, each with
+//! a veth pair to a bridge in the root namespace and its own address
+//! (10.77.0.K+1/24). Made at round start, torn down when [`Net`] is dropped
+//! (also on a panic); namespaces left behind by a harness that was killed
+//! are removed at the next start ([`cleanup_stale`]).
+
+use anyhow::{bail, Context, Result};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Every namespace this harness makes is named `dhpchaos-PID-X-hK`.
+pub const NS_PREFIX: &str = "dhpchaos-";
+/// Bridges are named `dhpcPIDX`.
+const BR_PREFIX: &str = "dhpc";
+/// The subnet of the hosts: host K is 10.77.0.(K+1).
+const SUBNET: &str = "10.77.0";
+
+/// One simulated host's network identity.
+#[derive(Debug, Clone)]
+pub struct HostNet {
+    pub netns: String,
+    pub addr: String,
+}
+
+/// The hosts' namespaces and bridge; removed on drop.
+#[derive(Debug)]
+pub struct Net {
+    bridge: String,
+    pub hosts: Vec<HostNet>,
+}
+
+/// Run a command, failing with its stderr.
+pub(crate) fn sh(argv: &[&str]) -> Result<String> {
+    let (prog, args) = argv.split_first().context("empty command")?;
+    let out = Command::new(prog).args(args).output().with_context(|| format!("running {}", argv.join(" ")))?;
+    if !out.status.success() {
+        bail!("{} failed: {}", argv.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Run a command inside a namespace.
+pub(crate) fn in_ns(ns: &str, argv: &[&str]) -> Result<String> {
+    let mut v = vec!["ip", "netns", "exec", ns];
+    v.extend_from_slice(argv);
+    sh(&v)
+}
+
+/// Can this machine simulate hosts? Needs root, `ip netns` and iptables.
+/// Never pretends: the error says what is missing.
+pub fn check_support() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!("--hosts needs root (network namespaces, veth pairs and iptables rules); run as root, or run without --hosts (process faults work as before)");
+    }
+    sh(&["ip", "netns", "list"])
+        .context("--hosts needs `ip netns` (iproute2) and network namespace support; not available here")?;
+    if sh(&["iptables", "-V"]).is_err() {
+        // CI is a clean machine: install it the way scripts/netns.sh does
+        eprintln!("dhp-chaos: iptables is missing; installing it (apt-get install -y iptables)");
+        let ok = Command::new("apt-get")
+            .args(["install", "-y", "-q", "iptables"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok || sh(&["iptables", "-V"]).is_err() {
+            bail!("--hosts needs iptables for partitions, and `apt-get install -y iptables` did not provide it");
+        }
+    }
+    Ok(())
+}
+
+/// Remove the namespaces and bridges of harnesses that are no longer
+/// running (killed before their teardown ran). Those of live harnesses
+/// are left alone.
+pub fn cleanup_stale() {
+    let alive = |pid: &str| !pid.is_empty() && std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if let Ok(list) = sh(&["ip", "netns", "list"]) {
+        for ns in list.lines().filter_map(|l| l.split_whitespace().next()) {
+            let Some(rest) = ns.strip_prefix(NS_PREFIX) else { continue };
+            let pid = rest.split('-').next().unwrap_or("");
+            if !alive(pid) {
+                let _ = sh(&["ip", "netns", "del", ns]);
+            }
+        }
+    }
+    if let Ok(list) = sh(&["ip", "-o", "link", "show", "type", "bridge"]) {
+        for name in list.lines().filter_map(|l| l.split(':').nth(1)).map(str::trim) {
+            let Some(rest) = name.strip_prefix(BR_PREFIX) else { continue };
+            let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if !alive(&pid) {
+                let _ = sh(&["ip", "link", "del", name]);
+            }
+        }
+    }
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Net {
+    /// Make `n` host namespaces on a fresh bridge.
+    pub fn create(n: u32) -> Result<Net> {
+        let pid = std::process::id();
+        let x = char::from(b'a' + (NEXT.fetch_add(1, Ordering::SeqCst) % 26) as u8);
+        let bridge = format!("{BR_PREFIX}{pid}{x}");
+        let mut net = Net { bridge: bridge.clone(), hosts: Vec::new() };
+        sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
+        sh(&["ip", "link", "set", &bridge, "up"])?;
+        for k in 0..n {
+            let ns = format!("{NS_PREFIX}{pid}-{x}-h{k}");
+            let (outer, inner) = (format!("dv{pid}{x}{k}"), format!("dp{pid}{x}{k}"));
+            let addr = format!("{SUBNET}.{}", k + 1);
+            sh(&["ip", "netns", "add", &ns])?;
+            net.hosts.push(HostNet { netns: ns.clone(), addr: addr.clone() });
+            sh(&["ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            sh(&["ip", "link", "set", &inner, "netns", &ns])?;
+            in_ns(&ns, &["ip", "link", "set", &inner, "name", "eth0"])?;
+            in_ns(&ns, &["ip", "addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
+            in_ns(&ns, &["ip", "link", "set", "eth0", "up"])?;
+            in_ns(&ns, &["ip", "link", "set", "lo", "up"])?;
+            sh(&["ip", "link", "set", &outer, "master", &bridge])?;
+            sh(&["ip", "link", "set", &outer, "up"])?;
+        }
+        Ok(net)
+    }
+
+    fn teardown(&mut self) {
+        for h in self.hosts.drain(..) {
+            // deleting the namespace destroys its end of the veth, and so the pair
+            let _ = sh(&["ip", "netns", "del", &h.netns]);
+        }
+        let _ = sh(&["ip", "link", "del", &self.bridge]);
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
