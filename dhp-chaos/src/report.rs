@@ -166,7 +166,10 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
 pub fn round_line(r: &RoundReport) -> String {
     format!(
         "{:>5} {:>20} {:>8}/{:<8} {:>6.1}s {:>6} {:>6.0} {:>5} {:>4}/{:<3} {:>5} {:>7} {:>7}  {}",
-        r.round,
+        match r.host {
+            Some(h) => format!("{}/h{h}", r.round),
+            None => r.round.to_string(),
+        },
         r.seed,
         short_impl(&r.workers),
         short_impl(&r.supervisors),

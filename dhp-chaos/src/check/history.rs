@@ -72,6 +72,8 @@ pub(crate) struct Index<'a> {
     pub(crate) observes: Vec<&'a Ev>,
     pub(crate) provisions: Vec<&'a Ev>,
     pub(crate) resumes: Vec<&'a Ev>,
+    /// Network faults of a `--hosts` round (partition start and heal).
+    pub(crate) nemesis: Vec<&'a Ev>,
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
     pub(crate) processes_with_history: HashSet<String>,
@@ -88,6 +90,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         observes: Vec::new(),
         provisions: Vec::new(),
         resumes: Vec::new(),
+        nemesis: Vec::new(),
         exits: HashMap::new(),
         processes_with_history: HashSet::new(),
     };
@@ -110,6 +113,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                 "observe" => ix.observes.push(e),
                 "provision" => ix.provisions.push(e),
                 "resume" => ix.resumes.push(e),
+                "nemesis" => ix.nemesis.push(e),
                 "exit" => {
                     if let Some(name) = e.s("name") {
                         ix.exits.insert(name.to_string(), e.t());

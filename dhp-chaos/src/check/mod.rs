@@ -49,6 +49,30 @@ pub const NO_CATCH_UP: &str = "no catch-up: a reference worker that takes a hand
 pub const CHECK_THEN_WRITE: &str =
     "check-then-write: ownership check and write are separate statements (docs/PROTOCOL.md §13.2)";
 
+/// Partitions (recorded in every host's history) count once across the
+/// hosts of a round: in the report of the lowest host they involve.
+fn with_partitions(
+    mut by_kind: std::collections::BTreeMap<String, u64>,
+    ix: &history::Index<'_>,
+    cfg: &Value,
+) -> std::collections::BTreeMap<String, u64> {
+    let Some(me) = cfg["host"]["index"].as_u64() else { return by_kind };
+    for e in ix.nemesis.iter().filter(|e| e.s("phase") == Some("start")) {
+        let lowest = e
+            .get("groups")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g.as_array().into_iter().flatten())
+            .filter_map(Value::as_u64)
+            .min();
+        if lowest == Some(me) {
+            *by_kind.entry(e.s("kind").unwrap_or("partition").to_string()).or_default() += 1;
+        }
+    }
+    by_kind
+}
+
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
@@ -86,7 +110,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let cfg = &meta["config"];
     let census_handoffs = || cx.facts.values().map(|f| f.h);
     let held = invariants.iter().all(Verdict::held);
+    let host = cfg["host"]["index"].as_u64().map(|h| h as u32);
     Ok(RoundReport {
+        host,
         dir: dir.display().to_string(),
         seed: cfg["seed"].as_u64().unwrap_or(0),
         round: cfg["round"].as_u64().unwrap_or(0) as u32,
@@ -100,7 +126,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         round_s: (t_end - t0).max(0.0),
         kills: fw.kills,
         kills_per_min: if fault_phase_s > 0.0 { fw.kills as f64 * 60.0 / fault_phase_s } else { 0.0 },
-        faults_by_kind: fw.faults_by_kind.clone(),
+        faults_by_kind: with_partitions(fw.faults_by_kind.clone(), &ix, cfg),
         kills_by_role: fw.kills_by_role.clone(),
         spawned_workers: ix.spawns.values().filter(|s| s.role == "worker").count() as u64,
         spawned_supervisors: ix.spawns.values().filter(|s| s.role == "supervisor").count() as u64,

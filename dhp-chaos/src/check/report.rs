@@ -160,6 +160,9 @@ pub struct RoundReport {
     pub history_lines: usize,
     pub history_malformed: usize,
     pub held: bool,
+    /// `--hosts` rounds: which simulated host this report is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<u32>,
 }
 
 impl RoundReport {

@@ -1,15 +1,18 @@
-//! The ten invariants a round must keep, one file each. Each reads the
+//! The invariants a round must keep, one file each. Each reads the
 //! round's [`Ctx`] and returns its [`Findings`]; [`super::check_round`]
 //! files them (taint) into the report's verdicts.
 
 mod checkpoints;
+mod converge;
 mod detection;
 mod exactly_once;
 mod fencing;
 mod no_false_orphans;
 mod outcome;
+mod peer_log;
 mod result;
 mod rework;
+mod sync_ack;
 mod transport;
 mod zombies;
 
@@ -33,11 +36,13 @@ pub enum Invariant {
     Rework,
     Detection,
     NoFalseOrphans,
+    SyncAck,
+    Converge,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -48,6 +53,8 @@ impl Invariant {
         Invariant::Rework,
         Invariant::Detection,
         Invariant::NoFalseOrphans,
+        Invariant::SyncAck,
+        Invariant::Converge,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -63,6 +70,8 @@ impl Invariant {
             Invariant::Rework => "rework",
             Invariant::Detection => "detection",
             Invariant::NoFalseOrphans => "no-false-orphans",
+            Invariant::SyncAck => "sync-ack",
+            Invariant::Converge => "converge",
         }
     }
 
@@ -84,6 +93,8 @@ impl Invariant {
             Invariant::Rework => "work redone per fault is at most one chunk",
             Invariant::Detection => "every worker that died holding a lease was orphaned (or had completed)",
             Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
+            Invariant::SyncAck => "every checkpoint acknowledged in synchronous TCP mode is in the peer's log (one cut by a fault before its ack is indeterminate)",
+            Invariant::Converge => "after faults and partitions heal, the peer's log is the store's checkpoints in order: no gap, no duplicate, same hashes",
         }
     }
 
@@ -100,6 +111,8 @@ impl Invariant {
             Invariant::Rework => rework::check(cx),
             Invariant::Detection => detection::check(cx),
             Invariant::NoFalseOrphans => no_false_orphans::check(cx),
+            Invariant::SyncAck => sync_ack::check(cx),
+            Invariant::Converge => converge::check(cx),
         }
     }
 }
