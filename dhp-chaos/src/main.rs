@@ -321,8 +321,11 @@ fn run(a: RunArgs) -> Result<i32> {
         }
         dhp_chaos::hosts::net::check_support()?;
     }
-    if ship.is_tcp() && workers != Impl::Builtin {
-        bail!("--ship {} needs --workers builtin (the reference's work_driver4.py ships to a file only)", a.ship);
+    if ship.is_tcp() && workers.uses_python() {
+        bail!(
+            "--ship {} (and --hosts) need builtin workers or a command taking `dhp work`'s --ship-to flags (the reference's work_driver4.py ships to a file only)",
+            a.ship
+        );
     }
     let uses_py = workers.uses_python() || supervisors.uses_python();
     let (python, reference_dir) = if uses_py {

@@ -11,6 +11,15 @@
 //! - `complete-twice`: a correct run, then a second completion written
 //!   directly to the store, both recorded as `complete ok`.
 //! - `wrong-result`: a correct run that completes with prime_count off by one.
+//! - `ack-unshipped` (with `--ship-to`): a shipper that acknowledges its own
+//!   checkpoints: each line goes to the local buffer only, never to the
+//!   peer, and the worker goes on as if the peer had acked it.
+//! - `ship-altered` (with `--ship-to`): ships seq 2 with a different state
+//!   (count + 1, its hash recomputed and chained, so the peer accepts it):
+//!   the peer's log no longer converges to the store.
+//!
+//! With `--ship-to HOST:PORT --ship-buffer DIR/ [--ship-mode sync|async]`
+//! the other modes ship over TCP with dhp-core's own shipper.
 //!
 //! ```text
 //! mutant-worker --mode skip-fence ROOT --runner ID claim|recover HID
@@ -20,6 +29,8 @@
 use anyhow::{bail, Context, Result};
 use dhp_core::envelope::utcnow_iso;
 use dhp_core::history::History;
+use dhp_core::transport::chain::Chain;
+use dhp_core::transport::net::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
 use dhp_core::{census, json, liveness, Config, Lease, Runner};
 use rusqlite::{params, Connection, TransactionBehavior};
@@ -32,6 +43,8 @@ enum Mode {
     SkipFence,
     CompleteTwice,
     WrongResult,
+    AckUnshipped,
+    ShipAltered,
 }
 
 struct Args {
@@ -41,6 +54,9 @@ struct Args {
     start: String,
     hid: String,
     ship: Option<PathBuf>,
+    ship_to: Option<String>,
+    ship_buffer: Option<PathBuf>,
+    ship_async: bool,
     pace: f64,
     history: Option<PathBuf>,
     liveness: bool,
@@ -49,6 +65,7 @@ struct Args {
 fn parse_args() -> Result<Args> {
     let mut mode = std::env::var("DHP_MUTANT_MODE").ok();
     let (mut runner, mut ship, mut pace, mut history, mut liveness) = (None, None, 0.0, None, true);
+    let (mut ship_to, mut ship_buffer, mut ship_async) = (None, None, false);
     let mut pos = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -57,6 +74,9 @@ fn parse_args() -> Result<Args> {
             "--mode" => mode = Some(val("--mode")?),
             "--runner" => runner = Some(val("--runner")?),
             "--ship" => ship = Some(PathBuf::from(val("--ship")?)),
+            "--ship-to" => ship_to = Some(val("--ship-to")?),
+            "--ship-buffer" => ship_buffer = Some(PathBuf::from(val("--ship-buffer")?)),
+            "--ship-mode" => ship_async = val("--ship-mode")? == "async",
             "--pace" => {
                 let s: f64 = val("--pace")?.parse()?;
                 dhp_core::config::duration_from_secs("--pace", s, 3_600.0)?;
@@ -75,8 +95,13 @@ fn parse_args() -> Result<Args> {
         Some("skip-fence") => Mode::SkipFence,
         Some("complete-twice") => Mode::CompleteTwice,
         Some("wrong-result") => Mode::WrongResult,
-        other => bail!("--mode skip-fence|complete-twice|wrong-result (got {other:?})"),
+        Some("ack-unshipped") => Mode::AckUnshipped,
+        Some("ship-altered") => Mode::ShipAltered,
+        other => bail!("--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered (got {other:?})"),
     };
+    if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered) && (ship_to.is_none() || ship_buffer.is_none()) {
+        bail!("--mode ack-unshipped and ship-altered ship over TCP: they need --ship-to and --ship-buffer");
+    }
     if start != "claim" && start != "recover" {
         bail!("mode must be claim or recover");
     }
@@ -87,6 +112,9 @@ fn parse_args() -> Result<Args> {
         start,
         hid,
         ship,
+        ship_to,
+        ship_buffer,
+        ship_async,
         pace,
         history,
         liveness,
@@ -168,10 +196,27 @@ fn run() -> Result<()> {
     let get =
         |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
     let (lo, hi, chunk) = (get("lo")?, get("hi")?, get("chunk")?.max(1));
-    let mut shipper = a.ship.as_ref().map(|p| FileShipper { path: p.clone(), cfg: cfg.clone() });
-    if let Some(s) = shipper.as_mut() {
+    let mut shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, &a.ship_buffer) {
+        (Some(_), Some(buf)) if a.mode == Mode::AckUnshipped => {
+            // "acked" by itself: the buffer file is all it ever writes
+            Some(Box::new(FileShipper { path: buf.join(format!("{hid}.log")), cfg: cfg.clone() }))
+        }
+        (Some(to), Some(buf)) => {
+            let mode = if a.ship_async { ShipMode::Async { max_lag: 256 } } else { ShipMode::Sync };
+            let opts = ShipperOptions {
+                buffer: Some(BufferLog::Dir(buf.clone())),
+                cfg: cfg.clone(),
+                ..ShipperOptions::from_env(mode)?
+            };
+            Some(Box::new(TcpShipper::new(to, opts)?))
+        }
+        _ => a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>),
+    };
+    if let Some(s) = shipper.as_deref_mut() {
         catch_up(s, &runner, &hid)?;
     }
+    // shipped lines name their predecessor (what this worker shipped before)
+    let mut chain = Chain::after(&hid, runner.last_checkpoint_row(&hid)?.map(|r| (r.seq, r.state_hash)));
     let mut conn = db(&a.root)?;
     if a.mode == Mode::SkipFence {
         // keep the lease alive, ignoring every error (a worker that never notices it lost)
@@ -219,9 +264,18 @@ fn run() -> Result<()> {
             }
         };
         h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
-        if let Some(s) = shipper.as_mut() {
-            let (_, hash) = json::state_text_and_hash(&state)?;
-            s.ship_checkpoint(&hid, seq, &log::checkpoint_line(seq, &state, &hash, &utcnow_iso())?)?;
+        if let Some(s) = shipper.as_deref_mut() {
+            let mut shipped = state.clone();
+            if a.mode == Mode::ShipAltered && seq == 2 {
+                shipped["count"] = json!(count + 1);
+            }
+            let (_, hash) = json::state_text_and_hash(&shipped)?;
+            let line = if a.ship_to.is_some() {
+                chain.line(seq, &shipped, &hash, &utcnow_iso())?
+            } else {
+                log::checkpoint_line(seq, &shipped, &hash, &utcnow_iso())?
+            };
+            s.ship_checkpoint(&hid, seq, &line)?;
         }
         if a.mode != Mode::SkipFence {
             let _ = ctx.note_step(1);
@@ -234,6 +288,9 @@ fn run() -> Result<()> {
         json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
     if a.mode == Mode::WrongResult {
         result["prime_count"] = json!(count + 1);
+    }
+    if let Some(s) = shipper.as_deref_mut() {
+        s.flush()?;
     }
     h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     let done = if a.mode == Mode::SkipFence {

@@ -168,19 +168,26 @@ impl Driver<'_> {
             _ => {
                 let Impl::Cmd(cmd) = &self.cfg.workers else { unreachable!("cmd impl only from Impl::Cmd") };
                 let mut a = cmd.clone();
-                a.extend([
-                    self.store_arg(),
-                    "--runner".into(),
-                    name.clone(),
-                    mode.into(),
-                    hid.clone(),
-                    "--ship".into(),
-                    ship,
-                    "--pace".into(),
-                    pace,
-                    "--history".into(),
-                    history,
-                ]);
+                a.extend([self.store_arg(), "--runner".into(), name.clone(), mode.into(), hid.clone()]);
+                if self.cfg.ship.is_tcp() {
+                    // the `dhp work` TCP flags, as for builtin workers
+                    let to = match &self.cfg.host {
+                        Some(h) => h.ship_to.clone(),
+                        None => format!("127.0.0.1:{}", self.port.context("transport server port unknown")?),
+                    };
+                    a.extend([
+                        "--ship-to".into(),
+                        to,
+                        "--ship-buffer".into(),
+                        format!("{}/", self.paths.transport.display()),
+                    ]);
+                    if self.cfg.ship == crate::config::Ship::TcpAsync {
+                        a.extend(["--ship-mode".into(), "async".into()]);
+                    }
+                } else {
+                    a.extend(["--ship".into(), ship]);
+                }
+                a.extend(["--pace".into(), pace, "--history".into(), history]);
                 a
             }
         };

@@ -1,0 +1,29 @@
+//! Host and network faults are refused clearly where they cannot run, and
+//! nemeses that are not built yet are refused by name.
+
+mod common;
+use common::*;
+
+#[test]
+fn network_faults_are_refused_where_they_cannot_run() {
+    let r = run_chaos("no-hosts-partition", &["--faults", "partition=1", "--handoffs", "1"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("partitions need --hosts N"), "{}", r.dump());
+
+    let r = run_chaos("one-host", &["--hosts", "1"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("at least 2 hosts"), "{}", r.dump());
+
+    for later in ["link", "clock", "disk", "host"] {
+        let r = run_chaos("nemesis-later", &["--nemesis", &format!("kill,{later}")]);
+        assert_eq!(r.code, 2, "{}", r.dump());
+        assert!(r.stderr.contains(&format!("--nemesis {later}: not built yet")), "{}", r.dump());
+    }
+    let r = run_chaos("nemesis-unknown", &["--nemesis", "meteor"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("unknown nemesis \"meteor\""), "{}", r.dump());
+
+    let r = run_chaos("hosts-python", &["--hosts", "2", "--workers", "python"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("need builtin workers"), "{}", r.dump());
+}
