@@ -245,6 +245,12 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
         let r = check::check_round(&d).with_context(|| format!("checking {}", d.display()))?;
         if with_timeline {
             timeline::write(&d)?;
+            // a host of a multi-host round: its round's timeline too
+            if let Some(round) = d.parent().filter(|r| r.join(dhp_chaos::hosts::HOSTS_JSON).exists()) {
+                if let Some(n) = dhp_chaos::hosts::host_dirs(round).map(|v| v.len() as u32) {
+                    dhp_chaos::hosts::timeline::write(round, n)?;
+                }
+            }
         }
         reports.push(r);
     }
@@ -323,8 +329,8 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if ship.is_tcp() && workers.uses_python() {
         bail!(
-            "--ship {} (and --hosts) need builtin workers or a command taking `dhp work`'s --ship-to flags (the reference's work_driver4.py ships to a file only)",
-            a.ship
+            "--ship {} need builtin workers or a command taking `dhp work`'s --ship-to flags (the reference's work_driver4.py ships to a file only)",
+            if a.hosts.is_some() { "tcp (--hosts)" } else { a.ship.as_str() }
         );
     }
     let uses_py = workers.uses_python() || supervisors.uses_python();
@@ -642,6 +648,9 @@ fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool, hosts: Option<u32>) -> 
         }
     };
     pb.finish_and_clear();
+    if let Some(n) = hosts {
+        dhp_chaos::hosts::timeline::write(dir, n)?;
+    }
     let mut out = Vec::new();
     for d in dirs {
         let r = check::check_round(&d)?;

@@ -383,6 +383,21 @@ pub fn write(dir: &Path) -> Result<()> {
             }
         }
     }
+    // partitions (--hosts): bands across every lane, under the marks
+    for (e, heal) in crate::hosts::timeline::partitions(&h.events, t_end) {
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{:.1}" y="{TOP}" width="{:.1}" height="{:.1}" fill="#58a" opacity="0.15"><title>partition {:.3}s → {:.3}s: {}</title></rect><text x="{:.1}" y="{:.1}" font-size="9" fill="#358">partition</text>"##,
+            x(e.t()),
+            (x(heal) - x(e.t())).max(1.0),
+            axis_y - TOP,
+            e.t() - t0,
+            heal - t0,
+            esc(&crate::hosts::timeline::describe(e)),
+            x(e.t()) + 1.0,
+            TOP - 2.0
+        );
+    }
     svg.push_str(&marks);
     svg.push_str("</svg>\n");
     std::fs::write(dir.join("timeline.svg"), svg)?;

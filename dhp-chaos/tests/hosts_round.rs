@@ -59,6 +59,8 @@ fn three_hosts_with_partitions_hold_every_invariant() {
         let link = std::fs::read_link(round.join(format!("h{k}/peer"))).expect("peer symlink");
         assert_eq!(link.to_str(), Some(format!("../h{}/received", (k + 1) % 3).as_str()));
     }
+    let svg = std::fs::read_to_string(round.join("timeline.svg")).expect("the round's hosts timeline");
+    assert!(svg.contains("<title>partition "), "partitions drawn as bands across hosts");
     let net = std::fs::read_to_string(round.join("net-history.jsonl")).expect("net history");
     assert!(net.contains("\"phase\":\"heal\""), "partitions heal: {net}");
     let ns = namespaces();

@@ -10,6 +10,7 @@
 
 pub mod net;
 pub mod partition;
+pub mod timeline;
 
 use crate::config::{FaultKind, HostRole, RoundConfig};
 use crate::hist::{self, Writer};

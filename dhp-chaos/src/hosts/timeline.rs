@@ -1,0 +1,138 @@
+//! `timeline.svg` of a multi-host round: one lane per host, partitions as
+//! bands across the hosts they cut (one colour per side; one-way loss:
+//! sender and receiver), and each host's process faults (× SIGKILL,
+//! | SIGSTOP) and completions (●). Each host directory has its own
+//! detailed timeline (with the partitions as bands across its lanes).
+
+use crate::hist::{self, Ev};
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::path::Path;
+
+const LEFT: f64 = 90.0;
+const WIDTH: f64 = 1400.0;
+const LANE: f64 = 40.0;
+const TOP: f64 = 40.0;
+
+/// Partition intervals of a history: (start event, heal time).
+pub fn partitions(events: &[Ev], t_end: f64) -> Vec<(&Ev, f64)> {
+    let mut out = Vec::new();
+    let mut open: Option<&Ev> = None;
+    for e in events.iter().filter(|e| e.is_chaos() && e.op() == "nemesis") {
+        match e.s("phase") {
+            Some("start") => open = Some(e),
+            Some("heal") => {
+                if let Some(s) = open.take() {
+                    out.push((s, e.t()));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = open {
+        out.push((s, t_end));
+    }
+    out
+}
+
+fn groups(e: &Ev) -> [Vec<u64>; 2] {
+    let side = |i: usize| -> Vec<u64> {
+        e.get("groups")
+            .and_then(|g| g.get(i))
+            .and_then(|g| g.as_array())
+            .map(|a| a.iter().filter_map(serde_json::Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    [side(0), side(1)]
+}
+
+/// A human description: `h0 | h1,h2` or `h0 → h1 dropped`.
+pub fn describe(e: &Ev) -> String {
+    let [a, b] = groups(e);
+    let names = |v: &[u64]| v.iter().map(|k| format!("h{k}")).collect::<Vec<_>>().join(",");
+    match e.s("shape") {
+        Some("one-way") => format!("one-way: {} → {} dropped", names(&a), names(&b)),
+        s => format!("{}: {} | {}", s.unwrap_or("partition"), names(&a), names(&b)),
+    }
+}
+
+/// Write `DIR/timeline.svg` for the multi-host round in `dir`.
+pub fn write(dir: &Path, n: u32) -> Result<()> {
+    let net = hist::load(&dir.join(super::NET_HISTORY))?;
+    let hosts: Vec<hist::History> =
+        (0..n).map(|k| hist::load(&super::host_dir(dir, k).join("history.jsonl"))).collect::<Result<_>>()?;
+    let t0 = net.events.first().map(Ev::t).unwrap_or(0.0);
+    let t_end = net.events.last().map(Ev::t).unwrap_or(t0 + 1.0).max(t0 + 0.001);
+    let x = |t: f64| LEFT + (t - t0).clamp(0.0, t_end - t0) / (t_end - t0) * WIDTH;
+    let lane_y = |k: u64| TOP + LANE * k as f64;
+    let height = TOP + LANE * f64::from(n) + 40.0;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, SIGSTOP |, complete ●</text>"#,
+        w = LEFT + WIDTH + 20.0
+    );
+    for k in 0..u64::from(n) {
+        let y = lane_y(k);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ccc"/><text x="6" y="{:.1}">h{k}</text>"##,
+            y + LANE,
+            LEFT + WIDTH,
+            y + LANE,
+            y + 24.0
+        );
+    }
+    for (e, heal) in partitions(&net.events, t_end) {
+        let [a, b] = groups(e);
+        let one_way = e.s("shape") == Some("one-way");
+        for (side, list) in [(0, a), (1, b)] {
+            let fill = match (one_way, side) {
+                (true, 0) => "#e99",
+                (_, 0) => "#9bd",
+                _ => "#db9",
+            };
+            for k in list {
+                let _ = writeln!(
+                    svg,
+                    r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{fill}" opacity="0.7"><title>partition {} {:.3}s → {:.3}s: {}</title></rect>"#,
+                    x(e.t()),
+                    lane_y(k) + 2.0,
+                    (x(heal) - x(e.t())).max(1.0),
+                    LANE - 4.0,
+                    e.i("fault_id").unwrap_or(0),
+                    e.t() - t0,
+                    heal - t0,
+                    describe(e)
+                );
+            }
+        }
+    }
+    for (k, h) in hosts.iter().enumerate() {
+        let y = lane_y(k as u64);
+        for e in &h.events {
+            let t = e.t();
+            let mark = match (e.is_chaos(), e.op(), e.s("signal"), e.ty()) {
+                (true, "fault", Some("KILL"), _) if e.s("kind") != Some("teardown") => "×",
+                (true, "fault", Some("STOP"), _) => "|",
+                (false, "complete", _, "ok") => "●",
+                _ => continue,
+            };
+            let what = e.s("kind").or(e.s("hid")).unwrap_or("");
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{mark}<title>h{k} {} {} at {:.3}s</title></text>"#,
+                x(t),
+                y + 25.0,
+                e.op(),
+                &what[..what.len().min(12)],
+                t - t0
+            );
+        }
+    }
+    svg.push_str("</svg>\n");
+    std::fs::write(dir.join("timeline.svg"), svg)?;
+    Ok(())
+}
