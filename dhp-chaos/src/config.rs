@@ -67,10 +67,13 @@ pub enum FaultKind {
     /// `--hosts N` only: cut the network between hosts (iptables DROP in
     /// their namespaces), healed after a seeded time.
     Partition,
+    /// `--hosts N` only: SIGKILL every process of one host at once (its disk
+    /// stays); a standby host takes its handoffs over from the shipped log.
+    HostDeath,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -78,6 +81,7 @@ impl FaultKind {
         FaultKind::Pause,
         FaultKind::KillTransport,
         FaultKind::Partition,
+        FaultKind::HostDeath,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +93,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::KillTransport => "kill-transport",
             FaultKind::Partition => "partition",
+            FaultKind::HostDeath => "host-death",
         }
     }
 
@@ -143,17 +148,16 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<(Vec<(FaultKind, f64)>, bool)
             "pause" => mix.push((FaultKind::Pause, 12.0)),
             "failpoint" => failpoints = true,
             "partition" => mix.push((FaultKind::Partition, 8.0)),
-            "link" | "host" | "clock" | "disk" => {
-                bail!(
-                    "--nemesis {name}: not built yet in this dhp-chaos (available: kill, pause, failpoint, partition)"
-                )
+            "host" => mix.push((FaultKind::HostDeath, 4.0)),
+            "link" | "clock" | "disk" => {
+                bail!("--nemesis {name}: not built yet in this dhp-chaos (available: kill, pause, failpoint, partition, host)")
             }
             _ => bail!("unknown nemesis {name:?} (known: {})", NEMESES.join(", ")),
         }
     }
     mix.dedup_by_key(|(k, _)| *k);
     if mix.is_empty() {
-        bail!("--nemesis needs at least one of kill, pause, partition (failpoint alone injects no scheduled faults)");
+        bail!("--nemesis needs at least one of kill, pause, partition, host (failpoint alone injects no scheduled faults)");
     }
     Ok((mix, failpoints))
 }

@@ -371,8 +371,10 @@ fn run(a: RunArgs) -> Result<i32> {
         }
         (None, None) => default_fault_mix(),
     };
-    if a.hosts.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::Partition && *w > 0.0) {
-        bail!("partitions need --hosts N (there is no network between processes on one host)");
+    if a.hosts.is_none()
+        && fault_mix.iter().any(|(k, w)| matches!(k, FaultKind::Partition | FaultKind::HostDeath) && *w > 0.0)
+    {
+        bail!("partitions and host death need --hosts N (there is no network and no second host in a one-host round)");
     }
     let timing = Timing {
         lease_interval_s: a.lease_interval,

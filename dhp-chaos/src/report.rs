@@ -167,7 +167,7 @@ pub fn round_line(r: &RoundReport) -> String {
     format!(
         "{:>5} {:>20} {:>8}/{:<8} {:>6.1}s {:>6} {:>6.0} {:>5} {:>4}/{:<3} {:>5} {:>7} {:>7}  {}",
         match r.host {
-            Some(h) => format!("{}/h{h}", r.round),
+            Some(h) => format!("{}/h{h}{}", r.round, if r.standby { "s" } else { "" }),
             None => r.round.to_string(),
         },
         r.seed,

@@ -8,13 +8,13 @@ use common::*;
 fn network_faults_are_refused_where_they_cannot_run() {
     let r = run_chaos("no-hosts-partition", &["--faults", "partition=1", "--handoffs", "1"]);
     assert_eq!(r.code, 2, "{}", r.dump());
-    assert!(r.stderr.contains("partitions need --hosts N"), "{}", r.dump());
+    assert!(r.stderr.contains("partitions and host death need --hosts N"), "{}", r.dump());
 
     let r = run_chaos("one-host", &["--hosts", "1"]);
     assert_eq!(r.code, 2, "{}", r.dump());
     assert!(r.stderr.contains("at least 2 hosts"), "{}", r.dump());
 
-    for later in ["link", "clock", "disk", "host"] {
+    for later in ["link", "clock", "disk"] {
         let r = run_chaos("nemesis-later", &["--nemesis", &format!("kill,{later}")]);
         assert_eq!(r.code, 2, "{}", r.dump());
         assert!(r.stderr.contains(&format!("--nemesis {later}: not built yet")), "{}", r.dump());

@@ -111,6 +111,18 @@ impl<'a> Ctx<'a> {
         cx
     }
 
+    /// A standby's round: how many of `hid`'s checkpoints it ingested from
+    /// the dead host's shipped log (written on that host, not here); 0 otherwise.
+    pub(crate) fn ingested(&self, hid: &str) -> i64 {
+        self.meta["standby_of"]["ingested"][hid].as_i64().unwrap_or(0)
+    }
+
+    /// This round's host died and `hid` was handed to the standby (whose
+    /// later checkpoints continue the same peer log).
+    pub(crate) fn moved_to_standby(&self, hid: &str) -> bool {
+        self.meta["host_death"]["moved"].as_array().is_some_and(|m| m.iter().any(|h| h.as_str() == Some(hid)))
+    }
+
     pub(crate) fn imp_of(&self, process: &str) -> String {
         self.ix.spawns.get(process).map(|s| s.imp.clone()).unwrap_or_else(|| "unknown".into())
     }

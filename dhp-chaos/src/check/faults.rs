@@ -90,6 +90,11 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         // worker victim
         let Some(hid) = f.hid().map(String::from) else { continue };
         w.rework_victims.insert(victim.clone(), hid.clone());
+        if kind == "host-death" {
+            // its host's supervisors died with it: the standby takes the
+            // handoff over from the shipped log (the failover invariant)
+            continue;
+        }
         let t = f.t();
         // the fence it held at that moment, from its own history
         let held = cx

@@ -113,6 +113,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let host = cfg["host"]["index"].as_u64().map(|h| h as u32);
     Ok(RoundReport {
         host,
+        standby: meta.get("standby_of").is_some(),
         dir: dir.display().to_string(),
         seed: cfg["seed"].as_u64().unwrap_or(0),
         round: cfg["round"].as_u64().unwrap_or(0) as u32,

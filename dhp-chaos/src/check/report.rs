@@ -163,6 +163,9 @@ pub struct RoundReport {
     /// `--hosts` rounds: which simulated host this report is of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<u32>,
+    /// The standby that took over `host` after it died.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub standby: bool,
 }
 
 impl RoundReport {

@@ -40,16 +40,24 @@ pub fn host_dir(dir: &Path, k: u32) -> PathBuf {
 /// A multi-host round directory (holds `hosts.json`): its host directories.
 pub fn host_dirs(dir: &Path) -> Option<Vec<PathBuf>> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(HOSTS_JSON)).ok()?).ok()?;
+    if let Some(d) = v["dirs"].as_array() {
+        return Some(d.iter().filter_map(|x| x.as_str()).map(|x| dir.join(x)).collect());
+    }
     let n = v["count"].as_u64()? as u32;
     Some((0..n).map(|k| host_dir(dir, k)).collect())
 }
 
+/// The directory of the standby that replaced host `k`.
+pub fn standby_dir(dir: &Path, k: u32) -> PathBuf {
+    dir.join(format!("h{k}s"))
+}
+
 /// The configuration of each host: the round's, with its own seed stream,
 /// namespace, address and peer.
-fn host_configs(cfg: &RoundConfig, net: &Net) -> Vec<RoundConfig> {
+fn host_configs(cfg: &RoundConfig, net: &Net) -> (Vec<RoundConfig>, Vec<RoundConfig>) {
     let n = net.hosts.len() as u32;
     let token = format!("chaos-{:016x}", cfg.seed);
-    (0..n)
+    let hosts: Vec<RoundConfig> = (0..n)
         .map(|k| {
             let mut c = cfg.clone();
             // distinct spawn/victim streams per host, all from the round seed
@@ -65,13 +73,31 @@ fn host_configs(cfg: &RoundConfig, net: &Net) -> Vec<RoundConfig> {
             });
             c
         })
-        .collect()
+        .collect();
+    // a standby has the address and peer of the host it replaces, a namespace
+    // and seed streams of its own
+    let standbys = hosts
+        .iter()
+        .map(|c| {
+            let mut s = c.clone();
+            s.seed ^= 0x57a4_db70_0000_0000;
+            if let Some(h) = s.host.as_mut() {
+                h.netns = net.standby_netns(h.index);
+            }
+            s
+        })
+        .collect();
+    (hosts, standbys)
 }
 
 /// The multi-host schedule: process faults on a drawn host, partitions
 /// between hosts.
-struct Nemesis<'n> {
-    net: &'n Net,
+struct Nemesis<'a> {
+    net: Net,
+    dir: PathBuf,
+    standby_cfgs: &'a [RoundConfig],
+    /// Drivers of dead hosts (still reaped and finished).
+    dead: Vec<Driver<'a>>,
     rng: StdRng,
     rng_host: StdRng,
     hist: Writer,
@@ -81,7 +107,7 @@ struct Nemesis<'n> {
     partitions: u64,
 }
 
-impl Nemesis<'_> {
+impl<'a> Nemesis<'a> {
     /// Record an event in the round's own history and in every host's.
     fn record(&mut self, drivers: &mut [Driver<'_>], op: &str, fields: serde_json::Value) {
         self.hist.record(op, fields.clone());
@@ -90,7 +116,7 @@ impl Nemesis<'_> {
         }
     }
 
-    fn tick(&mut self, cfg: &RoundConfig, drivers: &mut [Driver<'_>]) -> Result<()> {
+    fn tick(&mut self, cfg: &RoundConfig, drivers: &mut [Driver<'a>]) -> Result<()> {
         let now = hist::now();
         if self.cut.as_ref().is_some_and(|c| now >= c.heal_at) {
             self.heal(drivers)?;
@@ -115,7 +141,7 @@ impl Nemesis<'_> {
             FaultKind::Partition if self.cut.is_none() => {
                 self.fault_id += 1;
                 let cut = Cut::draw(&mut self.rng_host, drivers.len() as u32, now, self.fault_id);
-                cut.apply(self.net)?;
+                cut.apply(&self.net)?;
                 let mut ev = cut.to_json();
                 ev["phase"] = json!("start");
                 self.record(drivers, "nemesis", ev);
@@ -126,6 +152,11 @@ impl Nemesis<'_> {
                 self.cut = Some(cut);
             }
             FaultKind::Partition => {} // one partition at a time
+            // one host death per round, not while a partition stands
+            FaultKind::HostDeath if self.dead.is_empty() && self.cut.is_none() => {
+                self.host_death(drivers, host)?;
+            }
+            FaultKind::HostDeath => {}
             k => {
                 drivers[host].inject_kind(k);
             }
@@ -133,9 +164,88 @@ impl Nemesis<'_> {
         Ok(())
     }
 
+    /// Host `d` dies: every process SIGKILLed at once; a standby namespace
+    /// takes its address; the standby's store is rebuilt with `dhp ingest`
+    /// from what host d shipped to its peer, and claim workers resume the
+    /// unfinished handoffs from the last shipped checkpoint. The standby's
+    /// transport server serves the dead host's log directory (its disk
+    /// stays, re-attached), so the previous host keeps shipping there.
+    fn host_death(&mut self, drivers: &mut [Driver<'a>], d: usize) -> Result<()> {
+        let n = drivers.len() as u32;
+        let k = d as u32;
+        let fault_id = drivers[d].kill_host();
+        let t = hist::now();
+        self.fault_id += 1;
+        self.record(
+            drivers,
+            "nemesis",
+            json!({"kind": "host-death", "phase": "start", "host": k, "fault_id": self.fault_id}),
+        );
+        // reap what died before the namespace goes
+        std::thread::sleep(Duration::from_millis(20));
+        drivers[d].step_faults(false)?;
+        self.net.replace(k)?;
+        let moved = drivers[d].unfinished();
+        let received = host_dir(&self.dir, (k + 1) % n).join("received");
+        let sdir = standby_dir(&self.dir, k);
+        let mut sb = Driver::new(&self.standby_cfgs[d], &sdir)?;
+        sb.paths.received = host_dir(&self.dir, k).join("received");
+        std::os::unix::fs::symlink(format!("../h{}/received", (k + 1) % n), sdir.join("peer"))?;
+        let (mut logs, mut lost) = (Vec::new(), Vec::new());
+        for (_, hid) in &moved {
+            let p = received.join(format!("{hid}.log"));
+            if p.exists() {
+                logs.push(p);
+            } else {
+                lost.push(hid.clone());
+            }
+        }
+        let mut counts: std::collections::HashMap<String, u64> = Default::default();
+        if !logs.is_empty() {
+            let out = std::process::Command::new(&self.standby_cfgs[d].dhp)
+                .args(["--json", "ingest", "--create"])
+                .arg(sb.paths.store.as_os_str())
+                .args(&logs)
+                .output()
+                .context("running dhp ingest")?;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .with_context(|| format!("dhp ingest printed no JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
+            if !out.status.success() {
+                bail!("dhp ingest of the dead host's shipped logs failed: {v}");
+            }
+            for r in v["reports"].as_array().into_iter().flatten() {
+                if let Some(h) = r["handoff_id"].as_str() {
+                    counts.insert(h.to_string(), r["checkpoints_ingested"].as_u64().unwrap_or(0));
+                }
+            }
+        }
+        let taken: Vec<(u32, String, u64)> = moved
+            .iter()
+            .filter(|(_, h)| counts.contains_key(h))
+            .map(|(i, h)| (*i as u32, h.clone(), counts[h]))
+            .collect();
+        drivers[d].extra_meta = json!({"host_death": {"t": t, "fault_id": fault_id, "standby": format!("../h{k}s"),
+            "moved": taken.iter().map(|x| &x.1).collect::<Vec<_>>(), "lost": lost.clone()}});
+        let ingested: serde_json::Map<String, serde_json::Value> =
+            taken.iter().map(|(_, h, c)| (h.clone(), json!(c))).collect();
+        sb.start_standby(
+            &taken,
+            json!({"dir": format!("../h{k}"), "t_death": t, "ingested": ingested, "lost": lost.clone()}),
+        )?;
+        self.record(
+            drivers,
+            "nemesis",
+            json!({"kind": "host-death", "phase": "standby", "host": k,
+            "fault_id": self.fault_id, "moved": taken.len(), "lost": lost}),
+        );
+        let dead = std::mem::replace(&mut drivers[d], sb);
+        self.dead.push(dead);
+        Ok(())
+    }
+
     fn heal(&mut self, drivers: &mut [Driver<'_>]) -> Result<()> {
         if let Some(cut) = self.cut.take() {
-            cut.heal(self.net)?;
+            cut.heal(&self.net)?;
             let mut ev = cut.to_json();
             ev["phase"] = json!("heal");
             self.record(drivers, "nemesis", ev);
@@ -167,7 +277,7 @@ pub fn run(cfg: &RoundConfig, dir: &Path, n: u32, mut tick: impl FnMut(&Live)) -
     net::cleanup_stale();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let net = Net::create(n)?;
-    let cfgs = host_configs(cfg, &net);
+    let (cfgs, standby_cfgs) = host_configs(cfg, &net);
     std::fs::write(
         dir.join(HOSTS_JSON),
         serde_json::to_vec_pretty(&json!({"count": n, "seed": cfg.seed, "port": PORT,
@@ -185,7 +295,10 @@ pub fn run(cfg: &RoundConfig, dir: &Path, n: u32, mut tick: impl FnMut(&Live)) -
         drivers.push(d);
     }
     let mut nem = Nemesis {
-        net: &net,
+        net,
+        dir: dir.to_path_buf(),
+        standby_cfgs: &standby_cfgs,
+        dead: Vec::new(),
         rng: StdRng::seed_from_u64(cfg.seed),
         rng_host: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0004),
         hist: Writer::open(&dir.join(NET_HISTORY))?,
@@ -202,7 +315,7 @@ pub fn run(cfg: &RoundConfig, dir: &Path, n: u32, mut tick: impl FnMut(&Live)) -
     nem.next_fault = hist::now() + if b > a { nem.rng.gen_range(a..=b) } else { a };
     loop {
         let mut all = true;
-        for d in &mut drivers {
+        for d in drivers.iter_mut().chain(nem.dead.iter_mut()) {
             all &= d.step_faults(false)?;
         }
         if all {
@@ -214,12 +327,12 @@ pub fn run(cfg: &RoundConfig, dir: &Path, n: u32, mut tick: impl FnMut(&Live)) -
     }
     // a partition still standing heals when faults stop
     nem.heal(&mut drivers)?;
-    for d in &mut drivers {
+    for d in drivers.iter_mut().chain(nem.dead.iter_mut()) {
         d.stop_faults();
     }
     loop {
         let mut all = true;
-        for d in &mut drivers {
+        for d in drivers.iter_mut().chain(nem.dead.iter_mut()) {
             all &= d.step_grace()?;
         }
         if all {
@@ -229,15 +342,21 @@ pub fn run(cfg: &RoundConfig, dir: &Path, n: u32, mut tick: impl FnMut(&Live)) -
         std::thread::sleep(TICK);
     }
     // workers first on every host (a shipper needs its peer's server up), then services
-    for d in &mut drivers {
+    for d in drivers.iter_mut().chain(nem.dead.iter_mut()) {
         d.finish_workers()?;
     }
-    for d in &mut drivers {
+    for d in drivers.iter_mut().chain(nem.dead.iter_mut()) {
         d.finish_services()?;
     }
     nem.hist.record("round", json!({"phase": "end", "t0": t0, "partitions": nem.partitions}));
+    let mut dirs: Vec<String> = (0..n).map(|k| format!("h{k}")).collect();
+    dirs.extend(nem.dead.iter().filter_map(|d| d.host_index()).map(|k| format!("h{k}s")));
+    std::fs::write(
+        dir.join(HOSTS_JSON),
+        serde_json::to_vec_pretty(&json!({"count": n, "seed": cfg.seed, "port": PORT, "dirs": dirs,
+            "hosts": cfgs.iter().map(|c| &c.host).collect::<Vec<_>>()}))?,
+    )?;
     drop(nem);
     drop(drivers);
-    drop(net);
-    Ok((0..n).map(|k| host_dir(dir, k)).collect())
+    Ok(dirs.iter().map(|d| dir.join(d)).collect())
 }

@@ -26,6 +26,8 @@ pub struct HostNet {
 #[derive(Debug)]
 pub struct Net {
     bridge: String,
+    /// `PIDX`: names this net's namespaces and links apart from others'.
+    tag: String,
     pub hosts: Vec<HostNet>,
 }
 
@@ -102,25 +104,56 @@ impl Net {
         let pid = std::process::id();
         let x = char::from(b'a' + (NEXT.fetch_add(1, Ordering::SeqCst) % 26) as u8);
         let bridge = format!("{BR_PREFIX}{pid}{x}");
-        let mut net = Net { bridge: bridge.clone(), hosts: Vec::new() };
+        let mut net = Net { bridge: bridge.clone(), tag: format!("{pid}-{x}"), hosts: Vec::new() };
         sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
         sh(&["ip", "link", "set", &bridge, "up"])?;
         for k in 0..n {
-            let ns = format!("{NS_PREFIX}{pid}-{x}-h{k}");
-            let (outer, inner) = (format!("dv{pid}{x}{k}"), format!("dp{pid}{x}{k}"));
-            let addr = format!("{SUBNET}.{}", k + 1);
-            sh(&["ip", "netns", "add", &ns])?;
-            net.hosts.push(HostNet { netns: ns.clone(), addr: addr.clone() });
+            let h = net.add_host(k, "")?;
+            net.hosts.push(h);
+        }
+        Ok(net)
+    }
+
+    /// A namespace for host `k` (`suffix` "s" for a standby) on the bridge,
+    /// with host k's address.
+    fn add_host(&self, k: u32, suffix: &str) -> Result<HostNet> {
+        let ns = if suffix.is_empty() { format!("{NS_PREFIX}{}-h{k}", self.tag) } else { self.standby_netns(k) };
+        let short = self.tag.replace('-', "");
+        let (outer, inner) = (format!("dv{short}{k}{suffix}"), format!("dp{short}{k}{suffix}"));
+        let addr = format!("{SUBNET}.{}", k + 1);
+        sh(&["ip", "netns", "add", &ns])?;
+        let h = HostNet { netns: ns.clone(), addr: addr.clone() };
+        let made = (|| -> Result<()> {
             sh(&["ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
             sh(&["ip", "link", "set", &inner, "netns", &ns])?;
             in_ns(&ns, &["ip", "link", "set", &inner, "name", "eth0"])?;
             in_ns(&ns, &["ip", "addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
             in_ns(&ns, &["ip", "link", "set", "eth0", "up"])?;
             in_ns(&ns, &["ip", "link", "set", "lo", "up"])?;
-            sh(&["ip", "link", "set", &outer, "master", &bridge])?;
+            sh(&["ip", "link", "set", &outer, "master", &self.bridge])?;
             sh(&["ip", "link", "set", &outer, "up"])?;
+            Ok(())
+        })();
+        if let Err(e) = made {
+            let _ = sh(&["ip", "netns", "del", &ns]);
+            return Err(e);
         }
-        Ok(net)
+        Ok(h)
+    }
+
+    /// The namespace a standby for host `k` gets.
+    pub fn standby_netns(&self, k: u32) -> String {
+        format!("{NS_PREFIX}{}-h{k}s", self.tag)
+    }
+
+    /// Host `k` died: its namespace goes, and a standby namespace takes
+    /// over its address (its peers keep shipping to the same address).
+    pub fn replace(&mut self, k: u32) -> Result<&HostNet> {
+        let old = &self.hosts[k as usize];
+        sh(&["ip", "netns", "del", &old.netns])?;
+        let h = self.add_host(k, "s")?;
+        self.hosts[k as usize] = h;
+        Ok(&self.hosts[k as usize])
     }
 
     fn teardown(&mut self) {

@@ -146,8 +146,8 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGSTOP));
                 }
             }
-            // network faults are the multi-host schedule's (src/hosts/)
-            FaultKind::Partition => {}
+            // network and host faults are the multi-host schedule's (src/hosts/)
+            FaultKind::Partition | FaultKind::HostDeath => {}
         }
         if victims.is_empty() {
             return false;
@@ -159,6 +159,34 @@ impl Driver<'_> {
             self.signal(i, sig, kind_name, id);
         }
         true
+    }
+
+    /// Host death: SIGKILL every live process of this host in one instant
+    /// (its disk stays). The round stops provisioning; a standby takes over.
+    pub fn kill_host(&mut self) -> u64 {
+        self.fault_id += 1;
+        self.live.faults += 1;
+        let id = self.fault_id;
+        let alive: Vec<usize> = (0..self.table.procs.len()).filter(|&i| self.table.procs[i].alive()).collect();
+        for &i in &alive {
+            self.table.procs[i].paused = None;
+        }
+        for i in alive {
+            self.signal(i, Signal::SIGKILL, "host-death", id);
+        }
+        self.dead = true;
+        id
+    }
+
+    /// The host's handoffs that had not ended when it died (from the
+    /// monitor's last look at its store).
+    pub fn unfinished(&self) -> Vec<(usize, String)> {
+        self.hids
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| !self.snap.status.get(*h).is_some_and(|s| terminal(s)))
+            .map(|(i, h)| (i, h.clone()))
+            .collect()
     }
 
     /// Python workers with pause points SIGSTOP themselves; notice it

@@ -143,6 +143,10 @@ pub struct Driver<'a> {
     /// The state recorded at the `terminal` phase, for `round.json`.
     fin: Value,
     ended_terminal: bool,
+    /// Host death: every process was killed; nothing is provisioned any more.
+    dead: bool,
+    /// Extra fields for `round.json` (host death, standby).
+    pub extra_meta: Value,
 }
 
 impl<'a> Driver<'a> {
@@ -202,6 +206,8 @@ impl<'a> Driver<'a> {
             t_faults_end: 0.0,
             fin: Value::Null,
             ended_terminal: false,
+            dead: false,
+            extra_meta: json!({}),
         })
     }
 
@@ -231,9 +237,14 @@ impl<'a> Driver<'a> {
         self.hist.record(op, fields)
     }
 
+    /// `--hosts`: which host this round is.
+    pub fn host_index(&self) -> Option<u32> {
+        self.cfg.host.as_ref().map(|h| h.index)
+    }
+
     /// Every handoff of this round has ended.
     pub fn done(&self) -> bool {
-        self.all_terminal()
+        self.all_terminal() || self.dead
     }
 
     fn store_arg(&self) -> String {
@@ -313,10 +324,50 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
+    /// Start as the standby of a dead host: take over its handoffs that
+    /// `dhp ingest` rebuilt in this host's store from the shipped logs
+    /// (`moved`: the dead host's dispatch index and hid, with the number of
+    /// checkpoints ingested), and resume each with a claim worker.
+    pub fn start_standby(&mut self, moved: &[(u32, String, u64)], standby_of: Value) -> Result<()> {
+        for (i, hid, n) in moved {
+            let (lo, hi) = self.cfg.lo_hi(*i);
+            self.hist.record(
+                "dispatch",
+                json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk,
+                       "max_attempts": self.cfg.max_attempts, "ingested_checkpoints": n}),
+            );
+            self.hids.push(hid.clone());
+        }
+        self.open_monitor()?;
+        self.extra_meta = json!({"standby_of": standby_of});
+        self.t0 = self.hist.record(
+            "round",
+            json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round,
+                                                     "standby": true}),
+        );
+        self.write_meta(self.extra_meta.clone())?;
+        self.spawn_transport()?;
+        for _ in 0..self.cfg.supervisor_count {
+            self.spawn_supervisor()?;
+        }
+        self.monitor();
+        for i in 0..self.hids.len() {
+            self.spawn_worker(i, "claim", None)?;
+        }
+        let (a, b) = self.cfg.fault_interval_s;
+        self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
+        self.fault_end = self.t0 + self.cfg.fault_seconds;
+        Ok(())
+    }
+
     /// One loop iteration of the fault phase; `inject` draws this round's
     /// own faults (under `--hosts` the multi-host schedule injects instead).
     /// True once every handoff ended or the fault budget ran out.
     pub fn step_faults(&mut self, inject: bool) -> Result<bool> {
+        if self.dead {
+            self.reap(false)?;
+            return Ok(true);
+        }
         self.reap(true)?;
         self.monitor();
         self.notice_self_pauses();
@@ -341,7 +392,7 @@ impl<'a> Driver<'a> {
     /// One loop iteration of the grace period (wake zombies, keep
     /// provisioning). True once every handoff ended or the grace ran out.
     pub fn step_grace(&mut self) -> Result<bool> {
-        if self.all_terminal() || hist::now() >= self.grace_end {
+        if self.dead || self.all_terminal() || hist::now() >= self.grace_end {
             return Ok(true);
         }
         self.reap(true)?;
@@ -406,8 +457,12 @@ impl<'a> Driver<'a> {
             crate::pg::export_to(url, &self.cfg.pg_schema(), &self.paths.store.join("export.json"))?;
         }
         let t_end = self.hist.record("round", json!({"phase": "end"}));
-        self.write_meta(json!({"t_faults_end": self.t_faults_end, "t_end": t_end, "final": self.fin,
-                               "all_terminal": self.ended_terminal}))?;
+        let mut extra = json!({"t_faults_end": self.t_faults_end, "t_end": t_end, "final": self.fin,
+                               "all_terminal": self.ended_terminal});
+        if let (Some(m), Value::Object(e)) = (extra.as_object_mut(), self.extra_meta.clone()) {
+            m.extend(e);
+        }
+        self.write_meta(extra)?;
         Ok(())
     }
 }

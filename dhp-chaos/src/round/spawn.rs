@@ -37,6 +37,11 @@ impl Driver<'_> {
             );
             self.hids.push(hid);
         }
+        self.open_monitor()
+    }
+
+    /// Open the monitor's read-only connection and the write-lock probe.
+    pub(super) fn open_monitor(&mut self) -> Result<()> {
         if self.cfg.pg_url.is_some() {
             self.pg_reconnect();
             return Ok(());

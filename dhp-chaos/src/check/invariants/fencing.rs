@@ -11,7 +11,7 @@ use std::collections::HashMap;
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     for (hid, f) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|f| (hid, f))) {
-        acknowledged_writes(hid, f, &mut out);
+        acknowledged_writes(hid, f, cx.ingested(hid), &mut out);
         fence_ledger(cx, hid, f, &mut out);
         commit_order(cx, hid, f, &mut out);
     }
@@ -20,7 +20,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
 
 /// Every acknowledged checkpoint is in the store as acknowledged, once;
 /// every committed checkpoint was written by a recorded operation.
-fn acknowledged_writes(hid: &str, f: &Facts<'_>, out: &mut Findings) {
+fn acknowledged_writes(hid: &str, f: &Facts<'_>, ingested: i64, out: &mut Findings) {
     let by_seq: HashMap<i64, &Ckpt> = f.h.ckpts.iter().map(|c| (c.seq, c)).collect();
     let mut acked: HashMap<i64, &str> = HashMap::new();
     for o in f.ops.iter().filter(|o| o.op == "checkpoint" && o.ok == Some(true)) {
@@ -43,7 +43,8 @@ fn acknowledged_writes(hid: &str, f: &Facts<'_>, out: &mut Findings) {
         acked.insert(seq, o.holder.as_str());
     }
     let mut unattributed = Vec::new();
-    for c in f.h.ckpts.iter().filter(|c| !acked.contains_key(&c.seq)) {
+    // a standby's ingested seqs were written on the dead host (checked there)
+    for c in f.h.ckpts.iter().filter(|c| !acked.contains_key(&c.seq) && c.seq >= ingested) {
         match in_flight_writers(&f.ops, c).len() {
             1 => {}
             0 => unattributed.push(c.seq),

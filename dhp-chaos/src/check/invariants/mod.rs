@@ -6,6 +6,7 @@ mod checkpoints;
 mod converge;
 mod detection;
 mod exactly_once;
+mod failover;
 mod fencing;
 mod no_false_orphans;
 mod outcome;
@@ -38,11 +39,12 @@ pub enum Invariant {
     NoFalseOrphans,
     SyncAck,
     Converge,
+    Failover,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 12] = [
+    pub const ALL: [Invariant; 13] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -55,6 +57,7 @@ impl Invariant {
         Invariant::NoFalseOrphans,
         Invariant::SyncAck,
         Invariant::Converge,
+        Invariant::Failover,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -72,6 +75,7 @@ impl Invariant {
             Invariant::NoFalseOrphans => "no-false-orphans",
             Invariant::SyncAck => "sync-ack",
             Invariant::Converge => "converge",
+            Invariant::Failover => "failover",
         }
     }
 
@@ -95,6 +99,7 @@ impl Invariant {
             Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
             Invariant::SyncAck => "every checkpoint acknowledged in synchronous TCP mode is in the peer's log (one cut by a fault before its ack is indeterminate)",
             Invariant::Converge => "after faults and partitions heal, the peer's log is the store's checkpoints in order: no gap, no duplicate, same hashes",
+            Invariant::Failover => "after a host death the standby resumes from the shipped log: what it ingested is the dead host's store, at most one committed chunk lost (synchronous mode), and it carried the handoff on",
         }
     }
 
@@ -113,6 +118,7 @@ impl Invariant {
             Invariant::NoFalseOrphans => no_false_orphans::check(cx),
             Invariant::SyncAck => sync_ack::check(cx),
             Invariant::Converge => converge::check(cx),
+            Invariant::Failover => failover::check(cx),
         }
     }
 }

@@ -36,6 +36,10 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
                     ),
                 ),
             },
+            other if cx.moved_to_standby(hid) => out.note(format!(
+                "{}: {other:?} when its host died; moved to the standby (checked there and by failover)",
+                short(hid)
+            )),
             other => {
                 let f = &final_state[hid.as_str()];
                 let alive = f["owner_alive"].as_bool().unwrap_or(false);

@@ -73,6 +73,8 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
                     );
                 }
                 match by_seq.get(&seq) {
+                    // shipped by the standby after this host died (checked there)
+                    None if cx.moved_to_standby(hid) => {}
                     None => out.of(
                         hid,
                         format!(
@@ -97,7 +99,9 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
         out.note(format!("{}: [{label}] {skipped} unreadable transport line(s) skipped", short(hid)));
     }
     // completeness
-    let missing: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !have.contains(s)).collect();
+    // a standby's ingested seqs came from the peer's log: not in its own buffer
+    let from_peer = if label == "local buffer" { cx.ingested(hid) } else { 0 };
+    let missing: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !have.contains(s) && *s >= from_peer).collect();
     let top = h.ckpts.last().map(|c| c.seq);
     for s in missing {
         let writer = f.writers.get(&s);
