@@ -17,6 +17,9 @@
 //! - `ship-altered` (with `--ship-to`): ships seq 2 with a different state
 //!   (count + 1, its hash recomputed and chained, so the peer accepts it):
 //!   the peer's log no longer converges to the store.
+//! - `ship-late` (with `--ship-to`): ships each checkpoint only after the
+//!   next two are committed (two behind; the rest before completing): in
+//!   synchronous mode a host death then loses two or three committed chunks.
 //!
 //! With `--ship-to HOST:PORT --ship-buffer DIR/ [--ship-mode sync|async]`
 //! the other modes ship over TCP with dhp-core's own shipper.
@@ -45,6 +48,7 @@ enum Mode {
     WrongResult,
     AckUnshipped,
     ShipAltered,
+    ShipLate,
 }
 
 struct Args {
@@ -97,10 +101,15 @@ fn parse_args() -> Result<Args> {
         Some("wrong-result") => Mode::WrongResult,
         Some("ack-unshipped") => Mode::AckUnshipped,
         Some("ship-altered") => Mode::ShipAltered,
-        other => bail!("--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered (got {other:?})"),
+        Some("ship-late") => Mode::ShipLate,
+        other => {
+            bail!("--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late (got {other:?})")
+        }
     };
-    if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered) && (ship_to.is_none() || ship_buffer.is_none()) {
-        bail!("--mode ack-unshipped and ship-altered ship over TCP: they need --ship-to and --ship-buffer");
+    if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
+        && (ship_to.is_none() || ship_buffer.is_none())
+    {
+        bail!("--mode ack-unshipped, ship-altered and ship-late ship over TCP: they need --ship-to and --ship-buffer");
     }
     if start != "claim" && start != "recover" {
         bail!("mode must be claim or recover");
@@ -216,6 +225,7 @@ fn run() -> Result<()> {
         catch_up(s, &runner, &hid)?;
     }
     // shipped lines name their predecessor (what this worker shipped before)
+    let mut held: std::collections::VecDeque<(i64, String)> = Default::default();
     let mut chain = Chain::after(&hid, runner.last_checkpoint_row(&hid)?.map(|r| (r.seq, r.state_hash)));
     let mut conn = db(&a.root)?;
     if a.mode == Mode::SkipFence {
@@ -275,7 +285,17 @@ fn run() -> Result<()> {
             } else {
                 log::checkpoint_line(seq, &shipped, &hash, &utcnow_iso())?
             };
-            s.ship_checkpoint(&hid, seq, &line)?;
+            if a.mode == Mode::ShipLate {
+                // keep the last two back; ship the one before them
+                held.push_back((seq, line));
+                if held.len() > 2 {
+                    if let Some((ps, pl)) = held.pop_front() {
+                        s.ship_checkpoint(&hid, ps, &pl)?;
+                    }
+                }
+            } else {
+                s.ship_checkpoint(&hid, seq, &line)?;
+            }
         }
         if a.mode != Mode::SkipFence {
             let _ = ctx.note_step(1);
@@ -290,6 +310,9 @@ fn run() -> Result<()> {
         result["prime_count"] = json!(count + 1);
     }
     if let Some(s) = shipper.as_deref_mut() {
+        while let Some((ps, pl)) = held.pop_front() {
+            s.ship_checkpoint(&hid, ps, &pl)?;
+        }
         s.flush()?;
     }
     h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));

@@ -154,7 +154,14 @@ impl<'a> Nemesis<'a> {
             FaultKind::Partition => {} // one partition at a time
             // one host death per round, not while a partition stands
             FaultKind::HostDeath if self.dead.is_empty() && self.cut.is_none() => {
-                self.host_death(drivers, host)?;
+                // a host whose every running handoff has shipped a few
+                // checkpoints (a death before any work tests nothing)
+                let ok: Vec<usize> =
+                    (0..drivers.len()).filter(|&i| drivers[i].least_progress().is_some_and(|m| m >= 3)).collect();
+                if !ok.is_empty() {
+                    let d = if ok.contains(&host) { host } else { ok[host % ok.len()] };
+                    self.host_death(drivers, d)?;
+                }
             }
             FaultKind::HostDeath => {}
             k => {

@@ -178,6 +178,11 @@ impl Driver<'_> {
         id
     }
 
+    /// Fewest checkpoints among the unfinished handoffs (None: all ended).
+    pub fn least_progress(&self) -> Option<i64> {
+        self.unfinished().iter().map(|(_, h)| self.snap.ckpts.get(h).copied().unwrap_or(0)).min()
+    }
+
     /// The host's handoffs that had not ended when it died (from the
     /// monitor's last look at its store).
     pub fn unfinished(&self) -> Vec<(usize, String)> {
