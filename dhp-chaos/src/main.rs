@@ -189,6 +189,9 @@ struct RunArgs {
     /// (default weights) and --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     nemesis: Option<String>,
+    /// Not simulated: refused with the reason (see README, "Hosts and partitions").
+    #[arg(long)]
+    lose_unsynced: bool,
 }
 
 fn main() {
@@ -313,6 +316,11 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if a.handoffs == 0 || a.chunks == 0 || a.chunk == 0 {
         bail!("--handoffs, --chunks and --chunk must be positive");
+    }
+    if a.lose_unsynced {
+        bail!(
+            "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
+        );
     }
     let mut ship = Ship::parse(&a.ship)?;
     if let Some(n) = a.hosts {

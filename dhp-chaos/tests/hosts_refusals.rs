@@ -23,6 +23,10 @@ fn network_faults_are_refused_where_they_cannot_run() {
     assert_eq!(r.code, 2, "{}", r.dump());
     assert!(r.stderr.contains("unknown nemesis \"meteor\""), "{}", r.dump());
 
+    let r = run_chaos("lose-unsynced", &["--hosts", "2", "--nemesis", "host", "--lose-unsynced"]);
+    assert_eq!(r.code, 2, "{}", r.dump());
+    assert!(r.stderr.contains("--lose-unsynced is not simulated"), "{}", r.dump());
+
     let r = run_chaos("hosts-python", &["--hosts", "2", "--workers", "python"]);
     assert_eq!(r.code, 2, "{}", r.dump());
     assert!(r.stderr.contains("need builtin workers"), "{}", r.dump());
