@@ -555,7 +555,7 @@ fn run_rounds(
             Ok(rs) => {
                 for r in rs {
                     if live_table {
-                        if i == 0 {
+                        if reports.is_empty() {
                             println!("{}", report::header());
                         }
                         println!("{}", report::round_line(&r));
@@ -568,10 +568,11 @@ fn run_rounds(
                     } else if a.nightly && !a.keep_passing {
                         // passing rounds keep their reports and timeline only (the history of
                         // a long round is megabytes; a nightly runs dozens of rounds)
+                        let rdir = Path::new(&r.dir);
                         for sub in ["store", "transport", "procs", "peer"] {
-                            let _ = std::fs::remove_dir_all(dir.join(sub));
+                            let _ = std::fs::remove_dir_all(rdir.join(sub));
                         }
-                        let _ = std::fs::remove_file(dir.join("history.jsonl"));
+                        let _ = std::fs::remove_file(rdir.join("history.jsonl"));
                     }
                     reports.push(r);
                     if failed && a.nightly {

@@ -107,6 +107,14 @@ struct Nemesis<'a> {
     partitions: u64,
 }
 
+/// Reap every host's exits (between the slow steps of a network fault).
+fn reap_all<'a>(drivers: &mut [Driver<'a>], dead: &mut [Driver<'a>]) -> Result<()> {
+    for d in drivers.iter_mut().chain(dead.iter_mut()) {
+        d.reap_now()?;
+    }
+    Ok(())
+}
+
 impl<'a> Nemesis<'a> {
     /// Record an event in the round's own history and in every host's.
     fn record(&mut self, drivers: &mut [Driver<'_>], op: &str, fields: serde_json::Value) {
@@ -141,7 +149,7 @@ impl<'a> Nemesis<'a> {
             FaultKind::Partition if self.cut.is_none() => {
                 self.fault_id += 1;
                 let cut = Cut::draw(&mut self.rng_host, drivers.len() as u32, now, self.fault_id);
-                cut.apply(&self.net)?;
+                cut.apply(&self.net, &mut || reap_all(drivers, &mut self.dead))?;
                 let mut ev = cut.to_json();
                 ev["phase"] = json!("start");
                 self.record(drivers, "nemesis", ev);
@@ -190,8 +198,9 @@ impl<'a> Nemesis<'a> {
         );
         // reap what died before the namespace goes
         std::thread::sleep(Duration::from_millis(20));
-        drivers[d].step_faults(false)?;
+        reap_all(drivers, &mut self.dead)?;
         self.net.replace(k)?;
+        reap_all(drivers, &mut self.dead)?;
         let moved = drivers[d].unfinished();
         let received = host_dir(&self.dir, (k + 1) % n).join("received");
         let sdir = standby_dir(&self.dir, k);
@@ -226,6 +235,7 @@ impl<'a> Nemesis<'a> {
                 }
             }
         }
+        reap_all(drivers, &mut self.dead)?;
         let taken: Vec<(u32, String, u64)> = moved
             .iter()
             .filter(|(_, h)| counts.contains_key(h))
@@ -247,12 +257,13 @@ impl<'a> Nemesis<'a> {
         );
         let dead = std::mem::replace(&mut drivers[d], sb);
         self.dead.push(dead);
+        reap_all(drivers, &mut self.dead)?;
         Ok(())
     }
 
-    fn heal(&mut self, drivers: &mut [Driver<'_>]) -> Result<()> {
+    fn heal(&mut self, drivers: &mut [Driver<'a>]) -> Result<()> {
         if let Some(cut) = self.cut.take() {
-            cut.heal(&self.net)?;
+            cut.heal(&self.net, &mut || reap_all(drivers, &mut self.dead))?;
             let mut ev = cut.to_json();
             ev["phase"] = json!("heal");
             self.record(drivers, "nemesis", ev);

@@ -60,22 +60,25 @@ impl Cut {
                "blocked": self.blocked, "heal_at": self.heal_at})
     }
 
-    /// Install the DROP rules (each in the receiving host's namespace).
-    pub fn apply(&self, net: &Net) -> Result<()> {
+    /// Install the DROP rules (each in the receiving host's namespace);
+    /// `between` runs after each rule (the harness keeps reaping).
+    pub fn apply(&self, net: &Net, between: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         for &(from, to) in &self.blocked {
             let (src, dst) = (&net.hosts[from as usize], &net.hosts[to as usize]);
             in_ns(&dst.netns, &["iptables", "-w", "-A", "INPUT", "-s", &src.addr, "-j", "DROP"])?;
+            between()?;
         }
         Ok(())
     }
 
     /// Remove the rules again (the namespaces hold no other INPUT rules).
-    pub fn heal(&self, net: &Net) -> Result<()> {
+    pub fn heal(&self, net: &Net, between: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         let mut dsts: Vec<u32> = self.blocked.iter().map(|b| b.1).collect();
         dsts.sort_unstable();
         dsts.dedup();
         for to in dsts {
             in_ns(&net.hosts[to as usize].netns, &["iptables", "-w", "-F", "INPUT"])?;
+            between()?;
         }
         Ok(())
     }

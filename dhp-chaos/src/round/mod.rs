@@ -237,6 +237,12 @@ impl<'a> Driver<'a> {
         self.hist.record(op, fields)
     }
 
+    /// Reap exits now (the multi-host loop calls it between slow steps, so
+    /// every host's exits are recorded when they happen).
+    pub fn reap_now(&mut self) -> Result<()> {
+        self.reap(!self.dead)
+    }
+
     /// `--hosts`: which host this round is.
     pub fn host_index(&self) -> Option<u32> {
         self.cfg.host.as_ref().map(|h| h.index)

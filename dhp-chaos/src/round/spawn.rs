@@ -298,6 +298,18 @@ impl Driver<'_> {
         let (pid, log) = (p.pid, p.log.clone());
         self.table.procs.push(p);
         let idx = self.table.procs.len() - 1;
+        if self.cfg.host.is_some() {
+            // a fixed port under --hosts: no need to wait for it to listen
+            // (shippers connect lazily and retry; a failed start is reaped
+            // and restarted like a killed server) — the multi-host loop must
+            // not stall other hosts' reaping
+            self.port = Some(crate::hosts::PORT);
+            self.hist.record(
+                "spawn",
+                json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}),
+            );
+            return Ok(());
+        }
         let deadline = hist::now() + 10.0;
         loop {
             // keep reaping while we wait: a death during a slow start-up is
