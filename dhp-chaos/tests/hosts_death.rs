@@ -31,6 +31,12 @@ fn a_dead_host_is_taken_over_by_a_standby_from_the_shipped_log() {
             "20",
             "--grace",
             "15",
+            // several hosts' processes on a shared 2-core machine: a 2 s
+            // lease, so load alone does not orphan live workers
+            "--lease-interval",
+            "0.4",
+            "--lease-max-missed",
+            "5",
         ],
     );
     assert_eq!(r.code, 0, "{}", r.dump());

@@ -41,6 +41,12 @@ fn three_hosts_with_partitions_hold_every_invariant() {
             "20",
             "--grace",
             "15",
+            // several hosts' processes on a shared 2-core machine: a 2 s
+            // lease, so load alone does not orphan live workers
+            "--lease-interval",
+            "0.4",
+            "--lease-max-missed",
+            "5",
         ],
     );
     assert_eq!(r.code, 0, "{}", r.dump());

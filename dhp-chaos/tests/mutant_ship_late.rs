@@ -31,6 +31,12 @@ fn ship_late_mutant_loses_two_chunks_on_host_death() {
             "20",
             "--grace",
             "15",
+            // several hosts' processes on a shared 2-core machine: a 2 s
+            // lease, so load alone does not orphan live workers
+            "--lease-interval",
+            "0.4",
+            "--lease-max-missed",
+            "5",
         ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
