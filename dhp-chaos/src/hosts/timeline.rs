@@ -59,8 +59,15 @@ pub fn describe(e: &Ev) -> String {
 /// Write `DIR/timeline.svg` for the multi-host round in `dir`.
 pub fn write(dir: &Path, n: u32) -> Result<()> {
     let net = hist::load(&dir.join(super::NET_HISTORY))?;
-    let hosts: Vec<hist::History> =
-        (0..n).map(|k| hist::load(&super::host_dir(dir, k).join("history.jsonl"))).collect::<Result<_>>()?;
+    // each host's history, and a standby's on the lane of the host it replaced
+    let mut hosts: Vec<(u32, hist::History)> = Vec::new();
+    for k in 0..n {
+        hosts.push((k, hist::load(&super::host_dir(dir, k).join("history.jsonl"))?));
+        let sb = super::standby_dir(dir, k).join("history.jsonl");
+        if sb.exists() {
+            hosts.push((k, hist::load(&sb)?));
+        }
+    }
     let t0 = net.events.first().map(Ev::t).unwrap_or(0.0);
     let t_end = net.events.last().map(Ev::t).unwrap_or(t0 + 1.0).max(t0 + 0.001);
     let x = |t: f64| LEFT + (t - t0).clamp(0.0, t_end - t0) / (t_end - t0) * WIDTH;
@@ -71,7 +78,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, SIGSTOP |, complete ●</text>"#,
+<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, host death ☠ (its standby continues on the same lane), SIGSTOP |, complete ●</text>"#,
         w = LEFT + WIDTH + 20.0
     );
     for k in 0..u64::from(n) {
@@ -110,11 +117,12 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
             }
         }
     }
-    for (k, h) in hosts.iter().enumerate() {
-        let y = lane_y(k as u64);
+    for (k, h) in &hosts {
+        let y = lane_y(u64::from(*k));
         for e in &h.events {
             let t = e.t();
             let mark = match (e.is_chaos(), e.op(), e.s("signal"), e.ty()) {
+                (true, "fault", Some("KILL"), _) if e.s("kind") == Some("host-death") => "☠",
                 (true, "fault", Some("KILL"), _) if e.s("kind") != Some("teardown") => "×",
                 (true, "fault", Some("STOP"), _) => "|",
                 (false, "complete", _, "ok") => "●",
