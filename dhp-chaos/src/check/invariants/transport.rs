@@ -112,6 +112,8 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
                 short(hid),
                 writer.map(|w| w.holder.as_str()).unwrap_or("?")
             ));
+        } else if cx.moved_to_standby(hid) && Some(s) == top {
+            out.note(format!("{}: [{label}] seq {s} was committed when its host died, before it was shipped; the standby redid that chunk (checked by failover)", short(hid)));
         } else if h.status == "failed" && Some(s) == top {
             out.note(format!("{}: [{label}] DLQ handoff's last seq {s} was committed but its writer died before shipping; no successor will catch up", short(hid)));
         } else {
