@@ -64,16 +64,25 @@ pub enum FaultKind {
     Pause,
     /// SIGKILL the TCP transport server (`--ship tcp`); it is restarted on the same port.
     KillTransport,
+    /// PostgreSQL only: `pg_ctl stop -m immediate`, started again after a seeded delay.
+    DbCrash,
+    /// PostgreSQL only: `pg_terminate_backend` of one backend of a worker or of the leader.
+    DbTerminateBackend,
+    /// PostgreSQL only: SIGSTOP a worker caught inside a write transaction (holding row locks).
+    DbStall,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillMulti,
         FaultKind::Pause,
         FaultKind::KillTransport,
+        FaultKind::DbCrash,
+        FaultKind::DbTerminateBackend,
+        FaultKind::DbStall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,7 +93,15 @@ impl FaultKind {
             FaultKind::KillMulti => "kill-multi",
             FaultKind::Pause => "pause",
             FaultKind::KillTransport => "kill-transport",
+            FaultKind::DbCrash => "db-crash",
+            FaultKind::DbTerminateBackend => "db-terminate-backend",
+            FaultKind::DbStall => "db-stall",
         }
+    }
+
+    /// A fault of the database itself (PostgreSQL stores only).
+    pub fn is_db(self) -> bool {
+        matches!(self, FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall)
     }
 
     pub fn from_name(s: &str) -> Option<FaultKind> {
@@ -241,6 +258,10 @@ pub struct RoundConfig {
     /// schema is [`RoundConfig::pg_schema`]). Never saved: it holds a password.
     #[serde(default, skip_serializing)]
     pub pg_url: Option<String>,
+    /// PostgreSQL rounds with database faults: the cluster directory
+    /// (`scripts/pg.sh` layout) that `db-crash` stops and starts again.
+    #[serde(default)]
+    pub pg_data: Option<PathBuf>,
 }
 
 fn sqlite_engine() -> String {

@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use dhp_chaos::check::{self, RoundReport};
 use dhp_chaos::config::{default_fault_mix, parse_fault_mix, FaultKind, Impl, RoundConfig, Ship, Timing};
+use dhp_chaos::round::db_faults;
 use dhp_chaos::{locate, python, report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -179,6 +180,11 @@ struct RunArgs {
     /// Given twice (sqlite and postgres), runs the same seeds on both engines and prints them side by side.
     #[arg(long, default_value = "sqlite")]
     store: Vec<String>,
+    /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`
+    /// prints), which allows the database faults (db-crash, db-terminate-backend, db-stall);
+    /// without it they are refused. --store postgres owns its cluster and needs none.
+    #[arg(long, value_name = "DIR")]
+    pg_data: Option<PathBuf>,
 }
 
 fn main() {
@@ -391,6 +397,7 @@ fn run(a: RunArgs) -> Result<i32> {
         replay: String::new(),
         engine: "sqlite".into(),
         pg_url: None,
+        pg_data: None,
     };
     let mut engines = Vec::new();
     for s in &a.store {
@@ -406,7 +413,25 @@ fn run(a: RunArgs) -> Result<i32> {
     for e in &engines {
         let mut t = tmpl.clone();
         t.engine = if e.label == "sqlite" { "sqlite".into() } else { "postgres".into() };
+        // database faults: explicit ones must be allowed on this store; the
+        // default mix gets them wherever the harness can crash the server
+        let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
+        if a.faults.is_none() && db_ok {
+            t.fault_mix.extend(db_faults::DEFAULT_DB_MIX);
+        }
+        db_faults::check_allowed(
+            &t.fault_mix,
+            &t.engine,
+            e.label == "postgres",
+            e.url.as_deref(),
+            a.pg_data.as_deref(),
+        )?;
         let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
+        t.pg_data = match &owned {
+            Some(c) => Some(c.data_dir.clone()),
+            None if e.url.is_some() => a.pg_data.clone(),
+            None => None,
+        };
         t.pg_url = match (&owned, &e.url) {
             (Some(c), _) => Some(c.url.clone()),
             (None, Some(u)) => Some(u.clone()),

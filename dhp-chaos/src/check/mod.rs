@@ -17,6 +17,7 @@ mod ctx;
 mod faults;
 mod findings;
 mod history;
+mod indeterminate;
 mod invariants;
 mod load;
 mod report;
@@ -57,7 +58,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     )?;
     let history = hist::load(&paths.history)?;
     let store = load::load_round_store(&paths.store)?;
-    let ix = history::index(&history);
+    let mut ix = history::index(&history);
+    indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let cx = Ctx::new(dir, &meta, &ix, &store);
 
     // Run every invariant, then file: a handoff whose trouble starts at a

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod db_faults;
 mod inject;
 mod monitor;
 mod reap;
@@ -130,6 +131,8 @@ pub struct Driver<'a> {
     /// Read-write connection used only to probe whether the write lock is held.
     probe: Option<Connection>,
     last_probe: f64,
+    /// Database faults: the crashed server's outage, if any.
+    db_state: db_faults::DbState,
     pub live: Live,
 }
 
@@ -184,6 +187,7 @@ impl<'a> Driver<'a> {
             stall_since: None,
             probe: None,
             last_probe: 0.0,
+            db_state: db_faults::DbState::default(),
             live: Live::default(),
         })
     }
@@ -261,6 +265,7 @@ impl<'a> Driver<'a> {
             self.notice_self_pauses();
             self.wake(false);
             self.provision()?;
+            self.db_tick(false)?;
             if self.all_terminal() || hist::now() >= fault_end {
                 break;
             }
@@ -278,6 +283,7 @@ impl<'a> Driver<'a> {
             self.notice_self_pauses();
             self.wake(true);
             self.provision()?;
+            self.db_tick(true)?;
             tick(&self.live);
             std::thread::sleep(TICK);
         }
@@ -321,6 +327,7 @@ impl<'a> Driver<'a> {
                 json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}),
             );
         }
+        self.db_finish()?;
         if let Some(url) = &self.cfg.pg_url {
             // the checker (and `analyze`, after the cluster is gone) reads this export
             self.pg = None;
