@@ -147,7 +147,22 @@ struct Backend {
     liveness: bool,
 }
 
+/// Armed in some worker spawns of rounds with `db-stall`: a failpoint that
+/// never fires, but an armed `checkpoint.in_tx` makes dhp-core checkpoint in
+/// a multi-statement transaction instead of the one-round-trip function, so
+/// the worker spends time `idle in transaction` holding its row locks,
+/// where `db-stall` can catch it.
+pub const IN_TX_PATH: &str = "checkpoint.in_tx=kill%0";
+
 impl Driver<'_> {
+    /// Does this worker spawn take the multi-statement checkpoint path (half
+    /// of them, seeded, in PostgreSQL rounds with `db-stall`)?
+    pub(super) fn stall_path(&mut self) -> bool {
+        self.cfg.pg_url.is_some()
+            && self.cfg.fault_mix.iter().any(|(k, w)| *k == FaultKind::DbStall && *w > 0.0)
+            && self.rng_spawn.gen_bool(0.5)
+    }
+
     /// Is the server down (crashed, not yet back)?
     pub(super) fn db_down(&self) -> bool {
         self.db_state.down.is_some()

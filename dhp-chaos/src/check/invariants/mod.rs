@@ -1,4 +1,4 @@
-//! The ten invariants a round must keep, one file each. Each reads the
+//! The invariants a round must keep, one file each. Each reads the
 //! round's [`Ctx`] and returns its [`Findings`]; [`super::check_round`]
 //! files them (taint) into the report's verdicts.
 
@@ -6,10 +6,12 @@ mod checkpoints;
 mod detection;
 mod exactly_once;
 mod fencing;
+mod lost_commits;
 mod no_false_orphans;
 mod outcome;
 mod result;
 mod rework;
+mod stuck_after_restart;
 mod transport;
 mod zombies;
 
@@ -33,11 +35,13 @@ pub enum Invariant {
     Rework,
     Detection,
     NoFalseOrphans,
+    NoLostCommitsAcrossDbCrash,
+    NoStuckAfterDbRestart,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -48,6 +52,8 @@ impl Invariant {
         Invariant::Rework,
         Invariant::Detection,
         Invariant::NoFalseOrphans,
+        Invariant::NoLostCommitsAcrossDbCrash,
+        Invariant::NoStuckAfterDbRestart,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -63,6 +69,8 @@ impl Invariant {
             Invariant::Rework => "rework",
             Invariant::Detection => "detection",
             Invariant::NoFalseOrphans => "no-false-orphans",
+            Invariant::NoLostCommitsAcrossDbCrash => "no-lost-commits-across-db-crash",
+            Invariant::NoStuckAfterDbRestart => "no-stuck-after-db-restart",
         }
     }
 
@@ -84,6 +92,8 @@ impl Invariant {
             Invariant::Rework => "work redone per fault is at most one chunk",
             Invariant::Detection => "every worker that died holding a lease was orphaned (or had completed)",
             Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
+            Invariant::NoLostCommitsAcrossDbCrash => "every checkpoint and completion acknowledged before a database crash is in the store at the end",
+            Invariant::NoStuckAfterDbRestart => "after a crashed database is back, every handoff still reaches a terminal state within the round",
         }
     }
 
@@ -100,6 +110,8 @@ impl Invariant {
             Invariant::Rework => rework::check(cx),
             Invariant::Detection => detection::check(cx),
             Invariant::NoFalseOrphans => no_false_orphans::check(cx),
+            Invariant::NoLostCommitsAcrossDbCrash => lost_commits::check(cx),
+            Invariant::NoStuckAfterDbRestart => stuck_after_restart::check(cx),
         }
     }
 }
