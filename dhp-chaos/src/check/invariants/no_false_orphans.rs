@@ -42,17 +42,22 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         // the keeper retakes its lock within a ping of the server's return
         let cut_by_crash = outages.iter().any(|(a, b)| o.t >= *a && o.t <= b + RETAKE_S);
         let exited = cx.ix.exits.get(holder).is_some_and(|et| *et <= o.t + 1.0);
+        // a history line written after the orphan proves the holder was alive
+        // then, whatever made it exit soon after (being fenced, typically)
+        let wrote_after = cx.ix.ops.iter().any(|op| op.process == holder && op.out_t.unwrap_or(op.invoke_t) > o.t);
         match o.reason.as_deref() {
             Some("worker-died") => {
                 out.checked += 1;
-                if !faulted && !exited && cut_by_crash {
+                if faulted || (exited && !wrote_after) {
+                } else if cut_by_crash {
                     session_cut += 1;
-                } else if !faulted && !exited {
+                } else {
                     out.plain(format!(
-                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} was neither faulted nor exited",
+                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} was neither faulted nor dead ({})",
                         short(&o.hid),
                         opt(o.previous_fence),
-                        o.supervisor
+                        o.supervisor,
+                        if wrote_after { "it recorded operations after the orphan" } else { "it had not exited" }
                     ));
                 }
             }
