@@ -8,7 +8,7 @@ use common::*;
 
 fn refused(name: &str, args: &[&str]) -> Run {
     let r = run_chaos(name, args);
-    assert_ne!(r.code, 0, "must be refused\n{}", r.dump());
+    assert_eq!(r.code, 2, "must be refused (exit 2)\n{}", r.dump());
     assert!(r.results.is_null(), "no round may run\n{}", r.dump());
     r
 }
@@ -21,7 +21,11 @@ fn database_faults_are_refused_where_the_harness_cannot_inflict_them() {
     // no server is contacted: the URL need not answer
     let url = "postgres://u:secret@127.0.0.1:9/dhp";
     let r = refused("dbf-url", &["--store", url, "--faults", "db-stall=1,db-terminate-backend=2", "--handoffs", "1"]);
-    assert!(r.stderr.contains("need --pg-data DIR") && r.stderr.contains("db-stall, db-terminate-backend"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("need --pg-data DIR") && r.stderr.contains("db-stall, db-terminate-backend"),
+        "{}",
+        r.dump()
+    );
     assert!(!r.stderr.contains("secret"), "the password must not be printed\n{}", r.dump());
 
     let dir = tempfile::tempdir().unwrap();

@@ -17,17 +17,17 @@ fn database_faults_are_injected_recorded_and_survived() {
             "--seed",
             "515",
             "--handoffs",
-            "3",
+            "4",
             "--dlq-handoffs",
             "0",
             "--chunks",
             "150",
             "--fault-seconds",
-            "12",
+            "15",
             "--fault-interval",
             "0.4,0.8",
             "--faults",
-            "db-crash=1,db-terminate-backend=3,db-stall=3",
+            "db-crash=1,db-terminate-backend=2,db-stall=4",
             "--failpoint-rate",
             "0",
         ],
@@ -45,6 +45,6 @@ fn database_faults_are_injected_recorded_and_survived() {
         assert!(r.violations(inv).is_empty(), "{inv}: {:#?}\n{}", r.violations(inv), r.dump());
     }
     assert!(r.checked("no-lost-commits-across-db-crash") > 0, "acknowledgements before the crash were checked");
-    assert_eq!(r.checked("no-stuck-after-db-restart"), 3, "{}", r.dump());
+    assert_eq!(r.checked("no-stuck-after-db-restart"), 4, "{}", r.dump());
     assert!(r.violations("outcome").is_empty(), "{:#?}", r.violations("outcome"));
 }

@@ -155,12 +155,12 @@ struct Backend {
 pub const IN_TX_PATH: &str = "checkpoint.in_tx=kill%0";
 
 impl Driver<'_> {
-    /// Does this worker spawn take the multi-statement checkpoint path (half
+    /// Does this worker spawn take the multi-statement checkpoint path (3 in 4
     /// of them, seeded, in PostgreSQL rounds with `db-stall`)?
     pub(super) fn stall_path(&mut self) -> bool {
         self.cfg.pg_url.is_some()
             && self.cfg.fault_mix.iter().any(|(k, w)| *k == FaultKind::DbStall && *w > 0.0)
-            && self.rng_spawn.gen_bool(0.5)
+            && self.rng_spawn.gen_bool(0.75)
     }
 
     /// Is the server down (crashed, not yet back)?
@@ -342,7 +342,7 @@ impl Driver<'_> {
         let q = "SELECT a.pid, substring(a.application_name from '-([0-9]+)$')::int4 FROM pg_stat_activity a \
                  WHERE a.application_name LIKE 'dhp-work-%' AND a.state = 'idle in transaction' \
                  AND a.backend_xid IS NOT NULL ORDER BY a.pid";
-        let end = hist::now() + 0.15;
+        let end = hist::now() + 0.3;
         while hist::now() < end {
             self.pg_reconnect();
             let Some(c) = self.pg.as_mut() else { return false };
