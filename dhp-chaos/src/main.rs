@@ -408,24 +408,22 @@ fn run(a: RunArgs) -> Result<i32> {
     {
         bail!("--store twice runs the same seeds on both engines: give sqlite once and postgres (or a URL) once");
     }
+    // refuse database faults (and a useless --pg-data) before any engine runs
+    db_faults::check_pg_data_used(a.pg_data.as_deref(), engines.iter().any(|e| e.url.is_some()))?;
+    for e in &engines {
+        let engine = if e.label == "sqlite" { "sqlite" } else { "postgres" };
+        db_faults::check_allowed(&fault_mix, engine, e.label == "postgres", e.url.as_deref(), a.pg_data.as_deref())?;
+    }
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();
     for e in &engines {
         let mut t = tmpl.clone();
         t.engine = if e.label == "sqlite" { "sqlite".into() } else { "postgres".into() };
-        // database faults: explicit ones must be allowed on this store; the
-        // default mix gets them wherever the harness can crash the server
+        // the default mix gets the database faults wherever the harness can crash the server
         let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
         if a.faults.is_none() && db_ok {
             t.fault_mix.extend(db_faults::DEFAULT_DB_MIX);
         }
-        db_faults::check_allowed(
-            &t.fault_mix,
-            &t.engine,
-            e.label == "postgres",
-            e.url.as_deref(),
-            a.pg_data.as_deref(),
-        )?;
         let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
         t.pg_data = match &owned {
             Some(c) => Some(c.data_dir.clone()),

@@ -74,23 +74,25 @@ pub fn check_allowed(
 ) -> std::result::Result<(), DbFaultRefusal> {
     let kinds: Vec<&'static str> = mix.iter().filter(|(k, w)| k.is_db() && *w > 0.0).map(|(k, _)| k.name()).collect();
     if engine != "postgres" {
-        if pg_data.is_some() {
-            return Err(DbFaultRefusal::PgDataUnused { why: "only for --store postgres://… (SQLite has no server)" });
-        }
         return if kinds.is_empty() { Ok(()) } else { Err(DbFaultRefusal::Sqlite { kinds }) };
     }
     if owned {
-        if pg_data.is_some() {
-            return Err(DbFaultRefusal::PgDataUnused {
-                why: "--store postgres starts a cluster of its own; --pg-data is for --store postgres://…",
-            });
-        }
         return Ok(());
     }
     match pg_data {
         None if kinds.is_empty() => Ok(()),
         None => Err(DbFaultRefusal::NoPgData { kinds }),
         Some(dir) => check_pg_data(dir, url),
+    }
+}
+
+/// `--pg-data` is only for a `--store postgres://…` run.
+pub fn check_pg_data_used(pg_data: Option<&Path>, url_store: bool) -> std::result::Result<(), DbFaultRefusal> {
+    match pg_data {
+        Some(_) if !url_store => Err(DbFaultRefusal::PgDataUnused {
+            why: "only for --store postgres://… (SQLite has no server; --store postgres starts a cluster of its own)",
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -121,6 +123,11 @@ fn check_pg_data(dir: &Path, url: Option<&str>) -> std::result::Result<(), DbFau
 #[derive(Debug, Default)]
 pub(super) struct DbState {
     down: Option<Down>,
+    /// When the server last came back from a crash.
+    up_at: Option<f64>,
+    /// A drawn `db-stall` waiting for a worker to catch (its fault id).
+    stall_armed: Option<u64>,
+    last_stall_poll: f64,
 }
 
 #[derive(Debug)]
@@ -242,6 +249,7 @@ impl Driver<'_> {
                     if status.success() {
                         self.db_state.down = None;
                         let t = hist::now();
+                        self.db_state.up_at = Some(t);
                         self.hist.record(
                             "observe",
                             json!({"what": "db-up", "fault_id": id, "since": since, "down_s": t - since}),
@@ -259,6 +267,14 @@ impl Driver<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The drain lasts its grace from the end of faults, and at least as
+    /// long from the server's return: a handoff gets its whole grace with a
+    /// working database.
+    pub(super) fn draining(&self, grace_end: f64) -> bool {
+        let now = hist::now();
+        now < grace_end || self.db_down() || self.db_state.up_at.is_some_and(|u| now < u + self.cfg.grace_seconds)
     }
 
     /// Bring a crashed server back before the round's store is exported.
@@ -337,59 +353,79 @@ impl Driver<'_> {
         false
     }
 
-    /// Catch a worker inside a write transaction and stop it there.
+    /// Arm a stall: it strikes the first worker caught inside a write
+    /// transaction, at once or on a later tick (every 20 ms) of the fault phase.
     fn db_stall(&mut self) -> bool {
+        if self.db_state.stall_armed.is_some() {
+            return false;
+        }
+        self.fault_id += 1;
+        self.live.faults += 1;
+        let id = self.fault_id;
+        self.hist.record("observe", json!({"what": "db-stall-armed", "fault_id": id}));
+        self.db_state.stall_armed = Some(id);
+        self.db_state.last_stall_poll = 0.0;
+        self.db_stall_tick();
+        true
+    }
+
+    /// One look for a worker inside a write transaction, if a stall is armed.
+    pub(super) fn db_stall_tick(&mut self) {
+        let Some(id) = self.db_state.stall_armed else { return };
+        let now = hist::now();
+        if self.db_down() || now - self.db_state.last_stall_poll < 0.02 {
+            return;
+        }
+        self.db_state.last_stall_poll = now;
         let q = "SELECT a.pid, substring(a.application_name from '-([0-9]+)$')::int4 FROM pg_stat_activity a \
                  WHERE a.application_name LIKE 'dhp-work-%' AND a.state = 'idle in transaction' \
                  AND a.backend_xid IS NOT NULL ORDER BY a.pid";
-        let end = hist::now() + 0.3;
-        while hist::now() < end {
-            self.pg_reconnect();
-            let Some(c) = self.pg.as_mut() else { return false };
-            let rows: Vec<(i32, i32)> = match c.query(q, &[]) {
-                Ok(rows) => rows.iter().filter_map(|r| Some((r.get(0), r.get::<_, Option<i32>>(1)?))).collect(),
-                Err(_) => {
-                    self.pg = None;
-                    return false;
-                }
-            };
-            let caught: Vec<(usize, i32)> = rows
-                .iter()
-                .filter_map(|(bpid, ospid)| {
-                    let i = self.table.procs.iter().position(|p| {
-                        p.pid == *ospid && p.role == Role::Worker && p.active() && self.lease_of(p).is_some()
-                    })?;
-                    Some((i, *bpid))
-                })
-                .collect();
-            if let Some(&(i, bpid)) = caught.choose(&mut self.rng_victim) {
-                self.fault_id += 1;
-                self.live.faults += 1;
-                let id = self.fault_id;
-                if !self.signal(i, Signal::SIGSTOP, "db-stall", id) {
-                    return true;
-                }
-                // still inside its transaction once stopped: it holds its row locks
-                let held = self.pg.as_mut().and_then(|c| {
-                    c.query_one(
-                        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-                         WHERE l.pid = $1 AND l.granted AND a.state = 'idle in transaction' \
-                         AND l.locktype IN ('transactionid', 'tuple', 'relation', 'advisory')",
-                        &[&bpid],
-                    )
-                    .ok()
-                    .map(|r| r.get::<_, i64>(0))
-                });
-                let victim = self.table.procs[i].name.clone();
-                self.hist.record(
-                    "observe",
-                    json!({"what": "db-stall", "fault_id": id, "victim": victim, "backend_pid": bpid,
-                           "locks_held": held, "in_transaction": held.is_some_and(|n| n > 0)}),
-                );
-                return true;
+        self.pg_reconnect();
+        let Some(c) = self.pg.as_mut() else { return };
+        let rows: Vec<(i32, i32)> = match c.query(q, &[]) {
+            Ok(rows) => rows.iter().filter_map(|r| Some((r.get(0), r.get::<_, Option<i32>>(1)?))).collect(),
+            Err(_) => {
+                self.pg = None;
+                return;
             }
-            std::thread::sleep(Duration::from_millis(2));
+        };
+        let caught: Vec<(usize, i32)> = rows
+            .iter()
+            .filter_map(|(bpid, ospid)| {
+                let i = self.table.procs.iter().position(|p| {
+                    p.pid == *ospid && p.role == Role::Worker && p.active() && self.lease_of(p).is_some()
+                })?;
+                Some((i, *bpid))
+            })
+            .collect();
+        let Some(&(i, bpid)) = caught.choose(&mut self.rng_victim) else { return };
+        self.db_state.stall_armed = None;
+        if !self.signal(i, Signal::SIGSTOP, "db-stall", id) {
+            return;
         }
-        false
+        // still inside its transaction once stopped: it holds its row locks
+        let held = self.pg.as_mut().and_then(|c| {
+            c.query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                 WHERE l.pid = $1 AND l.granted AND a.state = 'idle in transaction' \
+                 AND l.locktype IN ('transactionid', 'tuple', 'relation', 'advisory')",
+                &[&bpid],
+            )
+            .ok()
+            .map(|r| r.get::<_, i64>(0))
+        });
+        let victim = self.table.procs[i].name.clone();
+        self.hist.record(
+            "observe",
+            json!({"what": "db-stall", "fault_id": id, "victim": victim, "backend_pid": bpid,
+                   "locks_held": held, "in_transaction": held.is_some_and(|n| n > 0)}),
+        );
+    }
+
+    /// Faults have stopped: an armed stall that caught nothing is said so.
+    pub(super) fn db_stall_disarm(&mut self) {
+        if let Some(id) = self.db_state.stall_armed.take() {
+            self.hist.record("observe", json!({"what": "db-stall-missed", "fault_id": id}));
+        }
     }
 }

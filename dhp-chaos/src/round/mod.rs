@@ -270,14 +270,16 @@ impl<'a> Driver<'a> {
                 break;
             }
             self.inject();
+            self.db_stall_tick();
             tick(&self.live);
             std::thread::sleep(TICK);
         }
+        self.db_stall_disarm();
         let t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         // drain: wake zombies, keep provisioning until all handoffs end
         let grace_end = hist::now() + self.cfg.grace_seconds;
-        while !self.all_terminal() && hist::now() < grace_end {
+        while !self.all_terminal() && self.draining(grace_end) {
             self.reap(true)?;
             self.monitor();
             self.notice_self_pauses();
