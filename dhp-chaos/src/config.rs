@@ -258,6 +258,10 @@ pub struct RoundConfig {
     /// schema is [`RoundConfig::pg_schema`]). Never saved: it holds a password.
     #[serde(default, skip_serializing)]
     pub pg_url: Option<String>,
+    /// The fault schedule starts once this many checkpoints are committed
+    /// (its times, and `fault_seconds`, count from then); 0: at the round's start.
+    #[serde(default)]
+    pub faults_after_checkpoints: u64,
     /// PostgreSQL rounds with database faults: the cluster directory
     /// (`scripts/pg.sh` layout) that `db-crash` stops and starts again.
     #[serde(default)]

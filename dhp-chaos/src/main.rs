@@ -128,6 +128,11 @@ struct RunArgs {
     /// Longest fault phase per round, seconds.
     #[arg(long, default_value_t = 90.0)]
     fault_seconds: f64,
+    /// Start the fault schedule once this many checkpoints are committed (its times and
+    /// --fault-seconds count from then): a fault then always finds work under way, however
+    /// slowly a loaded machine starts the workers. 0 (default): at the round's start.
+    #[arg(long, default_value_t = 0)]
+    faults_after_checkpoints: u64,
     /// After faults stop, seconds to wait for every handoff to end.
     #[arg(long, default_value_t = 30.0)]
     grace: f64,
@@ -386,6 +391,7 @@ fn run(a: RunArgs) -> Result<i32> {
         pause_max_s: a.pause_max,
         supervisor_restart_max_s: a.supervisor_restart_max,
         fault_seconds: a.fault_seconds,
+        faults_after_checkpoints: a.faults_after_checkpoints,
         grace_seconds: a.grace,
         timing: timing.clone(),
         ship,

@@ -30,6 +30,9 @@ fn database_faults_are_injected_recorded_and_survived() {
             "db-crash=1,db-terminate-backend=2,db-stall=4",
             "--failpoint-rate",
             "0",
+            // faults start once work is under way, however loaded the machine
+            "--faults-after-checkpoints",
+            "20",
         ],
     );
     assert!(r.code == 0 || r.code == 1, "the round must run to its verdict\n{}", r.dump());

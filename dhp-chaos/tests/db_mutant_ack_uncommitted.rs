@@ -29,6 +29,9 @@ fn acknowledged_but_uncommitted_checkpoints_are_caught_across_a_crash() {
             "db-crash=1",
             "--failpoint-rate",
             "0",
+            // faults start once work is under way, however loaded the machine
+            "--faults-after-checkpoints",
+            "10",
             "--workers",
             &w,
         ],

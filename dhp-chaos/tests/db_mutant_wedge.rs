@@ -32,6 +32,9 @@ fn a_worker_wedged_by_the_crash_leaves_its_handoff_stuck_and_is_caught() {
             "db-crash=1",
             "--failpoint-rate",
             "0",
+            // faults start once work is under way, however loaded the machine
+            "--faults-after-checkpoints",
+            "6",
             "--workers",
             &w,
         ],

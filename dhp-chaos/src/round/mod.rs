@@ -258,7 +258,8 @@ impl<'a> Driver<'a> {
         // first fault after one interval
         let (a, b) = self.cfg.fault_interval_s;
         self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
-        let fault_end = self.t0 + self.cfg.fault_seconds;
+        let mut fault_end = self.t0 + self.cfg.fault_seconds;
+        let mut faults_on = self.cfg.faults_after_checkpoints == 0;
         loop {
             self.reap(true)?;
             self.monitor();
@@ -269,7 +270,19 @@ impl<'a> Driver<'a> {
             if self.all_terminal() || hist::now() >= fault_end {
                 break;
             }
-            self.inject();
+            if !faults_on {
+                // the schedule starts when enough work is under way
+                let n: i64 = self.snap.ckpts.values().sum();
+                if n.max(0) as u64 >= self.cfg.faults_after_checkpoints {
+                    faults_on = true;
+                    let shift = self.hist.record("round", json!({"phase": "faults-start", "checkpoints": n})) - self.t0;
+                    self.next_fault += shift;
+                    fault_end += shift;
+                }
+            }
+            if faults_on {
+                self.inject();
+            }
             self.db_stall_tick();
             tick(&self.live);
             std::thread::sleep(TICK);
