@@ -45,8 +45,7 @@ pub(crate) fn mark(ix: &mut Index<'_>, t_end: f64) -> usize {
     let mut n = 0;
     for o in ix.ops.iter_mut().filter(|o| o.ok == Some(false)) {
         let Some(out) = o.out_t else { continue };
-        let in_outage =
-            outages.iter().any(|(a, b)| (out >= *a && out <= b + AFTER_UP_S) || (o.invoke_t < *a && out >= *a));
+        let in_outage = outages.iter().any(|(a, b)| out >= *a && (out <= b + AFTER_UP_S || o.invoke_t < *a));
         let terminated = terminations
             .iter()
             .any(|(v, t)| *v == o.process && out >= *t && (o.invoke_t <= *t || out <= t + AFTER_TERMINATE_S));
