@@ -52,12 +52,16 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
                 } else if cut_by_crash {
                     session_cut += 1;
                 } else {
+                    let why = if exited {
+                        "was not faulted and recorded operations after the orphan (alive)"
+                    } else {
+                        "was neither faulted nor exited"
+                    };
                     out.plain(format!(
-                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} was neither faulted nor dead ({})",
+                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} {why}",
                         short(&o.hid),
                         opt(o.previous_fence),
-                        o.supervisor,
-                        if wrote_after { "it recorded operations after the orphan" } else { "it had not exited" }
+                        o.supervisor
                     ));
                 }
             }
