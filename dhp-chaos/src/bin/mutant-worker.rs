@@ -196,7 +196,12 @@ fn run() -> Result<()> {
         list_without_lock(&a.root, &a.runner)?;
         None
     } else if a.liveness {
-        liveness::publish(&a.root, &a.runner).ok()
+        // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
+        match runner.store().publish_liveness(&a.runner) {
+            Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
+            Ok(None) => liveness::publish(&a.root, &a.runner).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            Err(_) => None,
+        }
     } else {
         None
     };
