@@ -41,5 +41,5 @@ fn a_worker_wedged_by_the_crash_leaves_its_handoff_stuck_and_is_caught() {
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("no-stuck-after-db-restart");
-    assert!(!v.is_empty() && v.iter().all(|m| m.contains("still running")), "{v:#?}\n{}", r.dump());
+    assert!(!v.is_empty() && v.iter().any(|m| m.contains("still running")), "{v:#?}\n{}", r.dump());
 }
