@@ -70,10 +70,16 @@ pub enum FaultKind {
     /// `--hosts N` only: SIGKILL every process of one host at once (its disk
     /// stays); a standby host takes its handoffs over from the shipped log.
     HostDeath,
+    /// PostgreSQL only: `pg_ctl stop -m immediate`, started again after a seeded delay.
+    DbCrash,
+    /// PostgreSQL only: `pg_terminate_backend` of one backend of a worker or of the leader.
+    DbTerminateBackend,
+    /// PostgreSQL only: SIGSTOP a worker caught inside a write transaction (holding row locks).
+    DbStall,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -82,6 +88,9 @@ impl FaultKind {
         FaultKind::KillTransport,
         FaultKind::Partition,
         FaultKind::HostDeath,
+        FaultKind::DbCrash,
+        FaultKind::DbTerminateBackend,
+        FaultKind::DbStall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,7 +103,15 @@ impl FaultKind {
             FaultKind::KillTransport => "kill-transport",
             FaultKind::Partition => "partition",
             FaultKind::HostDeath => "host-death",
+            FaultKind::DbCrash => "db-crash",
+            FaultKind::DbTerminateBackend => "db-terminate-backend",
+            FaultKind::DbStall => "db-stall",
         }
+    }
+
+    /// A fault of the database itself (PostgreSQL stores only).
+    pub fn is_db(self) -> bool {
+        matches!(self, FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall)
     }
 
     pub fn from_name(s: &str) -> Option<FaultKind> {
@@ -289,6 +306,14 @@ pub struct RoundConfig {
     /// namespace, data directory, supervisors, workers and transport server).
     #[serde(default)]
     pub host: Option<HostRole>,
+    /// The fault schedule starts once this many checkpoints are committed
+    /// (its times, and `fault_seconds`, count from then); 0: at the round's start.
+    #[serde(default)]
+    pub faults_after_checkpoints: u64,
+    /// PostgreSQL rounds with database faults: the cluster directory
+    /// (`scripts/pg.sh` layout) that `db-crash` stops and starts again.
+    #[serde(default)]
+    pub pg_data: Option<PathBuf>,
 }
 
 /// One simulated host of a `--hosts N` round.

@@ -7,6 +7,7 @@ use dhp_chaos::check::{self, RoundReport};
 use dhp_chaos::config::{
     default_fault_mix, parse_fault_mix, parse_nemesis, FaultKind, Impl, RoundConfig, Ship, Timing,
 };
+use dhp_chaos::round::db_faults;
 use dhp_chaos::{locate, python, report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -129,6 +130,11 @@ struct RunArgs {
     /// Longest fault phase per round, seconds.
     #[arg(long, default_value_t = 90.0)]
     fault_seconds: f64,
+    /// Start the fault schedule once this many checkpoints are committed (its times and
+    /// --fault-seconds count from then): a fault then always finds work under way, however
+    /// slowly a loaded machine starts the workers. 0 (default): at the round's start.
+    #[arg(long, default_value_t = 0)]
+    faults_after_checkpoints: u64,
     /// After faults stop, seconds to wait for every handoff to end.
     #[arg(long, default_value_t = 30.0)]
     grace: f64,
@@ -192,6 +198,11 @@ struct RunArgs {
     /// Not simulated: refused with the reason (see README, "Hosts and partitions").
     #[arg(long)]
     lose_unsynced: bool,
+    /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`
+    /// prints), which allows the database faults (db-crash, db-terminate-backend, db-stall);
+    /// without it they are refused. --store postgres owns its cluster and needs none.
+    #[arg(long, value_name = "DIR")]
+    pg_data: Option<PathBuf>,
 }
 
 fn main() {
@@ -443,6 +454,7 @@ fn run(a: RunArgs) -> Result<i32> {
         pause_max_s: a.pause_max,
         supervisor_restart_max_s: a.supervisor_restart_max,
         fault_seconds: a.fault_seconds,
+        faults_after_checkpoints: a.faults_after_checkpoints,
         grace_seconds: a.grace,
         timing: timing.clone(),
         ship,
@@ -455,6 +467,7 @@ fn run(a: RunArgs) -> Result<i32> {
         engine: "sqlite".into(),
         pg_url: None,
         host: None,
+        pg_data: None,
     };
     let mut engines = Vec::new();
     for s in &a.store {
@@ -465,12 +478,28 @@ fn run(a: RunArgs) -> Result<i32> {
     {
         bail!("--store twice runs the same seeds on both engines: give sqlite once and postgres (or a URL) once");
     }
+    // refuse database faults (and a useless --pg-data) before any engine runs
+    db_faults::check_pg_data_used(a.pg_data.as_deref(), engines.iter().any(|e| e.url.is_some()))?;
+    for e in &engines {
+        let engine = if e.label == "sqlite" { "sqlite" } else { "postgres" };
+        db_faults::check_allowed(&fault_mix, engine, e.label == "postgres", e.url.as_deref(), a.pg_data.as_deref())?;
+    }
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();
     for e in &engines {
         let mut t = tmpl.clone();
         t.engine = if e.label == "sqlite" { "sqlite".into() } else { "postgres".into() };
+        // the default mix gets the database faults wherever the harness can crash the server
+        let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
+        if a.faults.is_none() && db_ok {
+            t.fault_mix.extend(db_faults::DEFAULT_DB_MIX);
+        }
         let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
+        t.pg_data = match &owned {
+            Some(c) => Some(c.data_dir.clone()),
+            None if e.url.is_some() => a.pg_data.clone(),
+            None => None,
+        };
         t.pg_url = match (&owned, &e.url) {
             (Some(c), _) => Some(c.url.clone()),
             (None, Some(u)) => Some(u.clone()),

@@ -101,6 +101,41 @@ pub fn write(dir: &Path) -> Result<()> {
         );
     }
 
+    // database outages (db-crash → db-up) across every lane, and terminated backends
+    for e in h.events.iter().filter(|e| e.is_chaos() && e.op() == "fault") {
+        match e.s("kind") {
+            Some("db-crash") => {
+                let id = e.u("fault_id");
+                let up = h
+                    .events
+                    .iter()
+                    .find(|o| o.is_chaos() && o.s("what") == Some("db-up") && o.u("fault_id") == id)
+                    .map_or(t_end, Ev::t);
+                let _ = writeln!(
+                    svg,
+                    r##"<rect class="db-down" x="{:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}" fill="#888" opacity="0.18"><title>database down {:.3}s → {:.3}s</title></rect>"##,
+                    x(e.t()),
+                    (x(up) - x(e.t())).max(1.0),
+                    LANE * (hids.len() as f64 + 1.0),
+                    e.t() - t0,
+                    up - t0
+                );
+            }
+            Some("db-terminate-backend") => {
+                let y = e.hid().and_then(|hh| hid_lane.get(hh)).map_or(TOP + 12.0, |&l| lane_y(l) + 13.0);
+                let _ = writeln!(
+                    svg,
+                    r##"<text class="db-term" x="{:.1}" y="{y:.1}" fill="#36c" font-size="13" text-anchor="middle">⌁<title>{:.3}s backend {} of {} terminated</title></text>"##,
+                    x(e.t()),
+                    e.t() - t0,
+                    e.i("backend_pid").unwrap_or(0),
+                    e.s("victim").unwrap_or("")
+                );
+            }
+            _ => {}
+        }
+    }
+
     // process lifetimes (spawn → exit) for the supervisor lane
     let mut spawned: HashMap<String, f64> = HashMap::new();
     let mut exited: HashMap<String, f64> = HashMap::new();

@@ -448,7 +448,9 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "no-false-orphans",
             "sync-ack",
             "converge",
-            "failover"
+            "failover",
+            "no-lost-commits-across-db-crash",
+            "no-stuck-after-db-restart",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {

@@ -24,6 +24,18 @@
 //! With `--ship-to HOST:PORT --ship-buffer DIR/ [--ship-mode sync|async]`
 //! the other modes ship over TCP with dhp-core's own shipper.
 //!
+//! Database-fault mutants (any store; meant for PostgreSQL rounds with db faults):
+//!
+//! - `ack-uncommitted`: every third checkpoint is recorded `ok` without being
+//!   written — an acknowledgement the store never made durable, which a
+//!   database crash exposes.
+//! - `wedge-on-db-error`: after a checkpoint fails (the database went away)
+//!   it neither exits nor retries: its heartbeat thread keeps the lease
+//!   alive once the server is back, and the handoff is stuck.
+//! - `unheld-liveness` (PostgreSQL): lists itself in the `liveness` table
+//!   without taking its advisory lock, so the leader sees a live worker as
+//!   dead (a false orphan).
+//!
 //! ```text
 //! mutant-worker --mode skip-fence ROOT --runner ID claim|recover HID
 //!               [--ship LOG] [--pace S] [--history FILE] [--no-liveness]
@@ -49,6 +61,9 @@ enum Mode {
     AckUnshipped,
     ShipAltered,
     ShipLate,
+    AckUncommitted,
+    WedgeOnDbError,
+    UnheldLiveness,
 }
 
 struct Args {
@@ -102,9 +117,12 @@ fn parse_args() -> Result<Args> {
         Some("ack-unshipped") => Mode::AckUnshipped,
         Some("ship-altered") => Mode::ShipAltered,
         Some("ship-late") => Mode::ShipLate,
-        other => {
-            bail!("--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late (got {other:?})")
-        }
+        Some("ack-uncommitted") => Mode::AckUncommitted,
+        Some("wedge-on-db-error") => Mode::WedgeOnDbError,
+        Some("unheld-liveness") => Mode::UnheldLiveness,
+        other => bail!(
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness (got {other:?})"
+        ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
         && (ship_to.is_none() || ship_buffer.is_none())
@@ -128,6 +146,11 @@ fn parse_args() -> Result<Args> {
         history,
         liveness,
     })
+}
+
+/// The SQLite connection of the modes that write around the store's API.
+fn sql(c: &mut Option<Connection>) -> Result<&mut Connection> {
+    c.as_mut().context("this mode writes no SQL of its own")
 }
 
 fn db(root: &Path) -> Result<Connection> {
@@ -168,6 +191,24 @@ fn write_complete_unfenced(c: &mut Connection, hid: &str, result: &Value) -> Res
     Ok(())
 }
 
+/// List `holder` in a PostgreSQL store's `liveness` table the way a token
+/// does, but without taking the advisory lock that proves it alive.
+fn list_without_lock(root: &Path, holder: &str) -> Result<()> {
+    let text = root.to_str().context("store location is not UTF-8")?;
+    let loc = match dhp_core::store::StoreLocation::parse(text)? {
+        dhp_core::store::StoreLocation::Postgres(p) => p,
+        _ => bail!("unheld-liveness needs a PostgreSQL store"),
+    };
+    let mut c = dhp_chaos::pg::connect(&loc.url, &loc.schema, Duration::from_secs(5))?;
+    let key = dhp_core::store::postgres::live::lock_key(&loc.schema, holder);
+    c.execute(
+        "INSERT INTO liveness (holder, lock_key, published_at) VALUES ($1, $2, extract(epoch FROM clock_timestamp())::float8) \
+         ON CONFLICT (holder) DO UPDATE SET lock_key = excluded.lock_key, published_at = excluded.published_at",
+        &[&holder, &key],
+    )?;
+    Ok(())
+}
+
 fn main() {
     match run() {
         Ok(()) => {}
@@ -186,7 +227,19 @@ fn run() -> Result<()> {
         Some(p) => History::open(p, &a.runner)?,
         None => History::disabled(),
     };
-    let _token = if a.liveness { liveness::publish(&a.root, &a.runner).ok() } else { None };
+    let _token = if a.mode == Mode::UnheldLiveness {
+        list_without_lock(&a.root, &a.runner)?;
+        None
+    } else if a.liveness {
+        // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
+        match runner.store().publish_liveness(&a.runner) {
+            Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
+            Ok(None) => liveness::publish(&a.root, &a.runner).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
     let (hid, holder) = (a.hid.clone(), a.runner.clone());
     let op = a.start.as_str();
     h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
@@ -227,7 +280,11 @@ fn run() -> Result<()> {
     // shipped lines name their predecessor (what this worker shipped before)
     let mut held: std::collections::VecDeque<(i64, String)> = Default::default();
     let mut chain = Chain::after(&hid, runner.last_checkpoint_row(&hid)?.map(|r| (r.seq, r.state_hash)));
-    let mut conn = db(&a.root)?;
+    // only the modes that write around the store's API open the SQLite file
+    let mut conn = match a.mode {
+        Mode::SkipFence | Mode::CompleteTwice => Some(db(&a.root)?),
+        _ => None,
+    };
     if a.mode == Mode::SkipFence {
         // keep the lease alive, ignoring every error (a worker that never notices it lost)
         let (r2, lease) = (runner.clone(), Lease::presented(&hid, fence)?);
@@ -243,6 +300,7 @@ fn run() -> Result<()> {
     } else {
         ctx.start_heartbeat(None);
     }
+    let mut written = 0u64;
     let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
         None => (lo, 0, 0),
         Some(st) => {
@@ -257,8 +315,12 @@ fn run() -> Result<()> {
         next = end;
         let state = json!({"next_n": next, "count": count, "total": total});
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+        written += 1;
         let seq = if a.mode == Mode::SkipFence {
-            write_checkpoint_unfenced(&mut conn, &hid, &state)
+            write_checkpoint_unfenced(sql(&mut conn)?, &hid, &state)
+        } else if a.mode == Mode::AckUncommitted && written % 3 == 0 {
+            // the seq the store would have given it, never written
+            Ok(runner.last_checkpoint_row(&hid)?.map_or(0, |r| r.seq + 1))
         } else {
             ctx.checkpoint(&state).map_err(Into::into)
         };
@@ -270,6 +332,12 @@ fn run() -> Result<()> {
                     "fail",
                     json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}),
                 );
+                if a.mode == Mode::WedgeOnDbError {
+                    // the work loop is gone; the heartbeat thread lives on
+                    loop {
+                        std::thread::sleep(Duration::from_secs(3600));
+                    }
+                }
                 return Err(e);
             }
         };
@@ -317,7 +385,7 @@ fn run() -> Result<()> {
     }
     h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     let done = if a.mode == Mode::SkipFence {
-        write_complete_unfenced(&mut conn, &hid, &result)
+        write_complete_unfenced(sql(&mut conn)?, &hid, &result)
     } else {
         ctx.complete(&result).map_err(Into::into)
     };
@@ -329,7 +397,7 @@ fn run() -> Result<()> {
     if a.mode == Mode::CompleteTwice {
         std::thread::sleep(Duration::from_millis(5));
         h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-        write_complete_unfenced(&mut conn, &hid, &result)?;
+        write_complete_unfenced(sql(&mut conn)?, &hid, &result)?;
         h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     }
     println!("{}", json!({"completed": true, "hid": hid, "mode": format!("{:?}", a.mode)}));

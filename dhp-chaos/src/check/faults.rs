@@ -36,6 +36,7 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         .filter(|o| o.s("what") == Some("store-stall"))
         .filter_map(|o| Some((o.get("since")?.as_f64()?, o.get("until")?.as_f64()?)))
         .collect();
+    let outages = db_outages(cx);
     let sup_kills: Vec<f64> = cx
         .ix
         .faults
@@ -69,6 +70,11 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                     kind.to_string()
                 })
                 .or_default() += 1;
+        }
+        // a terminated backend or a crashed server kills no process: the
+        // victims live on (their latencies, if any, are the kills' and pauses')
+        if kind == "db-terminate-backend" || kind == "db-crash" {
+            continue;
         }
         let victim = f.s("victim").unwrap_or("").to_string();
         let role = f.s("role").unwrap_or("");
@@ -174,7 +180,9 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                             kill_resume.push(r - t);
                         }
                         let leader_up = leader_obs.iter().rev().find(|(lt, _)| *lt <= t).is_some_and(|(_, up)| *up);
-                        let why = if stall_windows.iter().any(|(a, b)| *a < ot && *b > t) {
+                        let why = if outages.iter().any(|(a, b)| *a < ot && *b > t) {
+                            Some("database down (db-crash)")
+                        } else if stall_windows.iter().any(|(a, b)| *a < ot && *b > t) {
                             Some("store stalled by a stopped worker")
                         } else if sup_kills.iter().any(|k| *k >= t - leader_ttl - scan && *k <= ot) {
                             Some("supervisor killed around it")
@@ -231,4 +239,9 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         max_s: stall_windows.iter().map(|(a, b)| b - a).fold(0.0, f64::max),
     };
     w
+}
+
+/// The database's outages (see [`super::indeterminate::outages`]).
+pub(crate) fn db_outages(cx: &Ctx<'_>) -> Vec<(f64, f64)> {
+    super::indeterminate::outages(cx.ix, cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY))
 }

@@ -20,6 +20,10 @@ pub(crate) struct Op {
     pub(crate) out_t: Option<f64>,
     pub(crate) seq: Option<i64>,
     pub(crate) error: Option<String>,
+    /// It failed while the database was down or its backend was being
+    /// terminated: it may or may not have happened (`ok` is then `None`,
+    /// like an operation its process died in).
+    pub(crate) indeterminate: bool,
 }
 
 impl Op {
@@ -38,6 +42,7 @@ impl Op {
             out_t: None,
             seq: None,
             error: None,
+            indeterminate: false,
         }
     }
 }

@@ -17,6 +17,7 @@ mod ctx;
 mod faults;
 mod findings;
 mod history;
+mod indeterminate;
 mod invariants;
 mod load;
 mod report;
@@ -81,7 +82,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     )?;
     let history = hist::load(&paths.history)?;
     let store = load::load_round_store(&paths.store)?;
-    let ix = history::index(&history);
+    let mut ix = history::index(&history);
+    indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let cx = Ctx::new(dir, &meta, &ix, &store);
 
     // Run every invariant, then file: a handoff whose trouble starts at a
@@ -106,7 +108,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let t0 = meta["t0"].as_f64().unwrap_or(0.0);
     let t_fe = meta["t_faults_end"].as_f64().unwrap_or(t0);
     let t_end = meta["t_end"].as_f64().unwrap_or(t_fe);
-    let fault_phase_s = (t_fe - t0).max(0.0);
+    // --faults-after-checkpoints: the fault phase began at `faults-start`
+    let t_fs = history
+        .events
+        .iter()
+        .find(|e| e.is_chaos() && e.op() == "round" && e.s("phase") == Some("faults-start"))
+        .map_or(t0, hist::Ev::t);
+    let fault_phase_s = (t_fe - t_fs).max(0.0);
     let cfg = &meta["config"];
     let census_handoffs = || cx.facts.values().map(|f| f.h);
     let held = invariants.iter().all(Verdict::held);

@@ -74,6 +74,10 @@ impl Driver<'_> {
     /// Inject one fault of `kind` now, on a victim drawn from the processes
     /// eligible at this moment; false when there was none.
     pub fn inject_kind(&mut self, kind: FaultKind) -> bool {
+        if kind.is_db() {
+            self.inject_db(kind);
+            return true;
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -139,6 +143,7 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
+            FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod db_faults;
 mod inject;
 mod monitor;
 mod reap;
@@ -135,6 +136,10 @@ pub struct Driver<'a> {
     /// Read-write connection used only to probe whether the write lock is held.
     probe: Option<Connection>,
     last_probe: f64,
+    /// Database faults: the crashed server's outage, if any.
+    db_state: db_faults::DbState,
+    /// The fault schedule has started (`faults_after_checkpoints`).
+    faults_on: bool,
     pub live: Live,
     /// When faults stop (`start` sets it) and the grace period ends (`stop_faults`).
     fault_end: f64,
@@ -200,6 +205,8 @@ impl<'a> Driver<'a> {
             stall_since: None,
             probe: None,
             last_probe: 0.0,
+            db_state: db_faults::DbState::default(),
+            faults_on: false,
             live: Live::default(),
             fault_end: 0.0,
             grace_end: 0.0,
@@ -327,6 +334,7 @@ impl<'a> Driver<'a> {
         let (a, b) = self.cfg.fault_interval_s;
         self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
         self.fault_end = self.t0 + self.cfg.fault_seconds;
+        self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())
     }
 
@@ -363,6 +371,7 @@ impl<'a> Driver<'a> {
         let (a, b) = self.cfg.fault_interval_s;
         self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
         self.fault_end = self.t0 + self.cfg.fault_seconds;
+        self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())
     }
 
@@ -379,17 +388,30 @@ impl<'a> Driver<'a> {
         self.notice_self_pauses();
         self.wake(false);
         self.provision()?;
+        self.db_tick(false)?;
         if self.all_terminal() || hist::now() >= self.fault_end {
             return Ok(true);
         }
-        if inject {
+        if !self.faults_on {
+            // the schedule starts when enough work is under way
+            let n: i64 = self.snap.ckpts.values().sum();
+            if n.max(0) as u64 >= self.cfg.faults_after_checkpoints {
+                self.faults_on = true;
+                let shift = self.hist.record("round", json!({"phase": "faults-start", "checkpoints": n})) - self.t0;
+                self.next_fault += shift;
+                self.fault_end += shift;
+            }
+        }
+        if inject && self.faults_on {
             self.inject();
         }
+        self.db_stall_tick();
         Ok(false)
     }
 
     /// Faults stop; the grace period starts.
     pub fn stop_faults(&mut self) {
+        self.db_stall_disarm();
         self.t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         self.grace_end = hist::now() + self.cfg.grace_seconds;
@@ -398,7 +420,7 @@ impl<'a> Driver<'a> {
     /// One loop iteration of the grace period (wake zombies, keep
     /// provisioning). True once every handoff ended or the grace ran out.
     pub fn step_grace(&mut self) -> Result<bool> {
-        if self.dead || self.all_terminal() || hist::now() >= self.grace_end {
+        if self.dead || self.all_terminal() || !self.draining(self.grace_end) {
             return Ok(true);
         }
         self.reap(true)?;
@@ -406,6 +428,7 @@ impl<'a> Driver<'a> {
         self.notice_self_pauses();
         self.wake(true);
         self.provision()?;
+        self.db_tick(true)?;
         Ok(false)
     }
 
@@ -457,6 +480,7 @@ impl<'a> Driver<'a> {
                 json!({"what": "store-stall", "since": since, "until": hist::now(), "seconds": hist::now() - since}),
             );
         }
+        self.db_finish()?;
         if let Some(url) = &self.cfg.pg_url {
             // the checker (and `analyze`, after the cluster is gone) reads this export
             self.pg = None;

@@ -54,6 +54,11 @@ impl Driver<'_> {
     }
 
     pub(super) fn provision(&mut self) -> Result<()> {
+        // nothing can start while the database is down (db-crash): replacements
+        // would only fail to connect, exit and be replaced again
+        if self.db_down() {
+            return Ok(());
+        }
         let now = hist::now();
         // supervisors
         let alive = self.table.alive(Role::Supervisor).count() + self.sup_due.len();

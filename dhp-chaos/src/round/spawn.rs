@@ -104,6 +104,9 @@ impl Driver<'_> {
                 failpoint = self.pick_failpoint(&hid);
                 if let Some(fp) = &failpoint {
                     env.push(("DHP_FAILPOINTS".into(), fp.clone()));
+                } else if self.stall_path() {
+                    // db-stall can only catch a worker inside a multi-statement checkpoint
+                    env.push(("DHP_FAILPOINTS".into(), db_faults::IN_TX_PATH.into()));
                 }
                 let mut a = vec![
                     self.cfg.dhp.display().to_string(),

@@ -115,6 +115,22 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
+/// `dhp-<role>-<pid>`: the role is the process's subcommand (`work`,
+/// `supervisor`, …; `client` otherwise), so operators and the chaos harness
+/// can tell a process's backends apart in `pg_stat_activity`. A URL's own
+/// `application_name=` wins.
+pub fn application_name() -> String {
+    let role = std::env::args()
+        .nth(1)
+        .filter(|a| {
+            (1..=16).contains(&a.len())
+                && a.starts_with(|c: char| c.is_ascii_lowercase())
+                && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+        .unwrap_or_else(|| "client".into());
+    format!("dhp-{role}-{}", std::process::id())
+}
+
 /// `host:port/db` for messages (never the password).
 fn target(config: &postgres::Config) -> String {
     let host = match config.get_hosts().first() {
@@ -156,7 +172,7 @@ impl PgStore {
             .keepalives_retries(3)
             .tcp_user_timeout(Duration::from_secs(4));
         if config.get_application_name().is_none() {
-            config.application_name("dhp");
+            config.application_name(&application_name());
         }
         let user_options = config.get_options().unwrap_or("").to_string();
         config.options(&format!("{user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}", loc.schema));

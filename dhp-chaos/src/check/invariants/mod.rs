@@ -8,11 +8,13 @@ mod detection;
 mod exactly_once;
 mod failover;
 mod fencing;
+mod lost_commits;
 mod no_false_orphans;
 mod outcome;
 mod peer_log;
 mod result;
 mod rework;
+mod stuck_after_restart;
 mod sync_ack;
 mod transport;
 mod zombies;
@@ -40,11 +42,13 @@ pub enum Invariant {
     SyncAck,
     Converge,
     Failover,
+    NoLostCommitsAcrossDbCrash,
+    NoStuckAfterDbRestart,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 13] = [
+    pub const ALL: [Invariant; 15] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -58,6 +62,8 @@ impl Invariant {
         Invariant::SyncAck,
         Invariant::Converge,
         Invariant::Failover,
+        Invariant::NoLostCommitsAcrossDbCrash,
+        Invariant::NoStuckAfterDbRestart,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -76,6 +82,8 @@ impl Invariant {
             Invariant::SyncAck => "sync-ack",
             Invariant::Converge => "converge",
             Invariant::Failover => "failover",
+            Invariant::NoLostCommitsAcrossDbCrash => "no-lost-commits-across-db-crash",
+            Invariant::NoStuckAfterDbRestart => "no-stuck-after-db-restart",
         }
     }
 
@@ -100,6 +108,8 @@ impl Invariant {
             Invariant::SyncAck => "every checkpoint acknowledged in synchronous TCP mode is in the peer's log (one cut by a fault before its ack is indeterminate)",
             Invariant::Converge => "after faults and partitions heal, the peer's log is the store's checkpoints in order: no gap, no duplicate, same hashes",
             Invariant::Failover => "after a host death the standby resumes from the shipped log: what it ingested is the dead host's store, at most one committed chunk lost (synchronous mode), and it carried the handoff on",
+            Invariant::NoLostCommitsAcrossDbCrash => "every checkpoint and completion acknowledged before a database crash is in the store at the end",
+            Invariant::NoStuckAfterDbRestart => "after a crashed database is back, every handoff still reaches a terminal state within the round",
         }
     }
 
@@ -119,6 +129,8 @@ impl Invariant {
             Invariant::SyncAck => sync_ack::check(cx),
             Invariant::Converge => converge::check(cx),
             Invariant::Failover => failover::check(cx),
+            Invariant::NoLostCommitsAcrossDbCrash => lost_commits::check(cx),
+            Invariant::NoStuckAfterDbRestart => stuck_after_restart::check(cx),
         }
     }
 }

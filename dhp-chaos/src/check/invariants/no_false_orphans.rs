@@ -6,27 +6,59 @@ use crate::check::findings::Findings;
 use crate::check::{opt, short};
 use crate::round::ORPHANED;
 
+/// Seconds after the database is back within which a holder's keeper has
+/// retaken its lock (it pings every 0.5 s, then reconnects).
+const RETAKE_S: f64 = 2.0;
+
 /// A worker-died orphan whose holder had not been faulted and had not
 /// exited (its exit is reaped within milliseconds of death; allow 1 s for a
 /// loaded machine): the liveness mechanism took a live worker's handoff.
 /// Lease-expired orphans of unfaulted workers are the lease working as
 /// designed (fenced), counted in a note.
+///
+/// On PostgreSQL the liveness token is a session advisory lock: a database
+/// fault that cuts the holder's own liveness session (its backend
+/// terminated, the server crashed) drops the lock as a death would — by
+/// design, the holder is fenced and told at its next write. Such orphans
+/// are counted in a note; an orphan while the holder's session was intact
+/// is a violation (terminating one of the worker's other backends does not
+/// excuse it; a stopped worker, `db-stall`, is faulted like a paused one).
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     let mut lease_orphans_of_unfaulted = 0usize;
+    let mut session_cut = 0usize;
+    let outages = crate::check::faults::db_outages(cx);
     for o in &cx.ix.orphans {
         let Some(holder) = o.previous_holder.as_deref() else { continue };
         if holder == ORPHANED {
             continue;
         }
-        let faulted = cx.ix.faults.iter().any(|f| f.s("victim") == Some(holder) && f.t() <= o.t + 0.001);
+        let faulted = cx.ix.faults.iter().any(|f| {
+            f.s("victim") == Some(holder)
+                && f.t() <= o.t + 0.001
+                && (f.s("kind") != Some("db-terminate-backend")
+                    || f.get("liveness_connection").and_then(serde_json::Value::as_bool) == Some(true))
+        });
+        // the keeper retakes its lock within a ping of the server's return
+        let cut_by_crash = outages.iter().any(|(a, b)| o.t >= *a && o.t <= b + RETAKE_S);
         let exited = cx.ix.exits.get(holder).is_some_and(|et| *et <= o.t + 1.0);
+        // a history line written after the orphan proves the holder was alive
+        // then, whatever made it exit soon after (being fenced, typically)
+        let wrote_after = cx.ix.ops.iter().any(|op| op.process == holder && op.out_t.unwrap_or(op.invoke_t) > o.t);
         match o.reason.as_deref() {
             Some("worker-died") => {
                 out.checked += 1;
-                if !faulted && !exited {
+                if faulted || (exited && !wrote_after) {
+                } else if cut_by_crash {
+                    session_cut += 1;
+                } else {
+                    let why = if exited {
+                        "was not faulted and recorded operations after the orphan (alive)"
+                    } else {
+                        "was neither faulted nor exited"
+                    };
                     out.plain(format!(
-                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} was neither faulted nor exited",
+                        "{}: orphaned as worker-died from {holder} (fence {}) by {}, but {holder} {why}",
                         short(&o.hid),
                         opt(o.previous_fence),
                         o.supervisor
@@ -36,6 +68,11 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             Some("lease-expired") if !faulted && !exited => lease_orphans_of_unfaulted += 1,
             _ => {}
         }
+    }
+    if session_cut > 0 {
+        out.note(format!(
+            "{session_cut} worker-died orphan(s) of live workers whose liveness session the database crash cut (the lock went with the server; fenced, by design)"
+        ));
     }
     if lease_orphans_of_unfaulted > 0 {
         out.note(format!(
