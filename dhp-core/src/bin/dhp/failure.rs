@@ -41,7 +41,8 @@ impl Failure {
         // Already failing: a closed stdout or stderr changes neither the
         // outcome nor the exit code (crate::out).
         if as_json {
-            let _ = crate::out::stdout_line(&json!({"ok": false, "error_kind": self.kind, "error": message}).to_string());
+            let _ =
+                crate::out::stdout_line(&json!({"ok": false, "error_kind": self.kind, "error": message}).to_string());
         }
         crate::out::stderr_line(&format!("dhp: {}: {message}", self.kind));
         std::process::exit(self.code)
