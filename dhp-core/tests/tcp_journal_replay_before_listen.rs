@@ -7,8 +7,6 @@
 
 mod tcp_support;
 
-use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
-use dhp_core::transport::Shipper;
 use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -28,18 +26,7 @@ fn listening_is_announced_after_the_replay() {
     let logs = tmp.path().join("logs");
     let mut srv = Server::start_capturing(&logs, &[], &tmp.path().join("first.err"));
     let (env, hid) = envelope(77, 1000);
-    let opts = ShipperOptions {
-        token: TOKEN.into(),
-        mode: ShipMode::Sync,
-        call_timeout: Duration::from_secs(20),
-        ..Default::default()
-    };
-    let mut sh = TcpShipper::new(&srv.addr(), opts).unwrap();
-    sh.ship_envelope(&hid, &env).unwrap();
-    for seq in 0..N {
-        sh.ship_checkpoint(&hid, seq, &cp_line(seq, &json!({"n": seq}))).unwrap();
-    }
-    sh.close().unwrap();
+    ship_sync(&srv.addr(), &env, &hid, N, |seq| json!({"n": seq}));
     srv.kill9();
     // A power loss took the never-synced log: only the journal has it.
     std::fs::remove_file(srv.log(&hid)).unwrap();
