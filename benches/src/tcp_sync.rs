@@ -33,7 +33,7 @@ pub fn run(dir: &Path, shippers: &[usize], n: usize, reps: usize) -> Result<Valu
         let (off, on) = (median(off), median(on));
         rows.push(json!({"shippers": s, "no_fsync": off.round(), "fsync": on.round(),
                          "ratio": if off > 0.0 { (on / off * 100.0).round() / 100.0 } else { 0.0 },
-                         "lines_per_sync": (on / median(probes.clone())).round()}));
+                         "lines_per_sync": (on / median(probes.clone()) * 10.0).round() / 10.0}));
     }
     let probe = median(probes).round();
     let _ = std::fs::remove_dir_all(dir.join("rate"));
@@ -42,20 +42,24 @@ pub fn run(dir: &Path, shippers: &[usize], n: usize, reps: usize) -> Result<Valu
 
 /// The Markdown table of a run.
 pub fn markdown(v: &Value) -> String {
+    let f = |x: &Value| x.as_f64().unwrap_or(0.0);
     let mut s = format!(
         "Synchronous shipping, checkpoints/s (median of {} rounds, {} checkpoints per shipper, one handoff per \
-         shipper, plaintext, release build); raw `fdatasync` rate of the same file system between the rounds: {}/s.\n\n\
+         shipper, plaintext, {} build); raw `fdatasync` rate of the same file system between the rounds: {:.0}/s.\n\n\
          | shippers | --no-fsync | fsync | fsync / --no-fsync | fsync rate / raw fdatasync rate |\n|---:|---:|---:|---:|---:|\n",
-        v["reps"], v["checkpoints_per_shipper"], v["fsync_probe"]
+        v["reps"],
+        v["checkpoints_per_shipper"],
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        f(&v["fsync_probe"])
     );
     for r in v["rows"].as_array().into_iter().flatten() {
         s.push_str(&format!(
-            "| {} | {} | {} | {:.2} | {} |\n",
+            "| {} | {:.0} | {:.0} | {:.2} | {:.1} |\n",
             r["shippers"],
-            r["no_fsync"],
-            r["fsync"],
-            r["ratio"].as_f64().unwrap_or(0.0),
-            r["lines_per_sync"]
+            f(&r["no_fsync"]),
+            f(&r["fsync"]),
+            f(&r["ratio"]),
+            f(&r["lines_per_sync"])
         ));
     }
     s
