@@ -37,6 +37,7 @@ pub mod suite;
 pub mod tcp;
 pub mod tcp_rates;
 pub mod tcp_soak;
+pub mod tcp_sync;
 
 /// True when a criterion bench binary runs as a benchmark (`cargo bench`
 /// passes `--bench`); false under `cargo test --benches`, where each bench

@@ -82,6 +82,11 @@ pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64, max: Dura
     let secs = t0.elapsed().as_secs_f64();
     let shipped = done.load(Ordering::Relaxed);
     samples.push(json!({"handoffs": shipped, "rss_kb": srv.rss_kb(), "t_s": secs.round()}));
+    // After the load: every shipper closed, the server idle for a while.
+    std::thread::sleep(Duration::from_secs(5));
+    let rss_after_kb = srv.rss_kb();
+    let rss_peak_kb = samples.iter().filter_map(|x| x["rss_kb"].as_u64()).max().unwrap_or(0);
+    let rss_before_kb = samples[0]["rss_kb"].clone();
     let clean = srv.stop();
     let logs = std::fs::read_dir(dir.join("logs"))
         .map(|d| d.filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "log"))).count())
@@ -89,7 +94,8 @@ pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64, max: Dura
     eprintln!("dhp-bench tcp-soak: removing {logs} logs");
     let _ = std::fs::remove_dir_all(dir);
     Ok(json!({"handoffs": shipped, "planned": n, "shippers": shippers, "logs": logs, "seconds": secs.round(),
-               "rate": (shipped as f64 / secs).round(),
+               "rate": (shipped as f64 / secs).round(), "rss_before_kb": rss_before_kb,
+               "rss_peak_kb": rss_peak_kb, "rss_after_kb": rss_after_kb,
               "clean_exit": clean, "samples": samples}))
 }
 
@@ -103,5 +109,12 @@ pub fn markdown(v: &Value) -> String {
     for x in v["samples"].as_array().into_iter().flatten() {
         s.push_str(&format!("| {} | {:.1} |\n", x["handoffs"], x["rss_kb"].as_f64().unwrap_or(0.0) / 1024.0));
     }
+    let mb = |k: &str| v[k].as_f64().unwrap_or(0.0) / 1024.0;
+    s.push_str(&format!(
+        "\nServer RSS before {:.1} MB, peak of the samples {:.1} MB, after (every shipper closed, 5 s idle) {:.1} MB.\n",
+        mb("rss_before_kb"),
+        mb("rss_peak_kb"),
+        mb("rss_after_kb")
+    ));
     s
 }

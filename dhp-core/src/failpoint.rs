@@ -18,13 +18,20 @@
 //! atomic load.
 //!
 //! Names: `checkpoint.in_tx`, `ship.after_commit`, `heartbeat`, `complete`,
-//! `complete.after_commit`.
+//! `complete.after_commit`, `transport.recover` (the transport server,
+//! about to replay a journal).
 //!
 //! `DHP_TRANSPORT_FAILPOINT_PRE_FSYNC_MS=N` (0–60000) makes the transport
 //! server pause N ms between writing a line and syncing it, so a test can
 //! observe that no ack leaves before the sync.
 
 use crate::error::Result;
+
+/// A line on stderr; a closed stderr is ignored (`eprintln!` would panic).
+fn stderr_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{args}");
+}
 use std::time::Duration;
 
 /// The transport server's pause between write and sync.
@@ -79,7 +86,7 @@ pub(crate) fn pre_fsync_pause() -> Result<Duration> {
 #[cfg(not(feature = "failpoints"))]
 fn ignored(var: &str) {
     if std::env::var_os(var).is_some() {
-        eprintln!("dhp: ignoring {var}: this build has no failpoints (cargo feature `failpoints`)");
+        stderr_line(format_args!("dhp: ignoring {var}: this build has no failpoints (cargo feature `failpoints`)"));
     }
 }
 
@@ -140,7 +147,7 @@ mod armed {
             if a.is_none() {
                 ANY.store(false, Ordering::Relaxed);
                 if !spec.is_empty() {
-                    eprintln!("dhp: ignoring malformed DHP_FAILPOINTS={spec:?}");
+                    super::stderr_line(format_args!("dhp: ignoring malformed DHP_FAILPOINTS={spec:?}"));
                 }
             }
             a.map(Mutex::new)
@@ -176,13 +183,13 @@ mod armed {
         use nix::sys::signal::{kill, Signal};
         match action {
             Action::Kill => {
-                eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGKILL self");
+                super::stderr_line(format_args!("dhp: failpoint {name} fired (hit {hits}), SIGKILL self"));
                 let _ = kill(nix::unistd::Pid::this(), Signal::SIGKILL);
                 // SIGKILL cannot be caught; this is only reached if kill failed.
                 std::process::abort();
             }
             Action::Stop => {
-                eprintln!("dhp: failpoint {name} fired (hit {hits}), SIGSTOP self");
+                super::stderr_line(format_args!("dhp: failpoint {name} fired (hit {hits}), SIGSTOP self"));
                 let _ = kill(nix::unistd::Pid::this(), Signal::SIGSTOP);
             }
         }

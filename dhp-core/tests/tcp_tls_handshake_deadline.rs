@@ -5,41 +5,23 @@
 
 mod tcp_support;
 
-use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::Shipper;
 use serde_json::json;
 use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use tcp_support::pki::{strs, Pki};
+use tcp_support::pki::{Serve, TlsBed};
 use tcp_support::*;
 
 #[test]
 fn stalled_handshakes_are_bounded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let pki = Pki::new(&tmp.path().join("pki"));
-    let srv = Server::start_capturing(
-        &tmp.path().join("logs"),
-        &strs(&pki.server_args(false, false)),
-        &tmp.path().join("server.err"),
-    );
-
+    let bed = TlsBed::start(Serve::Tls);
     let t0 = Instant::now();
-    let mut first = TcpStream::connect(srv.addr()).unwrap();
-    let strangers: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(srv.addr()).unwrap()).collect();
+    let mut first = TcpStream::connect(bed.srv.addr()).unwrap();
+    let strangers: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(bed.srv.addr()).unwrap()).collect();
 
     let (env, hid) = envelope(0, 100);
-    let mut sh = TcpShipper::new(
-        &srv.addr(),
-        ShipperOptions {
-            token: TOKEN.into(),
-            mode: ShipMode::Sync,
-            call_timeout: Duration::from_secs(20),
-            tls: Some(pki.client("ca.pem", false)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sh = bed.shipper(Some(bed.pki.client("ca.pem", false)));
     sh.ship_envelope(&hid, &env).unwrap();
     sh.ship_checkpoint(&hid, 0, &cp_line(0, &json!({"n": 0}))).unwrap();
     assert!(t0.elapsed() < Duration::from_secs(4), "the shipper waited {:?}", t0.elapsed());

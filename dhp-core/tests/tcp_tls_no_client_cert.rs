@@ -5,21 +5,12 @@
 
 mod tcp_support;
 
-use dhp_core::Error;
-use tcp_support::pki::{await_tls_warning, log_files, ship_fails, strs, Pki};
-use tcp_support::*;
+use tcp_support::pki::{Serve, TlsBed};
 
 #[test]
 fn missing_client_certificate_fails() {
-    let tmp = tempfile::tempdir().unwrap();
-    let pki = Pki::new(&tmp.path().join("pki"));
-    let logs = tmp.path().join("logs");
-    let srv = Server::start_capturing(&logs, &strs(&pki.server_args(false, true)), &tmp.path().join("server.err"));
-
-    let e = ship_fails(&srv.addr(), Some(pki.client("ca.pem", false)));
-    assert!(matches!(e, Error::Tls { .. }), "{e:?}");
+    let bed = TlsBed::start(Serve::Mutual);
+    let e = bed.refused(Some(bed.pki.client("ca.pem", false)));
     assert!(e.to_string().contains("CertificateRequired"), "{e}");
-    await_tls_warning(&srv);
-    assert!(srv.stderr_text().contains("peer sent no certificates"), "{}", srv.stderr_text());
-    assert_eq!(log_files(&logs), 0, "nothing may be logged");
+    assert!(bed.srv.stderr_text().contains("peer sent no certificates"), "{}", bed.srv.stderr_text());
 }

@@ -9,6 +9,8 @@
 //! dhp-bench machine --dir D --out F         machine description (JSON)
 //! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
 //! dhp-bench tcp --dhp BIN --dir D [--quick] --out F --md F [--soak F]   TCP shipping rates, hostile RSS
+//! dhp-bench tcp-sync --dir D [--shippers 1,8,32] [--n N] [--reps R] --out F --md F   sync rates, fsync on/off, by concurrency
+//! dhp-bench tcp-hostile --dhp BIN --dir D [--n N] --out F   server RSS before/during/after N hostile connections
 //! dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] [--max-seconds T] --out F   server RSS over N handoffs
 //! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
 //! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
@@ -159,6 +161,28 @@ fn main() {
             if let Err(e) = std::fs::write(a.path("--md"), md) {
                 fail(e);
             }
+        }
+        "tcp-sync" => {
+            let shippers: Vec<usize> = a
+                .opt("--shippers")
+                .unwrap_or_else(|| "1,8,32".into())
+                .split(',')
+                .filter_map(|x| x.trim().parse().ok())
+                .filter(|&x| x > 0)
+                .collect();
+            let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(300usize).max(1);
+            let reps = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(3usize).max(1);
+            let v = dhp_benches::tcp_sync::run(&a.path("--dir"), &shippers, n, reps).unwrap_or_else(|e| fail(e));
+            write_json(&a.path("--out"), &v);
+            if let Err(e) = std::fs::write(a.path("--md"), dhp_benches::tcp_sync::markdown(&v)) {
+                fail(e);
+            }
+        }
+        "tcp-hostile" => {
+            let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1_000usize).max(1);
+            let v =
+                dhp_benches::tcp_rates::hostile_rss(&a.path("--dhp"), &a.path("--dir"), n).unwrap_or_else(|e| fail(e));
+            write_json(&a.path("--out"), &v);
         }
         "tcp-soak" => {
             let n = a.opt("--handoffs").and_then(|v| v.parse().ok()).unwrap_or(1_000_000u64);

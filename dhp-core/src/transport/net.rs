@@ -38,7 +38,7 @@ mod server;
 mod shipper;
 mod tls;
 
-pub use server::{run, ServerConfig, ServerStats};
+pub use server::{prepare, run, Prepared, ServerConfig, ServerStats};
 pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 pub use tls::{ClientTls, ServerTls};
 

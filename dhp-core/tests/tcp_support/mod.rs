@@ -314,6 +314,25 @@ pub fn envelope(lo: u64, hi: u64) -> (Value, String) {
     (env, hid)
 }
 
+/// Ship `env` and checkpoints `0..n` (state `state(seq)`) through a
+/// synchronous shipper with the test token: every call returns on its ack.
+pub fn ship_sync(addr: &str, env: &Value, hid: &str, n: i64, state: impl Fn(i64) -> Value) {
+    use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
+    use dhp_core::transport::Shipper;
+    let opts = ShipperOptions {
+        token: TOKEN.into(),
+        mode: ShipMode::Sync,
+        call_timeout: Duration::from_secs(20),
+        ..Default::default()
+    };
+    let mut sh = TcpShipper::new(addr, opts).unwrap();
+    sh.ship_envelope(hid, env).unwrap();
+    for seq in 0..n {
+        sh.ship_checkpoint(hid, seq, &cp_line(seq, &state(seq))).unwrap();
+    }
+    sh.close().unwrap();
+}
+
 /// A checkpoint frame/line for `state` at `seq`.
 pub fn cp_line(seq: i64, state: &Value) -> String {
     let (_, hash) = dhp_core::json::state_text_and_hash(state).unwrap();

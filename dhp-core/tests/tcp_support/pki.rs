@@ -7,6 +7,7 @@ use rcgen::{
     BasicConstraints, Certificate, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
 };
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// PEM files in one directory.
 pub struct Pki {
@@ -112,24 +113,107 @@ pub fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// What a [`TlsBed`] server speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Serve {
+    Plaintext,
+    /// `server.pem`, signed by `ca.pem`.
+    Tls,
+    /// `expired.pem` (valid only in 2020), signed by `ca.pem`.
+    Expired,
+    /// `server.pem`, demanding a client certificate signed by `ca.pem`.
+    Mutual,
+}
+
+/// The `tcp_tls_*` setup: a temporary directory with the certificates
+/// (`pki/`) and a `dhp transport` server writing `logs/`, its stderr
+/// captured for its warnings.
+pub struct TlsBed {
+    pub tmp: tempfile::TempDir,
+    pub pki: Pki,
+    pub logs: PathBuf,
+    pub srv: super::Server,
+}
+
+impl TlsBed {
+    pub fn start(serve: Serve) -> TlsBed {
+        let tmp = tempfile::tempdir().unwrap();
+        let pki = Pki::new(&tmp.path().join("pki"));
+        let logs = tmp.path().join("logs");
+        let args = match serve {
+            Serve::Plaintext => Vec::new(),
+            Serve::Tls => pki.server_args(false, false),
+            Serve::Expired => pki.server_args(true, false),
+            Serve::Mutual => pki.server_args(false, true),
+        };
+        let srv = super::Server::start_capturing(&logs, &strs(&args), &tmp.path().join("server.err"));
+        TlsBed { tmp, pki, logs, srv }
+    }
+
+    /// A synchronous shipper to the server with `tls` (None: plaintext).
+    pub fn shipper(&self, tls: Option<ClientTls>) -> dhp_core::transport::net::TcpShipper {
+        sync_shipper(&self.srv.addr(), tls)
+    }
+
+    /// `dhp work` on a fresh census (2..`hi`) in `root/`, shipping to the
+    /// server with `flags` (TLS options, `--ship-mode`): its hid, and the
+    /// run's (exit code, stdout JSON, stderr).
+    pub fn work(&self, hi: u64, flags: &[&str], wait: Duration) -> (String, (i32, serde_json::Value, String)) {
+        let root = self.root();
+        let hid = super::census(&root, 2, hi, 100);
+        let addr = self.srv.addr();
+        let args: Vec<&str> = ["--ship-to", addr.as_str()].into_iter().chain(flags.iter().copied()).collect();
+        let run = super::finish(super::spawn_work(&root, "w1", &hid, &args, &super::tok()), wait);
+        (hid, run)
+    }
+
+    /// The store `work` runs on.
+    pub fn root(&self) -> PathBuf {
+        self.tmp.path().join("root")
+    }
+
+    /// The server's log of `hid` ingests into the same rows as `root/`.
+    pub fn assert_log_matches_store(&self, hid: &str) {
+        super::assert_log_matches_store(&self.srv.log(hid), &self.root(), hid, &self.tmp.path().join("fresh"));
+    }
+
+    /// A shipper with `tls` is refused at the TLS layer: `Error::Tls`,
+    /// promptly, a warning on the server, and nothing logged. Returns the
+    /// error.
+    pub fn refused(&self, tls: Option<ClientTls>) -> dhp_core::Error {
+        let e = ship_fails(&self.srv.addr(), tls);
+        assert!(matches!(e, dhp_core::Error::Tls { .. }), "{e:?}");
+        await_tls_warning(&self.srv);
+        assert_eq!(log_files(&self.logs), 0, "nothing may be logged");
+        e
+    }
+
+    /// No TLS failure was logged by the server.
+    pub fn assert_no_tls_failure(&self) {
+        assert!(!self.srv.stderr_text().contains("TLS failed"), "{}", self.srv.stderr_text());
+    }
+}
+
+/// A synchronous shipper to `addr` with the test token and `tls`.
+pub fn sync_shipper(addr: &str, tls: Option<ClientTls>) -> dhp_core::transport::net::TcpShipper {
+    use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
+    let opts = ShipperOptions {
+        token: super::TOKEN.into(),
+        mode: ShipMode::Sync,
+        call_timeout: Duration::from_secs(20),
+        tls,
+        ..Default::default()
+    };
+    TcpShipper::new(addr, opts).unwrap()
+}
+
 /// Ship an envelope through a shipper with `tls` (None: plaintext) and
 /// return the error it must fail with, promptly (a TLS failure is not
 /// retried until the call times out).
 pub fn ship_fails(addr: &str, tls: Option<ClientTls>) -> dhp_core::Error {
-    use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
     use dhp_core::transport::Shipper;
     let (env, hid) = super::envelope(0, 100);
-    let mut sh = TcpShipper::new(
-        addr,
-        ShipperOptions {
-            token: super::TOKEN.into(),
-            mode: ShipMode::Sync,
-            call_timeout: std::time::Duration::from_secs(20),
-            tls,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sh = sync_shipper(addr, tls);
     let t0 = std::time::Instant::now();
     let e = sh.ship_envelope(&hid, &env).unwrap_err();
     eprintln!("shipper error: {e}");

@@ -38,10 +38,13 @@ impl Failure {
     /// Print in the documented format and exit with the failure's code.
     pub fn exit(self, as_json: bool) -> ! {
         let message = one_line(&self.message);
+        // Already failing: a closed stdout or stderr changes neither the
+        // outcome nor the exit code (crate::out).
         if as_json {
-            println!("{}", json!({"ok": false, "error_kind": self.kind, "error": message}));
+            let _ =
+                crate::out::stdout_line(&json!({"ok": false, "error_kind": self.kind, "error": message}).to_string());
         }
-        eprintln!("dhp: {}: {message}", self.kind);
+        crate::out::stderr_line(&format!("dhp: {}: {message}", self.kind));
         std::process::exit(self.code)
     }
 }

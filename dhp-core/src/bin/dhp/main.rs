@@ -16,6 +16,7 @@ mod cmds;
 mod failure;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod out;
 mod serve;
 mod work;
 
@@ -203,14 +204,20 @@ fn main() {
         .init();
     match run(cli) {
         Ok((value, text)) => {
-            if as_json {
+            let shown = if as_json {
                 let mut v = value;
                 if let Some(m) = v.as_object_mut() {
                     m.insert("ok".into(), json!(true));
                 }
-                println!("{v}");
+                out::stdout_line(&v.to_string())
             } else if !text.is_empty() {
-                println!("{text}");
+                out::stdout_line(&text)
+            } else {
+                Ok(true)
+            };
+            // A reader that closed the pipe leaves the exit code alone.
+            if let Err(f) = shown {
+                f.exit(false);
             }
             std::process::exit(if STOPPED.load(Ordering::SeqCst) { 3 } else { 0 });
         }

@@ -117,6 +117,10 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         use tokio::signal::unix::{signal, SignalKind};
         let sig = |k| signal(k).map_err(|e| Error::transport_from(format!("cannot watch signals: {e}"), e));
         let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
+        // Replay the journal before binding: "listening" (and a connect
+        // that succeeds) means a recovered server.
+        let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync, tls };
+        let prepared = net::prepare(server)?;
         let listener = tokio::net::TcpListener::bind((host.as_str(), port))
             .await
             .map_err(|e| Error::transport_from(format!("cannot listen on {host}:{port}: {e}"), e))?;
@@ -125,14 +129,14 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();
         drop(out);
-        let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync, tls };
-        net::run(listener, server, async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        })
-        .await
+        prepared
+            .serve(listener, async move {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            })
+            .await
     })?;
     let text = format!(
         "dhp transport: stopped ({} connections, {} checkpoints appended, {} duplicates, {} frames refused)",

@@ -24,7 +24,7 @@ use crate::transport::net::{over_cap, tls, Appender};
 use crate::transport::Shipper;
 use buffer::{scan_local, LocalLog};
 use pump::Pump;
-use queue::{Item, Refusal, Shared, State};
+use queue::{Item, Refusal, Shared, State, MAX_IDLE_QUEUES};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -88,6 +88,13 @@ impl TcpShipper {
     /// Lines queued and not yet acknowledged.
     pub fn unacked(&self) -> usize {
         self.shared.lock().unacked
+    }
+
+    /// Handoffs this shipper holds state for (queues, open local buffer
+    /// logs): bounded, whatever number of handoffs it has shipped — the
+    /// unfinished ones plus up to about a thousand idle ones.
+    pub fn tracked_handoffs(&self) -> usize {
+        self.shared.lock().queues.len().max(self.locals.len())
     }
 
     /// Flush, say bye, and stop the shipping thread.
@@ -159,6 +166,12 @@ impl TcpShipper {
                     "buffer log {} already holds another handoff; use a directory buffer for several",
                     path.display()
                 )));
+            }
+            if self.locals.len() >= MAX_IDLE_QUEUES {
+                // Close the buffer logs of handoffs with nothing in flight
+                // (rescanned if they ship again), so files stay bounded.
+                let st = self.shared.lock();
+                self.locals.retain(|h, _| st.queues.get(h).is_some_and(|q| !q.idle()));
             }
             let (seqs, torn) = scan_local(&path, hid, &self.opts.cfg)?;
             self.locals.insert(hid.to_string(), LocalLog { out: Appender::new(path, torn), seqs });
@@ -285,21 +298,27 @@ impl Shipper for TcpShipper {
             return Ok(a);
         }
         q.want_hello = true;
+        // Counted, so the entry is not pruned before we read its ack.
+        q.waiters += 1;
         self.shared.work.notify_all();
-        loop {
+        let r = loop {
             let q = st.queues.entry(hid.to_string()).or_default();
             if let Some(a) = q.server_ack {
-                return Ok(a);
+                break Ok(a);
             }
             if let Some(r) = &q.rejected {
-                return Err(r.connection_error());
+                break Err(r.connection_error());
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(self.timeout_error(&st, "hello"));
+                break Err(self.timeout_error(&st, "hello"));
             }
             st = self.shared.done.wait_timeout(st, deadline - now).map(|(g, _)| g).unwrap_or_else(|p| p.into_inner().0);
+        };
+        if let Some(q) = st.queues.get_mut(hid) {
+            q.waiters = q.waiters.saturating_sub(1);
         }
+        r
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -424,6 +424,8 @@ impl Pump {
                 }
                 if in_flight.is_empty() {
                     q.want_hello = false;
+                    // Acked through the last line: bound what is kept.
+                    st.prune(&c.hid);
                     drop(st);
                     self.shared.done.notify_all();
                     return Ok(());

@@ -76,13 +76,28 @@ pub(super) struct HidQ {
     pub(super) rejected: Option<Refusal>,
     pub(super) retry_at: Option<Instant>,
     pub(super) backoff: Duration,
+    /// Callers of `acked_seq` waiting for this handoff's hello.
+    pub(super) waiters: usize,
 }
 
 impl HidQ {
     pub(super) fn has_work(&self) -> bool {
         (self.envelope.is_some() && !self.env_acked) || !self.items.is_empty() || self.want_hello
     }
+
+    /// Everything acknowledged through the last line, nobody waiting, no
+    /// refusal to report: the entry can go (a later line for the handoff
+    /// starts a fresh one, and its hello learns `ack_seq` again).
+    pub(super) fn idle(&self) -> bool {
+        !self.has_work() && self.waiters == 0 && self.rejected.is_none()
+    }
 }
+
+/// Idle handoff queues kept (their `ack_seq` answers `acked_seq` without a
+/// round trip, and their envelope is re-sent after a reconnect); past
+/// this, idle ones are dropped, so a shipper that ships many handoffs over
+/// its life holds state only for the recent and the unfinished ones.
+pub(super) const MAX_IDLE_QUEUES: usize = 1024;
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -97,9 +112,21 @@ pub(super) struct State {
     pub(super) failures: VecDeque<Refusal>,
     pub(super) last_error: Option<String>,
     pub(super) stop: bool,
+    /// Prune idle queues when the map reaches this size (doubles when most
+    /// entries are busy, so pruning stays amortised O(1) per handoff).
+    pub(super) prune_at: usize,
 }
 
 impl State {
+    /// Drop idle queues once the map is over its bound, except `keep`'s.
+    pub(super) fn prune(&mut self, keep: &str) {
+        if self.queues.len() < self.prune_at.max(MAX_IDLE_QUEUES) {
+            return;
+        }
+        self.queues.retain(|h, q| h == keep || !q.idle());
+        self.prune_at = (self.queues.len() * 2).max(MAX_IDLE_QUEUES);
+    }
+
     pub(super) fn ticket(&mut self) -> u64 {
         self.next_ticket += 1;
         self.next_ticket
