@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 /// What the catalogue adds to an assertion.
 #[derive(Debug, Clone, Copy)]
 pub struct Notes {
+    /// The assertion id the notes belong to.
     pub id: &'static str,
     /// Why an implementation that breaks the rule is unusable.
     pub why: &'static str,
@@ -153,24 +154,34 @@ pub const NOTES: &[Notes] = &[
 /// One catalogue row.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The assertion id (`fencing`, `cross-transport`, …).
     pub id: &'static str,
+    /// The level it runs at.
     pub level: Level,
+    /// Optional adapter features it needs (it is skipped without them).
     pub needs: &'static [&'static str],
+    /// The rule, one sentence (the assertion's `about`).
     pub rule: &'static str,
+    /// Why and how, and its mutants; `None` only if the catalogue lacks
+    /// the id (a unit test keeps that from happening).
     pub notes: Option<&'static Notes>,
 }
 
 impl Entry {
+    /// Why the rule matters (empty without notes).
     pub fn why(&self) -> &'static str {
         self.notes.map_or("", |n| n.why)
     }
+    /// How the runner checks it (empty without notes).
     pub fn how(&self) -> &'static str {
         self.notes.map_or("", |n| n.how)
     }
+    /// The mutants that fail it.
     pub fn mutants(&self) -> &'static [&'static str] {
         self.notes.map_or(&[], |n| n.mutants)
     }
 
+    /// The row as `--list --format json` prints it.
     pub fn to_json(&self) -> Value {
         json!({
             "id": self.id, "level": self.level.as_str(), "needs": self.needs,

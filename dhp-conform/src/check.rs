@@ -15,10 +15,12 @@ pub enum Fail {
 }
 
 impl Fail {
+    /// A broken guarantee, with `msg` saying which.
     pub fn failed(msg: impl Into<String>) -> Fail {
         Fail::Failed(msg.into())
     }
 
+    /// The message, whatever the outcome.
     pub fn message(&self) -> &str {
         match self {
             Fail::Failed(m) | Fail::Errored(m) | Fail::Skipped(m) => m,

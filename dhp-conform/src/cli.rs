@@ -7,6 +7,7 @@ use clap::{Parser, ValueEnum};
 use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
 use std::path::PathBuf;
 
+/// `--level`: which levels of assertions run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LevelArg {
     /// The reference's ten assertions.
@@ -32,6 +33,7 @@ impl LevelArg {
     }
 }
 
+/// `--format`: what the run prints on stdout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// One line per assertion, then a summary (default).
@@ -44,10 +46,14 @@ pub enum Format {
     Markdown,
 }
 
+/// `--color`: coloured output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Color {
+    /// When stdout is a terminal.
     Auto,
+    /// Always.
     Always,
+    /// Never.
     Never,
 }
 
@@ -87,6 +93,8 @@ EXIT STATUS:
   101 something failed or errored (with --expect: an outcome changed),
   2 a bad command line or an adapter that cannot start (nothing is run).";
 
+/// The parsed command line. (`--help` prints the `about` texts set below,
+/// not this comment.)
 #[derive(Parser, Debug)]
 #[command(name = "dhp-conform", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -176,6 +184,8 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// The output format in force: `--quiet` turns the default `pretty`
+    /// into `terse`.
     pub fn format(&self) -> Format {
         if self.quiet && self.format == Format::Pretty {
             Format::Terse

@@ -74,26 +74,86 @@ enum Incoming {
 /// What went wrong talking to an adapter.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AdapterError {
+    /// The adapter process could not be started.
     #[error("could not start adapter `{cmd}`: {reason}")]
-    Spawn { cmd: String, reason: String },
+    Spawn {
+        /// The adapter command line.
+        cmd: String,
+        /// Why it could not start.
+        reason: String,
+    },
+    /// No reply within the per-request timeout.
     #[error("adapter did not answer {op} within {secs:.1}s{tail}")]
-    Timeout { op: String, secs: f64, tail: String },
+    Timeout {
+        /// The operation asked.
+        op: String,
+        /// The timeout, seconds.
+        secs: f64,
+        /// The adapter's last stderr lines, formatted for the message.
+        tail: String,
+    },
+    /// The adapter process exited with a request outstanding.
     #[error("adapter exited ({status}) while {op} was pending{tail}")]
-    Exited { op: String, status: String, tail: String },
+    Exited {
+        /// The operation asked.
+        op: String,
+        /// The exit status, as the OS reported it.
+        status: String,
+        /// The adapter's last stderr lines, formatted for the message.
+        tail: String,
+    },
+    /// A stdout line that is not a JSON reply object.
     #[error("adapter printed a line that is not a JSON reply while {op} was pending: {line:?}{tail}")]
-    Garbage { op: String, line: String, tail: String },
+    Garbage {
+        /// The operation asked.
+        op: String,
+        /// The line (truncated for the message).
+        line: String,
+        /// The adapter's last stderr lines, formatted for the message.
+        tail: String,
+    },
+    /// A reply line over the runner's line limit.
     #[error("adapter's reply to {op} is longer than {} MiB, the runner's limit for one line; stopped reading it{tail}", MAX_REPLY_LINE >> 20)]
-    TooLong { op: String, tail: String },
+    TooLong {
+        /// The operation asked.
+        op: String,
+        /// The adapter's last stderr lines, formatted for the message.
+        tail: String,
+    },
+    /// An earlier request timed out: the process is not asked again.
     #[error("adapter hung: {0}")]
     Hung(String),
+    /// A reply whose `id` is not the request's.
     #[error("adapter answered {op} (id {expected}) with id {got}")]
-    WrongId { op: String, expected: u64, got: String },
+    WrongId {
+        /// The operation asked.
+        op: String,
+        /// The request's id.
+        expected: u64,
+        /// The id the reply carried (as JSON text).
+        got: String,
+    },
+    /// A reply that violates `reply.schema.json` or the op's result schema.
     #[error("adapter reply to {op} violates reply.schema.json: {detail}")]
-    Schema { op: String, detail: String },
+    Schema {
+        /// The operation asked.
+        op: String,
+        /// What the schema check reported.
+        detail: String,
+    },
+    /// The `hello` exchange failed or declared an unusable protocol.
     #[error("handshake: {0}")]
     Handshake(String),
+    /// The runner's own request violates the request schema (a bug here,
+    /// not in the implementation).
     #[error("runner built an invalid {op} request (a dhp-conform bug): {detail}")]
-    BadRequest { op: String, detail: String },
+    BadRequest {
+        /// The operation.
+        op: String,
+        /// What the schema check reported.
+        detail: String,
+    },
+    /// Writing the request to the adapter's stdin failed.
     #[error("writing to adapter: {0}")]
     Io(String),
 }
@@ -101,14 +161,18 @@ pub enum AdapterError {
 /// An adapter's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
+    /// `{"ok": true, "result": …}`: the result.
     Ok(Value),
+    /// `{"ok": false, "error": …}`: the typed error.
     Err(ErrorReply),
 }
 
 /// A typed error reply: `kind` is the reference's exception class name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorReply {
+    /// The error class (`FencingError`, `StateError`, … or `Unsupported`).
     pub kind: String,
+    /// The implementation's message.
     pub message: String,
 }
 
@@ -121,10 +185,15 @@ impl std::fmt::Display for ErrorReply {
 /// The `hello` result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hello {
+    /// The implementation's name (`dhp-rs`, `dhp-protocol`, …).
     pub implementation: String,
+    /// Its version.
     pub version: String,
+    /// The adapter protocol version it speaks.
     pub protocol_version: String,
+    /// Optional features it declares (assertions needing others skip).
     pub features: BTreeSet<String>,
+    /// The adapter's process id, when it reports one.
     pub pid: Option<u64>,
 }
 
@@ -145,6 +214,7 @@ impl Hello {
         }
     }
 
+    /// Whether the adapter declares `feature`.
     pub fn has(&self, feature: &str) -> bool {
         self.features.contains(feature)
     }
@@ -369,6 +439,7 @@ impl Adapter {
         }
     }
 
+    /// The `hello` answer, once the handshake succeeded.
     pub fn hello(&self) -> Option<&Hello> {
         self.hello.as_ref()
     }
@@ -562,6 +633,9 @@ pub struct Pool {
 const MAX_IDLE: usize = 6;
 
 impl Pool {
+    /// An empty pool of `command` (a shell command line) started with
+    /// `profile`; each request waits at most `timeout`, and with
+    /// `echo_stderr` the processes' stderr lines are echoed to ours.
     pub fn new(command: &str, profile: Profile, timeout: Duration, echo_stderr: bool) -> Pool {
         Pool {
             command: command.to_string(),

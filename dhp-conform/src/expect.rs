@@ -18,18 +18,39 @@ use std::path::Path;
 /// Why an expectations file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectError {
+    /// The file cannot be read.
     #[error("reading {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        /// The file.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
     #[error("{path} is not JSON: {source}")]
-    Json { path: String, source: serde_json::Error },
+    Json {
+        /// The file.
+        path: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// JSON, but not an expectations file: an unknown id or outcome, a pin
+    /// without a reason.
     #[error("{path}: {what}")]
-    Shape { path: String, what: String },
+    Shape {
+        /// The file.
+        path: String,
+        /// What is wrong, and where.
+        what: String,
+    },
 }
 
 /// One pinned outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
+    /// `passed`, `failed`, `errored` or `skipped`.
     pub outcome: String,
+    /// Why the implementation ends that way (required, non-empty).
     pub why: String,
 }
 
@@ -40,6 +61,8 @@ pub struct Expectations(pub BTreeMap<String, BTreeMap<String, Pin>>);
 const OUTCOMES: &[&str] = &["passed", "failed", "errored", "skipped"];
 
 impl Expectations {
+    /// Read and check the file at `path` (see [`Expectations::from_json`]);
+    /// `known_ids` are the assertion ids a pin may name.
     pub fn load(path: &Path, known_ids: &[&str]) -> Result<Expectations, ExpectError> {
         let p = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|source| ExpectError::Read { path: p.clone(), source })?;
@@ -75,6 +98,8 @@ impl Expectations {
         Ok(Expectations(out))
     }
 
+    /// The pin of `assertion` for the implementation labelled
+    /// `implementation`; `None`: expected to pass (or skip).
     pub fn pin(&self, implementation: &str, assertion: &str) -> Option<&Pin> {
         self.0.get(implementation).and_then(|m| m.get(assertion))
     }

@@ -26,8 +26,9 @@
 //! `dhp-conform --compare ours reference`) is described in the crate's
 //! README.
 
-// Library code never unwraps (tests may: clippy.toml allows it in
-// `#[cfg(test)]` code).
+// Library code documents every public item and never unwraps (tests may:
+// clippy.toml allows it in `#[cfg(test)]` code).
+#![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod assertions;
@@ -38,7 +39,7 @@ pub mod client;
 pub mod expect;
 pub mod fuzzing;
 pub mod mutants;
-pub mod ops;
+pub(crate) mod ops;
 pub mod pgroup;
 pub mod protocol;
 pub mod report;

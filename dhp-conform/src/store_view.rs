@@ -14,17 +14,24 @@ use std::time::Duration;
 /// One checkpoint row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointRow {
+    /// 0, 1, 2, … per handoff.
     pub seq: i64,
+    /// The state as stored (`json.dumps(sort_keys=True)` text).
     pub state_json: String,
+    /// The stored hash of that text.
     pub state_hash: String,
+    /// When it was written (ISO 8601 text).
     pub at: String,
 }
 
 /// One ownership row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnershipRow {
+    /// The worker id holding the lease (`__orphaned__` for a tombstone).
     pub holder: String,
+    /// The fencing token.
     pub fence: i64,
+    /// When the lease runs out (Unix seconds).
     pub lease_expires_at: f64,
 }
 
@@ -137,6 +144,7 @@ impl StoreView {
         Ok(self.must_envelope(hid)?.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string())
     }
 
+    /// How many handoffs the store holds.
     pub fn handoff_count(&self) -> Check<i64> {
         match &self.db {
             Db::Sqlite(conn) => Ok(conn.query_row("SELECT COUNT(*) FROM handoffs", [], |r| r.get(0))?),
@@ -203,6 +211,7 @@ impl StoreView {
         Ok(out)
     }
 
+    /// The ownership row of `hid`, if any.
     pub fn ownership(&self, hid: &str) -> Check<Option<OwnershipRow>> {
         const SQL: &str = "SELECT holder, fence, lease_expires_at FROM ownership WHERE hid=$1";
         match &self.db {
@@ -228,6 +237,7 @@ impl StoreView {
         }
     }
 
+    /// The highest `schema_version` row (`None`: the table is empty).
     pub fn max_schema_version(&self) -> Check<Option<i64>> {
         const SQL: &str = "SELECT MAX(version) FROM schema_version";
         match &self.db {

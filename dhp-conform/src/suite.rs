@@ -32,7 +32,10 @@ impl Default for Options {
 
 /// An implementation under test, reached through its adapter command.
 pub struct Impl {
+    /// The name reports use (`ours`, `reference`, or one given with
+    /// `LABEL=CMD`; made unique by the caller).
     pub label: String,
+    /// The adapter command line.
     pub command: String,
     /// Where its stores are created (`--store`).
     pub store: Arc<StoreBase>,
@@ -153,10 +156,12 @@ impl Impl {
         h.timeouts_seen = self.default.timeouts() + self.short_lease.timeouts();
     }
 
+    /// Whether the adapter shook hands and declares `feature`.
     pub fn has(&self, feature: &str) -> bool {
         self.hello.as_ref().is_ok_and(|h| h.has(feature))
     }
 
+    /// Its pool of adapter processes started with `profile`.
     pub fn pool(&self, profile: Profile) -> &Pool {
         match profile {
             Profile::Default => &self.default,
@@ -199,6 +204,7 @@ pub enum Level {
 }
 
 impl Level {
+    /// The level's name in reports and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Core => "core",
@@ -211,24 +217,31 @@ impl Level {
 /// A single-implementation assertion.
 #[derive(Clone, Copy)]
 pub struct Assertion {
+    /// The assertion id (`fencing`, …), as reports and filters name it.
     pub name: &'static str,
+    /// The level it belongs to.
     pub level: Level,
     /// Optional features the assertion cannot run without.
     pub needs: &'static [&'static str],
     /// One sentence: the guarantee checked.
     pub about: &'static str,
+    /// The check: `Ok` passes, a [`crate::Fail`] says how it ended otherwise.
     pub run: fn(&Ctx<'_>) -> Check,
 }
 
 /// A cross-implementation assertion: `a` writes, `b` continues.
 #[derive(Clone, Copy)]
 pub struct CrossAssertion {
+    /// The assertion id (`cross-…`).
     pub name: &'static str,
     /// B continues A's own store (created on A's engine), rather than a
     /// log or bundle on a store of its own.
     pub shares_store: bool,
+    /// Optional features both sides must declare.
     pub needs: &'static [&'static str],
+    /// One sentence: the guarantee checked.
     pub about: &'static str,
+    /// The check, given both implementations.
     pub run: fn(&CrossCtx<'_>) -> Check,
 }
 
@@ -284,6 +297,7 @@ impl Workdir {
         self.schemas.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The directory (kept after the run with `--keep`).
     pub fn dir(&self) -> &Path {
         &self.path
     }
@@ -314,7 +328,9 @@ impl Workdir {
 
 /// What an assertion against one implementation runs with.
 pub struct Ctx<'a> {
+    /// The implementation under test.
     pub imp: &'a Impl,
+    /// This run's temporary directory and schemas.
     pub work: Workdir,
 }
 
@@ -344,10 +360,12 @@ impl<'a> Ctx<'a> {
         self.work.root_on(&self.imp.store, name)
     }
 
+    /// A path named `name` in this run's directory (files, logs, bundles).
     pub fn path(&self, name: &str) -> String {
         self.work.path(name)
     }
 
+    /// Whether the implementation declares `feature`.
     pub fn has(&self, feature: &str) -> bool {
         self.imp.has(feature)
     }
@@ -365,16 +383,21 @@ impl<'a> Ctx<'a> {
 
 /// What a cross-implementation assertion runs with.
 pub struct CrossCtx<'a> {
+    /// The implementation that writes.
     pub a: &'a Impl,
+    /// The implementation that continues.
     pub b: &'a Impl,
+    /// This run's temporary directory and schemas.
     pub work: Workdir,
 }
 
 impl<'a> CrossCtx<'a> {
+    /// A pooled adapter process of A (default profile).
     pub fn a(&self) -> Check<Lease<'a>> {
         Ok(self.a.pool(Profile::Default).get()?)
     }
 
+    /// A pooled adapter process of B (default profile).
     pub fn b(&self) -> Check<Lease<'a>> {
         Ok(self.b.pool(Profile::Default).get()?)
     }
@@ -389,6 +412,7 @@ impl<'a> CrossCtx<'a> {
         self.work.root_on(&self.b.store, name)
     }
 
+    /// A path named `name` in this run's directory.
     pub fn path(&self, name: &str) -> String {
         self.work.path(name)
     }
@@ -407,13 +431,18 @@ impl<'a> CrossCtx<'a> {
 /// How an assertion ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// The guarantee held.
     Passed,
+    /// The implementation broke the guarantee; why.
     Failed(String),
+    /// No verdict: the adapter exchange broke; how.
     Errored(String),
+    /// Not run: a feature it needs is not declared; which.
     Skipped(String),
 }
 
 impl Outcome {
+    /// `passed`, `failed`, `errored` or `skipped`.
     pub fn word(&self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
@@ -423,6 +452,7 @@ impl Outcome {
         }
     }
 
+    /// The message (none for a pass).
     pub fn message(&self) -> Option<&str> {
         match self {
             Outcome::Passed => None,

@@ -116,9 +116,6 @@ pub mod lease;
 pub mod liveness;
 #[cfg(feature = "harness")]
 pub mod locate;
-// The runner is being split into runner/ with its typed vocabulary (issue
-// 12, item 1); that change documents its public items.
-#[allow(missing_docs)]
 pub mod runner;
 pub mod status;
 pub mod store;

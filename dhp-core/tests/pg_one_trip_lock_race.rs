@@ -11,11 +11,26 @@ use dhp_core::store::postgres::advisory_keys;
 use dhp_core::store::StoreLocation;
 use dhp_core::{Config, Error, Lease, Runner};
 use serde_json::json;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn raw_client(url: &str) -> (postgres::Client, String) {
     let StoreLocation::Postgres(loc) = StoreLocation::parse(url).unwrap() else { panic!("not postgres") };
     (postgres::Client::connect(&loc.url, postgres::NoTls).unwrap(), loc.schema)
+}
+
+/// Wait until a session is blocked on the advisory lock `(k1, k2)`: the
+/// worker is waiting for the lock the test holds. (A fixed sleep could
+/// end before the worker even asked, and the check that it has not
+/// finished would then pass vacuously.)
+fn wait_for_lock_waiter(url: &str, (k1, k2): (i32, i32)) {
+    let (mut probe, _) = raw_client(url);
+    let sql = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+               AND classid = $1::int4::oid AND objid = $2::int4::oid AND objsubid = 2";
+    let end = Instant::now() + Duration::from_secs(30);
+    while probe.query_one(sql, &[&k1, &k2]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(Instant::now() < end, "nobody waited for the handoff's lock within 30 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -41,7 +56,7 @@ fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
                 _ => r.heartbeat(&Lease::presented(&hid, 0).unwrap()).map(|_| ()),
             })
         };
-        std::thread::sleep(Duration::from_millis(300));
+        wait_for_lock_waiter(&url, (k1, k2));
         assert!(!worker.is_finished(), "{op} did not wait for the handoff's lock");
         t.commit().unwrap();
         let res = worker.join().unwrap();
@@ -68,7 +83,7 @@ fn a_fence_moved_while_waiting_for_the_lock_is_seen() {
         let (r, hid) = (r.clone(), hid.clone());
         std::thread::spawn(move || r.checkpoint_step(&Lease::presented(&hid, 0).unwrap(), &json!({"i": 2}), 3))
     };
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_lock_waiter(&url, (k1, k2));
     assert!(!worker.is_finished(), "checkpoint_step did not wait for the handoff's lock");
     t.commit().unwrap();
     assert_eq!(worker.join().unwrap().unwrap().seq(), 1);

@@ -25,21 +25,22 @@ fn ten_recoverer_processes_one_winner_on_postgres() {
     dhp_core::testing::expire_lease(&r, &hid).unwrap();
     assert_eq!(Supervisor::open(&url, "s", Config::default()).unwrap().scan().unwrap()[0]["action"], "orphaned");
 
-    // A barrier file: every process blocks until it exists, then races.
+    // A barrier file: every process says it is ready, blocks until the
+    // barrier exists, then races.
     let barrier = dir.path().join("go");
-    let children: Vec<_> = (0..10)
+    let ready = |i: usize| dir.path().join(format!("ready-{i}"));
+    let mut children: Vec<_> = (0..10)
         .map(|i| {
             let script = format!(
-                "while [ ! -e {b} ]; do sleep 0.001; done; exec {dhp} work '{url}' --runner r{i} recover {hid} --json",
+                "touch {r}; while [ ! -e {b} ]; do sleep 0.001; done; exec {dhp} work '{url}' --runner r{i} recover {hid} --json",
+                r = ready(i).display(),
                 b = barrier.display(),
                 dhp = dhp_bin().display()
             );
             Command::new("sh").arg("-c").arg(script).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
         })
         .collect();
-    // Let every process start and connect before the race begins.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    std::fs::write(&barrier, b"").unwrap();
+    start_race(&mut children, ready, &barrier, 30.0);
     let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     let codes: Vec<i32> = outs.iter().map(|o| o.status.code().unwrap()).collect();
     let errs: Vec<String> = outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
@@ -59,6 +60,8 @@ fn race_child() {
     let hids = std::env::var("DHP_PG_RACE_HIDS").unwrap();
     let r = Runner::open(&url, &id, Config::default()).unwrap();
     let barrier = std::env::var("DHP_PG_RACE_BARRIER").unwrap();
+    // Connected: say so, then wait for the start.
+    std::fs::write(format!("{barrier}.ready-{id}"), b"").unwrap();
     while !std::path::Path::new(&barrier).exists() {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
@@ -90,7 +93,7 @@ fn ten_processes_recover_forty_handoffs_one_winner_each() {
     assert_eq!(sup.scan().unwrap().len(), 40);
     let barrier = dir.path().join("go");
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..10)
+    let mut children: Vec<_> = (0..10)
         .map(|i| {
             Command::new(&exe)
                 .args(["--exact", "race_child", "--nocapture", "--test-threads=1"])
@@ -104,8 +107,8 @@ fn ten_processes_recover_forty_handoffs_one_winner_each() {
                 .unwrap()
         })
         .collect();
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    std::fs::write(&barrier, b"").unwrap();
+    let ready = |i: usize| dir.path().join(format!("go.ready-r{i}"));
+    start_race(&mut children, ready, &barrier, 60.0);
     let mut wins: Vec<String> = Vec::new();
     for c in children {
         let out = c.wait_with_output().unwrap();

@@ -24,8 +24,18 @@ fn standby_is_woken_by_notify_not_by_polling() {
         let found = standby.wait_for_orphaned(Duration::from_secs(30), Duration::from_secs(20)).unwrap();
         (found, Instant::now())
     });
-    // Let the standby start waiting (LISTEN) before the orphan.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Orphan only once the standby listens: an orphan before its first
+    // check would be found without any wake-up, and the test pass
+    // vacuously. Its LISTEN is visible, done, in pg_stat_activity.
+    let schema = url.rsplit("schema=").next().unwrap();
+    let listening = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = 'LISTEN dhp_orphaned_{schema}'"
+    );
+    let end = Instant::now() + Duration::from_secs(30);
+    while pg_support::sql(&url, &listening) != [Some("1".to_string())] {
+        assert!(Instant::now() < end, "the standby did not start listening within 30 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     dhp_core::testing::expire_lease(&w1, &hid).unwrap();
     let sup = Supervisor::open(&url, "sup", cfg).unwrap();
     let t0 = Instant::now();

@@ -17,20 +17,22 @@ fn eight_recoverer_processes_one_winner() {
     dhp_core::testing::expire_lease(&r, &hid).unwrap();
     assert_eq!(Supervisor::open(root, "s", Config::default()).unwrap().scan().unwrap()[0]["action"], "orphaned");
 
-    // A barrier file: every process blocks until it exists, then races.
+    // A barrier file: every process says it is ready, blocks until the
+    // barrier exists, then races.
     let barrier = dir.path().join("go");
-    let children: Vec<_> = (0..8)
+    let ready = |i: usize| dir.path().join(format!("ready-{i}"));
+    let mut children: Vec<_> = (0..8)
         .map(|i| {
             let script = format!(
-                "while [ ! -e {b} ]; do sleep 0.001; done; exec {dhp} work {root} --runner r{i} recover {hid} --json",
+                "touch {r}; while [ ! -e {b} ]; do sleep 0.001; done; exec {dhp} work {root} --runner r{i} recover {hid} --json",
+                r = ready(i).display(),
                 b = barrier.display(),
                 dhp = dhp_bin().display()
             );
             Command::new("sh").arg("-c").arg(script).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
         })
         .collect();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    std::fs::write(&barrier, b"").unwrap();
+    start_race(&mut children, ready, &barrier, 30.0);
     let codes: Vec<i32> = children.into_iter().map(|c| c.wait_with_output().unwrap().status.code().unwrap()).collect();
     assert_eq!(codes.iter().filter(|c| **c == 0).count(), 1, "exactly one winner: {codes:?}");
     // A loser sees OwnershipLost (5) while the winner runs, StateError (6)

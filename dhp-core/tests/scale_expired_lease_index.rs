@@ -6,7 +6,7 @@
 
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::store::{with_tx, Mode};
-use dhp_core::{Config, Runner, Supervisor};
+use dhp_core::{Clock, Config, Runner, Supervisor};
 use serde_json::json;
 
 fn cfg() -> Config {
@@ -58,16 +58,18 @@ fn expired_lease_among_many_live_ones_is_found_through_the_index() {
 #[test]
 fn budget_exceeded_after_the_first_pass_is_found_by_an_incremental_one() {
     let dir = tempfile::tempdir().unwrap();
-    let r = Runner::open(dir.path(), "w1", cfg()).unwrap();
+    // Protocol time moves only when the test says so: the wallclock budget
+    // runs out exactly when advanced past it, however slow the machine.
+    let (clock, hand) = Clock::manual();
+    let cfg = Config { clock, ..cfg() };
+    let r = Runner::open(dir.path(), "w1", cfg.clone()).unwrap();
     let quiet: Vec<String> = (0..50).map(|i| dispatch(&r, i, json!({"max_steps": 100}))).collect();
     let steps = dispatch(&r, 1000, json!({"max_steps": 2}));
-    // Generous, so that a slow machine still scans twice before it runs out.
     let wall = dispatch(&r, 1001, json!({"max_wallclock_s": 4.0}));
     for h in quiet.iter().chain([&steps, &wall]) {
         r.claim(h).unwrap();
     }
-    let claimed = std::time::Instant::now();
-    let sup = Supervisor::open(dir.path(), "sup", cfg()).unwrap();
+    let sup = Supervisor::open(dir.path(), "sup", cfg).unwrap();
     assert!(sup.scan().unwrap().is_empty(), "the first (full) pass finds nothing");
     // A write after the full pass: over the step budget.
     let fence = r.ownership(&steps).unwrap().unwrap().fence;
@@ -76,9 +78,12 @@ fn budget_exceeded_after_the_first_pass_is_found_by_an_incremental_one() {
     let acts = sup.scan().unwrap();
     assert_eq!(actions_for(&acts, &steps), ["budget-killed"], "{acts:?}");
     assert!(actions_for(&acts, &wall).is_empty(), "{acts:?}");
-    // No write at all: the wallclock deadline falls due.
-    let due = claimed + std::time::Duration::from_millis(4300);
-    std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+    // No write at all: just before the wallclock deadline nothing is due;
+    // just after it, the handoff is killed.
+    hand.advance(3.9);
+    let acts = sup.scan().unwrap();
+    assert!(acts.is_empty(), "within the wallclock budget: {acts:?}");
+    hand.advance(0.2);
     let acts = sup.scan().unwrap();
     assert_eq!(actions_for(&acts, &wall), ["budget-killed"], "{acts:?}");
     assert_eq!(acts.len(), 1, "{acts:?}");

@@ -21,9 +21,9 @@ use crate::rs_adapter::{self, Adapter, Handler, R};
 use dhp_core::Config;
 use serde_json::{json, Value};
 
-/// A broken guarantee.
+/// A broken guarantee (the names and what each breaks: [`ALL`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mutant {
+pub(crate) enum Mutant {
     NoFenceCheck,
     NonAtomicRecover,
     NoIdCheck,
@@ -68,7 +68,7 @@ pub enum Mutant {
 }
 
 /// Name, mutant, what it breaks.
-pub const ALL: &[(&str, Mutant, &str)] = &[
+pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
     (
         "no-fence-check",
         Mutant::NoFenceCheck,
@@ -184,11 +184,13 @@ pub const ALL: &[(&str, Mutant, &str)] = &[
     ),
 ];
 
-pub fn parse(name: &str) -> Option<Mutant> {
+/// The mutant named `name` (as `--mutant` takes it).
+pub(crate) fn parse(name: &str) -> Option<Mutant> {
     ALL.iter().find(|(n, _, _)| *n == name).map(|(_, m, _)| *m)
 }
 
-pub fn name(m: Mutant) -> &'static str {
+/// The name of `m`.
+pub(crate) fn name(m: Mutant) -> &'static str {
     ALL.iter().find(|(_, x, _)| *x == m).map(|(n, _, _)| *n).unwrap_or("?")
 }
 

@@ -15,9 +15,13 @@ use std::sync::Mutex;
 pub struct Record {
     /// Implementation label, or `A->B` for cross assertions.
     pub implementation: String,
+    /// The assertion id.
     pub assertion: String,
+    /// The level it ran at.
     pub level: Level,
+    /// How it ended.
     pub outcome: Outcome,
+    /// Wall time it took.
     pub seconds: f64,
     /// The adapter's stderr lines written while the assertion ran (kept
     /// for failed and errored outcomes).
@@ -29,10 +33,12 @@ pub struct Record {
 pub struct Records(Mutex<Vec<Record>>);
 
 impl Records {
+    /// Add one (from any thread).
     pub fn push(&self, r: Record) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
     }
 
+    /// A copy of the records so far, in the order they were pushed.
     pub fn snapshot(&self) -> Vec<Record> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
@@ -41,13 +47,18 @@ impl Records {
 /// Totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Passed assertions.
     pub passed: usize,
+    /// Failed: a guarantee broken.
     pub failed: usize,
+    /// Errored: no verdict (the adapter exchange broke).
     pub errored: usize,
+    /// Skipped: a feature not declared.
     pub skipped: usize,
 }
 
 impl Counts {
+    /// Count `records` by outcome.
     pub fn of<'a>(records: impl IntoIterator<Item = &'a Record>) -> Counts {
         let mut c = Counts::default();
         for r in records {
@@ -66,6 +77,7 @@ impl Counts {
         format!("{} passed, {} failed, {} errored, {} skipped", self.passed, self.failed, self.errored, self.skipped)
     }
 
+    /// Nothing failed or errored (the run exits 0).
     pub fn ok(&self) -> bool {
         self.failed == 0 && self.errored == 0
     }

@@ -28,6 +28,8 @@ pub fn targets(target: &str, op: &str) -> bool {
     target == op || (target == "*" && op != "hello")
 }
 
+/// Parse `--misbehave MODE:TARGET` into the mode and the target op;
+/// `None` for an unknown mode or no `:`.
 pub fn parse_misbehave(spec: &str) -> Option<(Misbehave, String)> {
     let (mode, op) = spec.split_once(':')?;
     let m = match mode {

@@ -1,6 +1,8 @@
 //! Running the `dhp-conform` binary from tests.
 #![allow(dead_code)]
 
+pub mod mutants;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::Command;

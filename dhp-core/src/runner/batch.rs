@@ -61,9 +61,13 @@ impl Runner {
 /// One checkpoint of a batch: who presents which token for which handoff.
 #[derive(Debug, Clone)]
 pub struct CheckpointItem {
+    /// The handoff to checkpoint (validated before the transaction).
     pub hid: String,
+    /// The worker id presenting the token: must be the current owner.
     pub holder: String,
+    /// The fencing token presented: must be the current fence.
     pub fence: i64,
+    /// The state to append: a JSON object within `max_checkpoint_bytes`.
     pub state: Value,
 }
 

@@ -29,10 +29,12 @@ impl TaskContext {
         TaskContext { runner, lease, heartbeat: None }
     }
 
+    /// The handoff this context works on.
     pub fn hid(&self) -> &HandoffId {
         self.lease.hid()
     }
 
+    /// The fencing token granted by the claim (0) or recovery (previous + 1).
     pub fn fence(&self) -> i64 {
         self.lease.fence()
     }
@@ -42,6 +44,7 @@ impl TaskContext {
         &self.lease
     }
 
+    /// The runner (store, configuration, worker id) behind this context.
     pub fn runner(&self) -> &Runner {
         &self.runner
     }
@@ -84,6 +87,8 @@ impl TaskContext {
         }
     }
 
+    /// Append a checkpoint under this lease; returns its seq. See
+    /// [`Runner::checkpoint`] (stale fence, lost lease, not running).
     pub fn checkpoint(&self, state: &Value) -> Result<i64> {
         self.runner.checkpoint(&self.lease, state)
     }
@@ -93,51 +98,76 @@ impl TaskContext {
         self.runner.checkpoint_step(&self.lease, state, steps)
     }
 
+    /// Extend the lease now; returns seconds until it expires. See
+    /// [`Runner::heartbeat`].
     pub fn heartbeat(&self) -> Result<f64> {
         self.runner.heartbeat(&self.lease)
     }
 
+    /// Count `n` steps against the budget. See [`Runner::note_step`].
     pub fn note_step(&self, n: i64) -> Result<()> {
         self.runner.note_step(&self.lease, n)
     }
 
+    /// Record `usd` of spend against the budget. See [`Runner::note_spend`].
     pub fn note_spend(&self, usd: f64) -> Result<()> {
         self.runner.note_spend(&self.lease, usd)
     }
 
+    /// The last checkpointed state of this handoff (a read: the lease is
+    /// not checked), or `None` before the first checkpoint.
     pub fn last_checkpoint(&self) -> Result<Option<Value>> {
         self.runner.last_checkpoint(self.lease.hid())
     }
 
+    /// Record a side effect's result once; `false` if `step_id` was already
+    /// recorded. See [`Runner::record_effect`].
     pub fn record_effect(&self, step_id: &str, result: &Value) -> Result<bool> {
         self.runner.record_effect(&self.lease, step_id, result)
     }
 
+    /// The recorded result of `step_id`, if it already ran: what a recovered
+    /// worker checks before repeating an effect. See [`Runner::effect_done`].
     pub fn effect_done(&self, step_id: &str) -> Result<Option<Value>> {
         self.runner.effect_done(&self.lease, step_id)
     }
 
+    /// Report an activity digest for stall detection; returns how many
+    /// times in a row it repeated. See [`Runner::note_activity`].
     pub fn note_activity(&self, digest: &str) -> Result<i64> {
         self.runner.note_activity(&self.lease, digest)
     }
 
+    /// Gate an action on approval; [`Error::ApprovalRequired`] for
+    /// `financial` and `destructive`. See [`Runner::request_approval`].
+    ///
+    /// [`Error::ApprovalRequired`]: crate::Error::ApprovalRequired
     pub fn request_approval(&self, action_class: &str, details: &Value, timeout_s: f64) -> Result<()> {
         self.runner.request_approval(&self.lease, action_class, details, timeout_s)
     }
 
+    /// Wait, polling every `poll`, until the approval is decided. See
+    /// [`Runner::await_approval`].
     pub fn await_approval(&self, approval_id: &str, poll: Duration) -> Result<()> {
         self.runner.await_approval(&self.lease, approval_id, poll)
     }
 
+    /// Fail-closed, audited capability check. See
+    /// [`Runner::require_capability`].
     pub fn require_capability(&self, domain: &str, resource: &str) -> Result<()> {
         self.runner.require_capability(&self.lease, domain, resource)
     }
 
+    /// Stop the background heartbeat and complete with `result`: running →
+    /// completed, or failed when the result violates the output schema. See
+    /// [`Runner::complete`].
     pub fn complete(&mut self, result: &Value) -> Result<()> {
         self.stop_heartbeat();
         self.runner.complete(&self.lease, result)
     }
 
+    /// Stop the background heartbeat and hand the handoff back: running →
+    /// pending, ownership deleted. See [`Runner::release`].
     pub fn release(&mut self, reason: &str) -> Result<()> {
         self.stop_heartbeat();
         self.runner.release(&self.lease, reason)

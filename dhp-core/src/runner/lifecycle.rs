@@ -378,6 +378,7 @@ pub(super) fn append_checkpoint(
 /// A committed checkpoint of [`Runner::checkpoint_step`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The handoff checkpointed.
     pub hid: HandoffId,
     /// The row as committed: seq, state text, state hash and `at`, exactly
     /// as stored, so a shipper sends what the store holds without

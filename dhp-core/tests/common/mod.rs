@@ -103,6 +103,35 @@ pub fn wait_until(what: &str, secs: f64, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Start a race: wait until every racer process has said it is ready
+/// (`ready(i)` exists), then create `barrier`, which they wait for. A racer
+/// that exits before it is ready, or a timeout, fails the test, after the
+/// barrier is created so that the others do not wait for it forever.
+pub fn start_race(
+    children: &mut [std::process::Child],
+    ready: impl Fn(usize) -> std::path::PathBuf,
+    barrier: &Path,
+    secs: f64,
+) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    let failure = loop {
+        if (0..children.len()).all(|i| ready(i).exists()) {
+            break None;
+        }
+        if let Some(i) = children.iter_mut().position(|c| c.try_wait().ok().flatten().is_some()) {
+            break Some(format!("racer {i} exited before it was ready"));
+        }
+        if std::time::Instant::now() > end {
+            break Some(format!("not every racer ready within {secs} s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    std::fs::write(barrier, b"").unwrap();
+    if let Some(why) = failure {
+        panic!("{why}");
+    }
+}
+
 /// Wait until the leading supervisor has renewed its leadership `n` more
 /// times. It renews at the start of each scan, so after two renewals at
 /// least one whole scan ran after this call began.

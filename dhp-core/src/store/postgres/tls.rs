@@ -73,15 +73,16 @@ impl MakeRustls {
             (SslMode::VerifyCa | SslMode::Require, Some(p)) => Some((p, false)),
             _ => None,
         };
-        let verifier: Arc<dyn ServerCertVerifier> = match verify {
+        let (chain, check_name) = match verify {
             Some((path, check_name)) => {
                 let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(loc, path)?), provider.clone())
                     .build()
                     .map_err(|e| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") })?;
-                Arc::new(Verify { webpki, check_name })
+                (Some(webpki), check_name)
             }
-            None => Arc::new(NoVerify(provider.clone())),
+            None => (None, false),
         };
+        let verifier = Arc::new(Verifier { chain, check_name, provider: provider.clone() });
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(tls_err)?
@@ -92,15 +93,23 @@ impl MakeRustls {
     }
 }
 
-/// `verify-ca` / `verify-full`: webpki's chain check against the given
-/// roots; `verify-ca` accepts a certificate whose only fault is the name.
+/// The server-certificate check of an `sslmode`. The handshake signatures
+/// are verified with the provider's algorithms in every mode (webpki's own
+/// verifier uses the same ones), so only the certificate check differs.
 #[derive(Debug)]
-struct Verify {
-    webpki: Arc<WebPkiServerVerifier>,
+struct Verifier {
+    /// `verify-ca` / `verify-full` (and `require` with roots): webpki's
+    /// chain check against the given roots. `None` (`prefer`, `require`
+    /// without roots): any certificate, libpq's semantics (encryption, not
+    /// authentication).
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    /// `verify-full`: the name must match too; `verify-ca` accepts a
+    /// certificate whose only fault is the name.
     check_name: bool,
+    provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for Verify {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -109,7 +118,10 @@ impl ServerCertVerifier for Verify {
         ocsp: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        match self.webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+        let Some(webpki) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match webpki.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             // webpki checks the name only after the chain: a name error
             // means the chain is trusted.
             Err(rustls::Error::InvalidCertificate(
@@ -125,7 +137,7 @@ impl ServerCertVerifier for Verify {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -134,51 +146,11 @@ impl ServerCertVerifier for Verify {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.webpki.supported_verify_schemes()
-    }
-}
-
-/// `prefer` / `require` without roots: any certificate (libpq's
-/// semantics: encryption, not authentication), signatures still checked.
-#[derive(Debug)]
-struct NoVerify(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 
