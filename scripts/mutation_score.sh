@@ -16,6 +16,9 @@
 #                                          # a line: e.g. the survivors, after new
 #                                          # assertions) into mutation/retest/
 #
+# Parallel: CARGO_MUTANTS_JOBS=2 runs two mutants at once (one builds while
+# the other's suite runs).
+#
 # Needs: cargo install cargo-mutants (27.x), the reference venv
 # (bash scripts/setup.sh, or DHP_PYTHON). Honours CARGO_TARGET_DIR (a private
 # one is best: every mutant is an incremental build of dhp-core and the
@@ -57,6 +60,10 @@ args=(--test-package dhp-conform --cargo-arg=--test=protocol_suite
       # here instead
       --baseline skip)
 for f in "${FILES[@]}"; do args+=(-f "$f"); done
+# MUTANTS_IN_PLACE=1 (CI): mutate the checkout itself instead of a copy, so
+# the first mutant does not rebuild every workspace crate at a new path.
+# Not while editing the tree: a mutant's source is live until it is tested.
+[[ "${MUTANTS_IN_PLACE:-}" == 1 ]] && args+=(--in-place)
 dest="$OUT"
 case "${1:-}" in
     "") rm -rf "$OUT/shards" ;;
@@ -64,7 +71,7 @@ case "${1:-}" in
         [[ -r "${2:-}" ]] || { echo "--retest needs a file of mutant names" >&2; exit 2; }
         # cargo-mutants' --re takes regexes: each name, escaped, anchored
         while IFS= read -r name; do
-            [[ -n "$name" ]] && args+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|/]/\\&/g')\$")
+            [[ -n "$name" ]] && args+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
         done <"$2"
         dest="$OUT/retest" ;;
     */*)

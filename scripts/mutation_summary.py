@@ -224,6 +224,8 @@ def main(out, write_summary=True):
     for kind in KINDS:
         for name in lines(os.path.join(rmo, kind + ".txt")):
             retest[name] = kind
+    # cargo-mutants' --re can select a neighbour too: only this run's mutants count
+    retest = {n: k for n, k in retest.items() if n in status}
     for l in lines(os.path.join(out, "retest", "failing.tsv")):
         f = l.split("\t")
         if len(f) == 4 and not l.startswith("#"):
