@@ -16,8 +16,11 @@
 #                                          # a line: e.g. the survivors, after new
 #                                          # assertions) into mutation/retest/
 #
-# Parallel: CARGO_MUTANTS_JOBS=2 runs two mutants at once (one builds while
-# the other's suite runs).
+# One run per target directory at a time: cargo names a workspace crate's
+# artifacts the same from any copy of the tree, so two runs (or
+# CARGO_MUTANTS_JOBS=2) sharing CARGO_TARGET_DIR overwrite each other's
+# mutated binaries and wait on each other's build lock inside the timed
+# test phase. For parallel jobs, give cargo-mutants no CARGO_TARGET_DIR.
 #
 # Needs: cargo install cargo-mutants (27.x), the reference venv
 # (bash scripts/setup.sh, or DHP_PYTHON). Honours CARGO_TARGET_DIR (a private
