@@ -64,17 +64,25 @@ def merge(out, shards):
     and diffs move under log/<shard>/ and diff/<shard>/: cargo-mutants
     names them by file, line and column, which two shards can share."""
     mo = os.path.join(out, "mutants.out")
+    # refuse overlapping or unfinished shards before touching the merge
+    seen = set()
+    for shard in shards:
+        src = os.path.join(shard, "mutants.out")
+        if not os.path.isdir(src):
+            sys.exit(f"{shard}: no mutants.out (not a finished shard)")
+        for k in KINDS:
+            for name in lines(os.path.join(src, k + ".txt")):
+                if name in seen:
+                    sys.exit(f"{shard}: mutant tested in two shards: {name}")
+                seen.add(name)
     if os.path.exists(mo):
         shutil.rmtree(mo)
     os.makedirs(mo)
     kinds = {k: [] for k in KINDS}
     outcomes = []
     mutants = []
-    seen = set()
     for shard in shards:
         src = os.path.join(shard, "mutants.out")
-        if not os.path.isdir(src):
-            sys.exit(f"{shard}: no mutants.out (not a finished shard)")
         tag = os.path.basename(os.path.normpath(shard))
         for k in KINDS:
             kinds[k] += lines(os.path.join(src, k + ".txt"))
@@ -92,10 +100,6 @@ def merge(out, shards):
             sc = o.get("scenario")
             if not (isinstance(sc, dict) and "Mutant" in sc):
                 continue
-            name = sc["Mutant"]["name"]
-            if name in seen:
-                sys.exit(f"{shard}: mutant tested in two shards: {name}")
-            seen.add(name)
             for key, sub in (("log_path", "log"), ("diff_path", "diff")):
                 rel = o.get(key)
                 if not rel:
