@@ -236,7 +236,8 @@ def main(out, write_summary=True):
             retest_ids[f[0]] = set(x for x in f[1].split(",") if x)
     after_caught = [n for n in tested if status[n] in ("caught", "timeout") or retest.get(n) in ("caught", "timeout")]
     after_unobservable = [n for n in unobservable if retest.get(n) not in ("caught", "timeout")]
-    after = pct(len(after_caught), len(tested) - len(after_unobservable)) if retest else None
+    after_observable = len(tested) - len(after_unobservable)
+    after = pct(len(after_caught), after_observable) if retest else None
     sample = len(status) < len(listed)
     score = {
         "mutants_in_scope": len(listed),
@@ -253,6 +254,7 @@ def main(out, write_summary=True):
         "score_observable_95ci_percent": wilson(len(caught), observable) if sample else None,
         "score_observable_old_assertions_percent": pct(len(caught_before), observable),
         "score_observable_after_retest_percent": after,
+        "score_observable_after_retest_95ci_percent": wilson(len(after_caught), after_observable) if retest and sample else None,
         "retested": len(retest),
         "retest_caught": len([n for n in retest if retest[n] in ("caught", "timeout")]),
         "median_build_seconds": median([build[n] for n in status if n in build]),
