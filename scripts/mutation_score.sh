@@ -5,9 +5,22 @@
 # (dhp-conform/tests/protocol_suite.rs: ours at every level, plus the cross
 # level with the Python reference). Results go to dhp-conform/mutation/.
 #
-#   scripts/mutation_score.sh              # every mutant (~720; hours on 2 cores)
-#   scripts/mutation_score.sh 0/24         # one round-robin shard of 24 (a sample)
-#   scripts/mutation_score.sh --summarise  # only rebuild summary.md from the last run
+#   scripts/mutation_score.sh              # every mutant (~750; hours on 2 cores)
+#   scripts/mutation_score.sh 3/16         # round-robin shard 3 of 16 (an unbiased
+#                                          # sample) into mutation/shards/3-of-16/,
+#                                          # then every shard there is merged
+#   scripts/mutation_score.sh --summarise  # only merge the shards (if any) and
+#                                          # rebuild summary.md from the last run
+#   scripts/mutation_score.sh --retest FILE
+#                                          # re-test the mutants named in FILE (one
+#                                          # a line: e.g. the survivors, after new
+#                                          # assertions) into mutation/retest/
+#
+# One run per target directory at a time: cargo names a workspace crate's
+# artifacts the same from any copy of the tree, so two runs (or
+# CARGO_MUTANTS_JOBS=2) sharing CARGO_TARGET_DIR overwrite each other's
+# mutated binaries and wait on each other's build lock inside the timed
+# test phase. For parallel jobs, give cargo-mutants no CARGO_TARGET_DIR.
 #
 # Needs: cargo install cargo-mutants (27.x), the reference venv
 # (bash scripts/setup.sh, or DHP_PYTHON). Honours CARGO_TARGET_DIR (a private
@@ -16,31 +29,73 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=dhp-conform/mutation
-FILES=(dhp-core/src/runner.rs dhp-core/src/supervisor.rs dhp-core/src/store/mod.rs dhp-core/src/store/sqlite.rs
+# globs: runner/ and supervisor/ are directories of modules
+FILES=(dhp-core/src/runner/*.rs dhp-core/src/supervisor/*.rs dhp-core/src/store/mod.rs dhp-core/src/store/sqlite.rs
        dhp-core/src/store/mem.rs dhp-core/src/envelope.rs dhp-core/src/transport/log.rs)
 
-if [[ "${1:-}" != "--summarise" ]]; then
-    command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants" >&2; exit 2; }
-    export DHP_PYTHON="${DHP_PYTHON:-$PWD/.venv/bin/python}"
-    [[ -x "$DHP_PYTHON" ]] || { echo "no reference interpreter at $DHP_PYTHON (bash scripts/setup.sh)" >&2; exit 2; }
-    # no `-p dhp-core`: with it, cargo-mutants 27.1 tests dhp-core's own tests
-    # instead of --test-package; the -f files select dhp-core alone anyway
-    args=(--test-package dhp-conform --cargo-test-arg=--test --cargo-test-arg=protocol_suite
-          --timeout "${MUTANTS_TIMEOUT:-240}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-1200}" --no-shuffle -o "$OUT"
-          # cargo-mutants 27.1's baseline runs the mutated package's tests
-          # (dhp-core's), not --test-package: the unmutated suite is checked
-          # here instead
-          --baseline skip)
-    for f in "${FILES[@]}"; do args+=(-f "$f"); done
-    [[ -n "${1:-}" ]] && args+=(--shard "$1" --sharding round-robin)
-    mkdir -p "$OUT"
-    cargo test -p dhp-conform --test protocol_suite
-    list=(-p dhp-core)
-    for f in "${FILES[@]}"; do list+=(-f "$f"); done
-    cargo mutants --list "${list[@]}" > "$OUT/all-mutants.txt"
-    # cargo-mutants exits 2 when some mutants survive, 3 on timeouts: both are results
-    rc=0
-    cargo mutants "${args[@]}" || rc=$?
-    [[ $rc == 0 || $rc == 2 || $rc == 3 ]] || exit "$rc"
+summarise() {
+    shopt -s nullglob
+    local shards=("$OUT"/shards/*-of-*)
+    if ((${#shards[@]})); then
+        python3 scripts/mutation_summary.py --merge "$OUT" "${shards[@]}"
+    else
+        python3 scripts/mutation_summary.py "$OUT"
+    fi
+}
+
+if [[ "${1:-}" == "--summarise" ]]; then
+    summarise
+    exit 0
 fi
-python3 scripts/mutation_summary.py "$OUT"
+
+command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants" >&2; exit 2; }
+export DHP_PYTHON="${DHP_PYTHON:-$PWD/.venv/bin/python}"
+[[ -x "$DHP_PYTHON" ]] || { echo "no reference interpreter at $DHP_PYTHON (bash scripts/setup.sh)" >&2; exit 2; }
+# --cargo-arg (every cargo call, the build too): build only the suite's test
+# binary, not dhp-conform's other ~25 test binaries, each of which links
+# dhp-core again (most of a mutant's build time otherwise).
+# No `-p dhp-core`: with it, cargo-mutants 27.1 tests dhp-core's own tests
+# instead of --test-package; the -f files select dhp-core alone anyway.
+args=(--test-package dhp-conform --cargo-arg=--test=protocol_suite
+      --timeout "${MUTANTS_TIMEOUT:-240}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-1200}" --no-shuffle
+      # cargo-mutants 27.1's baseline runs the mutated package's tests
+      # (dhp-core's), not --test-package: the unmutated suite is checked
+      # here instead
+      --baseline skip)
+for f in "${FILES[@]}"; do args+=(-f "$f"); done
+# MUTANTS_IN_PLACE=1 (CI): mutate the checkout itself instead of a copy, so
+# the first mutant does not rebuild every workspace crate at a new path.
+# Not while editing the tree: a mutant's source is live until it is tested.
+[[ "${MUTANTS_IN_PLACE:-}" == 1 ]] && args+=(--in-place)
+dest="$OUT"
+case "${1:-}" in
+    "") rm -rf "$OUT/shards" ;;
+    --retest)
+        [[ -r "${2:-}" ]] || { echo "--retest needs a file of mutant names" >&2; exit 2; }
+        # cargo-mutants' --re takes regexes: each name, escaped, anchored
+        while IFS= read -r name; do
+            [[ -n "$name" ]] && args+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
+        done <"$2"
+        dest="$OUT/retest" ;;
+    */*)
+        [[ "$1" =~ ^([0-9]+)/([0-9]+)$ ]] || { echo "a shard is I/K, e.g. 0/16" >&2; exit 2; }
+        args+=(--shard "$1" --sharding round-robin)
+        dest="$OUT/shards/${BASH_REMATCH[1]}-of-${BASH_REMATCH[2]}" ;;
+    *) echo "usage: $0 [I/K | --summarise | --retest FILE]" >&2; exit 2 ;;
+esac
+mkdir -p "$dest"
+cargo test -p dhp-conform --test protocol_suite
+list=(-p dhp-core)
+for f in "${FILES[@]}"; do list+=(-f "$f"); done
+cargo mutants --list "${list[@]}" > "$OUT/all-mutants.txt"
+# a shard carries the list too (the nightly merge job has only the shards)
+[[ "$dest" == "$OUT" ]] || cp "$OUT/all-mutants.txt" "$dest/"
+# cargo-mutants exits 2 when some mutants survive, 3 on timeouts: both are results
+rc=0
+cargo mutants "${args[@]}" -o "$dest" || rc=$?
+[[ $rc == 0 || $rc == 2 || $rc == 3 ]] || exit "$rc"
+if [[ "${1:-}" == --retest ]]; then
+    python3 scripts/mutation_summary.py --retest "$dest"
+else
+    summarise
+fi

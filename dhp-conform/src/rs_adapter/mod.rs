@@ -360,11 +360,13 @@ impl Adapter {
         )
     }
 
+    /// Through `suspend_to`, the path dhp-core recommends and `dhp suspend`
+    /// takes (the bundle is in place before the status change commits), so
+    /// the conformance suite judges that path and not a wrapper of ours.
     fn suspend(&mut self, a: &Value) -> R {
         let r = self.runner(s(a, "root")?)?;
-        let bundle = r.suspend(&self.id_arg(a, "hid")?)?;
-        std::fs::write(s(a, "path")?, &bundle).map_err(|e| err("StoreError", e.to_string()))?;
-        Ok(json!({"bytes": bundle.len()}))
+        let bytes = r.suspend_to(&self.id_arg(a, "hid")?, Path::new(s(a, "path")?))?;
+        Ok(json!({"bytes": bytes}))
     }
 
     fn resume(&mut self, a: &Value) -> R {
