@@ -340,6 +340,13 @@ pub trait Tx {
         Ok(out)
     }
 
+    /// [`Tx::pairings`] of just these hids, consistent ones included (the
+    /// consistency pass between full passes: the rows written since).
+    fn pairings_of(&mut self, hids: &[String]) -> Result<Vec<Pairing>> {
+        let want: std::collections::HashSet<&str> = hids.iter().map(String::as_str).collect();
+        Ok(self.pairings()?.into_iter().filter(|p| want.contains(p.hid.as_str())).collect())
+    }
+
     /// At most `limit` hids greater than `after` (all when `None`), sorted:
     /// one page of a listing that never loads the whole table.
     fn hids_page(&mut self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {

@@ -21,6 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+#[cfg(test)]
+#[path = "sqlite_plans.rs"]
+mod plans;
+
 /// The reference's DDL (`dhp/store.py`), verbatim.
 pub const SCHEMA_SQL: &str = r#"
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -392,6 +396,36 @@ const STATUS: &str =
 /// ?2 the checkpoint cutoff, ?3 the digest repeats), as the reference's.
 const STALLED: &str = "o.lease_expires_at >= ?1 AND ((p.last_checkpoint_at IS NOT NULL AND p.last_checkpoint_at < ?2) \
                        OR p.digest_repeat_count >= ?3)";
+/// One handoff beside its ownership row (?1 the hid), as
+/// [`pairing_row`] reads it.
+const PAIRING_OF: &str = "SELECT h.hid, (CASE WHEN json_valid(h.envelope_json) THEN \
+                          json_extract(h.envelope_json, '$.execution.status') END), o.holder, o.fence, \
+                          o.lease_expires_at, o.heartbeat_interval_s, o.max_missed, o.updated_at \
+                          FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid WHERE h.hid = ?1";
+
+/// Running handoffs whose lease expired before ?1, through the partial
+/// lease index `dhprs_ownership_lease` (CROSS JOIN keeps ownership
+/// outermost): leases that have not expired are never read. Rows held by
+/// the orphan tombstone are left out; orphaning them again changes
+/// nothing. The holder test is spelled as the index's WHERE, which is
+/// what lets SQLite use the partial index. No ORDER BY: with one, SQLite
+/// walked the whole ownership table in hid order to save a sort (the
+/// caller sorts the few rows found).
+const EXPIRED_LEASES: &str = "SELECT o.hid FROM ownership o \
+                              CROSS JOIN handoffs h ON h.hid = o.hid \
+                              WHERE o.holder != '__orphaned__' AND o.lease_expires_at < ?1 \
+                              AND (CASE WHEN json_valid(h.envelope_json) THEN \
+                              json_extract(h.envelope_json, '$.execution.status') END) = 'running'";
+
+/// Rows written at or after ?1: three range scans of the `(updated_at,
+/// hid)` indexes, no table reads.
+const CHANGED_SINCE: &str = "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1 \
+                             UNION ALL SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1 \
+                             UNION ALL SELECT hid, updated_at FROM progress WHERE updated_at >= ?1";
+
+/// Whether a pending approval expired before ?1 (the pending index).
+const APPROVALS_TO_EXPIRE: &str = "SELECT 1 FROM approvals WHERE status='pending' AND expires_at < ?1 LIMIT 1";
+
 const APPROVAL_COLS: &str = "approval_id, hid, action_class, details_json, status, created_at, expires_at, decided_at";
 
 impl SqliteTx<'_> {
@@ -457,27 +491,32 @@ impl SqliteTx<'_> {
                OR s.st = 'suspended', 0) \
              ORDER BY s.hid"
         ))?;
-        let rows = st.query_map([], |r| {
-            let status = match r.get::<_, rusqlite::types::Value>(1)? {
-                rusqlite::types::Value::Text(s) if !s.is_empty() => Some(s),
-                _ => None,
-            };
-            let holder: Option<String> = r.get(2)?;
-            let ownership = match holder {
-                None => None,
-                Some(holder) => Some(Ownership {
-                    hid: r.get(0)?,
-                    holder,
-                    fence: r.get(3)?,
-                    lease_expires_at: r.get(4)?,
-                    heartbeat_interval_s: r.get(5)?,
-                    max_missed: r.get(6)?,
-                }),
-            };
-            Ok(Pairing { hid: r.get(0)?, status, ownership, ownership_updated_at: r.get(7)? })
-        })?;
+        let rows = st.query_map([], pairing_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+}
+
+/// A [`Pairing`] from `hid, status, holder, fence, lease_expires_at,
+/// heartbeat_interval_s, max_missed, ownership updated_at` (the ownership
+/// columns NULL when there is no row).
+fn pairing_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Pairing> {
+    let status = match r.get::<_, rusqlite::types::Value>(1)? {
+        rusqlite::types::Value::Text(s) if !s.is_empty() => Some(s),
+        _ => None,
+    };
+    let holder: Option<String> = r.get(2)?;
+    let ownership = match holder {
+        None => None,
+        Some(holder) => Some(Ownership {
+            hid: r.get(0)?,
+            holder,
+            fence: r.get(3)?,
+            lease_expires_at: r.get(4)?,
+            heartbeat_interval_s: r.get(5)?,
+            max_missed: r.get(6)?,
+        }),
+    };
+    Ok(Pairing { hid: r.get(0)?, status, ownership, ownership_updated_at: r.get(7)? })
 }
 
 impl Tx for SqliteTx<'_> {
@@ -552,12 +591,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
-        // Three range scans of (updated_at, hid) indexes: no table reads.
-        let mut st = self.c.prepare_cached(
-            "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1 \
-             UNION ALL SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1 \
-             UNION ALL SELECT hid, updated_at FROM progress WHERE updated_at >= ?1",
-        )?;
+        let mut st = self.c.prepare_cached(CHANGED_SINCE)?;
         let rows = st.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
     }
@@ -566,6 +600,18 @@ impl Tx for SqliteTx<'_> {
         // The indexed, tolerant expression: an unreadable row's status is
         // NULL here and the caller parses that envelope itself.
         self.pairings_with(STATUS)
+    }
+
+    fn pairings_of(&mut self, hids: &[String]) -> Result<Vec<Pairing>> {
+        // One primary-key lookup per hid, consistent rows included.
+        let mut st = self.c.prepare_cached(PAIRING_OF)?;
+        let mut out = Vec::with_capacity(hids.len());
+        for hid in hids {
+            if let Some(p) = st.query_row([hid], pairing_row).optional()? {
+                out.push(p);
+            }
+        }
+        Ok(out)
     }
 
     fn next_seq(&mut self, hid: &str) -> Result<i64> {
@@ -660,18 +706,9 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
-        // Driven by the partial lease index (CROSS JOIN keeps ownership
-        // outermost): leases that have not expired are never read. Rows
-        // held by the orphan tombstone are left out; orphaning them again
-        // would change nothing.
-        self.strings(
-            &format!(
-                "SELECT o.hid FROM ownership o CROSS JOIN handoffs h ON h.hid=o.hid \
-                 WHERE o.holder != '{ORPHANED_HOLDER}' AND o.lease_expires_at < ?1 AND {STATUS}='running' \
-                 ORDER BY o.hid"
-            ),
-            [now],
-        )
+        let mut hids = self.strings(EXPIRED_LEASES, [now])?;
+        hids.sort();
+        Ok(hids)
     }
 
     fn ownerships_held_by(&mut self, holder: &str) -> Result<Vec<Ownership>> {
@@ -775,7 +812,7 @@ impl Tx for SqliteTx<'_> {
     fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
         Ok(self
             .c
-            .prepare_cached("SELECT 1 FROM approvals WHERE status='pending' AND expires_at < ?1 LIMIT 1")?
+            .prepare_cached(APPROVALS_TO_EXPIRE)?
             .query_row([now], |_| Ok(()))
             .optional()?
             .is_some())

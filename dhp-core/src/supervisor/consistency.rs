@@ -1,9 +1,12 @@
-//! The consistency pass: every handoff's status beside its ownership row,
+//! The consistency pass: handoffs' statuses beside their ownership rows,
 //! classified by [`super::repair::classify`]; torn states repaired (one
-//! transaction each), unreadable rows flagged for quarantine.
+//! transaction each), unreadable rows flagged for quarantine. Full passes
+//! are rare; the others read only what was written (see
+//! [`Supervisor::consistency_pass_due`]).
 
 use super::quarantine::per_row;
 use super::repair::{classify, Finding, Torn};
+use super::tracker::{FULL_EVERY, SLACK_S};
 use super::{merge_into, orphan_envelope, OrphanReason, Supervisor};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
@@ -11,43 +14,103 @@ use crate::id;
 use crate::runner::{load, save};
 use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// What the last consistency pass left: when it ran, for which leadership
+/// term, and the rows that were not consistent (looked at again next time,
+/// whether or not they are written: a `Wait` becomes torn as time passes).
+#[derive(Debug, Clone)]
+pub(super) struct LastPass {
+    /// When it ran (wall clock: the cadence).
+    at: Instant,
+    /// When the last full pass ran.
+    full_at: Instant,
+    /// Store time at its start: the next pass reads rows written since.
+    t: f64,
+    /// Leadership epoch it belongs to.
+    epoch: u64,
+    /// Quarantined rows, hid → reason.
+    found: BTreeMap<String, String>,
+    /// Rows that were not consistent (quarantined ones included).
+    watch: BTreeSet<String>,
+}
+
 impl Supervisor {
     /// Run the consistency pass on the first scan and then at most once per
-    /// lease TTL: it reads every envelope's status, torn states are rare,
-    /// and its repairs wait a lease TTL anyway. In between, what it last
-    /// quarantined stays quarantined.
+    /// lease TTL (its repairs wait a lease TTL anyway). In between, what it
+    /// last quarantined stays quarantined.
+    ///
+    /// A full pass reads every row that can be inconsistent; it runs on a
+    /// leader's first pass, after a leadership change and every
+    /// [`FULL_EVERY`]. The passes in between read only the rows written
+    /// since the previous one (re-read from [`SLACK_S`] before it, as the
+    /// scan's tracker does) and the rows the previous one found not
+    /// consistent: a consistent row becomes torn only through a write —
+    /// every torn state another implementation leaves ends with one — so a
+    /// pass with nothing written reads nothing per handoff.
     pub(super) fn consistency_pass_due(
         &self,
         flagged: &mut BTreeMap<String, String>,
         actions: &mut Vec<Value>,
     ) -> Result<()> {
-        let every = Duration::from_secs_f64(self.cfg.lease_ttl_s());
+        let ttl = self.cfg.lease_ttl_s();
+        let every = Duration::from_secs_f64(ttl);
         let last = self.last_pass.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some((_, found)) = last.filter(|(at, _)| at.elapsed() < every) {
-            for (hid, reason) in found {
-                flagged.entry(hid).or_insert(reason);
+        // Due after a lease TTL of wall time or of protocol time (a manual
+        // clock's, in tests).
+        let now = self.cfg.clock.now();
+        if let Some(l) = last.as_ref().filter(|l| l.at.elapsed() < every && now - l.t < ttl) {
+            for (hid, reason) in &l.found {
+                flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
             }
             return Ok(());
         }
+        let epoch = self.metrics.leadership_changes.load(Ordering::Relaxed);
+        let prev = last.filter(|l| l.epoch == epoch && l.full_at.elapsed() < FULL_EVERY);
+        let (t, pairs) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
+            let t = self.cfg.clock.now_in(tx)?;
+            let Some(prev) = &prev else { return Ok((t, None)) };
+            let Some(changes) = tx.changed_since(prev.t - SLACK_S)? else { return Ok((t, None)) };
+            let mut hids: BTreeSet<String> = changes.into_iter().map(|(h, _)| h).collect();
+            hids.extend(prev.watch.iter().cloned());
+            let hids: Vec<String> = hids.into_iter().collect();
+            Ok((t, Some(tx.pairings_of(&hids)?)))
+        })?;
+        let full = pairs.is_none();
+        let pairs = match pairs {
+            Some(p) => p,
+            None => with_tx(self.store.as_ref(), Mode::Read, |tx| tx.pairings())?,
+        };
         let mut found = BTreeMap::new();
-        self.consistency_pass(&mut found, actions)?;
+        let mut watch = self.consistency_pass(pairs, &mut found, actions)?;
+        watch.extend(found.keys().cloned());
         for (hid, reason) in &found {
             flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
         }
-        *self.last_pass.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), found));
+        let now = Instant::now();
+        let full_at = match (&prev, full) {
+            (Some(p), false) => p.full_at,
+            _ => now,
+        };
+        *self.last_pass.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(LastPass { at: now, full_at, t, epoch, found, watch });
         Ok(())
     }
 
-    /// Find torn and unreadable rows (see [`repair`]) and repair or
-    /// quarantine them; each repair is its own transaction that re-checks
-    /// the combination under the write lock.
-    fn consistency_pass(&self, flagged: &mut BTreeMap<String, String>, actions: &mut Vec<Value>) -> Result<()> {
-        let pairs = with_tx(self.store.as_ref(), Mode::Read, |tx| tx.pairings())?;
+    /// Classify `pairs` (see [`repair`]) and repair or quarantine the torn
+    /// and unreadable ones; each repair is its own transaction that
+    /// re-checks the combination under the write lock. Returns the hids
+    /// that were not consistent.
+    fn consistency_pass(
+        &self,
+        pairs: Vec<Pairing>,
+        flagged: &mut BTreeMap<String, String>,
+        actions: &mut Vec<Value>,
+    ) -> Result<BTreeSet<String>> {
         let settle = self.cfg.lease_ttl_s();
+        let mut unsettled = BTreeSet::new();
         for p in pairs {
             let status = match &p.status {
                 Some(s) => s.clone(),
@@ -55,12 +118,18 @@ impl Supervisor {
                 None => match with_tx(self.store.as_ref(), Mode::Read, |tx| status_text(tx, &p.hid)) {
                     Ok(s) => s,
                     Err(e) => {
+                        unsettled.insert(p.hid.clone());
                         per_row(flagged, actions, &p.hid, Err(e))?;
                         continue;
                     }
                 },
             };
-            match classify(&status, p.ownership.as_ref(), p.ownership_updated_at, self.cfg.clock.now(), settle) {
+            let finding =
+                classify(&status, p.ownership.as_ref(), p.ownership_updated_at, self.cfg.clock.now(), settle);
+            if finding != Finding::Consistent {
+                unsettled.insert(p.hid.clone());
+            }
+            match finding {
                 Finding::Consistent | Finding::Wait => {}
                 Finding::Quarantine(reason) => {
                     flagged.insert(p.hid.clone(), reason);
@@ -73,7 +142,7 @@ impl Supervisor {
                 Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
             }
         }
-        Ok(())
+        Ok(unsettled)
     }
 
     /// Repair one torn handoff in one transaction, only if its status and

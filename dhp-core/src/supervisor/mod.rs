@@ -106,8 +106,8 @@ pub struct Supervisor {
     /// Quarantined hid → reason, as last reported (reported again only
     /// when the reason changes or the row recovered in between).
     quarantine: Mutex<BTreeMap<String, String>>,
-    /// When the consistency pass last ran, and what it quarantined.
-    last_pass: Mutex<Option<(Instant, BTreeMap<String, String>)>>,
+    /// When the consistency pass last ran, and what it left unsettled.
+    last_pass: Mutex<Option<consistency::LastPass>>,
     /// What the scan checked, so the next one reads only what changed.
     tracker: Mutex<tracker::Tracker>,
 }
@@ -177,9 +177,19 @@ impl Supervisor {
     }
 
     /// Renew leadership if held, else take it if absent or expired.
+    ///
+    /// A renewal is a write (a commit and its fsync), so a term with more
+    /// than [`Supervisor::renew_margin`] left is kept as it is: the leader
+    /// renews every few passes, not every pass, and no follower can take a
+    /// term that has not run out (or whose holder's token is still held).
     pub fn ensure_leadership(&self) -> Result<bool> {
         let ttl = self.cfg.leader_ttl_s;
-        let leader = self.write(|tx| {
+        let margin = self.renew_margin();
+        let held = with_tx(self.store.as_ref(), Mode::Read, |tx| {
+            let t = self.cfg.clock.now_in(tx)?;
+            Ok(tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at - t > margin))
+        })?;
+        let leader = held || self.write(|tx| {
             let cur = tx.leadership()?;
             let t = self.cfg.clock.now_in(tx)?;
             let mine = match &cur {
@@ -200,6 +210,14 @@ impl Supervisor {
             tracing::info!(supervisor = %self.id, "became leader");
         }
         Ok(leader)
+    }
+
+    /// How much of its term a leader keeps before renewing: half the
+    /// leader TTL, and at least two scan intervals, so that a pass that
+    /// skips the renewal is followed by one that makes it well before the
+    /// term runs out.
+    fn renew_margin(&self) -> f64 {
+        (self.cfg.leader_ttl_s / 2.0).max(2.0 * self.cfg.supervisor_scan_s)
     }
 
     /// Cheap read for followers: the leader's lease expired or its process

@@ -18,7 +18,7 @@
 
 use crate::store::{BudgetUsage, Tx};
 use crate::Result;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// How far before the previous pass changes are read again.
@@ -34,9 +34,62 @@ pub(super) struct Tracker {
     epoch: u64,
     /// Change stamps already checked: (hid, updated_at bits).
     seen: HashSet<(String, u64)>,
-    /// Running handoffs → when a time-based check can next fire.
-    deadlines: HashMap<String, f64>,
+    /// Running handoffs' next time-based check, ordered by due time, so a
+    /// pass finds what fell due without looking at the rest.
+    deadlines: Deadlines,
     full_at: Option<Instant>,
+}
+
+/// hid → due time, and the same ordered by due time (finite times only).
+#[derive(Debug, Default)]
+struct Deadlines {
+    of: HashMap<String, f64>,
+    by_due: BTreeSet<(Due, String)>,
+}
+
+/// A due time with a total order (`f64::total_cmp`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Due(f64);
+
+impl Eq for Due {}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl Deadlines {
+    fn clear(&mut self) {
+        self.of.clear();
+        self.by_due.clear();
+    }
+
+    fn remove(&mut self, hid: &str) {
+        if let Some(d) = self.of.remove(hid) {
+            self.by_due.remove(&(Due(d), hid.to_string()));
+        }
+    }
+
+    /// Set `hid`'s due time; an infinite one (nothing can fire) removes it.
+    fn set(&mut self, hid: &str, due: f64) {
+        self.remove(hid);
+        if due.is_finite() {
+            self.of.insert(hid.to_string(), due);
+            self.by_due.insert((Due(due), hid.to_string()));
+        }
+    }
+
+    /// The hids due at or before `t`: the first entries in due order.
+    fn due(&self, t: f64) -> impl Iterator<Item = &String> {
+        self.by_due.iter().take_while(move |(d, _)| d.0 <= t).map(|(_, h)| h)
+    }
 }
 
 /// The hids one pass checks: all, or these.
@@ -58,7 +111,7 @@ impl Tracker {
         let fresh: Vec<(String, f64)> =
             changes.into_iter().filter(|(h, at)| !self.seen.contains(&(h.clone(), at.to_bits()))).collect();
         let mut hids: Vec<String> = fresh.iter().map(|(h, _)| h.clone()).collect();
-        hids.extend(self.deadlines.iter().filter(|(_, d)| **d <= t).map(|(h, _)| h.clone()));
+        hids.extend(self.deadlines.due(t).cloned());
         hids.sort();
         hids.dedup();
         Ok(Plan::Only { hids, fresh })
@@ -84,7 +137,10 @@ impl Tracker {
         };
         match plan {
             Plan::Full => {
-                self.deadlines = running.iter().map(|u| (u.hid.clone(), running_deadline(u))).collect();
+                self.deadlines.clear();
+                for u in running {
+                    self.deadlines.set(&u.hid, running_deadline(u));
+                }
                 self.seen.clear();
                 self.full_at = Some(Instant::now());
             }
@@ -94,7 +150,7 @@ impl Tracker {
                     self.deadlines.remove(h);
                 }
                 for u in running {
-                    self.deadlines.insert(u.hid.clone(), running_deadline(u));
+                    self.deadlines.set(&u.hid, running_deadline(u));
                 }
                 self.seen.extend(fresh.into_iter().map(|(h, at)| (h, at.to_bits())));
             }
@@ -102,12 +158,31 @@ impl Tracker {
         // Found over budget or stalled: looked at again next pass, until
         // the action taken (or a quarantine) settles it.
         for h in flagged {
-            self.deadlines.insert(h.clone(), t);
+            self.deadlines.set(h, t);
         }
         let keep_from = t - 2.0 * SLACK_S;
         self.seen.retain(|(_, at)| f64::from_bits(*at) >= keep_from);
-        self.deadlines.retain(|_, d| d.is_finite());
         self.last = Some(t);
         self.epoch = epoch;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_are_taken_in_due_order_and_move_when_set_again() {
+        let mut d = Deadlines::default();
+        for (h, t) in [("a", 30.0), ("b", 10.0), ("c", 20.0), ("e", f64::INFINITY)] {
+            d.set(h, t);
+        }
+        assert_eq!(d.due(20.0).collect::<Vec<_>>(), ["b", "c"]);
+        d.set("b", 40.0);
+        assert_eq!(d.due(20.0).collect::<Vec<_>>(), ["c"]);
+        d.remove("c");
+        assert!(d.due(25.0).next().is_none());
+        assert_eq!(d.due(f64::MAX).collect::<Vec<_>>(), ["a", "b"], "an infinite deadline is not kept");
+        assert_eq!(d.of.len(), d.by_due.len());
     }
 }
