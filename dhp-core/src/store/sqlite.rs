@@ -810,12 +810,7 @@ impl Tx for SqliteTx<'_> {
     }
 
     fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
-        Ok(self
-            .c
-            .prepare_cached(APPROVALS_TO_EXPIRE)?
-            .query_row([now], |_| Ok(()))
-            .optional()?
-            .is_some())
+        Ok(self.c.prepare_cached(APPROVALS_TO_EXPIRE)?.query_row([now], |_| Ok(())).optional()?.is_some())
     }
 
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>> {

@@ -12,9 +12,7 @@ fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
     let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let n = st.parameter_count();
     let rows = st
-        .query_map(rusqlite::params_from_iter(std::iter::repeat_n(rusqlite::types::Null, n)), |r| {
-            r.get::<_, String>(3)
-        })
+        .query_map(rusqlite::params_from_iter(std::iter::repeat_n(rusqlite::types::Null, n)), |r| r.get::<_, String>(3))
         .unwrap();
     rows.map(|r| r.unwrap()).collect()
 }

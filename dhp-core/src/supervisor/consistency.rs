@@ -124,8 +124,7 @@ impl Supervisor {
                     }
                 },
             };
-            let finding =
-                classify(&status, p.ownership.as_ref(), p.ownership_updated_at, self.cfg.clock.now(), settle);
+            let finding = classify(&status, p.ownership.as_ref(), p.ownership_updated_at, self.cfg.clock.now(), settle);
             if finding != Finding::Consistent {
                 unsettled.insert(p.hid.clone());
             }

@@ -189,21 +189,22 @@ impl Supervisor {
             let t = self.cfg.clock.now_in(tx)?;
             Ok(tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at - t > margin))
         })?;
-        let leader = held || self.write(|tx| {
-            let cur = tx.leadership()?;
-            let t = self.cfg.clock.now_in(tx)?;
-            let mine = match &cur {
-                None => true,
-                Some(l) if l.holder == self.id => true,
-                // Expired, or the leader process died (its liveness token
-                // dropped): take over without waiting.
-                Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
-            };
-            if mine {
-                tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
-            }
-            Ok(mine)
-        })?;
+        let leader = held
+            || self.write(|tx| {
+                let cur = tx.leadership()?;
+                let t = self.cfg.clock.now_in(tx)?;
+                let mine = match &cur {
+                    None => true,
+                    Some(l) if l.holder == self.id => true,
+                    // Expired, or the leader process died (its liveness token
+                    // dropped): take over without waiting.
+                    Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
+                };
+                if mine {
+                    tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
+                }
+                Ok(mine)
+            })?;
         let was = self.is_leader.swap(leader, Ordering::Relaxed);
         if leader && !was {
             self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
