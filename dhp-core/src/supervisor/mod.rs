@@ -177,48 +177,29 @@ impl Supervisor {
     }
 
     /// Renew leadership if held, else take it if absent or expired.
-    ///
-    /// A renewal is a write (a commit and its fsync), so a term with more
-    /// than [`Supervisor::renew_margin`] left is kept as it is: the leader
-    /// renews every few passes, not every pass, and no follower can take a
-    /// term that has not run out (or whose holder's token is still held).
     pub fn ensure_leadership(&self) -> Result<bool> {
         let ttl = self.cfg.leader_ttl_s;
-        let margin = self.renew_margin();
-        let held = with_tx(self.store.as_ref(), Mode::Read, |tx| {
+        let leader = self.write(|tx| {
+            let cur = tx.leadership()?;
             let t = self.cfg.clock.now_in(tx)?;
-            Ok(tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at - t > margin))
+            let mine = match &cur {
+                None => true,
+                Some(l) if l.holder == self.id => true,
+                // Expired, or the leader process died (its liveness token
+                // dropped): take over without waiting.
+                Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
+            };
+            if mine {
+                tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
+            }
+            Ok(mine)
         })?;
-        let leader = held
-            || self.write(|tx| {
-                let cur = tx.leadership()?;
-                let t = self.cfg.clock.now_in(tx)?;
-                let mine = match &cur {
-                    None => true,
-                    Some(l) if l.holder == self.id => true,
-                    // Expired, or the leader process died (its liveness token
-                    // dropped): take over without waiting.
-                    Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
-                };
-                if mine {
-                    tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
-                }
-                Ok(mine)
-            })?;
         let was = self.is_leader.swap(leader, Ordering::Relaxed);
         if leader && !was {
             self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
             tracing::info!(supervisor = %self.id, "became leader");
         }
         Ok(leader)
-    }
-
-    /// How much of its term a leader keeps before renewing: half the
-    /// leader TTL, and at least two scan intervals, so that a pass that
-    /// skips the renewal is followed by one that makes it well before the
-    /// term runs out.
-    fn renew_margin(&self) -> f64 {
-        (self.cfg.leader_ttl_s / 2.0).max(2.0 * self.cfg.supervisor_scan_s)
     }
 
     /// Cheap read for followers: the leader's lease expired or its process
