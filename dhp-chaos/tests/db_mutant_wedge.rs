@@ -6,7 +6,13 @@
 mod common;
 use common::*;
 
+// Ignored: on a quiet machine the wedged worker's heartbeat does not outlive
+// the crash (its connection is gone), so its lease runs out and the handoff is
+// recovered — the round holds and the mutant is not caught (seed 22, 2 of 2
+// runs). It was caught only on a loaded machine. The mutant must keep its
+// lease across the crash (reconnecting heartbeat) before this can run in CI.
 #[test]
+#[ignore = "the wedge mutant's heartbeat dies with the database connection: not caught on a quiet machine (issue 15)"]
 fn a_worker_wedged_by_the_crash_leaves_its_handoff_stuck_and_is_caught() {
     let w = format!("{} --mode wedge-on-db-error", mutant_bin().display());
     let r = run_chaos(
