@@ -96,10 +96,35 @@ fn canonical_serde(a: &Value) -> R {
 /// ignore-schema-version: open deletes schema_version rows newer than 3
 /// instead of refusing the store.
 fn open_any_version(ad: &mut MutantAdapter, a: &Value) -> R {
-    let db = Path::new(s(a, "root")?).join("dhp.sqlite3");
+    let root = s(a, "root")?;
+    if crate::stores::is_postgres(root) {
+        drop_newer_versions_pg(root)?;
+        return ad.inner.handle("open", a);
+    }
+    let db = Path::new(root).join("dhp.sqlite3");
     if db.exists() {
         let c = rusqlite::Connection::open(&db).map_err(|e| err("StoreError", e.to_string()))?;
         c.execute("DELETE FROM schema_version WHERE version > 3", []).map_err(|e| err("StoreError", e.to_string()))?;
     }
     ad.inner.handle("open", a)
+}
+
+/// The same on a PostgreSQL store: the rows live in the URL's `schema=`.
+fn drop_newer_versions_pg(url: &str) -> Result<(), crate::rs_adapter::AErr> {
+    let (_, schema) = crate::stores::split_schema(url);
+    let Some(schema) = schema else { return Ok(()) };
+    let mut c = crate::stores::client(url).map_err(|e| err("StoreError", e))?;
+    let made = c
+        .query_opt(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema=$1 AND table_name='schema_version'",
+            &[&schema],
+        )
+        .map_err(|e| err("StoreError", e.to_string()))?
+        .is_some();
+    if made {
+        // the schema name was made by the runner: [a-z0-9_] only
+        c.batch_execute(&format!("DELETE FROM \"{schema}\".schema_version WHERE version > 3"))
+            .map_err(|e| err("StoreError", e.to_string()))?;
+    }
+    Ok(())
 }
