@@ -323,6 +323,12 @@ impl<'a> Driver<'a> {
         if self.cfg.ship.is_tcp() {
             self.spawn_transport()?;
         }
+        self.start_processes()
+    }
+
+    /// Supervisors, then a claim worker per handoff; the first fault is due
+    /// one interval after `t0`.
+    fn start_processes(&mut self) -> Result<()> {
         for _ in 0..self.cfg.supervisor_count {
             self.spawn_supervisor()?;
         }
@@ -361,18 +367,7 @@ impl<'a> Driver<'a> {
         );
         self.write_meta(self.extra_meta.clone())?;
         self.spawn_transport()?;
-        for _ in 0..self.cfg.supervisor_count {
-            self.spawn_supervisor()?;
-        }
-        self.monitor();
-        for i in 0..self.hids.len() {
-            self.spawn_worker(i, "claim", None)?;
-        }
-        let (a, b) = self.cfg.fault_interval_s;
-        self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
-        self.fault_end = self.t0 + self.cfg.fault_seconds;
-        self.faults_on = self.cfg.faults_after_checkpoints == 0;
-        Ok(())
+        self.start_processes()
     }
 
     /// One loop iteration of the fault phase; `inject` draws this round's
