@@ -43,6 +43,7 @@ pub mod hist;
 pub mod locate;
 pub mod pg;
 pub mod procs;
+pub mod proxy;
 pub mod python;
 pub mod report;
 pub mod round;
