@@ -64,16 +64,22 @@ pub enum FaultKind {
     Pause,
     /// SIGKILL the TCP transport server (`--ship tcp`); it is restarted on the same port.
     KillTransport,
+    /// A link fault (`--ship tcp`): a seeded toxic on the proxy between the
+    /// shippers and the transport server — latency with jitter, a bandwidth
+    /// cap, a blackhole (with or without a timeout), reset, slow close, or a
+    /// cut after N bytes — for a seeded 0.2–1.5 s.
+    Link,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
         FaultKind::KillMulti,
         FaultKind::Pause,
         FaultKind::KillTransport,
+        FaultKind::Link,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,6 +90,7 @@ impl FaultKind {
             FaultKind::KillMulti => "kill-multi",
             FaultKind::Pause => "pause",
             FaultKind::KillTransport => "kill-transport",
+            FaultKind::Link => "link",
         }
     }
 
@@ -221,6 +228,12 @@ pub struct RoundConfig {
     pub timing: Timing,
     #[serde(default)]
     pub ship: Ship,
+    /// `--ship tcp-async`: `dhp work --ship-max-lag` (the async-lag invariant's bound).
+    #[serde(default = "dhp_max_lag")]
+    pub ship_max_lag: u64,
+    /// The transport server command (`None`: `dhp transport`); `LOGDIR --port P` appended.
+    #[serde(default)]
+    pub transport: Option<Vec<String>>,
     /// Pause points for python workers (`checkpoint.after_check=P,complete.after_check=Q`),
     /// passed to the shim as DHP_CHAOS_PAUSE_POINTS; empty = none.
     #[serde(default)]
@@ -241,6 +254,11 @@ pub struct RoundConfig {
     /// schema is [`RoundConfig::pg_schema`]). Never saved: it holds a password.
     #[serde(default, skip_serializing)]
     pub pg_url: Option<String>,
+}
+
+/// `dhp work`'s own default, for rounds saved before the field existed.
+fn dhp_max_lag() -> u64 {
+    256
 }
 
 fn sqlite_engine() -> String {

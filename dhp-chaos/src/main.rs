@@ -146,6 +146,14 @@ struct RunArgs {
     /// itself SIGKILLed and restarted), or tcp-async. TCP needs builtin workers.
     #[arg(long, default_value = "file")]
     ship: String,
+    /// --ship tcp-async: unacknowledged lines a worker may run ahead of the peer (`dhp work --ship-max-lag`),
+    /// checked by the async-lag invariant.
+    #[arg(long, default_value_t = 4)]
+    ship_max_lag: u64,
+    /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
+    /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
+    #[arg(long)]
+    transport: Option<String>,
     /// Pause points for python workers: the shim SIGSTOPs the worker between the reference's ownership check
     /// and its write, e.g. checkpoint.after_check=0.02,complete.after_check=0.3 (probability per pass).
     #[arg(long, default_value = "")]
@@ -295,8 +303,15 @@ fn run(a: RunArgs) -> Result<i32> {
         bail!("--handoffs, --chunks and --chunk must be positive");
     }
     let ship = Ship::parse(&a.ship)?;
-    if ship.is_tcp() && workers != Impl::Builtin {
+    if ship.is_tcp() && workers.uses_python() {
         bail!("--ship {} needs --workers builtin (the reference's work_driver4.py ships to a file only)", a.ship);
+    }
+    if a.ship_max_lag == 0 {
+        bail!("--ship-max-lag must be at least 1");
+    }
+    let transport = a.transport.as_deref().map(|t| t.split_whitespace().map(String::from).collect::<Vec<_>>());
+    if transport.as_ref().is_some_and(|t| t.is_empty() || !ship.is_tcp()) {
+        bail!("--transport needs a command and --ship tcp or tcp-async");
     }
     let uses_py = workers.uses_python() || supervisors.uses_python();
     let (python, reference_dir) = if uses_py {
@@ -325,6 +340,9 @@ fn run(a: RunArgs) -> Result<i32> {
         }
         None => default_fault_mix(),
     };
+    if !ship.is_tcp() && fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0) {
+        bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
+    }
     let timing = Timing {
         lease_interval_s: a.lease_interval,
         lease_max_missed: a.lease_max_missed,
@@ -383,6 +401,8 @@ fn run(a: RunArgs) -> Result<i32> {
         grace_seconds: a.grace,
         timing: timing.clone(),
         ship,
+        ship_max_lag: a.ship_max_lag,
+        transport: transport.clone(),
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,
         dhp: dhp.clone(),

@@ -28,6 +28,8 @@ pub struct Ctx<'a> {
     pub(crate) pre_taint: HashMap<String, String>,
     /// The injected faults, walked once.
     pub(crate) faults: FaultWalk,
+    /// What the link proxy recorded (`None`: no proxy record in this round).
+    pub(crate) acks: Option<Vec<crate::proxy::Ack>>,
 }
 
 /// Who wrote each committed checkpoint, as far as the history tells.
@@ -98,7 +100,10 @@ impl<'a> Ctx<'a> {
             facts: BTreeMap::new(),
             pre_taint: HashMap::new(),
             faults: FaultWalk::default(),
+            acks: None,
         };
+        cx.acks =
+            cx.paths.proxy_record.exists().then(|| crate::proxy::load_acks(&cx.paths.proxy_record).unwrap_or_default());
         cx.pre_taint = cx.reference_late_writes();
         let mut facts = BTreeMap::new();
         for hid in &cx.hids {
@@ -109,6 +114,11 @@ impl<'a> Ctx<'a> {
         cx.facts = facts;
         cx.faults = faults::walk(&cx);
         cx
+    }
+
+    /// The process ran under a faked clock (its history times are its own clock's).
+    pub(crate) fn clock_faked(&self, process: &str) -> bool {
+        self.ix.clock.contains_key(process)
     }
 
     pub(crate) fn imp_of(&self, process: &str) -> String {

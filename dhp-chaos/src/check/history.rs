@@ -75,6 +75,8 @@ pub(crate) struct Index<'a> {
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
     pub(crate) processes_with_history: HashSet<String>,
+    /// Processes started under a faked clock → their `faketime` spec.
+    pub(crate) clock: HashMap<String, String>,
 }
 
 pub(crate) fn index(h: &History) -> Index<'_> {
@@ -90,11 +92,15 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         resumes: Vec::new(),
         exits: HashMap::new(),
         processes_with_history: HashSet::new(),
+        clock: HashMap::new(),
     };
     for e in &h.events {
         if e.is_chaos() {
             match e.op() {
                 "spawn" => {
+                    if let (Some(name), Some(spec)) = (e.s("name"), e.s("faketime")) {
+                        ix.clock.insert(name.to_string(), spec.to_string());
+                    }
                     if let Some(name) = e.s("name") {
                         ix.spawns.insert(
                             name.to_string(),

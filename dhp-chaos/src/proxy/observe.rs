@@ -71,13 +71,20 @@ impl Frames {
 fn frame(rec: &Recorder, conn: &Conn, dir: Dir, v: &Value) {
     let t = crate::hist::now();
     match dir {
-        Dir::Up => {
-            if v["type"].as_str() == Some("hello") {
+        Dir::Up => match v["type"].as_str() {
+            Some("hello") => {
                 if let Some(h) = v["handoff_id"].as_str() {
                     *conn.hid.lock().unwrap_or_else(|p| p.into_inner()) = Some(h.to_string());
                 }
             }
-        }
+            Some("checkpoint") => {
+                let hid = conn.hid.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let (Some(hid), Some(seq)) = (hid, v["seq"].as_i64()) {
+                    rec.write(json!({"t": t, "event": "sent", "conn": conn.id, "hid": hid, "seq": seq}));
+                }
+            }
+            _ => {}
+        },
         Dir::Down => {
             if v["ok"].as_bool() != Some(true) {
                 return;
@@ -93,8 +100,9 @@ fn frame(rec: &Recorder, conn: &Conn, dir: Dir, v: &Value) {
     }
 }
 
-/// One acknowledgement the proxy forwarded: `ack` for one checkpoint seq,
-/// `hello-ack` for every seq up to `seq` (the server's contiguous prefix).
+/// One record of the proxy: `sent` (a checkpoint frame forwarded to the
+/// server), `ack` (its ack forwarded back), `hello-ack` (every seq up to
+/// `seq` held: the server's contiguous prefix).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ack {
     pub t: f64,
@@ -104,7 +112,7 @@ pub struct Ack {
     pub seq: i64,
 }
 
-/// The acks recorded in `path` (none if the file does not exist); a torn
+/// The records in `path` (none if the file does not exist); a torn
 /// last line (the harness killed mid-write) is skipped.
 pub fn load_acks(path: &Path) -> Result<Vec<Ack>> {
     let text = match std::fs::read_to_string(path) {

@@ -68,6 +68,10 @@ impl Driver<'_> {
         // times are t0 + the seeded intervals, late by at most a loop tick
         self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
         let kind = self.pick_kind();
+        if kind == FaultKind::Link {
+            self.inject_link();
+            return;
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -133,6 +137,8 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
+            // handled above: the link has no victim process
+            FaultKind::Link => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

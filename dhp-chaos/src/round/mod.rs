@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod inject;
+mod link;
 mod monitor;
 mod reap;
 mod spawn;
@@ -38,6 +39,8 @@ pub struct Paths {
     pub meta: PathBuf,
     /// The TCP transport server's log directory (the peer) in `--ship tcp` rounds.
     pub peer: PathBuf,
+    /// What the link proxy saw the transport server acknowledge (`--ship tcp`).
+    pub proxy_record: PathBuf,
 }
 
 impl Paths {
@@ -50,6 +53,7 @@ impl Paths {
             history: dir.join("history.jsonl"),
             meta: dir.join("round.json"),
             peer: dir.join("peer"),
+            proxy_record: dir.join("proxy.jsonl"),
         }
     }
 }
@@ -123,6 +127,10 @@ pub struct Driver<'a> {
     /// TCP transport server port once known.
     port: Option<u16>,
     transport_due: Option<f64>,
+    /// The link-fault proxy between shippers and the transport server (`--ship tcp`).
+    proxy: Option<crate::proxy::Proxy>,
+    /// The toxic switched on: (fault id, when to clear it, toxic).
+    link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
     /// Store commit monitor: last `PRAGMA data_version` and when it changed.
     data_version: Option<(i64, f64)>,
@@ -179,6 +187,8 @@ impl<'a> Driver<'a> {
             py,
             port: None,
             transport_due: None,
+            proxy: None,
+            link_on: None,
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -243,6 +253,7 @@ impl<'a> Driver<'a> {
         self.write_meta(json!({}))?;
         if self.cfg.ship.is_tcp() {
             self.spawn_transport()?;
+            self.start_proxy()?;
         }
         for _ in 0..self.cfg.supervisor_count {
             self.spawn_supervisor()?;
@@ -261,6 +272,7 @@ impl<'a> Driver<'a> {
             self.notice_self_pauses();
             self.wake(false);
             self.provision()?;
+            self.heal_link(false);
             if self.all_terminal() || hist::now() >= fault_end {
                 break;
             }
@@ -268,6 +280,7 @@ impl<'a> Driver<'a> {
             tick(&self.live);
             std::thread::sleep(TICK);
         }
+        self.heal_link(true);
         let t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         // drain: wake zombies, keep provisioning until all handoffs end
@@ -315,6 +328,8 @@ impl<'a> Driver<'a> {
         }
         self.table.kill_all();
         self.reap(false)?;
+        // every connection through it is closed; its ack record is complete
+        self.proxy = None;
         if let Some(since) = self.stall_since.take() {
             self.hist.record(
                 "observe",

@@ -114,16 +114,16 @@ impl Driver<'_> {
                     history,
                 ];
                 if self.cfg.ship.is_tcp() {
-                    let port = self.port.context("transport server port unknown")?;
-                    // the local buffer log is the one the file mode writes
+                    // through the link proxy; the local buffer log is the one the file mode writes
                     a.extend([
                         "--ship-to".into(),
-                        format!("127.0.0.1:{port}"),
+                        self.ship_addr()?,
                         "--ship-buffer".into(),
                         format!("{}/", self.paths.transport.display()),
                     ]);
                     if self.cfg.ship == crate::config::Ship::TcpAsync {
                         a.extend(["--ship-mode".into(), "async".into()]);
+                        a.extend(["--ship-max-lag".into(), self.cfg.ship_max_lag.to_string()]);
                     }
                 } else {
                     a.extend(["--ship".into(), ship]);
@@ -170,13 +170,13 @@ impl Driver<'_> {
                     name.clone(),
                     mode.into(),
                     hid.clone(),
-                    "--ship".into(),
-                    ship,
                     "--pace".into(),
                     pace,
                     "--history".into(),
                     history,
                 ]);
+                // a command speaks `dhp work`'s shipping flags too
+                a.extend(self.ship_args(ship)?);
                 a
             }
         };
@@ -203,6 +203,28 @@ impl Driver<'_> {
         self.live.spawned_workers += 1;
         self.last_spawn.insert(hid, hist::now());
         Ok(())
+    }
+
+    /// How a command worker ships: `--ship LOG`, or the TCP flags of `dhp work`.
+    fn ship_args(&self, log: String) -> Result<Vec<String>> {
+        if !self.cfg.ship.is_tcp() {
+            return Ok(vec!["--ship".into(), log]);
+        }
+        let mut a = vec![
+            "--ship-to".into(),
+            self.ship_addr()?,
+            "--ship-buffer".into(),
+            format!("{}/", self.paths.transport.display()),
+        ];
+        if self.cfg.ship == crate::config::Ship::TcpAsync {
+            a.extend([
+                "--ship-mode".into(),
+                "async".into(),
+                "--ship-max-lag".into(),
+                self.cfg.ship_max_lag.to_string(),
+            ]);
+        }
+        Ok(a)
     }
 
     pub(super) fn spawn_supervisor(&mut self) -> Result<()> {
@@ -258,13 +280,11 @@ impl Driver<'_> {
     pub(super) fn spawn_transport(&mut self) -> Result<()> {
         self.sup_n += 1;
         let name = format!("transport{}", self.sup_n);
-        let argv = vec![
-            self.cfg.dhp.display().to_string(),
-            "transport".into(),
-            self.paths.peer.display().to_string(),
-            "--port".into(),
-            self.port.unwrap_or(0).to_string(),
-        ];
+        let mut argv = match &self.cfg.transport {
+            Some(cmd) => cmd.clone(),
+            None => vec![self.cfg.dhp.display().to_string(), "transport".into()],
+        };
+        argv.extend([self.paths.peer.display().to_string(), "--port".into(), self.port.unwrap_or(0).to_string()]);
         let p =
             procs::spawn(Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()), &self.paths.procs)?;
         let (pid, log) = (p.pid, p.log.clone());

@@ -1,13 +1,15 @@
-//! The ten invariants a round must keep, one file each. Each reads the
+//! The invariants a round must keep, one file each. Each reads the
 //! round's [`Ctx`] and returns its [`Findings`]; [`super::check_round`]
 //! files them (taint) into the report's verdicts.
 
+mod async_lag;
 mod checkpoints;
 mod detection;
 mod exactly_once;
 mod fencing;
 mod no_false_orphans;
 mod outcome;
+mod peer_acks;
 mod result;
 mod rework;
 mod transport;
@@ -33,11 +35,13 @@ pub enum Invariant {
     Rework,
     Detection,
     NoFalseOrphans,
+    PeerAcks,
+    AsyncLag,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 12] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -48,6 +52,8 @@ impl Invariant {
         Invariant::Rework,
         Invariant::Detection,
         Invariant::NoFalseOrphans,
+        Invariant::PeerAcks,
+        Invariant::AsyncLag,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -63,6 +69,8 @@ impl Invariant {
             Invariant::Rework => "rework",
             Invariant::Detection => "detection",
             Invariant::NoFalseOrphans => "no-false-orphans",
+            Invariant::PeerAcks => "peer-acks",
+            Invariant::AsyncLag => "async-lag",
         }
     }
 
@@ -84,6 +92,8 @@ impl Invariant {
             Invariant::Rework => "work redone per fault is at most one chunk",
             Invariant::Detection => "every worker that died holding a lease was orphaned (or had completed)",
             Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
+            Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
+            Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
         }
     }
 
@@ -100,6 +110,8 @@ impl Invariant {
             Invariant::Rework => rework::check(cx),
             Invariant::Detection => detection::check(cx),
             Invariant::NoFalseOrphans => no_false_orphans::check(cx),
+            Invariant::PeerAcks => peer_acks::check(cx),
+            Invariant::AsyncLag => async_lag::check(cx),
         }
     }
 }
