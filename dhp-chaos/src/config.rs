@@ -162,6 +162,18 @@ impl Ship {
     }
 }
 
+/// Clock faults (`--clock`): which share of worker and supervisor spawns run
+/// with a faked clock, and how far off it may be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClockFaults {
+    /// Probability that a worker or supervisor spawn gets a faked clock.
+    pub share: f64,
+    /// Offsets are uniform in ±this many seconds.
+    pub max_offset_s: f64,
+    /// Rates are log-uniform in [1/this, this].
+    pub max_rate: f64,
+}
+
 /// The failpoints the injector arms in builtin worker spawns.
 pub const FAILPOINTS: [&str; 5] =
     ["checkpoint.in_tx", "ship.after_commit", "heartbeat", "complete", "complete.after_commit"];
@@ -231,6 +243,9 @@ pub struct RoundConfig {
     /// `--ship tcp-async`: `dhp work --ship-max-lag` (the async-lag invariant's bound).
     #[serde(default = "dhp_max_lag")]
     pub ship_max_lag: u64,
+    /// Clock faults (share 0: none).
+    #[serde(default)]
+    pub clock: ClockFaults,
     /// The transport server command (`None`: `dhp transport`); `LOGDIR --port P` appended.
     #[serde(default)]
     pub transport: Option<Vec<String>>,

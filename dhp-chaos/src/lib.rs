@@ -38,6 +38,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod check;
+pub mod clock;
 pub mod config;
 pub mod hist;
 pub mod locate;

@@ -150,6 +150,16 @@ struct RunArgs {
     /// checked by the async-lag invariant.
     #[arg(long, default_value_t = 4)]
     ship_max_lag: u64,
+    /// Clock faults: this share (0–1) of worker and supervisor spawns run with libfaketime preloaded, their
+    /// clock off by a seeded offset and running at a seeded rate (needs the Debian package faketime).
+    #[arg(long, default_value_t = 0.0)]
+    clock: f64,
+    /// Clock faults: offsets uniform in ±this many seconds.
+    #[arg(long, default_value_t = 2.0)]
+    clock_offset: f64,
+    /// Clock faults: rates log-uniform in [1/this, this].
+    #[arg(long, default_value_t = 1.25)]
+    clock_rate: f64,
     /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
     /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
     #[arg(long)]
@@ -309,6 +319,15 @@ fn run(a: RunArgs) -> Result<i32> {
     if a.ship_max_lag == 0 {
         bail!("--ship-max-lag must be at least 1");
     }
+    if !(0.0..=1.0).contains(&a.clock)
+        || !(a.clock_offset >= 0.0 && a.clock_offset.is_finite())
+        || !(a.clock_rate >= 1.0 && a.clock_rate <= 100.0)
+    {
+        bail!("--clock wants a share in 0..1, --clock-offset seconds >= 0, --clock-rate in 1..100");
+    }
+    if a.clock > 0.0 {
+        dhp_chaos::clock::libfaketime()?;
+    }
     let transport = a.transport.as_deref().map(|t| t.split_whitespace().map(String::from).collect::<Vec<_>>());
     if transport.as_ref().is_some_and(|t| t.is_empty() || !ship.is_tcp()) {
         bail!("--transport needs a command and --ship tcp or tcp-async");
@@ -403,6 +422,7 @@ fn run(a: RunArgs) -> Result<i32> {
         ship,
         ship_max_lag: a.ship_max_lag,
         transport: transport.clone(),
+        clock: dhp_chaos::config::ClockFaults { share: a.clock, max_offset_s: a.clock_offset, max_rate: a.clock_rate },
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,
         dhp: dhp.clone(),

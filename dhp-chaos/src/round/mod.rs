@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod clock;
 mod inject;
 mod link;
 mod monitor;
@@ -107,6 +108,10 @@ pub struct Driver<'a> {
     rng_spawn: StdRng,
     /// Delays: replacement start-up, zombie wake-up, DLQ handoff choice.
     rng_misc: StdRng,
+    /// Clock faults: which spawns get a faked clock, and its skew.
+    rng_clock: StdRng,
+    /// libfaketime, when clock faults are on.
+    libfaketime: Option<PathBuf>,
     hist: Writer,
     table: Table,
     db: Option<Connection>,
@@ -162,6 +167,7 @@ impl<'a> Driver<'a> {
         } else {
             None
         };
+        let libfaketime = if cfg.clock.share > 0.0 { Some(crate::clock::libfaketime()?) } else { None };
         Ok(Driver {
             cfg,
             hist: Writer::open(&paths.history)?,
@@ -170,6 +176,8 @@ impl<'a> Driver<'a> {
             rng_victim: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0003),
             rng_spawn: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0001),
             rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
+            rng_clock: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0004),
+            libfaketime,
             table: Table::default(),
             db: None,
             pg: None,

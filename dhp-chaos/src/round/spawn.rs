@@ -180,6 +180,7 @@ impl Driver<'_> {
                 a
             }
         };
+        let skew = self.clock_env(&mut env);
         let p = procs::spawn(
             Spec {
                 name: name.clone(),
@@ -194,11 +195,10 @@ impl Driver<'_> {
             },
             &self.paths.procs,
         )?;
-        self.hist.record(
-            "spawn",
-            json!({"name": name, "spawned_pid": p.pid, "role": "worker", "impl": imp, "hid": hid, "mode": mode,
-                   "orphan_fence": orphan_fence, "failpoint": failpoint}),
-        );
+        let mut rec = json!({"name": name, "spawned_pid": p.pid, "role": "worker", "impl": imp, "hid": hid, "mode": mode,
+                   "orphan_fence": orphan_fence, "failpoint": failpoint});
+        merge(&mut rec, clock::spawn_fields(skew));
+        self.hist.record("spawn", rec);
         self.table.procs.push(p);
         self.live.spawned_workers += 1;
         self.last_spawn.insert(hid, hist::now());
@@ -268,8 +268,12 @@ impl Driver<'_> {
                 ("cmd", a)
             }
         };
-        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
-        self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
+        let mut env = self.env();
+        let skew = self.clock_env(&mut env);
+        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, env), &self.paths.procs)?;
+        let mut rec = json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp});
+        merge(&mut rec, clock::spawn_fields(skew));
+        self.hist.record("spawn", rec);
         self.table.procs.push(p);
         self.live.spawned_supervisors += 1;
         Ok(())
@@ -322,5 +326,12 @@ impl Driver<'_> {
             json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}),
         );
         Ok(())
+    }
+}
+
+/// Add `extra`'s fields to the object `rec`.
+fn merge(rec: &mut Value, extra: Value) {
+    if let (Some(m), Value::Object(e)) = (rec.as_object_mut(), extra) {
+        m.extend(e);
     }
 }

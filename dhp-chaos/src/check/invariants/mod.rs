@@ -16,6 +16,7 @@ mod transport;
 mod zombies;
 
 pub(crate) use outcome::dlq_park;
+pub(crate) use peer_acks::indeterminate;
 pub(crate) use rework::redone;
 pub(crate) use zombies::tally as zombie_tally;
 
