@@ -69,10 +69,13 @@ pub enum FaultKind {
     /// cap, a blackhole (with or without a timeout), reset, slow close, or a
     /// cut after N bytes — for a seeded 0.2–1.5 s.
     Link,
+    /// `--disk`: fill the transport server's tmpfs until ENOSPC, freed
+    /// after a seeded 0.2–1.5 s.
+    DiskFull,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -80,6 +83,7 @@ impl FaultKind {
         FaultKind::Pause,
         FaultKind::KillTransport,
         FaultKind::Link,
+        FaultKind::DiskFull,
     ];
 
     pub fn name(self) -> &'static str {
@@ -91,6 +95,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::KillTransport => "kill-transport",
             FaultKind::Link => "link",
+            FaultKind::DiskFull => "disk-full",
         }
     }
 
@@ -243,6 +248,9 @@ pub struct RoundConfig {
     /// `--ship tcp-async`: `dhp work --ship-max-lag` (the async-lag invariant's bound).
     #[serde(default = "dhp_max_lag")]
     pub ship_max_lag: u64,
+    /// `--disk`: the transport server's log directory is a tmpfs of this many bytes.
+    #[serde(default)]
+    pub disk_bytes: Option<u64>,
     /// Clock faults (share 0: none).
     #[serde(default)]
     pub clock: ClockFaults,

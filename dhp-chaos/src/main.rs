@@ -160,6 +160,10 @@ struct RunArgs {
     /// Clock faults: rates log-uniform in [1/this, this].
     #[arg(long, default_value_t = 1.25)]
     clock_rate: f64,
+    /// Disk faults (--ship tcp, root): mount a tmpfs of SIZE (e.g. 256k) as the transport server's log directory;
+    /// the disk-full fault fills it until ENOSPC. Unmounted at the end of each round, its logs kept.
+    #[arg(long, value_name = "SIZE")]
+    disk: Option<String>,
     /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
     /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
     #[arg(long)]
@@ -325,6 +329,13 @@ fn run(a: RunArgs) -> Result<i32> {
     {
         bail!("--clock wants a share in 0..1, --clock-offset seconds >= 0, --clock-rate in 1..100");
     }
+    let disk_bytes = a.disk.as_deref().map(dhp_chaos::round::parse_size).transpose()?;
+    if disk_bytes.is_some() && !ship.is_tcp() {
+        bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
+    }
+    if disk_bytes.is_some() && !nix::unistd::geteuid().is_root() {
+        bail!("--disk mounts a tmpfs and needs root; refusing to run disk faults without it (other faults run without --disk)");
+    }
     if a.clock > 0.0 {
         dhp_chaos::clock::libfaketime()?;
     }
@@ -359,6 +370,9 @@ fn run(a: RunArgs) -> Result<i32> {
         }
         None => default_fault_mix(),
     };
+    if a.disk.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::DiskFull && *w > 0.0) {
+        bail!("disk-full faults fill the transport server's disk: they need --disk SIZE (and --ship tcp)");
+    }
     if !ship.is_tcp() && fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0) {
         bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
     }
@@ -422,6 +436,7 @@ fn run(a: RunArgs) -> Result<i32> {
         ship,
         ship_max_lag: a.ship_max_lag,
         transport: transport.clone(),
+        disk_bytes,
         clock: dhp_chaos::config::ClockFaults { share: a.clock, max_offset_s: a.clock_offset, max_rate: a.clock_rate },
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,

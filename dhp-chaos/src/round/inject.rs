@@ -72,6 +72,10 @@ impl Driver<'_> {
             self.inject_link();
             return;
         }
+        if kind == FaultKind::DiskFull {
+            self.inject_disk_full();
+            return;
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -138,7 +142,7 @@ impl Driver<'_> {
                 }
             }
             // handled above: the link has no victim process
-            FaultKind::Link => {}
+            FaultKind::Link | FaultKind::DiskFull => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

@@ -19,11 +19,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod clock;
+mod disk;
 mod inject;
 mod link;
 mod monitor;
 mod reap;
 mod spawn;
+
+pub use disk::parse_size;
 
 pub const ORPHANED: &str = "__orphaned__";
 /// How often the event loop runs.
@@ -134,6 +137,10 @@ pub struct Driver<'a> {
     transport_due: Option<f64>,
     /// The link-fault proxy between shippers and the transport server (`--ship tcp`).
     proxy: Option<crate::proxy::Proxy>,
+    /// `--disk`: the tmpfs under the transport server's logs.
+    tmpfs: Option<disk::Tmpfs>,
+    /// The disk is full: (fault id, when to free it).
+    disk_full: Option<(u64, f64)>,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
@@ -197,6 +204,8 @@ impl<'a> Driver<'a> {
             transport_due: None,
             proxy: None,
             link_on: None,
+            tmpfs: None,
+            disk_full: None,
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -259,6 +268,10 @@ impl<'a> Driver<'a> {
         self.dispatch()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
+        if let Some(bytes) = self.cfg.disk_bytes {
+            self.tmpfs = Some(disk::Tmpfs::mount(&self.paths.peer, bytes)?);
+            self.hist.record("observe", json!({"what": "disk-mount", "bytes": bytes}));
+        }
         if self.cfg.ship.is_tcp() {
             self.spawn_transport()?;
             self.start_proxy()?;
@@ -281,6 +294,7 @@ impl<'a> Driver<'a> {
             self.wake(false);
             self.provision()?;
             self.heal_link(false);
+            self.heal_disk(false);
             if self.all_terminal() || hist::now() >= fault_end {
                 break;
             }
@@ -289,6 +303,7 @@ impl<'a> Driver<'a> {
             std::thread::sleep(TICK);
         }
         self.heal_link(true);
+        self.heal_disk(true);
         let t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         // drain: wake zombies, keep provisioning until all handoffs end
@@ -338,6 +353,9 @@ impl<'a> Driver<'a> {
         self.reap(false)?;
         // every connection through it is closed; its ack record is complete
         self.proxy = None;
+        if let Some(mut m) = self.tmpfs.take() {
+            m.unmount()?;
+        }
         if let Some(since) = self.stall_since.take() {
             self.hist.record(
                 "observe",
