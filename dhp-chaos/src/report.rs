@@ -252,7 +252,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     if sum(|e| e.clock_faked + e.link_indeterminate + e.disk_full + e.false_orphans) > 0 {
         let _ = writeln!(
             s,
-            "link/clock/disk: {} ship(s) left indeterminate by link faults; {} process(es) on a faked clock, {} false orphan(s) ({} with a faked clock, costing {} chunk(s) of rework); disk full {} time(s)",
+            "link/clock/disk: {} shipped checkpoint(s) never acked (refused, or cut by a fault: indeterminate); {} process(es) on a faked clock, {} false orphan(s) ({} with a faked clock, costing {} chunk(s) of rework); disk full {} time(s)",
             sum(|e| e.link_indeterminate),
             sum(|e| e.clock_faked),
             sum(|e| e.false_orphans),

@@ -19,7 +19,7 @@ pub struct EnvFacts {
     /// Chunks those skew-orphaned holders computed and did not commit themselves.
     pub skew_rework_chunks: u64,
     /// Checkpoints shipped through the link proxy that got no ack back
-    /// (connection cut, server gone): may or may not have landed.
+    /// (refused, connection cut, server gone): may or may not have landed.
     pub link_indeterminate: u64,
     /// Times the transport server's disk was seen full (`--disk`).
     pub disk_full: u64,

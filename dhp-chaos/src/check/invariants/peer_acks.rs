@@ -81,7 +81,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let cut = indeterminate(acks);
     if cut > 0 {
         out.note(format!(
-            "{cut} shipped checkpoint(s) got no ack through the proxy (connection cut or server gone): indeterminate, not required"
+            "{cut} shipped checkpoint(s) got no ack through the proxy (refused, connection cut or server gone): indeterminate, not required"
         ));
     }
     out
