@@ -49,3 +49,4 @@ pub mod python;
 pub mod report;
 pub mod round;
 pub mod timeline;
+mod timeline_env;

@@ -42,4 +42,6 @@ fn skewed_clocks_keep_safety_and_report_false_orphans() {
         r.dump()
     );
     assert!(r.stdout.contains("false orphan(s)"), "{}", r.stdout);
+    let svg = std::fs::read_to_string(r.out.join("round-0000").join("timeline.svg")).unwrap();
+    assert!(svg.contains(" clock +") || svg.contains(" clock -"), "faked clocks are marked on the timeline");
 }

@@ -48,6 +48,8 @@ fn a_full_disk_never_loses_an_acknowledged_checkpoint() {
         hist.lines().any(|l| l.contains("\"disk-full\"") && l.contains("No space left on device")),
         "no disk-full fault reached ENOSPC"
     );
+    let svg = std::fs::read_to_string(round.join("timeline.svg")).unwrap();
+    assert!(svg.contains("disk-full "), "full disks are bands on the timeline");
     // unmounted at the end, the logs kept underneath
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(&*round.join("peer").to_string_lossy()), "the tmpfs is still mounted");
