@@ -75,9 +75,9 @@ fn stopped(cx: &Ctx<'_>, p: &str, t: f64) -> bool {
     cx.ix
         .faults
         .iter()
+        .rev()
         .filter(|f: &&&Ev| f.s("victim") == Some(p) && f.t() <= t)
-        .filter(|f| matches!(f.s("signal"), Some("STOP") | Some("CONT")))
-        .last()
+        .find(|f| matches!(f.s("signal"), Some("STOP") | Some("CONT")))
         .is_some_and(|f| f.s("signal") == Some("STOP"))
 }
 
