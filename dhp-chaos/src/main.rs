@@ -562,6 +562,7 @@ fn run_rounds(
                         let _ = std::fs::remove_dir_all(dir.join(sub));
                     }
                     let _ = std::fs::remove_file(dir.join("history.jsonl"));
+                    let _ = std::fs::remove_file(dir.join("proxy.jsonl"));
                 }
                 reports.push(r);
                 if failed && a.nightly {

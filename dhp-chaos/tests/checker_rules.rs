@@ -445,7 +445,9 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "transport",
             "rework",
             "detection",
-            "no-false-orphans"
+            "no-false-orphans",
+            "peer-acks",
+            "async-lag"
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {
