@@ -116,6 +116,24 @@ impl<'a> Ctx<'a> {
         cx
     }
 
+    /// `completed_at` is stamped by the completing process's clock: when
+    /// that clock was faked (no complete on a real clock spans it, one on
+    /// a faked clock does, in that clock), put it on the real clock.
+    fn real_completed_at(&self, ops: &[&Op], ca: f64) -> f64 {
+        let spans = |a: f64, b: Option<f64>| ca + 1e-3 >= a && b.is_none_or(|b| ca <= b + 1e-3);
+        let completes = || ops.iter().filter(|o| o.op == "complete");
+        if completes().any(|o| o.invoke_clock.is_none() && spans(o.invoke_t, o.out_t)) {
+            return ca;
+        }
+        completes()
+            .find_map(|o| {
+                let ic = o.invoke_clock?;
+                let (start, skew) = self.ix.skews.get(&o.process)?;
+                spans(ic, o.out_clock).then(|| skew.real_time(*start, ca))
+            })
+            .unwrap_or(ca)
+    }
+
     /// The process ran under a faked clock (its history times are its own clock's).
     pub(crate) fn clock_faked(&self, process: &str) -> bool {
         self.ix.clock.contains_key(process)
@@ -217,8 +235,12 @@ impl<'a> Ctx<'a> {
         };
         let fence_holder = grants.iter().map(|g| (g.fence.unwrap_or(-1), g.holder.clone())).collect();
         let writers = attribute(h, &ops);
-        let completed_at =
-            h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(super::iso_to_epoch);
+        let completed_at = h
+            .env
+            .pointer("/execution/completed_at")
+            .and_then(Value::as_str)
+            .and_then(super::iso_to_epoch)
+            .map(|ca| self.real_completed_at(&ops, ca));
         let mut f = Facts {
             h,
             lo,
