@@ -42,7 +42,9 @@ fn run() -> Result<()> {
     let dir = dir.context("usage: mutant-transport LOGDIR --port P")?;
     std::fs::create_dir_all(&dir)?;
     let l = TcpListener::bind(("127.0.0.1", port)).context("binding")?;
-    eprintln!("mutant-transport: listening on {}", l.local_addr()?);
+    // one write(2): the harness reads the port while we start
+    let line = format!("mutant-transport: listening on {}\n", l.local_addr()?);
+    std::io::stderr().write_all(line.as_bytes())?;
     let written: Written = Arc::default();
     for s in l.incoming() {
         let Ok(s) = s else { continue };
