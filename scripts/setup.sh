@@ -46,4 +46,17 @@ if ! "$PY" -c "import importlib.metadata as m, a2a.client; assert m.version('a2a
     "$PY" -c "import importlib.metadata as m, a2a.client; assert m.version('a2a-sdk') == '$A2A_WANT', m.version('a2a-sdk')"
 fi
 
+# libfaketime (Debian package faketime) for `dhp-chaos --clock` and its
+# tests: installed when missing if we are root; otherwise said (the clock
+# tests then fail loudly, --clock refuses to run).
+if ! ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev/null 2>&1; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2 && apt-get install -y -qq faketime >&2 \
+            || echo "setup.sh: could not install faketime (dhp-chaos --clock needs it)" >&2
+    else
+        echo "setup.sh: libfaketime is missing (dhp-chaos --clock needs it): apt-get install faketime" >&2
+    fi
+fi
+
 echo "$PY"

@@ -76,10 +76,18 @@ pub enum FaultKind {
     DbTerminateBackend,
     /// PostgreSQL only: SIGSTOP a worker caught inside a write transaction (holding row locks).
     DbStall,
+    /// A link fault (`--ship tcp`): a seeded toxic on the proxy between the
+    /// shippers and the transport server — latency with jitter, a bandwidth
+    /// cap, a blackhole (with or without a timeout), reset, slow close, or a
+    /// cut after N bytes — for a seeded 0.2–1.5 s.
+    Link,
+    /// `--disk`: fill the transport server's tmpfs until ENOSPC, freed
+    /// after a seeded 0.2–1.5 s.
+    DiskFull,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -91,6 +99,8 @@ impl FaultKind {
         FaultKind::DbCrash,
         FaultKind::DbTerminateBackend,
         FaultKind::DbStall,
+        FaultKind::Link,
+        FaultKind::DiskFull,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,6 +116,8 @@ impl FaultKind {
             FaultKind::DbCrash => "db-crash",
             FaultKind::DbTerminateBackend => "db-terminate-backend",
             FaultKind::DbStall => "db-stall",
+            FaultKind::Link => "link",
+            FaultKind::DiskFull => "disk-full",
         }
     }
 
@@ -145,38 +157,52 @@ pub fn parse_fault_mix(s: &str) -> Result<Vec<(FaultKind, f64)>> {
     Ok(out)
 }
 
-/// The nemesis families of `--nemesis` (issue 17's vocabulary). Those
-/// another part of the harness has not built yet are refused by name.
+/// The nemesis families of `--nemesis` (issue 17's vocabulary).
 pub const NEMESES: [&str; 8] = ["kill", "pause", "failpoint", "partition", "link", "host", "clock", "disk"];
 
+/// What `--nemesis` chose: scheduled fault kinds with their default
+/// weights, and the families that are settings rather than scheduled faults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Nemesis {
+    pub mix: Vec<(FaultKind, f64)>,
+    /// `failpoint`: workers are spawned with failpoints armed.
+    pub failpoints: bool,
+    /// `clock`: some processes run under a skewed clock (`--clock`).
+    pub clock: bool,
+    /// `disk`: the transport server's logs are on a small disk (`--disk`).
+    pub disk: bool,
+}
+
 /// `--nemesis kill,pause,partition` → the fault mix (default weights of the
-/// named families) and whether failpoints are armed.
-pub fn parse_nemesis(s: &str, tcp: bool) -> Result<(Vec<(FaultKind, f64)>, bool)> {
-    let mut mix = Vec::new();
-    let mut failpoints = false;
+/// named families) and the families that are settings.
+pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
+    let mut n = Nemesis::default();
     for name in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match name {
             "kill" => {
-                mix.extend(default_fault_mix().into_iter().filter(|(k, _)| *k != FaultKind::Pause));
+                n.mix.extend(default_fault_mix().into_iter().filter(|(k, _)| *k != FaultKind::Pause));
                 if tcp {
-                    mix.push((FaultKind::KillTransport, 6.0));
+                    n.mix.push((FaultKind::KillTransport, 6.0));
                 }
             }
-            "pause" => mix.push((FaultKind::Pause, 12.0)),
-            "failpoint" => failpoints = true,
-            "partition" => mix.push((FaultKind::Partition, 8.0)),
-            "host" => mix.push((FaultKind::HostDeath, 4.0)),
-            "link" | "clock" | "disk" => {
-                bail!("--nemesis {name}: not built yet in this dhp-chaos (available: kill, pause, failpoint, partition, host)")
+            "pause" => n.mix.push((FaultKind::Pause, 12.0)),
+            "failpoint" => n.failpoints = true,
+            "partition" => n.mix.push((FaultKind::Partition, 8.0)),
+            "host" => n.mix.push((FaultKind::HostDeath, 4.0)),
+            "link" => n.mix.push((FaultKind::Link, 8.0)),
+            "disk" => {
+                n.disk = true;
+                n.mix.push((FaultKind::DiskFull, 4.0));
             }
+            "clock" => n.clock = true,
             _ => bail!("unknown nemesis {name:?} (known: {})", NEMESES.join(", ")),
         }
     }
-    mix.dedup_by_key(|(k, _)| *k);
-    if mix.is_empty() {
-        bail!("--nemesis needs at least one of kill, pause, partition, host (failpoint alone injects no scheduled faults)");
+    n.mix.dedup_by_key(|(k, _)| *k);
+    if n.mix.is_empty() {
+        bail!("--nemesis needs at least one of kill, pause, partition, link, host, disk (failpoint and clock alone schedule no faults)");
     }
-    Ok((mix, failpoints))
+    Ok(n)
 }
 
 pub fn default_fault_mix() -> Vec<(FaultKind, f64)> {
@@ -214,6 +240,18 @@ impl Ship {
     pub fn is_tcp(self) -> bool {
         self != Ship::File
     }
+}
+
+/// Clock faults (`--clock`): which share of worker and supervisor spawns run
+/// with a faked clock, and how far off it may be.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClockFaults {
+    /// Probability that a worker or supervisor spawn gets a faked clock.
+    pub share: f64,
+    /// Offsets are uniform in ±this many seconds.
+    pub max_offset_s: f64,
+    /// Rates are log-uniform in [1/this, this].
+    pub max_rate: f64,
 }
 
 /// The failpoints the injector arms in builtin worker spawns.
@@ -282,6 +320,18 @@ pub struct RoundConfig {
     pub timing: Timing,
     #[serde(default)]
     pub ship: Ship,
+    /// `--ship tcp-async`: `dhp work --ship-max-lag` (the async-lag invariant's bound).
+    #[serde(default = "dhp_max_lag")]
+    pub ship_max_lag: u64,
+    /// `--disk`: the transport server's log directory is a tmpfs of this many bytes.
+    #[serde(default)]
+    pub disk_bytes: Option<u64>,
+    /// Clock faults (share 0: none).
+    #[serde(default)]
+    pub clock: ClockFaults,
+    /// The transport server command (`None`: `dhp transport`); `LOGDIR --port P` appended.
+    #[serde(default)]
+    pub transport: Option<Vec<String>>,
     /// Pause points for python workers (`checkpoint.after_check=P,complete.after_check=Q`),
     /// passed to the shim as DHP_CHAOS_PAUSE_POINTS; empty = none.
     #[serde(default)]
@@ -331,6 +381,11 @@ pub struct HostRole {
     pub ship_to: String,
     /// The transport token every host shares.
     pub token: String,
+}
+
+/// `dhp work`'s own default, for rounds saved before the field existed.
+fn dhp_max_lag() -> u64 {
+    256
 }
 
 fn sqlite_engine() -> String {

@@ -119,5 +119,31 @@ pub fn load(path: &Path) -> Result<History> {
             _ => h.malformed += 1,
         }
     }
+    unskew(&mut h);
     Ok(h)
+}
+
+/// Processes started under a faked clock (`--clock`) wrote their history
+/// in their own time: put their events back on the harness's clock (the
+/// faked value is kept as `t_clock`), so every check compares real times.
+fn unskew(h: &mut History) {
+    use std::collections::HashMap;
+    let skews: HashMap<String, (f64, crate::clock::Skew)> = h
+        .events
+        .iter()
+        .filter(|e| e.is_chaos() && e.op() == "spawn")
+        .filter_map(|e| {
+            let skew = serde_json::from_value(e.get("clock")?.clone()).ok()?;
+            Some((e.s("name")?.to_string(), (e.t(), skew)))
+        })
+        .collect();
+    if skews.is_empty() {
+        return;
+    }
+    for e in h.events.iter_mut().filter(|e| !e.is_chaos()) {
+        let Some((start, skew)) = skews.get(e.process()) else { continue };
+        let t = e.t();
+        e.v.insert("t_clock".into(), json!(t));
+        e.v.insert("t".into(), json!(skew.real_time(*start, t)));
+    }
 }

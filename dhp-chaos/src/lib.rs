@@ -38,13 +38,16 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod check;
+pub mod clock;
 pub mod config;
 pub mod hist;
 pub mod hosts;
 pub mod locate;
 pub mod pg;
 pub mod procs;
+pub mod proxy;
 pub mod python;
 pub mod report;
 pub mod round;
 pub mod timeline;
+mod timeline_env;

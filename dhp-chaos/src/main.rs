@@ -15,6 +15,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// `--nemesis clock` without `--clock`: the share of processes skewed.
+const NEMESIS_CLOCK_SHARE: f64 = 0.3;
+/// `--nemesis disk` without `--disk`: the transport server's tmpfs size.
+const NEMESIS_DISK: &str = "1m";
+
 const ABOUT: &str =
     "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
 
@@ -154,6 +159,28 @@ struct RunArgs {
     /// itself SIGKILLed and restarted), or tcp-async. TCP needs builtin workers.
     #[arg(long, default_value = "file")]
     ship: String,
+    /// --ship tcp-async: unacknowledged lines a worker may run ahead of the peer (`dhp work --ship-max-lag`),
+    /// checked by the async-lag invariant.
+    #[arg(long, default_value_t = 4)]
+    ship_max_lag: u64,
+    /// Clock faults: this share (0–1) of worker and supervisor spawns run with libfaketime preloaded, their
+    /// clock off by a seeded offset and running at a seeded rate (needs the Debian package faketime).
+    #[arg(long, default_value_t = 0.0)]
+    clock: f64,
+    /// Clock faults: offsets uniform in ±this many seconds.
+    #[arg(long, default_value_t = 2.0)]
+    clock_offset: f64,
+    /// Clock faults: rates log-uniform in [1/this, this].
+    #[arg(long, default_value_t = 1.25)]
+    clock_rate: f64,
+    /// Disk faults (--ship tcp, root): mount a tmpfs of SIZE (e.g. 256k) as the transport server's log directory;
+    /// the disk-full fault fills it until ENOSPC. Unmounted at the end of each round, its logs kept.
+    #[arg(long, value_name = "SIZE")]
+    disk: Option<String>,
+    /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
+    /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
+    #[arg(long)]
+    transport: Option<String>,
     /// Pause points for python workers: the shim SIGSTOPs the worker between the reference's ownership check
     /// and its write, e.g. checkpoint.after_check=0.02,complete.after_check=0.3 (probability per pass).
     #[arg(long, default_value = "")]
@@ -191,8 +218,10 @@ struct RunArgs {
     /// supervisors, workers and transport server; host K ships to host K+1 over TCP (implies --ship tcp).
     #[arg(long)]
     hosts: Option<u32>,
-    /// The fault mix by family: kill,pause,failpoint,partition (partition needs --hosts). Sets --faults
-    /// (default weights) and --failpoint-rate (0 unless failpoint is named); not with --faults.
+    /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk (partition and host
+    /// need --hosts; link needs --ship tcp; clock without --clock skews 30% of processes; disk without
+    /// --disk puts the transport server's logs on a 1m tmpfs). Sets --faults (default weights) and
+    /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     nemesis: Option<String>,
     /// Not simulated: refused with the reason (see README, "Hosts and partitions").
@@ -352,6 +381,39 @@ fn run(a: RunArgs) -> Result<i32> {
             if a.hosts.is_some() { "tcp (--hosts)" } else { a.ship.as_str() }
         );
     }
+    if a.ship_max_lag == 0 {
+        bail!("--ship-max-lag must be at least 1");
+    }
+    let nemesis = a.nemesis.as_deref().map(|n| parse_nemesis(n, ship.is_tcp())).transpose()?;
+    // `--nemesis clock` / `disk` without their own flags: documented defaults
+    let clock_share = match &nemesis {
+        Some(n) if n.clock && a.clock == 0.0 => NEMESIS_CLOCK_SHARE,
+        _ => a.clock,
+    };
+    let disk = match &nemesis {
+        Some(n) if n.disk && a.disk.is_none() => Some(NEMESIS_DISK.to_string()),
+        _ => a.disk.clone(),
+    };
+    let clock_ok = (0.0..=1.0).contains(&clock_share)
+        && (0.0..=1e6).contains(&a.clock_offset)
+        && (1.0..=100.0).contains(&a.clock_rate);
+    if !clock_ok {
+        bail!("--clock wants a share in 0..1, --clock-offset seconds in 0..1e6, --clock-rate in 1..100");
+    }
+    let disk_bytes = disk.as_deref().map(dhp_chaos::round::parse_size).transpose()?;
+    if disk_bytes.is_some() && !ship.is_tcp() {
+        bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
+    }
+    if disk_bytes.is_some() && !nix::unistd::geteuid().is_root() {
+        bail!("--disk mounts a tmpfs and needs root; refusing to run disk faults without it (other faults run without --disk)");
+    }
+    if clock_share > 0.0 {
+        dhp_chaos::clock::libfaketime()?;
+    }
+    let transport = a.transport.as_deref().map(|t| t.split_whitespace().map(String::from).collect::<Vec<_>>());
+    if transport.as_ref().is_some_and(|t| t.is_empty() || !ship.is_tcp()) {
+        bail!("--transport needs a command and --ship tcp or tcp-async");
+    }
     let uses_py = workers.uses_python() || supervisors.uses_python();
     let (python, reference_dir) = if uses_py {
         let py = python::interpreter(a.python.as_deref())?;
@@ -371,13 +433,12 @@ fn run(a: RunArgs) -> Result<i32> {
         None => (0.15, 0.55),
     };
     let mut failpoint_rate = a.failpoint_rate;
-    let fault_mix = match (&a.nemesis, &a.faults) {
+    let fault_mix = match (&nemesis, &a.faults) {
         (Some(n), _) => {
-            let (mix, failpoints) = parse_nemesis(n, ship.is_tcp())?;
-            if !failpoints {
+            if !n.failpoints {
                 failpoint_rate = 0.0;
             }
-            mix
+            n.mix.clone()
         }
         (None, Some(s)) => parse_fault_mix(s)?,
         (None, None) if ship.is_tcp() => {
@@ -394,6 +455,16 @@ fn run(a: RunArgs) -> Result<i32> {
         && fault_mix.iter().any(|(k, w)| matches!(k, FaultKind::Partition | FaultKind::HostDeath) && *w > 0.0)
     {
         bail!("partitions and host death need --hosts N (there is no network and no second host in a one-host round)");
+    }
+    if disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::DiskFull && *w > 0.0) {
+        bail!("disk-full faults fill the transport server's disk: they need --disk SIZE (and --ship tcp)");
+    }
+    let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
+    if !ship.is_tcp() && links {
+        bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
+    }
+    if a.hosts.is_some() && links {
+        bail!("--nemesis link with --hosts: not built yet (the link proxy runs on one host's loopback; between hosts use partitions)");
     }
     let timing = Timing {
         lease_interval_s: a.lease_interval,
@@ -458,6 +529,10 @@ fn run(a: RunArgs) -> Result<i32> {
         grace_seconds: a.grace,
         timing: timing.clone(),
         ship,
+        ship_max_lag: a.ship_max_lag,
+        transport: transport.clone(),
+        disk_bytes,
+        clock: dhp_chaos::config::ClockFaults { share: clock_share, max_offset_s: a.clock_offset, max_rate: a.clock_rate },
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,
         dhp: dhp.clone(),
@@ -602,6 +677,7 @@ fn run_rounds(
                             let _ = std::fs::remove_dir_all(rdir.join(sub));
                         }
                         let _ = std::fs::remove_file(rdir.join("history.jsonl"));
+                        let _ = std::fs::remove_file(rdir.join("proxy.jsonl"));
                     }
                     reports.push(r);
                     if failed && a.nightly {

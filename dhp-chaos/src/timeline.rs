@@ -4,7 +4,8 @@
 //! process, purple × failpoint, dark red × a stopped process killed by a
 //! supervisor's watchdog), orphans
 //! (◆, ■ for DLQ) and completion (●); on top, the supervisors with the
-//! leader highlighted. Hover any mark for details.
+//! leader highlighted; below the time axis, link faults, full disks and
+//! faked clocks ([`crate::timeline_env`]). Hover any mark for details.
 
 use crate::hist::{self, Ev};
 use crate::round::Paths;
@@ -434,6 +435,7 @@ pub fn write(dir: &Path) -> Result<()> {
         );
     }
     svg.push_str(&marks);
+    crate::timeline_env::draw(&mut svg, &h, &x, axis_y + 22.0, t0, t_end);
     svg.push_str("</svg>\n");
     std::fs::write(dir.join("timeline.svg"), svg)?;
     Ok(())

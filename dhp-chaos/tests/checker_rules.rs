@@ -451,6 +451,8 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "failover",
             "no-lost-commits-across-db-crash",
             "no-stuck-after-db-restart",
+            "peer-acks",
+            "async-lag",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {

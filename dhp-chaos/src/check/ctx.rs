@@ -28,6 +28,8 @@ pub struct Ctx<'a> {
     pub(crate) pre_taint: HashMap<String, String>,
     /// The injected faults, walked once.
     pub(crate) faults: FaultWalk,
+    /// What the link proxy recorded (`None`: no proxy record in this round).
+    pub(crate) acks: Option<Vec<crate::proxy::Ack>>,
 }
 
 /// Who wrote each committed checkpoint, as far as the history tells.
@@ -98,7 +100,10 @@ impl<'a> Ctx<'a> {
             facts: BTreeMap::new(),
             pre_taint: HashMap::new(),
             faults: FaultWalk::default(),
+            acks: None,
         };
+        cx.acks =
+            cx.paths.proxy_record.exists().then(|| crate::proxy::load_acks(&cx.paths.proxy_record).unwrap_or_default());
         cx.pre_taint = cx.reference_late_writes();
         let mut facts = BTreeMap::new();
         for hid in &cx.hids {
@@ -121,6 +126,27 @@ impl<'a> Ctx<'a> {
     /// later checkpoints continue the same peer log).
     pub(crate) fn moved_to_standby(&self, hid: &str) -> bool {
         self.meta["host_death"]["moved"].as_array().is_some_and(|m| m.iter().any(|h| h.as_str() == Some(hid)))
+    /// `completed_at` is stamped by the completing process's clock: when
+    /// that clock was faked (no complete on a real clock spans it, one on
+    /// a faked clock does, in that clock), put it on the real clock.
+    fn real_completed_at(&self, ops: &[&Op], ca: f64) -> f64 {
+        let spans = |a: f64, b: Option<f64>| ca + 1e-3 >= a && b.is_none_or(|b| ca <= b + 1e-3);
+        let completes = || ops.iter().filter(|o| o.op == "complete");
+        if completes().any(|o| o.invoke_clock.is_none() && spans(o.invoke_t, o.out_t)) {
+            return ca;
+        }
+        completes()
+            .find_map(|o| {
+                let ic = o.invoke_clock?;
+                let (start, skew) = self.ix.skews.get(&o.process)?;
+                spans(ic, o.out_clock).then(|| skew.real_time(*start, ca))
+            })
+            .unwrap_or(ca)
+    }
+
+    /// The process ran under a faked clock (its history times are its own clock's).
+    pub(crate) fn clock_faked(&self, process: &str) -> bool {
+        self.ix.clock.contains_key(process)
     }
 
     pub(crate) fn imp_of(&self, process: &str) -> String {
@@ -219,8 +245,12 @@ impl<'a> Ctx<'a> {
         };
         let fence_holder = grants.iter().map(|g| (g.fence.unwrap_or(-1), g.holder.clone())).collect();
         let writers = attribute(h, &ops);
-        let completed_at =
-            h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(super::iso_to_epoch);
+        let completed_at = h
+            .env
+            .pointer("/execution/completed_at")
+            .and_then(Value::as_str)
+            .and_then(super::iso_to_epoch)
+            .map(|ca| self.real_completed_at(&ops, ca));
         let mut f = Facts {
             h,
             lo,

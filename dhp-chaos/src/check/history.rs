@@ -18,6 +18,10 @@ pub(crate) struct Op {
     /// `Some(true)` ok, `Some(false)` fail, `None` in flight when the process died.
     pub(crate) ok: Option<bool>,
     pub(crate) out_t: Option<f64>,
+    /// Invoke and outcome times as a process with a faked clock read them
+    /// (`t_clock`; `None` for the others).
+    pub(crate) invoke_clock: Option<f64>,
+    pub(crate) out_clock: Option<f64>,
     pub(crate) seq: Option<i64>,
     pub(crate) error: Option<String>,
     /// It failed while the database was down or its backend was being
@@ -40,6 +44,8 @@ impl Op {
             invoke_t: e.t(),
             ok: None,
             out_t: None,
+            invoke_clock: e.get("t_clock").and_then(serde_json::Value::as_f64),
+            out_clock: None,
             seq: None,
             error: None,
             indeterminate: false,
@@ -82,6 +88,10 @@ pub(crate) struct Index<'a> {
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
     pub(crate) processes_with_history: HashSet<String>,
+    /// Processes started under a faked clock → their `faketime` spec.
+    pub(crate) clock: HashMap<String, String>,
+    /// The same processes → (spawn time, skew), to convert their timestamps.
+    pub(crate) skews: HashMap<String, (f64, crate::clock::Skew)>,
 }
 
 pub(crate) fn index(h: &History) -> Index<'_> {
@@ -98,11 +108,19 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         nemesis: Vec::new(),
         exits: HashMap::new(),
         processes_with_history: HashSet::new(),
+        clock: HashMap::new(),
+        skews: HashMap::new(),
     };
     for e in &h.events {
         if e.is_chaos() {
             match e.op() {
                 "spawn" => {
+                    if let (Some(name), Some(spec)) = (e.s("name"), e.s("faketime")) {
+                        ix.clock.insert(name.to_string(), spec.to_string());
+                        if let Some(skew) = e.get("clock").and_then(|c| serde_json::from_value(c.clone()).ok()) {
+                            ix.skews.insert(name.to_string(), (e.t(), skew));
+                        }
+                    }
                     if let Some(name) = e.s("name") {
                         ix.spawns.insert(
                             name.to_string(),
@@ -164,6 +182,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                         let o = &mut ops[i];
                         o.ok = Some(ty == "ok");
                         o.out_t = Some(e.t());
+                        o.out_clock = e.get("t_clock").and_then(serde_json::Value::as_f64);
                         if let Some(f) = e.i("fence") {
                             o.fence = Some(f);
                         }

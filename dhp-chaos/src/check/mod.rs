@@ -14,6 +14,7 @@
 
 mod census;
 mod ctx;
+mod env_facts;
 mod faults;
 mod findings;
 mod history;
@@ -24,6 +25,7 @@ mod report;
 mod store_order;
 
 pub use ctx::Ctx;
+pub use env_facts::EnvFacts;
 pub use findings::{Finding, Findings};
 pub use invariants::Invariant;
 pub use load::{
@@ -149,6 +151,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         zombies: invariants::zombie_tally(&cx),
         rework_max_chunks: redone.iter().map(|r| r.2.len() as u64).max().unwrap_or(0),
         rework_total_chunks: redone.iter().map(|r| r.2.len() as u64).sum(),
+        env: env_facts::facts(&cx),
         invariants,
         history_lines: history.events.len(),
         history_malformed: history.malformed,

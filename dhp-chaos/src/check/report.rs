@@ -156,6 +156,9 @@ pub struct RoundReport {
     /// recomputed by its successor): the most for one victim, and in total.
     pub rework_max_chunks: u64,
     pub rework_total_chunks: u64,
+    /// Link, clock and disk fault figures.
+    #[serde(default)]
+    pub env: super::EnvFacts,
     pub invariants: Vec<Verdict>,
     pub history_lines: usize,
     pub history_malformed: usize,

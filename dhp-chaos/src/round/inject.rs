@@ -78,6 +78,12 @@ impl Driver<'_> {
             self.inject_db(kind);
             return true;
         }
+        if kind == FaultKind::Link {
+            return self.inject_link();
+        }
+        if kind == FaultKind::DiskFull {
+            return self.inject_disk_full();
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -143,7 +149,8 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
-            FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall => {}
+            // handled above: no victim process
+            FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall | FaultKind::Link | FaultKind::DiskFull => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

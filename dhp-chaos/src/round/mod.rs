@@ -19,10 +19,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod db_faults;
+mod clock;
+mod disk;
 mod inject;
+mod link;
 mod monitor;
 mod reap;
 mod spawn;
+
+pub use disk::parse_size;
 
 pub const ORPHANED: &str = "__orphaned__";
 /// How often the event loop runs.
@@ -43,6 +48,8 @@ pub struct Paths {
     /// Where this round's own transport server writes: `peer` on one host;
     /// under `--hosts`, `received` (the logs the previous host ships here).
     pub received: PathBuf,
+    /// What the link proxy saw the transport server acknowledge (`--ship tcp`).
+    pub proxy_record: PathBuf,
 }
 
 impl Paths {
@@ -56,6 +63,7 @@ impl Paths {
             meta: dir.join("round.json"),
             peer: dir.join("peer"),
             received: dir.join("received"),
+            proxy_record: dir.join("proxy.jsonl"),
         }
     }
 }
@@ -109,6 +117,10 @@ pub struct Driver<'a> {
     rng_spawn: StdRng,
     /// Delays: replacement start-up, zombie wake-up, DLQ handoff choice.
     rng_misc: StdRng,
+    /// Clock faults: which spawns get a faked clock, and its skew.
+    rng_clock: StdRng,
+    /// libfaketime, when clock faults are on.
+    libfaketime: Option<PathBuf>,
     hist: Writer,
     table: Table,
     db: Option<Connection>,
@@ -129,6 +141,14 @@ pub struct Driver<'a> {
     /// TCP transport server port once known.
     port: Option<u16>,
     transport_due: Option<f64>,
+    /// The link-fault proxy between shippers and the transport server (`--ship tcp`).
+    proxy: Option<crate::proxy::Proxy>,
+    /// `--disk`: the tmpfs under the transport server's logs.
+    tmpfs: Option<disk::Tmpfs>,
+    /// The disk is full: (fault id, when to free it).
+    disk_full: Option<(u64, f64)>,
+    /// The toxic switched on: (fault id, when to clear it, toxic).
+    link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
     /// Store commit monitor: last `PRAGMA data_version` and when it changed.
     data_version: Option<(i64, f64)>,
@@ -175,6 +195,7 @@ impl<'a> Driver<'a> {
         } else {
             None
         };
+        let libfaketime = if cfg.clock.share > 0.0 { Some(crate::clock::libfaketime()?) } else { None };
         Ok(Driver {
             cfg,
             hist: Writer::open(&paths.history)?,
@@ -183,6 +204,8 @@ impl<'a> Driver<'a> {
             rng_victim: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0003),
             rng_spawn: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0001),
             rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
+            rng_clock: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0004),
+            libfaketime,
             table: Table::default(),
             db: None,
             pg: None,
@@ -200,6 +223,10 @@ impl<'a> Driver<'a> {
             py,
             port: None,
             transport_due: None,
+            proxy: None,
+            link_on: None,
+            tmpfs: None,
+            disk_full: None,
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -320,8 +347,13 @@ impl<'a> Driver<'a> {
         self.dispatch()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
+        if let Some(bytes) = self.cfg.disk_bytes {
+            self.tmpfs = Some(disk::Tmpfs::mount(self.server_dir(), bytes)?);
+            self.hist.record("observe", json!({"what": "disk-mount", "bytes": bytes}));
+        }
         if self.cfg.ship.is_tcp() {
             self.spawn_transport()?;
+            self.start_proxy()?;
         }
         self.start_processes()
     }
@@ -342,6 +374,16 @@ impl<'a> Driver<'a> {
         self.fault_end = self.t0 + self.cfg.fault_seconds;
         self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())
+    }
+
+    /// Where this round's own transport server writes its logs: `peer` on
+    /// one host, `received` under `--hosts`.
+    pub(super) fn server_dir(&self) -> &Path {
+        if self.cfg.host.is_some() {
+            &self.paths.received
+        } else {
+            &self.paths.peer
+        }
     }
 
     /// Start as the standby of a dead host: take over its handoffs that
@@ -384,6 +426,8 @@ impl<'a> Driver<'a> {
         self.wake(false);
         self.provision()?;
         self.db_tick(false)?;
+        self.heal_link(false);
+        self.heal_disk(false);
         if self.all_terminal() || hist::now() >= self.fault_end {
             return Ok(true);
         }
@@ -407,6 +451,8 @@ impl<'a> Driver<'a> {
     /// Faults stop; the grace period starts.
     pub fn stop_faults(&mut self) {
         self.db_stall_disarm();
+        self.heal_link(true);
+        self.heal_disk(true);
         self.t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
         self.grace_end = hist::now() + self.cfg.grace_seconds;
@@ -469,6 +515,11 @@ impl<'a> Driver<'a> {
         }
         self.table.kill_all();
         self.reap(false)?;
+        // every connection through it is closed; its ack record is complete
+        self.proxy = None;
+        if let Some(mut m) = self.tmpfs.take() {
+            m.unmount()?;
+        }
         if let Some(since) = self.stall_since.take() {
             self.hist.record(
                 "observe",

@@ -121,25 +121,8 @@ impl Driver<'_> {
                     "--history".into(),
                     history,
                 ];
-                if self.cfg.ship.is_tcp() {
-                    // under --hosts: the peer host's server, over the bridge
-                    let to = match &self.cfg.host {
-                        Some(h) => h.ship_to.clone(),
-                        None => format!("127.0.0.1:{}", self.port.context("transport server port unknown")?),
-                    };
-                    // the local buffer log is the one the file mode writes
-                    a.extend([
-                        "--ship-to".into(),
-                        to,
-                        "--ship-buffer".into(),
-                        format!("{}/", self.paths.transport.display()),
-                    ]);
-                    if self.cfg.ship == crate::config::Ship::TcpAsync {
-                        a.extend(["--ship-mode".into(), "async".into()]);
-                    }
-                } else {
-                    a.extend(["--ship".into(), ship]);
-                }
+                // through the link proxy when there is one
+                a.extend(self.ship_args(ship)?);
                 if !self.cfg.liveness {
                     a.push("--no-liveness".into());
                 }
@@ -176,30 +159,24 @@ impl Driver<'_> {
             _ => {
                 let Impl::Cmd(cmd) = &self.cfg.workers else { unreachable!("cmd impl only from Impl::Cmd") };
                 let mut a = cmd.clone();
-                a.extend([self.store_arg(), "--runner".into(), name.clone(), mode.into(), hid.clone()]);
-                if self.cfg.ship.is_tcp() {
-                    // the `dhp work` TCP flags, as for builtin workers
-                    let to = match &self.cfg.host {
-                        Some(h) => h.ship_to.clone(),
-                        None => format!("127.0.0.1:{}", self.port.context("transport server port unknown")?),
-                    };
-                    a.extend([
-                        "--ship-to".into(),
-                        to,
-                        "--ship-buffer".into(),
-                        format!("{}/", self.paths.transport.display()),
-                    ]);
-                    if self.cfg.ship == crate::config::Ship::TcpAsync {
-                        a.extend(["--ship-mode".into(), "async".into()]);
-                    }
-                } else {
-                    a.extend(["--ship".into(), ship]);
-                }
-                a.extend(["--pace".into(), pace, "--history".into(), history]);
+                a.extend([
+                    self.store_arg(),
+                    "--runner".into(),
+                    name.clone(),
+                    mode.into(),
+                    hid.clone(),
+                    "--pace".into(),
+                    pace,
+                    "--history".into(),
+                    history,
+                ]);
+                // a command speaks `dhp work`'s shipping flags too
+                a.extend(self.ship_args(ship)?);
                 a
             }
         };
         let argv = self.in_host(argv);
+        let skew = self.clock_env(&mut env);
         let p = procs::spawn(
             Spec {
                 name: name.clone(),
@@ -214,15 +191,36 @@ impl Driver<'_> {
             },
             &self.paths.procs,
         )?;
-        self.hist.record(
-            "spawn",
-            json!({"name": name, "spawned_pid": p.pid, "role": "worker", "impl": imp, "hid": hid, "mode": mode,
-                   "orphan_fence": orphan_fence, "failpoint": failpoint}),
-        );
+        let mut rec = json!({"name": name, "spawned_pid": p.pid, "role": "worker", "impl": imp, "hid": hid, "mode": mode,
+                   "orphan_fence": orphan_fence, "failpoint": failpoint});
+        merge(&mut rec, clock::spawn_fields(skew));
+        self.hist.record("spawn", rec);
         self.table.procs.push(p);
         self.live.spawned_workers += 1;
         self.last_spawn.insert(hid, hist::now());
         Ok(())
+    }
+
+    /// How a command worker ships: `--ship LOG`, or the TCP flags of `dhp work`.
+    fn ship_args(&self, log: String) -> Result<Vec<String>> {
+        if !self.cfg.ship.is_tcp() {
+            return Ok(vec!["--ship".into(), log]);
+        }
+        let mut a = vec![
+            "--ship-to".into(),
+            self.ship_addr()?,
+            "--ship-buffer".into(),
+            format!("{}/", self.paths.transport.display()),
+        ];
+        if self.cfg.ship == crate::config::Ship::TcpAsync {
+            a.extend([
+                "--ship-mode".into(),
+                "async".into(),
+                "--ship-max-lag".into(),
+                self.cfg.ship_max_lag.to_string(),
+            ]);
+        }
+        Ok(a)
     }
 
     pub(super) fn spawn_supervisor(&mut self) -> Result<()> {
@@ -267,8 +265,12 @@ impl Driver<'_> {
             }
         };
         let argv = self.in_host(argv);
-        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
-        self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
+        let mut env = self.env();
+        let skew = self.clock_env(&mut env);
+        let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, env), &self.paths.procs)?;
+        let mut rec = json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp});
+        merge(&mut rec, clock::spawn_fields(skew));
+        self.hist.record("spawn", rec);
         self.table.procs.push(p);
         self.live.spawned_supervisors += 1;
         Ok(())
@@ -279,7 +281,10 @@ impl Driver<'_> {
     pub(super) fn spawn_transport(&mut self) -> Result<()> {
         self.sup_n += 1;
         let name = format!("transport{}", self.sup_n);
-        let mut argv = vec![self.cfg.dhp.display().to_string(), "transport".into()];
+        let mut argv = match &self.cfg.transport {
+            Some(cmd) => cmd.clone(),
+            None => vec![self.cfg.dhp.display().to_string(), "transport".into()],
+        };
         match &self.cfg.host {
             // its own address and a fixed port: every namespace has its own ports
             Some(h) => argv.extend([
@@ -345,5 +350,12 @@ impl Driver<'_> {
             json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": self.port}),
         );
         Ok(())
+    }
+}
+
+/// Add `extra`'s fields to the object `rec`.
+fn merge(rec: &mut Value, extra: Value) {
+    if let (Some(m), Value::Object(e)) = (rec.as_object_mut(), extra) {
+        m.extend(e);
     }
 }

@@ -2,6 +2,7 @@
 //! round's [`Ctx`] and returns its [`Findings`]; [`super::check_round`]
 //! files them (taint) into the report's verdicts.
 
+mod async_lag;
 mod checkpoints;
 mod converge;
 mod detection;
@@ -12,6 +13,7 @@ mod lost_commits;
 mod no_false_orphans;
 mod outcome;
 mod peer_log;
+mod peer_acks;
 mod result;
 mod rework;
 mod stuck_after_restart;
@@ -20,6 +22,7 @@ mod transport;
 mod zombies;
 
 pub(crate) use outcome::dlq_park;
+pub(crate) use peer_acks::indeterminate;
 pub(crate) use rework::redone;
 pub(crate) use zombies::tally as zombie_tally;
 
@@ -44,11 +47,13 @@ pub enum Invariant {
     Failover,
     NoLostCommitsAcrossDbCrash,
     NoStuckAfterDbRestart,
+    PeerAcks,
+    AsyncLag,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 15] = [
+    pub const ALL: [Invariant; 17] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -64,6 +69,8 @@ impl Invariant {
         Invariant::Failover,
         Invariant::NoLostCommitsAcrossDbCrash,
         Invariant::NoStuckAfterDbRestart,
+        Invariant::PeerAcks,
+        Invariant::AsyncLag,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -84,6 +91,8 @@ impl Invariant {
             Invariant::Failover => "failover",
             Invariant::NoLostCommitsAcrossDbCrash => "no-lost-commits-across-db-crash",
             Invariant::NoStuckAfterDbRestart => "no-stuck-after-db-restart",
+            Invariant::PeerAcks => "peer-acks",
+            Invariant::AsyncLag => "async-lag",
         }
     }
 
@@ -110,6 +119,8 @@ impl Invariant {
             Invariant::Failover => "after a host death the standby resumes from the shipped log: what it ingested is the dead host's store, at most one committed chunk lost (synchronous mode), and it carried the handoff on",
             Invariant::NoLostCommitsAcrossDbCrash => "every checkpoint and completion acknowledged before a database crash is in the store at the end",
             Invariant::NoStuckAfterDbRestart => "after a crashed database is back, every handoff still reaches a terminal state within the round",
+            Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
+            Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
         }
     }
 
@@ -131,6 +142,8 @@ impl Invariant {
             Invariant::Failover => failover::check(cx),
             Invariant::NoLostCommitsAcrossDbCrash => lost_commits::check(cx),
             Invariant::NoStuckAfterDbRestart => stuck_after_restart::check(cx),
+            Invariant::PeerAcks => peer_acks::check(cx),
+            Invariant::AsyncLag => async_lag::check(cx),
         }
     }
 }

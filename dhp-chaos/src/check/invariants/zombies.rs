@@ -48,10 +48,12 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
         out.checked += 1;
         let after: Vec<&Op> = cx.ix.ops.iter().filter(|o| o.process == victim && o.invoke_t >= tc).collect();
         let wrote: Vec<&&Op> = after.iter().filter(|o| o.ok == Some(true) && o.op == "checkpoint").collect();
-        let completed_at = cx
-            .store
-            .get(hid)
-            .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch));
+        // on the real clock when the facts have it (a faked clock may have stamped it)
+        let completed_at = cx.facts.get(hid).and_then(|f| f.completed_at).or_else(|| {
+            cx.store
+                .get(hid)
+                .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch))
+        });
         let bad_complete = after
             .iter()
             .any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));

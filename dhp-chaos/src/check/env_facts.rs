@@ -1,0 +1,102 @@
+//! Figures of the link, clock and disk faults for the round report: what
+//! the faked clocks cost (false orphans, and the work they threw away),
+//! how many ships a link fault left indeterminate, and when a disk filled.
+
+use super::ctx::Ctx;
+use super::short;
+use crate::hist::Ev;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvFacts {
+    /// Processes started with a faked clock (`--clock`).
+    pub clock_faked: u64,
+    /// Handoffs orphaned while their holder was alive and not stopped.
+    pub false_orphans: u64,
+    /// Of those, where the holder or the orphaning supervisor had a faked clock.
+    pub false_orphans_skewed: u64,
+    /// Chunks those skew-orphaned holders computed and did not commit themselves.
+    pub skew_rework_chunks: u64,
+    /// Checkpoints shipped through the link proxy that got no ack back
+    /// (refused, connection cut, server gone): may or may not have landed.
+    pub link_indeterminate: u64,
+    /// Times the transport server's disk was seen full (`--disk`).
+    pub disk_full: u64,
+    /// A few false orphans, for people.
+    pub examples: Vec<String>,
+}
+
+pub(crate) fn facts(cx: &Ctx<'_>) -> EnvFacts {
+    let mut out = EnvFacts {
+        clock_faked: cx.ix.clock.len() as u64,
+        link_indeterminate: cx.acks.as_deref().map_or(0, |a| super::invariants::indeterminate(a) as u64),
+        disk_full: cx.ix.observes.iter().filter(|o| o.s("what") == Some("disk-full")).count() as u64,
+        ..EnvFacts::default()
+    };
+    let killed_by = |p: &str, t: f64| {
+        cx.ix.exits.get(p).is_some_and(|x| *x <= t)
+            || cx.ix.faults.iter().any(|f| f.s("victim") == Some(p) && f.s("signal") == Some("KILL") && f.t() <= t)
+    };
+    for o in &cx.ix.orphans {
+        let Some(holder) = o.previous_holder.as_deref() else { continue };
+        if cx.ix.spawns.get(holder).is_none_or(|s| s.role != "worker")
+            || killed_by(holder, o.t)
+            || stopped(cx, holder, o.t)
+        {
+            continue;
+        }
+        out.false_orphans += 1;
+        let skewed = cx.clock_faked(holder) || cx.clock_faked(&o.supervisor);
+        if !skewed {
+            continue;
+        }
+        out.false_orphans_skewed += 1;
+        let lost = lost_chunks(cx, holder, &o.hid);
+        out.skew_rework_chunks += lost;
+        if out.examples.len() < 5 {
+            out.examples.push(format!(
+                "{}: {} orphaned live {holder} (fence {}){}; {lost} chunk(s) of its work lost",
+                short(&o.hid),
+                o.supervisor,
+                o.previous_fence.map_or_else(|| "?".into(), |f| f.to_string()),
+                [(holder, "holder"), (o.supervisor.as_str(), "supervisor")]
+                    .iter()
+                    .filter_map(|(p, r)| cx.ix.clock.get(*p).map(|s| format!(", {r} clock {s}")))
+                    .collect::<String>()
+            ));
+        }
+    }
+    out
+}
+
+/// Was `p` SIGSTOPped at `t` (stopped before, not continued since)?
+fn stopped(cx: &Ctx<'_>, p: &str, t: f64) -> bool {
+    cx.ix
+        .faults
+        .iter()
+        .rev()
+        .filter(|f: &&&Ev| f.s("victim") == Some(p) && f.t() <= t)
+        .find(|f| matches!(f.s("signal"), Some("STOP") | Some("CONT")))
+        .is_some_and(|f| f.s("signal") == Some("STOP"))
+}
+
+/// Chunks `p` computed for `hid` (it invoked their checkpoint) that it did not commit itself.
+fn lost_chunks(cx: &Ctx<'_>, p: &str, hid: &str) -> u64 {
+    let Some(by_chunk) = cx.chunk_writers(hid) else { return 0 };
+    let computed: BTreeSet<u64> = cx
+        .ix
+        .ops
+        .iter()
+        .filter(|o| o.process == p && o.hid == hid && o.op == "checkpoint")
+        .filter_map(|o| o.next_n)
+        .collect();
+    computed
+        .iter()
+        .filter(|n| match by_chunk.get(n) {
+            Some(Some(w)) => w != p,
+            Some(None) => false,
+            None => true,
+        })
+        .count() as u64
+}
