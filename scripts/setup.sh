@@ -47,12 +47,17 @@ if ! "$PY" -c "import importlib.metadata as m, a2a.client; assert m.version('a2a
 fi
 
 # libfaketime (Debian package faketime) for `dhp-chaos --clock` and its
-# tests: installed when missing if we are root; otherwise said (the clock
-# tests then fail loudly, --clock refuses to run).
+# tests: installed when missing if we are root or have password-less sudo
+# (a CI runner); otherwise said (the clock tests then fail loudly, --clock
+# refuses to run).
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev/null 2>&1; then
-    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2 && apt-get install -y -qq faketime >&2 \
+    AS_ROOT=""
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        AS_ROOT="sudo -n"
+    fi
+    if { [ "$(id -u)" -eq 0 ] || [ -n "$AS_ROOT" ]; } && command -v apt-get >/dev/null 2>&1; then
+        $AS_ROOT env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 \
+            && $AS_ROOT env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >&2 \
             || echo "setup.sh: could not install faketime (dhp-chaos --clock needs it)" >&2
     else
         echo "setup.sh: libfaketime is missing (dhp-chaos --clock needs it): apt-get install faketime" >&2

@@ -219,7 +219,7 @@ struct RunArgs {
     #[arg(long)]
     hosts: Option<u32>,
     /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk (partition and host
-    /// need --hosts; link needs --ship tcp; clock without --clock skews 30% of processes; disk without
+    /// need --hosts; link needs --ship tcp or --hosts; clock without --clock skews 30% of processes; disk without
     /// --disk puts the transport server's logs on a 1m tmpfs). Sets --faults (default weights) and
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
@@ -462,9 +462,6 @@ fn run(a: RunArgs) -> Result<i32> {
     let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
     if !ship.is_tcp() && links {
         bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
-    }
-    if a.hosts.is_some() && links {
-        bail!("--nemesis link with --hosts: not built yet (the link proxy runs on one host's loopback; between hosts use partitions)");
     }
     let timing = Timing {
         lease_interval_s: a.lease_interval,

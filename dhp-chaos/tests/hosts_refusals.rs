@@ -14,9 +14,6 @@ fn network_faults_are_refused_where_they_cannot_run() {
     assert_eq!(r.code, 2, "{}", r.dump());
     assert!(r.stderr.contains("at least 2 hosts"), "{}", r.dump());
 
-    let r = run_chaos("nemesis-link-hosts", &["--hosts", "2", "--nemesis", "kill,link"]);
-    assert_eq!(r.code, 2, "{}", r.dump());
-    assert!(r.stderr.contains("--nemesis link with --hosts: not built yet"), "{}", r.dump());
     let r = run_chaos("nemesis-link-file", &["--nemesis", "kill,link"]);
     assert_eq!(r.code, 2, "{}", r.dump());
     assert!(r.stderr.contains("link faults act on the TCP link"), "{}", r.dump());

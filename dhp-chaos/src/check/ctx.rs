@@ -126,6 +126,8 @@ impl<'a> Ctx<'a> {
     /// later checkpoints continue the same peer log).
     pub(crate) fn moved_to_standby(&self, hid: &str) -> bool {
         self.meta["host_death"]["moved"].as_array().is_some_and(|m| m.iter().any(|h| h.as_str() == Some(hid)))
+    }
+
     /// `completed_at` is stamped by the completing process's clock: when
     /// that clock was faked (no complete on a real clock spans it, one on
     /// a faked clock does, in that clock), put it on the real clock.

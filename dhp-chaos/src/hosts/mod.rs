@@ -255,6 +255,7 @@ impl<'a> Nemesis<'a> {
             json!({"kind": "host-death", "phase": "standby", "host": k,
             "fault_id": self.fault_id, "moved": taken.len(), "lost": lost}),
         );
+        sb.adopt_disk(&mut drivers[d]);
         let dead = std::mem::replace(&mut drivers[d], sb);
         self.dead.push(dead);
         reap_all(drivers, &mut self.dead)?;

@@ -20,6 +20,13 @@ const SUBNET: &str = "10.77.0";
 pub struct HostNet {
     pub netns: String,
     pub addr: String,
+    /// The veth end on the bridge (in the root namespace).
+    veth: String,
+}
+
+/// The file of a namespace `ip netns add` made (what `setns` opens).
+pub fn netns_path(netns: &str) -> std::path::PathBuf {
+    std::path::Path::new("/run/netns").join(netns)
 }
 
 /// The hosts' namespaces and bridge; removed on drop.
@@ -122,7 +129,7 @@ impl Net {
         let (outer, inner) = (format!("dv{short}{k}{suffix}"), format!("dp{short}{k}{suffix}"));
         let addr = format!("{SUBNET}.{}", k + 1);
         sh(&["ip", "netns", "add", &ns])?;
-        let h = HostNet { netns: ns.clone(), addr: addr.clone() };
+        let h = HostNet { netns: ns.clone(), addr: addr.clone(), veth: outer.clone() };
         let made = (|| -> Result<()> {
             sh(&["ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
             sh(&["ip", "link", "set", &inner, "netns", &ns])?;
@@ -150,6 +157,11 @@ impl Net {
     /// over its address (its peers keep shipping to the same address).
     pub fn replace(&mut self, k: u32) -> Result<&HostNet> {
         let old = &self.hosts[k as usize];
+        // the veth pair first: a socket still open in the old namespace (a
+        // proxy thread finishing) keeps the namespace alive after `netns
+        // del`, and with it an interface holding host k's address on the
+        // bridge; deleting our end deletes both
+        let _ = sh(&["ip", "link", "del", &old.veth]);
         sh(&["ip", "netns", "del", &old.netns])?;
         let h = self.add_host(k, "s")?;
         self.hosts[k as usize] = h;
@@ -158,7 +170,8 @@ impl Net {
 
     fn teardown(&mut self) {
         for h in self.hosts.drain(..) {
-            // deleting the namespace destroys its end of the veth, and so the pair
+            // the pair goes with either end; deleted first for the reason in `replace`
+            let _ = sh(&["ip", "link", "del", &h.veth]);
             let _ = sh(&["ip", "netns", "del", &h.netns]);
         }
         let _ = sh(&["ip", "link", "del", &self.bridge]);

@@ -1,7 +1,8 @@
 //! `timeline.svg` of a multi-host round: one lane per host, partitions as
 //! bands across the hosts they cut (one colour per side; one-way loss:
 //! sender and receiver), and each host's process faults (× SIGKILL,
-//! | SIGSTOP) and completions (●). Each host directory has its own
+//! | SIGSTOP), completions (●) and, in a thin row at the foot of its lane,
+//! its link faults, full disks and faked clocks. Each host directory has its own
 //! detailed timeline (with the partitions as bands across its lanes).
 
 use crate::hist::{self, Ev};
@@ -78,7 +79,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, host death ☠ (its standby continues on the same lane), SIGSTOP |, complete ●</text>"#,
+<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, host death ☠ (its standby continues on the same lane), SIGSTOP |, complete ●; at a lane's foot: link fault blue, disk full brown, faked clock magenta</text>"#,
         w = LEFT + WIDTH + 20.0
     );
     for k in 0..u64::from(n) {
@@ -119,6 +120,8 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
     }
     for (k, h) in &hosts {
         let y = lane_y(u64::from(*k));
+        // the host's link faults, full disks and faked clocks: a thin row at the lane's foot
+        crate::timeline_env::draw(&mut svg, h, &x, y + LANE - 12.0, t0, t_end);
         for e in &h.events {
             let t = e.t();
             let mark = match (e.is_chaos(), e.op(), e.s("signal"), e.ty()) {

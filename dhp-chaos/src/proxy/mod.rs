@@ -117,9 +117,18 @@ impl Proxy {
     /// Listen on a free loopback port and forward to `upstream`. `seed`
     /// seeds the latency jitter; `record` is the ack record file (appended).
     pub fn start(upstream: SocketAddr, seed: u64, record: Option<&Path>) -> Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").context("proxy: binding a loopback port")?;
-        listener.set_nonblocking(true).context("proxy: non-blocking listener")?;
-        let local = listener.local_addr()?;
+        Proxy::start_in(None, upstream, seed, record)
+    }
+
+    /// [`Proxy::start`] inside the network namespace `netns` (its file,
+    /// `/run/netns/NAME`; `None`: the harness's own): the accept thread
+    /// enters it before it makes the listener, and every connection thread
+    /// is spawned from there, so the listener on `127.0.0.1` and every
+    /// upstream socket belong to that namespace (threads inherit it, sockets
+    /// keep the one they were made in). Under `--hosts` that puts the proxy
+    /// where the host's shippers are, and its upstream traffic leaves with
+    /// the host's address — a partition between the hosts cuts it too.
+    pub fn start_in(netns: Option<&Path>, upstream: SocketAddr, seed: u64, record: Option<&Path>) -> Result<Proxy> {
         let record = record.map(observe::Recorder::open).transpose()?;
         let inner = Arc::new(Inner {
             upstream,
@@ -132,10 +141,34 @@ impl Proxy {
             seed,
         });
         let acc = inner.clone();
+        let netns = netns.map(Path::to_path_buf);
+        let (tx, rx) = std::sync::mpsc::channel::<Result<SocketAddr>>();
         let accept = std::thread::Builder::new()
             .name("proxy-accept".into())
-            .spawn(move || accept_loop(&acc, &listener))
+            .spawn(move || {
+                let listener = match listen(netns.as_deref()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = tx.send(listener.local_addr().context("proxy: its listening address"));
+                accept_loop(&acc, &listener);
+            })
             .context("proxy: starting the accept thread")?;
+        let local = match rx.recv() {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                inner.stop.store(true, Ordering::SeqCst);
+                let _ = accept.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = accept.join();
+                anyhow::bail!("proxy: the accept thread ended before it listened");
+            }
+        };
         Ok(Proxy { inner, local, accept: Some(accept) })
     }
 
@@ -184,6 +217,19 @@ impl Drop for Proxy {
             let _ = h.join();
         }
     }
+}
+
+/// Enter `netns` (this thread only) and listen on a free loopback port there.
+fn listen(netns: Option<&Path>) -> Result<TcpListener> {
+    if let Some(ns) = netns {
+        let f = std::fs::File::open(ns)
+            .with_context(|| format!("proxy: opening the network namespace {}", ns.display()))?;
+        nix::sched::setns(&f, nix::sched::CloneFlags::CLONE_NEWNET)
+            .with_context(|| format!("proxy: entering the network namespace {} (setns needs root)", ns.display()))?;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").context("proxy: binding a loopback port")?;
+    listener.set_nonblocking(true).context("proxy: non-blocking listener")?;
+    Ok(listener)
 }
 
 fn accept_loop(inner: &Arc<Inner>, listener: &TcpListener) {

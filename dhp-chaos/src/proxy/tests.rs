@@ -210,3 +210,84 @@ fn records_the_acks_it_forwards() {
     let got: Vec<(&str, &str, i64)> = acks.iter().map(|a| (a.event.as_str(), a.hid.as_str(), a.seq)).collect();
     assert_eq!(got, vec![("hello-ack", "h1", 4), ("sent", "h1", 5), ("ack", "h1", 5)], "refusals are not acks");
 }
+
+/// A throwaway network namespace (root: `ip netns`), deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new() -> Netns {
+        // not the harness's `dhpchaos-` prefix: its stale-namespace cleanup would take it
+        let name = format!("dhpproxytest-{}", std::process::id());
+        let _ = std::process::Command::new("ip").args(["netns", "del", &name]).status();
+        let ok = std::process::Command::new("ip").args(["netns", "add", &name]).status().is_ok_and(|s| s.success());
+        assert!(ok, "ip netns add {name} failed: this test needs root and iproute2, as --hosts does");
+        let ns = Netns(name);
+        let ok = std::process::Command::new("ip")
+            .args(["-n", &ns.0, "link", "set", "lo", "up"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "could not bring lo up in {}", ns.0);
+        ns
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        std::path::Path::new("/run/netns").join(&self.0)
+    }
+
+    /// Run `f` on a thread inside the namespace (threads it spawns stay there).
+    fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let path = self.path();
+        std::thread::spawn(move || {
+            let fd = std::fs::File::open(&path).unwrap();
+            nix::sched::setns(&fd, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            f()
+        })
+        .join()
+        .unwrap()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn own_netns() -> std::path::PathBuf {
+    std::fs::read_link("/proc/thread-self/ns/net").unwrap()
+}
+
+/// Under `--hosts` the proxy runs inside a host's namespace: its listener
+/// and its upstream connections are that namespace's loopback, not the
+/// harness's, and the caller's thread is not moved.
+#[test]
+fn runs_inside_a_network_namespace() {
+    let ns = Netns::new();
+    let before = own_netns();
+    // the upstream exists only inside the namespace
+    let upstream = ns.run(echo);
+    let p = Proxy::start_in(Some(&ns.path()), upstream, 1, None).unwrap();
+    assert_eq!(own_netns(), before, "starting the proxy must not move the calling thread");
+    let addr = p.addr();
+    let got = ns.run(move || {
+        let mut c = TcpStream::connect(addr).expect("the proxy listens inside the namespace");
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"inside").unwrap();
+        read_n(&mut c, 6).0
+    });
+    assert_eq!(got, b"inside", "forwarded to the namespace's own upstream");
+    assert_eq!(p.accepted(), 1);
+    // the proxy's threads are in the namespace: a proxy in the harness's
+    // own namespace cannot reach that upstream at all
+    let outside = Proxy::start(upstream, 1, None).unwrap();
+    let mut c = client(&outside);
+    let _ = c.write_all(b"x");
+    // (nothing, or whatever else listens on that port out here: not our echo)
+    assert_ne!(read_n(&mut c, 1).0, b"x", "the namespace's loopback is not the harness's");
+}
+
+#[test]
+fn a_missing_namespace_is_an_error() {
+    let e = Proxy::start_in(Some(Path::new("/run/netns/dhp-no-such-namespace")), echo(), 1, None).unwrap_err();
+    assert!(format!("{e:#}").contains("dhp-no-such-namespace"), "{e:#}");
+}

@@ -132,9 +132,7 @@ impl Driver<'_> {
         if !force && hist::now() < until {
             return;
         }
-        let _ = std::fs::remove_file(self.server_dir().join(BALLAST));
-        self.disk_full = None;
-        self.hist.record("disk-heal", json!({"fault_id": id}));
+        self.free_disk(id, "time");
         let wedged = (0..self.table.procs.len()).find(|&i| {
             let p = &self.table.procs[i];
             p.role == Role::Transport
@@ -143,6 +141,28 @@ impl Driver<'_> {
         });
         if let Some(i) = wedged {
             self.signal(i, Signal::SIGKILL, "disk-restart", id);
+        }
+    }
+}
+
+impl Driver<'_> {
+    fn free_disk(&mut self, id: u64, reason: &str) {
+        let _ = std::fs::remove_file(self.server_dir().join(BALLAST));
+        self.disk_full = None;
+        self.hist.record("disk-heal", json!({"fault_id": id, "reason": reason}));
+    }
+
+    /// Host death: the standby serves the dead host's log directory (its
+    /// disk, re-attached), so it takes the tmpfs over (and unmounts it at
+    /// its end). A disk-full fault still on ends with the host: the ballast
+    /// stands for a process of that host filling its disk.
+    pub fn adopt_disk(&mut self, dead: &mut Driver<'_>) {
+        if let Some((id, _)) = dead.disk_full {
+            dead.free_disk(id, "host-death");
+        }
+        if let Some(t) = dead.tmpfs.take() {
+            self.hist.record("observe", json!({"what": "disk-attach", "from_host_death": true}));
+            self.tmpfs = Some(t);
         }
     }
 }

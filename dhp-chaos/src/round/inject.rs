@@ -186,6 +186,8 @@ impl Driver<'_> {
         for i in alive {
             self.signal(i, Signal::SIGKILL, "host-death", id);
         }
+        // the host's link proxy dies with it (its threads and sockets are the host's)
+        self.stop_proxy();
         self.dead = true;
         id
     }

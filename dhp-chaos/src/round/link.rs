@@ -9,30 +9,48 @@ use crate::proxy::{Proxy, Toxic};
 pub(super) const LINK_SECONDS: (f64, f64) = (0.2, 1.5);
 
 impl Driver<'_> {
-    /// Start the proxy in front of the transport server (whose port is known).
+    /// Start the proxy in front of the transport server (whose port is
+    /// known). Under `--hosts` it runs inside the host's own network
+    /// namespace, where the host's shippers reach it on 127.0.0.1, and
+    /// forwards over the bridge to the peer host's server — so a partition
+    /// between the hosts (iptables in their namespaces) cuts proxied
+    /// traffic as it would a direct connection.
     pub(super) fn start_proxy(&mut self) -> Result<()> {
-        if self.cfg.host.is_some() {
-            // under --hosts workers ship across the bridge to the peer host
-            // (main refuses link faults there)
-            return Ok(());
-        }
-        let port = self.port.context("transport server port unknown")?;
-        let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let p = Proxy::start(upstream, self.cfg.seed, Some(&self.paths.proxy_record))?;
+        let (p, upstream) = match &self.cfg.host {
+            Some(h) => {
+                let upstream: std::net::SocketAddr =
+                    h.ship_to.parse().with_context(|| format!("peer address {:?}", h.ship_to))?;
+                let ns = crate::hosts::net::netns_path(&h.netns);
+                (Proxy::start_in(Some(&ns), upstream, self.cfg.seed, Some(&self.paths.proxy_record))?, upstream)
+            }
+            None => {
+                let port = self.port.context("transport server port unknown")?;
+                let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                (Proxy::start(upstream, self.cfg.seed, Some(&self.paths.proxy_record))?, upstream)
+            }
+        };
         self.hist.record(
             "spawn",
-            json!({"name": "proxy", "role": "proxy", "impl": "builtin",
-                                          "port": p.addr().port(), "upstream_port": port}),
+            json!({"name": "proxy", "role": "proxy", "impl": "builtin", "port": p.addr().port(),
+                   "upstream": upstream.to_string(), "upstream_port": upstream.port(),
+                   "netns": self.cfg.host.as_ref().map(|h| &h.netns)}),
         );
         self.proxy = Some(p);
         Ok(())
+    }
+
+    /// Host death: the proxy dies with the host (a toxic still on ends with
+    /// it); the standby starts its own in its namespace.
+    pub(super) fn stop_proxy(&mut self) {
+        self.heal_link(true);
+        self.proxy = None;
     }
 
     /// Where workers ship: the proxy, or the server itself without one.
     pub(super) fn ship_addr(&self) -> Result<String> {
         match (&self.proxy, &self.cfg.host) {
             (Some(p), _) => Ok(p.addr().to_string()),
-            // under --hosts: the peer host's server, over the bridge
+            // no proxy (not started yet): straight to the peer host's server
             (None, Some(h)) => Ok(h.ship_to.clone()),
             (None, None) => Ok(format!("127.0.0.1:{}", self.port.context("transport server port unknown")?)),
         }

@@ -409,6 +409,7 @@ impl<'a> Driver<'a> {
         );
         self.write_meta(self.extra_meta.clone())?;
         self.spawn_transport()?;
+        self.start_proxy()?;
         self.start_processes()
     }
 
