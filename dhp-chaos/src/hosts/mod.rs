@@ -264,9 +264,12 @@ impl<'a> Nemesis<'a> {
 
     fn heal(&mut self, drivers: &mut [Driver<'a>]) -> Result<()> {
         if let Some(cut) = self.cut.take() {
+            // the rules go one namespace at a time: links open from here on
+            let started = hist::now();
             cut.heal(&self.net, &mut || reap_all(drivers, &mut self.dead))?;
             let mut ev = cut.to_json();
             ev["phase"] = json!("heal");
+            ev["heal_started"] = json!(started);
             self.record(drivers, "nemesis", ev);
         }
         Ok(())
