@@ -529,7 +529,11 @@ fn run(a: RunArgs) -> Result<i32> {
         ship_max_lag: a.ship_max_lag,
         transport: transport.clone(),
         disk_bytes,
-        clock: dhp_chaos::config::ClockFaults { share: clock_share, max_offset_s: a.clock_offset, max_rate: a.clock_rate },
+        clock: dhp_chaos::config::ClockFaults {
+            share: clock_share,
+            max_offset_s: a.clock_offset,
+            max_rate: a.clock_rate,
+        },
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,
         dhp: dhp.clone(),

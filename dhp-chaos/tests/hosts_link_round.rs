@@ -109,10 +109,7 @@ fn link_faults_between_hosts_hold_every_invariant() {
                         .filter(|a| a["event"] != "sent")
                         .filter(|a| a["t"].as_f64().is_some_and(|t| t > from_t && t < to_t))
                         .collect();
-                    assert!(
-                        through.is_empty(),
-                        "h{host}'s proxy forwarded acks across a partition ({s}): {through:?}"
-                    );
+                    assert!(through.is_empty(), "h{host}'s proxy forwarded acks across a partition ({s}): {through:?}");
                 }
             }
         }

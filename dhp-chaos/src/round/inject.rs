@@ -150,7 +150,11 @@ impl Driver<'_> {
                 }
             }
             // handled above: no victim process
-            FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall | FaultKind::Link | FaultKind::DiskFull => {}
+            FaultKind::DbCrash
+            | FaultKind::DbTerminateBackend
+            | FaultKind::DbStall
+            | FaultKind::Link
+            | FaultKind::DiskFull => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

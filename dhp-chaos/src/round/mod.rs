@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub mod db_faults;
 mod clock;
+pub mod db_faults;
 mod disk;
 mod inject;
 mod link;
