@@ -192,6 +192,61 @@ fn a_late_complete_by_the_replaced_holder_is_the_idempotent_noop() {
     assert!(once.notes.iter().any(|n| n.contains("idempotent no-op")), "{:#?}", once.notes);
 }
 
+/// The all-nemeses run (3 hosts, partitions, skewed clocks) found this
+/// race: a stale worker invokes complete while the holder's completion is
+/// committing, waits for the write lock, finds the handoff completed and is
+/// answered Ok — after the commit the store records (the holder's).
+#[test]
+fn a_stale_complete_answered_after_the_holders_completion_is_the_noop() {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let mut c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 300);
+    s.orphan();
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 300, HI);
+    let hid = s.hid.clone();
+    let result = census::expected(LO, HI, CHUNK);
+    s.line("w2", "complete", "invoke", json!({"hid": hid, "holder": "w2", "fence": c2.fence()}));
+    // w1 (replaced) invokes while w2's completion commits …
+    s.line("w1", "complete", "invoke", json!({"hid": hid, "holder": "w1", "fence": c1.fence()}));
+    c2.complete(&result).unwrap();
+    s.line("w2", "complete", "ok", json!({"hid": hid, "holder": "w2", "fence": c2.fence()}));
+    // … and is answered after it: dhp-core's no-op on a completed handoff
+    c1.complete(&result).unwrap();
+    s.line("w1", "complete", "ok", json!({"hid": hid, "holder": "w1", "fence": c1.fence()}));
+    let r = s.check();
+    assert!(r.held, "{:#?}", all_violations(&r));
+    let once = r.invariants.iter().find(|i| i.name == "exactly-once").unwrap();
+    assert!(
+        once.notes.iter().any(|n| n.contains("w1(fence 0)") && n.contains("idempotent no-op")),
+        "{:#?}",
+        once.notes
+    );
+}
+
+/// Its look-alike: a stale complete answered *before* the completion the
+/// store records is a second commit (the record was overwritten after it).
+#[test]
+fn a_stale_complete_answered_before_the_stored_completion_is_a_second_commit() {
+    let mut s = Synth::new();
+    s.spawn("w1", "builtin");
+    let c1 = s.start("w1", false);
+    s.work("w1", &c1, LO, LO + 300);
+    s.orphan();
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, LO + 300, HI);
+    let hid = s.hid.clone();
+    // w1 says it completed (as a worker without fencing would), then w2 completes for real
+    s.line("w1", "complete", "invoke", json!({"hid": hid, "holder": "w1", "fence": c1.fence()}));
+    s.line("w1", "complete", "ok", json!({"hid": hid, "holder": "w1", "fence": c1.fence()}));
+    s.complete("w2", &mut c2);
+    let v = violations(&s.check(), "exactly-once");
+    assert!(v.iter().any(|m| m.contains("completion committed by 2 processes")), "{v:#?}");
+}
+
 #[test]
 fn an_acknowledged_checkpoint_missing_from_the_store_is_lost_data() {
     let mut s = Synth::new();

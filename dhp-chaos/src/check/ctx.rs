@@ -78,6 +78,37 @@ pub(crate) struct Facts<'a> {
     pub(crate) completer: Option<Completer>,
 }
 
+impl Facts<'_> {
+    /// Who the store says committed the completion: the envelope's
+    /// `execution.runner_id` and `execution.fence` (`None` when it does not
+    /// say both, e.g. not completed).
+    pub(crate) fn stored_completer(&self) -> Option<(&str, i64)> {
+        if self.completed_at.is_none() {
+            return None;
+        }
+        let e = self.h.env.get("execution")?;
+        Some((e.get("runner_id")?.as_str()?, e.get("fence")?.as_i64()?))
+    }
+
+    /// An acknowledged complete that cannot be the commit that stands (the
+    /// protocol's idempotent no-op): it began after the completion
+    /// committed; or it was answered only after that commit and is not the
+    /// one the store records — a stale complete invoked while the holder's
+    /// completion was committing waits for the write lock, then finds the
+    /// handoff completed. (A stale complete that did commit, and was
+    /// answered before a second completion overwrote the record, still
+    /// counts as a commit; only one answered within that second
+    /// completion's own few milliseconds would pass unseen.)
+    pub(crate) fn late_complete(&self, o: &Op) -> bool {
+        let Some(ca) = self.completed_at else { return false };
+        if ca + 1e-6 < o.invoke_t {
+            return true;
+        }
+        let answered_after = o.out_t.is_some_and(|t| t > ca + 1e-6);
+        answered_after && self.stored_completer().is_some_and(|(h, fe)| !(o.holder == h && o.fence == Some(fe)))
+    }
+}
+
 impl<'a> Ctx<'a> {
     pub(crate) fn new(
         dir: &std::path::Path,
@@ -281,11 +312,24 @@ impl<'a> Ctx<'a> {
     fn completer(&self, f: &Facts<'a>) -> Option<Completer> {
         let hid = f.h.hid.as_str();
         let ca = f.completed_at;
-        let first_commit = f
-            .ops
-            .iter()
-            .filter(|o| o.op == "complete" && o.ok == Some(true))
-            .find(|o| !ca.is_some_and(|ca| ca + 1e-6 < o.invoke_t));
+        // the complete the store names (holder and fence), answered or cut after its commit
+        if let Some((holder, fence)) = f.stored_completer() {
+            let named = f
+                .ops
+                .iter()
+                .find(|o| o.op == "complete" && o.ok != Some(false) && o.holder == holder && o.fence == Some(fence));
+            if let Some(o) = named {
+                return Some(Completer {
+                    holder: o.holder.clone(),
+                    process: o.process.clone(),
+                    fence: o.fence,
+                    invoke_t: o.invoke_t,
+                    acknowledged: o.ok == Some(true),
+                });
+            }
+        }
+        let first_commit =
+            f.ops.iter().filter(|o| o.op == "complete" && o.ok == Some(true)).find(|o| !f.late_complete(o));
         if let Some(o) = first_commit {
             return Some(Completer {
                 holder: o.holder.clone(),

@@ -30,10 +30,10 @@ fn one_handoff(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, out: &mut Findings) {
             out.of(hid, format!("{}: {who} (pid {pid}) completed it {n} times", short(hid)));
         }
     }
-    // A complete that began after the completion committed is the
-    // protocol's idempotent no-op; every other acknowledged complete is a commit.
-    let (noop, commits): (Vec<&&Op>, Vec<&&Op>) =
-        oks.iter().partition(|o| f.completed_at.is_some_and(|ca| ca + 1e-6 < o.invoke_t));
+    // A complete that began after the completion committed, or a stale one
+    // answered only after it (see `late_complete`), is the protocol's
+    // idempotent no-op; every other acknowledged complete is a commit.
+    let (noop, commits): (Vec<&&Op>, Vec<&&Op>) = oks.iter().partition(|o| f.late_complete(o));
     if !noop.is_empty() {
         out.note(format!(
             "{}: {} late complete(s) by {} answered as the idempotent no-op",

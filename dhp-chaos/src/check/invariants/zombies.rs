@@ -54,9 +54,14 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
                 .get(hid)
                 .and_then(|h| h.env.pointer("/execution/completed_at").and_then(Value::as_str).and_then(iso_to_epoch))
         });
-        let bad_complete = after
-            .iter()
-            .any(|o| o.op == "complete" && o.ok == Some(true) && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t));
+        // a complete the store shows was the idempotent no-op is no zombie write
+        let noop = |o: &Op| cx.facts.get(hid).is_some_and(|f| f.late_complete(o));
+        let bad_complete = after.iter().any(|o| {
+            o.op == "complete"
+                && o.ok == Some(true)
+                && completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t)
+                && !noop(o)
+        });
         // an in-flight checkpoint the server committed before the orphan (in
         // the store's order) only had its reply read late: not a zombie write
         let (early, in_flight_commits): (Vec<&Op>, Vec<&Op>) =
