@@ -3,6 +3,7 @@
 //! shipped asynchronously by `shippers` shippers); its RSS is sampled every
 //! `every` handoffs. Flat samples mean per-handoff state is not retained.
 
+use dhp_core::TransportKind;
 use crate::fixture::{self, io_err};
 use crate::tcp_rates::ServerProc;
 use dhp_core::envelope::utcnow_iso;
@@ -74,7 +75,7 @@ pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64, max: Dura
                 next = (d / every + 1) * every;
             }
         }
-        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::transport("shipper panicked")))).collect()
+        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::transport(TransportKind::Server, "shipper panicked")))).collect()
     });
     for r in results {
         r?;

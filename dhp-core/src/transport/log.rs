@@ -16,6 +16,7 @@
 //! predecessor ([`super::chain`]); ingest verifies that binding when a line
 //! carries it, and refuses a seq that arrives with two different states.
 
+use crate::TransportKind;
 use crate::config::Config;
 use crate::envelope;
 use crate::error::{Error, Result};
@@ -264,7 +265,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         }
     }
     let (Some(hid), Some(mut env)) = (hid, env) else {
-        return Err(Error::transport("transport log has no envelope header"));
+        return Err(Error::transport(TransportKind::Log, "transport log has no envelope header"));
     };
     if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
         ex.insert("status".into(), json!("pending"));

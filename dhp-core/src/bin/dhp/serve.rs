@@ -1,5 +1,6 @@
 //! The long-running commands: `dhp supervisor` and `dhp transport`.
 
+use dhp_core::TransportKind;
 use crate::failure::{bad_flag, Failure};
 use crate::work::open_history;
 use crate::Output;
@@ -112,10 +113,10 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::transport_from(format!("cannot start the runtime: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot start the runtime: {e}"), e))?;
     let stats = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let sig = |k| signal(k).map_err(|e| Error::transport_from(format!("cannot watch signals: {e}"), e));
+        let sig = |k| signal(k).map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot watch signals: {e}"), e));
         let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
         // Replay the journal before binding: "listening" (and a connect
         // that succeeds) means a recovered server.
@@ -123,8 +124,8 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         let prepared = net::prepare(server)?;
         let listener = tokio::net::TcpListener::bind((host.as_str(), port))
             .await
-            .map_err(|e| Error::transport_from(format!("cannot listen on {host}:{port}: {e}"), e))?;
-        let local = listener.local_addr().map_err(|e| Error::transport_from(format!("listener address: {e}"), e))?;
+            .map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot listen on {host}:{port}: {e}"), e))?;
+        let local = listener.local_addr().map_err(|e| Error::transport_from(TransportKind::Start, format!("listener address: {e}"), e))?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();

@@ -12,6 +12,7 @@ mod calls;
 mod server;
 mod tools;
 
+use dhp_core::TransportKind;
 use dhp_core::store::{open_root, OpenMode};
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
@@ -37,6 +38,6 @@ pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::transport_from(format!("mcp: cannot start the async runtime: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: cannot start the async runtime: {e}"), e))?;
     rt.block_on(server::serve(runner))
 }

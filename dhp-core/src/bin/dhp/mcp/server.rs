@@ -1,5 +1,6 @@
 //! The MCP side: tool listing, argument decoding, reply encoding, stdio.
 
+use dhp_core::TransportKind;
 use super::args::Args;
 use super::{calls, tools};
 use dhp_core::{json, Error, Runner};
@@ -118,7 +119,7 @@ pub async fn serve(runner: Runner) -> Result<(), Error> {
     let service = DhpServer { runner }
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| Error::transport_from(format!("mcp: session did not start: {e}"), e))?;
-    service.waiting().await.map_err(|e| Error::transport_from(format!("mcp: session ended abnormally: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: session did not start: {e}"), e))?;
+    service.waiting().await.map_err(|e| Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e))?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! header, and checkpoints (appended only right after the unbroken run of
 //! seqs; a duplicate is acked again, a gap or a conflict refused).
 
+use crate::TransportKind;
 use super::hidlog::HidLog;
 use super::stats::bump;
 use super::Srv;
@@ -82,7 +83,7 @@ impl Srv {
         } else {
             tokio::task::spawn_blocking(move || work(&mut guard))
                 .await
-                .map_err(|e| Error::transport_from(format!("log writer task failed: {e}"), e))?
+                .map_err(|e| Error::transport_from(TransportKind::Server, format!("log writer task failed: {e}"), e))?
         }
     }
 

@@ -1,6 +1,7 @@
 //! The shipper's local buffer log: every line is written there before it
 //! is queued, and what a server lacks after a reconnect is replayed from it.
 
+use crate::TransportKind;
 use super::options::BufferLog;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -35,7 +36,7 @@ pub(super) fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Res
             Some("envelope") => {
                 let h = v.pointer("/envelope/handoff_id").and_then(Value::as_str).unwrap_or("");
                 if h != hid {
-                    return Err(Error::transport(format!(
+                    return Err(Error::transport(TransportKind::Address, format!(
                         "buffer log {} holds handoff {h:?}, not {hid}",
                         path.display()
                     )));

@@ -17,6 +17,7 @@ mod queue;
 
 pub use options::{BufferLog, ShipMode, ShipperOptions};
 
+use crate::TransportKind;
 use crate::envelope;
 use crate::error::{Error, Result};
 use crate::transport::log;
@@ -48,7 +49,7 @@ impl std::fmt::Debug for TcpShipper {
 }
 
 fn check_addr(addr: &str) -> Result<()> {
-    let bad = || Error::transport(format!("ship-to address {addr:?} is not HOST:PORT"));
+    let bad = || Error::transport(TransportKind::Address, format!("ship-to address {addr:?} is not HOST:PORT"));
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
         return Err(bad());
@@ -80,7 +81,7 @@ impl TcpShipper {
             std::thread::Builder::new()
                 .name("dhp-ship".into())
                 .spawn(move || Pump { shared, addr, opts, tls }.run())
-                .map_err(|e| Error::transport(format!("cannot start the shipping thread: {e}")))?
+                .map_err(|e| Error::transport(TransportKind::Start, format!("cannot start the shipping thread: {e}")))?
         };
         Ok(TcpShipper { shared, opts, addr: addr.to_string(), locals: HashMap::new(), thread: Some(thread) })
     }
@@ -119,7 +120,9 @@ impl TcpShipper {
     }
 
     fn timeout_error(&self, st: &State, what: &str) -> Error {
-        Error::transport(format!(
+        Error::transport(
+            TransportKind::Unacknowledged,
+            format!(
             "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
             self.addr,
             self.opts.call_timeout.as_secs_f64(),
@@ -162,7 +165,7 @@ impl TcpShipper {
         if !self.locals.contains_key(hid) {
             let path = buf.path_for(hid)?;
             if matches!(buf, BufferLog::File(_)) && !self.locals.is_empty() {
-                return Err(Error::transport(format!(
+                return Err(Error::transport(TransportKind::Address, format!(
                     "buffer log {} already holds another handoff; use a directory buffer for several",
                     path.display()
                 )));
