@@ -2,11 +2,11 @@
 //! (its own tokio runtime on a background thread) and a shipper bed that
 //! ships census-like checkpoint lines to it.
 
-use dhp_core::TransportKind;
 use crate::fixture::{self, io_err};
 use dhp_core::envelope::utcnow_iso;
 use dhp_core::transport::net::{self, BufferLog, ServerConfig, ServerStats, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{log, Shipper};
+use dhp_core::TransportKind;
 use dhp_core::{json, Config, Error, Result};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;

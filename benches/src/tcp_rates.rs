@@ -2,10 +2,10 @@
 //! and without fsync, with and without TLS (one run, one machine), and the
 //! RSS of a `dhp transport` process under 1,000 hostile connections.
 
-use dhp_core::TransportKind;
 use crate::fixture::io_err;
 use crate::tcp::{ShipBed, TcpServer};
 use dhp_core::transport::net::{ClientTls, ServerTls, ShipMode};
+use dhp_core::TransportKind;
 use dhp_core::{Error, Result};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -90,7 +90,9 @@ pub fn ship_rate(
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::transport(TransportKind::Server, "shipper panicked")))).collect()
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::transport(TransportKind::Server, "shipper panicked"))))
+            .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
     for r in results {
@@ -99,7 +101,10 @@ pub fn ship_rate(
     drop(beds);
     let stats = srv.stop()?;
     if stats.checkpoints_appended != (shippers * n) as u64 {
-        return Err(Error::transport(TransportKind::Server, format!("server appended {} of {}", stats.checkpoints_appended, shippers * n)));
+        return Err(Error::transport(
+            TransportKind::Server,
+            format!("server appended {} of {}", stats.checkpoints_appended, shippers * n),
+        ));
     }
     let _ = std::fs::remove_dir_all(dir);
     Ok((shippers * n) as f64 / secs)

@@ -16,7 +16,6 @@
 //! predecessor ([`super::chain`]); ingest verifies that binding when a line
 //! carries it, and refuses a seq that arrives with two different states.
 
-use crate::TransportKind;
 use crate::config::Config;
 use crate::envelope;
 use crate::error::{Error, Result};
@@ -25,6 +24,7 @@ use crate::runner::{checked_state, envelope_text};
 use crate::store::{with_tx, Backend, CheckpointRow, Mode};
 use crate::transport::chain::{self, Link};
 use crate::transport::net::{ends_torn, Appender};
+use crate::TransportKind;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};

@@ -18,8 +18,8 @@
 //! and `<line>` the log line exactly as appended to `<hid>.log`. A record
 //! whose check does not match (a torn tail) is ignored.
 
-use crate::TransportKind;
 use crate::error::{Error, Result};
+use crate::TransportKind;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::File;
@@ -250,7 +250,10 @@ impl Journal {
         if s.pos >= pos {
             return Ok(());
         }
-        Err(Error::transport(TransportKind::Journal, format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?"))))
+        Err(Error::transport(
+            TransportKind::Journal,
+            format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?")),
+        ))
     }
 
     fn fail(&self, e: &Error) {

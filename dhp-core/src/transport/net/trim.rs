@@ -56,14 +56,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trims_once_when_a_burst_is_over() {
+    fn trims_at_each_fall_to_a_quarter_while_the_burst_drains() {
         let mut t = Trimmer::default();
         for live in 1..=1000 {
             t.opened(live);
         }
-        assert!(!t.closed(999) && !t.closed(251), "still busy");
-        assert!(t.closed(250), "down to a quarter of the peak");
-        assert!(!t.closed(10), "the peak restarted at 250: 10 is not a new burst over");
+        let trims: Vec<usize> = (0..1000).rev().filter(|&live| t.closed(live)).collect();
+        // 1000 → 250, then 250 → 62; below a peak of 64 no more
+        assert_eq!(trims, vec![250, 62]);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The MCP side: tool listing, argument decoding, reply encoding, stdio.
 
-use dhp_core::TransportKind;
 use super::args::Args;
 use super::{calls, tools};
+use dhp_core::TransportKind;
 use dhp_core::{json, Error, Runner};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -120,6 +120,9 @@ pub async fn serve(runner: Runner) -> Result<(), Error> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: session did not start: {e}"), e))?;
-    service.waiting().await.map_err(|e| Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e))?;
     Ok(())
 }

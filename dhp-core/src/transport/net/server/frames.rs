@@ -2,7 +2,6 @@
 //! header, and checkpoints (appended only right after the unbroken run of
 //! seqs; a duplicate is acked again, a gap or a conflict refused).
 
-use crate::TransportKind;
 use super::hidlog::HidLog;
 use super::stats::bump;
 use super::Srv;
@@ -13,6 +12,7 @@ use crate::json;
 use crate::runner::checked_state;
 use crate::transport::chain;
 use crate::transport::log;
+use crate::TransportKind;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;

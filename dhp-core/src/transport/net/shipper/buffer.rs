@@ -1,7 +1,6 @@
 //! The shipper's local buffer log: every line is written there before it
 //! is queued, and what a server lacks after a reconnect is replayed from it.
 
-use crate::TransportKind;
 use super::options::BufferLog;
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -9,6 +8,7 @@ use crate::json;
 use crate::transport::log::{self, Line};
 use crate::transport::net::seqset::SeqSet;
 use crate::transport::net::{ends_torn, over_cap, Appender};
+use crate::TransportKind;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -36,10 +36,10 @@ pub(super) fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Res
             Some("envelope") => {
                 let h = v.pointer("/envelope/handoff_id").and_then(Value::as_str).unwrap_or("");
                 if h != hid {
-                    return Err(Error::transport(TransportKind::Address, format!(
-                        "buffer log {} holds handoff {h:?}, not {hid}",
-                        path.display()
-                    )));
+                    return Err(Error::transport(
+                        TransportKind::Address,
+                        format!("buffer log {} holds handoff {h:?}, not {hid}", path.display()),
+                    ));
                 }
                 header = true;
             }

@@ -17,12 +17,12 @@ mod queue;
 
 pub use options::{BufferLog, ShipMode, ShipperOptions};
 
-use crate::TransportKind;
 use crate::envelope;
 use crate::error::{Error, Result};
 use crate::transport::log;
 use crate::transport::net::{over_cap, tls, Appender};
 use crate::transport::Shipper;
+use crate::TransportKind;
 use buffer::{scan_local, LocalLog};
 use pump::Pump;
 use queue::{Item, Refusal, Shared, State, MAX_IDLE_QUEUES};
@@ -123,12 +123,13 @@ impl TcpShipper {
         Error::transport(
             TransportKind::Unacknowledged,
             format!(
-            "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
-            self.addr,
-            self.opts.call_timeout.as_secs_f64(),
-            if self.opts.buffer.is_some() { "in the local buffer log and queued" } else { "queued" },
-            st.last_error.as_deref().unwrap_or("none")
-        ))
+                "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
+                self.addr,
+                self.opts.call_timeout.as_secs_f64(),
+                if self.opts.buffer.is_some() { "in the local buffer log and queued" } else { "queued" },
+                st.last_error.as_deref().unwrap_or("none")
+            ),
+        )
     }
 
     /// Wait for one ticket's outcome.
@@ -165,10 +166,13 @@ impl TcpShipper {
         if !self.locals.contains_key(hid) {
             let path = buf.path_for(hid)?;
             if matches!(buf, BufferLog::File(_)) && !self.locals.is_empty() {
-                return Err(Error::transport(TransportKind::Address, format!(
-                    "buffer log {} already holds another handoff; use a directory buffer for several",
-                    path.display()
-                )));
+                return Err(Error::transport(
+                    TransportKind::Address,
+                    format!(
+                        "buffer log {} already holds another handoff; use a directory buffer for several",
+                        path.display()
+                    ),
+                ));
             }
             if self.locals.len() >= MAX_IDLE_QUEUES {
                 // Close the buffer logs of handoffs with nothing in flight

@@ -2,8 +2,8 @@
 //! and its shipping thread: per-handoff queues of lines, tickets callers
 //! wait on, and the outcomes the thread settles them with.
 
-use crate::TransportKind;
 use crate::error::Error;
+use crate::TransportKind;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
