@@ -6,6 +6,7 @@ use crate::fixture::{self, io_err};
 use dhp_core::envelope::utcnow_iso;
 use dhp_core::transport::net::{self, BufferLog, ServerConfig, ServerStats, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{log, Shipper};
+use dhp_core::TransportKind;
 use dhp_core::{json, Config, Error, Result};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -43,13 +44,13 @@ impl TcpServer {
                     .worker_threads(2)
                     .enable_all()
                     .build()
-                    .map_err(|e| Error::transport_from(format!("runtime: {e}"), e))?;
+                    .map_err(|e| Error::transport_from(TransportKind::Start, format!("runtime: {e}"), e))?;
                 rt.block_on(async move {
                     let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
                         Ok(l) => l,
                         Err(e) => {
-                            let _ = addr_tx.send(Err(Error::transport(format!("bind: {e}"))));
-                            return Err(Error::transport_from(format!("bind: {e}"), e));
+                            let _ = addr_tx.send(Err(Error::transport(TransportKind::Start, format!("bind: {e}"))));
+                            return Err(Error::transport_from(TransportKind::Start, format!("bind: {e}"), e));
                         }
                     };
                     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
@@ -61,7 +62,7 @@ impl TcpServer {
                 })
             })
             .map_err(|e| io_err(Path::new("thread"), e))?;
-        let addr = addr_rx.recv().map_err(|_| Error::transport("server thread died"))??;
+        let addr = addr_rx.recv().map_err(|_| Error::transport(TransportKind::Server, "server thread died"))??;
         Ok(TcpServer { addr, stop: Some(stop_tx), thread: Some(thread) })
     }
 
@@ -80,7 +81,7 @@ impl TcpServer {
             let _ = s.send(());
         }
         match self.thread.take() {
-            Some(t) => t.join().map_err(|_| Error::transport("server thread panicked"))?,
+            Some(t) => t.join().map_err(|_| Error::transport(TransportKind::Server, "server thread panicked"))?,
             None => Ok(ServerStats::default()),
         }
     }

@@ -5,6 +5,7 @@
 use crate::fixture::io_err;
 use crate::tcp::{ShipBed, TcpServer};
 use dhp_core::transport::net::{ClientTls, ServerTls, ShipMode};
+use dhp_core::TransportKind;
 use dhp_core::{Error, Result};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
@@ -37,7 +38,7 @@ impl TcpSizes {
 pub fn make_pki(dir: &Path) -> Result<(ServerTls, ClientTls)> {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
     std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
-    let bad = |e: rcgen::Error| Error::transport(format!("rcgen: {e}"));
+    let bad = |e: rcgen::Error| Error::transport(TransportKind::Start, format!("rcgen: {e}"));
     let ca_key = KeyPair::generate().map_err(bad)?;
     let mut p = CertificateParams::new(Vec::<String>::new()).map_err(bad)?;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -89,7 +90,9 @@ pub fn ship_rate(
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::transport("shipper panicked")))).collect()
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::transport(TransportKind::Server, "shipper panicked"))))
+            .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
     for r in results {
@@ -98,7 +101,10 @@ pub fn ship_rate(
     drop(beds);
     let stats = srv.stop()?;
     if stats.checkpoints_appended != (shippers * n) as u64 {
-        return Err(Error::transport(format!("server appended {} of {}", stats.checkpoints_appended, shippers * n)));
+        return Err(Error::transport(
+            TransportKind::Server,
+            format!("server appended {} of {}", stats.checkpoints_appended, shippers * n),
+        ));
     }
     let _ = std::fs::remove_dir_all(dir);
     Ok((shippers * n) as f64 / secs)
@@ -129,13 +135,13 @@ impl ServerProc {
             .spawn()
             .map_err(|e| io_err(dhp, e))?;
         let mut first = String::new();
-        let out = child.stdout.take().ok_or_else(|| Error::transport("no stdout"))?;
+        let out = child.stdout.take().ok_or_else(|| Error::transport(TransportKind::Start, "no stdout"))?;
         let mut out = std::io::BufReader::new(out);
         out.read_line(&mut first).map_err(|e| io_err(dhp, e))?;
         let addr = first
             .strip_prefix("dhp transport: listening on ")
             .and_then(|r| r.split(',').next())
-            .ok_or_else(|| Error::transport(format!("dhp transport did not start: {first:?}")))?
+            .ok_or_else(|| Error::transport(TransportKind::Start, format!("dhp transport did not start: {first:?}")))?
             .to_string();
         Ok(ServerProc { child, addr, _stdout: out })
     }

@@ -8,6 +8,7 @@ use crate::tcp_rates::ServerProc;
 use dhp_core::envelope::utcnow_iso;
 use dhp_core::transport::net::{ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{log, Shipper};
+use dhp_core::TransportKind;
 use dhp_core::{json, Error, Result};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -74,7 +75,9 @@ pub fn soak(dhp: &Path, dir: &Path, n: u64, every: u64, shippers: u64, max: Dura
                 next = (d / every + 1) * every;
             }
         }
-        hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::transport("shipper panicked")))).collect()
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::transport(TransportKind::Server, "shipper panicked"))))
+            .collect()
     });
     for r in results {
         r?;

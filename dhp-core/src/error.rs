@@ -53,6 +53,32 @@ impl StoreErrorKind {
     }
 }
 
+/// Which part of the transport an [`Error::Transport`] comes from, so a
+/// caller can decide what to do without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// The peer answered and refused: a wrong token, a line over the
+    /// limit, a busy server, a seq it cannot take. Retrying the same
+    /// request will not help.
+    Refused,
+    /// No acknowledgement within the ship timeout (the peer is down, slow
+    /// or cut off); what was sent is kept in the local buffer and queue.
+    Unacknowledged,
+    /// A `HOST:PORT` that does not parse, or a buffer log that cannot be
+    /// used for this handoff: fix the arguments.
+    Address,
+    /// The server's durable journal failed to sync or checkpoint: it
+    /// acknowledges nothing more until restarted.
+    Journal,
+    /// A file that is not a transport log (no envelope header).
+    Log,
+    /// A thread, runtime, listener or signal watch could not be started.
+    Start,
+    /// A server (TCP transport, MCP, A2A) failed while running.
+    Server,
+}
+
 /// Everything that can go wrong in DHP, typed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -236,6 +262,9 @@ pub enum Error {
     /// TCP or log transport failure.
     #[error("transport: {detail}")]
     Transport {
+        /// Which part of the transport failed: what a caller can act on
+        /// without reading `detail`.
+        kind: TransportKind,
         /// What failed, with the peer or file involved.
         detail: String,
         /// The socket, protocol or I/O error underneath, if any.
@@ -541,14 +570,22 @@ impl Error {
         }
     }
 
-    /// A transport failure with no underlying error.
-    pub fn transport(detail: impl Into<String>) -> Self {
-        Error::Transport { detail: detail.into(), source: None }
+    /// A transport failure of `kind` with no underlying error.
+    pub fn transport(kind: TransportKind, detail: impl Into<String>) -> Self {
+        Error::Transport { kind, detail: detail.into(), source: None }
     }
 
-    /// A transport failure caused by `source` (a socket or protocol error).
-    pub fn transport_from(detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Transport { detail: detail.into(), source: Some(source.into()) }
+    /// A transport failure of `kind` caused by `source` (a socket or protocol error).
+    pub fn transport_from(kind: TransportKind, detail: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Transport { kind, detail: detail.into(), source: Some(source.into()) }
+    }
+
+    /// The transport failure's kind, for an [`Error::Transport`]; `None` otherwise.
+    pub fn transport_kind(&self) -> Option<TransportKind> {
+        match self {
+            Error::Transport { kind, .. } => Some(*kind),
+            _ => None,
+        }
     }
 
     /// A configuration error with no underlying error.

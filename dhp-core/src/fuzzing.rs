@@ -221,7 +221,7 @@ mod tcp {
             let Some(r) = mem_runner(cfg.clone()) else { return };
             match log::ingest(r.store().as_ref(), &p, &cfg) {
                 Ok(_) => {}
-                Err(crate::Error::Transport { .. }) => {} // no header yet
+                Err(crate::Error::Transport { kind: crate::TransportKind::Log, .. }) => {} // no header yet
                 Err(e) => panic!("server wrote a log that does not ingest: {}: {e}", p.display()),
             }
             // Keep the directory small: every run starts from no logs.

@@ -128,7 +128,7 @@ pub mod worker;
 
 pub use clock::Clock;
 pub use config::Config;
-pub use error::{Error, Result, StoreErrorKind};
+pub use error::{Error, Result, StoreErrorKind, TransportKind};
 pub use id::HandoffId;
 pub use lease::Lease;
 pub use runner::{Runner, TaskContext};

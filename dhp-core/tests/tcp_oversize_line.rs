@@ -89,7 +89,10 @@ fn oversize_lines_are_capped() {
 
     // A line the server finds too long: refused, typed, not retried forever.
     let e = sh.ship_checkpoint(&hid, 20, &cp_line(20, &json!({"blob": "y".repeat(5000)}))).unwrap_err();
-    assert!(matches!(e, Error::Transport { detail: ref m, .. } if m.contains("exceeds max line bytes")), "{e:?}");
+    assert!(
+        matches!(e, Error::Transport { kind: dhp_core::TransportKind::Refused, detail: ref m, .. } if m.contains("exceeds max line bytes")),
+        "{e:?}"
+    );
     sh.ship_checkpoint(&hid, 20, &cp_line(20, &json!({"n": 20}))).unwrap();
     sh.close().unwrap();
 

@@ -84,7 +84,10 @@ fn bounded_wait_then_typed_error_then_delivery() {
         let t0 = Instant::now();
         let e = sh.ship_checkpoint(&hid, s, &cp_line(s, &json!({"s": s}))).unwrap_err();
         let took = t0.elapsed();
-        assert!(matches!(e, Error::Transport { detail: ref m, .. } if m.contains("not acknowledged")), "{e:?}");
+        assert!(
+            matches!(e, Error::Transport { kind: dhp_core::TransportKind::Unacknowledged, detail: ref m, .. } if m.contains("not acknowledged")),
+            "{e:?}"
+        );
         assert_eq!(e.exit_code(), 10);
         assert!(took >= Duration::from_millis(700) && took < Duration::from_secs(3), "waited {took:?}");
     }

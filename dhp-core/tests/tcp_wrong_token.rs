@@ -45,11 +45,17 @@ fn wrong_token_is_refused() {
     let mut sh = TcpShipper::new(&srv.addr(), opts("wrong")).unwrap();
     let t0 = Instant::now();
     let e = sh.ship_envelope(&hid, &env).unwrap_err();
-    assert!(matches!(e, Error::Transport { detail: ref m, .. } if m.contains("bad token")), "{e:?}");
+    assert!(
+        matches!(e, Error::Transport { kind: dhp_core::TransportKind::Refused, detail: ref m, .. } if m.contains("bad token")),
+        "{e:?}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(5), "refusal took {:?}", t0.elapsed());
     assert_eq!(e.kind(), "TransportError");
     let e = sh.ship_checkpoint(&hid, 0, &cp_line(0, &json!({"n": 0}))).unwrap_err();
-    assert!(matches!(e, Error::Transport { detail: ref m, .. } if m.contains("bad token")), "{e:?}");
+    assert!(
+        matches!(e, Error::Transport { kind: dhp_core::TransportKind::Refused, detail: ref m, .. } if m.contains("bad token")),
+        "{e:?}"
+    );
     drop(sh);
     assert!(!srv.log(&hid).exists());
 

@@ -51,6 +51,8 @@ impl TaskContext {
 
     /// Heartbeat in a background thread every `interval` (default: half
     /// the lease interval) until complete, release, drop or a lost lease.
+    /// When the OS refuses a thread it logs a warning and returns: the
+    /// lease is then kept by explicit heartbeats and checkpoints only.
     pub fn start_heartbeat(&mut self, interval: Option<Duration>) {
         if self.heartbeat.is_some() {
             return;
@@ -64,7 +66,7 @@ impl TaskContext {
         let interval = interval.or(half.ok()).unwrap_or(Duration::from_secs(1));
         let (tx, rx) = mpsc::channel::<()>();
         let (runner, lease) = (self.runner.clone(), self.lease.clone());
-        let handle = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("dhp-hb-{}", lease.hid().as_str().get(..8).unwrap_or_default()))
             .spawn(move || {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(interval) {
@@ -74,9 +76,16 @@ impl TaskContext {
                         break;
                     }
                 }
-            })
-            .expect("spawning the heartbeat thread");
-        self.heartbeat = Some((tx, handle));
+            });
+        match spawned {
+            Ok(handle) => self.heartbeat = Some((tx, handle)),
+            // Out of threads: no panic. The lease then lives on the worker's own
+            // heartbeats and checkpoints; if it runs out, the next write is
+            // refused with LeaseLost and the supervisor orphans the handoff.
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the background heartbeat; relying on explicit heartbeats")
+            }
+        }
     }
 
     /// Stop the background heartbeat, if running.

@@ -24,6 +24,7 @@ use crate::runner::{checked_state, envelope_text};
 use crate::store::{with_tx, Backend, CheckpointRow, Mode};
 use crate::transport::chain::{self, Link};
 use crate::transport::net::{ends_torn, Appender};
+use crate::TransportKind;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -264,7 +265,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         }
     }
     let (Some(hid), Some(mut env)) = (hid, env) else {
-        return Err(Error::transport("transport log has no envelope header"));
+        return Err(Error::transport(TransportKind::Log, "transport log has no envelope header"));
     };
     if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
         ex.insert("status".into(), json!("pending"));

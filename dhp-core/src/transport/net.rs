@@ -37,6 +37,7 @@ mod seqset;
 mod server;
 mod shipper;
 mod tls;
+mod trim;
 
 pub use server::{prepare, run, Prepared, ServerConfig, ServerStats};
 pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};

@@ -8,6 +8,7 @@ use dhp_core::envelope::check_worker_id;
 use dhp_core::store::{open_root, OpenMode, OpenedRoot};
 use dhp_core::supervisor::Supervisor;
 use dhp_core::transport::{log, net};
+use dhp_core::TransportKind;
 use dhp_core::{Config, Error};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -112,19 +113,23 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::transport_from(format!("cannot start the runtime: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot start the runtime: {e}"), e))?;
     let stats = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let sig = |k| signal(k).map_err(|e| Error::transport_from(format!("cannot watch signals: {e}"), e));
+        let sig = |k| {
+            signal(k).map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot watch signals: {e}"), e))
+        };
         let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
         // Replay the journal before binding: "listening" (and a connect
         // that succeeds) means a recovered server.
         let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync, tls };
         let prepared = net::prepare(server)?;
-        let listener = tokio::net::TcpListener::bind((host.as_str(), port))
-            .await
-            .map_err(|e| Error::transport_from(format!("cannot listen on {host}:{port}: {e}"), e))?;
-        let local = listener.local_addr().map_err(|e| Error::transport_from(format!("listener address: {e}"), e))?;
+        let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await.map_err(|e| {
+            Error::transport_from(TransportKind::Start, format!("cannot listen on {host}:{port}: {e}"), e)
+        })?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::transport_from(TransportKind::Start, format!("listener address: {e}"), e))?;
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dhp transport: listening on {local}, logs -> {}", shown.display());
         let _ = out.flush();

@@ -19,6 +19,7 @@
 //! whose check does not match (a torn tail) is ignored.
 
 use crate::error::{Error, Result};
+use crate::TransportKind;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fs::File;
@@ -199,7 +200,7 @@ impl Journal {
     /// sync thread must pass before the line may be acknowledged.
     pub(crate) fn append(&self, hid: &str, line: &str) -> Result<u64> {
         if let Some(f) = &self.synced.borrow().failed {
-            return Err(Error::transport(format!("journal sync failed earlier: {f}")));
+            return Err(Error::transport(TransportKind::Journal, format!("journal sync failed earlier: {f}")));
         }
         let mut rec = String::with_capacity(hid.len() + line.len() + 12);
         let mut g = self.lock();
@@ -245,11 +246,14 @@ impl Journal {
         let s = rx
             .wait_for(|s| s.pos >= pos || s.failed.is_some())
             .await
-            .map_err(|_| Error::transport("journal sync thread stopped"))?;
+            .map_err(|_| Error::transport(TransportKind::Journal, "journal sync thread stopped"))?;
         if s.pos >= pos {
             return Ok(());
         }
-        Err(Error::transport(format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?"))))
+        Err(Error::transport(
+            TransportKind::Journal,
+            format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?")),
+        ))
     }
 
     fn fail(&self, e: &Error) {
@@ -366,7 +370,7 @@ impl JournalHandle {
             std::thread::Builder::new()
                 .name(name.into())
                 .spawn(f)
-                .map_err(|e| Error::transport(format!("cannot start the {name} thread: {e}")))
+                .map_err(|e| Error::transport(TransportKind::Start, format!("cannot start the {name} thread: {e}")))
         };
         let j = journal.clone();
         let sync_thread = spawn("dhp-journal-sync", Box::new(move || j.sync_loop(tx)))?;
@@ -389,7 +393,7 @@ impl JournalHandle {
         }
         let j = &self.journal;
         if let Some(f) = &j.synced.borrow().failed {
-            return Err(Error::transport(format!("journal not checkpointed: {f}")));
+            return Err(Error::transport(TransportKind::Journal, format!("journal not checkpointed: {f}")));
         }
         let (path, dirty) = {
             let mut g = j.lock();

@@ -142,12 +142,17 @@ impl Prepared {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         let mut last_busy_warn = None;
+        let mut trimmer = super::trim::Trimmer::default();
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 biased;
                 _ = &mut shutdown => break,
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {
+                    if trimmer.closed(tasks.len()) {
+                        super::trim::release_free_memory();
+                    }
+                }
                 acc = listener.accept() => match acc {
                     Ok((sock, peer)) => {
                         bump(&srv.stats.connections);
@@ -161,6 +166,7 @@ impl Prepared {
                         } else {
                             tasks.spawn(srv.clone().serve(sock, peer, stop_rx.clone()));
                         }
+                        trimmer.opened(tasks.len());
                     }
                     Err(e) => {
                         // EMFILE and friends: back off instead of spinning.

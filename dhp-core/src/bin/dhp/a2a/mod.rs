@@ -19,6 +19,7 @@ use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::check_worker_id;
 use dhp_core::store::{open_root, OpenedRoot};
 use dhp_core::supervisor::Supervisor;
+use dhp_core::TransportKind;
 use dhp_core::{Config, Error, Runner};
 use serde_json::json;
 use std::path::PathBuf;
@@ -128,19 +129,23 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::transport_from(format!("cannot start the runtime: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot start the runtime: {e}"), e))?;
     let served = rt.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
-        let sig = |k| signal(k).map_err(|e| Error::transport_from(format!("cannot watch signals: {e}"), e));
+        let sig = |k| {
+            signal(k).map_err(|e| Error::transport_from(TransportKind::Start, format!("cannot watch signals: {e}"), e))
+        };
         let (mut term, mut int) = (sig(SignalKind::terminate())?, sig(SignalKind::interrupt())?);
-        let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port))
-            .await
-            .map_err(|e| Error::transport_from(format!("cannot listen on {}:{}: {e}", a.host, a.port), e))?;
-        let local = listener.local_addr().map_err(|e| Error::transport_from(format!("listener address: {e}"), e))?;
+        let listener = tokio::net::TcpListener::bind((a.host.as_str(), a.port)).await.map_err(|e| {
+            Error::transport_from(TransportKind::Start, format!("cannot listen on {}:{}: {e}", a.host, a.port), e)
+        })?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::transport_from(TransportKind::Start, format!("listener address: {e}"), e))?;
         let url = format!("http://{local}/");
         let bridge = tokio::task::spawn_blocking(move || tasks::Bridge::new(runner))
             .await
-            .map_err(|e| Error::transport_from(format!("bridge start: {e}"), e))??;
+            .map_err(|e| Error::transport_from(TransportKind::Start, format!("bridge start: {e}"), e))??;
         let app = Arc::new(App {
             bridge,
             token,
@@ -163,7 +168,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
                 closing.closing.store(true, Ordering::SeqCst);
             })
             .await
-            .map_err(|e| Error::transport_from(format!("server: {e}"), e))
+            .map_err(|e| Error::transport_from(TransportKind::Server, format!("server: {e}"), e))
     });
     stop.store(true, Ordering::SeqCst);
     if let Some(t) = supervisor {

@@ -13,6 +13,7 @@ mod server;
 mod tools;
 
 use dhp_core::store::{open_root, OpenMode};
+use dhp_core::TransportKind;
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
 
@@ -33,10 +34,8 @@ pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
     let opened = open_root(&a.root, OpenMode::Create)?;
     let runner = Runner::new(opened.backend, "dhp-mcp", cfg)?;
     tracing::info!(root = %a.root.display(), "dhp mcp serving");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::transport_from(format!("mcp: cannot start the async runtime: {e}"), e))?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| {
+        Error::transport_from(TransportKind::Start, format!("mcp: cannot start the async runtime: {e}"), e)
+    })?;
     rt.block_on(server::serve(runner))
 }

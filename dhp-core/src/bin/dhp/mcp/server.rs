@@ -2,6 +2,7 @@
 
 use super::args::Args;
 use super::{calls, tools};
+use dhp_core::TransportKind;
 use dhp_core::{json, Error, Runner};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -118,7 +119,10 @@ pub async fn serve(runner: Runner) -> Result<(), Error> {
     let service = DhpServer { runner }
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| Error::transport_from(format!("mcp: session did not start: {e}"), e))?;
-    service.waiting().await.map_err(|e| Error::transport_from(format!("mcp: session ended abnormally: {e}"), e))?;
+        .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: session did not start: {e}"), e))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e))?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use crate::json;
 use crate::runner::checked_state;
 use crate::transport::chain;
 use crate::transport::log;
+use crate::TransportKind;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -82,7 +83,7 @@ impl Srv {
         } else {
             tokio::task::spawn_blocking(move || work(&mut guard))
                 .await
-                .map_err(|e| Error::transport_from(format!("log writer task failed: {e}"), e))?
+                .map_err(|e| Error::transport_from(TransportKind::Server, format!("log writer task failed: {e}"), e))?
         }
     }
 

@@ -8,6 +8,7 @@ use crate::json;
 use crate::transport::log::{self, Line};
 use crate::transport::net::seqset::SeqSet;
 use crate::transport::net::{ends_torn, over_cap, Appender};
+use crate::TransportKind;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,10 +36,10 @@ pub(super) fn scan_local(path: &std::path::Path, hid: &str, cfg: &Config) -> Res
             Some("envelope") => {
                 let h = v.pointer("/envelope/handoff_id").and_then(Value::as_str).unwrap_or("");
                 if h != hid {
-                    return Err(Error::transport(format!(
-                        "buffer log {} holds handoff {h:?}, not {hid}",
-                        path.display()
-                    )));
+                    return Err(Error::transport(
+                        TransportKind::Address,
+                        format!("buffer log {} holds handoff {h:?}, not {hid}", path.display()),
+                    ));
                 }
                 header = true;
             }

@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::transport::log;
 use crate::transport::net::{over_cap, tls, Appender};
 use crate::transport::Shipper;
+use crate::TransportKind;
 use buffer::{scan_local, LocalLog};
 use pump::Pump;
 use queue::{Item, Refusal, Shared, State, MAX_IDLE_QUEUES};
@@ -48,7 +49,7 @@ impl std::fmt::Debug for TcpShipper {
 }
 
 fn check_addr(addr: &str) -> Result<()> {
-    let bad = || Error::transport(format!("ship-to address {addr:?} is not HOST:PORT"));
+    let bad = || Error::transport(TransportKind::Address, format!("ship-to address {addr:?} is not HOST:PORT"));
     let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
         return Err(bad());
@@ -80,7 +81,7 @@ impl TcpShipper {
             std::thread::Builder::new()
                 .name("dhp-ship".into())
                 .spawn(move || Pump { shared, addr, opts, tls }.run())
-                .map_err(|e| Error::transport(format!("cannot start the shipping thread: {e}")))?
+                .map_err(|e| Error::transport(TransportKind::Start, format!("cannot start the shipping thread: {e}")))?
         };
         Ok(TcpShipper { shared, opts, addr: addr.to_string(), locals: HashMap::new(), thread: Some(thread) })
     }
@@ -119,13 +120,16 @@ impl TcpShipper {
     }
 
     fn timeout_error(&self, st: &State, what: &str) -> Error {
-        Error::transport(format!(
-            "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
-            self.addr,
-            self.opts.call_timeout.as_secs_f64(),
-            if self.opts.buffer.is_some() { "in the local buffer log and queued" } else { "queued" },
-            st.last_error.as_deref().unwrap_or("none")
-        ))
+        Error::transport(
+            TransportKind::Unacknowledged,
+            format!(
+                "{what} not acknowledged by {} within {:.1}s (kept {}; last error: {})",
+                self.addr,
+                self.opts.call_timeout.as_secs_f64(),
+                if self.opts.buffer.is_some() { "in the local buffer log and queued" } else { "queued" },
+                st.last_error.as_deref().unwrap_or("none")
+            ),
+        )
     }
 
     /// Wait for one ticket's outcome.
@@ -162,10 +166,13 @@ impl TcpShipper {
         if !self.locals.contains_key(hid) {
             let path = buf.path_for(hid)?;
             if matches!(buf, BufferLog::File(_)) && !self.locals.is_empty() {
-                return Err(Error::transport(format!(
-                    "buffer log {} already holds another handoff; use a directory buffer for several",
-                    path.display()
-                )));
+                return Err(Error::transport(
+                    TransportKind::Address,
+                    format!(
+                        "buffer log {} already holds another handoff; use a directory buffer for several",
+                        path.display()
+                    ),
+                ));
             }
             if self.locals.len() >= MAX_IDLE_QUEUES {
                 // Close the buffer logs of handoffs with nothing in flight

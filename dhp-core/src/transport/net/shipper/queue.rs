@@ -3,6 +3,7 @@
 //! wait on, and the outcomes the thread settles them with.
 
 use crate::error::Error;
+use crate::TransportKind;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ impl Refusal {
     pub(super) fn into_error(self) -> Error {
         match self {
             Refusal::Tamper(m) => Error::tamper(m),
-            Refusal::Transport(m) => Error::transport(m),
+            Refusal::Transport(m) => Error::transport(TransportKind::Refused, m),
             Refusal::Tls { context, source } => Error::Tls { context, source },
         }
     }
@@ -43,7 +44,7 @@ impl Refusal {
         match self {
             Refusal::Tls { context, source } => Error::Tls { context: context.clone(), source: source.clone() },
             Refusal::Tamper(m) | Refusal::Transport(m) => {
-                Error::transport(format!("server refused the connection: {m}"))
+                Error::transport(TransportKind::Refused, format!("server refused the connection: {m}"))
             }
         }
     }
