@@ -83,9 +83,7 @@ impl Facts<'_> {
     /// `execution.runner_id` and `execution.fence` (`None` when it does not
     /// say both, e.g. not completed).
     pub(crate) fn stored_completer(&self) -> Option<(&str, i64)> {
-        if self.completed_at.is_none() {
-            return None;
-        }
+        self.completed_at?;
         let e = self.h.env.get("execution")?;
         Some((e.get("runner_id")?.as_str()?, e.get("fence")?.as_i64()?))
     }
