@@ -7,7 +7,7 @@
 //! that is a finding (an acknowledged write that is not in the store, a
 //! committed write no process recorded).
 //!
-//! Layout: [`load`] reads the store, `history` indexes `history.jsonl`,
+//! Layout: `load` reads the store, `history` indexes `history.jsonl`,
 //! `ctx` derives the per-handoff facts every invariant shares, `faults`
 //! walks the injected faults (latencies), and `invariants/` holds one file
 //! per [`Invariant`]; this module only runs them and files their findings.
