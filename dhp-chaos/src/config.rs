@@ -212,7 +212,8 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
     Ok(n)
 }
 
-/// The fault mix when neither `--faults` nor `--nemesis` is given: kills and pauses.
+/// The default weights of the kill and pause faults (without `--faults` or `--nemesis`, the
+/// whole mix of a `--ship file` round).
 pub fn default_fault_mix() -> Vec<(FaultKind, f64)> {
     vec![
         (FaultKind::KillWorker, 50.0),
@@ -315,7 +316,7 @@ pub struct RoundConfig {
     pub max_attempts: i64,
     /// How many handoffs get `dlq_max_attempts` instead (exercises the DLQ).
     pub dlq_handoffs: u32,
-    /// `max_attempts` of the `dlq_handoffs` handoffs (small, so they reach the DLQ).
+    /// `max_attempts` of the `dlq_handoffs` handoffs (low, to exercise the DLQ path).
     pub dlq_max_attempts: i64,
     /// Which implementation runs the workers.
     pub workers: Impl,
