@@ -5,7 +5,7 @@
 //! library is preloaded directly rather than through `faketime(1)`, which
 //! forks: the harness must signal the process itself.
 //!
-//! A faked process writes its history in its own time; [`real_time`]
+//! A faked process writes its history in its own time; [`Skew::real_time`]
 //! converts back (libfaketime's clock is `start + offset + rate × (now − start)`).
 
 use anyhow::{bail, Result};

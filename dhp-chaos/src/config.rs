@@ -21,6 +21,7 @@ pub enum Impl {
 }
 
 impl Impl {
+    /// Parses a `--workers` / `--supervisors` value (`role` names the flag in errors; `mixed` is for workers only).
     pub fn parse(s: &str, role: &str) -> Result<Impl> {
         Ok(match s.trim() {
             "builtin" | "ours" | "rust" => Impl::Builtin,
@@ -34,6 +35,7 @@ impl Impl {
         })
     }
 
+    /// The name reports and `round.json` use: `builtin`, `python`, `mixed` or `cmd:ARGV`.
     pub fn label(&self) -> String {
         match self {
             Impl::Builtin => "builtin".into(),
@@ -43,6 +45,7 @@ impl Impl {
         }
     }
 
+    /// Whether spawns of this role may run the Python reference (needs its interpreter).
     pub fn uses_python(&self) -> bool {
         matches!(self, Impl::Python | Impl::Mixed)
     }
@@ -87,6 +90,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// Every fault kind, in declaration order.
     pub const ALL: [FaultKind; 13] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
@@ -103,6 +107,7 @@ impl FaultKind {
         FaultKind::DiskFull,
     ];
 
+    /// The kebab-case name of `--faults`, history records and reports.
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::KillWorker => "kill-worker",
@@ -126,6 +131,7 @@ impl FaultKind {
         matches!(self, FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall)
     }
 
+    /// The fault kind with this [`FaultKind::name`], if any.
     pub fn from_name(s: &str) -> Option<FaultKind> {
         FaultKind::ALL.into_iter().find(|k| k.name() == s)
     }
@@ -164,6 +170,7 @@ pub const NEMESES: [&str; 8] = ["kill", "pause", "failpoint", "partition", "link
 /// weights, and the families that are settings rather than scheduled faults.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Nemesis {
+    /// Scheduled fault kinds and their weights (the `--faults` mix).
     pub mix: Vec<(FaultKind, f64)>,
     /// `failpoint`: workers are spawned with failpoints armed.
     pub failpoints: bool,
@@ -205,6 +212,8 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
     Ok(n)
 }
 
+/// The default weights of the kill and pause faults (without `--faults` or `--nemesis`, the
+/// whole mix of a `--ship file` round).
 pub fn default_fault_mix() -> Vec<(FaultKind, f64)> {
     vec![
         (FaultKind::KillWorker, 50.0),
@@ -229,6 +238,7 @@ pub enum Ship {
 }
 
 impl Ship {
+    /// Parses a `--ship` value: `file`, `tcp` (or `tcp-sync`) or `tcp-async`.
     pub fn parse(s: &str) -> anyhow::Result<Ship> {
         Ok(match s {
             "file" => Ship::File,
@@ -237,6 +247,7 @@ impl Ship {
             _ => bail!("--ship file|tcp|tcp-async"),
         })
     }
+    /// Checkpoints go over TCP to a `dhp transport` server (sync or async).
     pub fn is_tcp(self) -> bool {
         self != Ship::File
     }
@@ -261,13 +272,18 @@ pub const FAILPOINTS: [&str; 5] =
 /// DHP timing knobs passed to every spawned process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
+    /// Seconds between heartbeats (`DHP_LEASE_INTERVAL_S`).
     pub lease_interval_s: f64,
+    /// Heartbeats a lease may miss before it expires (`DHP_LEASE_MAX_MISSED`).
     pub lease_max_missed: i64,
+    /// Seconds between supervisor scans (`DHP_SUPERVISOR_SCAN_S`).
     pub supervisor_scan_s: f64,
+    /// Seconds a supervisor leadership lasts unless renewed (`DHP_LEADER_TTL_S`).
     pub leader_ttl_s: f64,
 }
 
 impl Timing {
+    /// The four knobs as the environment variables `dhp` and the reference read.
     pub fn env(&self) -> Vec<(String, String)> {
         vec![
             ("DHP_LEASE_INTERVAL_S".into(), self.lease_interval_s.to_string()),
@@ -286,6 +302,7 @@ pub struct RoundConfig {
     pub seed: u64,
     /// Index of the round within its run (naming only).
     pub round: u32,
+    /// Census handoffs dispatched in the round (M).
     pub handoffs: u32,
     /// Chunks per handoff.
     pub chunks: u64,
@@ -293,17 +310,23 @@ pub struct RoundConfig {
     pub chunk: u64,
     /// First handoff's `lo`; handoff i covers `[base + i*chunks*chunk, +chunks*chunk)`.
     pub base: u64,
+    /// Worker sleep after each chunk, seconds (`--pace`).
     pub pace_s: f64,
+    /// `max_attempts` of ordinary handoffs.
     pub max_attempts: i64,
     /// How many handoffs get `dlq_max_attempts` instead (exercises the DLQ).
     pub dlq_handoffs: u32,
+    /// `max_attempts` of the `dlq_handoffs` handoffs (low, to exercise the DLQ path).
     pub dlq_max_attempts: i64,
+    /// Which implementation runs the workers.
     pub workers: Impl,
+    /// Which implementation runs the supervisors.
     pub supervisors: Impl,
     /// Supervisors kept alive (killed ones are replaced).
     pub supervisor_count: u32,
     /// Seconds between faults: uniform in `[min, max]`.
     pub fault_interval_s: (f64, f64),
+    /// Fault kinds the injector draws, with their relative weights.
     pub fault_mix: Vec<(FaultKind, f64)>,
     /// Probability that a builtin worker spawn has a failpoint armed.
     pub failpoint_rate: f64,
@@ -317,7 +340,9 @@ pub struct RoundConfig {
     pub fault_seconds: f64,
     /// After faults stop, wait this long for every handoff to end.
     pub grace_seconds: f64,
+    /// DHP timing knobs every spawned process gets.
     pub timing: Timing,
+    /// How workers ship checkpoints to the peer.
     #[serde(default)]
     pub ship: Ship,
     /// `--ship tcp-async`: `dhp work --ship-max-lag` (the async-lag invariant's bound).
@@ -338,6 +363,7 @@ pub struct RoundConfig {
     pub pause_points: String,
     /// Builtin workers publish liveness tokens (fast same-host detection).
     pub liveness: bool,
+    /// The `dhp` binary builtin processes run.
     pub dhp: PathBuf,
     /// Interpreter for python workers/supervisors.
     pub python: Option<PathBuf>,
@@ -406,6 +432,7 @@ impl RoundConfig {
         })
     }
 
+    /// The census range `[lo, hi)` of handoff `i` (see [`RoundConfig::base`]).
     pub fn lo_hi(&self, i: u32) -> (u64, u64) {
         let span = self.chunks * self.chunk;
         let lo = self.base + u64::from(i) * span;

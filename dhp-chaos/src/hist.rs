@@ -23,6 +23,7 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// Open the history file at `path` for appending, creating it if needed.
     pub fn open(path: &Path) -> Result<Writer> {
         let file = OpenOptions::new()
             .create(true)
@@ -39,6 +40,7 @@ impl Writer {
         t
     }
 
+    /// Record a harness event stamped `t` (epoch seconds) instead of now.
     pub fn record_at(&mut self, t: f64, op: &str, fields: Value) {
         let mut line = json!({"t": t, "pid": self.pid, "process": "chaos", "op": op, "type": "event"});
         if let (Some(m), Value::Object(extra)) = (line.as_object_mut(), fields) {
@@ -59,40 +61,52 @@ impl Writer {
 pub struct Ev {
     /// Position in the file (ties in `t` keep file order).
     pub idx: usize,
+    /// The line's JSON object ([`load`] moves a faked clock's `t` to `t_clock`).
     pub v: Map<String, Value>,
 }
 
 impl Ev {
+    /// The event's time on the harness's clock, epoch seconds (0 when absent).
     pub fn t(&self) -> f64 {
         self.v.get("t").and_then(Value::as_f64).unwrap_or(0.0)
     }
+    /// Field `k` as a string, if it is one.
     pub fn s(&self, k: &str) -> Option<&str> {
         self.v.get(k).and_then(Value::as_str)
     }
+    /// Field `k` as an `i64`, if it is one.
     pub fn i(&self, k: &str) -> Option<i64> {
         self.v.get(k).and_then(Value::as_i64)
     }
+    /// Field `k` as a `u64`, if it is one.
     pub fn u(&self, k: &str) -> Option<u64> {
         self.v.get(k).and_then(Value::as_u64)
     }
+    /// The writer's process id (-1 when absent).
     pub fn pid(&self) -> i64 {
         self.i("pid").unwrap_or(-1)
     }
+    /// The operation (`claim`, `checkpoint`, `fault`, …; empty when absent).
     pub fn op(&self) -> &str {
         self.s("op").unwrap_or("")
     }
+    /// The record type: `invoke`, `ok`, `fail` or `event` (empty when absent).
     pub fn ty(&self) -> &str {
         self.s("type").unwrap_or("")
     }
+    /// The writing process's name (`chaos` for the harness; empty when absent).
     pub fn process(&self) -> &str {
         self.s("process").unwrap_or("")
     }
+    /// The handoff the event concerns, if any.
     pub fn hid(&self) -> Option<&str> {
         self.s("hid")
     }
+    /// Written by the harness itself (process `chaos`).
     pub fn is_chaos(&self) -> bool {
         self.process() == "chaos"
     }
+    /// Field `k`, any JSON type.
     pub fn get(&self, k: &str) -> Option<&Value> {
         self.v.get(k)
     }
@@ -102,10 +116,13 @@ impl Ev {
 /// were not JSON objects (a torn write would show up here).
 #[derive(Debug, Default)]
 pub struct History {
+    /// The lines that parsed as JSON objects, in file order.
     pub events: Vec<Ev>,
+    /// Non-empty lines that were not JSON objects.
     pub malformed: usize,
 }
 
+/// Read a history file, putting the events of processes on a faked clock back on the harness's clock.
 pub fn load(path: &Path) -> Result<History> {
     let data = std::fs::read(path).with_context(|| format!("reading history {}", path.display()))?;
     let mut h = History::default();

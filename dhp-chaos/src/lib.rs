@@ -33,8 +33,9 @@
 //! assert!(h.events[0].is_chaos());
 //! ```
 
-// Library code never unwraps (tests may: clippy.toml allows it in
-// `#[cfg(test)]` code).
+// Library code documents every public item and never unwraps (tests may:
+// clippy.toml allows it in `#[cfg(test)]` code).
+#![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod check;

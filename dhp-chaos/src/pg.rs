@@ -14,7 +14,9 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct OwnedCluster {
     script: PathBuf,
+    /// The cluster's data directory.
     pub data_dir: PathBuf,
+    /// The server's URL as `scripts/pg.sh` prints it (`postgres://…`, with the password).
     pub url: String,
 }
 

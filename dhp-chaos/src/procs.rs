@@ -11,10 +11,13 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// What a child process is in the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// A worker running one handoff (`dhp work`, the reference's, or a command).
     Worker,
+    /// A supervisor (`dhp supervisor`, the reference's, or a command).
     Supervisor,
     /// The `dhp transport` TCP server (the peer) in `--ship tcp` rounds.
     Transport,
@@ -23,8 +26,11 @@ pub enum Role {
 /// How a child ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExitInfo {
+    /// When it was reaped, epoch seconds.
     pub t: f64,
+    /// Its exit code, when it exited rather than died of a signal.
     pub code: Option<i32>,
+    /// The signal it died of, if any.
     pub signal: Option<i32>,
     /// It was SIGSTOPped when it died (e.g. SIGKILLed by a supervisor's
     /// stalled-writer watchdog while stopped).
@@ -34,21 +40,29 @@ pub struct ExitInfo {
 /// One child process.
 #[derive(Debug)]
 pub struct Proc {
+    /// The harness's name for it (`w0003-h1`, `sup2`, `transport1`), also its log's name.
     pub name: String,
+    /// What it is in the round.
     pub role: Role,
     /// builtin / python / cmd
     pub imp: String,
+    /// The handoff it works on (workers).
     pub hid: Option<String>,
     /// claim / recover (workers)
     pub mode: Option<String>,
     /// For recoverers: the orphan fence they were spawned for.
     pub orphan_fence: Option<i64>,
+    /// What was armed in it: a `DHP_FAILPOINTS` spec, or `pause-points:…` for the reference.
     pub failpoint: Option<String>,
+    /// The child handle (it reaps the process).
     pub child: Child,
+    /// Its process id.
     pub pid: i32,
+    /// When it was started, epoch seconds.
     pub spawned: f64,
     /// `Some((t, fence))` while SIGSTOPped.
     pub paused: Option<(f64, Option<i64>)>,
+    /// How it ended, once reaped.
     pub exited: Option<ExitInfo>,
     /// The exit was written to the history. Whoever reaps a child (the
     /// reaper, a signal that finds it already dead, teardown), only the
@@ -56,10 +70,12 @@ pub struct Proc {
     pub exit_reported: bool,
     /// The harness SIGKILLed it (fault or teardown).
     pub killed_by_harness: bool,
+    /// Its log file (stdout and stderr).
     pub log: PathBuf,
 }
 
 impl Proc {
+    /// Not reaped yet (a SIGSTOPped child is alive).
     pub fn alive(&self) -> bool {
         self.exited.is_none()
     }
@@ -125,14 +141,23 @@ impl Proc {
 
 /// What to start.
 pub struct Spec {
+    /// The process's name ([`Proc::name`]); its log is `<name>.log`.
     pub name: String,
+    /// What it is in the round.
     pub role: Role,
+    /// builtin / python / cmd
     pub imp: String,
+    /// The command line, program first.
     pub argv: Vec<String>,
+    /// Environment variables added to the harness's own.
     pub env: Vec<(String, String)>,
+    /// The handoff it works on (workers).
     pub hid: Option<String>,
+    /// claim / recover (workers)
     pub mode: Option<String>,
+    /// For recoverers: the orphan fence they are spawned for.
     pub orphan_fence: Option<i64>,
+    /// What is armed in it (see [`Proc::failpoint`]).
     pub failpoint: Option<String>,
 }
 
@@ -184,14 +209,17 @@ pub fn spawn(spec: Spec, logdir: &Path) -> Result<Proc> {
 /// All children of a round. Dropping it kills whatever is still alive.
 #[derive(Debug, Default)]
 pub struct Table {
+    /// Every child of the round, in start order.
     pub procs: Vec<Proc>,
 }
 
 impl Table {
+    /// The child with this [`Proc::name`].
     pub fn by_name(&self, name: &str) -> Option<&Proc> {
         self.procs.iter().find(|p| p.name == name)
     }
 
+    /// The children of `role` not reaped yet.
     pub fn alive(&self, role: Role) -> impl Iterator<Item = &Proc> {
         self.procs.iter().filter(move |p| p.role == role && p.alive())
     }

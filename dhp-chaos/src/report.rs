@@ -23,34 +23,63 @@ fn lat(s: &Stats) -> String {
 /// Totals over rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
+    /// Rounds summed.
     pub rounds: usize,
+    /// Of those, rounds in which every invariant held.
     pub rounds_held: usize,
+    /// Handoffs dispatched, over every round.
     pub handoffs: usize,
+    /// Of those, completed.
     pub completed: usize,
+    /// Of those, parked in the DLQ.
     pub dlq: usize,
+    /// SIGKILLs among the faults (failpoint self-kills included).
     pub kills: u64,
+    /// Total length of the fault phases, seconds.
     pub fault_phase_s: f64,
+    /// `kills` per minute of fault phase.
     pub kills_per_min: f64,
+    /// Faults by kind (see [`RoundReport::faults_by_kind`]).
     pub faults_by_kind: BTreeMap<String, u64>,
+    /// SIGKILLs by the victim's role.
     pub kills_by_role: BTreeMap<String, u64>,
+    /// Successful `recover` operations.
     pub recoveries: u64,
+    /// Claims and recovers that failed (lost a race or were refused).
     pub race_losers: u64,
+    /// Checkpoints in the stores.
     pub checkpoints: u64,
+    /// Paused workers woken after they were replaced.
     pub zombies_woken: u64,
+    /// Of those, whose first operation after waking was refused (fenced).
     pub zombies_fenced: u64,
+    /// Of those, that committed a write after waking (must be 0).
     pub zombies_wrote: u64,
+    /// Worker SIGKILL → orphan, over every round (samples dropped).
     pub detection_worker_kill: Stats,
+    /// The same in steady state (see [`crate::check::Latencies::worker_kill_steady`]).
     pub detection_worker_kill_steady: Stats,
+    /// Worker SIGKILL → the successor's first checkpoint.
     pub kill_to_resume: Stats,
+    /// Why worker-kill samples were not steady state, with counts.
     pub disturbed_by: BTreeMap<String, usize>,
+    /// Periods in which a stopped worker held the store's write lock.
     pub store_stalls: usize,
+    /// Their total length, seconds.
     pub store_stall_s: f64,
+    /// The longest, seconds.
     pub store_stall_max_s: f64,
+    /// Worker SIGSTOP → orphan.
     pub detection_pause: Stats,
+    /// Failpoint self-kill → orphan.
     pub detection_failpoint: Stats,
+    /// Leader SIGKILL → another leader observed.
     pub leader_failover: Stats,
+    /// Lease-holding victims never orphaned and never completed by them.
     pub undetected: usize,
+    /// The most chunks one faulted worker computed but did not commit, over every round.
     pub rework_max_chunks: u64,
+    /// Per invariant name: `checked`, `violations`, `known_reference_weakness` and `held`.
     pub invariants: BTreeMap<String, Value>,
     /// All violations, known reference weaknesses included.
     pub violations: usize,
@@ -58,6 +87,7 @@ pub struct Totals {
     pub unexplained: usize,
 }
 
+/// Sum the rounds' reports (latency samples pooled, then dropped).
 pub fn totals(rounds: &[RoundReport]) -> Totals {
     let mut t = Totals {
         rounds: rounds.len(),
@@ -200,6 +230,7 @@ fn short_impl(s: &str) -> String {
     }
 }
 
+/// The column header of [`round_line`].
 pub fn header() -> String {
     format!(
         "{:>5} {:>20} {:>17} {:>7} {:>6} {:>6} {:>5} {:>8} {:>5} {:>7} {:>7}  {}",

@@ -5,7 +5,7 @@
 //! supervisor's watchdog), orphans
 //! (◆, ■ for DLQ) and completion (●); on top, the supervisors with the
 //! leader highlighted; below the time axis, link faults, full disks and
-//! faked clocks ([`crate::timeline_env`]). Hover any mark for details.
+//! faked clocks (`timeline_env`). Hover any mark for details.
 
 use crate::hist::{self, Ev};
 use crate::round::Paths;

@@ -8,6 +8,7 @@ use crate::hist::Ev;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
+/// Figures of the round's link, clock and disk faults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EnvFacts {
     /// Processes started with a faked clock (`--clock`).

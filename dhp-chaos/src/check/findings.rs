@@ -8,6 +8,7 @@ use std::collections::HashMap;
 /// One thing an invariant found wrong.
 #[derive(Debug, Clone)]
 pub struct Finding {
+    /// What is wrong, for people.
     pub msg: String,
     /// The handoff it concerns, when a documented weakness of the reference
     /// that started that handoff's trouble explains it (the handoff's taint).
@@ -21,6 +22,7 @@ pub struct Finding {
 pub struct Findings {
     /// How many items were checked (0: the invariant was not exercised).
     pub checked: u64,
+    /// What the check found wrong, in the order found.
     pub found: Vec<Finding>,
     /// Things worth knowing that are not violations.
     pub notes: Vec<String>,
@@ -42,6 +44,7 @@ impl Findings {
     pub fn known(&mut self, msg: String, why: &'static str) {
         self.found.push(Finding { msg, hid: None, known: Some(why) });
     }
+    /// Something worth knowing that is not a violation.
     pub fn note(&mut self, msg: String) {
         self.notes.push(msg);
     }

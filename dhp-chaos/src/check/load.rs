@@ -7,24 +7,36 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// One committed checkpoint of a handoff, as the store holds it.
 #[derive(Debug, Clone)]
 pub struct Ckpt {
+    /// Its sequence number (continuous from 0 when intact).
     pub seq: i64,
+    /// The `state_json` column as stored.
     pub state_json: String,
+    /// The stored `state_hash` column (SHA-256 hex of `state_json`; the checkpoints invariant recomputes it).
     pub state_hash: String,
+    /// `state_json` parsed (`Null` if it is not JSON).
     pub state: Value,
 }
 
+/// One handoff of the store: its envelope, checkpoints and ownership row.
 #[derive(Debug, Clone)]
 pub struct Handoff {
+    /// The handoff id.
     pub hid: String,
+    /// The envelope as stored.
     pub env: Value,
+    /// The envelope's `execution.status` (empty when absent).
     pub status: String,
+    /// Its checkpoints, by `seq`.
     pub ckpts: Vec<Ckpt>,
+    /// The ownership row (holder, fence), if there is one.
     pub own: Option<(String, i64)>,
 }
 
-pub fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
+/// Read a SQLite store (read-only).
+pub(crate) fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     let cx = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("opening store {}", db.display()))?;
     cx.busy_timeout(std::time::Duration::from_secs(10))?;

@@ -7,7 +7,7 @@
 //! that is a finding (an acknowledged write that is not in the store, a
 //! committed write no process recorded).
 //!
-//! Layout: [`load`] reads the store, `history` indexes `history.jsonl`,
+//! Layout: `load` reads the store, `history` indexes `history.jsonl`,
 //! `ctx` derives the per-handoff facts every invariant shares, `faults`
 //! walks the injected faults (latencies), and `invariants/` holds one file
 //! per [`Invariant`]; this module only runs them and files their findings.
@@ -28,10 +28,9 @@ pub use ctx::Ctx;
 pub use env_facts::EnvFacts;
 pub use findings::{Finding, Findings};
 pub use invariants::Invariant;
-pub use load::{
-    is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, load_store, Ckpt, Handoff,
-};
-pub use report::{stats, FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
+pub use load::{is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, Ckpt, Handoff};
+pub(crate) use report::stats;
+pub use report::{FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
 
 use crate::hist;
 use crate::round::Paths;

@@ -6,10 +6,13 @@ use std::collections::BTreeMap;
 /// One invariant's verdict (its `name` is [`super::Invariant::name`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The invariant's name ([`super::Invariant::name`]).
     pub name: String,
+    /// What the invariant promises ([`super::Invariant::doc`]).
     pub what: String,
     /// How many items were checked (0 means the invariant was not exercised).
     pub checked: u64,
+    /// Violations no documented weakness of the reference explains, one message each.
     pub violations: Vec<String>,
     /// Violations that start at a documented weakness of the Python
     /// reference (only ever for handoffs a reference process broke).
@@ -38,14 +41,20 @@ impl Verdict {
 /// Latency distribution (seconds).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stats {
+    /// How many samples.
     pub n: usize,
+    /// Median, seconds (nearest rank; `None` without samples).
     pub p50: Option<f64>,
+    /// 99th percentile, seconds (nearest rank; `None` without samples).
     pub p99: Option<f64>,
+    /// Largest sample, seconds (`None` without samples).
     pub max: Option<f64>,
+    /// Every sample in seconds, ascending (the run totals drop them).
     pub samples: Vec<f64>,
 }
 
-pub fn stats(mut v: Vec<f64>) -> Stats {
+/// The distribution of `v` (seconds): nearest-rank p50 and p99, and the maximum.
+pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
     v.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| -> Option<f64> {
         if v.is_empty() {
@@ -58,6 +67,7 @@ pub fn stats(mut v: Vec<f64>) -> Stats {
     Stats { n: v.len(), p50: pct(50.0), p99: pct(99.0), max: v.last().copied(), samples: v }
 }
 
+/// How fast faults were detected and recovered from (seconds).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Latencies {
     /// Injector SIGKILL of a lease-holding worker → orphan committed.
@@ -83,16 +93,24 @@ pub struct Latencies {
     pub undetected: Vec<String>,
     /// Where the orphan time came from: supervisor history or the monitor.
     pub from_history: usize,
+    /// Orphan times taken from the monitor, because no supervisor recorded the orphan.
     pub from_monitor: usize,
 }
 
+/// One fault on a lease-holding worker, and how long until its handoff was orphaned.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FaultLatency {
+    /// The injector's `fault_id` in the history.
     pub fault_id: u64,
+    /// The fault kind (`kill-worker`, `pause`, `failpoint`, …).
     pub kind: String,
+    /// The signal that hit the victim: `KILL` or `STOP`.
     pub signal: String,
+    /// The victim's process name.
     pub victim: String,
+    /// The handoff it held (first 12 characters).
     pub hid: String,
+    /// The fence it held at the fault.
     pub fence: i64,
     /// Seconds from the fault to the orphan committing it.
     pub latency_s: f64,
@@ -107,13 +125,18 @@ pub struct FaultLatency {
 /// `BEGIN IMMEDIATE` probe finds the lock taken).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stalls {
+    /// How many stalls.
     pub n: usize,
+    /// Their total length, seconds.
     pub total_s: f64,
+    /// The longest, seconds.
     pub max_s: f64,
 }
 
+/// What the workers the injector SIGSTOPped did once woken.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Zombies {
+    /// Workers the injector SIGSTOPped.
     pub paused: u64,
     /// Woken after a successor had been granted a newer fence.
     pub woken_after_replacement: u64,
@@ -128,40 +151,69 @@ pub struct Zombies {
 /// Everything about one round.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundReport {
+    /// The round directory.
     pub dir: String,
+    /// This round's seed.
     pub seed: u64,
+    /// Index of the round within its run.
     pub round: u32,
+    /// Which implementation ran the workers ([`crate::config::Impl::label`]).
     pub workers: String,
+    /// Which implementation ran the supervisors ([`crate::config::Impl::label`]).
     pub supervisors: String,
+    /// The command that replays this round.
     pub replay: String,
+    /// Handoffs the round dispatched.
     pub handoffs: usize,
+    /// Of those, completed in the store.
     pub completed: usize,
+    /// Of those, parked in the DLQ after `max_attempts`.
     pub dlq: usize,
+    /// Length of the fault phase, seconds.
     pub fault_phase_s: f64,
+    /// Length of the whole round, seconds.
     pub round_s: f64,
+    /// SIGKILLs among the faults (failpoint self-kills included).
     pub kills: u64,
+    /// `kills` per minute of the fault phase.
     pub kills_per_min: f64,
+    /// Faults by kind, each counted once (`failpoint:NAME` per failpoint).
     pub faults_by_kind: BTreeMap<String, u64>,
+    /// SIGKILLs by the victim's role.
     pub kills_by_role: BTreeMap<String, u64>,
+    /// Worker processes the round spawned.
     pub spawned_workers: u64,
+    /// Supervisor processes the round spawned (replacements included).
     pub spawned_supervisors: u64,
+    /// Successful `recover` operations in the history.
     pub recoveries: u64,
+    /// Times 2–3 workers were started to race for one handoff.
     pub racing_provisions: u64,
+    /// Claims and recovers that failed (lost a race or were refused).
     pub race_losers: u64,
+    /// Checkpoints in the store, over every census handoff.
     pub checkpoints: u64,
+    /// Detection and recovery latencies.
     pub latencies: Latencies,
+    /// Periods in which a stopped worker held the store's write lock.
     pub store_stalls: Stalls,
+    /// What paused workers did once woken.
     pub zombies: Zombies,
     /// Chunks a faulted worker computed but did not commit itself (lost or
     /// recomputed by its successor): the most for one victim, and in total.
     pub rework_max_chunks: u64,
+    /// Chunks faulted workers computed but did not commit, over every victim.
     pub rework_total_chunks: u64,
     /// Link, clock and disk fault figures.
     #[serde(default)]
     pub env: super::EnvFacts,
+    /// One verdict per invariant, in [`super::Invariant::ALL`] order.
     pub invariants: Vec<Verdict>,
+    /// History lines that parsed as JSON objects.
     pub history_lines: usize,
+    /// History lines that did not (see [`crate::hist::History::malformed`]).
     pub history_malformed: usize,
+    /// Every invariant held (no violation, known reference weaknesses included).
     pub held: bool,
     /// `--hosts` rounds: which simulated host this report is of.
     #[serde(default, skip_serializing_if = "Option::is_none")]

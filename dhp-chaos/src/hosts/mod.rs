@@ -30,6 +30,7 @@ pub const PORT: u16 = 7707;
 const TICK: Duration = Duration::from_millis(3);
 /// The multi-host round's own record (what the hosts' histories also get).
 pub const NET_HISTORY: &str = "net-history.jsonl";
+/// The file in a multi-host round directory that describes its hosts (read by [`host_dirs`]).
 pub const HOSTS_JSON: &str = "hosts.json";
 
 /// The directory of host `k` inside a round directory.

@@ -18,7 +18,9 @@ const SUBNET: &str = "10.77.0";
 /// One simulated host's network identity.
 #[derive(Debug, Clone)]
 pub struct HostNet {
+    /// The network namespace its processes run in (named with [`NS_PREFIX`]).
     pub netns: String,
+    /// Its address on the bridge (host K is 10.77.0.(K+1)).
     pub addr: String,
     /// The veth end on the bridge (in the root namespace).
     veth: String,
@@ -35,6 +37,7 @@ pub struct Net {
     bridge: String,
     /// `PIDX`: names this net's namespaces and links apart from others'.
     tag: String,
+    /// The hosts' identities, host K at index K (a standby replaces the host it took over).
     pub hosts: Vec<HostNet>,
 }
 

@@ -20,7 +20,9 @@ pub struct Cut {
     pub groups: [Vec<u32>; 2],
     /// (from, to): packets from `from` to `to` are dropped.
     pub blocked: Vec<(u32, u32)>,
+    /// When the partition heals, epoch seconds.
     pub heal_at: f64,
+    /// The injector's `fault_id` for it.
     pub fault_id: u64,
 }
 
@@ -55,6 +57,7 @@ impl Cut {
         self.blocked.contains(&(from, to))
     }
 
+    /// The partition as the fields of its `nemesis` history record.
     pub fn to_json(&self) -> Value {
         json!({"kind": "partition", "fault_id": self.fault_id, "shape": self.shape, "groups": self.groups,
                "blocked": self.blocked, "heal_at": self.heal_at})

@@ -5,7 +5,7 @@
 //!
 //! Std threads, like the rest of the harness: an accept thread and two
 //! pump threads per connection (client → server and back). Pumps poll
-//! their socket every [`POLL`] so a toxic switched on takes effect on open
+//! their socket every `POLL` (10 ms) so a toxic switched on takes effect on open
 //! connections within that time.
 //!
 //! With a record file the proxy also writes down what it saw the server

@@ -105,10 +105,15 @@ fn frame(rec: &Recorder, conn: &Conn, dir: Dir, v: &Value) {
 /// `seq` held: the server's contiguous prefix).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ack {
+    /// When the proxy forwarded the frame, epoch seconds.
     pub t: f64,
+    /// `sent`, `ack` or `hello-ack`.
     pub event: String,
+    /// The proxy's id of the connection.
     pub conn: u64,
+    /// The handoff the connection's hello named.
     pub hid: String,
+    /// The checkpoint's seq (`hello-ack`: the top of the server's contiguous prefix).
     pub seq: i64,
 }
 

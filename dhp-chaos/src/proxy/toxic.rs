@@ -10,19 +10,36 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "toxic", rename_all = "kebab-case")]
 pub enum Toxic {
     /// Every chunk is delayed by `ms` plus a uniform `0..=jitter_ms`, both directions.
-    Latency { ms: u64, jitter_ms: u64 },
+    Latency {
+        /// The fixed delay, milliseconds.
+        ms: u64,
+        /// The largest extra delay, milliseconds.
+        jitter_ms: u64,
+    },
     /// At most `bytes_per_s` per direction and connection.
-    Bandwidth { bytes_per_s: u64 },
+    Bandwidth {
+        /// The cap, bytes per second.
+        bytes_per_s: u64,
+    },
     /// Nothing is forwarded (the bytes wait in the kernel buffers, as under
     /// a partition); after `timeout_ms` (0: never) the connection is closed.
-    Blackhole { timeout_ms: u64 },
+    Blackhole {
+        /// Milliseconds until the connection is closed (0: never).
+        timeout_ms: u64,
+    },
     /// Open connections are reset (RST) and new ones reset on accept.
     Reset,
     /// When one side closes, the other side's close is delayed by `ms`.
-    SlowClose { ms: u64 },
+    SlowClose {
+        /// The delay, milliseconds.
+        ms: u64,
+    },
     /// A connection is cut (both directions closed) once `bytes` more bytes
     /// crossed it, in either direction — mid-frame as often as not.
-    CutAfter { bytes: u64 },
+    CutAfter {
+        /// Bytes that still cross before the cut.
+        bytes: u64,
+    },
 }
 
 impl Toxic {

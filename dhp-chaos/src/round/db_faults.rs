@@ -24,13 +24,27 @@ use std::process::{Child, Command, Stdio};
 #[non_exhaustive]
 pub enum DbFaultRefusal {
     /// Database faults on a SQLite store.
-    Sqlite { kinds: Vec<&'static str> },
+    Sqlite {
+        /// The database fault kinds asked for.
+        kinds: Vec<&'static str>,
+    },
     /// A `postgres://…` store without `--pg-data`: the harness cannot restart the server.
-    NoPgData { kinds: Vec<&'static str> },
+    NoPgData {
+        /// The database fault kinds asked for.
+        kinds: Vec<&'static str>,
+    },
     /// `--pg-data DIR` is not a `scripts/pg.sh` cluster directory (or not the URL's).
-    BadPgData { dir: PathBuf, reason: String },
+    BadPgData {
+        /// The directory given.
+        dir: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `--pg-data` given where it has no use.
-    PgDataUnused { why: &'static str },
+    PgDataUnused {
+        /// Why it has no use in this run.
+        why: &'static str,
+    },
 }
 
 impl std::fmt::Display for DbFaultRefusal {

@@ -29,18 +29,25 @@ mod spawn;
 
 pub use disk::parse_size;
 
-pub const ORPHANED: &str = "__orphaned__";
+/// The holder an orphaned handoff's ownership row names.
+pub(crate) const ORPHANED: &str = "__orphaned__";
 /// How often the event loop runs.
 const TICK: Duration = Duration::from_millis(3);
 
 /// Paths inside a round directory.
 #[derive(Debug, Clone)]
-pub struct Paths {
+pub(crate) struct Paths {
+    /// The round directory itself.
     pub dir: PathBuf,
+    /// The store: the SQLite file's directory, or a PostgreSQL round's export.
     pub store: PathBuf,
+    /// The workers' transport logs (`--ship tcp`: their local buffers).
     pub transport: PathBuf,
+    /// Every child's log, `<name>.log`.
     pub procs: PathBuf,
+    /// `history.jsonl`, the round's history.
     pub history: PathBuf,
+    /// `round.json`, the round's configuration and phase times.
     pub meta: PathBuf,
     /// The TCP transport server's log directory (the peer) in `--ship tcp` rounds.
     /// Under `--hosts` a symlink to the peer host's `received` directory.
@@ -53,6 +60,7 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// The layout of the round directory `dir` (nothing is created).
     pub fn new(dir: &Path) -> Paths {
         Paths {
             dir: dir.to_path_buf(),
@@ -80,12 +88,19 @@ struct PyEnv {
 /// Live counters for the progress line.
 #[derive(Debug, Default, Clone)]
 pub struct Live {
+    /// Processes SIGKILLed by faults so far (failpoint self-kills included).
     pub kills: u64,
+    /// Faults injected so far.
     pub faults: u64,
+    /// Workers stopped so far (SIGSTOP, or a reference worker at a pause point).
     pub pauses: u64,
+    /// Workers a failpoint killed so far.
     pub failpoint_kills: u64,
+    /// Handoffs completed or failed, as the monitor last saw the store.
     pub terminal: usize,
+    /// Worker processes spawned so far.
     pub spawned_workers: u64,
+    /// Supervisor processes spawned so far.
     pub spawned_supervisors: u64,
 }
 
@@ -104,9 +119,11 @@ fn terminal(status: &str) -> bool {
     status == "completed" || status == "failed"
 }
 
+/// One round on one host: spawns the processes, injects the faults, records the history.
 pub struct Driver<'a> {
     cfg: &'a RoundConfig,
-    pub paths: Paths,
+    /// The round directory's layout.
+    pub(crate) paths: Paths,
     /// Fault schedule: kinds, times, victims. A stream of its own, so the
     /// kinds and times of faults replay exactly for a seed whatever else happens.
     rng: StdRng,
@@ -160,7 +177,8 @@ pub struct Driver<'a> {
     db_state: db_faults::DbState,
     /// The fault schedule has started (`faults_after_checkpoints`).
     faults_on: bool,
-    pub live: Live,
+    /// Counters for the progress line.
+    pub(crate) live: Live,
     /// When faults stop (`start` sets it) and the grace period ends (`stop_faults`).
     fault_end: f64,
     grace_end: f64,
@@ -171,10 +189,11 @@ pub struct Driver<'a> {
     /// Host death: every process was killed; nothing is provisioned any more.
     dead: bool,
     /// Extra fields for `round.json` (host death, standby).
-    pub extra_meta: Value,
+    pub(crate) extra_meta: Value,
 }
 
 impl<'a> Driver<'a> {
+    /// Prepare a round in `dir` (creating its directories); `run` starts it.
     pub fn new(cfg: &'a RoundConfig, dir: &Path) -> Result<Driver<'a>> {
         let paths = Paths::new(dir);
         for d in [&paths.dir, &paths.store, &paths.transport, &paths.procs] {

@@ -32,22 +32,39 @@ use super::findings::Findings;
 /// An invariant of a chaos round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Invariant {
+    /// `outcome`: every handoff completed or parked in the DLQ; none left running.
     Outcome,
+    /// `result`: each completed result equals the census recomputed from scratch.
     Result,
+    /// `exactly-once`: each completion committed once, by the current fence holder.
     ExactlyOnce,
+    /// `checkpoints`: seqs continuous, hashes valid, each state the census so far.
     Checkpoints,
+    /// `fencing`: along commit order fences never go backwards and holders never interleave.
     Fencing,
+    /// `zombies`: a paused worker woken after it was replaced commits nothing.
     Zombies,
+    /// `transport`: the peer's transport log agrees with the store.
     Transport,
+    /// `rework`: work redone per fault is at most one chunk.
     Rework,
+    /// `detection`: every worker that died holding a lease was orphaned (or had completed).
     Detection,
+    /// `no-false-orphans`: a worker-died orphan's holder had really died.
     NoFalseOrphans,
+    /// `sync-ack`: every checkpoint acknowledged in synchronous TCP mode is in the peer's log.
     SyncAck,
+    /// `converge`: once faults heal, the peer's log is the store's checkpoints in order.
     Converge,
+    /// `failover`: after a host death the standby resumes from the shipped log.
     Failover,
+    /// `no-lost-commits-across-db-crash`: what was acknowledged before a database crash stays.
     NoLostCommitsAcrossDbCrash,
+    /// `no-stuck-after-db-restart`: after the database is back, every handoff still ends.
     NoStuckAfterDbRestart,
+    /// `peer-acks`: every checkpoint the transport server acknowledged is intact in the peer's log.
     PeerAcks,
+    /// `async-lag`: a tcp-async worker goes on with at most `--ship-max-lag` unacknowledged checkpoints.
     AsyncLag,
 }
 
