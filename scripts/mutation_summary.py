@@ -119,6 +119,12 @@ def merge(out, shards):
         json.dump(mutants, f, indent=2)
 
 
+def unlocated(name):
+    """A mutant's name without its line and column (`FILE:LINE:COL: what`
+    -> `FILE: what`): the same mutation after lines moved."""
+    return re.sub(r"^([^:]+):\d+:\d+: ", r"\1: ", name)
+
+
 def wilson(k, n, z=1.96):
     """95% Wilson score interval for k successes in n trials, in percent."""
     if not n:
@@ -228,12 +234,26 @@ def main(out, write_summary=True):
     for kind in KINDS:
         for name in lines(os.path.join(rmo, kind + ".txt")):
             retest[name] = kind
-    # cargo-mutants' --re can select a neighbour too: only this run's mutants count
-    retest = {n: k for n, k in retest.items() if n in status}
     for l in lines(os.path.join(out, "retest", "failing.tsv")):
         f = l.split("\t")
         if len(f) == 4 and not l.startswith("#"):
             retest_ids[f[0]] = set(x for x in f[1].split(",") if x)
+    # A re-test names mutants as the tree had them then: lines may have
+    # moved since the sample. Each counts for the sampled mutant of the same
+    # name, else for the one sampled mutant with the same file and mutation
+    # (line and column aside). cargo-mutants' --re can select a neighbour
+    # too: mutants outside this run's sample do not count.
+    by_place = {}
+    for n in status:
+        by_place.setdefault(unlocated(n), []).append(n)
+    same = {}
+    for n in retest:
+        if n in status:
+            same[n] = n
+        elif len(by_place.get(unlocated(n), [])) == 1:
+            same[n] = by_place[unlocated(n)][0]
+    retest_ids = {same[n]: ids for n, ids in retest_ids.items() if n in same}
+    retest = {same[n]: k for n, k in retest.items() if n in same}
     after_caught = [n for n in tested if status[n] in ("caught", "timeout") or retest.get(n) in ("caught", "timeout")]
     after_unobservable = [n for n in unobservable if retest.get(n) not in ("caught", "timeout")]
     after_observable = len(tested) - len(after_unobservable)

@@ -47,6 +47,7 @@ pub mod rs_adapter;
 pub mod store_view;
 pub mod stores;
 pub mod suite;
+pub mod write_lock;
 
 pub use check::{Check, Fail};
 pub use suite::{Impl, Level, Options, Outcome};

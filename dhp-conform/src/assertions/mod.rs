@@ -1,6 +1,7 @@
 //! Every assertion, in the order they run.
 
 pub mod approvals;
+pub mod contention;
 pub mod core;
 pub mod cross;
 pub mod extended;
@@ -102,6 +103,7 @@ pub fn all() -> Vec<Assertion> {
         a("budget-kinds", Extended, &[], "spend and wall-clock budgets bind like steps: the worker gets BudgetExceeded and the supervisor fails the work; spend exactly at the limit is within it", negative::budget_kinds),
         a("status-reporting", Extended, &[], "status reports status, attempt, owner, fence, checkpoints, usage, result, ack and orphan reason truthfully at every step of a handoff's life", roundtrip::status_reporting),
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
+        a("write-lock-wait", Extended, &[feature::STANDARD_STORE], "a write that finds the store's write lock held by another connection waits for it and succeeds", contention::write_lock_wait),
     ]
 }
 

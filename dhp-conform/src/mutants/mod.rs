@@ -11,6 +11,7 @@
 
 mod approvals;
 mod budget;
+mod contention;
 mod execution;
 mod identity;
 mod lease;
@@ -65,6 +66,7 @@ pub(crate) enum Mutant {
     ResumeResetsUsage,
     WallclockUnchecked,
     StatusFenceFromEnvelope,
+    WriteLockGivesUp,
 }
 
 /// Name, mutant, what it breaks.
@@ -182,6 +184,11 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         Mutant::ExpiredApprovalApproves,
         "awaiting an approval that expired undecided returns approved",
     ),
+    (
+        "write-lock-gives-up",
+        Mutant::WriteLockGivesUp,
+        "a write that finds the store's write lock held by another connection fails at once (busy timeout 0)",
+    ),
 ];
 
 /// The mutant named `name` (as `--mutant` takes it).
@@ -233,6 +240,7 @@ impl MutantAdapter {
             .or_else(|| supervision::handle(self, op, a))
             .or_else(|| transport::handle(self, op, a))
             .or_else(|| approvals::handle(self, op, a))
+            .or_else(|| contention::handle(self, op, a))
     }
 }
 
