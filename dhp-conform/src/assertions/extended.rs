@@ -425,6 +425,21 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
         ensure_eq!(db.verified_states(&hid)?.len(), 1, "checkpoint rows");
         ensure_eq!(db.handoff_count()?, 1, "handoffs rows");
     }
+    // a bundle is bounded like an envelope: five 60 kB checkpoints make one
+    // of about 300 kB, which suspend must refuse rather than write
+    let big_hid = new_handoff(&mut m, &root, 3)?;
+    let bt = m.claim(&root, "w1", &big_hid)?;
+    for i in 0..5 {
+        m.checkpoint(&bt, json!({"blob": "b".repeat(60_000), "i": i}))?;
+    }
+    let path = cx.path("oversize.bundle");
+    m.must_fail(
+        "suspend",
+        json!({"root": root, "hid": big_hid, "path": path}),
+        &["OversizePayload"],
+        "suspend into a 300 kB bundle (limit 256 KiB)",
+    )?;
+    ensure!(!std::path::Path::new(&path).exists(), "a refused suspend left a bundle at {path}");
     Ok(())
 }
 
@@ -495,9 +510,16 @@ pub fn stall_orphan_then_dlq(cx: &Ctx<'_>) -> Check {
     m.open(&root)?;
     let hid = new_handoff_with(&mut m, &root, spec_with(1, json!({"max_stall_retries": 1})))?;
     let t = m.claim(&root, "w1", &hid)?;
+    // progress just made: its stall clock (stall_timeout_s, 120 s) is far
+    // from running out, and a checkpoint starts the repeat count afresh
+    ensure_eq!(m.checkpoint(&t, json!({"k": 1}))?, 0, "seq of the first checkpoint");
     ensure_eq!(repeat_activity(&mut m, &t, 5)?, 5, "repeat count after 5 identical activities");
     let acts = m.scan(&root, "s1")?;
-    ensure!(action_for(&acts, &hid).is_none(), "scan acted on a worker below the repeat limit (5 < 10): {acts:?}");
+    ensure!(
+        action_for(&acts, &hid).is_none(),
+        "scan acted on a worker that checkpointed just now (well within stall_timeout_s) and is below the repeat \
+         limit (5 < 10): {acts:?}"
+    );
     ensure_eq!(repeat_activity(&mut m, &t, 5)?, 10, "repeat count after 10 identical activities");
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(action_for(&acts, &hid), Some("orphaned"), "scan action after 10 repeats (actions {acts:?})");

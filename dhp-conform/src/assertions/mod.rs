@@ -7,6 +7,7 @@ pub mod cross;
 pub mod extended;
 pub mod negative;
 pub mod roundtrip;
+pub mod timestamps;
 
 use crate::check::Check;
 use crate::client::Adapter;
@@ -87,7 +88,7 @@ pub fn all() -> Vec<Assertion> {
         a("tampered-checkpoint-rejected", Extended, &[], "a log checkpoint whose state does not match its hash is refused; nothing past it is ingested", extended::tampered_checkpoint_rejected),
         a("truncated-log-line-tolerated", Extended, &[], "garbage and truncated log lines are skipped and counted, the rest ingested", extended::truncated_log_line_tolerated),
         a("newer-schema-refused", Extended, &[feature::STANDARD_STORE], "a store at schema_version 4 is refused and left as it is", extended::newer_schema_refused),
-        a("oversize-rejected", Extended, &[feature::ENV_CONFIG], "checkpoints, results and envelopes over DHP_MAX_* are refused with OversizePayload", extended::oversize_rejected),
+        a("oversize-rejected", Extended, &[feature::ENV_CONFIG], "checkpoints, results, envelopes and bundles over DHP_MAX_* are refused with OversizePayload", extended::oversize_rejected),
         a("malformed-ids-rejected", Extended, &[], "malformed handoff, worker and supervisor ids are refused with ValidationError", extended::malformed_ids_rejected),
         a("stall-orphan-then-dlq", Extended, &[feature::STALL_DETECTION], "repeated identical activity is orphaned as stalled, then dead-lettered after max_stall_retries", extended::stall_orphan_then_dlq),
         a("supervisor-budget-kill", Extended, &[], "the supervisor fails over-budget work closed and fences its worker out", extended::supervisor_budget_kill),
@@ -104,6 +105,7 @@ pub fn all() -> Vec<Assertion> {
         a("status-reporting", Extended, &[], "status reports status, attempt, owner, fence, checkpoints, usage, result, ack and orphan reason truthfully at every step of a handoff's life", roundtrip::status_reporting),
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
         a("write-lock-wait", Extended, &[feature::STANDARD_STORE], "a write that finds the store's write lock held by another connection waits for it and succeeds", contention::write_lock_wait),
+        a("timestamps-iso8601", Extended, &[], "created_at, completed_at and checkpoint times are ISO-8601 UTC text as Python's isoformat() writes it, and tell when they were written", timestamps::timestamps_iso8601),
     ]
 }
 

@@ -27,7 +27,10 @@ fn give_up_if_locked(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
     let (root, hid) = (s(a, "root")?, s(a, "hid")?);
     let locked = if is_postgres(root) { pg_row_locked(root, hid) } else { sqlite_locked(Path::new(root)) };
     if locked {
-        return Err(err("StoreError", format!("{op}: the store is locked by another writer (gave up without waiting)")));
+        return Err(err(
+            "StoreError",
+            format!("{op}: the store is locked by another writer (gave up without waiting)"),
+        ));
     }
     ad.inner.handle(op, a)
 }
@@ -42,9 +45,10 @@ fn sqlite_locked(root: &Path) -> bool {
         return false;
     };
     let _flock = Flock::lock(file, FlockArg::LockExclusive).ok();
-    let Ok(conn) =
-        Connection::open_with_flags(root.join(DB_FILE), OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-    else {
+    let Ok(conn) = Connection::open_with_flags(
+        root.join(DB_FILE),
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
         return false;
     };
     if conn.busy_timeout(Duration::ZERO).is_err() {

@@ -16,6 +16,7 @@ mod execution;
 mod identity;
 mod lease;
 mod supervision;
+mod times;
 mod transport;
 
 use crate::rs_adapter::{self, Adapter, Handler, R};
@@ -67,6 +68,7 @@ pub(crate) enum Mutant {
     WallclockUnchecked,
     StatusFenceFromEnvelope,
     WriteLockGivesUp,
+    TimestampsUnixSeconds,
 }
 
 /// Name, mutant, what it breaks.
@@ -189,6 +191,11 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         Mutant::WriteLockGivesUp,
         "a write that finds the store's write lock held by another connection fails at once (busy timeout 0)",
     ),
+    (
+        "timestamps-unix-seconds",
+        Mutant::TimestampsUnixSeconds,
+        "build_envelope writes provenance.created_at as Unix seconds instead of isoformat() UTC text",
+    ),
 ];
 
 /// The mutant named `name` (as `--mutant` takes it).
@@ -241,6 +248,7 @@ impl MutantAdapter {
             .or_else(|| transport::handle(self, op, a))
             .or_else(|| approvals::handle(self, op, a))
             .or_else(|| contention::handle(self, op, a))
+            .or_else(|| times::handle(self, op, a))
     }
 }
 

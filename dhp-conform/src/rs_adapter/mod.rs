@@ -139,7 +139,7 @@ impl Adapter {
             })),
             "shutdown" => Ok(json!({})),
             "open" => self.open(a),
-            "build_envelope" => self.build(a),
+            "build_envelope" => build_envelope(a, None),
             "dispatch" => self.dispatch(a),
             "claim" => self.claim(a),
             "recover" => self.recover(a),
@@ -249,19 +249,6 @@ impl Adapter {
         self.runner(&root)?;
         let canon = std::fs::canonicalize(&root).unwrap_or_else(|_| PathBuf::from(&root));
         Ok(json!({"store_file": canon.join("dhp.sqlite3").to_string_lossy()}))
-    }
-
-    fn build(&mut self, a: &Value) -> R {
-        let opts = BuildOptions {
-            budget: a.get("budget").cloned(),
-            capabilities: a.get("capabilities").cloned(),
-            max_stall_retries: a.get("max_stall_retries").and_then(Value::as_i64),
-            idempotency_key: a.get("idempotency_key").and_then(Value::as_str).map(String::from),
-            created_by: a.get("created_by").and_then(Value::as_str).map(String::from),
-            ..Default::default()
-        };
-        let env = envelope::build(s(a, "kind")?, v(a, "inputs")?.clone(), v(a, "output_schema")?.clone(), opts)?;
-        Ok(json!({"envelope": env}))
     }
 
     fn dispatch(&mut self, a: &Value) -> R {
@@ -559,4 +546,20 @@ pub(crate) fn serve(
     }
     ad.finish();
     0
+}
+
+/// `build_envelope`; `created_at` fixes the envelope's creation time (the
+/// mutants' way in: the adapter protocol does not pass one).
+pub(crate) fn build_envelope(a: &Value, created_at: Option<String>) -> R {
+    let opts = BuildOptions {
+        budget: a.get("budget").cloned(),
+        capabilities: a.get("capabilities").cloned(),
+        max_stall_retries: a.get("max_stall_retries").and_then(Value::as_i64),
+        idempotency_key: a.get("idempotency_key").and_then(Value::as_str).map(String::from),
+        created_by: a.get("created_by").and_then(Value::as_str).map(String::from),
+        created_at,
+        ..Default::default()
+    };
+    let env = envelope::build(s(a, "kind")?, v(a, "inputs")?.clone(), v(a, "output_schema")?.clone(), opts)?;
+    Ok(json!({"envelope": env}))
 }
