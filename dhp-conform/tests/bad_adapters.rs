@@ -7,7 +7,8 @@ mod common;
 use common::*;
 
 /// The assertions that call `suspend`.
-const USES_SUSPEND: &[&str] = &["no-runner-lock-in", "suspend-resume-round-trip", "tampered-bundle-rejected"];
+const USES_SUSPEND: &[&str] =
+    &["no-runner-lock-in", "oversize-rejected", "suspend-resume-round-trip", "tampered-bundle-rejected"];
 
 fn misbehaving(mode: &str, cause: &str) {
     let run = conform(&[
