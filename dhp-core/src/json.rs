@@ -188,9 +188,23 @@ pub fn py_float_repr(f: f64) -> Result<String> {
     // even, so redo the shortest length that way and keep it if it still
     // round-trips.
     let shortest = format!("{f:e}");
-    let n = shortest.split_once('e').map_or(1, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
-    let even = format!("{f:.prec$e}", prec = n.saturating_sub(1));
-    let sci = if even.parse::<f64>().ok() == Some(f) { even } else { shortest };
+    let digits = shortest.split_once('e').map_or("", |(m, _)| m);
+    let n = digits.bytes().filter(u8::is_ascii_digit).count();
+    // Only a shortest length of 16 or more can have two candidates: any two
+    // different decimals of at most 15 significant digits are different
+    // doubles (DBL_DIG), so at most one of them round-trips to `f`. And a
+    // candidate ending in an even digit is already the even one.
+    let odd_last = matches!(digits.bytes().last(), Some(b'1' | b'3' | b'5' | b'7' | b'9'));
+    let sci = if n >= 16 && odd_last {
+        let even = format!("{f:.prec$e}", prec = n.saturating_sub(1));
+        if even.parse::<f64>().ok() == Some(f) {
+            even
+        } else {
+            shortest
+        }
+    } else {
+        shortest
+    };
     let (mantissa, exp) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exp: i32 = exp.parse().expect("LowerExp exponent is an integer");
     let (neg, mantissa) = match mantissa.strip_prefix('-') {
