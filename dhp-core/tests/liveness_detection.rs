@@ -71,7 +71,8 @@ fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
     let (ha, hb) = (a["hid"].as_str().unwrap().to_string(), b["hid"].as_str().unwrap().to_string());
     let r = Runner::open(root, "observer", Config::default()).unwrap();
     // Lease TTL 30 s: anything orphaned within the test is the token path.
-    let mut sup = start(&["supervisor", root, "sup", "60"], "10");
+    let hist = dir.path().join("sup.history");
+    let mut sup = start(&["supervisor", root, "sup", "60", "--history", hist.to_str().unwrap()], "10");
     let mut wa = start(&["work", root, "--runner", "wa", "claim", &ha, "--pace", "0.01"], "10");
     let mut wb = start(&["work", root, "--runner", "wb", "claim", &hb, "--pace", "0.02"], "10");
     assert!(wait_for(20.0, || r.status(&ha).unwrap()["checkpoints"].as_i64() >= Some(5)
@@ -90,7 +91,7 @@ fn killed_worker_is_orphaned_long_before_lease_expiry_and_paused_one_is_not() {
     assert_eq!(env_of(&r, &ha)["orphan_reason"], "worker-died");
     // Whole scans after the kill (not a fixed sleep): the paused worker
     // was looked at, and left running.
-    wait_for_scans(&r, 3, 10.0);
+    wait_for_passes(&hist, "sup", 3, 10.0);
     assert_eq!(r.status(&hb).unwrap()["status"], "running", "a paused worker is not dead");
     kill(Pid::from_raw(wb.id() as i32), Signal::SIGCONT).unwrap();
     assert!(wb.wait().unwrap().success(), "the resumed worker completes");
@@ -130,9 +131,10 @@ fn a_killed_leader_is_replaced_long_before_its_ttl() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
     let r = Runner::open(root, "observer", Config::default()).unwrap();
+    let hist = dir.path().join("sup.history");
     let sup = |id: &str| {
         Command::new(dhp_bin())
-            .args(["supervisor", root, id, "60"])
+            .args(["supervisor", root, id, "60", "--history", hist.to_str().unwrap()])
             .env("DHP_LEADER_TTL_S", "30")
             .env("DHP_SUPERVISOR_SCAN_S", "1")
             .stdout(Stdio::null())
@@ -143,9 +145,9 @@ fn a_killed_leader_is_replaced_long_before_its_ttl() {
     let mut a = sup("sup-a");
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-a")));
     let mut b = sup("sup-b");
-    // Scans (1 s apart in both) rather than a fixed sleep: b has had its
+    // Passes (1 s apart in both) rather than a fixed sleep: b has had its
     // turns to look at the live leader's row.
-    wait_for_scans(&r, 2, 10.0);
+    wait_for_passes(&hist, "sup-b", 2, 10.0);
     assert_eq!(dhp_core::testing::leader(&r).unwrap().unwrap().holder, "sup-a");
     a.kill().unwrap();
     let t0 = Instant::now();

@@ -87,11 +87,13 @@ fn supervisor_an_hour_ahead_does_not_orphan_a_live_worker() {
     // Lease-only (no liveness token): the lease times alone decide.
     let w = spawn(None, &["work", &url, "--runner", "w", "claim", &hid, "--pace", "0.05", "--no-liveness"]);
     assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)));
-    let sup = spawn(Some("+1h"), &["supervisor", &url, "sup-ahead", "60"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let hist = tmp.path().join("sup.history");
+    let sup = spawn(Some("+1h"), &["supervisor", &url, "sup-ahead", "60", "--history", hist.to_str().unwrap()]);
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "sup-ahead")));
-    // Thirty scans of the skewed leader (0.2 s apart: four lease TTLs),
+    // Thirty passes of the skewed leader (0.2 s apart: four lease TTLs),
     // counted rather than slept, so the check below is not vacuous.
-    wait_for_scans(&r, 30, 60.0);
+    wait_for_passes(&hist, "sup-ahead", 30, 60.0);
     let st = r.status(&hid).unwrap();
     assert_ne!(st["status"], "orphaned", "a live worker was orphaned by a skewed supervisor: {st}");
     assert_eq!(st["attempt"], 0, "{st}");

@@ -51,7 +51,9 @@ fn killed_worker_is_orphaned_in_milliseconds_paused_and_tokenless_ones_are_not()
     let url = pg_support::fresh_url("live");
     let (ha, hb, hc) = (census(&url, 5_000_000), census(&url, 6_000_000), census(&url, 7_000_000));
     let r = Runner::open(&url, "observer", Config::default()).unwrap();
-    let mut sup = start(&["supervisor", &url, "sup", "60"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let hist = tmp.path().join("sup.history");
+    let mut sup = start(&["supervisor", &url, "sup", "60", "--history", hist.to_str().unwrap()]);
     let mut wa = start(&["work", &url, "--runner", "wa", "claim", &ha, "--pace", "0.01"]);
     let mut wb = start(&["work", &url, "--runner", "wb", "claim", &hb, "--pace", "0.01"]);
     let mut wc = start(&["work", &url, "--runner", "wc", "claim", &hc, "--pace", "0.01", "--no-liveness"]);
@@ -72,7 +74,7 @@ fn killed_worker_is_orphaned_in_milliseconds_paused_and_tokenless_ones_are_not()
 
     // Whole scans later (not a fixed sleep): the paused and the tokenless
     // workers stay running.
-    wait_for_scans(&r, 3, 10.0);
+    wait_for_passes(&hist, "sup", 3, 10.0);
     assert_eq!(r.status(&hb).unwrap()["status"], "running", "paused worker is not dead");
     assert_eq!(r.status(&hc).unwrap()["status"], "running", "no token: lease-only");
     kill(Pid::from_raw(wb.id() as i32), Signal::SIGCONT).unwrap();
@@ -88,12 +90,15 @@ fn killed_worker_is_orphaned_in_milliseconds_paused_and_tokenless_ones_are_not()
 fn killed_leader_is_replaced_at_once() {
     let url = pg_support::fresh_url("leader");
     let r = Runner::open(&url, "observer", Config::default()).unwrap();
-    let mut s1 = start(&["supervisor", &url, "s1", "60"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let hist = tmp.path().join("sup.history");
+    let hist_arg = hist.to_str().unwrap();
+    let mut s1 = start(&["supervisor", &url, "s1", "60", "--history", hist_arg]);
     assert!(wait_for(10.0, || dhp_core::testing::leader(&r).unwrap().is_some_and(|l| l.holder == "s1")));
-    let mut s2 = start(&["supervisor", &url, "s2", "60"]);
-    // Scans rather than a fixed sleep: s2 has had its turns to look at the
+    let mut s2 = start(&["supervisor", &url, "s2", "60", "--history", hist_arg]);
+    // Passes rather than a fixed sleep: s2 has had its turns to look at the
     // live leader's row.
-    wait_for_scans(&r, 2, 10.0);
+    wait_for_passes(&hist, "s2", 2, 10.0);
     assert_eq!(dhp_core::testing::leader(&r).unwrap().unwrap().holder, "s1", "a live leader keeps leading");
     s1.kill().unwrap();
     let t0 = Instant::now();

@@ -246,6 +246,28 @@ impl SqliteStore {
         self.root.join(DB_FILE)
     }
 
+    /// Count, from now on, the SQLite virtual-machine instructions this
+    /// store's connection runs (every row a statement visits costs a few;
+    /// an index seek is one whatever the table's size): what the scale
+    /// tests count for a supervisor pass with nothing to do, instead of
+    /// timing it. Instrumentation for tests and benches: every instruction
+    /// then calls back. Replaces an earlier counter of this store.
+    #[cfg(feature = "harness")]
+    pub fn count_vm_steps(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let n = std::sync::Arc::new(AtomicU64::new(0));
+        let counter = n.clone();
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.progress_handler(
+            1,
+            Some(move || {
+                counter.fetch_add(1, Ordering::Relaxed);
+                false
+            }),
+        );
+        n
+    }
+
     /// Run raw SQL (tests, fault injection, the conformance harness).
     pub fn execute_raw(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<usize> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());

@@ -4,6 +4,7 @@
 //! are rare; the others read only what was written (see
 //! [`Supervisor::consistency_pass_due`]).
 
+use super::actions::Actions;
 use super::quarantine::per_row;
 use super::repair::{classify, Finding, Torn};
 use super::tracker::{FULL_EVERY, SLACK_S};
@@ -53,7 +54,7 @@ impl Supervisor {
     pub(super) fn consistency_pass_due(
         &self,
         flagged: &mut BTreeMap<String, String>,
-        actions: &mut Vec<Value>,
+        actions: &mut Actions<'_>,
     ) -> Result<()> {
         let ttl = self.cfg.lease_ttl_s();
         let every = Duration::from_secs_f64(ttl);
@@ -107,7 +108,7 @@ impl Supervisor {
         &self,
         pairs: Vec<Pairing>,
         flagged: &mut BTreeMap<String, String>,
-        actions: &mut Vec<Value>,
+        actions: &mut Actions<'_>,
     ) -> Result<BTreeSet<String>> {
         let settle = self.cfg.lease_ttl_s();
         let mut unsettled = BTreeSet::new();

@@ -8,6 +8,7 @@
 //! (docs/scale.md). For PostgreSQL the backend's own tokens are tested for
 //! every holder in one query.
 
+use super::actions::{Actions, OnAction};
 use super::quarantine::per_row;
 use super::{OrphanReason, Supervisor};
 use crate::envelope::ORPHANED_HOLDER;
@@ -28,17 +29,28 @@ impl Supervisor {
     /// PostgreSQL). Holders without a token are left to lease expiry.
     pub fn dead_workers(&self) -> Result<Vec<Value>> {
         // Rows that fail here are reported by the next scan.
-        self.dead_workers_in(self.store.as_ref(), &mut BTreeMap::new())
+        let mut acts = Actions::new(None);
+        self.dead_workers_in(self.store.as_ref(), &mut BTreeMap::new(), &mut acts)?;
+        Ok(acts.into_vec())
     }
 
-    pub(super) fn dead_workers_into(&self, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
-        self.dead_workers_in(self.store.as_ref(), flagged)
+    pub(super) fn dead_workers_into(
+        &self,
+        flagged: &mut BTreeMap<String, String>,
+        acts: &mut Actions<'_>,
+    ) -> Result<()> {
+        self.dead_workers_in(self.store.as_ref(), flagged, acts)
     }
 
-    fn dead_workers_in(&self, store: &dyn Backend, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
+    fn dead_workers_in(
+        &self,
+        store: &dyn Backend,
+        flagged: &mut BTreeMap<String, String>,
+        acts: &mut Actions<'_>,
+    ) -> Result<()> {
         match &self.root {
-            Some(root) => self.dead_by_token(store, root, flagged),
-            None => self.dead_by_backend(store, flagged),
+            Some(root) => self.dead_by_token(store, root, flagged, acts),
+            None => self.dead_by_backend(store, flagged, acts),
         }
     }
 
@@ -48,8 +60,8 @@ impl Supervisor {
         store: &dyn Backend,
         root: &Path,
         flagged: &mut BTreeMap<String, String>,
-    ) -> Result<Vec<Value>> {
-        let mut out = Vec::new();
+        acts: &mut Actions<'_>,
+    ) -> Result<()> {
         for holder in liveness::dead_tokens(root) {
             if holder == ORPHANED_HOLDER {
                 continue;
@@ -59,11 +71,9 @@ impl Supervisor {
             let mut settled = true;
             for o in owns {
                 let before = flagged.len();
-                let mut acts = Vec::new();
                 let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
-                per_row(flagged, &mut acts, &o.hid, res)?;
+                per_row(flagged, acts, &o.hid, res)?;
                 settled &= flagged.len() == before;
-                out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
             }
             // A dead process commits nothing more, and this read began after
             // it died: every row it held was seen. Its token is no longer
@@ -73,11 +83,16 @@ impl Supervisor {
                 liveness::reap(root, &holder);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The backend's tokens (PostgreSQL): every holder in one query.
-    fn dead_by_backend(&self, store: &dyn Backend, flagged: &mut BTreeMap<String, String>) -> Result<Vec<Value>> {
+    fn dead_by_backend(
+        &self,
+        store: &dyn Backend,
+        flagged: &mut BTreeMap<String, String>,
+        acts: &mut Actions<'_>,
+    ) -> Result<()> {
         let (owns, dead) = with_tx(store, Mode::Read, |tx| {
             let owns = tx.held_ownerships()?;
             let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
@@ -86,14 +101,11 @@ impl Supervisor {
             let dead = tx.dead_holders(&holders)?;
             Ok((owns, dead))
         })?;
-        let mut out = Vec::new();
         for o in owns.into_iter().filter(|o| o.holder != ORPHANED_HOLDER && dead.contains(&o.holder)) {
-            let mut acts = Vec::new();
             let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
-            per_row(flagged, &mut acts, &o.hid, res)?;
-            out.extend(acts.into_iter().filter(|a| a["action"] != "already-orphaned-or-released"));
+            per_row(flagged, acts, &o.hid, res)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The store the liveness poll writes through: its own SQLite
@@ -107,26 +119,28 @@ impl Supervisor {
     }
 
     /// While leader, run [`Supervisor::dead_workers`] every `poll` until
-    /// `done`; what it orphans is sent to `found`.
+    /// `done`; each orphan goes to `on_action` as soon as it committed, and
+    /// the poll's actions to `found`.
     pub(super) fn liveness_loop(
         &self,
         store: &dyn Backend,
         poll: Duration,
         done: &AtomicBool,
         found: Sender<Vec<Value>>,
+        on_action: &OnAction,
     ) {
         while !done.load(Ordering::SeqCst) {
             if self.is_leader() {
-                match self.dead_workers_in(store, &mut BTreeMap::new()) {
-                    Ok(acts) if !acts.is_empty() => {
-                        let _ = found.send(acts);
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        self.metrics.errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(supervisor = %self.id, error = %e, "liveness poll failed");
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
+                let mut acts = Actions::new(Some(on_action));
+                let res = self.dead_workers_in(store, &mut BTreeMap::new(), &mut acts);
+                let acts = acts.into_vec();
+                if !acts.is_empty() {
+                    let _ = found.send(acts);
+                }
+                if let Err(e) = res {
+                    self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(supervisor = %self.id, error = %e, "liveness poll failed");
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             }
             std::thread::sleep(poll);

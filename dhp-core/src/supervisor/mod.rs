@@ -12,6 +12,7 @@
 //! parse, an unknown status — is quarantined: reported once as a
 //! `quarantined` action, counted, skipped; the scan goes on with the rest.
 
+mod actions;
 mod consistency;
 mod live;
 mod quarantine;
@@ -27,6 +28,8 @@ use crate::liveness;
 use crate::runner::{budget_violation, load, save};
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
+use actions::Actions;
+pub use actions::OnAction;
 use quarantine::per_row;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -55,6 +58,27 @@ impl OrphanReason {
             OrphanReason::Stalled => "stalled",
         }
     }
+}
+
+/// How much of its term a leader lets run out before it renews: a pass
+/// that finds more than this share of the leader TTL left only reads the
+/// `leadership` row (no write lock, no commit, no fsync).
+pub const RENEW_WHEN_LEFT: f64 = 0.5;
+
+/// What [`Supervisor::watch_events`] reports.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// An action, reported as soon as the transaction that made it
+    /// committed (before the pass goes on).
+    Action(&'a Value),
+    /// A pass reached the store and finished: the `n`th of this watch;
+    /// `leader` whether this supervisor led it.
+    Pass {
+        /// Passes finished so far in this watch, this one included.
+        n: u64,
+        /// Whether this supervisor was the leader at the end of the pass.
+        leader: bool,
+    },
 }
 
 /// Counters for health checks.
@@ -177,23 +201,40 @@ impl Supervisor {
     }
 
     /// Renew leadership if held, else take it if absent or expired.
+    ///
+    /// One read settles most calls: this supervisor's term has more than
+    /// [`RENEW_WHEN_LEFT`] of the leader TTL left (it leads; nothing to
+    /// write), or another supervisor's term is live and its process not
+    /// dead (it follows). Only a renewal or a takeover takes the write lock
+    /// and re-decides under it.
     pub fn ensure_leadership(&self) -> Result<bool> {
         let ttl = self.cfg.leader_ttl_s;
-        let leader = self.write(|tx| {
-            let cur = tx.leadership()?;
+        let settled = with_tx(self.store.as_ref(), Mode::Read, |tx| {
             let t = self.cfg.clock.now_in(tx)?;
-            let mine = match &cur {
-                None => true,
-                Some(l) if l.holder == self.id => true,
-                // Expired, or the leader process died (its liveness token
-                // dropped): take over without waiting.
-                Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
-            };
-            if mine {
-                tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
-            }
-            Ok(mine)
+            Ok(match tx.leadership()? {
+                Some(l) if l.holder == self.id => (l.expires_at - t > ttl * RENEW_WHEN_LEFT).then_some(true),
+                Some(l) => (l.expires_at >= t && !self.holder_dead(tx, &l.holder)?).then_some(false),
+                None => None,
+            })
         })?;
+        let leader = match settled {
+            Some(leader) => leader,
+            None => self.write(|tx| {
+                let cur = tx.leadership()?;
+                let t = self.cfg.clock.now_in(tx)?;
+                let mine = match &cur {
+                    None => true,
+                    Some(l) if l.holder == self.id => true,
+                    // Expired, or the leader process died (its liveness
+                    // token dropped): take over without waiting.
+                    Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
+                };
+                if mine {
+                    tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
+                }
+                Ok(mine)
+            })?,
+        };
         let was = self.is_leader.swap(leader, Ordering::Relaxed);
         if leader && !was {
             self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
@@ -324,11 +365,22 @@ impl Supervisor {
 
     /// One pass. Only the leader acts; followers return an empty list.
     pub fn scan(&self) -> Result<Vec<Value>> {
+        self.pass(None)
+    }
+
+    /// [`Supervisor::scan`], handing each action to `on_action` as soon as
+    /// the transaction that made it committed, before the pass goes on (a
+    /// supervisor killed mid-pass has reported everything it committed).
+    pub fn scan_with(&self, on_action: &OnAction) -> Result<Vec<Value>> {
+        self.pass(Some(on_action))
+    }
+
+    fn pass(&self, on_action: Option<&OnAction>) -> Result<Vec<Value>> {
         if !self.ensure_leadership()? {
             return Ok(Vec::new());
         }
         self.metrics.scans.fetch_add(1, Ordering::Relaxed);
-        let mut actions = Vec::new();
+        let mut actions = Actions::new(on_action);
         // One read transaction gathers the work (no write lock held while
         // envelopes are read); each action is then its own CAS. Expired
         // leases come from an index; budgets and stalls are checked for
@@ -380,7 +432,7 @@ impl Supervisor {
         for hid in &expired {
             per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::LeaseExpired, None))?;
         }
-        actions.extend(self.dead_workers_into(&mut flagged)?);
+        self.dead_workers_into(&mut flagged, &mut actions)?;
         for hid in &over_budget {
             per_row(&mut flagged, &mut actions, hid, self.kill_on_budget(hid))?;
         }
@@ -391,11 +443,8 @@ impl Supervisor {
         if expired_approvals > 0 {
             tracing::info!(n = expired_approvals, "expired stale approvals");
         }
-        actions.retain(|a| {
-            !matches!(a["action"].as_str(), Some("already-orphaned-or-released" | "within-budget" | "repair-skipped"))
-        });
-        actions.extend(self.report_quarantine(flagged));
-        Ok(actions)
+        self.report_quarantine(flagged, &mut actions);
+        Ok(actions.into_vec())
     }
 
     /// Scan every `supervisor_scan_s` until `duration` elapses or `stop` is
@@ -404,13 +453,32 @@ impl Supervisor {
     /// host is orphaned within milliseconds, and followers poll the leader's
     /// token so a dead leader is replaced as fast. The supervisor publishes
     /// its own token for as long as it watches. On return, leadership is
-    /// resigned.
+    /// resigned. Each action goes to `on_action` as soon as the transaction
+    /// that made it committed (from the scan's thread or the liveness
+    /// poll's); all of them are returned as well.
     pub fn watch(
         &self,
         duration: Option<Duration>,
         stop: &AtomicBool,
-        mut on_action: impl FnMut(&Value),
+        on_action: impl Fn(&Value) + Sync,
     ) -> Result<Vec<Value>> {
+        self.watch_events(duration, stop, |e| {
+            if let Event::Action(a) = e {
+                on_action(a)
+            }
+        })
+    }
+
+    /// [`Supervisor::watch`], telling `on_event` of every action and of
+    /// every finished pass (a signal to wait on: the leader no longer
+    /// writes on every pass).
+    pub fn watch_events(
+        &self,
+        duration: Option<Duration>,
+        stop: &AtomicBool,
+        on_event: impl Fn(Event<'_>) + Sync,
+    ) -> Result<Vec<Value>> {
+        let on_action = |a: &Value| on_event(Event::Action(a));
         let end = duration.and_then(|d| Instant::now().checked_add(d));
         let scan_every =
             config::positive_duration("DHP_SUPERVISOR_SCAN_S", self.cfg.supervisor_scan_s, config::MAX_KNOB_S)?;
@@ -435,8 +503,8 @@ impl Supervisor {
         };
         let done = AtomicBool::new(false);
         // The liveness poll runs on its own thread and connection, so a
-        // long scan (the consistency pass reads every envelope) never
-        // holds it up; its orphans reach `on_action` through `found`.
+        // long scan (a new leader's full pass) never holds it up; it
+        // reports its orphans itself and hands them over through `found`.
         let live_store = self.liveness_store();
         let (found_tx, found) = std::sync::mpsc::channel::<Vec<Value>>();
         std::thread::scope(|sc| {
@@ -445,29 +513,24 @@ impl Supervisor {
                 sc.spawn(move || self.stalled_writer_watchdog(root, done));
             }
             {
-                let (done, live_store) = (&done, live_store.as_ref());
-                sc.spawn(move || self.liveness_loop(live_store, poll, done, found_tx));
+                let (done, live_store, on_action) = (&done, live_store.as_ref(), &on_action);
+                sc.spawn(move || self.liveness_loop(live_store, poll, done, found_tx, on_action));
             }
             while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
                 let now_i = Instant::now();
                 let due = now_i >= next_scan || (!self.is_leader() && self.leader_gone().unwrap_or(false));
                 let res = if due {
                     next_scan = now_i + scan_every;
-                    self.scan()
+                    self.scan_with(&on_action)
                 } else {
                     Ok(Vec::new())
                 };
-                for acts in found.try_iter() {
-                    for a in &acts {
-                        on_action(a);
-                    }
-                    all.extend(acts);
-                }
+                all.extend(found.try_iter().flatten());
                 match res {
                     Ok(acts) => {
-                        ok_passes += u64::from(due);
-                        for a in &acts {
-                            on_action(a);
+                        if due {
+                            ok_passes += 1;
+                            on_event(Event::Pass { n: ok_passes, leader: self.is_leader() });
                         }
                         all.extend(acts);
                     }
@@ -485,12 +548,7 @@ impl Supervisor {
             done.store(true, Ordering::SeqCst);
         });
         // Orphans the poll made after the last drain.
-        for acts in found.try_iter() {
-            for a in &acts {
-                on_action(a);
-            }
-            all.extend(acts);
-        }
+        all.extend(found.try_iter().flatten());
         if let Err(e) = self.resign() {
             tracing::warn!(error = %e, "could not resign leadership");
         }

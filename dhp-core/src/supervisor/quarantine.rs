@@ -1,6 +1,7 @@
 //! Quarantine: a row the scan cannot handle is reported once, counted and
 //! skipped; the scan goes on with the others.
 
+use super::actions::Actions;
 use super::Supervisor;
 use crate::error::Result;
 use serde_json::{json, Value};
@@ -10,18 +11,22 @@ use std::sync::atomic::Ordering;
 impl Supervisor {
     /// Turn this scan's flagged rows into `quarantined` actions: each row
     /// is reported (and counted) once per reason, not on every scan.
-    pub(super) fn report_quarantine(&self, flagged: BTreeMap<String, String>) -> Vec<Value> {
-        let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
-        let mut out = Vec::new();
-        for (hid, reason) in &flagged {
-            if known.get(hid) != Some(reason) {
-                tracing::error!(hid = %hid, reason = %reason, "quarantined");
-                self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
-                out.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
+    pub(super) fn report_quarantine(&self, flagged: BTreeMap<String, String>, actions: &mut Actions<'_>) {
+        let mut new = Vec::new();
+        {
+            let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
+            for (hid, reason) in &flagged {
+                if known.get(hid) != Some(reason) {
+                    new.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
+                }
             }
+            *known = flagged;
         }
-        *known = flagged;
-        out
+        for a in new {
+            tracing::error!(hid = a["hid"].as_str(), reason = a["reason"].as_str(), "quarantined");
+            self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
+            actions.report(a);
+        }
     }
 
     /// The rows quarantined by the last scan, with their reasons.
@@ -30,17 +35,18 @@ impl Supervisor {
     }
 }
 
-/// Record one row's outcome: its action, or — for a failure that belongs
-/// to the row (bad JSON, bad envelope, a row-level SQL error) — a
-/// quarantine flag. Store-level failures are returned.
+/// Record one row's outcome: its action (reported at once: its
+/// transaction has committed), or — for a failure that belongs to the row
+/// (bad JSON, bad envelope, a row-level SQL error) — a quarantine flag.
+/// Store-level failures are returned.
 pub(super) fn per_row(
     flagged: &mut BTreeMap<String, String>,
-    actions: &mut Vec<Value>,
+    actions: &mut Actions<'_>,
     hid: &str,
     res: Result<Value>,
 ) -> Result<()> {
     match res {
-        Ok(a) => actions.push(a),
+        Ok(a) => actions.committed(a),
         Err(e) if e.concerns_one_row() => {
             flagged.insert(hid.to_string(), format!("{}: {e}", e.kind()));
         }

@@ -132,19 +132,20 @@ pub fn start_race(
     }
 }
 
-/// Wait until the leading supervisor has renewed its leadership `n` more
-/// times. It renews at the start of each scan, so after two renewals at
-/// least one whole scan ran after this call began.
-pub fn wait_for_scans(r: &dhp_core::Runner, n: usize, secs: f64) {
-    let expiry = || dhp_core::testing::leader(r).unwrap().map(|l| l.expires_at);
-    let mut last = expiry();
-    let mut seen = 0;
-    wait_until(&format!("renewed {n} times"), secs, || {
-        let now = expiry();
-        if now != last {
-            seen += 1;
-            last = now;
-        }
-        seen >= n
-    });
+/// Wait until the supervisor that records its history in `history` as
+/// `process` (`dhp supervisor ROOT process S --history FILE`) has finished
+/// `n` more passes: it writes one `scan` line at the end of each, leader or
+/// follower. After two, at least one whole pass ran after this call began.
+/// (Not leadership renewals: a leader renews only every few passes.)
+pub fn wait_for_passes(history: &Path, process: &str, n: usize, secs: f64) {
+    let passes = || {
+        std::fs::read_to_string(history)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["op"] == "scan" && v["process"] == process)
+            .count()
+    };
+    let base = passes();
+    wait_until(&format!("{n} more passes of {process}"), secs, || passes() >= base + n);
 }

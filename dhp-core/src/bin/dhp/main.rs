@@ -93,7 +93,8 @@ enum Cmd {
         /// How long to watch, in seconds (0 to 31536000); SIGTERM/SIGINT
         /// finish the current scan and exit 0.
         seconds: f64,
-        /// Record orphan/DLQ actions as history lines (chaos harness).
+        /// Record each action as a history line once it committed, and a
+        /// `scan` line per finished pass (chaos harness, tests).
         #[arg(long)]
         history: Option<PathBuf>,
     },

@@ -6,7 +6,7 @@ use crate::Output;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::check_worker_id;
 use dhp_core::store::{open_root, OpenMode, OpenedRoot};
-use dhp_core::supervisor::Supervisor;
+use dhp_core::supervisor::{Event, Supervisor};
 use dhp_core::transport::{log, net};
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error};
@@ -75,13 +75,18 @@ pub fn supervisor(
     // The reference's orphan log sits in a store directory; a database
     // store has none.
     let orphan_log = dir.map(|d| d.join("ORPHANS3.log"));
-    let watched = sup.watch(Some(duration), &stop, |a| {
-        hist.record("supervise", "ok", a.clone());
-        if a["action"] == "orphaned" {
-            if let (Some(hid), Some(orphan_log)) = (a["hid"].as_str(), &orphan_log) {
-                let _ = log::append_line(orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
+    // Each action's history line is written as soon as its transaction
+    // committed; each finished pass adds a `scan` line (what tests wait on).
+    let watched = sup.watch_events(Some(duration), &stop, |e| match e {
+        Event::Action(a) => {
+            hist.record("supervise", "ok", a.clone());
+            if a["action"] == "orphaned" {
+                if let (Some(hid), Some(orphan_log)) = (a["hid"].as_str(), &orphan_log) {
+                    let _ = log::append_line(orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
+                }
             }
         }
+        Event::Pass { n, leader } => hist.record("scan", "ok", json!({"pass": n, "leader": leader})),
     });
     let metrics = sup.metrics.snapshot();
     let acts = watched.map_err(|e| {
