@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// What the supervisor calls with each action (it may be called from the
 /// liveness poll's thread and the scan's at once).
-pub type OnAction = dyn Fn(&Value) + Sync;
+pub type OnAction<'a> = dyn Fn(&Value) + Sync + 'a;
 
 /// Outcomes that change nothing: not reported.
 const NO_OPS: [&str; 3] = ["already-orphaned-or-released", "within-budget", "repair-skipped"];
@@ -17,11 +17,11 @@ const NO_OPS: [&str; 3] = ["already-orphaned-or-released", "within-budget", "rep
 /// The actions of one pass (or one liveness poll), reported as they come.
 pub(super) struct Actions<'a> {
     list: Vec<Value>,
-    on_action: Option<&'a OnAction>,
+    on_action: Option<&'a OnAction<'a>>,
 }
 
 impl<'a> Actions<'a> {
-    pub(super) fn new(on_action: Option<&'a OnAction>) -> Self {
+    pub(super) fn new(on_action: Option<&'a OnAction<'a>>) -> Self {
         Actions { list: Vec::new(), on_action }
     }
 

@@ -127,7 +127,7 @@ impl Supervisor {
         poll: Duration,
         done: &AtomicBool,
         found: Sender<Vec<Value>>,
-        on_action: &OnAction,
+        on_action: &OnAction<'_>,
     ) {
         while !done.load(Ordering::SeqCst) {
             if self.is_leader() {

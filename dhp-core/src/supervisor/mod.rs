@@ -371,11 +371,11 @@ impl Supervisor {
     /// [`Supervisor::scan`], handing each action to `on_action` as soon as
     /// the transaction that made it committed, before the pass goes on (a
     /// supervisor killed mid-pass has reported everything it committed).
-    pub fn scan_with(&self, on_action: &OnAction) -> Result<Vec<Value>> {
+    pub fn scan_with(&self, on_action: &OnAction<'_>) -> Result<Vec<Value>> {
         self.pass(Some(on_action))
     }
 
-    fn pass(&self, on_action: Option<&OnAction>) -> Result<Vec<Value>> {
+    fn pass(&self, on_action: Option<&OnAction<'_>>) -> Result<Vec<Value>> {
         if !self.ensure_leadership()? {
             return Ok(Vec::new());
         }
