@@ -148,6 +148,35 @@ pub fn idle_supervisor_cpu(dhp: &Path, root: &Path, warmup: Duration, window: Du
     }
 }
 
+/// An idle `dhp supervisor`'s share of a core on one store of `running`
+/// running handoffs (held by [`HOLDERS`] live tokens), for each binary of
+/// `dhps` in turn — e.g. two builds, compared on the same store — `rounds`
+/// times, each over `window` after [`idle_supervisor_cpu`]'s warm-up. The
+/// load average is recorded beside each figure.
+pub fn idle_rows(
+    dir: &Path,
+    dhps: &[std::path::PathBuf],
+    running: usize,
+    rounds: usize,
+    window: Duration,
+) -> Result<Value> {
+    let root = fresh_root(dir, &format!("scale-idle-{running}"));
+    fill(&root, 10_000_000, running, 0)?;
+    let tokens = hold_tokens(&root)?;
+    let mut rows = Vec::new();
+    for round in 0..rounds.max(1) {
+        for dhp in dhps {
+            let load = loadavg();
+            let pct = idle_supervisor_cpu(dhp, &root, Duration::from_secs(3), window)?;
+            rows.push(json!({"round": round, "dhp": dhp.display().to_string(), "idle_cpu_pct": pct,
+                             "window_s": window.as_secs_f64(), "load": load, "load_after": loadavg()}));
+        }
+    }
+    drop(tokens);
+    let _ = std::fs::remove_dir_all(&root);
+    Ok(json!({"running": running, "rows": rows}))
+}
+
 /// The reference's Supervisor3 on the store at `root`: its scan and its
 /// expired-lease query (its only death detection), median ms of `reps`.
 pub fn reference_scan(py: &Path, root: &Path, reps: usize) -> Result<Value> {

@@ -51,7 +51,12 @@ fn fixture(n: usize) -> Fixture {
         .collect();
     let items: Vec<_> = held
         .iter()
-        .map(|(hid, fence)| CheckpointItem { hid: hid.clone(), holder: "w".into(), fence: *fence, state: json!({"s": 1}) })
+        .map(|(hid, fence)| CheckpointItem {
+            hid: hid.clone(),
+            holder: "w".into(),
+            fence: *fence,
+            state: json!({"s": 1}),
+        })
         .collect();
     for r in checkpoint_many(runner.store().as_ref(), &run_cfg, &items).unwrap() {
         r.unwrap();
@@ -84,7 +89,12 @@ impl Fixture {
     fn steps_after_checkpoints(&self, k: usize) -> u64 {
         let items: Vec<_> = self.held[..k]
             .iter()
-            .map(|(hid, fence)| CheckpointItem { hid: hid.clone(), holder: "w".into(), fence: *fence, state: json!({"s": 2}) })
+            .map(|(hid, fence)| CheckpointItem {
+                hid: hid.clone(),
+                holder: "w".into(),
+                fence: *fence,
+                state: json!({"s": 2}),
+            })
             .collect();
         for r in checkpoint_many(self.runner.store().as_ref(), &self.run_cfg, &items).unwrap() {
             r.unwrap();

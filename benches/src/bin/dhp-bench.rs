@@ -19,6 +19,8 @@
 //!     [--sizes 1000,10000,100000] [--big N] [--big-running N] [--procs 1,8,32] [--seconds S]
 //!     [--kills K] [--kill-running N] [--reps R] [--before-bench B] [--before-dhp D]
 //!                                                    issue 21's tables (docs/scale.md)
+//! dhp-bench scale-idle --dir D --dhp BIN[,BIN...] [--running N] [--rounds R] [--seconds S]
+//!                                                    an idle `dhp supervisor`'s CPU, builds side by side
 //! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
 //! dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
 //! ```
@@ -266,6 +268,16 @@ fn main() {
             let md = dhp_benches::scale::markdown(&out);
             std::fs::write(a.path("--md"), &md).unwrap_or_else(|e| fail(e));
             print!("{md}");
+        }
+        "scale-idle" => {
+            let dir = a.path("--dir");
+            let dhps: Vec<PathBuf> = a.opt("--dhp").unwrap_or_else(|| usage()).split(',').map(PathBuf::from).collect();
+            let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+            let secs = a.opt("--seconds").and_then(|v| v.parse::<f64>().ok()).unwrap_or(30.0);
+            let window = std::time::Duration::try_from_secs_f64(secs).unwrap_or_else(|e| fail(e));
+            let out = dhp_benches::scale::idle_rows(&dir, &dhps, num("--running", 100_000), num("--rounds", 1), window)
+                .unwrap_or_else(|e| fail(e));
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
         }
         "scan" => {
             // Ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.
