@@ -21,6 +21,8 @@
 //!                                                    issue 21's tables (docs/scale.md)
 //! dhp-bench scale-idle --dir D --dhp BIN[,BIN...] [--running N] [--rounds R] [--seconds S]
 //!                                                    an idle `dhp supervisor`'s CPU, builds side by side
+//! dhp-bench scale-fill --root R [--running N]       a store of N running handoffs to probe by hand
+//!                                                    (e.g. `perf record` a `dhp supervisor` on it)
 //! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
 //! dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
 //! ```
@@ -278,6 +280,12 @@ fn main() {
             let out = dhp_benches::scale::idle_rows(&dir, &dhps, num("--running", 100_000), num("--rounds", 1), window)
                 .unwrap_or_else(|e| fail(e));
             println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        }
+        "scale-fill" => {
+            let root = a.path("--root");
+            let running = a.opt("--running").and_then(|v| v.parse().ok()).unwrap_or(100_000);
+            dhp_benches::scale::fill(&root, 10_000_000, running, 0).unwrap_or_else(|e| fail(e));
+            println!("{}", root.display());
         }
         "scan" => {
             // Ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.
