@@ -30,8 +30,11 @@
 //!   written — an acknowledgement the store never made durable, which a
 //!   database crash exposes.
 //! - `wedge-on-db-error`: after a checkpoint fails (the database went away)
-//!   it neither exits nor retries: its heartbeat thread keeps the lease
-//!   alive once the server is back, and the handoff is stuck.
+//!   it neither exits nor retries. Its heartbeat thread outlives the error
+//!   (it ignores failures and the store reconnects on the next call), so
+//!   once the server is back it renews the lease with its fence — as long
+//!   as the outage was shorter than the lease — and the handoff stays
+//!   `running`, held by a worker that never moves it again: stuck.
 //! - `unheld-liveness` (PostgreSQL): lists itself in the `liveness` table
 //!   without taking its advisory lock, so the leader sees a live worker as
 //!   dead (a false orphan).
@@ -285,8 +288,11 @@ fn run() -> Result<()> {
         Mode::SkipFence | Mode::CompleteTwice => Some(db(&a.root)?),
         _ => None,
     };
-    if a.mode == Mode::SkipFence {
-        // keep the lease alive, ignoring every error (a worker that never notices it lost)
+    if matches!(a.mode, Mode::SkipFence | Mode::WedgeOnDbError) {
+        // keep the lease alive, ignoring every error (a worker that never
+        // notices it lost; after a database restart the store reconnects
+        // on the next heartbeat). dhp-core's own heartbeat thread stops at
+        // the first error.
         let (r2, lease) = (runner.clone(), Lease::presented(&hid, fence)?);
         let every = dhp_core::config::duration_from_secs(
             "DHP_LEASE_INTERVAL_S / 2",
@@ -333,7 +339,8 @@ fn run() -> Result<()> {
                     json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}),
                 );
                 if a.mode == Mode::WedgeOnDbError {
-                    // the work loop is gone; the heartbeat thread lives on
+                    // the work loop is gone; the heartbeat thread lives on,
+                    // renewing the lease once the database is back
                     loop {
                         std::thread::sleep(Duration::from_secs(3600));
                     }

@@ -1,6 +1,10 @@
 //! Helpers shared by the dhp-chaos integration tests.
 #![allow(dead_code)]
 
+mod db_mutant;
+#[allow(unused_imports)]
+pub use db_mutant::*;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

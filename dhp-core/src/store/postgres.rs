@@ -49,6 +49,30 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const SERVER_SOCKET_OPTIONS: &str =
     "-c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1 -c tcp_keepalives_count=3 -c tcp_user_timeout=4000";
 
+/// The least `idle_in_transaction_session_timeout` a session gets (see
+/// [`idle_in_transaction_ms`]): a lease TTL shorter than this does not cut
+/// a transaction whose process was merely descheduled on a loaded host.
+const MIN_IDLE_IN_TRANSACTION_MS: u64 = 1_000;
+
+/// `idle_in_transaction_session_timeout` for every session of a store
+/// handle: the lease TTL of this process's configuration (`DHP_*`
+/// variables; the defaults when they are unset or invalid), at least
+/// [`MIN_IDLE_IN_TRANSACTION_MS`]. DHP's transactions never wait for
+/// anything but the server between their statements, so a session idle
+/// inside one for that long belongs to a stopped or hung process (a
+/// SIGSTOP, a debugger, a frozen VM). The server then ends the session and
+/// rolls the transaction back, releasing its advisory and row locks: the
+/// supervisor's orphaning of that handoff — and the rest of its scan,
+/// which orphans one handoff after another — waits at most this long
+/// behind a stalled writer, instead of until the writer wakes. A URL's own
+/// `options=-c idle_in_transaction_session_timeout=…` wins.
+pub fn idle_in_transaction_ms() -> u64 {
+    let ttl_ms = crate::Config::from_env().unwrap_or_default().lease_ttl_s() * 1_000.0;
+    // A validated TTL is finite and positive; the server's limit is i32::MAX ms.
+    let ms = if ttl_ms.is_finite() { ttl_ms.ceil().min(i32::MAX as f64) as u64 } else { i32::MAX as u64 };
+    ms.max(MIN_IDLE_IN_TRANSACTION_MS)
+}
+
 /// How often a write transaction that hit a deadlock is retried.
 const DEADLOCK_RETRIES: usize = 20;
 
@@ -131,6 +155,16 @@ pub fn application_name() -> String {
     format!("dhp-{role}-{}", std::process::id())
 }
 
+/// Every host of the URL is a Unix-socket directory (`host=/dir`, or a
+/// percent-encoded `/dir` as the URL's host) and no `hostaddr` sends the
+/// connection over TCP instead.
+fn unix_sockets_only(config: &postgres::Config) -> bool {
+    let hosts = config.get_hosts();
+    !hosts.is_empty()
+        && config.get_hostaddrs().is_empty()
+        && hosts.iter().all(|h| matches!(h, postgres::config::Host::Unix(_)))
+}
+
 /// `host:port/db` for messages (never the password).
 fn target(config: &postgres::Config) -> String {
     let host = match config.get_hosts().first() {
@@ -164,6 +198,18 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
+        if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+            // libpq would guess a socket directory; say what to give instead.
+            return Err(Error::StoreLocation {
+                location: loc.to_string(),
+                reason: "the URL names no host: give host[:port], or host=/socket/directory for a Unix socket".into(),
+            });
+        }
+        // libpq: a host that starts with `/` is a Unix-socket directory, and
+        // `sslmode` is ignored over a socket (the server offers no TLS there).
+        if unix_sockets_only(&config) {
+            config.ssl_mode(postgres::config::SslMode::Disable);
+        }
         // The client notices a dead server or network within seconds too.
         config
             .keepalives(true)
@@ -175,7 +221,12 @@ impl PgStore {
             config.application_name(&application_name());
         }
         let user_options = config.get_options().unwrap_or("").to_string();
-        config.options(&format!("{user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}", loc.schema));
+        // Ours first, so that the URL's `options` can override the timeout.
+        let idle = idle_in_transaction_ms();
+        config.options(&format!(
+            "-c idle_in_transaction_session_timeout={idle} {user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}",
+            loc.schema
+        ));
         let store = PgStore {
             loc: loc.clone(),
             config,

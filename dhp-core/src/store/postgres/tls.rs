@@ -162,9 +162,12 @@ where
     type TlsConnect = RustlsConnect;
     type Error = io::Error;
 
+    /// Called for every connection, before the client knows whether TLS
+    /// will be used: a host that is no server name (`""` for a Unix
+    /// socket, over which PostgreSQL never speaks TLS) fails only if a
+    /// handshake is actually attempted.
     fn make_tls_connect(&mut self, domain: &str) -> io::Result<RustlsConnect> {
-        let name = ServerName::try_from(domain.to_string())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("host {domain:?}: {e}")))?;
+        let name = ServerName::try_from(domain.to_string()).map_err(|e| format!("host {domain:?}: {e}"));
         Ok(RustlsConnect { config: self.config.clone(), name })
     }
 }
@@ -172,7 +175,8 @@ where
 /// One handshake.
 pub struct RustlsConnect {
     config: Arc<ClientConfig>,
-    name: ServerName<'static>,
+    /// The name to verify, or why the host has none.
+    name: std::result::Result<ServerName<'static>, String>,
 }
 
 impl<S> TlsConnect<S> for RustlsConnect
@@ -185,7 +189,10 @@ where
 
     fn connect(self, stream: S) -> Self::Future {
         let connector = tokio_rustls::TlsConnector::from(self.config);
-        Box::pin(async move { connector.connect(self.name, stream).await.map(RustlsStream) })
+        Box::pin(async move {
+            let name = self.name.map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            connector.connect(name, stream).await.map(RustlsStream)
+        })
     }
 }
 

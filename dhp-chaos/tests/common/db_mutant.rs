@@ -1,0 +1,82 @@
+//! The round the database-fault mutant tests run: PostgreSQL owned by the
+//! run, two handoffs whose workers are all `mutant-worker --mode MODE` (or
+//! any `--workers`), and one database crash as the only fault; and the
+//! verdict check they share.
+
+use super::{mutant_bin, run_chaos, Run};
+use std::collections::BTreeSet;
+
+/// Run the round with `extra` flags (seed, sizes, timings: flags the base
+/// set does not give, since a flag may be given once). Faults start once
+/// work is under way, however loaded the machine (`extra` names the
+/// checkpoint count with `--faults-after-checkpoints`).
+pub fn db_mutant_round(name: &str, mode: &str, extra: &[&str]) -> Run {
+    db_crash_round(name, &format!("{} --mode {mode}", mutant_bin().display()), extra)
+}
+
+/// The same round with any `--workers` (`builtin`: the control that shows
+/// a round's flags alone do not fail it).
+pub fn db_crash_round(name: &str, workers: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--store",
+        "postgres",
+        "--handoffs",
+        "2",
+        "--dlq-handoffs",
+        "0",
+        "--fault-interval",
+        "2,3",
+        "--faults",
+        "db-crash=1",
+        "--failpoint-rate",
+        "0",
+        "--workers",
+        workers,
+    ];
+    args.extend_from_slice(extra);
+    run_chaos(name, &args)
+}
+
+/// Invariants that did not hold, over all rounds.
+pub fn failed_invariants(r: &Run) -> BTreeSet<String> {
+    let inv = r.totals()["invariants"].as_object().cloned().unwrap_or_default();
+    inv.into_iter().filter(|(_, v)| v["held"] == false).map(|(k, _)| k).collect()
+}
+
+/// The run exited 1, `caught_by` has violations, and exactly the invariants
+/// of `expected` (which includes `caught_by`) failed: a mutant must be
+/// caught by the rule written for it, not by accident elsewhere. Returns
+/// `caught_by`'s violation messages.
+pub fn assert_caught(r: &Run, caught_by: &str, expected: &[&str]) -> Vec<String> {
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let v = r.violations(caught_by);
+    assert!(!v.is_empty(), "{caught_by} caught nothing\n{}", r.dump());
+    let want: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
+    assert!(want.contains(caught_by), "the expected set must include {caught_by}");
+    assert_eq!(failed_invariants(r), want, "invariants that failed\n{}", r.dump());
+    v
+}
+
+/// The wedge round (`db_mutant_wedge.rs`, and its control with the real
+/// worker, `db_wedge_builtin_holds.rs`). The lease (1 s × 10) outlasts the
+/// outage, so only what a worker does after the error decides whether its
+/// handoff stays held; without liveness tokens nothing but the lease can
+/// free it (a token's lock drops with the crash, and the leader could
+/// orphan a wedged worker before its keeper takes the lock again).
+pub const WEDGE_FLAGS: [&str; 15] = [
+    "--seed",
+    "22",
+    "--chunks",
+    "150",
+    "--fault-seconds",
+    "6",
+    "--grace",
+    "25",
+    "--faults-after-checkpoints",
+    "6",
+    "--lease-interval",
+    "1",
+    "--lease-max-missed",
+    "10",
+    "--no-liveness",
+];
