@@ -34,7 +34,12 @@
 //!   (it ignores failures and the store reconnects on the next call), so
 //!   once the server is back it renews the lease with its fence — as long
 //!   as the outage was shorter than the lease — and the handoff stays
-//!   `running`, held by a worker that never moves it again: stuck.
+//!   `running`, held by a worker that never moves it again: stuck. It
+//!   publishes no liveness token (a lease-only worker, like the
+//!   reference's, or `dhp work --no-liveness`): a token's lock drops with
+//!   the crash and the leader would orphan the handoff at once, so only a
+//!   lease-only worker can wedge a handoff this way. (The chaos harness
+//!   passes `--no-liveness` to builtin workers only.)
 //! - `unheld-liveness` (PostgreSQL): lists itself in the `liveness` table
 //!   without taking its advisory lock, so the leader sees a live worker as
 //!   dead (a false orphan).
@@ -233,7 +238,7 @@ fn run() -> Result<()> {
     let _token = if a.mode == Mode::UnheldLiveness {
         list_without_lock(&a.root, &a.runner)?;
         None
-    } else if a.liveness {
+    } else if a.liveness && a.mode != Mode::WedgeOnDbError {
         // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
         match runner.store().publish_liveness(&a.runner) {
             Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),

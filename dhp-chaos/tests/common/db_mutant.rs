@@ -60,9 +60,10 @@ pub fn assert_caught(r: &Run, caught_by: &str, expected: &[&str]) -> Vec<String>
 /// The wedge round (`db_mutant_wedge.rs`, and its control with the real
 /// worker, `db_wedge_builtin_holds.rs`). The lease (1 s × 10) outlasts the
 /// outage, so only what a worker does after the error decides whether its
-/// handoff stays held; without liveness tokens nothing but the lease can
-/// free it (a token's lock drops with the crash, and the leader could
-/// orphan a wedged worker before its keeper takes the lock again).
+/// handoff stays held. The workers are lease-only (`--no-liveness` for the
+/// builtin ones; the wedge mutant publishes no token): a token's lock drops
+/// with the crash and the leader orphans its holder at once, which would
+/// free a wedged worker's handoff too.
 pub const WEDGE_FLAGS: [&str; 15] = [
     "--seed",
     "22",
