@@ -20,6 +20,7 @@ fn acknowledged_but_uncommitted_checkpoints_are_caught_across_a_crash() {
         &r,
         "no-lost-commits-across-db-crash",
         &["no-lost-commits-across-db-crash", "fencing", "checkpoints", "transport"],
+        &[],
     );
     assert!(v.iter().all(|m| m.contains("the store does not have it")), "{v:#?}\n{}", r.dump());
 }

@@ -126,6 +126,7 @@ fn a_worker_stopped_inside_its_transaction_is_orphaned_within_the_bound_and_fenc
     let out = procs.0.remove(0).wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(11), "a store error: its session was ended\n{err}");
+    eprintln!("woken worker: {}", err.trim());
     let seqs: Vec<i64> = r.checkpoints(&stalled).unwrap().iter().map(|c| c.seq).collect();
     assert_eq!(seqs, vec![0, 1], "the stopped transaction's checkpoint is not stored");
     assert_eq!(status(&stalled), "orphaned");

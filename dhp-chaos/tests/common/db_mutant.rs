@@ -43,23 +43,28 @@ pub fn failed_invariants(r: &Run) -> BTreeSet<String> {
     inv.into_iter().filter(|(_, v)| v["held"] == false).map(|(k, _)| k).collect()
 }
 
-/// The run exited 1, `caught_by` has violations, and exactly the invariants
-/// of `expected` (which includes `caught_by`) failed: a mutant must be
-/// caught by the rule written for it, not by accident elsewhere. Returns
-/// `caught_by`'s violation messages.
-pub fn assert_caught(r: &Run, caught_by: &str, expected: &[&str]) -> Vec<String> {
+/// The run exited 1, `caught_by` has violations, every invariant of
+/// `expected` (which includes `caught_by`) failed, and nothing else did but
+/// what `may_also_fail` allows (a consequence that depends on timing): a
+/// mutant must be caught by the rule written for it, not by accident
+/// elsewhere. Returns `caught_by`'s violation messages.
+pub fn assert_caught(r: &Run, caught_by: &str, expected: &[&str], may_also_fail: &[&str]) -> Vec<String> {
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations(caught_by);
     assert!(!v.is_empty(), "{caught_by} caught nothing\n{}", r.dump());
-    let want: BTreeSet<String> = expected.iter().map(|s| s.to_string()).collect();
-    assert!(want.contains(caught_by), "the expected set must include {caught_by}");
-    assert_eq!(failed_invariants(r), want, "invariants that failed\n{}", r.dump());
+    assert!(expected.contains(&caught_by), "the expected set must include {caught_by}");
+    let failed = failed_invariants(r);
+    let missing: Vec<_> = expected.iter().filter(|e| !failed.contains(**e)).collect();
+    assert!(missing.is_empty(), "expected to fail but held: {missing:?}\n{}", r.dump());
+    let extra: Vec<_> = failed.iter().filter(|f| !expected.contains(&f.as_str()) && !may_also_fail.contains(&f.as_str())).collect();
+    assert!(extra.is_empty(), "failed, unexpectedly: {extra:?}\n{}", r.dump());
     v
 }
 
 /// The wedge round (`db_mutant_wedge.rs`, and its control with the real
-/// worker, `db_wedge_builtin_holds.rs`). The lease (1 s × 10) outlasts the
-/// outage, so only what a worker does after the error decides whether its
+/// worker, `db_wedge_builtin_holds.rs`). The lease (1.5 s × 10) outlasts
+/// the outage (seeded 0.3–2 s, but restarts took up to 7 s on a loaded
+/// machine), so only what a worker does after the error decides whether its
 /// handoff stays held. The workers are lease-only (`--no-liveness` for the
 /// builtin ones; the wedge mutant publishes no token): a token's lock drops
 /// with the crash and the leader orphans its holder at once, which would
@@ -72,11 +77,11 @@ pub const WEDGE_FLAGS: [&str; 15] = [
     "--fault-seconds",
     "6",
     "--grace",
-    "25",
+    "30",
     "--faults-after-checkpoints",
     "6",
     "--lease-interval",
-    "1",
+    "1.5",
     "--lease-max-missed",
     "10",
     "--no-liveness",
