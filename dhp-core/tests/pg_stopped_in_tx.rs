@@ -101,7 +101,11 @@ fn a_worker_stopped_inside_its_transaction_is_orphaned_within_the_bound_and_fenc
     assert!(wait_for(Duration::from_secs(30), || stopped(wa)).is_some(), "wa never stopped at its failpoint");
     let t_stop = Instant::now();
     // A lease-only worker, killed: its lease runs out after wa's.
-    procs.0.push(start(&["work", &url, "--runner", "wb", "claim", &other, "--pace", "0.01", "--no-liveness"], &[], Stdio::null()));
+    procs.0.push(start(
+        &["work", &url, "--runner", "wb", "claim", &other, "--pace", "0.01", "--no-liveness"],
+        &[],
+        Stdio::null(),
+    ));
     let cps = |h: &str| r.status(h).unwrap()["checkpoints"].as_i64().unwrap_or(0);
     assert!(wait_for(Duration::from_secs(30), || cps(&other) >= 2).is_some(), "wb did not start");
     procs.0[1].kill().unwrap();
@@ -111,7 +115,12 @@ fn a_worker_stopped_inside_its_transaction_is_orphaned_within_the_bound_and_fenc
 
     let left = (t_stop + BOUND + SLACK).saturating_duration_since(Instant::now());
     let took = wait_for(left, || status(&stalled) == "orphaned").map(|_| t_stop.elapsed());
-    assert!(took.is_some(), "the stopped worker's handoff is still {} {:?} after the stop", status(&stalled), t_stop.elapsed());
+    assert!(
+        took.is_some(),
+        "the stopped worker's handoff is still {} {:?} after the stop",
+        status(&stalled),
+        t_stop.elapsed()
+    );
     eprintln!("stopped in a transaction → orphaned in {:?} (bound {BOUND:?})", took.unwrap_or_default());
     let left = (t_kill + BOUND + SLACK).saturating_duration_since(Instant::now());
     assert!(wait_for(left, || status(&other) == "orphaned").is_some(), "the scan did not go on: {}", status(&other));

@@ -56,7 +56,8 @@ pub fn assert_caught(r: &Run, caught_by: &str, expected: &[&str], may_also_fail:
     let failed = failed_invariants(r);
     let missing: Vec<_> = expected.iter().filter(|e| !failed.contains(**e)).collect();
     assert!(missing.is_empty(), "expected to fail but held: {missing:?}\n{}", r.dump());
-    let extra: Vec<_> = failed.iter().filter(|f| !expected.contains(&f.as_str()) && !may_also_fail.contains(&f.as_str())).collect();
+    let extra: Vec<_> =
+        failed.iter().filter(|f| !expected.contains(&f.as_str()) && !may_also_fail.contains(&f.as_str())).collect();
     assert!(extra.is_empty(), "failed, unexpectedly: {extra:?}\n{}", r.dump());
     v
 }
