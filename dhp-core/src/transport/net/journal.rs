@@ -496,8 +496,9 @@ mod tests {
         // A corrupted record ends the replay: the valid one after it was
         // never covered by a sync (the corrupt one would have been).
         let mut data = written_part(&path);
-        let second = data.iter().position(|b| *b == b'\n').unwrap() + 1;
-        let third = second + data[second..].iter().position(|b| *b == b'\n').unwrap() + 1;
+        // Line ends: the header's, then each record's.
+        let ends: Vec<usize> = data.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i).collect();
+        let third = ends[2] + 1;
         data[third - 3] = b'X';
         std::fs::write(&path, &data).unwrap();
         let (recs, bad) = records(&path).unwrap();
