@@ -15,8 +15,15 @@
 //! decimal digits, first line `dhp-transport-journal 1`, then one record
 //! per line: `<hid> <check> <line>` where `<hid>` is the handoff id (64
 //! hex), `<check>` the first 8 hex digits of SHA-256 of `<hid> <line>`,
-//! and `<line>` the log line exactly as appended to `<hid>.log`. A record
-//! whose check does not match (a torn tail) is ignored.
+//! and `<line>` the log line exactly as appended to `<hid>.log`.
+//!
+//! The file is preallocated with zeros (written and synced, so its blocks
+//! are allocated and its size is on disk) and overwritten in place: an
+//! `fdatasync` then flushes data only, with no metadata to commit, which
+//! is what makes a sync cheap. It grows by [`GROW_BYTES`] of zeros ahead
+//! of the writes. Replay therefore stops at the first zero byte, and at the
+//! first record whose check fails (a torn write): nothing after it was
+//! ever acknowledged.
 
 use crate::error::{Error, Result};
 use crate::TransportKind;
@@ -33,6 +40,10 @@ use tokio::sync::watch;
 
 /// A journal file past this size is rotated and checkpointed.
 pub(crate) const ROTATE_BYTES: u64 = 32 << 20;
+/// Zeros written ahead of the records: a new file gets this many, and the
+/// sync thread adds as many again when fewer than [`GROW_BELOW`] are left.
+const GROW_BYTES: u64 = 4 << 20;
+const GROW_BELOW: u64 = 1 << 20;
 const HEADER: &str = "dhp-transport-journal 1\n";
 const PREFIX: &str = "journal-";
 const SUFFIX: &str = ".dhpj";
@@ -48,19 +59,24 @@ struct Synced {
 }
 
 struct Inner {
-    file: File,
+    /// Shared with the sync thread, which syncs it without the lock.
+    file: Arc<File>,
     path: PathBuf,
     gen: u64,
     /// Logical end of the stream (bytes over every generation).
     written: u64,
-    /// Bytes in the current file.
+    /// Bytes of records (and header) in the current file.
     file_len: u64,
+    /// Size of the current file: zeros from `file_len` up to here.
+    zeroed_to: u64,
     /// A write failed part-way: the next record starts on a new line.
     torn: bool,
     /// Handoffs whose log got lines recorded in the current file.
     dirty: HashSet<String>,
     /// The sync thread's view of `Synced::pos`.
     synced: u64,
+    /// The sync thread sleeps on `wake` (an append must notify it).
+    waiting: bool,
     stop: bool,
 }
 
@@ -116,43 +132,54 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     Ok(out)
 }
 
-/// The valid records of one journal file, in order: `(hid, line)`.
-/// Records whose check fails (a torn or corrupt tail) are skipped.
+/// The valid records of one journal file, in order: `(hid, line)`, and
+/// how many lines were not used. The records end at the first zero byte
+/// (the preallocated rest of the file) and at the first record that is
+/// torn (no newline) or whose check fails: it and every line after it
+/// were never acknowledged, as no sync covered them.
 pub(crate) fn records(path: &Path) -> Result<(Vec<(String, String)>, usize)> {
     let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let data = &data[..data.iter().position(|b| *b == 0).unwrap_or(data.len())];
     let mut out = Vec::new();
-    let mut bad = 0;
     let mut lines = data.split(|b| *b == b'\n');
     // An empty file: created but its header never reached the disk.
     let _header = lines.next();
     let complete = data.last() == Some(&b'\n');
-    let mut lines = lines.peekable();
+    let mut lines = lines.filter(|l| !l.is_empty()).peekable();
     while let Some(raw) = lines.next() {
-        if raw.is_empty() {
-            continue;
-        }
-        if lines.peek().is_none() && !complete {
-            bad += 1; // torn last record
-            break;
-        }
-        let parsed = std::str::from_utf8(raw).ok().and_then(|t| {
+        let torn = lines.peek().is_none() && !complete;
+        let parsed = std::str::from_utf8(raw).ok().filter(|_| !torn).and_then(|t| {
             let (hid, rest) = t.split_once(' ')?;
             let (chk, line) = rest.split_once(' ')?;
             (check(hid, line) == chk).then(|| (hid.to_string(), line.to_string()))
         });
         match parsed {
             Some(r) => out.push(r),
-            None => bad += 1,
+            None => return Ok((out, 1 + lines.count())),
         }
     }
-    Ok((out, bad))
+    Ok((out, 0))
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))
 }
 
-/// Create journal file `gen` with its header, durably (file and entry).
+/// Write `len` zeros at `at` (not moving the file's cursor).
+fn write_zeros(f: &File, at: u64, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = vec![0u8; 1 << 20];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(zeros.len() as u64);
+        f.write_all_at(&zeros[..n as usize], at + done)?;
+        done += n;
+    }
+    Ok(())
+}
+
+/// Create journal file `gen` with its header and [`GROW_BYTES`] of zeros,
+/// durably (data, size and entry), its cursor after the header.
 fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf)> {
     let path = dir.join(journal_name(gen));
     let mut f = std::fs::OpenOptions::new()
@@ -161,7 +188,10 @@ fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf)> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
-    f.write_all(HEADER.as_bytes()).and_then(|_| f.sync_data()).map_err(|e| Error::io(&path, e))?;
+    f.write_all(HEADER.as_bytes())
+        .and_then(|_| write_zeros(&f, HEADER.len() as u64, GROW_BYTES))
+        .and_then(|_| f.sync_data())
+        .map_err(|e| Error::io(&path, e))?;
     sync_dir(dir)?;
     Ok((f, path))
 }
@@ -213,7 +243,7 @@ impl Journal {
         rec.push(' ');
         rec.push_str(line);
         rec.push('\n');
-        if let Err(e) = g.file.write_all(rec.as_bytes()) {
+        if let Err(e) = (&*g.file).write_all(rec.as_bytes()) {
             // The line may be in its log already, unrecorded: no further
             // ack until a restart (a retry is then journaled as a duplicate).
             g.torn = true;
@@ -230,8 +260,13 @@ impl Journal {
             g.dirty.insert(hid.to_string());
         }
         let pos = g.written;
+        // One wake-up per batch: the sync thread, once woken, takes every
+        // record written before it locks again.
+        let wake = g.waiting;
         drop(g);
-        self.wake.notify_one();
+        if wake {
+            self.wake.notify_one();
+        }
         Ok(pos)
     }
 
@@ -270,23 +305,19 @@ impl Journal {
     /// The sync thread: one `fdatasync` covers whatever is pending.
     fn sync_loop(self: Arc<Self>, retire: mpsc::Sender<Retired>) {
         loop {
-            let (target, file, path, rotate) = {
+            let (target, file, path, rotate, grow) = {
                 let mut g = self.lock();
                 while g.written == g.synced && !g.stop {
+                    g.waiting = true;
                     g = self.wake.wait(g).unwrap_or_else(|p| p.into_inner());
+                    g.waiting = false;
                 }
                 if g.written == g.synced {
                     return; // stopping, nothing pending
                 }
-                let file = match g.file.try_clone() {
-                    Ok(f) => f,
-                    Err(e) => {
-                        let e = Error::io(&g.path, e);
-                        drop(g);
-                        return self.fail(&e);
-                    }
-                };
-                (g.written, file, g.path.clone(), g.file_len >= self.rotate_bytes)
+                let rotate = g.file_len >= self.rotate_bytes;
+                let grow = !rotate && g.zeroed_to.saturating_sub(g.file_len) < GROW_BELOW;
+                (g.written, g.file.clone(), g.path.clone(), rotate, grow)
             };
             if !self.pause.is_zero() {
                 std::thread::sleep(self.pause);
@@ -295,15 +326,34 @@ impl Journal {
                 return self.fail(&Error::io(&path, e));
             }
             self.publish(target);
-            if rotate {
-                match self.rotate() {
-                    Ok(r) => {
-                        let _ = retire.send(r);
-                    }
-                    Err(e) => return self.fail(&e),
-                }
+            let next = if rotate {
+                self.rotate().map(|r| {
+                    let _ = retire.send(r);
+                })
+            } else if grow {
+                self.grow()
+            } else {
+                Ok(())
+            };
+            if let Err(e) = next {
+                return self.fail(&e);
             }
         }
+    }
+
+    /// Add [`GROW_BYTES`] of zeros past the records and sync them (size
+    /// and allocation), so that the syncs covering the next records flush
+    /// data only. Appends wait meanwhile (the zeros go to the page cache:
+    /// a millisecond or so per [`GROW_BYTES`]).
+    fn grow(&self) -> Result<()> {
+        let (file, path) = {
+            let mut g = self.lock();
+            let at = g.zeroed_to.max(g.file_len);
+            write_zeros(&g.file, at, GROW_BYTES).map_err(|e| Error::io(&g.path, e))?;
+            g.zeroed_to = at + GROW_BYTES;
+            (g.file.clone(), g.path.clone())
+        };
+        file.sync_data().map_err(|e| Error::io(&path, e))
     }
 
     /// Start a new journal file; the old one (synced to its end) is
@@ -313,10 +363,11 @@ impl Journal {
         let (file, path) = create(&self.dir, gen)?;
         let (old, old_path, dirty, end) = {
             let mut g = self.lock();
-            let old = std::mem::replace(&mut g.file, file);
+            let old = std::mem::replace(&mut g.file, Arc::new(file));
             let old_path = std::mem::replace(&mut g.path, path);
             g.gen = gen;
             g.file_len = HEADER.len() as u64;
+            g.zeroed_to = g.file_len + GROW_BYTES;
             g.torn = false;
             (old, old_path, std::mem::take(&mut g.dirty), g.written)
         };
@@ -350,14 +401,16 @@ impl JournalHandle {
         let journal = Arc::new(Journal {
             dir: dir.to_path_buf(),
             inner: Mutex::new(Inner {
-                file,
+                file: Arc::new(file),
                 path,
                 gen,
                 written: 0,
                 file_len: HEADER.len() as u64,
+                zeroed_to: HEADER.len() as u64 + GROW_BYTES,
                 torn: false,
                 dirty: HashSet::new(),
                 synced: 0,
+                waiting: false,
                 stop: false,
             }),
             wake: Condvar::new(),
@@ -417,30 +470,102 @@ impl Drop for JournalHandle {
 mod tests {
     use super::*;
 
+    /// The records of `path` up to the preallocated zeros.
+    fn written_part(path: &Path) -> Vec<u8> {
+        let data = std::fs::read(path).unwrap();
+        let end = data.iter().position(|b| *b == 0).unwrap_or(data.len());
+        data[..end].to_vec()
+    }
+
     #[test]
-    fn records_round_trip_and_torn_tails_are_skipped() {
+    fn records_round_trip_and_replay_stops_at_a_torn_or_corrupt_record() {
         let dir = tempfile::tempdir().unwrap();
         let h = JournalHandle::start(dir.path(), Duration::ZERO, ROTATE_BYTES).unwrap();
         let hid = "a".repeat(64);
         let p1 = h.journal.append(&hid, "{\"seq\": 0}").unwrap();
         let p2 = h.journal.append(&hid, "{\"seq\": 1}").unwrap();
-        assert!(p2 > p1);
+        let p3 = h.journal.append(&hid, "{\"seq\": 2}").unwrap();
+        assert!(p1 < p2 && p2 < p3);
         let files = list(dir.path()).unwrap();
         assert_eq!(files.len(), 1);
         let path = files[0].1.clone();
         let (recs, bad) = records(&path).unwrap();
-        assert_eq!(recs, vec![(hid.clone(), "{\"seq\": 0}".to_string()), (hid.clone(), "{\"seq\": 1}".to_string())]);
-        assert_eq!(bad, 0);
-        // A torn tail and a corrupted record are skipped.
-        let mut data = std::fs::read(&path).unwrap();
-        let n = data.len();
-        data[n - 4] = b'X';
-        data.extend_from_slice(format!("{hid} 0000").as_bytes());
+        let want: Vec<_> = (0..3).map(|i| (hid.clone(), format!("{{\"seq\": {i}}}"))).collect();
+        assert_eq!(recs, want);
+        assert_eq!(bad, 0, "the preallocated zeros are not records");
+        // A corrupted record ends the replay: the valid one after it was
+        // never covered by a sync (the corrupt one would have been).
+        let mut data = written_part(&path);
+        // Line ends: the header's, then each record's.
+        let ends: Vec<usize> = data.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i).collect();
+        let third = ends[2] + 1;
+        data[third - 3] = b'X';
         std::fs::write(&path, &data).unwrap();
         let (recs, bad) = records(&path).unwrap();
-        assert_eq!(recs.len(), 1);
+        assert_eq!(recs, want[..1]);
         assert_eq!(bad, 2);
+        // A torn last record (no newline) is not replayed.
+        let mut data = written_part(&path);
+        data.truncate(third - 1);
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(records(&path).unwrap(), (want[..1].to_vec(), 1));
         drop(h);
+    }
+
+    #[test]
+    fn replay_stops_at_the_first_zero_byte() {
+        // A power loss can persist a later page of an unsynced write and
+        // not an earlier one: a hole of zeros, then a valid-looking record.
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::ZERO, ROTATE_BYTES).unwrap();
+        let hid = "c".repeat(64);
+        h.journal.append(&hid, "{\"seq\": 0}").unwrap();
+        let path = list(dir.path()).unwrap()[0].1.clone();
+        let mut data = written_part(&path);
+        let rec = data[HEADER.len()..].to_vec();
+        data.extend_from_slice(&[0u8; 100]);
+        data.extend_from_slice(&rec);
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(records(&path).unwrap(), (vec![(hid, "{\"seq\": 0}".to_string())], 0));
+        drop(h);
+    }
+
+    #[tokio::test]
+    async fn records_overwrite_the_preallocated_file_in_place() {
+        // The point of preallocating: a sync after an append must not
+        // change the file's size (a size change makes `fdatasync` commit
+        // metadata, several times the cost of flushing the data).
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::ZERO, ROTATE_BYTES).unwrap();
+        let path = list(dir.path()).unwrap()[0].1.clone();
+        let size = || std::fs::metadata(&path).unwrap().len();
+        let start = size();
+        assert_eq!(start, HEADER.len() as u64 + GROW_BYTES);
+        let hid = "d".repeat(64);
+        let line = format!("{{\"pad\": \"{}\"}}", "p".repeat(900));
+        let mut pos = 0;
+        for n in 0..50 {
+            pos = h.journal.append(&hid, &line).unwrap();
+            h.journal.wait(pos).await.unwrap();
+            assert_eq!(size(), start, "record {n} changed the file's size");
+        }
+        let mut n = 50;
+        // Past the low-water mark, the sync thread adds zeros ahead (after
+        // the sync that finds it there; the next sync follows the growth).
+        while pos < GROW_BYTES - GROW_BELOW / 2 {
+            pos = h.journal.append(&hid, &line).unwrap();
+            n += 1;
+        }
+        h.journal.wait(pos).await.unwrap();
+        let pos = h.journal.append(&hid, &line).unwrap();
+        h.journal.wait(pos).await.unwrap();
+        n += 1;
+        let grown = size();
+        assert!(grown >= start + GROW_BYTES, "grown to {grown}");
+        assert_eq!(grown % GROW_BYTES, start % GROW_BYTES, "grown in whole steps");
+        let (recs, bad) = records(&path).unwrap();
+        assert_eq!((recs.len(), bad), (n, 0));
+        h.close().unwrap();
     }
 
     #[test]
