@@ -178,9 +178,26 @@ fn write_zeros(f: &File, at: u64, len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Create journal file `gen` with its header and [`GROW_BYTES`] of zeros,
-/// durably (data, size and entry), its cursor after the header.
-fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf)> {
+/// How many bytes of zeros to put ahead of the records: [`GROW_BYTES`], but
+/// at most a quarter of the space left on the journal's file system, in
+/// whole 4 KiB pages (0 when that is under a page). A small or nearly full
+/// disk then still takes records — appended, so their syncs also commit
+/// the file's size — instead of failing to preallocate (a 256 KiB disk
+/// used to keep the server from starting at all).
+fn prealloc_step(dir: &Path) -> u64 {
+    match nix::sys::statvfs::statvfs(dir) {
+        Ok(s) => {
+            let avail = u64::from(s.blocks_available()).saturating_mul(u64::from(s.fragment_size()));
+            GROW_BYTES.min(avail / 4) & !4095
+        }
+        Err(_) => GROW_BYTES,
+    }
+}
+
+/// Create journal file `gen` with its header and [`prealloc_step`] bytes of
+/// zeros, durably (data, size and entry), its cursor after the header.
+/// Returns the file, its path and how many zeros it has.
+fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf, u64)> {
     let path = dir.join(journal_name(gen));
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -188,12 +205,13 @@ fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf)> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
+    let step = prealloc_step(dir);
     f.write_all(HEADER.as_bytes())
-        .and_then(|_| write_zeros(&f, HEADER.len() as u64, GROW_BYTES))
+        .and_then(|_| write_zeros(&f, HEADER.len() as u64, step))
         .and_then(|_| f.sync_data())
         .map_err(|e| Error::io(&path, e))?;
     sync_dir(dir)?;
-    Ok((f, path))
+    Ok((f, path, step))
 }
 
 /// Past this many dirty logs a checkpoint syncs the whole file system
@@ -346,11 +364,17 @@ impl Journal {
     /// data only. Appends wait meanwhile (the zeros go to the page cache:
     /// a millisecond or so per [`GROW_BYTES`]).
     fn grow(&self) -> Result<()> {
+        let step = prealloc_step(&self.dir);
         let (file, path) = {
             let mut g = self.lock();
+            // A small disk gets small steps, and never more than one ahead
+            // (zeros must not crowd out the logs); a full one none.
+            if step == 0 || g.zeroed_to.saturating_sub(g.file_len) >= step / 4 {
+                return Ok(());
+            }
             let at = g.zeroed_to.max(g.file_len);
-            write_zeros(&g.file, at, GROW_BYTES).map_err(|e| Error::io(&g.path, e))?;
-            g.zeroed_to = at + GROW_BYTES;
+            write_zeros(&g.file, at, step).map_err(|e| Error::io(&g.path, e))?;
+            g.zeroed_to = at + step;
             (g.file.clone(), g.path.clone())
         };
         file.sync_data().map_err(|e| Error::io(&path, e))
@@ -360,14 +384,14 @@ impl Journal {
     /// returned with its dirty logs, to be checkpointed.
     fn rotate(&self) -> Result<Retired> {
         let gen = self.lock().gen + 1;
-        let (file, path) = create(&self.dir, gen)?;
+        let (file, path, step) = create(&self.dir, gen)?;
         let (old, old_path, dirty, end) = {
             let mut g = self.lock();
             let old = std::mem::replace(&mut g.file, Arc::new(file));
             let old_path = std::mem::replace(&mut g.path, path);
             g.gen = gen;
             g.file_len = HEADER.len() as u64;
-            g.zeroed_to = g.file_len + GROW_BYTES;
+            g.zeroed_to = g.file_len + step;
             g.torn = false;
             (old, old_path, std::mem::take(&mut g.dirty), g.written)
         };
@@ -397,7 +421,7 @@ impl JournalHandle {
     /// removed), with its threads.
     pub(crate) fn start(dir: &Path, pause: Duration, rotate_bytes: u64) -> Result<Self> {
         let gen = list(dir)?.last().map_or(1, |(g, _)| g + 1);
-        let (file, path) = create(dir, gen)?;
+        let (file, path, step) = create(dir, gen)?;
         let journal = Arc::new(Journal {
             dir: dir.to_path_buf(),
             inner: Mutex::new(Inner {
@@ -406,7 +430,7 @@ impl JournalHandle {
                 gen,
                 written: 0,
                 file_len: HEADER.len() as u64,
-                zeroed_to: HEADER.len() as u64 + GROW_BYTES,
+                zeroed_to: HEADER.len() as u64 + step,
                 torn: false,
                 dirty: HashSet::new(),
                 synced: 0,
