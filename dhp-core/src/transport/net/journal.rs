@@ -187,7 +187,7 @@ fn write_zeros(f: &File, at: u64, len: u64) -> std::io::Result<()> {
 fn prealloc_step(dir: &Path) -> u64 {
     match nix::sys::statvfs::statvfs(dir) {
         Ok(s) => {
-            let avail = u64::from(s.blocks_available()).saturating_mul(u64::from(s.fragment_size()));
+            let avail: u64 = s.blocks_available().saturating_mul(s.fragment_size());
             GROW_BYTES.min(avail / 4) & !4095
         }
         Err(_) => GROW_BYTES,
