@@ -108,21 +108,8 @@ impl Driver<'_> {
                     // db-stall can only catch a worker inside a multi-statement checkpoint
                     env.push(("DHP_FAILPOINTS".into(), db_faults::IN_TX_PATH.into()));
                 }
-                let mut a = vec![
-                    self.cfg.dhp.display().to_string(),
-                    "work".into(),
-                    self.store_arg(),
-                    "--runner".into(),
-                    name.clone(),
-                    mode.into(),
-                    hid.clone(),
-                    "--pace".into(),
-                    pace,
-                    "--history".into(),
-                    history,
-                ];
-                // through the link proxy when there is one
-                a.extend(self.ship_args(ship)?);
+                let dhp = vec![self.cfg.dhp.display().to_string(), "work".into()];
+                let mut a = self.work_args(dhp, &name, mode, &hid, pace, history, ship)?;
                 if !self.cfg.liveness {
                     a.push("--no-liveness".into());
                 }
@@ -158,21 +145,8 @@ impl Driver<'_> {
             }
             _ => {
                 let Impl::Cmd(cmd) = &self.cfg.workers else { unreachable!("cmd impl only from Impl::Cmd") };
-                let mut a = cmd.clone();
-                a.extend([
-                    self.store_arg(),
-                    "--runner".into(),
-                    name.clone(),
-                    mode.into(),
-                    hid.clone(),
-                    "--pace".into(),
-                    pace,
-                    "--history".into(),
-                    history,
-                ]);
-                // a command speaks `dhp work`'s shipping flags too
-                a.extend(self.ship_args(ship)?);
-                a
+                // a command speaks `dhp work`'s flags, shipping included
+                self.work_args(cmd.clone(), &name, mode, &hid, pace, history, ship)?
             }
         };
         let argv = self.in_host(argv);
@@ -199,6 +173,36 @@ impl Driver<'_> {
         self.live.spawned_workers += 1;
         self.last_spawn.insert(hid, hist::now());
         Ok(())
+    }
+
+    /// `prefix` (the `dhp work` command, or a command taking its flags)
+    /// followed by the store, runner, mode, handoff, pacing, history and
+    /// shipping flags every worker gets.
+    #[allow(clippy::too_many_arguments)]
+    fn work_args(
+        &self,
+        mut prefix: Vec<String>,
+        name: &str,
+        mode: &str,
+        hid: &str,
+        pace: String,
+        history: String,
+        ship: String,
+    ) -> Result<Vec<String>> {
+        prefix.extend([
+            self.store_arg(),
+            "--runner".into(),
+            name.to_string(),
+            mode.into(),
+            hid.to_string(),
+            "--pace".into(),
+            pace,
+            "--history".into(),
+            history,
+        ]);
+        // through the link proxy when there is one
+        prefix.extend(self.ship_args(ship)?);
+        Ok(prefix)
     }
 
     /// How a command worker ships: `--ship LOG`, or the TCP flags of `dhp work`.
