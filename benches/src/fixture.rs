@@ -67,6 +67,8 @@ pub fn small_state(i: u64) -> Value {
 
 /// A fresh store root under `base` (a unique subdirectory).
 pub fn fresh_root(base: &Path, tag: &str) -> PathBuf {
+    // A bench dir that does not exist yet is made, not a panic.
+    let _ = std::fs::create_dir_all(base);
     let d = tempfile::Builder::new().prefix(&format!("{tag}-")).tempdir_in(base).expect("tempdir under bench dir");
     d.keep()
 }
