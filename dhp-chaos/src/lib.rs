@@ -50,5 +50,6 @@ pub mod proxy;
 pub mod python;
 pub mod report;
 pub mod round;
+pub mod scenario;
 pub mod timeline;
 mod timeline_env;

@@ -232,6 +232,16 @@ struct RunArgs {
     /// without it they are refused. --store postgres owns its cluster and needs none.
     #[arg(long, value_name = "DIR")]
     pg_data: Option<PathBuf>,
+    /// A named scenario instead of the seeded fault mix: net-chaos (a worker per round SIGKILLed mid-ship,
+    /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See README.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// --scenario net-chaos: rounds, one handoff and one kill each.
+    #[arg(long, default_value_t = 4)]
+    net_rounds: u32,
+    /// --scenario net-chaos: checkpoints (census chunks) per round.
+    #[arg(long, default_value_t = 6)]
+    net_checkpoints: u64,
 }
 
 fn main() {
@@ -362,6 +372,13 @@ fn run(a: RunArgs) -> Result<i32> {
             "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
         );
     }
+    let scenario = a.scenario.as_deref().map(dhp_chaos::scenario::Scenario::parse).transpose()?;
+    if scenario.is_some() {
+        let many = a.rounds != 1 || a.nightly || a.hosts.is_some() || a.store.iter().any(|s| s != "sqlite");
+        if many || a.faults.is_some() || a.nemesis.is_some() || a.disk.is_some() || a.clock > 0.0 || a.ship != "file" {
+            bail!("--scenario net-chaos runs its own fault script on one SQLite store with TCP shipping: not with --rounds, --nightly, --hosts, --store postgres, --faults, --nemesis, --disk, --clock or --ship (its rounds: --net-rounds)");
+        }
+    }
     let mut ship = Ship::parse(&a.ship)?;
     if let Some(n) = a.hosts {
         if n < 2 {
@@ -411,7 +428,7 @@ fn run(a: RunArgs) -> Result<i32> {
         dhp_chaos::clock::libfaketime()?;
     }
     let transport = a.transport.as_deref().map(|t| t.split_whitespace().map(String::from).collect::<Vec<_>>());
-    if transport.as_ref().is_some_and(|t| t.is_empty() || !ship.is_tcp()) {
+    if transport.as_ref().is_some_and(|t| t.is_empty() || !(ship.is_tcp() || scenario.is_some())) {
         bail!("--transport needs a command and --ship tcp or tcp-async");
     }
     let uses_py = workers.uses_python() || supervisors.uses_python();
@@ -482,7 +499,8 @@ fn run(a: RunArgs) -> Result<i32> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
     println!("dhp-chaos: run directory {}", out.display());
-    println!(
+    if scenario.is_none() {
+        println!(
         "dhp-chaos: workers {}, supervisors {} ×{}, shipping {}, {} handoffs × {} chunks, faults every {:.2}–{:.2}s, lease {}s×{}, dhp {}",
         workers.label(),
         supervisors.label(),
@@ -499,7 +517,8 @@ fn run(a: RunArgs) -> Result<i32> {
         timing.lease_interval_s,
         timing.lease_max_missed,
         dhp.display()
-    );
+        );
+    }
     // At most a week of rounds.
     let tmpl = RoundConfig {
         seed,
@@ -545,6 +564,27 @@ fn run(a: RunArgs) -> Result<i32> {
         host: None,
         pg_data: None,
     };
+    if scenario.is_some() {
+        let o = dhp_chaos::scenario::Options {
+            rounds: a.net_rounds,
+            checkpoints: a.net_checkpoints,
+            quiet: a.quiet,
+            allow_known_reference_bugs: a.allow_known_reference_bugs,
+        };
+        let mut cfg = dhp_chaos::scenario::net_chaos::config(&tmpl, &o)?;
+        cfg.replay = replay_command(seed);
+        println!(
+            "dhp-chaos: scenario net-chaos: {} rounds × {} checkpoints, workers {}, supervisors {} ×{}, pace {}s, peer {}",
+            o.rounds,
+            o.checkpoints,
+            workers.label(),
+            supervisors.label(),
+            a.supervisor_count,
+            cfg.pace_s,
+            transport.as_ref().map_or("dhp transport".into(), |t| t.join(" "))
+        );
+        return dhp_chaos::scenario::run(&cfg, &o, &out);
+    }
     let mut engines = Vec::new();
     for s in &a.store {
         engines.push(Engine::parse(s)?);

@@ -13,7 +13,7 @@ mod lost_commits;
 mod no_false_orphans;
 mod outcome;
 mod peer_acks;
-mod peer_log;
+pub(crate) mod peer_log;
 mod result;
 mod rework;
 mod stuck_after_restart;

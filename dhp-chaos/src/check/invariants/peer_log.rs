@@ -6,17 +6,17 @@ use crate::check::ctx::Ctx;
 use dhp_oracle as oracle;
 
 /// One checkpoint line of the peer's log.
-pub(super) struct Line {
-    pub(super) seq: i64,
+pub(crate) struct Line {
+    pub(crate) seq: i64,
     /// The line's own `state_hash`.
-    pub(super) hash: Option<String>,
+    pub(crate) hash: Option<String>,
     /// Its state hashes to its `state_hash`.
-    pub(super) verifies: bool,
+    pub(crate) verifies: bool,
 }
 
 /// The checkpoint lines of `hid`'s log in the peer directory, in file
 /// order; `Ok(None)` when there is no log.
-pub(super) fn read(cx: &Ctx<'_>, hid: &str) -> Result<Option<Vec<Line>>, String> {
+pub(crate) fn read(cx: &Ctx<'_>, hid: &str) -> Result<Option<Vec<Line>>, String> {
     let path = cx.paths.peer.join(format!("{hid}.log"));
     if !path.exists() {
         return Ok(None);
@@ -34,6 +34,6 @@ pub(super) fn read(cx: &Ctx<'_>, hid: &str) -> Result<Option<Vec<Line>>, String>
 }
 
 /// Is this a synchronous TCP round (`--ship tcp`)?
-pub(super) fn sync_tcp(cx: &Ctx<'_>) -> bool {
+pub(crate) fn sync_tcp(cx: &Ctx<'_>) -> bool {
     cx.meta["config"]["ship"].as_str() == Some("tcp")
 }
