@@ -431,7 +431,9 @@ fn run(a: RunArgs) -> Result<i32> {
     if transport.as_ref().is_some_and(|t| t.is_empty() || !(ship.is_tcp() || scenario.is_some())) {
         bail!("--transport needs a command and --ship tcp or tcp-async");
     }
-    let uses_py = workers.uses_python() || supervisors.uses_python();
+    // `--scenario net-chaos --transport python`: the reference's TransportServer is the peer
+    let py_peer = scenario.is_some() && transport.as_deref().is_some_and(|t| t == ["python"]);
+    let uses_py = workers.uses_python() || supervisors.uses_python() || py_peer;
     let (python, reference_dir) = if uses_py {
         let py = python::interpreter(a.python.as_deref())?;
         let (dir, version) = python::reference_dir(&py)?;

@@ -47,8 +47,6 @@ use std::time::Duration;
 pub const MIN_PACE_S: f64 = 0.1;
 /// Longest wait for a worker to reach its moment, for an orphan, or for a standby.
 const WAIT_S: f64 = 60.0;
-/// Standbys started per round at most (one normally; more if one loses a race or dies).
-const MAX_STANDBYS: u32 = 4;
 
 /// The scenario's own settings (the rest comes from the round template).
 #[derive(Debug, Clone)]
@@ -201,11 +199,17 @@ fn one_round(
         }
         None => {
             relay.release();
-            st.hist.record("observe", json!({"what": "net-chaos-missed", "hid": hid, "victim": victim, "moment": moment, "seq": k}));
+            st.hist.record(
+                "observe",
+                json!({"what": "net-chaos-missed", "hid": hid, "victim": victim, "moment": moment, "seq": k}),
+            );
         }
     }
     // a standby recovers the orphan and finishes
-    for _ in 0..MAX_STANDBYS {
+    // one standby normally; another each time one dies before finishing
+    // (a standby may die at every checkpoint that is left)
+    let max_standbys = st.cfg.chunks + 2;
+    for _ in 0..max_standbys {
         let deadline = hist::now() + WAIT_S;
         let fence = loop {
             st.reap()?;
@@ -235,5 +239,5 @@ fn one_round(
             bail!("net-chaos round {idx}: standby {} did not finish within {WAIT_S} s", st.table.procs[s].name);
         }
     }
-    bail!("net-chaos round {idx}: {} not finished after {MAX_STANDBYS} standbys", crate::check::short(hid))
+    bail!("net-chaos round {idx}: {} not finished after {max_standbys} standbys", crate::check::short(hid))
 }

@@ -17,12 +17,20 @@ use std::time::Duration;
 
 /// The reference's worker for this scenario (see its docstring).
 pub(super) const NET_WORKER: &str = include_str!("../../python/net_worker.py");
+/// The reference's TransportServer as the peer (`--transport python`).
+pub(super) const NET_PEER: &str = include_str!("../../python/net_peer.py");
+
+/// `--transport python`: the reference's TransportServer is the peer.
+pub(super) fn python_peer(cfg: &RoundConfig) -> bool {
+    cfg.transport.as_deref().is_some_and(|t| t == ["python"])
+}
 
 /// The reference's scripts, written into the round directory.
 struct Py {
     python: PathBuf,
     shim: PathBuf,
     net_worker: PathBuf,
+    net_peer: PathBuf,
     supwatch: PathBuf,
 }
 
@@ -40,6 +48,8 @@ pub(super) struct Stage<'a> {
     worker_n: u32,
     sup_n: u32,
     pub(super) fault_id: u64,
+    /// The leader last observed (`None`: not looked yet).
+    leader: Option<Option<String>>,
 }
 
 impl<'a> Stage<'a> {
@@ -47,14 +57,17 @@ impl<'a> Stage<'a> {
         for d in [&paths.dir, &paths.store, &paths.transport, &paths.procs, &paths.peer] {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         }
-        let py = if cfg.workers.uses_python() || cfg.supervisors.uses_python() {
+        let py = if cfg.workers.uses_python() || cfg.supervisors.uses_python() || python_peer(cfg) {
             let python = cfg.python.clone().context("python workers/supervisors need an interpreter (--python)")?;
-            let refdir = cfg.reference_dir.clone().context("python workers/supervisors need the reference's directory")?;
+            let refdir =
+                cfg.reference_dir.clone().context("python workers/supervisors need the reference's directory")?;
             let shim = paths.dir.join("chaos_shim.py");
             std::fs::write(&shim, crate::python::SHIM)?;
             let net_worker = paths.dir.join("net_worker.py");
             std::fs::write(&net_worker, NET_WORKER)?;
-            Some(Py { python, shim, net_worker, supwatch: refdir.join("supervisor3_watch.py") })
+            let net_peer = paths.dir.join("net_peer.py");
+            std::fs::write(&net_peer, NET_PEER)?;
+            Some(Py { python, shim, net_worker, net_peer, supwatch: refdir.join("supervisor3_watch.py") })
         } else {
             None
         };
@@ -70,6 +83,7 @@ impl<'a> Stage<'a> {
             worker_n: 0,
             sup_n: 0,
             fault_id: 0,
+            leader: None,
         })
     }
 
@@ -139,9 +153,8 @@ impl<'a> Stage<'a> {
             .optional()
             .ok()
             .flatten();
-        let n = db
-            .query_row("SELECT COUNT(*) FROM checkpoints WHERE hid = ?1", [hid], |r| r.get::<_, i64>(0))
-            .unwrap_or(0);
+        let n =
+            db.query_row("SELECT COUNT(*) FROM checkpoints WHERE hid = ?1", [hid], |r| r.get::<_, i64>(0)).unwrap_or(0);
         (status, own, n)
     }
 
@@ -149,12 +162,15 @@ impl<'a> Stage<'a> {
     pub(super) fn spawn_transport(&mut self) -> Result<String> {
         self.sup_n += 1;
         let name = format!("transport{}", self.sup_n);
-        let mut argv = match &self.cfg.transport {
-            Some(cmd) => cmd.clone(),
-            None => vec![self.cfg.dhp.display().to_string(), "transport".into()],
+        let (imp, mut argv) = match (&self.cfg.transport, &self.py) {
+            (_, Some(py)) if python_peer(self.cfg) => {
+                ("python", vec![py.python.display().to_string(), py.net_peer.display().to_string()])
+            }
+            (Some(cmd), _) => ("cmd", cmd.clone()),
+            (None, _) => ("builtin", vec![self.cfg.dhp.display().to_string(), "transport".into()]),
         };
         argv.extend([self.paths.peer.display().to_string(), "--port".into(), "0".into()]);
-        let p = procs::spawn(Spec::service(name.clone(), Role::Transport, "builtin", argv, self.env()), &self.paths.procs)?;
+        let p = procs::spawn(Spec::service(name.clone(), Role::Transport, imp, argv, self.env()), &self.paths.procs)?;
         let (pid, log) = (p.pid, p.log.clone());
         self.table.procs.push(p);
         let deadline = hist::now() + 10.0;
@@ -177,7 +193,8 @@ impl<'a> Stage<'a> {
             std::thread::sleep(Duration::from_millis(2));
         };
         let port = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
-        self.hist.record("spawn", json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": "builtin", "port": port}));
+        self.hist
+            .record("spawn", json!({"name": name, "spawned_pid": pid, "role": "transport", "impl": imp, "port": port}));
         Ok(addr)
     }
 
@@ -238,11 +255,17 @@ impl<'a> Stage<'a> {
             Impl::Cmd(cmd) => ("cmd", work_flags(cmd.clone())),
             Impl::Python => {
                 let py = self.py.as_ref().context("python environment missing")?;
-                let a = [py.python.display().to_string(), py.shim.display().to_string(), "worker".into(), history.clone()];
+                let a =
+                    [py.python.display().to_string(), py.shim.display().to_string(), "worker".into(), history.clone()];
                 let b = [name.clone(), py.net_worker.display().to_string(), "--root".into(), self.store_arg()];
-                let c = ["--runner".into(), name.clone(), "--chunk".into(), self.cfg.chunk.to_string(), "--pace".into()];
-                let d = [pace.clone(), "--ship-to".into(), self.ship_to.clone(), "--ship-buffer".into(), buffer.clone()];
-                ("python", a.into_iter().chain(b).chain(c).chain(d).chain([mode.to_string(), hid.to_string()]).collect())
+                let c =
+                    ["--runner".into(), name.clone(), "--chunk".into(), self.cfg.chunk.to_string(), "--pace".into()];
+                let d =
+                    [pace.clone(), "--ship-to".into(), self.ship_to.clone(), "--ship-buffer".into(), buffer.clone()];
+                (
+                    "python",
+                    a.into_iter().chain(b).chain(c).chain(d).chain([mode.to_string(), hid.to_string()]).collect(),
+                )
             }
             Impl::Mixed => bail!("net-chaos runs builtin, python or command workers, not mixed"),
         };
@@ -267,8 +290,27 @@ impl<'a> Stage<'a> {
         Ok(self.table.procs.len() - 1)
     }
 
-    /// Record every exit not yet in the history.
+    /// Record a change of the supervisors' leader (the checker's steady-state
+    /// latencies need to know whether a leader was live at a kill).
+    fn observe_leader(&mut self) {
+        let Some(db) = &self.db else { return };
+        let now = hist::now();
+        let leader = db
+            .query_row("SELECT holder, expires_at FROM leadership WHERE id = 1", [], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))
+            })
+            .optional();
+        let Ok(leader) = leader else { return }; // busy: look again next tick
+        let leader = leader.filter(|l| l.1 >= now).map(|l| l.0);
+        if self.leader.as_ref() != Some(&leader) {
+            self.hist.record("observe", json!({"what": "leader", "holder": leader}));
+            self.leader = Some(leader);
+        }
+    }
+
+    /// Record every exit not yet in the history (and a change of leader).
     pub(super) fn reap(&mut self) -> Result<()> {
+        self.observe_leader();
         for (i, e) in self.table.reap_exits() {
             let p = &self.table.procs[i];
             self.hist.record_at(

@@ -139,7 +139,9 @@ fn observed(h: &hist::History, k: &Kill) -> String {
     let invokes = mine().filter(|e| e.ty() == "invoke").count();
     let oks = mine().filter(|e| e.ty() == "ok" || e.ty() == "fail").count();
     match last_ok {
-        _ if invokes > oks => format!("late: inside the checkpoint after seq {}", last_ok.map_or("none".into(), |s| s.to_string())),
+        _ if invokes > oks => {
+            format!("late: inside the checkpoint after seq {}", last_ok.map_or("none".into(), |s| s.to_string()))
+        }
         Some(m) if m == k.seq => k.moment.name().into(),
         Some(m) if m > k.seq => format!("late: after seq {m}"),
         Some(m) => format!("early: after seq {m}"),
@@ -189,7 +191,8 @@ fn build(
     let mut by_moment = BTreeMap::new();
     for k in kills {
         let l = landing.iter().find(|l| l.hid == k.hid);
-        let rework = l.map_or(0, |l| l.rework.iter().filter(|(v, _)| v == &k.victim).map(|(_, c)| c.len() as u64).sum());
+        let rework =
+            l.map_or(0, |l| l.rework.iter().filter(|(v, _)| v == &k.victim).map(|(_, c)| c.len() as u64).sum());
         let obs = observed(h, k);
         *by_moment.entry(obs.split(':').next().unwrap_or("?").to_string()).or_insert(0) += 1;
         let rr = RoundResult {
@@ -235,6 +238,7 @@ fn build(
         checkpoints_per_round: o.checkpoints,
         workers: cfg.workers.label(),
         transport: match &cfg.transport {
+            _ if super::net_procs::python_peer(cfg) => "the reference's TransportServer (python/net_peer.py)".into(),
             Some(t) => t.join(" "),
             None => "dhp transport".into(),
         },
@@ -251,7 +255,7 @@ fn build(
 /// The printed lines.
 fn text(rep: &NetChaosReport) -> String {
     let mut s = format!(
-        "\nnet-chaos (seed {}): {} rounds × {} checkpoints, workers {}, peer `{}`\n",
+        "\nnet-chaos (seed {}): {} rounds × {} checkpoints, workers {}, peer: {}\n",
         rep.seed, rep.rounds, rep.checkpoints_per_round, rep.workers, rep.transport
     );
     s += "  round  handoff       kill planned              observed                 landed  missing  rework\n";
@@ -280,4 +284,3 @@ fn text(rep: &NetChaosReport) -> String {
     s += if rep.held { "net-chaos: HELD\n" } else { "net-chaos: FAILED\n" };
     s
 }
-

@@ -107,7 +107,8 @@ impl Shared {
     /// Is this line the armed moment? Then record the hit (once).
     fn matches(&self, hid: &str, seq: i64, moment: Moment, conn: u64) -> bool {
         let mut st = self.lock();
-        let hit = st.hit.is_none() && st.plan.as_ref().is_some_and(|p| p.hid == hid && p.seq == seq && p.moment == moment);
+        let hit =
+            st.hit.is_none() && st.plan.as_ref().is_some_and(|p| p.hid == hid && p.seq == seq && p.moment == moment);
         if hit {
             st.hit = Some(Hit { t: crate::hist::now(), conn });
             self.cv.notify_all();
@@ -170,11 +171,8 @@ impl Relay {
     /// The armed moment, once reached (waits up to `timeout`).
     pub fn wait_hit(&self, timeout: Duration) -> Option<Hit> {
         let st = self.shared.lock();
-        let (st, _) = self
-            .shared
-            .cv
-            .wait_timeout_while(st, timeout, |s| s.hit.is_none())
-            .unwrap_or_else(|p| p.into_inner());
+        let (st, _) =
+            self.shared.cv.wait_timeout_while(st, timeout, |s| s.hit.is_none()).unwrap_or_else(|p| p.into_inner());
         st.hit
     }
 
