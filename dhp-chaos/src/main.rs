@@ -287,6 +287,7 @@ fn round_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
     let mut reports = Vec::new();
     let mut pruned = Vec::new();
+    let mut net_chaos = Vec::new();
     for d in round_dirs(dir)? {
         if !check::is_round_dir(&d) {
             // a passing nightly round keeps only its reports: its verdict
@@ -296,6 +297,9 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
             continue;
         }
         let r = check::check_round(&d).with_context(|| format!("checking {}", d.display()))?;
+        if let Some(nc) = dhp_chaos::scenario::reanalyze(&d)? {
+            net_chaos.push(nc);
+        }
         if with_timeline {
             timeline::write(&d)?;
             // a host of a multi-host round: its round's timeline too
@@ -316,7 +320,10 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
             pruned.join(", ")
         );
     }
-    Ok(if reports.iter().all(|r| r.held) { 0 } else { 1 })
+    for (_, text) in &net_chaos {
+        print!("{text}");
+    }
+    Ok(if reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0) { 0 } else { 1 })
 }
 
 /// The command line minus run-level flags, for the replay command.

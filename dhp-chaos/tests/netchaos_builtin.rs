@@ -46,6 +46,10 @@ fn every_checkpoint_lands_on_the_peer_with_our_worker() {
         .collect();
     assert!(!sent.is_empty(), "the held seq was shipped again: {held:#}");
     assert!(sent.iter().all(|v| v["conn"].as_u64() != Some(victim_conn)), "never by the victim: {sent:#?}");
+    // `analyze` rebuilds the same verdict from the saved files
+    let (code, out) = analyze(&r.out);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("24/24 checkpoints landed on the peer"), "{out}");
 }
 
 fn fault_records(dir: &std::path::Path) -> Vec<Value> {

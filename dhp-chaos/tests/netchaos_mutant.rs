@@ -18,4 +18,7 @@ fn a_peer_that_acks_then_drops_fails_the_scenario() {
     }
     assert!(r.stdout.contains("20/24 checkpoints landed on the peer"), "{}", r.dump());
     assert!(r.stdout.contains("net-chaos: FAILED"), "{}", r.dump());
+    let (code, out) = analyze(&r.out);
+    assert_eq!(code, 1, "analyze fails it too\n{out}");
+    assert!(out.contains("20/24 checkpoints landed on the peer"), "{out}");
 }

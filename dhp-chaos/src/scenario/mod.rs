@@ -12,6 +12,7 @@ mod net_report;
 mod relay;
 
 pub use net_chaos::{run, Options};
+pub use net_report::reanalyze;
 pub use relay::Moment;
 
 use anyhow::{bail, Result};

@@ -241,3 +241,24 @@ fn one_round(
     }
     bail!("net-chaos round {idx}: {} not finished after {max_standbys} standbys", crate::check::short(hid))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_has_every_moment_early_and_kills_with_work_on_both_sides() {
+        for seed in 0..200 {
+            let p = plan(seed, 4, 6);
+            assert_eq!(p, plan(seed, 4, 6), "seeded");
+            for m in [Moment::BetweenShips, Moment::FrameInFlight, Moment::AckInFlight] {
+                assert!(p[..3].iter().any(|(x, _)| *x == m), "seed {seed}: {p:?}");
+            }
+            assert!(p.iter().all(|(_, k)| (1..=4).contains(k)), "seed {seed}: {p:?}");
+            let two = plan(seed, 2, 3);
+            assert!(two.iter().any(|(m, _)| *m == Moment::BetweenShips), "seed {seed}: {two:?}");
+            assert!(two.iter().any(|(m, _)| *m != Moment::BetweenShips), "seed {seed}: {two:?}");
+            assert!(two.iter().all(|(_, k)| *k == 1), "3 checkpoints: the kill is at seq 1");
+        }
+    }
+}

@@ -284,3 +284,45 @@ fn text(rep: &NetChaosReport) -> String {
     s += if rep.held { "net-chaos: HELD\n" } else { "net-chaos: FAILED\n" };
     s
 }
+
+/// `dhp-chaos analyze` of a saved net-chaos round: the kills rebuilt from
+/// its `round.json` (the plan) and history (spawns and faults), the landing
+/// read again from its store and peer log. `None`: not a net-chaos round.
+/// Returns whether it held, and the printed lines.
+pub fn reanalyze(dir: &Path) -> Result<Option<(bool, String)>> {
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("round.json"))?)?;
+    if meta["scenario"] != "net-chaos" {
+        return Ok(None);
+    }
+    let cfg: RoundConfig = serde_json::from_value(meta["config"].clone())?;
+    let history = hist::load(&dir.join("history.jsonl"))?;
+    let plan: Vec<(Moment, i64)> = meta["net_chaos_plan"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some((serde_json::from_value(p["moment"].clone()).ok()?, p["seq"].as_i64()?)))
+        .collect();
+    let hids: Vec<String> = serde_json::from_value(meta["hids"].clone())?;
+    let chaos = || history.events.iter().filter(|e| e.is_chaos());
+    let mut kills = Vec::new();
+    for (i, ((moment, seq), hid)) in plan.iter().zip(&hids).enumerate() {
+        let spawns = || chaos().filter(|e| e.op() == "spawn" && e.s("hid") == Some(hid.as_str()));
+        let Some(victim) = spawns().find(|e| e.s("mode") == Some("claim")).and_then(|e| e.s("name")) else { continue };
+        let mut k = Kill::new(i as u32, hid, *moment, *seq, victim);
+        if let Some(f) =
+            chaos().find(|e| e.op() == "fault" && e.s("victim") == Some(victim) && e.s("kind") == Some("kill-worker"))
+        {
+            k.t_kill = Some(f.t());
+            k.reached_via = f.s("reached_via").map(String::from);
+        }
+        k.standbys =
+            spawns().filter(|e| e.s("mode") == Some("recover")).filter_map(|e| e.s("name").map(String::from)).collect();
+        kills.push(k);
+    }
+    let r = check::check_round(dir)?;
+    let landing = check::landing(dir)?;
+    let o =
+        Options { rounds: plan.len() as u32, checkpoints: cfg.chunks, quiet: true, allow_known_reference_bugs: false };
+    let rep = build(&cfg, &o, &r, &landing, &history, &kills);
+    Ok(Some((rep.held, text(&rep))))
+}
