@@ -380,7 +380,14 @@ fn run(a: RunArgs) -> Result<i32> {
         );
     }
     let scenario = a.scenario.as_deref().map(dhp_chaos::scenario::Scenario::parse).transpose()?;
+    let net_chaos = dhp_chaos::scenario::Options {
+        rounds: a.net_rounds,
+        checkpoints: a.net_checkpoints,
+        quiet: a.quiet,
+        allow_known_reference_bugs: a.allow_known_reference_bugs,
+    };
     if scenario.is_some() {
+        dhp_chaos::scenario::net_chaos::validate(&net_chaos, a.chunk, a.base, a.pace, &workers)?;
         let many = a.rounds != 1 || a.nightly || a.hosts.is_some() || a.store.iter().any(|s| s != "sqlite");
         if many || a.faults.is_some() || a.nemesis.is_some() || a.disk.is_some() || a.clock > 0.0 || a.ship != "file" {
             bail!("--scenario net-chaos runs its own fault script on one SQLite store with TCP shipping: not with --rounds, --nightly, --hosts, --store postgres, --faults, --nemesis, --disk, --clock or --ship (its rounds: --net-rounds)");
@@ -574,12 +581,7 @@ fn run(a: RunArgs) -> Result<i32> {
         pg_data: None,
     };
     if scenario.is_some() {
-        let o = dhp_chaos::scenario::Options {
-            rounds: a.net_rounds,
-            checkpoints: a.net_checkpoints,
-            quiet: a.quiet,
-            allow_known_reference_bugs: a.allow_known_reference_bugs,
-        };
+        let o = net_chaos;
         let mut cfg = dhp_chaos::scenario::net_chaos::config(&tmpl, &o)?;
         cfg.replay = replay_command(seed);
         println!(

@@ -77,17 +77,30 @@ pub fn plan(seed: u64, rounds: u32, checkpoints: u64) -> Vec<(Moment, i64)> {
         .collect()
 }
 
-/// The round configuration of a net-chaos run from the CLI's template.
-pub fn config(tmpl: &RoundConfig, o: &Options) -> Result<RoundConfig> {
+/// Refuse settings the scenario cannot run (before anything is created).
+pub fn validate(o: &Options, chunk: u64, base: u64, pace_s: f64, workers: &Impl) -> Result<()> {
     if o.rounds == 0 {
         bail!("--net-rounds must be at least 1");
     }
     if o.checkpoints < 3 {
         bail!("--net-checkpoints must be at least 3 (a kill needs a checkpoint before and after it)");
     }
-    if tmpl.workers == Impl::Mixed {
+    let span = o.checkpoints.checked_mul(chunk).and_then(|s| s.checked_mul(u64::from(o.rounds)));
+    if span.and_then(|s| s.checked_add(base)).is_none() {
+        bail!("--net-rounds × --net-checkpoints × --chunk numbers from --base overflow 64 bits");
+    }
+    if !(pace_s.is_finite() && pace_s <= 60.0) {
+        bail!("--pace wants seconds, at most 60");
+    }
+    if *workers == Impl::Mixed {
         bail!("--scenario net-chaos runs builtin, python or command workers, not mixed");
     }
+    Ok(())
+}
+
+/// The round configuration of a net-chaos run from the CLI's template.
+pub fn config(tmpl: &RoundConfig, o: &Options) -> Result<RoundConfig> {
+    validate(o, tmpl.chunk, tmpl.base, tmpl.pace_s, &tmpl.workers)?;
     let mut c = tmpl.clone();
     c.handoffs = o.rounds;
     c.chunks = o.checkpoints;
