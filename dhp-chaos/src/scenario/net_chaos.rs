@@ -153,13 +153,13 @@ pub fn run(cfg: &RoundConfig, o: &Options, out: &Path) -> Result<i32> {
         say(kill.line());
         kills.push(kill);
     }
-    let t_fe = st.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": true}));
+    let all_terminal = hids.iter().all(|h| matches!(st.look(h).0.as_str(), "completed" | "failed"));
+    let t_fe = st.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": all_terminal}));
     let fin = st.final_state(&hids);
-    st.hist.record("round", json!({"phase": "terminal", "final": fin}));
+    st.hist.record("round", json!({"phase": "terminal", "all_terminal": all_terminal, "final": fin}));
     st.teardown()?;
     drop(relay);
     let t_end = st.hist.record("round", json!({"phase": "end"}));
-    let all_terminal = hids.iter().all(|h| matches!(st.look(h).0.as_str(), "completed" | "failed"));
     meta(json!({"t_faults_end": t_fe, "t_end": t_end, "final": fin, "all_terminal": all_terminal}))?;
     drop(st);
     net_report::finish(cfg, o, out, &dir, &kills)
