@@ -7,6 +7,7 @@ pub mod cross;
 pub mod extended;
 pub mod negative;
 pub mod roundtrip;
+pub mod shipping;
 pub mod timestamps;
 
 use crate::check::Check;
@@ -106,6 +107,7 @@ pub fn all() -> Vec<Assertion> {
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
         a("write-lock-wait", Extended, &[feature::STANDARD_STORE], "a write that finds the store's write lock held by another connection waits for it and succeeds", contention::write_lock_wait),
         a("timestamps-iso8601", Extended, &[], "created_at, completed_at and checkpoint times are ISO-8601 UTC text as Python's isoformat() writes it, and tell when they were written", timestamps::timestamps_iso8601),
+        a("ship-failure-reported", Extended, &[], "a ship that could not write the log is refused: ship_envelope and ship_checkpoint never report a line shipped that is not in the log", shipping::ship_failure_reported),
     ]
 }
 

@@ -69,6 +69,7 @@ pub(crate) enum Mutant {
     StatusFenceFromEnvelope,
     WriteLockGivesUp,
     TimestampsUnixSeconds,
+    ShipHidesWriteErrors,
 }
 
 /// Name, mutant, what it breaks.
@@ -195,6 +196,11 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "timestamps-unix-seconds",
         Mutant::TimestampsUnixSeconds,
         "build_envelope writes provenance.created_at as Unix seconds instead of isoformat() UTC text",
+    ),
+    (
+        "ship-hides-write-errors",
+        Mutant::ShipHidesWriteErrors,
+        "ship_envelope answers ok when the log file cannot be created (the I/O error is swallowed)",
     ),
 ];
 

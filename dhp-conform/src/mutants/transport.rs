@@ -13,6 +13,7 @@ use std::path::PathBuf;
 pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
     match (ad.m, op) {
         (Mutant::ShipCompactJson, "ship_checkpoint") => Some(ship_compact(ad, a)),
+        (Mutant::ShipHidesWriteErrors, "ship_envelope") => Some(ship_hiding_errors(ad, a)),
         (Mutant::IngestNoIdCheck | Mutant::IngestNoHashCheck | Mutant::IngestStrict, "ingest") => {
             Some(ingest_rewritten(ad, a))
         }
@@ -43,6 +44,16 @@ fn ship_compact(ad: &mut MutantAdapter, a: &Value) -> R {
     let line = String::from_utf8(json::canonical(&rec)?).map_err(|e| err("Internal", e.to_string()))?;
     log::append_line(&path, &line, &ad.inner.cfg, false)?;
     Ok(json!({}))
+}
+
+/// ship-hides-write-errors: an I/O error of the real ship_envelope (the
+/// log file could not be created) is answered as success, as dhp-core's
+/// `ship_envelope` does when its `AlreadyExists` guard matches every error.
+fn ship_hiding_errors(ad: &mut MutantAdapter, a: &Value) -> R {
+    match ad.inner.handle("ship_envelope", a) {
+        Err(e) if e.kind == "IoError" => Ok(json!({})),
+        other => other,
+    }
 }
 
 /// ingest-no-id-check / ingest-no-hash-check / ingest-strict: the log is
