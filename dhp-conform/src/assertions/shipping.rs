@@ -34,7 +34,10 @@ pub fn ship_failure_reported(cx: &crate::suite::Ctx<'_>) -> Check {
         json!({"root": root, "hid": hid, "log": bad}),
         "ship_envelope to a log that cannot be created (its name is over 255 bytes)",
     )?;
-    ensure!(e.kind != "BadRequest", "ship_envelope to an uncreatable log: the adapter called the request malformed: {e}");
+    ensure!(
+        e.kind != "BadRequest",
+        "ship_envelope to an uncreatable log: the adapter called the request malformed: {e}"
+    );
     m.must_refuse(
         "ship_checkpoint",
         json!({"log": bad, "seq": seq, "state": {"s": 1}}),
