@@ -78,10 +78,12 @@ impl Driver<'_> {
                 }
             }
         }
-        // No commit by anyone for 250 ms while a worker is SIGSTOPped (leaders
-        // renew every scan, workers heartbeat every lease_interval/2, so a live
-        // store commits often): probe whether someone holds the write lock —
-        // BEGIN IMMEDIATE with no busy wait, rolled back at once, at most every 50 ms.
+        // No commit by anyone for 250 ms while a worker is SIGSTOPped (workers
+        // heartbeat every lease_interval/2 and commit each checkpoint; leaders
+        // renew lazily, when less than half their term is left, RENEW_WHEN_LEFT
+        // in dhp-core's supervisor; so a live store commits often): probe
+        // whether someone holds the write lock — BEGIN IMMEDIATE with no busy
+        // wait, rolled back at once, at most every 50 ms.
         if self.stall_since.is_none() {
             if let Some((_, changed)) = self.data_version {
                 let quiet = 0.25_f64.max(self.cfg.timing.supervisor_scan_s * 2.5);
