@@ -8,26 +8,11 @@ use common::*;
 
 #[test]
 fn skewed_clocks_keep_safety_and_report_false_orphans() {
-    let r = run_chaos(
+    let r = bins::run_small(
         "clock-round",
-        &[
-            "--seed",
-            "7",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "60",
-            "--clock",
-            "1",
-            "--clock-offset",
-            "5",
-            "--clock-rate",
-            "1.5",
-            "--faults",
-            "kill-worker=3,pause=1",
-        ],
+        7,
+        60,
+        &["--clock", "1", "--clock-offset", "5", "--clock-rate", "1.5", "--faults", "kill-worker=3,pause=1"],
     );
     assert!(r.code == 0 || r.code == 1, "harness error\n{}", r.dump());
     for inv in ["fencing", "exactly-once", "checkpoints", "result", "zombies", "transport"] {

@@ -9,36 +9,15 @@ use common::*;
 
 #[test]
 fn a_dead_host_is_taken_over_by_a_standby_from_the_shipped_log() {
-    let r = run_chaos(
-        "host-death",
-        &[
-            "--hosts",
-            "2",
-            "--seed",
-            "21",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "60",
-            "--nemesis",
-            "host",
-            // the death comes once workers have shipped a few checkpoints
-            "--fault-interval",
-            "1.0,1.2",
-            "--fault-seconds",
-            "20",
-            "--grace",
-            "15",
-            // several hosts' processes on a shared 2-core machine: a 2 s
-            // lease, so load alone does not orphan live workers
-            "--lease-interval",
-            "0.4",
-            "--lease-max-missed",
-            "5",
-        ],
-    );
+    let round = hosts::Hosts {
+        hosts: 2,
+        seed: 21,
+        chunks: 60,
+        nemesis: "host",
+        // the death comes once workers have shipped a few checkpoints
+        fault_interval: "1.0,1.2",
+    };
+    let r = hosts::run_hosts("host-death", &round, &[]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let rounds = r.results["rounds"].as_array().expect("rounds");
     assert_eq!(rounds.len(), 3, "two hosts and the standby\n{}", r.dump());

@@ -18,37 +18,16 @@ fn lines(p: &Path) -> Vec<Value> {
 
 #[test]
 fn link_faults_between_hosts_hold_every_invariant() {
-    let r = run_chaos(
-        "hosts-link",
-        &[
-            "--hosts",
-            "3",
-            "--seed",
-            "17",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            // long enough that the seeded schedule reaches a partition even
-            // on a quiet machine (60 chunks finished in 3.6 s, 10 faults, none)
-            "--chunks",
-            "240",
-            "--nemesis",
-            "kill,link,partition",
-            "--fault-interval",
-            "0.2,0.5",
-            "--fault-seconds",
-            "20",
-            "--grace",
-            "15",
-            // several hosts' processes on a shared 2-core machine: a 2 s
-            // lease, so load alone does not orphan live workers
-            "--lease-interval",
-            "0.4",
-            "--lease-max-missed",
-            "5",
-        ],
-    );
+    let round = hosts::Hosts {
+        hosts: 3,
+        seed: 17,
+        // long enough that the seeded schedule reaches a partition even
+        // on a quiet machine (60 chunks finished in 3.6 s, 10 faults, none)
+        chunks: 240,
+        nemesis: "kill,link,partition",
+        fault_interval: "0.2,0.5",
+    };
+    let r = hosts::run_hosts("hosts-link", &round, &[]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let by_kind = &r.totals()["faults_by_kind"];
     assert!(by_kind["link"].as_u64().unwrap_or(0) >= 2, "too few link faults injected: {by_kind}\n{}", r.dump());

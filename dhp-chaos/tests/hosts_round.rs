@@ -20,35 +20,14 @@ fn three_hosts_with_partitions_hold_every_invariant() {
     let stale = "dhpchaos-999999999-z-h0";
     let _ = Command::new("ip").args(["netns", "add", stale]).status();
     assert!(namespaces().contains(stale), "could not make the stale namespace (not root?)");
-    let r = run_chaos(
-        "hosts3",
-        &[
-            "--hosts",
-            "3",
-            "--seed",
-            "11",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "60",
-            "--nemesis",
-            "kill,pause,failpoint,partition",
-            "--fault-interval",
-            "0.2,0.5",
-            "--fault-seconds",
-            "20",
-            "--grace",
-            "15",
-            // several hosts' processes on a shared 2-core machine: a 2 s
-            // lease, so load alone does not orphan live workers
-            "--lease-interval",
-            "0.4",
-            "--lease-max-missed",
-            "5",
-        ],
-    );
+    let round = hosts::Hosts {
+        hosts: 3,
+        seed: 11,
+        chunks: 60,
+        nemesis: "kill,pause,failpoint,partition",
+        fault_interval: "0.2,0.5",
+    };
+    let r = hosts::run_hosts("hosts3", &round, &[]);
     assert_eq!(r.code, 0, "{}", r.dump());
     let rounds = r.results["rounds"].as_array().expect("rounds");
     assert_eq!(rounds.len(), 3, "one report per host");

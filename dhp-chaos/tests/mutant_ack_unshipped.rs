@@ -7,28 +7,13 @@ use common::*;
 
 #[test]
 fn ack_unshipped_mutant_violates_sync_ack() {
-    let w = format!("{} --mode ack-unshipped", mutant_bin().display());
+    let w = bins::mutant_worker("ack-unshipped");
     // no worker kills: every checkpoint is followed by the next, so each is "acknowledged"
-    let r = run_chaos(
+    let r = bins::run_small(
         "ack-unshipped",
-        &[
-            "--seed",
-            "7",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "20",
-            "--ship",
-            "tcp",
-            "--workers",
-            &w,
-            "--faults",
-            "kill-follower=1",
-            "--failpoint-rate",
-            "0",
-        ],
+        7,
+        20,
+        &["--ship", "tcp", "--workers", &w, "--faults", "kill-follower=1", "--failpoint-rate", "0"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("sync-ack");

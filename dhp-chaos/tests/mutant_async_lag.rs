@@ -7,18 +7,12 @@ use common::*;
 
 #[test]
 fn a_shipper_ignoring_its_lag_bound_is_caught_by_async_lag() {
-    let w = format!("{} --dhp {}", env!("CARGO_BIN_EXE_mutant-shipper"), dhp_bin().display());
-    let r = run_chaos(
+    let w = bins::mutant_shipper();
+    let r = bins::run_small(
         "mutant-async-lag",
+        5,
+        60,
         &[
-            "--seed",
-            "5",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "60",
             "--pace",
             "0.01",
             "--ship",

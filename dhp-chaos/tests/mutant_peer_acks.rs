@@ -8,26 +8,11 @@ use common::*;
 #[test]
 fn a_server_acking_unwritten_lines_is_caught_by_peer_acks() {
     let t = env!("CARGO_BIN_EXE_mutant-transport");
-    let r = run_chaos(
+    let r = bins::run_small(
         "mutant-peer-acks",
-        &[
-            "--seed",
-            "11",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "30",
-            "--ship",
-            "tcp",
-            "--transport",
-            t,
-            "--faults",
-            "link=1,kill-worker=1",
-            "--failpoint-rate",
-            "0",
-        ],
+        11,
+        30,
+        &["--ship", "tcp", "--transport", t, "--faults", "link=1,kill-worker=1", "--failpoint-rate", "0"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("peer-acks");

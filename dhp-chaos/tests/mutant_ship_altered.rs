@@ -7,27 +7,12 @@ use common::*;
 
 #[test]
 fn ship_altered_mutant_does_not_converge() {
-    let w = format!("{} --mode ship-altered", mutant_bin().display());
-    let r = run_chaos(
+    let w = bins::mutant_worker("ship-altered");
+    let r = bins::run_small(
         "ship-altered",
-        &[
-            "--seed",
-            "7",
-            "--handoffs",
-            "2",
-            "--dlq-handoffs",
-            "0",
-            "--chunks",
-            "20",
-            "--ship",
-            "tcp",
-            "--workers",
-            &w,
-            "--faults",
-            "kill-follower=1",
-            "--failpoint-rate",
-            "0",
-        ],
+        7,
+        20,
+        &["--ship", "tcp", "--workers", &w, "--faults", "kill-follower=1", "--failpoint-rate", "0"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
     let v = r.violations("converge");

@@ -1,7 +1,9 @@
 //! Helpers shared by the dhp-chaos integration tests.
 #![allow(dead_code)]
 
+pub mod bins;
 mod db_mutant;
+pub mod hosts;
 #[allow(unused_imports)]
 pub use db_mutant::*;
 

@@ -1,0 +1,31 @@
+//! The command lines the single-host round tests share: a small round
+//! (seed, two handoffs, none bound for the DLQ, N chunks each), and the
+//! mutant binaries they run as workers.
+
+use super::{dhp_bin, mutant_bin, run_chaos, Run};
+
+/// `dhp-chaos` arguments of a small round: `seed`, two handoffs, none
+/// bound for the DLQ, `chunks` chunks per handoff.
+pub fn small_round_args(seed: u64, chunks: u32) -> Vec<String> {
+    let (seed, chunks) = (seed.to_string(), chunks.to_string());
+    ["--seed", &seed, "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", &chunks].map(String::from).to_vec()
+}
+
+/// [`run_chaos`] of a small round ([`small_round_args`]) with `extra`
+/// arguments.
+pub fn run_small(name: &str, seed: u64, chunks: u32, extra: &[&str]) -> Run {
+    let mut args = small_round_args(seed, chunks);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    run_chaos(name, &args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// The `--workers` command of src/bin/mutant-worker.rs in `mode`.
+pub fn mutant_worker(mode: &str) -> String {
+    format!("{} --mode {mode}", mutant_bin().display())
+}
+
+/// The `--workers` command of src/bin/mutant-shipper.rs (`dhp work` with
+/// its lag bound raised), running this build's `dhp`.
+pub fn mutant_shipper() -> String {
+    format!("{} --dhp {}", env!("CARGO_BIN_EXE_mutant-shipper"), dhp_bin().display())
+}
