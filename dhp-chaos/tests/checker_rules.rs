@@ -89,6 +89,54 @@ impl Synth {
         ctx
     }
 
+    /// Worker `name` (`imp`: builtin or python) is spawned and claims the handoff.
+    fn claimed_by(&mut self, name: &str, imp: &str) -> TaskContext {
+        self.spawn(name, imp);
+        self.start(name, false)
+    }
+
+    /// Worker `name` is spawned, recovers the orphan, works from `from` to
+    /// the end and completes.
+    fn finished_by(&mut self, name: &str, imp: &str, from: u64) -> TaskContext {
+        self.spawn(name, imp);
+        let mut ctx = self.start(name, true);
+        self.work(name, &ctx, from, HI);
+        self.complete(name, &mut ctx);
+        ctx
+    }
+
+    /// A checkpoint line of `name`'s history (`ty`: invoke, ok, fail) for
+    /// the chunk ending at `next_n`, with `extra` fields (seq, error).
+    fn checkpoint_line(&mut self, name: &str, ty: &str, fence: i64, next_n: u64, extra: Value) {
+        let mut v = json!({"hid": self.hid, "holder": name, "fence": fence, "next_n": next_n});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        self.line(name, "checkpoint", ty, v);
+    }
+
+    /// The harness's record of a fault on worker `victim`, with `extra` fields.
+    fn fault(&mut self, victim: &str, kind: &str, signal: &str, extra: Value) {
+        let mut v = json!({"kind": kind, "signal": signal, "victim": victim, "role": "worker", "hid": self.hid});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        self.line("chaos", "fault", "event", v);
+    }
+
+    /// The store, opened behind the runner's back (to break it).
+    fn raw_store(&self) -> dhp_core::store::SqliteStore {
+        dhp_core::store::SqliteStore::open(self.dir.join("store")).unwrap()
+    }
+
+    /// Insert checkpoint `seq` with `state` straight into the store, past
+    /// any fence check (what a broken worker would do).
+    fn write_unfenced(&self, seq: i64, state: &Value) {
+        let (text, hash) = dhp_core::json::state_text_and_hash(state).unwrap();
+        self.raw_store()
+            .execute_raw(
+                "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, 'x')",
+                &[&self.hid, &seq, &text, &hash],
+            )
+            .unwrap();
+    }
+
     fn state(next: u64) -> Value {
         let (c, s) = census::chunk(LO, next);
         json!({"next_n": next, "count": c, "total": s})
@@ -96,27 +144,21 @@ impl Synth {
 
     /// Checkpoint chunks up to `upto` (exclusive of already done ones), recorded and shipped.
     fn work(&mut self, name: &str, ctx: &TaskContext, from: u64, upto: u64) {
-        let hid = self.hid.clone();
         let mut n = from;
         while n < upto {
             n += CHUNK;
             let st = Self::state(n);
-            self.line(
-                name,
-                "checkpoint",
-                "invoke",
-                json!({"hid": hid, "holder": name, "fence": ctx.fence(), "next_n": n}),
-            );
+            self.checkpoint_line(name, "invoke", ctx.fence(), n, json!({}));
             let seq = ctx.checkpoint(&st).unwrap();
-            self.line(
-                name,
-                "checkpoint",
-                "ok",
-                json!({"hid": hid, "holder": name, "fence": ctx.fence(), "seq": seq, "next_n": n}),
-            );
-            tlog::ship_checkpoint(&self.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default())
-                .unwrap();
+            self.checkpoint_line(name, "ok", ctx.fence(), n, json!({"seq": seq}));
+            self.ship(seq, &st);
         }
+    }
+
+    /// Ship checkpoint `seq` to the peer's log.
+    fn ship(&self, seq: i64, state: &Value) {
+        let log = self.dir.join("transport").join(format!("{}.log", self.hid));
+        tlog::ship_checkpoint(&log, seq, state, &Config::default()).unwrap();
     }
 
     fn complete(&mut self, name: &str, ctx: &mut TaskContext) {
@@ -158,14 +200,19 @@ fn all_violations(r: &RoundReport) -> Vec<String> {
 
 /// claim by w1 (3 chunks), orphan, recover by w2, finish.
 fn recovered_run(s: &mut Synth) -> (TaskContext, TaskContext) {
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let (c1, mut c2) = replaced_run(s);
+    s.complete("w2", &mut c2);
+    (c1, c2)
+}
+
+/// [`recovered_run`] up to w2's complete: w2 has done every chunk.
+fn replaced_run(s: &mut Synth) -> (TaskContext, TaskContext) {
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 300);
     s.orphan();
     s.spawn("w2", "builtin");
-    let mut c2 = s.start("w2", true);
+    let c2 = s.start("w2", true);
     s.work("w2", &c2, LO + 300, HI);
-    s.complete("w2", &mut c2);
     (c1, c2)
 }
 
@@ -199,13 +246,7 @@ fn a_late_complete_by_the_replaced_holder_is_the_idempotent_noop() {
 #[test]
 fn a_stale_complete_answered_after_the_holders_completion_is_the_noop() {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let mut c1 = s.start("w1", false);
-    s.work("w1", &c1, LO, LO + 300);
-    s.orphan();
-    s.spawn("w2", "builtin");
-    let mut c2 = s.start("w2", true);
-    s.work("w2", &c2, LO + 300, HI);
+    let (mut c1, mut c2) = replaced_run(&mut s);
     let hid = s.hid.clone();
     let result = census::expected(LO, HI, CHUNK);
     s.line("w2", "complete", "invoke", json!({"hid": hid, "holder": "w2", "fence": c2.fence()}));
@@ -231,13 +272,7 @@ fn a_stale_complete_answered_after_the_holders_completion_is_the_noop() {
 #[test]
 fn a_stale_complete_answered_before_the_stored_completion_is_a_second_commit() {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
-    s.work("w1", &c1, LO, LO + 300);
-    s.orphan();
-    s.spawn("w2", "builtin");
-    let mut c2 = s.start("w2", true);
-    s.work("w2", &c2, LO + 300, HI);
+    let (c1, mut c2) = replaced_run(&mut s);
     let hid = s.hid.clone();
     // w1 says it completed (as a worker without fencing would), then w2 completes for real
     s.line("w1", "complete", "invoke", json!({"hid": hid, "holder": "w1", "fence": c1.fence()}));
@@ -251,9 +286,8 @@ fn a_stale_complete_answered_before_the_stored_completion_is_a_second_commit() {
 fn an_acknowledged_checkpoint_missing_from_the_store_is_lost_data() {
     let mut s = Synth::new();
     recovered_run(&mut s);
-    let hid = s.hid.clone();
-    s.line("w2", "checkpoint", "invoke", json!({"hid": hid, "holder": "w2", "fence": 2, "next_n": HI + 100}));
-    s.line("w2", "checkpoint", "ok", json!({"hid": hid, "holder": "w2", "fence": 2, "seq": 9, "next_n": HI + 100}));
+    s.checkpoint_line("w2", "invoke", 2, HI + 100, json!({}));
+    s.checkpoint_line("w2", "ok", 2, HI + 100, json!({"seq": 9}));
     let v = violations(&s.check(), "fencing");
     assert!(v.iter().any(|m| m.contains("acknowledged write was lost")), "{v:#?}");
 }
@@ -261,26 +295,16 @@ fn an_acknowledged_checkpoint_missing_from_the_store_is_lost_data() {
 #[test]
 fn a_write_by_the_replaced_holder_after_its_replacement_is_split_brain() {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
     s.orphan();
     s.spawn("w2", "builtin");
     let c2 = s.start("w2", true);
     s.work("w2", &c2, LO + 200, LO + 300);
-    // w1 writes seq 3 directly, bypassing the fence (what a broken worker would do)
-    let hid = s.hid.clone();
-    s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": LO + 400}));
-    let st = Synth::state(LO + 400);
-    let (text, hash) = dhp_core::json::state_text_and_hash(&st).unwrap();
-    let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
-    store
-        .execute_raw(
-            "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, 3, ?2, ?3, 'x')",
-            &[&hid, &text, &hash],
-        )
-        .unwrap();
-    s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": 0, "seq": 3, "next_n": LO + 400}));
+    // w1 writes seq 3 directly, bypassing the fence
+    s.checkpoint_line("w1", "invoke", 0, LO + 400, json!({}));
+    s.write_unfenced(3, &Synth::state(LO + 400));
+    s.checkpoint_line("w1", "ok", 0, LO + 400, json!({"seq": 3}));
     let r = s.check();
     let v = violations(&r, "fencing");
     assert!(v.iter().any(|m| m.contains("fence went backwards")), "{v:#?}");
@@ -292,10 +316,9 @@ fn a_write_by_the_replaced_holder_after_its_replacement_is_split_brain() {
 fn a_checkpoint_whose_state_is_not_the_census_is_rework() {
     let mut s = Synth::new();
     recovered_run(&mut s);
-    let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
     let bad = json!({"next_n": LO + 200, "count": 1, "total": 2});
     let (text, hash) = dhp_core::json::state_text_and_hash(&bad).unwrap();
-    store
+    s.raw_store()
         .execute_raw(
             "UPDATE checkpoints SET state_json = ?1, state_hash = ?2 WHERE hid = ?3 AND seq = 1",
             &[&text, &hash, &s.hid],
@@ -313,8 +336,7 @@ fn a_checkpoint_whose_state_is_not_the_census_is_rework() {
 fn a_committed_seq_missing_from_the_transport_log_is_a_violation_for_ours_and_a_note_for_the_reference() {
     for imp in ["builtin", "python"] {
         let mut s = Synth::new();
-        s.spawn("w1", imp);
-        let mut c1 = s.start("w1", false);
+        let mut c1 = s.claimed_by("w1", imp);
         s.work("w1", &c1, LO, HI);
         s.complete("w1", &mut c1);
         // drop seq 2 from the peer's log
@@ -337,8 +359,7 @@ fn a_committed_seq_missing_from_the_transport_log_is_a_violation_for_ours_and_a_
 #[test]
 fn a_handoff_left_running_is_stuck() {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
     let v = violations(&s.check(), "outcome");
     assert!(v.iter().any(|m| m.contains("stuck in \"running\"")), "{v:#?}");
@@ -359,26 +380,16 @@ fn two_holders_granted_the_same_fence_is_split_brain() {
 #[test]
 fn a_faulted_worker_whose_chunks_were_recomputed_counts_as_rework() {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
-    let hid = s.hid.clone();
     // w1 computed two more chunks whose checkpoints never committed (it kept going after failures)
     for n in [LO + 300, LO + 400] {
-        s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n}));
-        s.line("w1", "checkpoint", "fail", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n, "error": "x"}));
+        s.checkpoint_line("w1", "invoke", 0, n, json!({}));
+        s.checkpoint_line("w1", "fail", 0, n, json!({"error": "x"}));
     }
-    s.line(
-        "chaos",
-        "fault",
-        "event",
-        json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}),
-    );
+    s.fault("w1", "kill-worker", "KILL", json!({"fault_id": 1}));
     s.orphan();
-    s.spawn("w2", "builtin");
-    let mut c2 = s.start("w2", true);
-    s.work("w2", &c2, LO + 200, HI);
-    s.complete("w2", &mut c2);
+    s.finished_by("w2", "builtin", LO + 200);
     let r = s.check();
     let v = violations(&r, "rework");
     assert!(v.iter().any(|m| m.contains("w1 computed 2 chunks")), "{v:#?}");
@@ -387,27 +398,16 @@ fn a_faulted_worker_whose_chunks_were_recomputed_counts_as_rework() {
 
 /// w1 holds the handoff; the supervisor orphans it as `worker-died`.
 fn worker_died_orphan(s: &mut Synth, faulted: bool) -> RoundReport {
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
     if faulted {
-        let hid = s.hid.clone();
-        s.line(
-            "chaos",
-            "fault",
-            "event",
-            json!({"fault_id": 1, "kind": "kill-worker", "signal": "KILL", "victim": "w1",
-                                                  "victim_pid": 1234, "role": "worker", "hid": hid}),
-        );
+        s.fault("w1", "kill-worker", "KILL", json!({"fault_id": 1, "victim_pid": 1234}));
     }
     let sup = Supervisor::open(s.dir.join("store"), "sup1", Config::default()).unwrap();
     let a = sup.orphan(&s.hid, dhp_core::supervisor::OrphanReason::WorkerDied, Some(("w1", c1.fence()))).unwrap();
     assert_eq!(a["action"], "orphaned");
     s.line("sup1", "supervise", "ok", a);
-    s.spawn("w2", "builtin");
-    let mut c2 = s.start("w2", true);
-    s.work("w2", &c2, LO + 200, HI);
-    s.complete("w2", &mut c2);
+    s.finished_by("w2", "builtin", LO + 200);
     s.check()
 }
 
@@ -425,25 +425,15 @@ fn a_worker_died_orphan_of_a_live_worker_is_a_false_orphan() {
 /// to `successor`, which finishes it.
 fn gap_then_successor(successor_impl: &str) -> RoundReport {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
-    let hid = s.hid.clone();
     let n = LO + 300;
-    s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": c1.fence(), "next_n": n}));
+    s.checkpoint_line("w1", "invoke", c1.fence(), n, json!({}));
     let seq = c1.checkpoint(&Synth::state(n)).unwrap();
-    s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": c1.fence(), "seq": seq, "next_n": n}));
-    s.line(
-        "chaos",
-        "fault",
-        "event",
-        json!({"fault_id": 1, "kind": "failpoint", "signal": "KILL", "victim": "w1", "role": "worker", "hid": hid}),
-    );
+    s.checkpoint_line("w1", "ok", c1.fence(), n, json!({"seq": seq}));
+    s.fault("w1", "failpoint", "KILL", json!({"fault_id": 1}));
     s.orphan();
-    s.spawn("w2", successor_impl);
-    let mut c2 = s.start("w2", true);
-    s.work("w2", &c2, n, HI);
-    s.complete("w2", &mut c2);
+    s.finished_by("w2", successor_impl, n);
     s.check()
 }
 
@@ -524,15 +514,12 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
 /// woken and reads `Ok` with the row's seq.
 fn stopped_inside_a_checkpoint(commit_before_orphan: bool) -> RoundReport {
     let mut s = Synth::new();
-    s.spawn("w1", "builtin");
-    let c1 = s.start("w1", false);
+    let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
-    let hid = s.hid.clone();
     let n = LO + 300;
     let st = Synth::state(n);
-    s.line("w1", "checkpoint", "invoke", json!({"hid": hid, "holder": "w1", "fence": 0, "next_n": n}));
-    let fault = |kind: &str, sig: &str, fence: Value| json!({"kind": kind, "signal": sig, "victim": "w1", "role": "worker", "hid": hid, "lease_fence": fence, "leader": false});
-    s.line("chaos", "fault", "event", fault("pause", "STOP", json!(0)));
+    s.checkpoint_line("w1", "invoke", 0, n, json!({}));
+    s.fault("w1", "pause", "STOP", json!({"lease_fence": 0, "leader": false}));
     let seq = if commit_before_orphan {
         let seq = c1.checkpoint(&st).unwrap();
         s.orphan();
@@ -540,21 +527,14 @@ fn stopped_inside_a_checkpoint(commit_before_orphan: bool) -> RoundReport {
     } else {
         s.orphan();
         // the row lands after the orphan, past any fence check
-        let (text, hash) = dhp_core::json::state_text_and_hash(&st).unwrap();
-        let store = dhp_core::store::SqliteStore::open(s.dir.join("store")).unwrap();
-        store
-            .execute_raw(
-                "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, 2, ?2, ?3, 'x')",
-                &[&hid, &text, &hash],
-            )
-            .unwrap();
+        s.write_unfenced(2, &st);
         2
     };
-    tlog::ship_checkpoint(&s.dir.join("transport").join(format!("{hid}.log")), seq, &st, &Config::default()).unwrap();
+    s.ship(seq, &st);
     s.spawn("w2", "builtin");
     let mut c2 = s.start("w2", true);
-    s.line("chaos", "fault", "event", fault("resume", "CONT", Value::Null));
-    s.line("w1", "checkpoint", "ok", json!({"hid": hid, "holder": "w1", "fence": 0, "seq": seq, "next_n": n}));
+    s.fault("w1", "resume", "CONT", json!({"lease_fence": null, "leader": false}));
+    s.checkpoint_line("w1", "ok", 0, n, json!({"seq": seq}));
     s.work("w2", &c2, n, HI);
     s.complete("w2", &mut c2);
     s.check()
