@@ -87,11 +87,15 @@ pub enum FaultKind {
     /// `--disk`: fill the transport server's tmpfs until ENOSPC, freed
     /// after a seeded 0.2–1.5 s.
     DiskFull,
+    /// `--store-disk`: fill the tmpfs under the SQLite store (the one the
+    /// workers and supervisors share) until ENOSPC, freed after a seeded
+    /// 0.3–2 s.
+    StoreFull,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -105,6 +109,7 @@ impl FaultKind {
         FaultKind::DbStall,
         FaultKind::Link,
         FaultKind::DiskFull,
+        FaultKind::StoreFull,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -123,6 +128,7 @@ impl FaultKind {
             FaultKind::DbStall => "db-stall",
             FaultKind::Link => "link",
             FaultKind::DiskFull => "disk-full",
+            FaultKind::StoreFull => "store-full",
         }
     }
 
@@ -176,7 +182,8 @@ pub struct Nemesis {
     pub failpoints: bool,
     /// `clock`: some processes run under a skewed clock (`--clock`).
     pub clock: bool,
-    /// `disk`: the transport server's logs are on a small disk (`--disk`).
+    /// `disk`: the transport server's logs are on a small disk (`--disk`),
+    /// and so is the SQLite store (`--store-disk`).
     pub disk: bool,
 }
 
@@ -200,6 +207,7 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
             "disk" => {
                 n.disk = true;
                 n.mix.push((FaultKind::DiskFull, 4.0));
+                n.mix.push((FaultKind::StoreFull, 4.0));
             }
             "clock" => n.clock = true,
             _ => bail!("unknown nemesis {name:?} (known: {})", NEMESES.join(", ")),
@@ -351,6 +359,9 @@ pub struct RoundConfig {
     /// `--disk`: the transport server's log directory is a tmpfs of this many bytes.
     #[serde(default)]
     pub disk_bytes: Option<u64>,
+    /// `--store-disk`: the SQLite store's directory is a tmpfs of this many bytes.
+    #[serde(default)]
+    pub store_disk_bytes: Option<u64>,
     /// Clock faults (share 0: none).
     #[serde(default)]
     pub clock: ClockFaults,

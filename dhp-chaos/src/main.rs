@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 const NEMESIS_CLOCK_SHARE: f64 = 0.3;
 /// `--nemesis disk` without `--disk`: the transport server's tmpfs size.
 const NEMESIS_DISK: &str = "1m";
+/// `--nemesis disk` without `--store-disk`: the SQLite store's tmpfs size.
+const NEMESIS_STORE_DISK: &str = "16m";
 
 const ABOUT: &str =
     "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
@@ -177,6 +179,14 @@ struct RunArgs {
     /// the disk-full fault fills it until ENOSPC. Unmounted at the end of each round, its logs kept.
     #[arg(long, value_name = "SIZE")]
     disk: Option<String>,
+    /// Store disk faults (SQLite store, root): mount a tmpfs of SIZE (e.g. 16m) as the round's store directory;
+    /// the store-full fault fills it until ENOSPC. Unmounted at the end of each round, the store kept.
+    #[arg(long, value_name = "SIZE")]
+    store_disk: Option<String>,
+    /// I/O error injection: not simulated (this harness needs a device-mapper error target, which these
+    /// machines' kernels lack); refused with the reason.
+    #[arg(long)]
+    io_errors: bool,
     /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
     /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
     #[arg(long)]
@@ -432,6 +442,12 @@ fn run(a: RunArgs) -> Result<i32> {
         bail!("--clock wants a share in 0..1, --clock-offset seconds in 0..1e6, --clock-rate in 1..100");
     }
     let disk_bytes = disk.as_deref().map(dhp_chaos::round::parse_size).transpose()?;
+    let sqlite_only = a.store.iter().all(|s| s == "sqlite");
+    let store_disk = match &nemesis {
+        Some(n) if n.disk && a.store_disk.is_none() && sqlite_only => Some(NEMESIS_STORE_DISK.to_string()),
+        _ => a.store_disk.clone(),
+    };
+    let store_disk_bytes = dhp_chaos::round::store_disk_checked(store_disk.as_deref(), sqlite_only, a.io_errors)?;
     if disk_bytes.is_some() && !ship.is_tcp() {
         bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
     }
@@ -471,7 +487,8 @@ fn run(a: RunArgs) -> Result<i32> {
             if !n.failpoints {
                 failpoint_rate = 0.0;
             }
-            n.mix.clone()
+            // a PostgreSQL store has no store directory to fill
+            n.mix.iter().copied().filter(|(k, _)| sqlite_only || *k != FaultKind::StoreFull).collect()
         }
         (None, Some(s)) => parse_fault_mix(s)?,
         (None, None) if ship.is_tcp() => {
@@ -491,6 +508,9 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::DiskFull && *w > 0.0) {
         bail!("disk-full faults fill the transport server's disk: they need --disk SIZE (and --ship tcp)");
+    }
+    if store_disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::StoreFull && *w > 0.0) {
+        bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
     }
     let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
     if !ship.is_tcp() && links {
@@ -564,6 +584,7 @@ fn run(a: RunArgs) -> Result<i32> {
         ship_max_lag: a.ship_max_lag,
         transport: transport.clone(),
         disk_bytes,
+        store_disk_bytes,
         clock: dhp_chaos::config::ClockFaults {
             share: clock_share,
             max_offset_s: a.clock_offset,

@@ -283,16 +283,17 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     );
     let env = rounds.iter().map(|r| &r.env);
     let sum = |f: fn(&crate::check::EnvFacts) -> u64| env.clone().map(f).sum::<u64>();
-    if sum(|e| e.clock_faked + e.link_indeterminate + e.disk_full + e.false_orphans) > 0 {
+    if sum(|e| e.clock_faked + e.link_indeterminate + e.disk_full + e.store_full + e.false_orphans) > 0 {
         let _ = writeln!(
             s,
-            "link/clock/disk: {} shipped checkpoint(s) never acked (refused, or cut by a fault: indeterminate); {} process(es) on a faked clock, {} false orphan(s) ({} with a faked clock, costing {} chunk(s) of rework); disk full {} time(s)",
+            "link/clock/disk: {} shipped checkpoint(s) never acked (refused, or cut by a fault: indeterminate); {} process(es) on a faked clock, {} false orphan(s) ({} with a faked clock, costing {} chunk(s) of rework); disk full {} time(s), store disk full {} time(s)",
             sum(|e| e.link_indeterminate),
             sum(|e| e.clock_faked),
             sum(|e| e.false_orphans),
             sum(|e| e.false_orphans_skewed),
             sum(|e| e.skew_rework_chunks),
-            sum(|e| e.disk_full)
+            sum(|e| e.disk_full),
+            sum(|e| e.store_full)
         );
     }
     let _ = writeln!(s, "detection latency:");

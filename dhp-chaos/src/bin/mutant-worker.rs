@@ -44,6 +44,13 @@
 //!   without taking its advisory lock, so the leader sees a live worker as
 //!   dead (a false orphan).
 //!
+//! Store disk mutant (meant for SQLite rounds with `--store-disk`):
+//!
+//! - `ack-on-full`: a checkpoint whose commit fails because the store's
+//!   disk is full (`SQLITE_FULL`) is recorded `ok` anyway, at the seq it
+//!   would have had, and the worker goes on — an acknowledgement of a
+//!   commit SQLite refused.
+//!
 //! ```text
 //! mutant-worker --mode skip-fence ROOT --runner ID claim|recover HID
 //!               [--ship LOG] [--pace S] [--history FILE] [--no-liveness]
@@ -72,6 +79,7 @@ enum Mode {
     AckUncommitted,
     WedgeOnDbError,
     UnheldLiveness,
+    AckOnFull,
 }
 
 struct Args {
@@ -128,8 +136,9 @@ fn parse_args() -> Result<Args> {
         Some("ack-uncommitted") => Mode::AckUncommitted,
         Some("wedge-on-db-error") => Mode::WedgeOnDbError,
         Some("unheld-liveness") => Mode::UnheldLiveness,
+        Some("ack-on-full") => Mode::AckOnFull,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -337,6 +346,10 @@ fn run() -> Result<()> {
         };
         let seq = match seq {
             Ok(s) => s,
+            Err(e) if a.mode == Mode::AckOnFull && e.to_string().contains("disk is full") => {
+                // the seq the store would have given it; SQLite rolled it back
+                runner.last_checkpoint_row(&hid).ok().flatten().map_or(0, |r| r.seq + 1)
+            }
             Err(e) => {
                 h.record(
                     "checkpoint",

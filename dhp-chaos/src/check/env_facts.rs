@@ -24,6 +24,9 @@ pub struct EnvFacts {
     pub link_indeterminate: u64,
     /// Times the transport server's disk was seen full (`--disk`).
     pub disk_full: u64,
+    /// Times the SQLite store's disk was filled (`--store-disk`).
+    #[serde(default)]
+    pub store_full: u64,
     /// A few false orphans, for people.
     pub examples: Vec<String>,
 }
@@ -33,6 +36,7 @@ pub(crate) fn facts(cx: &Ctx<'_>) -> EnvFacts {
         clock_faked: cx.ix.clock.len() as u64,
         link_indeterminate: cx.acks.as_deref().map_or(0, |a| super::invariants::indeterminate(a) as u64),
         disk_full: cx.ix.observes.iter().filter(|o| o.s("what") == Some("disk-full")).count() as u64,
+        store_full: cx.ix.observes.iter().filter(|o| o.s("what") == Some("store-full")).count() as u64,
         ..EnvFacts::default()
     };
     let killed_by = |p: &str, t: f64| {

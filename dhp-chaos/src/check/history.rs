@@ -87,6 +87,8 @@ pub(crate) struct Index<'a> {
     pub(crate) nemesis: Vec<&'a Ev>,
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
+    /// The `exit` events themselves (code, signal), in history order.
+    pub(crate) exit_events: Vec<&'a Ev>,
     pub(crate) processes_with_history: HashSet<String>,
     /// Processes started under a faked clock → their `faketime` spec.
     pub(crate) clock: HashMap<String, String>,
@@ -107,6 +109,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         resumes: Vec::new(),
         nemesis: Vec::new(),
         exits: HashMap::new(),
+        exit_events: Vec::new(),
         processes_with_history: HashSet::new(),
         clock: HashMap::new(),
         skews: HashMap::new(),
@@ -141,6 +144,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                     if let Some(name) = e.s("name") {
                         ix.exits.insert(name.to_string(), e.t());
                     }
+                    ix.exit_events.push(e);
                 }
                 _ => {}
             }

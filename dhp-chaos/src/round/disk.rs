@@ -10,7 +10,7 @@ use super::*;
 
 /// The ballast file that fills the disk (not a log: the checker and the
 /// server's recovery look at `<hid>.log` and journal files only).
-const BALLAST: &str = "ballast.fill";
+pub(super) const BALLAST: &str = "ballast.fill";
 /// A disk stays full for a duration uniform in this range (seconds).
 const FULL_SECONDS: (f64, f64) = (0.2, 1.5);
 
@@ -23,25 +23,31 @@ pub(super) struct Tmpfs {
 
 /// `256k`, `4m`, `65536` → bytes (at least one page, at most 1 GiB).
 pub fn parse_size(s: &str) -> Result<u64> {
+    parse_size_for("--disk", s)
+}
+
+/// [`parse_size`], naming `flag` in its errors.
+pub(super) fn parse_size_for(flag: &str, s: &str) -> Result<u64> {
     let s = s.trim().to_ascii_lowercase();
     let (num, mult) = match s.chars().last() {
         Some('k') => (&s[..s.len() - 1], 1024),
         Some('m') => (&s[..s.len() - 1], 1024 * 1024),
         _ => (s.as_str(), 1),
     };
-    let n: u64 = num.parse().with_context(|| format!("--disk wants a size like 256k or 4m, not {s:?}"))?;
+    let n: u64 = num.parse().with_context(|| format!("{flag} wants a size like 256k or 4m, not {s:?}"))?;
     let bytes = n.saturating_mul(mult);
     if !(4096..=1 << 30).contains(&bytes) {
-        bail!("--disk size must be between 4k and 1024m");
+        bail!("{flag} size must be between 4k and 1024m");
     }
     Ok(bytes)
 }
 
 impl Tmpfs {
-    /// Mount a tmpfs of `bytes` over `path` (created if missing). Root only.
-    pub(super) fn mount(path: &Path, bytes: u64) -> Result<Tmpfs> {
+    /// Mount a tmpfs of `bytes` over `path` (created if missing), for
+    /// `what` (`--disk mounts a tmpfs for WHAT`, in the refusal). Root only.
+    pub(super) fn mount(path: &Path, bytes: u64, what: &str) -> Result<Tmpfs> {
         if !nix::unistd::geteuid().is_root() {
-            bail!("--disk mounts a tmpfs for the transport server's logs and needs root; refusing to run disk faults without it");
+            bail!("{what} and needs root; refusing to run disk faults without it");
         }
         std::fs::create_dir_all(path)?;
         let st = std::process::Command::new("mount")
@@ -81,6 +87,26 @@ impl Tmpfs {
     }
 }
 
+/// Append zeros to the ballast file at `path` until a write fails
+/// (`ENOSPC` on a full tmpfs): the bytes written and the error.
+pub(super) fn fill(path: &Path) -> (u64, String) {
+    let mut filled = 0u64;
+    let err = match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        Ok(mut f) => {
+            use std::io::Write;
+            let page = [0u8; 4096];
+            loop {
+                match f.write(&page) {
+                    Ok(n) => filled += n as u64,
+                    Err(e) => break e.to_string(),
+                }
+            }
+        }
+        Err(e) => e.to_string(),
+    };
+    (filled, err)
+}
+
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         if let Err(e) = self.unmount() {
@@ -98,21 +124,7 @@ impl Driver<'_> {
         self.heal_disk(true);
         let (a, b) = FULL_SECONDS;
         let secs = self.rng.gen_range(a..=b);
-        let path = self.server_dir().join(BALLAST);
-        let mut filled = 0u64;
-        let err = match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-            Ok(mut f) => {
-                use std::io::Write;
-                let page = [0u8; 4096];
-                loop {
-                    match f.write(&page) {
-                        Ok(n) => filled += n as u64,
-                        Err(e) => break e.to_string(),
-                    }
-                }
-            }
-            Err(e) => e.to_string(),
-        };
+        let (filled, err) = fill(&self.server_dir().join(BALLAST));
         self.fault_id += 1;
         self.live.faults += 1;
         let t = self.hist.record(
@@ -128,6 +140,7 @@ impl Driver<'_> {
     /// Free the disk once its time is up (or now, with `force`), and
     /// restart a transport server whose journal failed meanwhile.
     pub(super) fn heal_disk(&mut self, force: bool) {
+        self.heal_store(force);
         let Some((id, until)) = self.disk_full else { return };
         if !force && hist::now() < until {
             return;
@@ -160,6 +173,7 @@ impl Driver<'_> {
         if let Some((id, _)) = dead.disk_full {
             dead.free_disk(id, "host-death");
         }
+        dead.free_store_on_death();
         if let Some(t) = dead.tmpfs.take() {
             self.hist.record("observe", json!({"what": "disk-attach", "from_host_death": true}));
             self.tmpfs = Some(t);

@@ -84,6 +84,9 @@ impl Driver<'_> {
         if kind == FaultKind::DiskFull {
             return self.inject_disk_full();
         }
+        if kind == FaultKind::StoreFull {
+            return self.inject_store_full();
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -154,7 +157,8 @@ impl Driver<'_> {
             | FaultKind::DbTerminateBackend
             | FaultKind::DbStall
             | FaultKind::Link
-            | FaultKind::DiskFull => {}
+            | FaultKind::DiskFull
+            | FaultKind::StoreFull => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

@@ -26,8 +26,10 @@ mod link;
 mod monitor;
 mod reap;
 mod spawn;
+mod store_disk;
 
 pub use disk::parse_size;
+pub use store_disk::store_disk_checked;
 
 /// The holder an orphaned handoff's ownership row names.
 pub(crate) const ORPHANED: &str = "__orphaned__";
@@ -164,6 +166,8 @@ pub struct Driver<'a> {
     tmpfs: Option<disk::Tmpfs>,
     /// The disk is full: (fault id, when to free it).
     disk_full: Option<(u64, f64)>,
+    /// `--store-disk`: the tmpfs under the SQLite store, and its fill.
+    store_disk: store_disk::StoreDisk,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
@@ -246,6 +250,7 @@ impl<'a> Driver<'a> {
             link_on: None,
             tmpfs: None,
             disk_full: None,
+            store_disk: store_disk::StoreDisk::default(),
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -363,11 +368,13 @@ impl<'a> Driver<'a> {
     /// Dispatch, start the transport server, supervisors and a claim worker
     /// per handoff; schedule the first fault.
     pub fn start(&mut self) -> Result<()> {
+        self.mount_store_disk()?;
         self.dispatch()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
         if let Some(bytes) = self.cfg.disk_bytes {
-            self.tmpfs = Some(disk::Tmpfs::mount(self.server_dir(), bytes)?);
+            let what = "--disk mounts a tmpfs for the transport server's logs";
+            self.tmpfs = Some(disk::Tmpfs::mount(self.server_dir(), bytes, what)?);
             self.hist.record("observe", json!({"what": "disk-mount", "bytes": bytes}));
         }
         if self.cfg.ship.is_tcp() {
@@ -540,6 +547,7 @@ impl<'a> Driver<'a> {
         if let Some(mut m) = self.tmpfs.take() {
             m.unmount()?;
         }
+        self.unmount_store_disk()?;
         if let Some(since) = self.stall_since.take() {
             self.hist.record(
                 "observe",

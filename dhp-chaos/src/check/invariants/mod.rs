@@ -16,6 +16,7 @@ mod peer_acks;
 pub(crate) mod peer_log;
 mod result;
 mod rework;
+mod store_full;
 mod stuck_after_restart;
 mod sync_ack;
 mod transport;
@@ -66,11 +67,13 @@ pub enum Invariant {
     PeerAcks,
     /// `async-lag`: a tcp-async worker goes on with at most `--ship-max-lag` unacknowledged checkpoints.
     AsyncLag,
+    /// `no-torn-after-store-full`: after the store's disk filled, the store is intact and holds every acknowledgement.
+    NoTornAfterStoreFull,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 17] = [
+    pub const ALL: [Invariant; 18] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -88,6 +91,7 @@ impl Invariant {
         Invariant::NoStuckAfterDbRestart,
         Invariant::PeerAcks,
         Invariant::AsyncLag,
+        Invariant::NoTornAfterStoreFull,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -110,6 +114,7 @@ impl Invariant {
             Invariant::NoStuckAfterDbRestart => "no-stuck-after-db-restart",
             Invariant::PeerAcks => "peer-acks",
             Invariant::AsyncLag => "async-lag",
+            Invariant::NoTornAfterStoreFull => "no-torn-after-store-full",
         }
     }
 
@@ -138,6 +143,7 @@ impl Invariant {
             Invariant::NoStuckAfterDbRestart => "after a crashed database is back, every handoff still reaches a terminal state within the round",
             Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
             Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
+            Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
         }
     }
 
@@ -161,6 +167,7 @@ impl Invariant {
             Invariant::NoStuckAfterDbRestart => stuck_after_restart::check(cx),
             Invariant::PeerAcks => peer_acks::check(cx),
             Invariant::AsyncLag => async_lag::check(cx),
+            Invariant::NoTornAfterStoreFull => store_full::check(cx),
         }
     }
 }

@@ -1,0 +1,147 @@
+//! no-torn-after-store-full: rounds whose SQLite store's disk was filled
+//! (`store-full`) must end with a store that opens and passes SQLite's
+//! `PRAGMA integrity_check`, whose every checkpoint row's `state_hash` is
+//! `sha256(state_json)` of a JSON object, and that holds every checkpoint
+//! and completion a process was told committed (a commit SQLite refused
+//! with `SQLITE_FULL` must never have been acknowledged). A full disk is
+//! an error, not a crash: no process may die of a panic (exit 101) or of a
+//! signal it was not sent (only the harness's SIGKILL and the teardown's
+//! SIGTERM are expected), and a builtin worker whose operation failed
+//! because the disk was full exits with `StoreError`'s code, 11
+//! (docs/cli.md). Rounds without a `store-full` fault check nothing.
+
+use crate::check::ctx::Ctx;
+use crate::check::findings::Findings;
+use crate::check::{opt, short};
+use rusqlite::{Connection, OpenFlags};
+use std::collections::BTreeMap;
+
+/// `dhp`'s exit code for `StoreError` (docs/cli.md).
+const STORE_ERROR_EXIT: i64 = 11;
+/// Rust's exit code after a panic.
+const PANIC_EXIT: i64 = 101;
+/// Signals a process of a round may die of: the harness's (and
+/// failpoints', and the supervisors' watchdog's) SIGKILL, teardown's SIGTERM.
+const EXPECTED_SIGNALS: [i64; 2] = [9, 15];
+
+/// An operation failed because the store's disk was full (SQLite's
+/// `SQLITE_FULL`, or the OS's `ENOSPC` on a file next to the store).
+fn disk_error(e: &str) -> bool {
+    e.contains("disk is full") || e.contains("No space left on device")
+}
+
+pub(super) fn check(cx: &Ctx<'_>) -> Findings {
+    let mut out = Findings::default();
+    let fills = cx.ix.faults.iter().filter(|f| f.s("kind") == Some("store-full")).count();
+    if fills == 0 || cx.meta["config"]["engine"].as_str().is_some_and(|e| e != "sqlite") {
+        return out;
+    }
+    integrity(cx, &mut out);
+    rows_and_acks(cx, &mut out);
+    exits(cx, &mut out);
+    let failed = cx.ix.ops.iter().filter(|o| o.error.as_deref().is_some_and(disk_error)).count();
+    out.note(format!(
+        "{fills} store-full fault(s); {failed} operation(s) failed with a full-disk error (SQLITE_FULL or ENOSPC)"
+    ));
+    out
+}
+
+/// The store file opens and SQLite finds it intact.
+fn integrity(cx: &Ctx<'_>, out: &mut Findings) {
+    out.checked += 1;
+    let db = cx.paths.store.join("dhp.sqlite3");
+    let result = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).and_then(|c| {
+        let mut st = c.prepare("PRAGMA integrity_check")?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0))?.collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    });
+    match result {
+        Ok(rows) if rows == ["ok"] => {}
+        Ok(rows) => {
+            out.plain(format!("the store fails PRAGMA integrity_check after its disk filled: {}", rows.join("; ")))
+        }
+        Err(e) => out.plain(format!("the store {} does not open after its disk filled: {e}", db.display())),
+    }
+}
+
+/// Every row is whole; every acknowledgement is in the store.
+fn rows_and_acks(cx: &Ctx<'_>, out: &mut Findings) {
+    let t0 = cx.meta["t0"].as_f64().unwrap_or(0.0);
+    for (hid, f) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|f| (hid, f))) {
+        for c in &f.h.ckpts {
+            out.checked += 1;
+            if dhp_oracle::sha256_hex(c.state_json.as_bytes()) != c.state_hash || !c.state.is_object() {
+                out.of(
+                    hid,
+                    format!(
+                        "{}: checkpoint seq {} is torn: its state_json does not match its state_hash",
+                        short(hid),
+                        c.seq
+                    ),
+                );
+            }
+        }
+        for o in f.ops.iter().filter(|o| o.ok == Some(true)) {
+            let at = o.out_t.unwrap_or(o.invoke_t) - t0;
+            match o.op.as_str() {
+                "checkpoint" => {
+                    out.checked += 1;
+                    let kept = f.h.ckpts.iter().any(|c| {
+                        o.seq.is_none_or(|s| s == c.seq)
+                            && o.next_n.is_none_or(|n| c.state["next_n"].as_u64() == Some(n))
+                    });
+                    if !kept {
+                        out.of(hid, format!(
+                            "{}: {} was told checkpoint seq {} (next_n {}) committed at +{at:.3}s; the store does not have it",
+                            short(hid), o.holder, opt(o.seq), opt(o.next_n)
+                        ));
+                    }
+                }
+                "complete" => {
+                    out.checked += 1;
+                    if f.h.status != "completed" {
+                        out.of(
+                            hid,
+                            format!(
+                                "{}: {} was told its completion committed at +{at:.3}s; the handoff is {} in the store",
+                                short(hid),
+                                o.holder,
+                                f.h.status
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// No panic, no unexpected signal; a full disk ends a builtin worker with
+/// `StoreError`'s exit code. Notes the exit codes seen.
+fn exits(cx: &Ctx<'_>, out: &mut Findings) {
+    let mut codes: BTreeMap<String, u64> = BTreeMap::new();
+    for e in &cx.ix.exit_events {
+        let Some(name) = e.s("name") else { continue };
+        out.checked += 1;
+        let (code, signal) = (e.i("code"), e.i("signal"));
+        *codes.entry(signal.map_or_else(|| format!("exit {}", opt(code)), |s| format!("signal {s}"))).or_default() += 1;
+        if code == Some(PANIC_EXIT) {
+            out.plain(format!("{name} panicked (exit {PANIC_EXIT}) in a round whose store's disk filled"));
+        }
+        if let Some(s) = signal.filter(|s| !EXPECTED_SIGNALS.contains(s)) {
+            out.plain(format!("{name} died of signal {s}, which nobody sent it, in a round whose store's disk filled"));
+        }
+        let builtin_worker = cx.ix.spawns.get(name).is_some_and(|s| s.imp == "builtin" && s.role == "worker");
+        let last_failure = cx.ix.ops.iter().filter(|o| o.process == name && o.ok == Some(false)).last();
+        let full = last_failure.and_then(|o| o.error.as_deref()).is_some_and(disk_error);
+        if builtin_worker && full && code.is_some_and(|c| c != STORE_ERROR_EXIT) {
+            out.plain(format!(
+                "{name}'s last operation failed because the store's disk was full, and it exited {} (StoreError is {STORE_ERROR_EXIT})",
+                opt(code)
+            ));
+        }
+    }
+    let seen: Vec<String> = codes.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+    out.note(format!("exits in the round: {}", seen.join(", ")));
+}
