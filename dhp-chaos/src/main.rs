@@ -230,7 +230,8 @@ struct RunArgs {
     hosts: Option<u32>,
     /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk (partition and host
     /// need --hosts; link needs --ship tcp or --hosts; clock without --clock skews 30% of processes; disk without
-    /// --disk puts the transport server's logs on a 1m tmpfs). Sets --faults (default weights) and
+    /// --disk puts the transport server's logs on a 1m tmpfs and, with SQLite, the store on a 16m one via
+    /// --store-disk). Sets --faults (default weights) and
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     nemesis: Option<String>,
