@@ -87,12 +87,16 @@ impl Driver<'_> {
         let (filled, err) = fill(&self.paths.store.join(BALLAST));
         self.fault_id += 1;
         self.live.faults += 1;
+        let (db, wal) = self.store_sizes();
         let t = self.hist.record(
             "fault",
             json!({"fault_id": self.fault_id, "kind": "store-full", "signal": "DISK", "victim": "store-disk", "role": "disk",
                    "ballast_bytes": filled, "error": err, "duration_s": secs}),
         );
-        self.hist.record("observe", json!({"what": "store-full", "fault_id": self.fault_id, "ballast_bytes": filled}));
+        self.hist.record(
+            "observe",
+            json!({"what": "store-full", "fault_id": self.fault_id, "ballast_bytes": filled, "db_bytes": db, "wal_bytes": wal}),
+        );
         self.store_disk.full = Some((self.fault_id, t + secs));
         true
     }
@@ -114,9 +118,18 @@ impl Driver<'_> {
     }
 
     fn free_store(&mut self, id: u64, reason: &str) {
+        // what the store's files grew to while the disk was full
+        let (db, wal) = self.store_sizes();
         let _ = std::fs::remove_file(self.paths.store.join(BALLAST));
         self.store_disk.full = None;
         self.hist.record("disk-heal", json!({"fault_id": id, "reason": reason, "disk": "store"}));
+        self.hist.record("observe", json!({"what": "store-heal", "fault_id": id, "db_bytes": db, "wal_bytes": wal}));
+    }
+
+    /// The sizes of `dhp.sqlite3` and its WAL now (0 for a missing file).
+    fn store_sizes(&self) -> (u64, u64) {
+        let len = |f: &str| std::fs::metadata(self.paths.store.join(f)).map_or(0, |m| m.len());
+        (len("dhp.sqlite3"), len("dhp.sqlite3-wal"))
     }
 
     /// Unmount the store's tmpfs once every process is gone, keeping the

@@ -43,7 +43,44 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     out.note(format!(
         "{fills} store-full fault(s); {failed} operation(s) failed with a full-disk error (SQLITE_FULL or ENOSPC)"
     ));
+    if let Some(n) = wal_growth(cx) {
+        out.note(n);
+    }
     out
+}
+
+/// How the WAL and the database file changed while the disk was full
+/// (the harness measured both at each fill and each heal).
+fn wal_growth(cx: &Ctx<'_>) -> Option<String> {
+    // fault id → (time, database bytes, WAL bytes)
+    let at = |what: &str| -> BTreeMap<u64, (f64, u64, u64)> {
+        cx.ix
+            .observes
+            .iter()
+            .filter(|o| o.s("what") == Some(what))
+            .filter_map(|o| Some((o.u("fault_id")?, (o.t(), o.u("db_bytes")?, o.u("wal_bytes")?))))
+            .collect()
+    };
+    let (fills, heals) = (at("store-full"), at("store-heal"));
+    let pairs: Vec<_> = fills.iter().filter_map(|(id, f)| heals.get(id).map(|h| (*f, *h))).collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let grew = pairs.iter().filter(|(f, h)| h.2 > f.2).count();
+    let max_wal = pairs.iter().map(|(f, h)| f.2.max(h.2)).max().unwrap_or(0);
+    let db_grew = pairs.iter().filter(|(f, h)| h.1 > f.1).count();
+    // commits that went through on a full disk: they fit in pages the WAL already had
+    let committed_full = cx
+        .ix
+        .ops
+        .iter()
+        .filter(|o| o.ok == Some(true) && o.op == "checkpoint")
+        .filter(|o| o.out_t.is_some_and(|t| pairs.iter().any(|(f, h)| f.0 <= o.invoke_t && t <= h.0)))
+        .count();
+    Some(format!(
+        "while the disk was full: {committed_full} checkpoint(s) still committed (into WAL pages already allocated); the WAL grew in {grew} of {} fill(s) (largest {max_wal} bytes), the database file in {db_grew}",
+        pairs.len()
+    ))
 }
 
 /// The store file opens and SQLite finds it intact.
