@@ -170,7 +170,7 @@ fn exits(cx: &Ctx<'_>, out: &mut Findings) {
             out.plain(format!("{name} died of signal {s}, which nobody sent it, in a round whose store's disk filled"));
         }
         let builtin_worker = cx.ix.spawns.get(name).is_some_and(|s| s.imp == "builtin" && s.role == "worker");
-        let last_failure = cx.ix.ops.iter().filter(|o| o.process == name && o.ok == Some(false)).last();
+        let last_failure = cx.ix.ops.iter().rfind(|o| o.process == name && o.ok == Some(false));
         let full = last_failure.and_then(|o| o.error.as_deref()).is_some_and(disk_error);
         if builtin_worker && full && code.is_some_and(|c| c != STORE_ERROR_EXIT) {
             out.plain(format!(
