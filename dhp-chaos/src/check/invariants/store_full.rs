@@ -46,7 +46,38 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     if let Some(n) = wal_growth(cx) {
         out.note(n);
     }
+    out.note(handed_on(cx));
     out
+}
+
+/// What became of the handoffs whose worker a full disk ended while it
+/// held the lease: orphaned (how soon after the exit), so a standby could
+/// recover them. `outcome` requires that they end; this says how.
+fn handed_on(cx: &Ctx<'_>) -> String {
+    let (mut ended, mut delays) = (0u64, Vec::new());
+    for e in cx.ix.exit_events.iter().filter(|e| e.i("code") == Some(STORE_ERROR_EXIT)) {
+        let Some(name) = e.s("name") else { continue };
+        let mine = |o: &&crate::check::history::Op| o.process == name;
+        let full = cx.ix.ops.iter().filter(mine).rfind(|o| o.ok == Some(false)).and_then(|o| o.error.as_deref());
+        let held =
+            cx.ix.ops.iter().filter(mine).rfind(|o| o.ok == Some(true) && (o.op == "claim" || o.op == "recover"));
+        let (Some(true), Some(g)) = (full.map(disk_error), held) else { continue };
+        ended += 1;
+        let orphan = cx.ix.orphans.iter().find(|o| {
+            o.hid == g.hid && o.previous_holder.as_deref() == Some(g.holder.as_str()) && o.previous_fence == g.fence
+        });
+        if let Some(o) = orphan {
+            delays.push(o.t - e.t());
+        }
+    }
+    delays.sort_by(f64::total_cmp);
+    let ms = |q: f64| delays.get(((delays.len() as f64 - 1.0) * q).round() as usize).map_or(0.0, |d| d * 1000.0);
+    format!(
+        "{ended} worker(s) holding a lease exited 11 for the full disk; {} of their handoffs were orphaned afterwards (exit → orphan p50 {:.0} ms, max {:.0} ms; a negative time: the lease ran out first)",
+        delays.len(),
+        ms(0.5),
+        ms(1.0)
+    )
 }
 
 /// How the WAL and the database file changed while the disk was full
