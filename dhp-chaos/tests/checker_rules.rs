@@ -498,6 +498,7 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "no-stuck-after-db-restart",
             "peer-acks",
             "async-lag",
+            "no-torn-after-store-full",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {
