@@ -255,3 +255,63 @@ impl Drop for Table {
         self.kill_all();
     }
 }
+
+/// The reference's side of a python supervisor: the interpreter, the
+/// history shim that wraps it, and its `supervisor3_watch` driver.
+pub(crate) struct PySupervisor<'a> {
+    pub(crate) python: &'a Path,
+    pub(crate) shim: &'a Path,
+    pub(crate) supwatch: &'a Path,
+}
+
+/// A supervisor's implementation name and argv, the same for every harness
+/// that spawns one: `dhp supervisor STORE NAME SECS --history H`, the
+/// reference's watcher through the history shim, or a command given the
+/// `dhp` arguments.
+pub(crate) fn supervisor_argv(
+    imp: &crate::config::Impl,
+    dhp: &Path,
+    py: Option<PySupervisor<'_>>,
+    store: String,
+    name: &str,
+    secs: String,
+    history: String,
+) -> Result<(&'static str, Vec<String>)> {
+    use crate::config::Impl;
+    Ok(match imp {
+        Impl::Builtin | Impl::Mixed => (
+            "builtin",
+            vec![
+                dhp.display().to_string(),
+                "supervisor".into(),
+                store,
+                name.to_string(),
+                secs,
+                "--history".into(),
+                history,
+            ],
+        ),
+        Impl::Python => {
+            let py = py.context("python environment missing")?;
+            (
+                "python",
+                vec![
+                    py.python.display().to_string(),
+                    py.shim.display().to_string(),
+                    "supervisor".into(),
+                    history,
+                    name.to_string(),
+                    py.supwatch.display().to_string(),
+                    store,
+                    name.to_string(),
+                    secs,
+                ],
+            )
+        }
+        Impl::Cmd(cmd) => {
+            let mut a = cmd.clone();
+            a.extend([store, name.to_string(), secs, "--history".into(), history]);
+            ("cmd", a)
+        }
+    })
+}

@@ -232,42 +232,10 @@ impl Driver<'_> {
         let name = format!("sup{}", self.sup_n);
         let secs = (self.cfg.fault_seconds + self.cfg.grace_seconds + 120.0).to_string();
         let history = self.paths.history.display().to_string();
-        let (imp, argv) = match &self.cfg.supervisors {
-            Impl::Builtin | Impl::Mixed => (
-                "builtin",
-                vec![
-                    self.cfg.dhp.display().to_string(),
-                    "supervisor".into(),
-                    self.store_arg(),
-                    name.clone(),
-                    secs,
-                    "--history".into(),
-                    history,
-                ],
-            ),
-            Impl::Python => {
-                let py = self.py.as_ref().context("python environment missing")?;
-                (
-                    "python",
-                    vec![
-                        py.python.display().to_string(),
-                        py.shim.display().to_string(),
-                        "supervisor".into(),
-                        history,
-                        name.clone(),
-                        py.supwatch.display().to_string(),
-                        self.store_arg(),
-                        name.clone(),
-                        secs,
-                    ],
-                )
-            }
-            Impl::Cmd(cmd) => {
-                let mut a = cmd.clone();
-                a.extend([self.store_arg(), name.clone(), secs, "--history".into(), history]);
-                ("cmd", a)
-            }
-        };
+        let py =
+            self.py.as_ref().map(|p| procs::PySupervisor { python: &p.python, shim: &p.shim, supwatch: &p.supwatch });
+        let (imp, argv) =
+            procs::supervisor_argv(&self.cfg.supervisors, &self.cfg.dhp, py, self.store_arg(), &name, secs, history)?;
         let argv = self.in_host(argv);
         let mut env = self.env();
         let skew = self.clock_env(&mut env);

@@ -203,31 +203,10 @@ impl<'a> Stage<'a> {
         let name = format!("sup{}", self.sup_n);
         let secs = "86400".to_string(); // stopped by SIGTERM at the end
         let history = self.paths.history.display().to_string();
-        let (imp, argv) = match &self.cfg.supervisors {
-            Impl::Builtin | Impl::Mixed => (
-                "builtin",
-                vec![
-                    self.cfg.dhp.display().to_string(),
-                    "supervisor".into(),
-                    self.store_arg(),
-                    name.clone(),
-                    secs,
-                    "--history".into(),
-                    history,
-                ],
-            ),
-            Impl::Python => {
-                let py = self.py.as_ref().context("python environment missing")?;
-                let (python, shim, sw) = (py.python.display(), py.shim.display(), py.supwatch.display());
-                let a = [python.to_string(), shim.to_string(), "supervisor".into(), history, name.clone()];
-                ("python", a.into_iter().chain([sw.to_string(), self.store_arg(), name.clone(), secs]).collect())
-            }
-            Impl::Cmd(cmd) => {
-                let mut a = cmd.clone();
-                a.extend([self.store_arg(), name.clone(), secs, "--history".into(), history]);
-                ("cmd", a)
-            }
-        };
+        let py =
+            self.py.as_ref().map(|p| procs::PySupervisor { python: &p.python, shim: &p.shim, supwatch: &p.supwatch });
+        let (imp, argv) =
+            procs::supervisor_argv(&self.cfg.supervisors, &self.cfg.dhp, py, self.store_arg(), &name, secs, history)?;
         let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, self.env()), &self.paths.procs)?;
         self.hist.record("spawn", json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp}));
         self.table.procs.push(p);
