@@ -59,8 +59,12 @@ impl Synth {
     }
 
     fn line(&mut self, process: &str, op: &str, ty: &str, extra: Value) {
-        let mut v =
-            json!({"t": envelope::now(), "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
+        self.line_at(envelope::now(), process, op, ty, extra);
+    }
+
+    /// A history line stamped `t` (a clock that is a little off).
+    fn line_at(&mut self, t: f64, process: &str, op: &str, ty: &str, extra: Value) {
+        let mut v = json!({"t": t, "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
         v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         writeln!(self.hist, "{v}").unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -175,6 +179,15 @@ impl Synth {
         let sup = Supervisor::open(self.dir.join("store"), "sup1", Config::default()).unwrap();
         for a in sup.scan().unwrap() {
             self.line("sup1", "supervise", "ok", a);
+        }
+    }
+
+    /// [`Synth::orphan`], its record stamped `t`.
+    fn orphan_stamped(&mut self, t: f64) {
+        testing::expire_lease(&self.runner, &self.hid).unwrap();
+        let sup = Supervisor::open(self.dir.join("store"), "sup1", Config::default()).unwrap();
+        for a in sup.scan().unwrap() {
+            self.line_at(t, "sup1", "supervise", "ok", a);
         }
     }
 
@@ -558,5 +571,50 @@ fn an_in_flight_checkpoint_committed_after_the_orphan_is_a_zombie_write() {
     let r = stopped_inside_a_checkpoint(false);
     let v = violations(&r, "zombies");
     assert!(v.iter().any(|m| m.contains("its in-flight checkpoint committed after its replacement")), "{v:#?}");
+    assert!(!r.held);
+}
+
+/// w1 checkpoints seq 2 and then is orphaned, but the orphan's record is
+/// stamped a little before w1 invoked that checkpoint (a supervisor on a
+/// faked clock, put back on the real clock to within a millisecond or so).
+/// `row_after_orphan`: the row lands after the orphan instead, past the
+/// fence check.
+fn orphan_stamped_before_the_write(row_after_orphan: bool) -> RoundReport {
+    let mut s = Synth::new();
+    let c1 = s.claimed_by("w1", "builtin");
+    s.work("w1", &c1, LO, LO + 200);
+    let early = envelope::now();
+    let n = LO + 300;
+    let st = Synth::state(n);
+    s.checkpoint_line("w1", "invoke", 0, n, json!({}));
+    if row_after_orphan {
+        s.orphan_stamped(early);
+        s.write_unfenced(2, &st);
+    } else {
+        assert_eq!(c1.checkpoint(&st).unwrap(), 2);
+        s.orphan_stamped(early);
+    }
+    s.checkpoint_line("w1", "ok", 0, n, json!({"seq": 2}));
+    s.ship(2, &st);
+    s.spawn("w2", "builtin");
+    let mut c2 = s.start("w2", true);
+    s.work("w2", &c2, n, HI);
+    s.complete("w2", &mut c2);
+    s.check()
+}
+
+#[test]
+fn a_write_the_orphan_counted_is_not_stale_whatever_the_clocks_say() {
+    // found by the 3-host all-nemeses run (seed 20261202, host 1): sup4 ran
+    // on a faked clock; the orphan's record counted the row (checkpoints 107)
+    let r = orphan_stamped_before_the_write(false);
+    assert!(r.held, "{:#?}", all_violations(&r));
+}
+
+#[test]
+fn a_write_after_the_orphan_with_the_orphan_stamped_early_is_still_stale() {
+    let r = orphan_stamped_before_the_write(true);
+    let v = violations(&r, "fencing");
+    assert!(v.iter().any(|m| m.contains("stale write accepted")), "{v:#?}");
     assert!(!r.held);
 }
