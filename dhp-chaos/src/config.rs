@@ -91,11 +91,15 @@ pub enum FaultKind {
     /// workers and supervisors share) until ENOSPC, freed after a seeded
     /// 0.3–2 s.
     StoreFull,
+    /// PostgreSQL only: a seeded toxic (the [`FaultKind::Link`] vocabulary)
+    /// on the proxy between the workers and the database server, for a
+    /// seeded 0.2–1.5 s.
+    DbLink,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -110,6 +114,7 @@ impl FaultKind {
         FaultKind::Link,
         FaultKind::DiskFull,
         FaultKind::StoreFull,
+        FaultKind::DbLink,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -129,6 +134,7 @@ impl FaultKind {
             FaultKind::Link => "link",
             FaultKind::DiskFull => "disk-full",
             FaultKind::StoreFull => "store-full",
+            FaultKind::DbLink => "db-link",
         }
     }
 
@@ -170,7 +176,7 @@ pub fn parse_fault_mix(s: &str) -> Result<Vec<(FaultKind, f64)>> {
 }
 
 /// The nemesis families of `--nemesis` (issue 17's vocabulary).
-pub const NEMESES: [&str; 8] = ["kill", "pause", "failpoint", "partition", "link", "host", "clock", "disk"];
+pub const NEMESES: [&str; 9] = ["kill", "pause", "failpoint", "partition", "link", "host", "clock", "disk", "db-link"];
 
 /// What `--nemesis` chose: scheduled fault kinds with their default
 /// weights, and the families that are settings rather than scheduled faults.
@@ -204,6 +210,7 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
             "partition" => n.mix.push((FaultKind::Partition, 8.0)),
             "host" => n.mix.push((FaultKind::HostDeath, 4.0)),
             "link" => n.mix.push((FaultKind::Link, 8.0)),
+            "db-link" => n.mix.push((FaultKind::DbLink, 8.0)),
             "disk" => {
                 n.disk = true;
                 n.mix.push((FaultKind::DiskFull, 4.0));
@@ -215,7 +222,7 @@ pub fn parse_nemesis(s: &str, tcp: bool) -> Result<Nemesis> {
     }
     n.mix.dedup_by_key(|(k, _)| *k);
     if n.mix.is_empty() {
-        bail!("--nemesis needs at least one of kill, pause, partition, link, host, disk (failpoint and clock alone schedule no faults)");
+        bail!("--nemesis needs at least one of kill, pause, partition, link, host, disk, db-link (failpoint and clock alone schedule no faults)");
     }
     Ok(n)
 }

@@ -228,10 +228,10 @@ struct RunArgs {
     /// supervisors, workers and transport server; host K ships to host K+1 over TCP (implies --ship tcp).
     #[arg(long)]
     hosts: Option<u32>,
-    /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk (partition and host
-    /// need --hosts; link needs --ship tcp or --hosts; clock without --clock skews 30% of processes; disk without
-    /// --disk puts the transport server's logs on a 1m tmpfs and, with SQLite, the store on a 16m one via
-    /// --store-disk). Sets --faults (default weights) and
+    /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk,db-link (partition and host
+    /// need --hosts; link needs --ship tcp or --hosts; db-link a PostgreSQL store; clock without --clock skews 30% of
+    /// processes; disk without --disk puts the transport server's logs on a 1m tmpfs and, with SQLite, the store on a
+    /// 16m one via --store-disk). Sets --faults (default weights) and
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     nemesis: Option<String>,
@@ -632,6 +632,7 @@ fn run(a: RunArgs) -> Result<i32> {
     for e in &engines {
         let engine = if e.label == "sqlite" { "sqlite" } else { "postgres" };
         db_faults::check_allowed(&fault_mix, engine, e.label == "postgres", e.url.as_deref(), a.pg_data.as_deref())?;
+        db_faults::check_db_link(&fault_mix, engine, e.url.as_deref())?;
     }
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();

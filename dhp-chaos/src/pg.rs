@@ -132,3 +132,90 @@ pub fn export_to(url: &str, schema: &str, path: &Path) -> Result<()> {
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt made")).context("exporting the PostgreSQL store"))
 }
+
+/// The server a `postgres://…` URL names, as one socket address (the
+/// upstream of the workers' link proxy, `db-link` faults). Refused for what
+/// a proxy cannot stand in for: a Unix socket, several hosts, or a host or
+/// port given as a query parameter (`host=`, `hostaddr=`, `port=`).
+pub fn server_addr(url: &str) -> Result<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let (_, query) = url.split_once('?').unwrap_or((url, ""));
+    if let Some(kv) = query.split('&').find(|kv| ["host=", "hostaddr=", "port="].iter().any(|p| kv.starts_with(p))) {
+        let key = kv.split('=').next().unwrap_or(kv);
+        bail!("db-link faults rewrite the URL's host:port; {} gives {key}= as a parameter", mask(url));
+    }
+    let cfg = postgres::Config::from_str(url).with_context(|| format!("parsing {}", mask(url)))?;
+    let host = match cfg.get_hosts() {
+        [postgres::config::Host::Tcp(h)] => h.clone(),
+        [postgres::config::Host::Unix(_)] => {
+            bail!("db-link faults need a TCP server; {} names a Unix socket", mask(url))
+        }
+        [] => "localhost".to_string(),
+        _ => bail!("db-link faults proxy one server; {} names several hosts", mask(url)),
+    };
+    let port = match cfg.get_ports() {
+        [] => 5432,
+        [p] => *p,
+        _ => bail!("db-link faults proxy one server; {} names several ports", mask(url)),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let addrs: Vec<std::net::SocketAddr> =
+        (host.as_str(), port).to_socket_addrs().with_context(|| format!("resolving {host}:{port}"))?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .with_context(|| format!("{host}:{port} resolves to no address"))
+}
+
+/// `url` with its `host[:port]` replaced by `via` — credentials, database
+/// and parameters (`schema=` included) kept — so a worker reaches the
+/// server through the link proxy. [`server_addr`] must accept `url` first.
+pub fn via_proxy(url: &str, via: std::net::SocketAddr) -> Result<String> {
+    let start = url.find("://").map(|i| i + 3).with_context(|| format!("{} is not a URL", mask(url)))?;
+    let rest = &url[start..];
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host_at = authority.rfind('@').map_or(0, |i| i + 1);
+    if authority[host_at..].contains(',') {
+        bail!("db-link faults proxy one server; {} names several hosts", mask(url));
+    }
+    Ok(format!("{}{}{via}{}", &url[..start], &authority[..host_at], &rest[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn via_proxy_keeps_credentials_database_and_schema() {
+        let via: std::net::SocketAddr = "127.0.0.1:40001".parse().unwrap();
+        assert_eq!(
+            via_proxy("postgres://u:p%40w@127.0.0.1:5433/dhp?schema=chaos_1_0", via).unwrap(),
+            "postgres://u:p%40w@127.0.0.1:40001/dhp?schema=chaos_1_0"
+        );
+        assert_eq!(via_proxy("postgresql://db.example/x", via).unwrap(), "postgresql://127.0.0.1:40001/x");
+        assert_eq!(
+            via_proxy("postgres://u@[::1]:5432?sslmode=disable", via).unwrap(),
+            "postgres://u@127.0.0.1:40001?sslmode=disable"
+        );
+        assert!(via_proxy("postgres://u@h1:5432,h2:5432/db", via).is_err());
+    }
+
+    #[test]
+    fn server_addr_takes_one_tcp_server_only() {
+        assert_eq!(server_addr("postgres://u:pw@127.0.0.1:5433/dhp").unwrap().to_string(), "127.0.0.1:5433");
+        assert_eq!(server_addr("postgres://u@127.0.0.1/dhp").unwrap().port(), 5432);
+        for bad in [
+            "postgres://u@%2Ftmp%2Fsock/dhp",
+            "postgres://u@127.0.0.1:1,127.0.0.1:2/dhp",
+            "postgres://u@127.0.0.1/dhp?host=/tmp",
+            "postgres://u@127.0.0.1/dhp?port=5999",
+        ] {
+            let e = server_addr(bad).expect_err(bad).to_string();
+            assert!(e.contains("db-link") || e.contains("parsing"), "{bad}: {e}");
+            assert!(!e.contains("pw"), "{e}");
+        }
+    }
+}

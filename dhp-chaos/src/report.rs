@@ -296,6 +296,19 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             sum(|e| e.store_full)
         );
     }
+    if rounds.iter().any(|r| r.faults_by_kind.contains_key("db-link")) {
+        let waits: Vec<&crate::check::EnvFacts> =
+            rounds.iter().map(|r| &r.env).filter(|e| e.db_link_blackhole_ops > 0).collect();
+        let _ = writeln!(
+            s,
+            "db-link: {} orphan(s) caused (availability cost: liveness connection cut, or lease run out behind the link), {} worker operation(s) cut (indeterminate); blackhole → the held operation's reply: p50 {:.0} ms (the worst round's), max {:.0} ms (n={})",
+            sum(|e| e.db_link_orphans),
+            sum(|e| e.db_link_indeterminate),
+            waits.iter().map(|e| e.db_link_blackhole_wait_p50_s).fold(0.0, f64::max) * 1000.0,
+            waits.iter().map(|e| e.db_link_blackhole_wait_max_s).fold(0.0, f64::max) * 1000.0,
+            sum(|e| e.db_link_blackhole_ops)
+        );
+    }
     let _ = writeln!(s, "detection latency:");
     let _ = writeln!(s, "  worker SIGKILL → orphan   {}", lat(&t.detection_worker_kill));
     let _ = writeln!(

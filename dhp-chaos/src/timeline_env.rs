@@ -1,5 +1,5 @@
 //! The link, clock and disk row of the timeline: a band per link fault
-//! (blue, toxic in its title) and per full disk (brown; the store's darker), from the fault to
+//! (blue; the workers' database link teal; toxic in its title) and per full disk (brown; the store's darker), from the fault to
 //! its heal; a tick per process started with a faked clock (its offset and
 //! rate in the title).
 
@@ -19,6 +19,7 @@ pub(crate) fn draw(svg: &mut String, h: &History, x: &dyn Fn(f64) -> f64, y: f64
     for e in chaos().filter(|e| e.op() == "fault") {
         let (heal, fill, what) = match e.s("kind") {
             Some("link") => ("link-heal", "#48c", e.get("toxic").map(Value::to_string).unwrap_or_default()),
+            Some("db-link") => ("link-heal", "#2a9", e.get("toxic").map(Value::to_string).unwrap_or_default()),
             Some("disk-full") => ("disk-heal", "#a63", format!("{} ballast bytes", e.u("ballast_bytes").unwrap_or(0))),
             Some("store-full") => ("disk-heal", "#752", format!("{} ballast bytes", e.u("ballast_bytes").unwrap_or(0))),
             _ => continue,
@@ -48,6 +49,6 @@ pub(crate) fn draw(svg: &mut String, h: &History, x: &dyn Fn(f64) -> f64, y: f64
         );
     }
     if any {
-        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">link ▬ disk ▬ clock |</text>"#, y + 9.0);
+        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">link ▬ db-link ▬ disk ▬ clock |</text>"#, y + 9.0);
     }
 }

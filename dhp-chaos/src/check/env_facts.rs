@@ -27,6 +27,25 @@ pub struct EnvFacts {
     /// Times the SQLite store's disk was filled (`--store-disk`).
     #[serde(default)]
     pub store_full: u64,
+    /// Orphans a `db-link` fault caused (worker-died: its liveness
+    /// connection was cut; lease-expired: its heartbeat was held past the
+    /// lease): the availability cost of the workers' database link faults.
+    #[serde(default)]
+    pub db_link_orphans: u64,
+    /// Workers' operations that a `db-link` fault cut (failed while it was
+    /// on): indeterminate.
+    #[serde(default)]
+    pub db_link_indeterminate: u64,
+    /// Seconds from a blackhole on the workers' database link to the reply
+    /// (or error) of each worker operation it held: p50 and max (0: none).
+    #[serde(default)]
+    pub db_link_blackhole_wait_p50_s: f64,
+    /// See [`EnvFacts::db_link_blackhole_wait_p50_s`].
+    #[serde(default)]
+    pub db_link_blackhole_wait_max_s: f64,
+    /// Worker operations held by a blackhole (the sample of the two above).
+    #[serde(default)]
+    pub db_link_blackhole_ops: u64,
     /// A few false orphans, for people.
     pub examples: Vec<String>,
 }
@@ -39,6 +58,7 @@ pub(crate) fn facts(cx: &Ctx<'_>) -> EnvFacts {
         store_full: cx.ix.observes.iter().filter(|o| o.s("what") == Some("store-full")).count() as u64,
         ..EnvFacts::default()
     };
+    db_link_facts(cx, &mut out);
     let killed_by = |p: &str, t: f64| {
         cx.ix.exits.get(p).is_some_and(|x| *x <= t)
             || cx.ix.faults.iter().any(|f| f.s("victim") == Some(p) && f.s("signal") == Some("KILL") && f.t() <= t)
@@ -73,6 +93,36 @@ pub(crate) fn facts(cx: &Ctx<'_>) -> EnvFacts {
         }
     }
     out
+}
+
+/// The `db-link` figures: orphans the faults caused, operations they cut,
+/// and how long a blackhole held the workers' operations.
+fn db_link_facts(cx: &Ctx<'_>, out: &mut EnvFacts) {
+    let ws = super::db_link::windows(&cx.ix, f64::INFINITY);
+    if ws.is_empty() {
+        return;
+    }
+    let timing = &cx.meta["config"]["timing"];
+    let ttl = timing["lease_interval_s"].as_f64().unwrap_or(0.0) * timing["lease_max_missed"].as_f64().unwrap_or(0.0);
+    out.db_link_orphans = cx
+        .ix
+        .orphans
+        .iter()
+        .filter(|o| {
+            o.previous_holder.as_deref().is_some_and(|h| {
+                cx.ix.spawns.get(h).is_some_and(|s| s.role == "worker")
+                    && !cx.ix.faults.iter().any(|f| f.s("victim") == Some(h) && f.t() <= o.t)
+            })
+        })
+        .filter(|o| super::db_link::explains(&ws, o.reason.as_deref(), o.t, ttl))
+        .count() as u64;
+    out.db_link_indeterminate =
+        cx.ix.ops.iter().filter(|o| o.indeterminate && ws.iter().any(|w| super::db_link::cut_by(o, w))).count() as u64;
+    let mut waits = super::db_link::blackhole_waits(&cx.ix, &ws);
+    waits.sort_by(f64::total_cmp);
+    out.db_link_blackhole_ops = waits.len() as u64;
+    out.db_link_blackhole_wait_p50_s = waits.get(waits.len() / 2).copied().unwrap_or(0.0);
+    out.db_link_blackhole_wait_max_s = waits.last().copied().unwrap_or(0.0);
 }
 
 /// Was `p` SIGSTOPped at `t` (stopped before, not continued since)?

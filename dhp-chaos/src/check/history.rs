@@ -85,6 +85,8 @@ pub(crate) struct Index<'a> {
     pub(crate) resumes: Vec<&'a Ev>,
     /// Network faults of a `--hosts` round (partition start and heal).
     pub(crate) nemesis: Vec<&'a Ev>,
+    /// Link toxics cleared (`link-heal`, with the `fault_id` they end).
+    pub(crate) heals: Vec<&'a Ev>,
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
     /// The `exit` events themselves (code, signal), in history order.
@@ -108,6 +110,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         provisions: Vec::new(),
         resumes: Vec::new(),
         nemesis: Vec::new(),
+        heals: Vec::new(),
         exits: HashMap::new(),
         exit_events: Vec::new(),
         processes_with_history: HashSet::new(),
@@ -140,6 +143,7 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                 "provision" => ix.provisions.push(e),
                 "resume" => ix.resumes.push(e),
                 "nemesis" => ix.nemesis.push(e),
+                "link-heal" => ix.heals.push(e),
                 "exit" => {
                     if let Some(name) = e.s("name") {
                         ix.exits.insert(name.to_string(), e.t());

@@ -14,6 +14,7 @@
 
 mod census;
 mod ctx;
+mod db_link;
 mod env_facts;
 mod faults;
 mod findings;
@@ -87,6 +88,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let store = load::load_round_store(&paths.store)?;
     let mut ix = history::index(&history);
     indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
+    db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let cx = Ctx::new(dir, &meta, &ix, &store);
 
     // Run every invariant, then file: a handoff whose trouble starts at a

@@ -182,6 +182,11 @@ impl Proxy {
         self.inner.accepted.load(Ordering::SeqCst)
     }
 
+    /// Connections open through the proxy right now.
+    pub fn open_connections(&self) -> usize {
+        self.live().len()
+    }
+
     /// The active toxic.
     pub fn toxic(&self) -> Option<Toxic> {
         self.inner.active().map(|a| a.toxic)

@@ -100,6 +100,23 @@ pub fn check_allowed(
     }
 }
 
+/// `db-link` faults put a proxy between the workers and the PostgreSQL
+/// server: refused on SQLite (no link to cut) and for a URL the proxy cannot
+/// stand in for (see [`crate::pg::server_addr`]); `url` is `None` for a
+/// cluster the run owns (always TCP on 127.0.0.1).
+pub fn check_db_link(mix: &[(FaultKind, f64)], engine: &str, url: Option<&str>) -> Result<()> {
+    if !mix.iter().any(|(k, w)| *k == FaultKind::DbLink && *w > 0.0) {
+        return Ok(());
+    }
+    if engine != "postgres" {
+        bail!("db-link faults cut the link between workers and PostgreSQL: they need --store postgres or a postgres:// URL");
+    }
+    if let Some(u) = url {
+        crate::pg::server_addr(u)?;
+    }
+    Ok(())
+}
+
 /// `--pg-data` is only for a `--store postgres://…` run.
 pub fn check_pg_data_used(pg_data: Option<&Path>, url_store: bool) -> std::result::Result<(), DbFaultRefusal> {
     match pg_data {

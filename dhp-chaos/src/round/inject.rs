@@ -81,6 +81,9 @@ impl Driver<'_> {
         if kind == FaultKind::Link {
             return self.inject_link();
         }
+        if kind == FaultKind::DbLink {
+            return self.inject_db_link();
+        }
         if kind == FaultKind::DiskFull {
             return self.inject_disk_full();
         }
@@ -157,6 +160,7 @@ impl Driver<'_> {
             | FaultKind::DbTerminateBackend
             | FaultKind::DbStall
             | FaultKind::Link
+            | FaultKind::DbLink
             | FaultKind::DiskFull
             | FaultKind::StoreFull => {}
             FaultKind::Pause => {

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 mod clock;
 pub mod db_faults;
+mod db_link;
 mod disk;
 mod inject;
 mod link;
@@ -162,6 +163,10 @@ pub struct Driver<'a> {
     transport_due: Option<f64>,
     /// The link-fault proxy between shippers and the transport server (`--ship tcp`).
     proxy: Option<crate::proxy::Proxy>,
+    /// `db-link` faults: the proxy between the workers and PostgreSQL.
+    db_proxy: Option<crate::proxy::Proxy>,
+    /// The toxic switched on the database link: (fault id, when to clear it, toxic).
+    db_link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     /// `--disk`: the tmpfs under the transport server's logs.
     tmpfs: Option<disk::Tmpfs>,
     /// The disk is full: (fault id, when to free it).
@@ -248,6 +253,8 @@ impl<'a> Driver<'a> {
             transport_due: None,
             proxy: None,
             link_on: None,
+            db_proxy: None,
+            db_link_on: None,
             tmpfs: None,
             disk_full: None,
             store_disk: store_disk::StoreDisk::default(),
@@ -381,6 +388,7 @@ impl<'a> Driver<'a> {
             self.spawn_transport()?;
             self.start_proxy()?;
         }
+        self.start_db_proxy()?;
         self.start_processes()
     }
 
@@ -454,6 +462,7 @@ impl<'a> Driver<'a> {
         self.provision()?;
         self.db_tick(false)?;
         self.heal_link(false);
+        self.heal_db_link(false);
         self.heal_disk(false);
         if self.all_terminal() || hist::now() >= self.fault_end {
             return Ok(true);
@@ -479,6 +488,7 @@ impl<'a> Driver<'a> {
     pub fn stop_faults(&mut self) {
         self.db_stall_disarm();
         self.heal_link(true);
+        self.heal_db_link(true);
         self.heal_disk(true);
         self.t_faults_end =
             self.hist.record("round", json!({"phase": "faults-stopped", "all_terminal": self.all_terminal()}));
@@ -544,6 +554,7 @@ impl<'a> Driver<'a> {
         self.reap(false)?;
         // every connection through it is closed; its ack record is complete
         self.proxy = None;
+        self.db_proxy = None;
         if let Some(mut m) = self.tmpfs.take() {
             m.unmount()?;
         }

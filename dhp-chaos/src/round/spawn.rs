@@ -190,7 +190,8 @@ impl Driver<'_> {
         ship: String,
     ) -> Result<Vec<String>> {
         prefix.extend([
-            self.store_arg(),
+            // through the database link proxy when there is one (db-link)
+            self.worker_store_arg()?,
             "--runner".into(),
             name.to_string(),
             mode.into(),

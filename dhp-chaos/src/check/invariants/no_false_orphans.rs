@@ -23,11 +23,16 @@ const RETAKE_S: f64 = 2.0;
 /// are counted in a note; an orphan while the holder's session was intact
 /// is a violation (terminating one of the worker's other backends does not
 /// excuse it; a stopped worker, `db-stall`, is faulted like a paused one).
+/// A `db-link` toxic that closes connections (reset, cut-after, a blackhole
+/// with a timeout) cuts the liveness session the same way: counted in a
+/// note too (`check/db_link.rs`).
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     let mut lease_orphans_of_unfaulted = 0usize;
     let mut session_cut = 0usize;
     let outages = crate::check::faults::db_outages(cx);
+    let links = crate::check::db_link::windows(&cx.ix, f64::INFINITY);
+    let mut link_cut = 0usize;
     for o in &cx.ix.orphans {
         let Some(holder) = o.previous_holder.as_deref() else { continue };
         if holder == ORPHANED {
@@ -51,6 +56,8 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
                 if faulted || (exited && !wrote_after) {
                 } else if cut_by_crash {
                     session_cut += 1;
+                } else if crate::check::db_link::explains(&links, o.reason.as_deref(), o.t, 0.0) {
+                    link_cut += 1;
                 } else {
                     let why = if exited {
                         "was not faulted and recorded operations after the orphan (alive)"
@@ -72,6 +79,11 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     if session_cut > 0 {
         out.note(format!(
             "{session_cut} worker-died orphan(s) of live workers whose liveness session the database crash cut (the lock went with the server; fenced, by design)"
+        ));
+    }
+    if link_cut > 0 {
+        out.note(format!(
+            "{link_cut} worker-died orphan(s) of live workers whose liveness connection a db-link fault cut (the lock went with the connection; fenced, by design)"
         ));
     }
     if lease_orphans_of_unfaulted > 0 {
