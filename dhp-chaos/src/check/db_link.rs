@@ -107,3 +107,30 @@ pub(crate) fn blackhole_waits(ix: &Index<'_>, ws: &[Window]) -> Vec<f64> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(toxic: &str, cuts: bool) -> Window {
+        Window { t: 100.0, heal: 101.0, toxic: toxic.into(), cuts }
+    }
+
+    #[test]
+    fn only_a_cut_link_explains_a_worker_died_orphan() {
+        let reset = [w("reset", true)];
+        assert!(explains(&reset, Some("worker-died"), 100.5, 0.6));
+        assert!(explains(&reset, Some("worker-died"), 101.0 + RETAKE_S, 0.6));
+        // before the fault, or long after its heal: not the fault's
+        assert!(!explains(&reset, Some("worker-died"), 99.9, 0.6));
+        assert!(!explains(&reset, Some("worker-died"), 101.1 + RETAKE_S, 0.6));
+        // a slowed link keeps the liveness session: a worker-died orphan stays unexplained
+        for slow in ["latency", "bandwidth", "blackhole", "slow-close"] {
+            assert!(!explains(&[w(slow, false)], Some("worker-died"), 100.5, 0.6), "{slow}");
+        }
+        // but it can hold the heartbeat past the lease
+        assert!(explains(&[w("blackhole", false)], Some("lease-expired"), 101.5, 0.6));
+        assert!(!explains(&[w("blackhole", false)], Some("lease-expired"), 101.1 + 0.6 + RETAKE_S, 0.6));
+        assert!(!explains(&[], Some("worker-died"), 100.5, 0.6));
+    }
+}
