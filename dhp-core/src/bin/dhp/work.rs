@@ -2,17 +2,21 @@
 //! checkpoint to a log file or a TCP transport server.
 
 use crate::failure::{bad_flag, usage, Failure};
-use crate::{open_runner, Output, STOPPED};
+use crate::{Output, STOPPED};
 use clap::ValueEnum;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::{check_hid, check_worker_id};
 use dhp_core::history::History;
-use dhp_core::store::OpenMode;
+use dhp_core::runner::Runner;
+use dhp_core::store::deadline::Watchdog;
+use dhp_core::store::{open_root, Backend, OpenMode, OpenedRoot, StoreLocation};
 use dhp_core::transport::{net, FileShipper, Shipper};
 use dhp_core::worker::{self, Outcome, Start, WorkOptions};
 use dhp_core::{Config, Error};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Longest `--pace` (seconds).
 pub const MAX_PACE_S: f64 = 3_600.0;
@@ -109,7 +113,7 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
         Some(_) => Some(positive_duration("--ship-timeout", a.ship_timeout, MAX_SHIP_TIMEOUT_S).map_err(bad_flag)?),
         None => None,
     };
-    let (r, dir) = open_runner(&a.root, OpenMode::Existing, &a.runner, cfg.clone())?;
+    let (r, dir) = open_worker_runner(&a.root, &a.runner, cfg.clone())?;
     let history = open_history(a.history.as_deref(), &a.runner)?;
     let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {
         (Some(addr), Some(t)) => Some(Box::new(tcp_shipper(&a, addr, dir.as_deref(), t, &cfg)?)),
@@ -142,6 +146,30 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
             Ok((v, text))
         }
     }
+}
+
+/// The worker's runner. On a database store (no store directory) every
+/// round trip is watched against a deadline of max(lease TTL, 1 s) — the
+/// bound the server itself puts on a session idle inside a transaction: a
+/// link that hangs without a TCP error (a stuck proxy or pooler) would
+/// otherwise block the worker for ever. The lease cannot outlive such a
+/// call, so the worker exits with a store error (exit 11) as if the
+/// connection had broken; the supervisor orphans its handoff.
+fn open_worker_runner(root: &Path, id: &str, cfg: Config) -> Result<(Runner, Option<PathBuf>), Failure> {
+    if !matches!(StoreLocation::from_path(root)?, StoreLocation::Postgres(_)) {
+        let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;
+        return Ok((Runner::new(backend, id, cfg)?, dir));
+    }
+    let limit = Duration::from_millis(dhp_core::store::postgres::idle_in_transaction_ms());
+    let as_json = crate::failure::wants_json(&std::env::args_os().collect::<Vec<_>>());
+    let dog = Watchdog::start(limit, move |e| Failure::from(e).exit(as_json))?;
+    // opening connects: its handshake can hang behind the same link
+    let OpenedRoot { backend, dir } = {
+        let _open = dog.call();
+        open_root(root, OpenMode::Existing)?
+    };
+    let backend: Arc<dyn Backend> = dog.wrap(backend);
+    Ok((Runner::new(backend, id, cfg)?, dir))
 }
 
 fn tcp_shipper(
