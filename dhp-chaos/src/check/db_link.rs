@@ -91,7 +91,8 @@ pub(crate) fn explains(ws: &[Window], reason: Option<&str>, t: f64, ttl: f64) ->
 
 /// How long workers stayed blind behind a blackhole: for every operation
 /// in flight while one was on, seconds from the blackhole (or the
-/// operation's start, if later) to its reply or error. A blackhole without
+/// operation's start, if later) to its reply or error — or to the worker's
+/// exit, if it gave up without one. A blackhole without
 /// timeout holds the bytes in the proxy and the TCP connection stays up
 /// (the proxy's kernel acknowledges them), so the worker learns of it only
 /// when the bytes move again or the connection closes.
@@ -99,13 +100,22 @@ pub(crate) fn blackhole_waits(ix: &Index<'_>, ws: &[Window]) -> Vec<f64> {
     let mut out = Vec::new();
     for w in ws.iter().filter(|w| w.toxic == "blackhole") {
         for o in &ix.ops {
-            let Some(out_t) = o.out_t else { continue };
+            // no reply: the worker gave up and exited (its store deadline),
+            // unless the harness killed it
+            let Some(out_t) = o.out_t.or_else(|| gave_up(ix, &o.process)) else { continue };
             if o.invoke_t <= w.heal && out_t >= w.t && ix.spawns.get(&o.process).is_some_and(|s| s.role == "worker") {
                 out.push(out_t - o.invoke_t.max(w.t));
             }
         }
     }
     out
+}
+
+/// When `p` exited on its own (no kill of the harness's before it).
+fn gave_up(ix: &Index<'_>, p: &str) -> Option<f64> {
+    let t = *ix.exits.get(p)?;
+    let killed = ix.faults.iter().any(|f| f.s("victim") == Some(p) && f.s("signal") == Some("KILL") && f.t() <= t);
+    (!killed).then_some(t)
 }
 
 #[cfg(test)]

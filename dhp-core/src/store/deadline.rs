@@ -24,10 +24,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The calls in flight, by id, with when they began.
+/// The calls in flight, by id, with when they began and how long they may take.
 #[derive(Default)]
 struct Watch {
-    calls: Mutex<BTreeMap<u64, Instant>>,
+    calls: Mutex<BTreeMap<u64, (Instant, Duration)>>,
     next: AtomicU64,
     stop: AtomicBool,
 }
@@ -36,15 +36,16 @@ struct Watch {
 pub struct InFlight<'a>(&'a Watch, u64);
 
 impl Watch {
-    fn begin(&self) -> InFlight<'_> {
+    fn begin(&self, limit: Duration) -> InFlight<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, Instant::now());
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, (Instant::now(), limit));
         InFlight(self, id)
     }
 
-    /// How long the oldest call in flight has waited.
-    fn oldest(&self) -> Option<Duration> {
-        self.calls.lock().unwrap_or_else(|p| p.into_inner()).values().min().map(Instant::elapsed)
+    /// A call in flight past its limit: how long it waited, and its limit.
+    fn overdue(&self) -> Option<(Duration, Duration)> {
+        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        calls.values().map(|(t, limit)| (t.elapsed(), *limit)).find(|(waited, limit)| waited > limit)
     }
 }
 
@@ -59,6 +60,7 @@ impl Drop for InFlight<'_> {
 pub struct Watchdog {
     watch: Arc<Watch>,
     limit: Duration,
+    connect_limit: Duration,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -85,9 +87,14 @@ pub fn expired(waited: Duration, limit: Duration) -> Error {
 
 impl Watchdog {
     /// Start watching: `on_expired` gets the error of the first call found
-    /// waiting longer than `limit` (checked every `limit / 10`, at most
-    /// every 100 ms).
-    pub fn start(limit: Duration, on_expired: impl FnOnce(Error) + Send + 'static) -> Result<Watchdog> {
+    /// waiting longer than `limit` — `connect_limit` for one that opens a
+    /// connection (its handshake is several round trips) — checked every
+    /// `limit / 10`, at most every 100 ms.
+    pub fn start(
+        limit: Duration,
+        connect_limit: Duration,
+        on_expired: impl FnOnce(Error) + Send + 'static,
+    ) -> Result<Watchdog> {
         let watch = Arc::new(Watch::default());
         let w = watch.clone();
         let tick = (limit / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
@@ -96,20 +103,25 @@ impl Watchdog {
             .spawn(move || {
                 while !w.stop.load(Ordering::Relaxed) {
                     std::thread::sleep(tick);
-                    if let Some(waited) = w.oldest().filter(|d| *d > limit) {
+                    if let Some((waited, limit)) = w.overdue() {
                         on_expired(expired(waited, limit));
                         return;
                     }
                 }
             })
             .map_err(|e| Error::validation_from(format!("cannot start the store deadline watcher: {e}"), e))?;
-        Ok(Watchdog { watch, limit })
+        Ok(Watchdog { watch, limit, connect_limit: connect_limit.max(limit) })
     }
 
-    /// Watch one call (e.g. opening the store: its handshake can hang too)
-    /// until the guard is dropped.
+    /// Watch one round trip until the guard is dropped.
     pub fn call(&self) -> InFlight<'_> {
-        self.watch.begin()
+        self.watch.begin(self.limit)
+    }
+
+    /// Watch one call that opens a connection (opening the store: its
+    /// handshake can hang too) until the guard is dropped.
+    pub fn connecting(&self) -> InFlight<'_> {
+        self.watch.begin(self.connect_limit)
     }
 
     /// Watch every call of `inner` from now on.
@@ -148,7 +160,7 @@ impl Backend for Deadline {
 
     fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
         // a new connection: its handshake can hang behind the same link
-        let _call = self.dog.call();
+        let _call = self.dog.connecting();
         self.inner.publish_liveness(holder)
     }
 

@@ -148,24 +148,30 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     }
 }
 
-/// The worker's runner. On a database store (no store directory) every
-/// round trip is watched against a deadline of max(lease TTL, 1 s) — the
-/// bound the server itself puts on a session idle inside a transaction: a
+/// The worker's runner. On a PostgreSQL store every round trip is watched
+/// against a deadline of max(lease TTL, 1 s) — the bound the server itself
+/// puts on a session idle inside a transaction; opening a connection
+/// against the connect timeout (5 s unless the URL says otherwise): a
 /// link that hangs without a TCP error (a stuck proxy or pooler) would
 /// otherwise block the worker for ever. The lease cannot outlive such a
 /// call, so the worker exits with a store error (exit 11) as if the
 /// connection had broken; the supervisor orphans its handoff.
 fn open_worker_runner(root: &Path, id: &str, cfg: Config) -> Result<(Runner, Option<PathBuf>), Failure> {
-    if !matches!(StoreLocation::from_path(root)?, StoreLocation::Postgres(_)) {
+    let StoreLocation::Postgres(pg) = StoreLocation::from_path(root)? else {
         let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;
         return Ok((Runner::new(backend, id, cfg)?, dir));
-    }
+    };
     let limit = Duration::from_millis(dhp_core::store::postgres::idle_in_transaction_ms());
+    // a connection's handshake is several round trips: the URL's connect
+    // timeout (or the default) bounds it instead, if longer
+    let connect = std::str::FromStr::from_str(&pg.url)
+        .ok()
+        .and_then(|c: postgres::Config| c.get_connect_timeout().copied())
+        .unwrap_or(dhp_core::store::postgres::DEFAULT_CONNECT_TIMEOUT);
     let as_json = crate::failure::wants_json(&std::env::args_os().collect::<Vec<_>>());
-    let dog = Watchdog::start(limit, move |e| Failure::from(e).exit(as_json))?;
-    // opening connects: its handshake can hang behind the same link
+    let dog = Watchdog::start(limit, connect, move |e| Failure::from(e).exit(as_json))?;
     let OpenedRoot { backend, dir } = {
-        let _open = dog.call();
+        let _open = dog.connecting();
         open_root(root, OpenMode::Existing)?
     };
     let backend: Arc<dyn Backend> = dog.wrap(backend);
