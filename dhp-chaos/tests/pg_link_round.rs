@@ -36,7 +36,12 @@ fn db_link_faults_between_workers_and_postgres_keep_every_invariant() {
     );
     assert_eq!(r.code, 0, "every invariant must hold under db-link faults\n{}", r.dump());
     let round = &r.results["rounds"][0];
-    assert!(round["faults_by_kind"]["db-link"].as_u64().unwrap_or(0) >= 3, "{:#}\n{}", round["faults_by_kind"], r.dump());
+    assert!(
+        round["faults_by_kind"]["db-link"].as_u64().unwrap_or(0) >= 3,
+        "{:#}\n{}",
+        round["faults_by_kind"],
+        r.dump()
+    );
     let hist = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
     let faults: Vec<serde_json::Value> = hist
         .lines()

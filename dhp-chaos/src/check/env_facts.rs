@@ -98,7 +98,7 @@ pub(crate) fn facts(cx: &Ctx<'_>) -> EnvFacts {
 /// The `db-link` figures: orphans the faults caused, operations they cut,
 /// and how long a blackhole held the workers' operations.
 fn db_link_facts(cx: &Ctx<'_>, out: &mut EnvFacts) {
-    let ws = super::db_link::windows(&cx.ix, f64::INFINITY);
+    let ws = super::db_link::windows(cx.ix, cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     if ws.is_empty() {
         return;
     }
@@ -118,7 +118,7 @@ fn db_link_facts(cx: &Ctx<'_>, out: &mut EnvFacts) {
         .count() as u64;
     out.db_link_indeterminate =
         cx.ix.ops.iter().filter(|o| o.indeterminate && ws.iter().any(|w| super::db_link::cut_by(o, w))).count() as u64;
-    let mut waits = super::db_link::blackhole_waits(&cx.ix, &ws);
+    let mut waits = super::db_link::blackhole_waits(cx.ix, &ws);
     waits.sort_by(f64::total_cmp);
     out.db_link_blackhole_ops = waits.len() as u64;
     out.db_link_blackhole_wait_p50_s = waits.get(waits.len() / 2).copied().unwrap_or(0.0);

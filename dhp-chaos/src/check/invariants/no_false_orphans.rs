@@ -31,7 +31,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut lease_orphans_of_unfaulted = 0usize;
     let mut session_cut = 0usize;
     let outages = crate::check::faults::db_outages(cx);
-    let links = crate::check::db_link::windows(&cx.ix, f64::INFINITY);
+    let links = crate::check::db_link::windows(cx.ix, cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let mut link_cut = 0usize;
     for o in &cx.ix.orphans {
         let Some(holder) = o.previous_holder.as_deref() else { continue };
