@@ -73,7 +73,7 @@ impl std::fmt::Debug for Watchdog {
 /// `StoreError`, [`StoreErrorKind::Connection`]).
 pub fn expired(waited: Duration, limit: Duration) -> Error {
     let detail = format!(
-        "no reply for {:.1} s (limit {:.1} s): the link to the database or the server hangs; the lease cannot have survived it",
+        "no reply for {:.1} s (limit {:.1} s): the link to the database, or the server, hangs or is too slow to keep a lease",
         waited.as_secs_f64(),
         limit.as_secs_f64()
     );
