@@ -20,14 +20,17 @@ fn database_faults_are_injected_recorded_and_survived() {
             "4",
             "--dlq-handoffs",
             "0",
+            // enough work that claims and recoveries (client-side
+            // transactions, the only ones a db-stall can catch: checkpoints
+            // are one statement) go on for the whole fault phase
             "--chunks",
-            "150",
+            "300",
             "--fault-seconds",
             "15",
             "--fault-interval",
             "0.4,0.8",
             "--faults",
-            "db-crash=1,db-terminate-backend=2,db-stall=4",
+            "db-crash=1,db-terminate-backend=2,db-stall=6",
             "--failpoint-rate",
             "0",
             // faults start once work is under way, however loaded the machine
