@@ -114,6 +114,9 @@ struct Snapshot {
     /// hid → (holder, fence)
     own: HashMap<String, (String, i64)>,
     leader: Option<String>,
+    /// The leadership row (holder, `expires_at`) as stored; on SQLite the
+    /// expiry is on the holder's clock, which may be faked.
+    leadership: Option<(String, f64)>,
     /// hid → number of checkpoints
     ckpts: HashMap<String, i64>,
 }
@@ -141,6 +144,8 @@ pub struct Driver<'a> {
     rng_clock: StdRng,
     /// libfaketime, when clock faults are on.
     libfaketime: Option<PathBuf>,
+    /// Supervisors started on a faked clock: name → (spawn time, skew).
+    sup_skews: HashMap<String, (f64, crate::clock::Skew)>,
     hist: Writer,
     table: Table,
     db: Option<Connection>,
@@ -234,6 +239,7 @@ impl<'a> Driver<'a> {
             rng_misc: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0002),
             rng_clock: StdRng::seed_from_u64(cfg.seed ^ 0x5eed_5a17_0000_0004),
             libfaketime,
+            sup_skews: HashMap::new(),
             table: Table::default(),
             db: None,
             pg: None,

@@ -51,6 +51,18 @@ impl Driver<'_> {
         }
     }
 
+    /// The holder of an unexpired SQLite leadership row. Each supervisor
+    /// writes the expiry on its own clock; a faked one is put back on the
+    /// real clock first (else a leader on a slow clock looks expired).
+    fn current_leader(&self, row: Option<&(String, f64)>) -> Option<String> {
+        let (holder, exp) = row?;
+        let exp = match self.sup_skews.get(holder) {
+            Some((started, skew)) => skew.real_time(*started, *exp),
+            None => *exp,
+        };
+        (exp >= hist::now()).then(|| holder.clone())
+    }
+
     /// Read statuses, ownership, leadership; record what changed.
     pub(super) fn monitor(&mut self) {
         let (new, dv) = if self.cfg.pg_url.is_some() {
@@ -60,7 +72,8 @@ impl Driver<'_> {
         } else {
             let Some(db) = &self.db else { return };
             let dv: Option<i64> = db.query_row("PRAGMA data_version", [], |r| r.get(0)).ok();
-            let Ok(new) = read_sqlite(db) else { return };
+            let Ok(mut new) = read_sqlite(db) else { return };
+            new.leader = self.current_leader(new.leadership.as_ref());
             (new, dv)
         };
         let now = hist::now();
@@ -135,13 +148,10 @@ fn read_sqlite(db: &Connection) -> rusqlite::Result<Snapshot> {
         let (h, holder, fence) = r?;
         s.own.insert(h, (holder, fence));
     }
+    // judged in `monitor`: the expiry is on the holder's clock
     let mut st = db.prepare_cached("SELECT holder, expires_at FROM leadership WHERE id = 1")?;
-    let now = hist::now();
     for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?)))? {
-        let (holder, exp) = r?;
-        if exp >= now {
-            s.leader = Some(holder);
-        }
+        s.leadership = Some(r?);
     }
     let mut st = db.prepare_cached("SELECT hid, MAX(seq) + 1 FROM checkpoints GROUP BY hid")?;
     for r in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {

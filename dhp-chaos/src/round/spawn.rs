@@ -242,6 +242,9 @@ impl Driver<'_> {
         let skew = self.clock_env(&mut env);
         let p = procs::spawn(Spec::service(name.clone(), Role::Supervisor, imp, argv, env), &self.paths.procs)?;
         let mut rec = json!({"name": name, "spawned_pid": p.pid, "role": "supervisor", "impl": imp});
+        if let Some(sk) = skew {
+            self.sup_skews.insert(name.clone(), (hist::now(), sk));
+        }
         merge(&mut rec, clock::spawn_fields(skew));
         self.hist.record("spawn", rec);
         self.table.procs.push(p);
