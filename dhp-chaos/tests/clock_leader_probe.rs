@@ -32,10 +32,10 @@ fn a_leader_on_a_slow_clock_is_still_seen_as_the_leader() {
                     seen.insert(h.to_string());
                 }
             }
-            ("spawn", "event") if s("role") == "supervisor" => {
-                if v["clock"]["offset_s"].as_f64().is_some_and(|o| o < -1.0) {
-                    behind.insert(s("name"));
-                }
+            ("spawn", "event")
+                if s("role") == "supervisor" && v["clock"]["offset_s"].as_f64().is_some_and(|o| o < -1.0) =>
+            {
+                behind.insert(s("name"));
             }
             _ => {}
         }
