@@ -315,3 +315,29 @@ pub(crate) fn supervisor_argv(
         }
     })
 }
+
+/// Dispatch one census handoff over `[lo, hi)` by `chunk` with `dhp
+/// dispatch --create` on `store`; its handoff id.
+pub(crate) fn dispatch_census(
+    dhp: &Path,
+    store: String,
+    (lo, hi): (u64, u64),
+    chunk: u64,
+    max_attempts: i64,
+) -> Result<String> {
+    let out = Command::new(dhp)
+        .args(["--json", "dispatch", "--create"])
+        .arg(store)
+        .arg("--census")
+        .arg(format!("{lo},{hi},{chunk}"))
+        .arg("--max-attempts")
+        .arg(max_attempts.to_string())
+        .args(["--created-by", "dhp-chaos"])
+        .output()
+        .with_context(|| format!("running {} dispatch", dhp.display()))?;
+    if !out.status.success() {
+        anyhow::bail!("dhp dispatch failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("dhp dispatch --json output")?;
+    Ok(v["hid"].as_str().context("dhp dispatch printed no hid")?.to_string())
+}

@@ -35,6 +35,16 @@ pub struct Handoff {
     pub own: Option<(String, i64)>,
 }
 
+impl Handoff {
+    /// The store holds the checkpoint an acknowledgement named: its `seq`
+    /// and the chunk (`next_n`) it carried, where the acknowledgement says.
+    pub(crate) fn holds_checkpoint(&self, seq: Option<i64>, next_n: Option<u64>) -> bool {
+        self.ckpts
+            .iter()
+            .any(|c| seq.is_none_or(|s| s == c.seq) && next_n.is_none_or(|n| c.state["next_n"].as_u64() == Some(n)))
+    }
+}
+
 /// Read a SQLite store (read-only).
 pub(crate) fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     let cx = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)

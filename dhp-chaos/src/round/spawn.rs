@@ -13,24 +13,7 @@ impl Driver<'_> {
         for i in 0..self.cfg.handoffs {
             let (lo, hi) = self.cfg.lo_hi(i);
             let max_att = if dlq.contains(&i) { self.cfg.dlq_max_attempts } else { self.cfg.max_attempts };
-            let out = std::process::Command::new(&self.cfg.dhp)
-                .arg("--json")
-                .arg("dispatch")
-                .arg("--create")
-                .arg(self.store_arg())
-                .arg("--census")
-                .arg(format!("{lo},{hi},{}", self.cfg.chunk))
-                .arg("--max-attempts")
-                .arg(max_att.to_string())
-                .arg("--created-by")
-                .arg("dhp-chaos")
-                .output()
-                .with_context(|| format!("running {} dispatch", self.cfg.dhp.display()))?;
-            if !out.status.success() {
-                bail!("dhp dispatch failed: {}", String::from_utf8_lossy(&out.stderr));
-            }
-            let v: Value = serde_json::from_slice(&out.stdout).context("dhp dispatch --json output")?;
-            let hid = v["hid"].as_str().context("dhp dispatch printed no hid")?.to_string();
+            let hid = procs::dispatch_census(&self.cfg.dhp, self.store_arg(), (lo, hi), self.cfg.chunk, max_att)?;
             self.hist.record(
                 "dispatch",
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att}),

@@ -104,21 +104,13 @@ impl<'a> Stage<'a> {
         let mut hids = Vec::new();
         for i in 0..self.cfg.handoffs {
             let (lo, hi) = self.cfg.lo_hi(i);
-            let out = std::process::Command::new(&self.cfg.dhp)
-                .args(["--json", "dispatch", "--create"])
-                .arg(self.store_arg())
-                .arg("--census")
-                .arg(format!("{lo},{hi},{}", self.cfg.chunk))
-                .arg("--max-attempts")
-                .arg(self.cfg.max_attempts.to_string())
-                .args(["--created-by", "dhp-chaos"])
-                .output()
-                .with_context(|| format!("running {} dispatch", self.cfg.dhp.display()))?;
-            if !out.status.success() {
-                bail!("dhp dispatch failed: {}", String::from_utf8_lossy(&out.stderr));
-            }
-            let v: Value = serde_json::from_slice(&out.stdout).context("dhp dispatch --json output")?;
-            let hid = v["hid"].as_str().context("dhp dispatch printed no hid")?.to_string();
+            let hid = procs::dispatch_census(
+                &self.cfg.dhp,
+                self.store_arg(),
+                (lo, hi),
+                self.cfg.chunk,
+                self.cfg.max_attempts,
+            )?;
             self.hist.record(
                 "dispatch",
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk,

@@ -20,10 +20,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             match o.op.as_str() {
                 "checkpoint" => {
                     out.checked += 1;
-                    let kept = f.h.ckpts.iter().any(|c| {
-                        o.seq.is_none_or(|s| s == c.seq)
-                            && o.next_n.is_none_or(|n| c.state["next_n"].as_u64() == Some(n))
-                    });
+                    let kept = f.h.holds_checkpoint(o.seq, o.next_n);
                     if !kept {
                         out.of(hid, format!(
                             "{}: {} was told checkpoint seq {} (next_n {}) committed at +{:.3}s; the database crashed at +{:.3}s and the store does not have it",
