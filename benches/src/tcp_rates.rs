@@ -4,7 +4,7 @@
 
 use crate::fixture::io_err;
 use crate::tcp::{ShipBed, TcpServer};
-use dhp_core::transport::net::{ClientTls, ServerTls, ShipMode};
+use dhp_core::transport::net::{ClientTls, ServerStats, ServerTls, ShipMode};
 use dhp_core::TransportKind;
 use dhp_core::{Error, Result};
 use serde_json::{json, Value};
@@ -69,6 +69,42 @@ pub fn ship_rate(
     shippers: usize,
     n: usize,
 ) -> Result<f64> {
+    ship_run(dir, fsync, tls, mode, shippers, n).map(|r| r.rate)
+}
+
+/// One shipping run: its rate, the server's counters, and the CPU time
+/// the process (shippers and server) used meanwhile.
+pub struct ShipRun {
+    /// Checkpoints per second.
+    pub rate: f64,
+    /// Wall time of the shipping, seconds.
+    pub secs: f64,
+    /// CPU seconds (user + system) of this process over the shipping.
+    pub cpu_secs: f64,
+    /// The server's counters (journal syncs and their timings).
+    pub stats: ServerStats,
+}
+
+/// User + system CPU seconds of this process so far (/proc/self/stat,
+/// clock ticks of 10 ms); 0 where that cannot be read.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
+/// [`ship_rate`] with the details.
+pub fn ship_run(
+    dir: &Path,
+    fsync: bool,
+    tls: Option<&(ServerTls, ClientTls)>,
+    mode: ShipMode,
+    shippers: usize,
+    n: usize,
+) -> Result<ShipRun> {
     let _ = std::fs::remove_dir_all(dir);
     let logs = dir.join("logs");
     let srv = TcpServer::start_with(&logs, fsync, tls.map(|t| t.0.clone()))?;
@@ -78,6 +114,7 @@ pub fn ship_rate(
         beds.push(ShipBed::with_tls(srv.addr(), mode, buf, 7_000 + i as u64, tls.map(|t| t.1.clone()))?);
     }
     let t0 = Instant::now();
+    let c0 = cpu_secs();
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         let hs: Vec<_> = beds
             .iter_mut()
@@ -95,6 +132,7 @@ pub fn ship_rate(
             .collect()
     });
     let secs = t0.elapsed().as_secs_f64();
+    let cpu = cpu_secs() - c0;
     for r in results {
         r?;
     }
@@ -107,7 +145,7 @@ pub fn ship_rate(
         ));
     }
     let _ = std::fs::remove_dir_all(dir);
-    Ok((shippers * n) as f64 / secs)
+    Ok(ShipRun { rate: (shippers * n) as f64 / secs, secs, cpu_secs: cpu, stats })
 }
 
 /// A `dhp transport` child process on a free loopback port.

@@ -36,6 +36,7 @@ mod journal;
 mod seqset;
 mod server;
 mod shipper;
+mod sync_stats;
 mod tls;
 mod trim;
 

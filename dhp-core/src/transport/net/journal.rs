@@ -25,6 +25,7 @@
 //! first record whose check fails (a torn write): nothing after it was
 //! ever acknowledged.
 
+use super::sync_stats::{Pending, SyncStats};
 use crate::error::{Error, Result};
 use crate::TransportKind;
 use sha2::{Digest, Sha256};
@@ -55,6 +56,8 @@ const SUFFIX: &str = ".dhpj";
 #[derive(Debug, Clone, Default)]
 struct Synced {
     pos: u64,
+    /// When the sync that made `pos` durable ended ([`SyncStats::now_ns`]).
+    at_ns: u64,
     failed: Option<Arc<str>>,
 }
 
@@ -75,6 +78,8 @@ struct Inner {
     dirty: HashSet<String>,
     /// The sync thread's view of `Synced::pos`.
     synced: u64,
+    /// Records written since the sync thread last took the pending ones.
+    pending: Pending,
     /// The sync thread sleeps on `wake` (an append must notify it).
     waiting: bool,
     stop: bool,
@@ -88,6 +93,7 @@ pub(crate) struct Journal {
     /// Test failpoint: pause before each journal sync.
     pause: Duration,
     rotate_bytes: u64,
+    pub(crate) stats: SyncStats,
 }
 
 /// A finished journal file and the logs whose lines it holds: once these
@@ -278,6 +284,8 @@ impl Journal {
             g.dirty.insert(hid.to_string());
         }
         let pos = g.written;
+        let now = self.stats.now_ns();
+        SyncStats::written(&mut g.pending, now);
         // One wake-up per batch: the sync thread, once woken, takes every
         // record written before it locks again.
         let wake = g.waiting;
@@ -293,15 +301,16 @@ impl Journal {
         self.lock().written
     }
 
-    /// Wait until the stream is durable up to `pos`.
-    pub(crate) async fn wait(&self, pos: u64) -> Result<()> {
+    /// Wait until the stream is durable up to `pos`; returns when the sync
+    /// that made it so ended ([`SyncStats::now_ns`]).
+    pub(crate) async fn wait(&self, pos: u64) -> Result<u64> {
         let mut rx = self.synced.subscribe();
         let s = rx
             .wait_for(|s| s.pos >= pos || s.failed.is_some())
             .await
             .map_err(|_| Error::transport(TransportKind::Journal, "journal sync thread stopped"))?;
         if s.pos >= pos {
-            return Ok(());
+            return Ok(s.at_ns);
         }
         Err(Error::transport(
             TransportKind::Journal,
@@ -317,13 +326,17 @@ impl Journal {
 
     fn publish(&self, pos: u64) {
         self.lock().synced = pos;
-        self.synced.send_modify(|s| s.pos = s.pos.max(pos));
+        let at_ns = self.stats.now_ns();
+        self.synced.send_modify(|s| {
+            s.pos = s.pos.max(pos);
+            s.at_ns = at_ns;
+        });
     }
 
     /// The sync thread: one `fdatasync` covers whatever is pending.
     fn sync_loop(self: Arc<Self>, retire: mpsc::Sender<Retired>) {
         loop {
-            let (target, file, path, rotate, grow) = {
+            let (target, file, path, rotate, grow, pending) = {
                 let mut g = self.lock();
                 while g.written == g.synced && !g.stop {
                     g.waiting = true;
@@ -335,14 +348,17 @@ impl Journal {
                 }
                 let rotate = g.file_len >= self.rotate_bytes;
                 let grow = !rotate && g.zeroed_to.saturating_sub(g.file_len) < GROW_BELOW;
-                (g.written, g.file.clone(), g.path.clone(), rotate, grow)
+                let pending = std::mem::take(&mut g.pending);
+                (g.written, g.file.clone(), g.path.clone(), rotate, grow, pending)
             };
             if !self.pause.is_zero() {
                 std::thread::sleep(self.pause);
             }
+            let start = self.stats.now_ns();
             if let Err(e) = file.sync_data() {
                 return self.fail(&Error::io(&path, e));
             }
+            self.stats.synced(pending, start, self.stats.now_ns().saturating_sub(start));
             self.publish(target);
             let next = if rotate {
                 self.rotate().map(|r| {
@@ -434,6 +450,7 @@ impl JournalHandle {
                 torn: false,
                 dirty: HashSet::new(),
                 synced: 0,
+                pending: Pending::default(),
                 waiting: false,
                 stop: false,
             }),
@@ -441,6 +458,7 @@ impl JournalHandle {
             synced: watch::Sender::new(Synced::default()),
             pause,
             rotate_bytes,
+            stats: SyncStats::default(),
         });
         let (tx, rx) = mpsc::channel();
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {

@@ -193,6 +193,17 @@ impl Prepared {
             stats.logs_cached = cache.map.len() as u64;
             stats.logs_evicted = cache.evicted;
         }
+        if let Some(j) = &srv.journal {
+            use super::sync_stats::SyncStats as S;
+            let s = &j.stats;
+            stats.journal_syncs = S::get(&s.syncs);
+            stats.journal_lines_synced = S::get(&s.records);
+            stats.journal_sync_ns = S::get(&s.sync_ns);
+            stats.journal_wait_ns = S::get(&s.wait_ns);
+            stats.journal_linger_ns = S::get(&s.linger_ns);
+            stats.durable_acks = S::get(&s.acks);
+            stats.durable_ack_ns = S::get(&s.ack_ns);
+        }
         Ok(stats)
     }
 }

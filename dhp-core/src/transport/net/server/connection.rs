@@ -231,12 +231,17 @@ impl Srv {
             if more || pending.is_empty() {
                 continue;
             }
+            // When the sync covering the held acks ended (fsync only).
+            let mut synced_at = None;
             if let (Some(pos), Some(j)) = (need.take(), &self.journal) {
-                if let Err(e) = j.wait(pos).await {
-                    // No ack for lines that may not be durable: the
-                    // client reconnects and re-sends (deduplicated).
-                    tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
-                    break;
+                match j.wait(pos).await {
+                    Ok(at) => synced_at = Some((j, at)),
+                    Err(e) => {
+                        // No ack for lines that may not be durable: the
+                        // client reconnects and re-sends (deduplicated).
+                        tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
+                        break;
+                    }
                 }
             }
             let write = tokio::time::timeout(idle, async {
@@ -254,6 +259,9 @@ impl Srv {
                 } => false,
             };
             pending.clear();
+            if let (Some((j, at)), true) = (synced_at, wrote) {
+                j.stats.acked(j.stats.now_ns().saturating_sub(at));
+            }
             if !wrote {
                 tracing::debug!(%peer, "transport: client not reading replies; closing");
                 break;

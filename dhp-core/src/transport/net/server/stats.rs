@@ -42,6 +42,23 @@ pub struct ServerStats {
     pub logs_cached: u64,
     /// Handoff logs dropped from memory while the server ran.
     pub logs_evicted: u64,
+    /// Group commit (fsync on): journal syncs that covered lines, and the
+    /// lines they covered (their ratio is the lines per sync).
+    pub journal_syncs: u64,
+    /// Lines (journal records) covered by those syncs.
+    pub journal_lines_synced: u64,
+    /// Total time inside those syncs, ns.
+    pub journal_sync_ns: u64,
+    /// Over every line: from its journal write to the start of the sync
+    /// that covered it, ns (total).
+    pub journal_wait_ns: u64,
+    /// Time the sync thread waited for more lines before a sync, ns (total).
+    pub journal_linger_ns: u64,
+    /// Batches of held acks sent.
+    pub durable_acks: u64,
+    /// Over those batches: from the end of the covering sync to the
+    /// reply's write returning, ns (total).
+    pub durable_ack_ns: u64,
 }
 
 #[derive(Default)]
@@ -87,6 +104,7 @@ impl Counters {
             unauthenticated_evicted: 0,
             logs_cached: 0,
             logs_evicted: 0,
+            ..Default::default()
         }
     }
 }
