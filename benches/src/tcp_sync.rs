@@ -24,7 +24,6 @@ fn detail(r: &ShipRun, shippers: usize, n: usize) -> Value {
         "lines_per_sync": per(s.journal_lines_synced, s.journal_syncs),
         "sync_us": per(s.journal_sync_ns, s.journal_syncs) / 1e3,
         "write_to_sync_us": per(s.journal_wait_ns, s.journal_lines_synced) / 1e3,
-        "linger_us": per(s.journal_linger_ns, s.journal_syncs) / 1e3,
         "sync_to_ack_us": per(s.durable_ack_ns, s.durable_acks) / 1e3,
     })
 }

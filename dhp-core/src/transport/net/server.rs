@@ -200,7 +200,6 @@ impl Prepared {
             stats.journal_lines_synced = S::get(&s.records);
             stats.journal_sync_ns = S::get(&s.sync_ns);
             stats.journal_wait_ns = S::get(&s.wait_ns);
-            stats.journal_linger_ns = S::get(&s.linger_ns);
             stats.durable_acks = S::get(&s.acks);
             stats.durable_ack_ns = S::get(&s.ack_ns);
         }

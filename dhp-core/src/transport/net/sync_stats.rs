@@ -17,8 +17,6 @@ pub(crate) struct SyncStats {
     /// Over every record: from its write to the start of the sync that
     /// covered it.
     pub(crate) wait_ns: AtomicU64,
-    /// Time the sync leader waited for more lines before syncing.
-    pub(crate) linger_ns: AtomicU64,
     /// Held ack batches sent, and over them: from the end of the sync
     /// that covered them to their write to the socket returning.
     pub(crate) acks: AtomicU64,
@@ -33,7 +31,6 @@ impl Default for SyncStats {
             records: AtomicU64::new(0),
             sync_ns: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
-            linger_ns: AtomicU64::new(0),
             acks: AtomicU64::new(0),
             ack_ns: AtomicU64::new(0),
         }
@@ -74,10 +71,6 @@ impl SyncStats {
         add(&self.records, p.n);
         add(&self.sync_ns, took_ns);
         add(&self.wait_ns, u64::try_from(waited).unwrap_or(u64::MAX));
-    }
-
-    pub(crate) fn lingered(&self, ns: u64) {
-        add(&self.linger_ns, ns);
     }
 
     /// A batch of held acks left `ns` after the sync covering it ended.

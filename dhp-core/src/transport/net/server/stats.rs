@@ -52,8 +52,6 @@ pub struct ServerStats {
     /// Over every line: from its journal write to the start of the sync
     /// that covered it, ns (total).
     pub journal_wait_ns: u64,
-    /// Time the sync thread waited for more lines before a sync, ns (total).
-    pub journal_linger_ns: u64,
     /// Batches of held acks sent.
     pub durable_acks: u64,
     /// Over those batches: from the end of the covering sync to the
