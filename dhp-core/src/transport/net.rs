@@ -31,7 +31,6 @@
 //!   resumes from the server's `ack_seq` and replays what the server lacks
 //!   from its local buffer log; every wait is bounded.
 
-mod durable;
 mod gate;
 mod journal;
 mod seqset;

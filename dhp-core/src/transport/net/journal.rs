@@ -25,7 +25,6 @@
 //! first record whose check fails (a torn write): nothing after it was
 //! ever acknowledged.
 
-use super::durable::Durable;
 use super::sync_stats::{Pending, SyncStats};
 use crate::error::{Error, Result};
 use crate::TransportKind;
@@ -38,6 +37,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// A journal file past this size is rotated and checkpointed.
 pub(crate) const ROTATE_BYTES: u64 = 32 << 20;
@@ -48,6 +48,18 @@ const GROW_BELOW: u64 = 1 << 20;
 const HEADER: &str = "dhp-transport-journal 1\n";
 const PREFIX: &str = "journal-";
 const SUFFIX: &str = ".dhpj";
+
+/// What the sync thread has made durable: every byte of the journal's
+/// logical stream below `pos`, unless a sync failed (then nothing more is
+/// ever acknowledged: after a failed fsync the page cache cannot be
+/// trusted).
+#[derive(Debug, Clone, Default)]
+struct Synced {
+    pos: u64,
+    /// When the sync that made `pos` durable ended ([`SyncStats::now_ns`]).
+    at_ns: u64,
+    failed: Option<Arc<str>>,
+}
 
 struct Inner {
     /// Shared with the sync thread, which syncs it without the lock.
@@ -77,7 +89,7 @@ pub(crate) struct Journal {
     dir: PathBuf,
     inner: Mutex<Inner>,
     wake: Condvar,
-    durable: Durable,
+    synced: watch::Sender<Synced>,
     /// Test failpoint: pause before each journal sync.
     pause: Duration,
     rotate_bytes: u64,
@@ -241,7 +253,7 @@ impl Journal {
     /// Record `line` of handoff `hid`; returns the stream position the
     /// sync thread must pass before the line may be acknowledged.
     pub(crate) fn append(&self, hid: &str, line: &str) -> Result<u64> {
-        if let Some(f) = self.durable.failed() {
+        if let Some(f) = &self.synced.borrow().failed {
             return Err(Error::transport(TransportKind::Journal, format!("journal sync failed earlier: {f}")));
         }
         let mut rec = String::with_capacity(hid.len() + line.len() + 12);
@@ -292,17 +304,33 @@ impl Journal {
     /// Wait until the stream is durable up to `pos`; returns when the sync
     /// that made it so ended ([`SyncStats::now_ns`]).
     pub(crate) async fn wait(&self, pos: u64) -> Result<u64> {
-        self.durable.wait(pos).await
+        let mut rx = self.synced.subscribe();
+        let s = rx
+            .wait_for(|s| s.pos >= pos || s.failed.is_some())
+            .await
+            .map_err(|_| Error::transport(TransportKind::Journal, "journal sync thread stopped"))?;
+        if s.pos >= pos {
+            return Ok(s.at_ns);
+        }
+        Err(Error::transport(
+            TransportKind::Journal,
+            format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?")),
+        ))
     }
 
     fn fail(&self, e: &Error) {
         tracing::error!(error = %e, "transport: journal sync failed; no further acks until restart");
-        self.durable.fail(Arc::from(e.to_string()));
+        let msg: Arc<str> = Arc::from(e.to_string());
+        self.synced.send_modify(|s| s.failed = Some(msg));
     }
 
     fn publish(&self, pos: u64) {
         self.lock().synced = pos;
-        self.durable.publish(pos, self.stats.now_ns());
+        let at_ns = self.stats.now_ns();
+        self.synced.send_modify(|s| {
+            s.pos = s.pos.max(pos);
+            s.at_ns = at_ns;
+        });
     }
 
     /// The sync thread: one `fdatasync` covers whatever is pending.
@@ -427,7 +455,7 @@ impl JournalHandle {
                 stop: false,
             }),
             wake: Condvar::new(),
-            durable: Durable::default(),
+            synced: watch::Sender::new(Synced::default()),
             pause,
             rotate_bytes,
             stats: SyncStats::default(),
@@ -459,7 +487,7 @@ impl JournalHandle {
             let _ = t.join();
         }
         let j = &self.journal;
-        if let Some(f) = j.durable.failed() {
+        if let Some(f) = &j.synced.borrow().failed {
             return Err(Error::transport(TransportKind::Journal, format!("journal not checkpointed: {f}")));
         }
         let (path, dirty) = {
