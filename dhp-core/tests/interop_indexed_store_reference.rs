@@ -13,12 +13,13 @@ use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::{Config, Runner, Supervisor};
 use serde_json::json;
 
-const INDEXES: [&str; 7] = [
+const INDEXES: [&str; 8] = [
     "dhprs_ownership_lease",
     "dhprs_ownership_holder",
     "dhprs_ownership_updated",
     "dhprs_handoffs_updated",
-    "dhprs_progress_updated",
+    "dhprs_progress_repeats",
+    "dhprs_checkpoints_first",
     "dhprs_approvals_pending",
     "dhprs_handoffs_status",
 ];

@@ -18,7 +18,8 @@ use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use super::writer_queue::WriterQueue;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 #[cfg(test)]
@@ -114,10 +115,17 @@ CREATE INDEX IF NOT EXISTS dhprs_ownership_lease ON ownership(lease_expires_at) 
 CREATE INDEX IF NOT EXISTS dhprs_ownership_holder ON ownership(holder, hid);
 CREATE INDEX IF NOT EXISTS dhprs_ownership_updated ON ownership(updated_at, hid);
 CREATE INDEX IF NOT EXISTS dhprs_handoffs_updated ON handoffs(updated_at, hid);
-CREATE INDEX IF NOT EXISTS dhprs_progress_updated ON progress(updated_at, hid);
+CREATE INDEX IF NOT EXISTS dhprs_progress_repeats ON progress(updated_at, hid) WHERE digest_repeat_count > 0;
+CREATE INDEX IF NOT EXISTS dhprs_checkpoints_first ON checkpoints(at, hid) WHERE seq = 0;
 CREATE INDEX IF NOT EXISTS dhprs_approvals_pending ON approvals(expires_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS dhprs_handoffs_status ON handoffs((CASE WHEN json_valid(envelope_json) THEN json_extract(envelope_json, '$.execution.status') END), hid);
 "#;
+
+/// Indexes of earlier dhp-rs versions that [`EXTRA_INDEXES_SQL`] replaced,
+/// dropped on open: `dhprs_progress_updated` (every progress row by
+/// `updated_at`) cost every checkpoint one more WAL page, rewriting its
+/// entry, for changes the scan need not see (docs/scale.md).
+pub const DROPPED_INDEXES_SQL: &str = "DROP INDEX IF EXISTS dhprs_progress_updated;";
 
 /// The file next to the database that dhp-rs writers `flock` before
 /// `BEGIN IMMEDIATE`: waiting writers sleep in the kernel and are woken
@@ -152,6 +160,8 @@ pub const DB_FILE: &str = "dhp.sqlite3";
 pub struct SqliteStore {
     root: PathBuf,
     conn: Mutex<Connection>,
+    /// The writers' queue, mapped at the first write transaction.
+    queue: OnceLock<Option<WriterQueue>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -233,7 +243,7 @@ impl SqliteStore {
         conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
         conn.execute_batch("PRAGMA synchronous=FULL;")?;
         migrate(&conn)?;
-        Ok(SqliteStore { root, conn: Mutex::new(conn) })
+        Ok(SqliteStore { root, conn: Mutex::new(conn), queue: OnceLock::new() })
     }
 
     /// The store root directory.
@@ -279,6 +289,7 @@ impl SqliteStore {
 fn migrate(conn: &Connection) -> Result<()> {
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(SCHEMA_SQL)?;
+    tx.execute_batch(DROPPED_INDEXES_SQL)?;
     tx.execute_batch(EXTRA_INDEXES_SQL)?;
     let found: Option<i64> = tx.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
     if found.is_none_or(|v| v < SCHEMA_VERSION) {
@@ -336,7 +347,12 @@ impl Backend for SqliteStore {
             // interleaved by another process.
             Mode::Write => TransactionBehavior::Immediate,
         };
-        // Queue on the writer lock first (held until the transaction ends).
+        // Queue for the writer lock first, then take it (both held until
+        // the transaction ends; the lock is released first, then the turn).
+        let _turn = match mode {
+            Mode::Write => self.queue.get_or_init(|| WriterQueue::open(&self.root)).as_ref().and_then(|q| q.enter()),
+            Mode::Read => None,
+        };
         let _writer = match mode {
             Mode::Write => writer_lock(&self.root),
             Mode::Read => None,
@@ -439,11 +455,22 @@ const EXPIRED_LEASES: &str = "SELECT o.hid FROM ownership o \
                               AND (CASE WHEN json_valid(h.envelope_json) THEN \
                               json_extract(h.envelope_json, '$.execution.status') END) = 'running'";
 
-/// Rows written at or after ?1: three range scans of the `(updated_at,
-/// hid)` indexes, no table reads.
+/// Rows written at or after ?1 (?2: the same time as the reference's ISO
+/// text), four covering index ranges, no table reads: handoffs and
+/// ownership rows; progress rows with a repeated digest (the writes that
+/// bring a stall closer); and first checkpoints (seq 0, `at` compared as
+/// text: one format, UTC, fixed width up to the seconds), which give a
+/// handoff its first stall deadline. A later checkpoint only moves that
+/// deadline later: the deadline already tracked falls due early, the
+/// handoff is checked and not stalled, and its new deadline is read then
+/// (`supervisor/tracker.rs`). Leaving those out of the indexes is what
+/// keeps a checkpoint from rewriting an index page (docs/scale.md).
 const CHANGED_SINCE: &str = "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1 \
                              UNION ALL SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1 \
-                             UNION ALL SELECT hid, updated_at FROM progress WHERE updated_at >= ?1";
+                             UNION ALL SELECT hid, updated_at FROM progress \
+                             WHERE digest_repeat_count > 0 AND updated_at >= ?1 \
+                             UNION ALL SELECT hid, (julianday(at) - 2440587.5) * 86400.0 FROM checkpoints \
+                             WHERE seq = 0 AND at >= ?2";
 
 /// Whether a pending approval expired before ?1 (the pending index).
 const APPROVALS_TO_EXPIRE: &str = "SELECT 1 FROM approvals WHERE status='pending' AND expires_at < ?1 LIMIT 1";
@@ -614,7 +641,8 @@ impl Tx for SqliteTx<'_> {
 
     fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
         let mut st = self.c.prepare_cached(CHANGED_SINCE)?;
-        let rows = st.query_map([since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let iso = envelope::iso_of(since);
+        let rows = st.query_map(params![since, iso], |r| Ok((r.get(0)?, r.get::<_, Option<f64>>(1)?.unwrap_or(since))))?;
         Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
     }
 

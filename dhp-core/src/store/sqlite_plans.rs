@@ -46,13 +46,18 @@ fn expired_leases_read_the_partial_lease_index() {
 }
 
 #[test]
-fn changes_are_three_covering_index_ranges() {
+fn changes_are_four_covering_index_ranges() {
     let (_d, s) = store();
     let p = plan(&s, CHANGED_SINCE);
     no_scan(&p);
-    for t in ["handoffs", "ownership", "progress"] {
+    for t in ["handoffs", "ownership"] {
         uses(&p, &format!("USING COVERING INDEX dhprs_{t}_updated (updated_at>?)"));
     }
+    // The partial indexes: their WHERE is the query's, spelled the same.
+    uses(&p, "USING COVERING INDEX dhprs_progress_repeats (updated_at>?)");
+    uses(&p, "USING COVERING INDEX dhprs_checkpoints_first (at>?)");
+    assert!(EXTRA_INDEXES_SQL.contains("WHERE digest_repeat_count > 0"));
+    assert!(EXTRA_INDEXES_SQL.contains("WHERE seq = 0"));
 }
 
 #[test]
