@@ -28,7 +28,7 @@ fn a_checkpoint_commits_no_dhprs_index_page() {
     // A store as an older dhp-rs left it: the full progress index.
     drop(SqliteStore::open(dir.path()).unwrap());
     let c = rusqlite::Connection::open(dir.path().join("dhp.sqlite3")).unwrap();
-    c.execute_batch("CREATE INDEX dhprs_progress_updated ON progress(updated_at, hid)").unwrap();
+    c.execute_batch("CREATE INDEX IF NOT EXISTS dhprs_progress_updated ON progress(updated_at, hid)").unwrap();
     drop(c);
     let r = Runner::open(dir.path(), "w", Config::default()).unwrap();
     assert!(!index_exists(dir.path(), "dhprs_progress_updated"), "dropped on open");

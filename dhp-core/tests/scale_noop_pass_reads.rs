@@ -5,12 +5,16 @@
 //! with nothing to do — change reads, due deadlines, the leader's renewal,
 //! an incremental consistency pass — runs exactly as many instructions
 //! with 2,000 running handoffs as with 200; so does a pass after ten of
-//! them checkpointed.
+//! them checkpointed again (which only moves their stall deadlines later,
+//! so the pass does not read them: their old deadlines fall due first), and
+//! a pass after ten of them reported a repeated activity digest (which
+//! brings a stall closer, so the pass reads them).
 
 use dhp_core::clock::ManualClock;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::runner::{checkpoint_many, CheckpointItem};
 use dhp_core::store::SqliteStore;
+use dhp_core::lease::Lease;
 use dhp_core::{Clock, Config, Runner, Supervisor};
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -102,6 +106,22 @@ impl Fixture {
         for r in checkpoint_many(self.runner.store().as_ref(), &self.run_cfg, &items).unwrap() {
             r.unwrap();
         }
+        self.steps_of_one_pass()
+    }
+
+    /// VM instructions of one pass after the first `k` handoffs reported
+    /// the same activity digest twice, a second earlier.
+    fn steps_after_digests(&self, k: usize) -> u64 {
+        for (hid, fence) in &self.held[..k] {
+            let lease = Lease::presented(hid, *fence).unwrap();
+            for _ in 0..2 {
+                self.runner.note_activity(&lease, "same").unwrap();
+            }
+        }
+        self.steps_of_one_pass()
+    }
+
+    fn steps_of_one_pass(&self) -> u64 {
         self.hand.advance(1.0);
         let steps = self.store.count_vm_steps();
         assert!(self.sup.scan().unwrap().is_empty());
@@ -117,8 +137,12 @@ fn a_pass_reads_what_changed_whatever_the_number_of_running_handoffs() {
     eprintln!("13 no-op passes: {noop_small} VM instructions at 200 running, {noop_big} at 2,000");
     assert!(noop_small > 0, "the counter counts");
     assert_eq!(noop_small, noop_big, "no-op passes read something per running handoff");
-    let (ten_small, ten_big) = (small.steps_after_checkpoints(10), big.steps_after_checkpoints(10));
-    eprintln!("a pass after 10 checkpoints: {ten_small} VM instructions at 200 running, {ten_big} at 2,000");
-    assert!(ten_small > noop_small / 13, "the changed handoffs were read");
+    let (cp_small, cp_big) = (small.steps_after_checkpoints(10), big.steps_after_checkpoints(10));
+    eprintln!("a pass after 10 checkpoints: {cp_small} VM instructions at 200 running, {cp_big} at 2,000");
+    assert_eq!(cp_small, cp_big, "a pass after ten checkpoints read something per running handoff");
+    assert!(cp_small < noop_small / 13 * 2, "the re-checkpointed handoffs were not read");
+    let (ten_small, ten_big) = (small.steps_after_digests(10), big.steps_after_digests(10));
+    eprintln!("a pass after 10 repeated digests: {ten_small} VM instructions at 200 running, {ten_big} at 2,000");
+    assert!(ten_small > noop_small / 13 * 2, "the changed handoffs were read");
     assert_eq!(ten_small, ten_big, "a pass after ten changes read something per running handoff");
 }

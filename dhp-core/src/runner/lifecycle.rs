@@ -15,7 +15,7 @@ use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
-use crate::store::{CheckpointRow, Ownership, Progress, Tx};
+use crate::store::{CheckpointRow, Ownership, Tx};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -357,8 +357,7 @@ pub(super) fn append_checkpoint(
     }
     let t = cfg.clock.now_in(tx)?;
     // A checkpoint resets the stall clock and the digest counter.
-    let last_digest = tx.progress(hid)?.and_then(|p| p.last_digest);
-    tx.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)?;
+    tx.progress_checkpointed(hid, t)?;
     let mut env = None;
     if steps > 0 {
         let mut e = load(tx, hid)?;

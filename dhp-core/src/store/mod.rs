@@ -438,6 +438,13 @@ pub trait Tx {
     fn progress(&mut self, hid: &str) -> Result<Option<Progress>>;
     /// Write the handoff's progress row (insert or overwrite).
     fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()>;
+    /// A checkpoint at `t`: the stall clock restarts and the digest counter
+    /// goes to 0, the last digest is kept (the row is made if missing).
+    /// Backends may do it in one statement instead of a read and a write.
+    fn progress_checkpointed(&mut self, hid: &str, t: f64) -> Result<()> {
+        let last_digest = self.progress(hid)?.and_then(|p| p.last_digest);
+        self.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)
+    }
     /// Live, running handoffs with no checkpoint since `cutoff` or a digest
     /// repeated `max_repeats` times.
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>>;

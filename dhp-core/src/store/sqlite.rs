@@ -893,6 +893,18 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
+    fn progress_checkpointed(&mut self, hid: &str, t: f64) -> Result<()> {
+        // One upsert, no read: the last digest stays as it is.
+        self.c
+            .prepare_cached(
+                "INSERT INTO progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at) \
+                 VALUES (?1, ?2, NULL, 0, ?2) ON CONFLICT(hid) DO UPDATE SET \
+                 last_checkpoint_at=excluded.last_checkpoint_at, digest_repeat_count=0, updated_at=excluded.updated_at",
+            )?
+            .execute(params![hid, t])?;
+        Ok(())
+    }
+
     fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
         // Running handoffs first (status index), not every progress row
         // ever written (completed handoffs keep theirs).
