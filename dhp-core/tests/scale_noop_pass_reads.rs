@@ -12,9 +12,9 @@
 
 use dhp_core::clock::ManualClock;
 use dhp_core::envelope::{self, BuildOptions};
+use dhp_core::lease::Lease;
 use dhp_core::runner::{checkpoint_many, CheckpointItem};
 use dhp_core::store::SqliteStore;
-use dhp_core::lease::Lease;
 use dhp_core::{Clock, Config, Runner, Supervisor};
 use serde_json::json;
 use std::sync::atomic::Ordering;

@@ -15,10 +15,10 @@ use super::{
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 
+use super::writer_queue::WriterQueue;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use super::writer_queue::WriterQueue;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -642,7 +642,8 @@ impl Tx for SqliteTx<'_> {
     fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
         let mut st = self.c.prepare_cached(CHANGED_SINCE)?;
         let iso = envelope::iso_of(since);
-        let rows = st.query_map(params![since, iso], |r| Ok((r.get(0)?, r.get::<_, Option<f64>>(1)?.unwrap_or(since))))?;
+        let rows =
+            st.query_map(params![since, iso], |r| Ok((r.get(0)?, r.get::<_, Option<f64>>(1)?.unwrap_or(since))))?;
         Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
     }
 

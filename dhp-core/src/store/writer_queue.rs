@@ -128,13 +128,8 @@ mod imp {
 
     impl Shared {
         pub(super) fn open(path: &Path) -> Option<Shared> {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
-                .ok()?;
+            let file =
+                std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).ok()?;
             // One initialiser at a time: an exclusive flock of the queue
             // file itself (not the writer lock: nobody waits on this one
             // longer than an initialisation).
