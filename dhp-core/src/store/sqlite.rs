@@ -115,7 +115,7 @@ CREATE INDEX IF NOT EXISTS dhprs_ownership_lease ON ownership(lease_expires_at) 
 CREATE INDEX IF NOT EXISTS dhprs_ownership_holder ON ownership(holder, hid);
 CREATE INDEX IF NOT EXISTS dhprs_ownership_updated ON ownership(updated_at, hid);
 CREATE INDEX IF NOT EXISTS dhprs_handoffs_updated ON handoffs(updated_at, hid);
-CREATE INDEX IF NOT EXISTS dhprs_progress_repeats ON progress(updated_at, hid) WHERE digest_repeat_count > 0;
+CREATE INDEX IF NOT EXISTS dhprs_progress_repeats ON progress(updated_at, hid, digest_repeat_count) WHERE digest_repeat_count > 0;
 CREATE INDEX IF NOT EXISTS dhprs_checkpoints_first ON checkpoints(at, hid) WHERE seq = 0;
 CREATE INDEX IF NOT EXISTS dhprs_approvals_pending ON approvals(expires_at) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS dhprs_handoffs_status ON handoffs((CASE WHEN json_valid(envelope_json) THEN json_extract(envelope_json, '$.execution.status') END), hid);
