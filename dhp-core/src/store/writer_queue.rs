@@ -18,9 +18,20 @@
 //! the next waiter takes it (`EOWNERDEAD`, made consistent at once: the
 //! mutex guards no data). A waiter that has not got its turn after
 //! [`QUEUE_WAIT`] (a process stopped holding it, say) goes to the `flock`
-//! without it, as before the queue existed; so does every writer where the
+//! without it, as before the queue existed, and so do its process's next
+//! writes for [`QUEUE_BACK_OFF`], so that a turn nobody will give back
+//! costs one wait, not one per write; so does every writer where the
 //! file cannot be made or mapped (read-only directory, another user's
 //! store, not Linux with glibc).
+//!
+//! A turn no live thread holds can still look held: a machine that went
+//! down with the mutex locked left that state in the file, and a store
+//! copied while a writer held its turn carries it into the copy, where no
+//! holder's death will ever release it. The first is cured at open: the
+//! file is stamped with the boot it was initialised in
+//! (`/proc/sys/kernel/random/boot_id`), and a file from another boot is
+//! initialised again (no thread of this boot can hold it: each would have
+//! stamped it). The second costs one [`QUEUE_WAIT`] per back-off period.
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,6 +46,10 @@ pub const QUEUE_FILE: &str = "dhp.sqlite3-writer-queue";
 /// runs or dies. Going on without the turn is always safe: the writer lock
 /// and SQLite's lock still order the writers.
 pub const QUEUE_WAIT: Duration = Duration::from_millis(100);
+
+/// After a wait for a turn timed out, this process's writers go straight to
+/// the writer lock for this long before they queue again.
+pub const QUEUE_BACK_OFF: Duration = Duration::from_secs(5);
 
 /// A store's writer queue, mapped once per store handle.
 pub struct WriterQueue {
@@ -96,12 +111,14 @@ mod imp {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::time::Duration;
 
-    /// Bytes mapped: the magic word, then the mutex at [`MUTEX_AT`].
+    /// Bytes mapped: the magic word, the boot stamp at [`BOOT_AT`], then
+    /// the mutex at [`MUTEX_AT`].
     const LEN: usize = 4096;
+    const BOOT_AT: usize = 8;
     const MUTEX_AT: usize = 64;
     /// Set once the mutex is initialised; carries the mutex's size so that
     /// a file initialised by another C library layout is not reused.
-    const MAGIC: u64 = 0x6468_7072_735f_7131 ^ std::mem::size_of::<libc::pthread_mutex_t>() as u64;
+    const MAGIC: u64 = 0x6468_7072_735f_7132 ^ std::mem::size_of::<libc::pthread_mutex_t>() as u64;
 
     /// The shared mapping of the queue file.
     pub(super) struct Shared {
@@ -109,6 +126,10 @@ mod imp {
         /// Set when the mutex answered with an error that waiting cannot
         /// cure (`ENOTRECOVERABLE`, …): this handle stops using it.
         broken: AtomicBool,
+        /// Nanoseconds after [`Shared::epoch`] before which this handle
+        /// does not queue (set when a wait timed out); 0: queue.
+        skip_until: AtomicU64,
+        epoch: std::time::Instant,
     }
 
     // SAFETY: the mapping is shared memory touched only through the
@@ -160,13 +181,21 @@ mod imp {
             if p == libc::MAP_FAILED {
                 return None;
             }
-            let q = Shared { base: NonNull::new(p.cast::<u8>())?, broken: AtomicBool::new(false) };
-            if q.magic().load(Ordering::Acquire) != MAGIC {
+            let q = Shared {
+                base: NonNull::new(p.cast::<u8>())?,
+                broken: AtomicBool::new(false),
+                skip_until: AtomicU64::new(0),
+                epoch: std::time::Instant::now(),
+            };
+            let boot = boot_stamp();
+            if q.magic().load(Ordering::Acquire) != MAGIC || q.boot().load(Ordering::Acquire) != boot {
                 // Only here, under the init lock, before the magic says
-                // it is ready: nobody else uses the mutex yet.
+                // it is ready: nobody else uses the mutex yet (a file of
+                // another boot: nobody of this boot has used it).
                 if !q.init_mutex() {
                     return None;
                 }
+                q.boot().store(boot, Ordering::Release);
                 q.magic().store(MAGIC, Ordering::Release);
             }
             drop(init);
@@ -177,6 +206,12 @@ mod imp {
             // SAFETY: offset 0 of a page-aligned mapping, 8-byte aligned,
             // inside the mapping, and only ever accessed atomically.
             unsafe { &*self.base.as_ptr().cast::<AtomicU64>() }
+        }
+
+        fn boot(&self) -> &AtomicU64 {
+            // SAFETY: offset 8 of a page-aligned mapping, 8-byte aligned,
+            // inside the mapping, and only ever accessed atomically.
+            unsafe { &*self.base.as_ptr().add(BOOT_AT).cast::<AtomicU64>() }
         }
 
         fn mutex(&self) -> *mut libc::pthread_mutex_t {
@@ -207,7 +242,7 @@ mod imp {
         }
 
         pub(super) fn lock(&self, wait: Duration) -> Option<Held<'_>> {
-            if self.broken.load(Ordering::Relaxed) {
+            if self.broken.load(Ordering::Relaxed) || self.backing_off() {
                 return None;
             }
             let deadline = realtime_after(wait)?;
@@ -228,7 +263,12 @@ mod imp {
                     self.broken.store(true, Ordering::Relaxed);
                     None
                 }
-                libc::ETIMEDOUT => None,
+                libc::ETIMEDOUT => {
+                    let until = self.epoch.elapsed().saturating_add(super::QUEUE_BACK_OFF);
+                    self.skip_until.store(u64::try_from(until.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+                    tracing::debug!("no writer-queue turn within the wait; the writer lock alone for a while");
+                    None
+                }
                 errno => {
                     tracing::debug!(errno, "writer queue unusable; the writer lock alone");
                     self.broken.store(true, Ordering::Relaxed);
@@ -236,6 +276,21 @@ mod imp {
                 }
             }
         }
+    }
+
+    impl Shared {
+        fn backing_off(&self) -> bool {
+            let until = self.skip_until.load(Ordering::Relaxed);
+            until != 0 && u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) < until
+        }
+    }
+
+    /// This boot's id, folded to 64 bits (FNV-1a); 1 where it cannot be
+    /// read, so the stamp never equals a fresh file's zeros.
+    fn boot_stamp() -> u64 {
+        let Ok(id) = std::fs::read("/proc/sys/kernel/random/boot_id") else { return 1 };
+        let h = id.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        h.max(2)
     }
 
     impl Drop for Held<'_> {
