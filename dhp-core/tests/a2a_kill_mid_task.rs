@@ -14,6 +14,11 @@ use std::time::Duration;
 const LO: u64 = 0;
 const HI: u64 = 300_000;
 const CHUNK: u64 = 10_000;
+/// The workers' own leases: 2 s, not SHORT's 0.6 s. Their death is noticed
+/// through their liveness token, not the lease; a 0.6 s lease let one late
+/// heartbeat on a loaded CI machine orphan a live agent-b (LeaseLost) and the
+/// test wait for checkpoints that could never come.
+const WORKER_LEASE: &[(&str, &str)] = &[("DHP_LEASE_INTERVAL_S", "0.5"), ("DHP_LEASE_MAX_MISSED", "4")];
 
 #[test]
 fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
@@ -45,6 +50,7 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
     let mut b = Command::new(dhp_bin())
         .args(["work", root_s, "--runner", "agent-b", "claim", &hid, "--pace", "0.2"])
         .envs(SHORT.iter().copied())
+        .envs(WORKER_LEASE.iter().copied())
         .stdout(Stdio::null())
         .spawn()
         .expect("spawn agent-b");
@@ -68,6 +74,7 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
     let out = Command::new(dhp_bin())
         .args(["work", root_s, "--runner", "agent-c", "recover", &hid, "--json"])
         .envs(SHORT.iter().copied())
+        .envs(WORKER_LEASE.iter().copied())
         .output()
         .unwrap();
     assert!(out.status.success(), "agent-c: {}", String::from_utf8_lossy(&out.stderr));
