@@ -107,7 +107,7 @@ pub fn hold_tokens(root: &Path) -> Result<Vec<liveness::Token>> {
 }
 
 /// CPU used by process `pid` so far, in seconds (utime + stime).
-fn cpu_s(pid: u32) -> Option<f64> {
+pub(crate) fn cpu_s(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();

@@ -85,15 +85,10 @@ pub struct ShipRun {
     pub stats: ServerStats,
 }
 
-/// User + system CPU seconds of this process so far (/proc/self/stat,
-/// clock ticks of 10 ms); 0 where that cannot be read.
+/// User + system CPU seconds of this process so far; 0 where that cannot
+/// be read.
 fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) in parentheses.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+    crate::scale::cpu_s(std::process::id()).unwrap_or(0.0)
 }
 
 /// [`ship_rate`] with the details.
