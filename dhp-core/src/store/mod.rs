@@ -23,6 +23,7 @@ pub mod mem;
 pub mod postgres;
 pub mod root;
 pub mod sqlite;
+mod wal_sync;
 pub mod writer_queue;
 
 use crate::error::Result;
