@@ -111,6 +111,71 @@ pub fn cp_worker(root: &str, id: &str, start_at: f64, seconds: f64) -> Result<u6
 /// Aggregate checkpoints/s of `procs` concurrent worker processes, each on
 /// its own handoff in the store at `root`.
 pub fn aggregate(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result<f64> {
+    Ok(aggregate_with_cpu(bench, root, procs, seconds, None)?.rate)
+}
+
+/// One throughput run and where the machine's CPU went during it.
+#[derive(Debug, Clone, Copy)]
+pub struct AggregateRun {
+    /// Aggregate checkpoints/s.
+    pub rate: f64,
+    /// CPU of the worker processes per checkpoint, µs (start-up included).
+    pub client_us: f64,
+    /// CPU of the PostgreSQL server per checkpoint, µs, when its
+    /// postmaster runs on this machine.
+    pub server_us: Option<f64>,
+    /// Cores busy on the whole machine during the measured window.
+    pub cores_busy: f64,
+    /// Share of the window's CPU time the hypervisor took (steal), %.
+    pub steal_pct: f64,
+}
+
+/// Busy and steal jiffies and the total, from the first line of /proc/stat.
+fn machine_jiffies() -> (f64, f64, f64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<f64> =
+        text.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0.0);
+    let total: f64 = f.iter().take(8).sum();
+    let idle = at(3) + at(4);
+    (total - idle, at(7), total)
+}
+
+/// CPU seconds of the children this process has waited for.
+fn children_cpu_s() -> f64 {
+    crate::scale::children_cpu_s(std::process::id()).unwrap_or(0.0)
+}
+
+/// [`aggregate`], also measuring the CPU of the workers, of the server
+/// whose postmaster is `server_pid`, and of the whole machine.
+pub fn aggregate_with_cpu(
+    bench: &Path,
+    root: &str,
+    procs: usize,
+    seconds: f64,
+    server_pid: Option<u32>,
+) -> Result<AggregateRun> {
+    let (clients0, server0) = (children_cpu_s(), server_pid.and_then(crate::scale::cpu_with_children_s));
+    let (rate, (busy, steal, total)) = aggregate_run(bench, root, procs, seconds)?;
+    // Backends exit with their clients; the postmaster reaps them.
+    std::thread::sleep(Duration::from_millis(300));
+    let per = |cpu: f64| cpu * 1e6 / (rate * seconds).max(1.0);
+    let server_us = match (server0, server_pid.and_then(crate::scale::cpu_with_children_s)) {
+        (Some(a), Some(b)) => Some(per(b - a)),
+        _ => None,
+    };
+    Ok(AggregateRun {
+        rate,
+        client_us: per(children_cpu_s() - clients0),
+        server_us,
+        cores_busy: busy / 100.0 / seconds, // USER_HZ
+        steal_pct: steal / total.max(1.0) * 100.0,
+    })
+}
+
+/// The run, and the machine's busy, steal and total jiffies during its
+/// measured window (from the common start, for `seconds`).
+fn aggregate_run(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result<(f64, (f64, f64, f64))> {
     // Start together, after every process has connected and claimed.
     let start_at = envelope::now() + 2.0 + procs as f64 * 0.1;
     let children: Vec<Child> = (0..procs)
@@ -124,6 +189,11 @@ pub fn aggregate(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result
                 .map_err(|e| Error::Io { path: bench.to_path_buf(), source: e })
         })
         .collect::<Result<_>>()?;
+    std::thread::sleep(Duration::from_secs_f64((start_at - envelope::now()).max(0.0)));
+    let before = machine_jiffies();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let after = machine_jiffies();
+    let window = (after.0 - before.0, after.1 - before.1, after.2 - before.2);
     let mut total = 0u64;
     for c in children {
         let out = c.wait_with_output().map_err(|e| Error::Io { path: bench.to_path_buf(), source: e })?;
@@ -133,7 +203,7 @@ pub fn aggregate(bench: &Path, root: &str, procs: usize, seconds: f64) -> Result
         })?;
         total += n;
     }
-    Ok(total as f64 / seconds)
+    Ok((total as f64 / seconds, window))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -254,6 +324,24 @@ pub fn server_settings(url: &str) -> Result<Value> {
     Ok(Value::Object(rows.iter().map(|r| (r.get::<_, String>(0), Value::String(r.get(1)))).collect()))
 }
 
+/// The postmaster of the server at `url`, if it runs on this machine: the
+/// parent of this connection's backend, when /proc knows it as `postgres`.
+pub fn postmaster_pid(url: &str) -> Option<u32> {
+    let loc = match dhp_core::store::StoreLocation::parse(url).ok()? {
+        dhp_core::store::StoreLocation::Postgres(p) => p,
+        _ => return None,
+    };
+    let mut c = postgres::Client::connect(&loc.url, postgres::NoTls).ok()?;
+    let backend: i32 = c.query_one("SELECT pg_backend_pid()", &[]).ok()?.get(0);
+    let pm = crate::scale::parent_pid(u32::try_from(backend).ok()?)?;
+    let comm = std::fs::read_to_string(format!("/proc/{pm}/comm")).ok()?;
+    comm.trim().starts_with("postgres").then_some(pm)
+}
+
+fn cpu_json(a: &AggregateRun) -> Value {
+    json!({"client_us": a.client_us, "server_us": a.server_us, "cores_busy": a.cores_busy, "steal_pct": a.steal_pct})
+}
+
 /// Everything, as JSON.
 pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log: impl Fn(&str)) -> Result<Value> {
     let schema = |tag: &str| {
@@ -261,6 +349,7 @@ pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log:
         format!("{url}{sep}schema=bench_{tag}_{}", std::process::id())
     };
     let settings = server_settings(url)?;
+    let postmaster = postmaster_pid(url);
     let load_start = loadavg();
     log("per-operation rates");
     let ops = op_rates(&schema("ops"), s.ops)?;
@@ -269,15 +358,53 @@ pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log:
         let dir = scratch.join(format!("agg-sqlite-{p}"));
         std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
         log(&format!("{p} worker processes on SQLite"));
-        let sqlite = aggregate(bench, &dir.to_string_lossy(), p, s.seconds)?;
+        let sqlite = aggregate_with_cpu(bench, &dir.to_string_lossy(), p, s.seconds, None)?;
         log(&format!("{p} worker processes on PostgreSQL"));
-        let pg = aggregate(bench, &schema(&format!("agg{p}")), p, s.seconds)?;
-        agg.push(json!({"processes": p, "sqlite": sqlite, "postgres": pg, "load_after": loadavg()}));
+        let pg = aggregate_with_cpu(bench, &schema(&format!("agg{p}")), p, s.seconds, postmaster)?;
+        agg.push(json!({"processes": p, "sqlite": sqlite.rate, "postgres": pg.rate, "load_after": loadavg(),
+                        "sqlite_cpu": cpu_json(&sqlite), "postgres_cpu": cpu_json(&pg)}));
     }
     log("kill -9 → orphaned");
     let kill = kill_to_orphaned(dhp, &schema("kill"), s.kills)?;
     Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds, "server": settings,
               "load_start": load_start, "load_end": loadavg()}))
+}
+
+/// Where the CPU went in each throughput run, and what it allows: with
+/// every core busy, checkpoints/s cannot exceed cores × 10⁶ / (worker +
+/// server µs per checkpoint).
+fn cpu_table(v: &Value) -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut out = format!(
+        "\nWhere the CPU went (this machine: {cores} cores; worker and server CPU per checkpoint include \
+         their start-up; cores busy and steal over the measured window):\n\n\
+         | processes | store | checkpoints/s | worker CPU µs/checkpoint | server CPU µs/checkpoint | cores busy | steal | \
+         ceiling at {cores} cores busy |\n|---:|---|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for a in v["aggregate"].as_array().into_iter().flatten() {
+        for (name, rate, cpu) in
+            [("SQLite", &a["sqlite"], &a["sqlite_cpu"]), ("PostgreSQL", &a["postgres"], &a["postgres_cpu"])]
+        {
+            let (client, server) = (cpu["client_us"].as_f64(), cpu["server_us"].as_f64());
+            let spent = client.map(|c| c + server.unwrap_or(0.0));
+            let ceiling = spent.filter(|s| *s > 0.0).map(|s| format!("{:.0}", cores as f64 * 1e6 / s));
+            out += &format!(
+                "| {} | {name} | {:.0} | {} | {} | {} | {} | {} |\n",
+                a["processes"],
+                rate.as_f64().unwrap_or(f64::NAN),
+                client.map(|c| format!("{c:.0}")).unwrap_or_else(|| "—".into()),
+                if name == "SQLite" {
+                    "(none)".into()
+                } else {
+                    server.map(|c| format!("{c:.0}")).unwrap_or_else(|| "not local".into())
+                },
+                cpu["cores_busy"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "—".into()),
+                cpu["steal_pct"].as_f64().map(|c| format!("{c:.1} %")).unwrap_or_else(|| "—".into()),
+                ceiling.unwrap_or_else(|| "—".into()),
+            );
+        }
+    }
+    out
 }
 
 /// The Markdown section for RESULTS.md.
@@ -312,6 +439,7 @@ pub fn markdown(v: &Value) -> String {
         out += &format!("| {} | {:.0} | {:.0} | {:.2}× | {load} |\n", a["processes"], s, p, p / s);
         last = Some((a["processes"].clone(), s, p));
     }
+    out += &cpu_table(v);
     let k = &v["kill"];
     out += &format!(
         "\nkill -9 → orphaned (advisory-lock liveness, 30 s lease, {} kills, {} live workers alongside): \

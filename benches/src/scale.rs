@@ -108,10 +108,38 @@ pub fn hold_tokens(root: &Path) -> Result<Vec<liveness::Token>> {
 
 /// CPU used by process `pid` so far, in seconds (utime + stime).
 pub(crate) fn cpu_s(pid: u32) -> Option<f64> {
+    stat_ticks(pid, 11..=12)
+}
+
+/// CPU used by process `pid` and its children that it has waited for, in
+/// seconds (utime + stime + cutime + cstime): a PostgreSQL postmaster's
+/// share includes every backend that has exited.
+pub(crate) fn cpu_with_children_s(pid: u32) -> Option<f64> {
+    stat_ticks(pid, 11..=14)
+}
+
+/// CPU used by the children of process `pid` that it has waited for, in
+/// seconds (cutime + cstime).
+pub(crate) fn children_cpu_s(pid: u32) -> Option<f64> {
+    stat_ticks(pid, 13..=14)
+}
+
+/// The parent of process `pid`.
+pub(crate) fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Sum of the `/proc/PID/stat` fields `fields` (counted after the command
+/// name, from 0), in seconds.
+fn stat_ticks(pid: u32, fields: std::ops::RangeInclusive<usize>) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    let mut ticks = 0.0;
+    for i in fields {
+        ticks += f.get(i)?.parse::<f64>().ok()?;
+    }
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
