@@ -297,7 +297,7 @@ impl SqliteStore {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let n = conn.execute(sql, args)?;
         if self.sync_after {
-            sync_wal(&conn, &self.db_path())?;
+            sync_wal(&conn, &self.root)?;
         }
         Ok(n)
     }
@@ -385,7 +385,7 @@ impl Backend for SqliteStore {
         drop(_writer);
         drop(_turn);
         if self.sync_after && conn.total_changes() != changes_before {
-            sync_wal(&conn, &self.db_path())?;
+            sync_wal(&conn, &self.root)?;
         }
         Ok(())
     }

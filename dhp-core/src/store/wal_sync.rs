@@ -30,33 +30,29 @@
 //! undo, together with everything committed after it; the writer itself
 //! has not yet been told that its operation succeeded.
 
+use super::sqlite::DB_FILE;
 use crate::error::{Error, Result};
 use rusqlite::{ffi, Connection};
 use std::path::Path;
 
-/// Sync the WAL of `conn`'s main database through SQLite's own file
-/// handle. Without an open WAL (the database is not in WAL mode, so
-/// SQLite synced at commit) the database file `db` is synced instead:
-/// never less durable than `synchronous=FULL`.
-pub(crate) fn sync_wal(conn: &Connection, db: &Path) -> Result<()> {
-    let rc = sync_through_sqlite(conn);
-    match rc {
+/// Sync the WAL of `conn`'s main database, the store `root/`[`DB_FILE`],
+/// through SQLite's own file handle. Should no journal file be open (not
+/// expected in WAL mode), the database file is synced instead: never less
+/// durable than `synchronous=FULL`. Paths are built only for an error or
+/// that fallback: this runs after every write transaction.
+pub(crate) fn sync_wal(conn: &Connection, root: &Path) -> Result<()> {
+    match sync_through_sqlite(conn) {
         Some(ffi::SQLITE_OK) => Ok(()),
         Some(code) => Err(Error::io(
-            wal_path(db),
+            root.join(format!("{DB_FILE}-wal")),
             std::io::Error::other(format!("syncing the WAL failed: {}", ffi::code_to_str(code))),
         )),
         None => {
-            let f = std::fs::File::open(db).map_err(|e| Error::io(db, e))?;
-            f.sync_data().map_err(|e| Error::io(db, e))
+            let db = root.join(DB_FILE);
+            let f = std::fs::File::open(&db).map_err(|e| Error::io(&db, e))?;
+            f.sync_data().map_err(|e| Error::io(&db, e))
         }
     }
-}
-
-fn wal_path(db: &Path) -> std::path::PathBuf {
-    let mut p = db.as_os_str().to_owned();
-    p.push("-wal");
-    p.into()
 }
 
 /// `Some(rc)` of the WAL file's `xSync`, or `None` if the main database
