@@ -11,6 +11,14 @@
 #                                          # then every shard there is merged
 #   scripts/mutation_score.sh --summarise  # only merge the shards (if any) and
 #                                          # rebuild summary.md from the last run
+#   scripts/mutation_score.sh --sample N [SEED]
+#                                          # N mutants drawn at random (SEED, printed;
+#                                          # default: the time) from those the suite
+#                                          # reaches (reach.tsv, mutation_reach.sh) with
+#                                          # no outcome yet, into mutation/shards/
+#                                          # sample-SEED/, then every shard is merged:
+#                                          # repeated runs grow one random sample
+#   scripts/mutation_score.sh --list       # only write mutation/all-mutants.txt
 #   scripts/mutation_score.sh --retest FILE
 #                                          # re-test the mutants named in FILE (one
 #                                          # a line: e.g. the survivors, after new
@@ -35,7 +43,7 @@ FILES=(dhp-core/src/runner/*.rs dhp-core/src/supervisor/*.rs dhp-core/src/store/
 
 summarise() {
     shopt -s nullglob
-    local shards=("$OUT"/shards/*-of-*)
+    local shards=("$OUT"/shards/*/)
     if ((${#shards[@]})); then
         python3 scripts/mutation_summary.py --merge "$OUT" "${shards[@]}"
     else
@@ -67,7 +75,18 @@ for f in "${FILES[@]}"; do args+=(-f "$f"); done
 # the first mutant does not rebuild every workspace crate at a new path.
 # Not while editing the tree: a mutant's source is live until it is tested.
 [[ "${MUTANTS_IN_PLACE:-}" == 1 ]] && args+=(--in-place)
+list_mutants() {
+    local list=(-p dhp-core)
+    for f in "${FILES[@]}"; do list+=(-f "$f"); done
+    cargo mutants --list "${list[@]}" > "$OUT/all-mutants.txt"
+}
+if [[ "${1:-}" == "--list" ]]; then
+    list_mutants
+    wc -l < "$OUT/all-mutants.txt"
+    exit 0
+fi
 dest="$OUT"
+drawn=""
 case "${1:-}" in
     "") rm -rf "$OUT/shards" ;;
     --retest)
@@ -77,6 +96,21 @@ case "${1:-}" in
             [[ -n "$name" ]] && args+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
         done <"$2"
         dest="$OUT/retest" ;;
+    --sample)
+        [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "--sample needs a count N" >&2; exit 2; }
+        seed="${3:-$(date +%s)}"
+        [[ "$seed" =~ ^[0-9]+$ ]] || { echo "--sample: SEED must be a number" >&2; exit 2; }
+        [[ -s "$OUT/reach.tsv" ]] || { echo "no $OUT/reach.tsv: run scripts/mutation_reach.sh first" >&2; exit 2; }
+        echo "mutation_score: sample of $2, seed $seed" >&2
+        list_mutants
+        dest="$OUT/shards/sample-$seed"
+        [[ ! -e "$dest" ]] || { echo "$dest exists: pick another seed" >&2; exit 2; }
+        drawn=$(mktemp)
+        python3 scripts/mutation_summary.py --draw "$OUT" "$2" "$seed" > "$drawn"
+        [[ -s "$drawn" ]] || { echo "nothing left to draw" >&2; exit 0; }
+        while IFS= read -r name; do
+            args+=(--re "^$(printf '%s' "$name" | sed 's/[][\\.^$*+?(){}|]/\\&/g')\$")
+        done <"$drawn" ;;
     */*)
         [[ "$1" =~ ^([0-9]+)/([0-9]+)$ ]] || { echo "a shard is I/K, e.g. 0/16" >&2; exit 2; }
         args+=(--shard "$1" --sharding round-robin)
@@ -84,10 +118,9 @@ case "${1:-}" in
     *) echo "usage: $0 [I/K | --summarise | --retest FILE]" >&2; exit 2 ;;
 esac
 mkdir -p "$dest"
+[[ -z "$drawn" ]] || mv "$drawn" "$dest/drawn.txt"
 cargo test -p dhp-conform --test protocol_suite
-list=(-p dhp-core)
-for f in "${FILES[@]}"; do list+=(-f "$f"); done
-cargo mutants --list "${list[@]}" > "$OUT/all-mutants.txt"
+[[ "${1:-}" == --sample ]] || list_mutants
 # a shard carries the list too (the nightly merge job has only the shards)
 [[ "$dest" == "$OUT" ]] || cp "$OUT/all-mutants.txt" "$dest/"
 # cargo-mutants exits 2 when some mutants survive, 3 on timeouts: both are results

@@ -9,8 +9,10 @@ mutants the failing assertion ids are read from the test's
 set of assertions was added (BEFORE: the ids that existed then).
 DIR/notes.tsv (mutant name, TAB, why it is not observable) annotates the
 survivors (`*` in a name matches anything: `FILE:*` is a whole file,
-`FILE:*: replace < with > in F` survives line moves); a survivor
-without a note counts against the observable score.
+`FILE:*: replace < with > in F` survives line moves; a name that starts
+with `unreached ` applies only to mutants the suite never reaches, for
+reasons of the kind "no adapter request calls this"); a survivor without
+a note counts against the observable score.
 
 The failing assertion ids and each mutant's build and test times are also
 written to DIR/failing.tsv, which is committed (cargo-mutants' logs are
@@ -59,6 +61,85 @@ def lines(path):
 KINDS = ("caught", "missed", "timeout", "unviable")
 
 
+def reach(out, lcov):
+    """OUT/reach.tsv from an lcov file of the instrumented suite runs
+    (mutation_reach.sh): per mutant of OUT/all-mutants.txt, the execution
+    count of its line, or "-" where the line carries no counter."""
+    root = os.getcwd()
+    counts = {}
+    cur = None
+    with open(lcov) as f:
+        for l in f:
+            l = l.strip()
+            if l.startswith("SF:"):
+                cur = os.path.relpath(l[3:], root) if os.path.isabs(l[3:]) else l[3:]
+            elif l.startswith("DA:") and cur:
+                ln, c = l[3:].split(",")[:2]
+                key = (cur, int(ln))
+                counts[key] = counts.get(key, 0) + int(c)
+    rows = []
+    for name in lines(os.path.join(out, "all-mutants.txt")):
+        m = re.match(r"^([^:]+):(\d+):\d+: ", name)
+        c = counts.get((m.group(1), int(m.group(2)))) if m else None
+        rows.append((name, "-" if c is None else str(c)))
+    with open(os.path.join(out, "reach.tsv"), "w") as f:
+        f.write("# mutant\texecutions of its line in the instrumented suite runs (- = no counter on the line: tested)"
+                " (written by mutation_summary.py --reach)\n")
+        f.writelines(f"{n}\t{c}\n" for n, c in rows)
+    zero = sum(1 for _, c in rows if c == "0")
+    print(f"reach: {len(rows)} mutants, {zero} on lines the suite never runs, "
+          f"{sum(1 for _, c in rows if c == '-')} on lines without a counter", file=sys.stderr)
+
+
+def tested_names(out):
+    """Every mutant name an outcome is on record for: the merged run and
+    every shard (a shard may not be merged yet)."""
+    got = set()
+    dirs = [os.path.join(out, "mutants.out")]
+    shards = os.path.join(out, "shards")
+    if os.path.isdir(shards):
+        dirs += [os.path.join(shards, d, "mutants.out") for d in sorted(os.listdir(shards))]
+    for d in dirs:
+        for k in KINDS:
+            got |= set(lines(os.path.join(d, k + ".txt")))
+    return got
+
+
+def draw(out, n, seed):
+    """N mutants drawn at random (seeded) from those of all-mutants.txt that
+    the suite reaches (reach.tsv) and that have no outcome yet, matched
+    without line and column (lines move between runs). Printed one a line."""
+    import random
+    done = {unlocated(x) for x in tested_names(out)}
+    skip = unreached_of(out)
+    pool = [x for x in lines(os.path.join(out, "all-mutants.txt")) if x not in skip and unlocated(x) not in done]
+    random.Random(seed).shuffle(pool)
+    print(f"draw: {min(n, len(pool))} of the {len(pool)} reached mutants without an outcome (seed {seed})",
+          file=sys.stderr)
+    for x in pool[:n]:
+        print(x)
+
+
+def unreached_of(out):
+    """The mutants reach.tsv puts on lines the suite never runs."""
+    got = set()
+    for l in lines(os.path.join(out, "reach.tsv")):
+        if not l.startswith("#"):
+            f = l.split("\t")
+            if len(f) == 2 and f[1] == "0":
+                got.add(f[0])
+    return got
+
+
+def keep(shard):
+    """The names a sample shard drew (SHARD/drawn.txt), or None for a
+    round-robin shard. cargo-mutants' --re can select a neighbour of a
+    drawn mutant too; only the drawn ones count, so the sample stays
+    random."""
+    path = os.path.join(shard, "drawn.txt")
+    return set(lines(path)) if os.path.exists(path) else None
+
+
 def merge(out, shards):
     """Concatenate the shards' outcome lists into OUT/mutants.out. Logs
     and diffs move under log/<shard>/ and diff/<shard>/: cargo-mutants
@@ -70,8 +151,11 @@ def merge(out, shards):
         src = os.path.join(shard, "mutants.out")
         if not os.path.isdir(src):
             sys.exit(f"{shard}: no mutants.out (not a finished shard)")
+        drawn = keep(shard)
         for k in KINDS:
             for name in lines(os.path.join(src, k + ".txt")):
+                if drawn is not None and name not in drawn:
+                    continue
                 if name in seen:
                     sys.exit(f"{shard}: mutant tested in two shards: {name}")
                 seen.add(name)
@@ -84,8 +168,9 @@ def merge(out, shards):
     for shard in shards:
         src = os.path.join(shard, "mutants.out")
         tag = os.path.basename(os.path.normpath(shard))
+        drawn = keep(shard)
         for k in KINDS:
-            kinds[k] += lines(os.path.join(src, k + ".txt"))
+            kinds[k] += [n for n in lines(os.path.join(src, k + ".txt")) if drawn is None or n in drawn]
         try:
             with open(os.path.join(src, "mutants.json")) as f:
                 mutants += json.load(f)
@@ -99,6 +184,8 @@ def merge(out, shards):
         for o in shard_outcomes:
             sc = o.get("scenario")
             if not (isinstance(sc, dict) and "Mutant" in sc):
+                continue
+            if drawn is not None and sc["Mutant"].get("name") not in drawn:
                 continue
             for key, sub in (("log_path", "log"), ("diff_path", "diff")):
                 rel = o.get(key)
@@ -208,25 +295,55 @@ def main(out, write_summary=True):
             t = f"{test[n]:.1f}" if n in test else ""
             f.write(f"{n}\t{','.join(sorted(failed_by[n]))}\t{b}\t{t}\n")
 
-    tested = [n for n in status if status[n] != "unviable"]
-
-    def note(n):
-        if n in notes:
-            return notes[n]
-        for k, v in notes.items():
-            # `*` matches anything (line numbers move; a whole file is `FILE:*`)
-            if "*" in k and re.fullmatch(".*".join(re.escape(p) for p in k.split("*")), n):
-                return v
-        return None
-
-    caught = [n for n in tested if status[n] in ("caught", "timeout")]
-    missed = [n for n in tested if status[n] == "missed"]
-    unobservable = [n for n in missed if note(n)]
-    caught_before = [n for n in caught if status[n] == "timeout" or failed_by[n] & BEFORE or not failed_by[n]]
-    observable = len(tested) - len(unobservable)
-
     def pct(a, b):
         return round(100.0 * a / b, 1) if b else None
+
+    # Two strata. Unreached: mutants on lines the instrumented suite never
+    # runs (reach.tsv): survivors for certain, all of them counted, none
+    # built. Reached: the rest, tested (all, or a random sample).
+    unreached_now = unreached_of(out) & set(listed)
+    # A tested mutant is the listed one of its name, else the one listed
+    # mutant of its file and mutation (lines moved since it was tested);
+    # with several candidates it is unreached only if all of them are.
+    listed_at = {}
+    for n in listed:
+        listed_at.setdefault(unlocated(n), []).append(n)
+    matched, in_unreached = set(), set()
+    for n in list(status):
+        cands = [n] if n in listed else listed_at.get(unlocated(n), [])
+        if len(cands) == 1:
+            matched.add(cands[0])
+        if cands and all(c in unreached_now for c in cands):
+            in_unreached.add(n)
+    for n in unreached_now - matched:
+        status[n] = "unreached"
+        in_unreached.add(n)
+
+    def matches(k, n):
+        # `*` matches anything (line numbers move; a whole file is `FILE:*`)
+        return k == n or ("*" in k and re.fullmatch(".*".join(re.escape(p) for p in k.split("*")), n))
+
+    def note(n):
+        """Why survivor n is not observable, or None. A key that starts
+        with "unreached " applies only to mutants the suite never reaches
+        (reach.tsv): a reason that the suite does not run that code."""
+        for k, v in notes.items():
+            if not k.startswith("unreached ") and matches(k, n):
+                return v
+        if n in in_unreached:
+            for k, v in notes.items():
+                if k.startswith("unreached ") and matches(k[len("unreached "):], n):
+                    return v
+        return None
+
+    # a tested mutant the reach analysis calls unreached must have survived
+    contradictions = sorted(n for n in in_unreached if status[n] in ("caught", "timeout"))
+
+    tested = [n for n in status if status[n] != "unviable"]
+    caught = [n for n in tested if status[n] in ("caught", "timeout")]
+    missed = [n for n in tested if status[n] in ("missed", "unreached")]
+    unobservable = [n for n in missed if note(n)]
+    caught_before = [n for n in caught if status[n] == "timeout" or failed_by[n] & BEFORE or not failed_by[n]]
 
     # the re-test of survivors (after new assertions): their outcome now
     retest, retest_ids = {}, {}
@@ -254,32 +371,76 @@ def main(out, write_summary=True):
             same[n] = by_place[unlocated(n)][0]
     retest_ids = {same[n]: ids for n, ids in retest_ids.items() if n in same}
     retest = {same[n]: k for n, k in retest.items() if n in same}
-    after_caught = [n for n in tested if status[n] in ("caught", "timeout") or retest.get(n) in ("caught", "timeout")]
-    after_unobservable = [n for n in unobservable if retest.get(n) not in ("caught", "timeout")]
-    after_observable = len(tested) - len(after_unobservable)
-    after = pct(len(after_caught), after_observable) if retest else None
-    sample = len(status) < len(listed)
+
+    def stratum(names, after):
+        """(caught, observable survivors, unobservable survivors) of names."""
+        c = [n for n in names if status[n] in ("caught", "timeout")
+             or (after and retest.get(n) in ("caught", "timeout"))]
+        u = [n for n in names if n not in c and status[n] in ("missed", "unreached") and note(n)]
+        return len(c), len(names) - len(c) - len(u), len(u)
+
+    reached_tested = [n for n in tested if n not in in_unreached]
+    unreached_all = [n for n in tested if n in in_unreached]
+    n_reached = len(set(listed) - unreached_now)
+    reached_viable = len(reached_tested)
+    reached_unviable = len([n for n in status if status[n] == "unviable" and n not in in_unreached])
+    sample = reached_viable + reached_unviable < n_reached
+
+    def estimate(after):
+        """The full run's observable score: the reached stratum's rate from
+        the sample, the unreached stratum's observable survivors exactly,
+        and the reached rate's 95% Wilson interval carried through."""
+        c, m, u = stratum(reached_tested, after)
+        _, um, _ = stratum(unreached_all, after)
+        obs = c + m
+        if not obs:
+            return None, None
+        # reached, viable, observable mutants a full run would count
+        scale = n_reached * (reached_viable / (reached_viable + reached_unviable)) / reached_viable
+        est_obs = obs * scale
+        share = est_obs / (est_obs + um)
+        point = round(100.0 * c / obs * share, 1)
+        if not sample:
+            return point, None
+        lo, hi = wilson(c, obs)
+        return point, [round(lo * share, 1), round(hi * share, 1)]
+
+    est, est_ci = estimate(False)
+    after_est, after_ci = estimate(True)
+    rc, rm, ru = stratum(reached_tested, False)
+    ac, am, au = stratum(reached_tested, True)
+    uc, um, uu = stratum(unreached_all, False)
+    _, aum, _ = stratum(unreached_all, True)
     score = {
         "mutants_in_scope": len(listed),
-        "tested": len(status),
+        "unreached": len(unreached_now),
+        "unreached_not_observable": uu,
+        "unreached_observable": um,
+        "reached": n_reached,
+        "reached_tested": reached_viable + reached_unviable,
         "sample": sample,
-        "unviable": len([n for n in status if status[n] == "unviable"]),
-        "caught": len(caught),
+        "unviable": reached_unviable,
+        "caught": rc,
         "timeouts": len([n for n in status if status[n] == "timeout"]),
-        "missed": len(missed),
-        "missed_not_observable": len(unobservable),
-        "missed_observable": len(missed) - len(unobservable),
-        "score_all_percent": pct(len(caught), len(tested)),
-        "score_observable_percent": pct(len(caught), observable),
-        "score_observable_95ci_percent": wilson(len(caught), observable) if sample else None,
-        "score_observable_old_assertions_percent": pct(len(caught_before), observable),
-        "score_observable_after_retest_percent": after,
-        "score_observable_after_retest_95ci_percent": wilson(len(after_caught), after_observable) if retest and sample else None,
+        "missed": rm + ru,
+        "missed_not_observable": ru,
+        "missed_observable": rm,
+        "reach_contradictions": len(contradictions),
+        "score_reached_observable_percent": pct(rc, rc + rm),
+        "score_reached_observable_95ci_percent": wilson(rc, rc + rm) if sample else None,
+        "score_observable_percent": est,
+        "score_observable_95ci_percent": est_ci,
+        "score_observable_old_assertions_percent": pct(
+            len([n for n in caught_before if n in reached_tested]), rc + rm),
+        "score_observable_after_retest_percent": after_est if retest else None,
+        "score_observable_after_retest_95ci_percent": after_ci if retest else None,
+        "unreached_observable_after_retest": aum,
         "retested": len(retest),
         "retest_caught": len([n for n in retest if retest[n] in ("caught", "timeout")]),
         "median_build_seconds": median([build[n] for n in status if n in build]),
         "median_test_seconds": median([test[n] for n in status if n in test]),
     }
+    del ac, am, au, uc
     if not write_summary:
         return
     with open(os.path.join(out, "score.json"), "w") as f:
@@ -288,30 +449,54 @@ def main(out, write_summary=True):
     md = ["# Mutation score of the conformance suite", "",
           "Generated by `scripts/mutation_score.sh` (cargo-mutants over dhp-core's runner, supervisor, store backends,",
           "envelope and transport log; the only test is `dhp-conform/tests/protocol_suite.rs`).", ""]
+    md += [f"**Unreached**: {len(unreached_now)} of the {len(listed)} mutants in scope sit on lines the suite never "
+           "runs (`reach.tsv`, from `scripts/mutation_reach.sh`): they survive for certain and are counted without a "
+           "build; each needs a note (not observable) or an assertion like any survivor.", ""]
     if sample:
-        md += [f"**A sample, not the full run**: {len(status)} of the {len(listed)} mutants in scope were tested "
-               "(round-robin shards, an unbiased sample). `score_observable_95ci_percent` is the 95% Wilson",
-               "interval for the score a full run would measure.", ""]
+        md += [f"**Reached: a sample, not the full run**: {reached_viable + reached_unviable} of the {n_reached} "
+               "reached mutants were tested (round-robin shards and seeded random draws: an unbiased sample).",
+               "`score_observable_percent` estimates the full run's score: the reached sample's rate, weighted by "
+               "the reached stratum's size against the unreached observable survivors, which are counted exactly; "
+               "its interval carries the reached rate's 95% Wilson interval.", ""]
     md += ["| figure | value |", "|---|---|"]
     for k, v in score.items():
         md.append(f"| {k} | {v} |")
     md += ["", "`score_observable_old_assertions_percent` counts a mutant as caught only if an assertion that existed",
            "before approval-gates & co. failed on it. `score_observable_after_retest_percent` is the score once the",
            "survivors were re-tested (`mutation_score.sh --retest`) after assertions were added for them.",
-           "", "## Caught", "", "| mutant | failing assertions |", "|---|---|"]
+           "`reach_contradictions` counts tested mutants the suite caught although their line is never run: it must",
+           "be 0 for the unreached stratum to be trusted."]
+    if contradictions:
+        md += ["", "## Reach contradictions", ""] + [f"- `{n}`" for n in contradictions]
+    md += ["", "## Caught", "", "| mutant | failing assertions |", "|---|---|"]
     for n in sorted(caught):
         ids = ", ".join(sorted(failed_by[n])) or ("(timeout)" if status[n] == "timeout" else "?")
         md.append(f"| `{n}` | {ids} |")
-    md += ["", "## Survivors", "", "| mutant | re-test | why it is not observable (or: not yet asserted) |",
+
+    def why_of(n):
+        return note(n) or ("(now asserted)" if retest.get(n) in ("caught", "timeout")
+                           else "**observable: no assertion catches it yet**")
+
+    md += ["", "## Survivors (tested)", "", "| mutant | re-test | why it is not observable (or: not yet asserted) |",
            "|---|---|---|"]
-    for n in sorted(missed):
+    for n in sorted(x for x in missed if status[x] == "missed"):
         if n in retest:
             again = retest[n] + (" by " + ", ".join(sorted(retest_ids.get(n, ()))) if retest_ids.get(n) else "")
         else:
             again = "—"
-        why = note(n) or ("(now asserted)" if retest.get(n) in ("caught", "timeout")
-                          else "**observable: no assertion catches it yet**")
-        md.append(f"| `{n}` | {again} | {why} |")
+        md.append(f"| `{n}` | {again} | {why_of(n)} |")
+    never = sorted(x for x in missed if status[x] == "unreached")
+    by_why = {}
+    for n in never:
+        by_why.setdefault(why_of(n), []).append(n)
+    md += ["", "## Unreached survivors (not built: the suite never runs their line)", "",
+           "| mutants | why it is not observable (or: not yet asserted) |", "|---|---|"]
+    for why, ns in sorted(by_why.items(), key=lambda kv: (not kv[0].startswith("**"), -len(kv[1]))):
+        if why.startswith("**") or len(ns) <= 3:
+            md += [f"| `{n}` | {why} |" for n in ns]
+        else:
+            files = sorted({n.split(":")[0] for n in ns})
+            md.append(f"| {len(ns)} mutants in {', '.join('`' + f + '`' for f in files)} | {why} |")
     unv = sorted(n for n in status if status[n] == "unviable")
     if unv:
         md += ["", "## Unviable (did not build)", ""] + [f"- `{n}`" for n in unv]
@@ -325,6 +510,15 @@ if __name__ == "__main__":
     if args[:1] == ["--retest"]:
         # a re-test directory: its own failing.tsv only (read by the parent's summary)
         retest_only(args[1] if len(args) > 1 else "dhp-conform/mutation/retest")
+    elif args[:1] == ["--draw"]:
+        if len(args) != 4 or not args[2].isdigit() or not args[3].isdigit():
+            sys.exit("usage: mutation_summary.py --draw DIR N SEED")
+        draw(args[1], int(args[2]), int(args[3]))
+    elif args[:1] == ["--reach"]:
+        if len(args) != 3:
+            sys.exit("usage: mutation_summary.py --reach DIR LCOV")
+        reach(args[1], args[2])
+        main(args[1])
     elif args[:1] == ["--merge"]:
         if len(args) < 3:
             sys.exit("usage: mutation_summary.py --merge DIR SHARD...")

@@ -8,7 +8,10 @@
 //! ```
 //!
 //! An assertion that is not pinned is expected to pass (or be skipped for
-//! an undeclared feature); a pinned one must end exactly as pinned.
+//! an undeclared feature); a pinned one must end exactly as pinned. An
+//! intermittent outcome is pinned as a list (`"outcome": ["failed",
+//! "passed"]`, as web-platform-tests' metadata pins intermittents): any
+//! outcome in it is expected.
 
 use crate::report::Record;
 use serde_json::Value;
@@ -48,8 +51,9 @@ pub enum ExpectError {
 /// One pinned outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pin {
-    /// `passed`, `failed`, `errored` or `skipped`.
-    pub outcome: String,
+    /// `passed`, `failed`, `errored` or `skipped`; more than one for an
+    /// intermittent outcome (each is expected).
+    pub outcomes: Vec<String>,
     /// Why the implementation ends that way (required, non-empty).
     pub why: String,
 }
@@ -83,15 +87,23 @@ impl Expectations {
                 if !known_ids.contains(&id.as_str()) {
                     return Err(format!("{label}: unknown assertion id {id:?} (see dhp-conform --list)"));
                 }
-                let outcome = pin.get("outcome").and_then(Value::as_str).unwrap_or_default();
-                if !OUTCOMES.contains(&outcome) {
-                    return Err(format!("{label}.{id}: outcome must be one of {}", OUTCOMES.join(", ")));
+                let outcomes: Vec<&str> = match pin.get("outcome") {
+                    Some(Value::String(o)) => vec![o.as_str()],
+                    Some(Value::Array(os)) => os.iter().map(|o| o.as_str().unwrap_or_default()).collect(),
+                    _ => vec![],
+                };
+                if outcomes.is_empty() || outcomes.iter().any(|o| !OUTCOMES.contains(o)) {
+                    return Err(format!(
+                        "{label}.{id}: outcome must be one of {}, or a list of them (intermittent)",
+                        OUTCOMES.join(", ")
+                    ));
                 }
                 let why = pin.get("why").and_then(Value::as_str).unwrap_or_default();
                 if why.trim().is_empty() {
                     return Err(format!("{label}.{id}: a pin needs a \"why\""));
                 }
-                m.insert(id.clone(), Pin { outcome: outcome.to_string(), why: why.to_string() });
+                let outcomes = outcomes.into_iter().map(String::from).collect();
+                m.insert(id.clone(), Pin { outcomes, why: why.to_string() });
             }
             out.insert(label.clone(), m);
         }
@@ -111,8 +123,8 @@ impl Expectations {
         for r in records {
             let got = r.outcome.word();
             match self.pin(&r.implementation, &r.assertion) {
-                Some(p) if p.outcome == got => {}
-                Some(p) => out.push((r, format!("pinned {} ({}), now {got}", p.outcome, p.why))),
+                Some(p) if p.outcomes.iter().any(|o| o == got) => {}
+                Some(p) => out.push((r, format!("pinned {} ({}), now {got}", p.outcomes.join(" or "), p.why))),
                 None if got == "passed" || got == "skipped" => {}
                 None => out.push((r, format!("expected to pass, {got}"))),
             }
@@ -141,8 +153,12 @@ mod tests {
     #[test]
     fn pinned_outcomes_are_expected_and_changes_are_surprises() {
         let e = Expectations::from_json(
-            &json!({"implementations": {"r": {"x": {"outcome": "failed", "why": "known"}, "y": {"outcome": "failed", "why": "known"}}}}),
-            &["x", "y", "z"],
+            &json!({"implementations": {"r": {
+                "x": {"outcome": "failed", "why": "known"},
+                "y": {"outcome": "failed", "why": "known"},
+                "w": {"outcome": ["failed", "passed"], "why": "a race"},
+                "v": {"outcome": ["failed", "passed"], "why": "a race"}}}}),
+            &["v", "w", "x", "y", "z"],
         )
         .unwrap();
         let rs = vec![
@@ -150,10 +166,19 @@ mod tests {
             rec("r", "y", Outcome::Passed),
             rec("r", "z", Outcome::Errored("e".into())),
             rec("o", "x", Outcome::Skipped("s".into())),
+            rec("r", "w", Outcome::Passed),
+            rec("r", "v", Outcome::Errored("e".into())),
         ];
         let s = e.surprises(&rs);
         let got: Vec<(&str, &str)> = s.iter().map(|(r, w)| (r.assertion.as_str(), w.as_str())).collect();
-        assert_eq!(got, vec![("y", "pinned failed (known), now passed"), ("z", "expected to pass, errored")]);
+        assert_eq!(
+            got,
+            vec![
+                ("y", "pinned failed (known), now passed"),
+                ("z", "expected to pass, errored"),
+                ("v", "pinned failed or passed (a race), now errored"),
+            ]
+        );
     }
 
     #[test]
@@ -163,6 +188,11 @@ mod tests {
             (json!({}), "no \"implementations\""),
             (json!({"implementations": {"r": {"typo": {"outcome": "failed", "why": "w"}}}}), "unknown assertion id"),
             (json!({"implementations": {"r": {"x": {"outcome": "broken", "why": "w"}}}}), "outcome must be"),
+            (
+                json!({"implementations": {"r": {"x": {"outcome": ["failed", "broken"], "why": "w"}}}}),
+                "outcome must be",
+            ),
+            (json!({"implementations": {"r": {"x": {"outcome": [], "why": "w"}}}}), "outcome must be"),
             (json!({"implementations": {"r": {"x": {"outcome": "failed"}}}}), "needs a \"why\""),
         ] {
             let e = Expectations::from_json(&v, &ids).unwrap_err();

@@ -261,6 +261,29 @@ impl StoreView {
         Ok(())
     }
 
+    /// Move the leadership term's end to `expires_at` (a term about to run
+    /// out, without waiting for it); the rows changed.
+    pub fn set_leadership_expiry(&self, expires_at: f64) -> Check<u64> {
+        const SQL: &str = "UPDATE leadership SET expires_at = $1 WHERE id = 1";
+        self.update(SQL, expires_at, None)
+    }
+
+    /// Date a handoff's last checkpoint back to `at` (its stall clock ran
+    /// out, without waiting for it); the rows changed.
+    pub fn set_last_checkpoint_at(&self, hid: &str, at: f64) -> Check<u64> {
+        const SQL: &str = "UPDATE progress SET last_checkpoint_at = $1 WHERE hid = $2";
+        self.update(SQL, at, Some(hid))
+    }
+
+    fn update(&self, sql: &str, x: f64, hid: Option<&str>) -> Check<u64> {
+        Ok(match (&self.db, hid) {
+            (Db::Sqlite(conn), None) => conn.execute(&sql.replace('$', "?"), params![x])? as u64,
+            (Db::Sqlite(conn), Some(h)) => conn.execute(&sql.replace('$', "?"), params![x, h])? as u64,
+            (Db::Postgres(c), None) => c.borrow_mut().execute(sql, &[&x])?,
+            (Db::Postgres(c), Some(h)) => c.borrow_mut().execute(sql, &[&x, &h])?,
+        })
+    }
+
     /// `(step_id, result_json)` rows.
     pub fn effects(&self, hid: &str) -> Check<Vec<(String, String)>> {
         const SQL: &str = "SELECT step_id, result_json FROM effects WHERE hid=$1 ORDER BY step_id";

@@ -57,7 +57,11 @@ pub fn heartbeat_extends_lease(cx: &Ctx<'_>) -> Check {
     let left = m.heartbeat(&t)?;
     let e1 = lease_expiry(&mut m, &root, &hid)?;
     ensure!(e1 > e0 + 0.3, "heartbeat must push the lease out: expiry {e0:.3} -> {e1:.3}");
-    ensure!(left > 0.5, "heartbeat reports {left:.3} s left, want about the lease TTL");
+    ensure!(
+        left > 0.5 && left <= e1 - now() + 0.1,
+        "heartbeat reports {left:.3} s left, want about the lease TTL (the stored lease ends {:.3} s from now)",
+        e1 - now()
+    );
     if let Some(db) = cx.store(&root)? {
         let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row"))?;
         ensure!(
@@ -342,7 +346,7 @@ pub fn tampered_checkpoint_rejected(cx: &Ctx<'_>) -> Check {
 /// A crash leaves a garbage line and a truncated last line: both are
 /// skipped and counted, everything valid is ingested.
 pub fn truncated_log_line_tolerated(cx: &Ctx<'_>) -> Check {
-    let (mut m, [ra, rb]) = opened(cx, ["a", "b"])?;
+    let (mut m, [ra, rb, rc]) = opened(cx, ["a", "b", "c"])?;
     let log = cx.path("t.log");
     let hid = shipped_log(&mut m, &ra, &log, 4)?;
     let lines = log_lines(&log)?;
@@ -358,6 +362,42 @@ pub fn truncated_log_line_tolerated(cx: &Ctx<'_>) -> Check {
     ensure_eq!(m.status(&rb, &hid)?["status"], json!("pending"), "status after ingest");
     if let Some(db) = cx.store(&rb)? {
         ensure_eq!(db.verified_states(&hid)?.len(), 3, "checkpoint rows");
+    }
+    unusable_records_skipped(cx, &mut m, &rc, &hid, &lines)
+}
+
+/// The other records §8.3 skips and counts: a checkpoint before the
+/// header, an unknown type, a state that is not an object, a seq that is
+/// not a non-negative integer, a line that is too long. Each edited line keeps a state that matches
+/// its state_hash, so only the rule under test can refuse it.
+fn unusable_records_skipped(cx: &Ctx<'_>, m: &mut Adapter, root: &str, hid: &str, lines: &[String]) -> Check {
+    let text = [
+        lines[1].clone(), // seq 0, before the header
+        lines[0].clone(),
+        lines[1].clone(),
+        r#"{"seq": 1, "type": "mystery"}"#.to_string(),
+        edit_line(&lines[2], |v| v["state"] = json!([1]))?,
+        edit_line(&lines[2], |v| v["seq"] = json!(-1))?,
+        edit_line(&lines[2], |v| v["seq"] = json!("1"))?,
+        // seq 1 again, padded past DHP_TRANSPORT_MAX_LINE_BYTES (256 KiB)
+        edit_line(&lines[2], |v| v["pad"] = json!("x".repeat(300_000)))?,
+        lines[2].clone(),
+    ]
+    .join("\n");
+    let path = cx.path("records.log");
+    write(&path, format!("{text}\n").as_bytes())?;
+    let out = m.ingest(root, &path)?;
+    ensure_eq!(out["handoff_id"], json!(hid), "ingested handoff_id");
+    ensure_eq!(out["checkpoints_ingested"], json!(2), "checkpoints_ingested (seq 0 and 1)");
+    ensure_eq!(
+        out["lines_skipped"],
+        json!(6),
+        "lines_skipped (a checkpoint before the header, an unknown type, a list state, seq -1, seq \"1\", a line over \
+         DHP_TRANSPORT_MAX_LINE_BYTES)"
+    );
+    ensure_eq!(m.last_checkpoint(root, hid)?, Some(json!({"s": 1})), "last checkpoint");
+    if let Some(db) = cx.store(root)? {
+        ensure_eq!(db.verified_states(hid)?.len(), 2, "checkpoint rows");
     }
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! Every assertion, in the order they run.
 
 pub mod approvals;
+pub mod clocks;
 pub mod contention;
 pub mod core;
+pub mod creation;
 pub mod cross;
 pub mod extended;
 pub mod negative;
@@ -87,7 +89,7 @@ pub fn all() -> Vec<Assertion> {
         a("tampered-bundle-rejected", Extended, &[], "a bundle with changed inputs or a forged checkpoint hash is refused and changes nothing", extended::tampered_bundle_rejected),
         a("tampered-log-rejected", Extended, &[], "a log whose envelope does not match its id is refused and creates nothing", extended::tampered_log_rejected),
         a("tampered-checkpoint-rejected", Extended, &[], "a log checkpoint whose state does not match its hash is refused; nothing past it is ingested", extended::tampered_checkpoint_rejected),
-        a("truncated-log-line-tolerated", Extended, &[], "garbage and truncated log lines are skipped and counted, the rest ingested", extended::truncated_log_line_tolerated),
+        a("truncated-log-line-tolerated", Extended, &[], "garbage, truncated, too long and unusable log records (unknown type, checkpoint before the header, non-object state, bad seq) are skipped and counted, the rest ingested", extended::truncated_log_line_tolerated),
         a("newer-schema-refused", Extended, &[feature::STANDARD_STORE], "a store at schema_version 4 is refused and left as it is", extended::newer_schema_refused),
         a("oversize-rejected", Extended, &[feature::ENV_CONFIG], "checkpoints, results, envelopes and bundles over DHP_MAX_* are refused with OversizePayload", extended::oversize_rejected),
         a("malformed-ids-rejected", Extended, &[], "malformed handoff, worker and supervisor ids are refused with ValidationError", extended::malformed_ids_rejected),
@@ -106,6 +108,9 @@ pub fn all() -> Vec<Assertion> {
         a("status-reporting", Extended, &[], "status reports status, attempt, owner, fence, checkpoints, usage, result, ack and orphan reason truthfully at every step of a handoff's life", roundtrip::status_reporting),
         a("suspend-resume-round-trip", Extended, &[], "two suspend/resume hops keep every checkpoint, usage and the attempt count; the suspended original refuses writes and a second copy", roundtrip::suspend_resume_round_trip),
         a("write-lock-wait", Extended, &[feature::STANDARD_STORE], "a write that finds the store's write lock held by another connection waits for it and succeeds", contention::write_lock_wait),
+        a("concurrent-create", Extended, &[], "several processes opening one new store at one instant all succeed and share one store", creation::concurrent_create),
+        a("leader-renews-term", Extended, &[feature::STANDARD_STORE], "a leader that asks again before its term runs out stays leader with a new term; a live term keeps others out", clocks::leader_renews_term),
+        a("stall-by-age", Extended, &[feature::STALL_DETECTION, feature::STANDARD_STORE], "a live handoff whose last checkpoint is older than stall_timeout_s is orphaned as stalled; recent progress is left alone", clocks::stall_by_age),
         a("timestamps-iso8601", Extended, &[], "created_at, completed_at and checkpoint times are ISO-8601 UTC text as Python's isoformat() writes it, and tell when they were written", timestamps::timestamps_iso8601),
         a("ship-failure-reported", Extended, &[], "a ship that could not write the log is refused: ship_envelope and ship_checkpoint never report a line shipped that is not in the log", shipping::ship_failure_reported),
     ]

@@ -5,6 +5,11 @@
 //! (the writer `flock` on SQLite, the handoff's advisory lock on
 //! PostgreSQL), so only a writer outside dhp-core can be found holding it
 //! — and gives up if it is held.
+//!
+//! create-loser-fails: opening a root without a store claims the store
+//! file with an exclusive create first, and an opener that loses that race
+//! to another process reports an error instead of opening the winner's
+//! store.
 
 use super::{Mutant, MutantAdapter};
 use crate::rs_adapter::{err, s, R};
@@ -19,8 +24,23 @@ use std::time::Duration;
 pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
     match (ad.m, op) {
         (Mutant::WriteLockGivesUp, "claim" | "checkpoint" | "complete") => Some(give_up_if_locked(ad, op, a)),
+        (Mutant::CreateLoserFails, "open") => Some(open_or_lose(ad, a)),
         _ => None,
     }
+}
+
+fn open_or_lose(ad: &mut MutantAdapter, a: &Value) -> R {
+    let root = s(a, "root")?;
+    let db = Path::new(root).join(DB_FILE);
+    if !is_postgres(root) && !db.exists() {
+        // the claim stays: every opener that finds no store while the
+        // winner is still creating it loses
+        let claim = Path::new(root).join(format!("{DB_FILE}.creating"));
+        if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&claim) {
+            return Err(err("StoreError", format!("{}: another process is creating the store: {e}", db.display())));
+        }
+    }
+    ad.inner.handle("open", a)
 }
 
 fn give_up_if_locked(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {

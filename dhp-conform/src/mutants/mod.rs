@@ -68,6 +68,9 @@ pub(crate) enum Mutant {
     WallclockUnchecked,
     StatusFenceFromEnvelope,
     WriteLockGivesUp,
+    CreateLoserFails,
+    LeaderNeverRenews,
+    StallByRepeatsOnly,
     TimestampsUnixSeconds,
     ShipHidesWriteErrors,
 }
@@ -193,6 +196,21 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "a write that finds the store's write lock held by another connection fails at once (busy timeout 0)",
     ),
     (
+        "create-loser-fails",
+        Mutant::CreateLoserFails,
+        "an opener that loses the race to create a new store reports an error instead of opening the winner's store",
+    ),
+    (
+        "leader-never-renews",
+        Mutant::LeaderNeverRenews,
+        "a leader whose term is live answers leader without writing a new term, so the term runs out under it",
+    ),
+    (
+        "stall-by-repeats-only",
+        Mutant::StallByRepeatsOnly,
+        "a handoff counts as stalled only by repeated activity, never by the age of its last checkpoint",
+    ),
+    (
         "timestamps-unix-seconds",
         Mutant::TimestampsUnixSeconds,
         "build_envelope writes provenance.created_at as Unix seconds instead of isoformat() UTC text",
@@ -226,6 +244,7 @@ impl MutantAdapter {
     fn new(m: Mutant, mut cfg: Config) -> Self {
         identity::configure(m, &mut cfg);
         budget::configure(m, &mut cfg);
+        supervision::configure(m, &mut cfg);
         MutantAdapter { inner: Adapter::new(cfg), m, pending: Vec::new() }
     }
 

@@ -1,4 +1,5 @@
-//! Supervisor mutants: leadership and the dead-letter queue.
+//! Supervisor mutants: leadership, stall detection and the dead-letter
+//! queue.
 
 use super::{Mutant, MutantAdapter};
 use crate::rs_adapter::{s, R};
@@ -11,8 +12,28 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
     match (ad.m, op) {
         (Mutant::TwoLeaders, "ensure_leadership" | "scan") => Some(take_leadership(ad, op, a)),
         (Mutant::NoDlq, "scan") => Some(scan_without_dlq(ad, a)),
+        (Mutant::LeaderNeverRenews, "ensure_leadership") => Some(lead_without_renewing(ad, a)),
         _ => None,
     }
+}
+
+/// stall-by-repeats-only: a handoff counts as stalled only by repeated
+/// activity; its checkpoint age never makes it stall.
+pub(super) fn configure(m: Mutant, cfg: &mut dhp_core::Config) {
+    if m == Mutant::StallByRepeatsOnly {
+        cfg.stall_timeout_s = 86_400.0; // the largest a config admits: a day
+    }
+}
+
+/// leader-never-renews: a leader whose term is still live answers "leader"
+/// without writing a new term, so its term runs out under it.
+fn lead_without_renewing(ad: &mut MutantAdapter, a: &Value) -> R {
+    let (root, id) = (s(a, "root")?, s(a, "supervisor")?);
+    let r = ad.inner.runner(root)?;
+    if dhp_core::testing::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > now()) {
+        return Ok(json!({"leader": true}));
+    }
+    ad.inner.handle("ensure_leadership", a)
 }
 
 /// two-leaders: a supervisor takes leadership whether or not another

@@ -1,0 +1,70 @@
+//! Supervisor clocks the runner moves itself in the standard store: a
+//! leader's term near its end, a stall clock that ran out. Moving the
+//! stored time instead of waiting keeps the defaults (a 5 s term, a 120 s
+//! stall timeout) and the suite fast.
+
+use super::new_handoff;
+use crate::check::{Check, Fail};
+use crate::ops::action_for;
+use crate::suite::Ctx;
+use crate::{ensure, ensure_eq};
+use serde_json::json;
+
+use super::now;
+
+/// leader-renews-term: a leader that asks again while its term is live
+/// but near its end stays leader and gets a new term; a live term keeps
+/// every other supervisor out.
+pub fn leader_renews_term(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
+    ensure!(m.ensure_leadership(&root, "s1")?, "s1 must take an absent leadership");
+    // a term with 0.5 s left: live, but past any renew-ahead point
+    let near = now() + 0.5;
+    ensure_eq!(db.set_leadership_expiry(near)?, 1, "leadership rows moved");
+    ensure!(
+        m.ensure_leadership(&root, "s1")?,
+        "a leader whose term has 0.5 s left must stay leader when it asks again"
+    );
+    let (holder, renewed) =
+        db.leadership()?.ok_or_else(|| Fail::failed("no leadership row after the leader asked again"))?;
+    ensure_eq!(holder.as_str(), "s1", "leadership holder after the renewal");
+    ensure!(
+        renewed > near + 0.5,
+        "the leader's term must be renewed: it ends at {renewed:.3}, {:.3} s from now (before: {near:.3})",
+        renewed - now()
+    );
+    ensure!(!m.ensure_leadership(&root, "s2")?, "s2 must not take a live term from s1");
+    Ok(())
+}
+
+/// stall-by-age: a running handoff whose lease is live but whose last
+/// checkpoint is older than stall_timeout_s (120 s by default) is orphaned
+/// as stalled; one that checkpointed just now is left alone.
+pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter()?;
+    m.open(&root)?;
+    let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
+    let (old, fresh) = (new_handoff(&mut m, &root, 1)?, new_handoff(&mut m, &root, 2)?);
+    let (t_old, t_fresh) = (m.claim(&root, "w1", &old)?, m.claim(&root, "w2", &fresh)?);
+    m.checkpoint(&t_old, json!({"k": 1}))?;
+    m.checkpoint(&t_fresh, json!({"k": 1}))?;
+    ensure_eq!(db.set_last_checkpoint_at(&old, now() - 200.0)?, 1, "progress rows dated back");
+    let acts = m.scan(&root, "s1")?;
+    ensure_eq!(
+        action_for(&acts, &old),
+        Some("orphaned"),
+        "scan action on a live handoff whose last checkpoint is 200 s old (stall_timeout_s 120 s; actions {acts:?})"
+    );
+    ensure!(action_for(&acts, &fresh).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
+    let st = m.status(&root, &old)?;
+    ensure_eq!(st["status"], json!("orphaned"), "status of the stalled handoff");
+    if !st["orphan_reason"].is_null() {
+        ensure_eq!(st["orphan_reason"], json!("stalled"), "orphan_reason");
+    }
+    ensure_eq!(m.status(&root, &fresh)?["status"], json!("running"), "status of the handoff that checkpointed");
+    Ok(())
+}
