@@ -470,7 +470,7 @@ def main(out, write_summary=True):
         md += ["", "## Reach contradictions", ""] + [f"- `{n}`" for n in contradictions]
     md += ["", "## Caught", "", "| mutant | failing assertions |", "|---|---|"]
     for n in sorted(caught):
-        ids = ", ".join(sorted(failed_by[n])) or ("(timeout)" if status[n] == "timeout" else "?")
+        ids = ", ".join(sorted(failed_by[n])) or ("(timeout)" if status[n] == "timeout" else "(not kept: the run's logs were lost)")
         md.append(f"| `{n}` | {ids} |")
 
     def why_of(n):
