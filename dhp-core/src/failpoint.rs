@@ -20,7 +20,9 @@
 //! Names: `checkpoint.in_tx`, `ship.after_commit`, `heartbeat`, `complete`,
 //! `complete.after_commit`, `transport.recover` (the transport server,
 //! about to replay a journal), `supervise.after_commit` (a supervisor, right
-//! after an action's transaction committed and the action was reported).
+//! after an action's transaction committed and the action was reported),
+//! `liveness.dead_token` (a supervisor's liveness poll, having found a
+//! holder's token free, before it reads that holder's rows).
 //!
 //! `DHP_TRANSPORT_FAILPOINT_PRE_FSYNC_MS=N` (0–60000) makes the transport
 //! server pause N ms between writing a line and syncing it, so a test can

@@ -13,6 +13,7 @@ use super::quarantine::per_row;
 use super::{OrphanReason, Supervisor};
 use crate::envelope::ORPHANED_HOLDER;
 use crate::error::Result;
+use crate::failpoint;
 use crate::liveness;
 use crate::store::{with_tx, Backend, Mode, SqliteStore};
 use serde_json::Value;
@@ -66,8 +67,20 @@ impl Supervisor {
             if holder == ORPHANED_HOLDER {
                 continue;
             }
+            failpoint::hit("liveness.dead_token");
             let (owns, leader) =
                 with_tx(store, Mode::Read, |tx| Ok((tx.ownerships_held_by(&holder)?, tx.leadership()?)))?;
+            // A free token is not yet a dead process: `publish` creates
+            // the file before it locks it, and a restarted process of the
+            // same id locks a file its predecessor left. Such a process
+            // takes its lock before it claims anything, so if the token is
+            // still free after the read, every row read belongs to a
+            // process that is gone; if it is held now, the read may hold
+            // a live process's rows (chaos seed 3003 orphaned one 2 ms
+            // after its recover).
+            if !liveness::is_dead(root, &holder) {
+                continue;
+            }
             let mut settled = true;
             for o in owns {
                 let before = flagged.len();
@@ -75,8 +88,9 @@ impl Supervisor {
                 per_row(flagged, acts, &o.hid, res)?;
                 settled &= flagged.len() == before;
             }
-            // A dead process commits nothing more, and this read began after
-            // it died: every row it held was seen. Its token is no longer
+            // A dead process commits nothing more, and this read ended
+            // before the token was found free again: every row it held
+            // was seen. Its token is no longer
             // needed (unless a row could not be orphaned, or it is named as
             // leader, where a follower still looks for it).
             if settled && leader.is_none_or(|l| l.holder != holder) {
