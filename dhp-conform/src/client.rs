@@ -227,6 +227,9 @@ pub enum Profile {
     Default,
     /// Leases of 0.5 s × 2 for assertions that let real time pass.
     ShortLease,
+    /// A 4 KiB line limit, which a checkpoint line can reach (in the
+    /// default profile the checkpoint limit keeps every line far below it).
+    ShortLines,
 }
 
 impl Profile {
@@ -240,9 +243,13 @@ impl Profile {
             ("DHP_MAX_ENVELOPE_BYTES", "262144"),
             ("DHP_TRANSPORT_MAX_LINE_BYTES", "262144"),
         ];
-        if self == Profile::ShortLease {
-            env.push(("DHP_LEASE_INTERVAL_S", "0.5"));
-            env.push(("DHP_LEASE_MAX_MISSED", "2"));
+        match self {
+            Profile::Default => {}
+            Profile::ShortLease => {
+                env.push(("DHP_LEASE_INTERVAL_S", "0.5"));
+                env.push(("DHP_LEASE_MAX_MISSED", "2"));
+            }
+            Profile::ShortLines => env[3].1 = "4096",
         }
         env
     }

@@ -261,11 +261,44 @@ impl StoreView {
         Ok(())
     }
 
+    /// Make the store read as one of an older version: `schema_version`
+    /// holds the single row `version` (the tables stay as they are; every
+    /// migration to 3 is additive).
+    pub fn set_schema_version(&self, version: i64, applied_at: f64) -> Check {
+        match &self.db {
+            Db::Sqlite(conn) => {
+                conn.execute("DELETE FROM schema_version", [])?;
+            }
+            Db::Postgres(c) => {
+                c.borrow_mut().execute("DELETE FROM schema_version", &[])?;
+            }
+        }
+        self.add_schema_version(version, applied_at)
+    }
+
     /// Move the leadership term's end to `expires_at` (a term about to run
     /// out, without waiting for it); the rows changed.
     pub fn set_leadership_expiry(&self, expires_at: f64) -> Check<u64> {
         const SQL: &str = "UPDATE leadership SET expires_at = $1 WHERE id = 1";
         self.update(SQL, expires_at, None)
+    }
+
+    /// Insert an ownership row for `hid` held by `holder` at `fence`, with
+    /// a lease that runs 60 s: what a claim killed between its two writes
+    /// leaves behind (the reference writes the row before the envelope).
+    pub fn insert_ownership(&self, hid: &str, holder: &str, fence: i64, now: f64) -> Check {
+        const SQL: &str = "INSERT INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, \
+                           max_missed, updated_at) VALUES ($1, $2, $3, $4, 2.0, 3, $5)";
+        let lease = now + 60.0;
+        match &self.db {
+            Db::Sqlite(conn) => {
+                conn.execute(&SQL.replace('$', "?"), params![hid, holder, fence, lease, now])?;
+            }
+            Db::Postgres(c) => {
+                c.borrow_mut().execute(SQL, &[&hid, &holder, &fence, &lease, &now])?;
+            }
+        }
+        Ok(())
     }
 
     /// Date a handoff's last checkpoint back to `at` (its stall clock ran
@@ -282,6 +315,19 @@ impl StoreView {
             (Db::Postgres(c), None) => c.borrow_mut().execute(sql, &[&x])?,
             (Db::Postgres(c), Some(h)) => c.borrow_mut().execute(sql, &[&x, &h])?,
         })
+    }
+
+    /// `(created_at, expires_at)` of an approval row.
+    pub fn approval_term(&self, approval_id: &str) -> Check<Option<(f64, f64)>> {
+        const SQL: &str = "SELECT created_at, expires_at FROM approvals WHERE approval_id=$1";
+        match &self.db {
+            Db::Sqlite(conn) => Ok(conn
+                .query_row(&SQL.replace("$1", "?1"), params![approval_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?),
+            Db::Postgres(c) => {
+                self.pg_rows(c, SQL, &[&approval_id])?.first().map(|r| Ok((pg(r, 0)?, pg(r, 1)?))).transpose()
+            }
+        }
     }
 
     /// `(step_id, result_json)` rows.

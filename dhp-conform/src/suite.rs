@@ -45,6 +45,7 @@ pub struct Impl {
     pub hello: Result<Hello, String>,
     default: Pool,
     short_lease: Pool,
+    short_lines: Pool,
     health: Mutex<Health>,
     /// Stderr of all its processes.
     pub stderr: std::sync::Arc<StderrLog>,
@@ -100,6 +101,8 @@ impl Impl {
         let default = Pool::new(command, Profile::Default, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let short_lease =
             Pool::new(command, Profile::ShortLease, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
+        let short_lines =
+            Pool::new(command, Profile::ShortLines, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let hello = match default.get() {
             Ok(lease) => Ok(lease.hello().cloned().expect("a pooled adapter has shaken hands")),
             Err(e) => Err(e.to_string()),
@@ -116,6 +119,7 @@ impl Impl {
             hello,
             default,
             short_lease,
+            short_lines,
             health: Mutex::default(),
             stderr,
         }
@@ -136,7 +140,7 @@ impl Impl {
     /// [`MAX_TIMEOUTS`], the implementation is hung.
     pub fn check_health(&self) {
         let mut h = self.health();
-        let total = self.default.timeouts() + self.short_lease.timeouts();
+        let total = self.default.timeouts() + self.short_lease.timeouts() + self.short_lines.timeouts();
         if h.hung.is_some() || total == h.timeouts_seen {
             return;
         }
@@ -155,7 +159,7 @@ impl Impl {
             h.hung = Some(format!("a request timed out, and a fresh process did not answer either ({e}); the remaining assertions were not run"));
         }
         // the probe's own timeout is part of this verdict, not a new one
-        h.timeouts_seen = self.default.timeouts() + self.short_lease.timeouts();
+        h.timeouts_seen = self.default.timeouts() + self.short_lease.timeouts() + self.short_lines.timeouts();
     }
 
     /// Whether the adapter shook hands and declares `feature`.
@@ -168,6 +172,7 @@ impl Impl {
         match profile {
             Profile::Default => &self.default,
             Profile::ShortLease => &self.short_lease,
+            Profile::ShortLines => &self.short_lines,
         }
     }
 
@@ -191,6 +196,7 @@ impl Impl {
     pub fn shutdown(&self) {
         self.default.drain();
         self.short_lease.drain();
+        self.short_lines.drain();
     }
 }
 

@@ -69,6 +69,19 @@ pub fn approval_gates(cx: &Ctx<'_>) -> Check {
 
     // approve: the worker may go on; the decision is final
     let a1 = gated(&mut m, &t, "financial", 300.0)?;
+    // its timeout runs from the request: 300 s from now, so a leader's
+    // scan leaves it pending
+    if let Some(db) = cx.store(&root)? {
+        let (created, expires) =
+            db.approval_term(&a1)?.ok_or_else(|| Fail::failed(format!("approval {a1} has no approvals row")))?;
+        ensure!(
+            (expires - created - 300.0).abs() < 1.0,
+            "an approval requested with timeout_s 300 expires {:.3} s after it was created",
+            expires - created
+        );
+    }
+    m.scan(&root, "s1")?;
+    ensure_eq!(status_of(&mut m, &root, &hid, &a1)?, "pending", "a 300 s approval after a leader's scan");
     ensure!(decide(&mut m, &root, &a1, true)?, "approving a pending approval must be recorded");
     m.op("await_approval", t.with("approval_id", json!(a1))).map_err(|f| f.context("await of an approved approval"))?;
     ensure!(!decide(&mut m, &root, &a1, false)?, "an approved approval was decided again (denied)");

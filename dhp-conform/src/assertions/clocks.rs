@@ -36,6 +36,12 @@ pub fn leader_renews_term(cx: &Ctx<'_>) -> Check {
         "the leader's term must be renewed: it ends at {renewed:.3}, {:.3} s from now (before: {near:.3})",
         renewed - now()
     );
+    // a new term of the leader TTL (5 s by default), not a longer one
+    ensure!(
+        renewed <= now() + 6.0,
+        "the renewed term ends {:.3} s from now: longer than a leader TTL (5 s)",
+        renewed - now()
+    );
     ensure!(!m.ensure_leadership(&root, "s2")?, "s2 must not take a live term from s1");
     Ok(())
 }
@@ -49,9 +55,12 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     m.open(&root)?;
     let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
     let (old, fresh) = (new_handoff(&mut m, &root, 1)?, new_handoff(&mut m, &root, 2)?);
+    let soon = new_handoff(&mut m, &root, 3)?;
     let (t_old, t_fresh) = (m.claim(&root, "w1", &old)?, m.claim(&root, "w2", &fresh)?);
+    let t_soon = m.claim(&root, "w3", &soon)?;
     m.checkpoint(&t_old, json!({"k": 1}))?;
     m.checkpoint(&t_fresh, json!({"k": 1}))?;
+    m.checkpoint(&t_soon, json!({"k": 1}))?;
     ensure_eq!(db.set_last_checkpoint_at(&old, now() - 200.0)?, 1, "progress rows dated back");
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(
@@ -60,6 +69,24 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
         "scan action on a live handoff whose last checkpoint is 200 s old (stall_timeout_s 120 s; actions {acts:?})"
     );
     ensure!(action_for(&acts, &fresh).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
+    ensure!(action_for(&acts, &soon).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
+    // a stall clock that runs out between two passes of one leader, with
+    // nothing written in between: the later pass must find it too
+    let dated = now();
+    ensure_eq!(db.set_last_checkpoint_at(&soon, dated - 118.0)?, 1, "progress rows dated back");
+    m.heartbeat(&t_soon)?;
+    let acts = m.scan(&root, "s1")?;
+    ensure!(
+        action_for(&acts, &soon).is_none(),
+        "scan acted on a handoff whose last checkpoint is 118 s old (stall_timeout_s 120 s): {acts:?}"
+    );
+    super::sleep_until(dated + 3.0);
+    let acts = m.scan(&root, "s1")?;
+    ensure_eq!(
+        action_for(&acts, &soon),
+        Some("orphaned"),
+        "scan action on a handoff whose last checkpoint became 121 s old since the last pass (actions {acts:?})"
+    );
     let st = m.status(&root, &old)?;
     ensure_eq!(st["status"], json!("orphaned"), "status of the stalled handoff");
     if !st["orphan_reason"].is_null() {

@@ -55,6 +55,16 @@ pub fn write_lock_wait(cx: &Ctx<'_>) -> Check {
     let mut m = cx.adapter()?;
     m.open(&root)?;
     let hid = new_handoff(&mut m, &root, 1)?;
+    if !crate::stores::is_postgres(&root) {
+        // opening a store that is up to date writes nothing: another
+        // process opens it while the store is locked (a worker starting
+        // while others write)
+        let mut other = cx.fresh()?;
+        let lock = HeldLock::take(&root, &hid, HOLD)?;
+        let opened = other.open(&root);
+        lock.released()?;
+        opened.map_err(|f| f.context("open of an existing store while another connection held its write lock"))?;
+    }
     let t = under_lock(&mut m, &root, &hid, "claim", |m| m.claim(&root, "w1", &hid))?;
     ensure_eq!(t.fence, 0, "fence of a claim that waited for the lock");
     if crate::stores::is_postgres(&root) {

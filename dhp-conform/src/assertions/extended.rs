@@ -4,7 +4,7 @@
 //! canonical-JSON vectors, and fast death detection.
 
 use super::core::{race, RACERS};
-use super::{new_handoff, new_handoff_with, now, sleep_until, spec_with, OWNED_OR_STATE};
+use super::{new_handoff, new_handoff_with, now, padded_to, sleep_until, spec_with, OWNED_OR_STATE};
 use crate::check::{Check, Fail};
 use crate::client::{Adapter, Lease, Profile, Reply};
 use crate::ops::{action_for, Token};
@@ -21,6 +21,10 @@ pub fn lease_expiry_lease_lost(cx: &Ctx<'_>) -> Check {
     let hid = new_handoff(&mut m, &root, 1)?;
     let t = m.claim(&root, "w1", &hid)?;
     m.checkpoint(&t, json!({"s": 1}))?;
+    // the seconds a heartbeat reports left are the stored lease's
+    let left = m.heartbeat(&t)?;
+    let stored = lease_expiry(&mut m, &root, &hid)? - now();
+    ensure!((left - stored).abs() < 0.5, "heartbeat reported {left:.3} s left; the stored lease has {stored:.3} s");
     ensure!(m.expire_lease(&root, &hid)?, "expire_lease changed nothing");
     m.must_fail("checkpoint", t.with("state", json!({"s": 2})), &["LeaseLost"], "checkpoint after the lease ran out")?;
     m.must_fail("heartbeat", t.args(), &["LeaseLost"], "heartbeat after the lease ran out")?;
@@ -173,6 +177,22 @@ pub fn claim_race(cx: &Ctx<'_>) -> Check {
     if let Some(db) = cx.store(&root)? {
         let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row after the race"))?;
         ensure_eq!((o.holder.as_str(), o.fence), (w.as_str(), 0), "stored holder and fence");
+    }
+    // a row already there (a claim killed between its two writes) is an
+    // owner: a claim of that handoff is refused and changes nothing
+    if let Some(db) = cx.store(&root)? {
+        let h2 = new_handoff(&mut m, &root, 2)?;
+        db.insert_ownership(&h2, "ghost", 0, now())?;
+        let before = db.must_envelope(&h2)?;
+        m.must_fail(
+            "claim",
+            json!({"root": root, "worker": "w9", "hid": h2}),
+            &["OwnershipLost"],
+            "claim of a pending handoff whose ownership row exists",
+        )?;
+        ensure_eq!(db.must_envelope(&h2)?, before, "the envelope after the refused claim");
+        let own = db.ownership(&h2)?.ok_or_else(|| Fail::failed("the ownership row is gone after a refused claim"))?;
+        ensure_eq!((own.holder.as_str(), own.fence), ("ghost", 0), "the ownership row after the refused claim");
     }
     Ok(())
 }
@@ -371,6 +391,15 @@ pub fn truncated_log_line_tolerated(cx: &Ctx<'_>) -> Check {
 /// not a non-negative integer, a line that is too long. Each edited line keeps a state that matches
 /// its state_hash, so only the rule under test can refuse it.
 fn unusable_records_skipped(cx: &Ctx<'_>, m: &mut Adapter, root: &str, hid: &str, lines: &[String]) -> Check {
+    // DHP_TRANSPORT_MAX_LINE_BYTES bounds a line's bytes without its
+    // newline (and the blanks around it): exactly the limit is read
+    let padded = |line: &str, bytes: usize| -> Check<String> {
+        let base = edit_line(line, |v| v["pad"] = json!(""))?.len();
+        let n = bytes
+            .checked_sub(base)
+            .ok_or_else(|| Fail::Errored(format!("a {base}-byte line cannot be padded to {bytes}")))?;
+        edit_line(line, |v| v["pad"] = json!("x".repeat(n)))
+    };
     let text = [
         lines[1].clone(), // seq 0, before the header
         lines[0].clone(),
@@ -379,25 +408,31 @@ fn unusable_records_skipped(cx: &Ctx<'_>, m: &mut Adapter, root: &str, hid: &str
         edit_line(&lines[2], |v| v["state"] = json!([1]))?,
         edit_line(&lines[2], |v| v["seq"] = json!(-1))?,
         edit_line(&lines[2], |v| v["seq"] = json!("1"))?,
-        // seq 1 again, padded past DHP_TRANSPORT_MAX_LINE_BYTES (256 KiB)
-        edit_line(&lines[2], |v| v["pad"] = json!("x".repeat(300_000)))?,
+        // seq 1 again, one byte past DHP_TRANSPORT_MAX_LINE_BYTES (256 KiB)
+        padded(&lines[2], 262_145)?,
         lines[2].clone(),
+        // seq 2, exactly DHP_TRANSPORT_MAX_LINE_BYTES long
+        padded(&lines[3], 262_144)?,
     ]
     .join("\n");
     let path = cx.path("records.log");
     write(&path, format!("{text}\n").as_bytes())?;
     let out = m.ingest(root, &path)?;
     ensure_eq!(out["handoff_id"], json!(hid), "ingested handoff_id");
-    ensure_eq!(out["checkpoints_ingested"], json!(2), "checkpoints_ingested (seq 0 and 1)");
+    ensure_eq!(
+        out["checkpoints_ingested"],
+        json!(3),
+        "checkpoints_ingested (seq 0, 1, and 2 exactly at the line limit)"
+    );
     ensure_eq!(
         out["lines_skipped"],
         json!(6),
         "lines_skipped (a checkpoint before the header, an unknown type, a list state, seq -1, seq \"1\", a line over \
          DHP_TRANSPORT_MAX_LINE_BYTES)"
     );
-    ensure_eq!(m.last_checkpoint(root, hid)?, Some(json!({"s": 1})), "last checkpoint");
+    ensure_eq!(m.last_checkpoint(root, hid)?, Some(json!({"s": 2})), "last checkpoint");
     if let Some(db) = cx.store(root)? {
-        ensure_eq!(db.verified_states(hid)?.len(), 2, "checkpoint rows");
+        ensure_eq!(db.verified_states(hid)?.len(), 3, "checkpoint rows");
     }
     Ok(())
 }
@@ -412,6 +447,11 @@ pub fn newer_schema_refused(cx: &Ctx<'_>) -> Check {
     let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
     let before = db.must_envelope(&hid)?;
     ensure_eq!(db.max_schema_version()?, Some(3), "schema_version written by the implementation");
+    // an older store is brought to 3 on open (§3.1), and keeps its handoffs
+    db.set_schema_version(2, now())?;
+    cx.adapter()?.open(&root).map_err(|f| f.context("opening a store whose schema_version is 2"))?;
+    ensure_eq!(db.max_schema_version()?, Some(3), "schema_version after opening a v2 store");
+    ensure_eq!(db.must_envelope(&hid)?, before, "the envelope after the upgrade to v3");
     db.add_schema_version(4, now())?;
     let mut other = cx.adapter()?;
     other.must_fail("open", json!({"root": root}), &["ValidationError"], "opening a store with schema v4")?;
@@ -438,6 +478,12 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
         "a 70 kB checkpoint (limit 64 KiB)",
     )?;
     ensure_eq!(m.checkpoint(&t, json!({"blob": "x".repeat(1000)}))?, 0, "seq of a small checkpoint after the refusal");
+    // a limit bounds `size > limit`: exactly at it is within it
+    ensure_eq!(
+        m.checkpoint(&t, padded_to(json!({"blob": 1}), 65_536)?)?,
+        1,
+        "seq of a checkpoint whose sorted text is exactly DHP_MAX_CHECKPOINT_BYTES (65536)"
+    );
     m.must_fail(
         "complete",
         t.with("result", json!({"x": 1, "pad": "y".repeat(70_000)})),
@@ -446,7 +492,7 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
     )?;
     let st = m.status(&root, &hid)?;
     ensure_eq!(st["status"], json!("running"), "status after an oversize result");
-    ensure_eq!(st["checkpoints"], json!(1), "checkpoints after an oversize checkpoint");
+    ensure_eq!(st["checkpoints"], json!(2), "checkpoints after an oversize checkpoint");
     let big = m.build(spec_with(2, json!({"inputs": {"inline": {"n": 2, "pad": "z".repeat(300_000)}}})))?;
     let big_hid = big["handoff_id"].as_str().unwrap_or_default().to_string();
     m.must_fail(
@@ -462,7 +508,7 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
         "the oversize envelope after dispatch",
     )?;
     if let Some(db) = cx.store(&root)? {
-        ensure_eq!(db.verified_states(&hid)?.len(), 1, "checkpoint rows");
+        ensure_eq!(db.verified_states(&hid)?.len(), 2, "checkpoint rows");
         ensure_eq!(db.handoff_count()?, 1, "handoffs rows");
     }
     // a bundle is bounded like an envelope: five 60 kB checkpoints make one
@@ -480,6 +526,66 @@ pub fn oversize_rejected(cx: &Ctx<'_>) -> Check {
         "suspend into a 300 kB bundle (limit 256 KiB)",
     )?;
     ensure!(!std::path::Path::new(&path).exists(), "a refused suspend left a bundle at {path}");
+    m.complete(&t, padded_to(json!({"x": 1}), 65_536)?)
+        .map_err(|f| f.context("complete with a result whose sorted text is exactly DHP_MAX_RESULT_BYTES (65536)"))?;
+    ensure_eq!(m.status(&root, &hid)?["status"], json!("completed"), "status after a result exactly at the limit");
+    bundle_limit(cx, &mut m, &root)?;
+    if cx.has(crate::protocol::feature::EFFECTS) {
+        effect_limit(&mut m, &root)?;
+    }
+    super::shipping::line_limit(cx)
+}
+
+/// An effect result is bounded like a checkpoint (DHP_MAX_CHECKPOINT_BYTES,
+/// `size > limit`): exactly at the limit it is recorded, one byte over not.
+fn effect_limit(m: &mut Adapter, root: &str) -> Check {
+    let h2 = new_handoff(m, root, 5)?;
+    let t3 = m.claim(root, "w3", &h2)?;
+    let r = effect(m, &t3, "record_effect", "big-1", Some(padded_to(json!({"id": 1}), 65_536)?))?;
+    ensure_eq!(r["recorded"], json!(true), "record_effect of a result exactly DHP_MAX_CHECKPOINT_BYTES (65536) long");
+    let mut over = t3.with("step_id", json!("big-2"));
+    over["result"] = padded_to(json!({"id": 2}), 65_537)?;
+    m.must_fail("record_effect", over, &["OversizePayload"], "record_effect of a result one byte over the limit")?;
+    ensure_eq!(
+        effect(m, &t3, "effect_done", "big-2", None)?["done"],
+        json!(false),
+        "effect_done of the refused oversize effect"
+    );
+    Ok(())
+}
+
+/// Resume applies the envelope limit to the bundle's bytes: a bundle of
+/// exactly DHP_MAX_ENVELOPE_BYTES (262144) is resumed, one byte more is
+/// refused with OversizePayload and imports nothing. The sizes are made
+/// by a `"pad"` member at the top of a real bundle, which resume ignores.
+fn bundle_limit(cx: &Ctx<'_>, m: &mut Adapter, root: &str) -> Check {
+    const LIMIT: usize = 262_144;
+    let hid = new_handoff(m, root, 4)?;
+    let t = m.claim(root, "w1", &hid)?;
+    m.checkpoint(&t, json!({"s": 1}))?;
+    let small = cx.path("small.bundle");
+    m.suspend(root, &hid, &small)?;
+    let text = std::fs::read_to_string(&small).map_err(|e| Fail::failed(format!("{small}: {e}")))?;
+    let body =
+        text.trim_start().strip_prefix('{').ok_or_else(|| Fail::failed(format!("{small} is not a JSON object")))?;
+    let sized = |bytes: usize| -> Check<String> {
+        let around = "{\"pad\": \"\", ".len() + body.len();
+        let n = bytes.checked_sub(around).ok_or_else(|| Fail::failed(format!("a {around}-byte bundle")))?;
+        Ok(format!("{{\"pad\": \"{}\", {body}", "x".repeat(n)))
+    };
+    let (at, over) = (cx.path("at-limit.bundle"), cx.path("over-limit.bundle"));
+    write(&at, sized(LIMIT)?.as_bytes())?;
+    write(&over, sized(LIMIT + 1)?.as_bytes())?;
+    let (r1, r2) = (cx.root("resumed")?, cx.root("refused")?);
+    m.open(&r1)?;
+    m.open(&r2)?;
+    ensure_eq!(
+        m.resume(&r1, &at).map_err(|f| f.context("resume of a bundle of exactly DHP_MAX_ENVELOPE_BYTES (262144)"))?,
+        hid,
+        "hid after resuming a bundle at the limit"
+    );
+    m.must_fail("resume", json!({"root": r2, "path": over}), &["OversizePayload"], "resume of a 262145-byte bundle")?;
+    m.must_fail("status", json!({"root": r2, "hid": hid}), &["UnknownHandoff"], "the handoff of a refused bundle")?;
     Ok(())
 }
 
@@ -530,6 +636,13 @@ pub fn malformed_ids_rejected(cx: &Ctx<'_>) -> Check {
         ensure!(db.ownership(&hid)?.is_none(), "an ownership row appeared after refused claims");
         ensure_eq!(db.handoff_count()?, 1, "handoffs rows");
     }
+    // the edges of the rule are ids like any other: 128 characters, and
+    // underscores at one end only
+    for good in ["w".repeat(128), "__w".into(), "w__".into()] {
+        let h = new_handoff(&mut m, &root, 2 + good.len() as i64)?;
+        let t = m.claim(&root, &good, &h).map_err(|f| f.context(&format!("claim by worker id {good:?}")))?;
+        m.checkpoint(&t, json!({"s": 1})).map_err(|f| f.context(&format!("checkpoint by worker id {good:?}")))?;
+    }
     Ok(())
 }
 
@@ -553,6 +666,9 @@ pub fn stall_orphan_then_dlq(cx: &Ctx<'_>) -> Check {
     // progress just made: its stall clock (stall_timeout_s, 120 s) is far
     // from running out, and a checkpoint starts the repeat count afresh
     ensure_eq!(m.checkpoint(&t, json!({"k": 1}))?, 0, "seq of the first checkpoint");
+    ensure_eq!(repeat_activity(&mut m, &t, 5)?, 5, "repeat count after 5 identical activities");
+    let other = m.op("note_activity", t.with("digest", json!("tool:fetch url=other")))?;
+    ensure_eq!(other["repeat_count"], json!(1), "repeat count of a different activity");
     ensure_eq!(repeat_activity(&mut m, &t, 5)?, 5, "repeat count after 5 identical activities");
     let acts = m.scan(&root, "s1")?;
     ensure!(
@@ -599,6 +715,13 @@ pub fn supervisor_budget_kill(cx: &Ctx<'_>) -> Check {
     let t = m.claim(&root, "w1", &hid)?;
     let t_ok = m.claim(&root, "w2", &ok_hid)?;
     m.note_step(&t_ok, 1)?;
+    // a pass before the overrun: the overrun must be found by a leader's
+    // later pass too, not only by its first
+    let acts = m.scan(&root, "s1")?;
+    ensure!(
+        action_for(&acts, &hid).is_none() && action_for(&acts, &ok_hid).is_none(),
+        "scan acted on handoffs within budget: {acts:?}"
+    );
     // The worker is told (BudgetExceeded) — judged by no-silent-budget-overrun; here
     // only the supervisor's side counts.
     let _ = m.try_op("note_step", t.with("n", json!(3)))?;
@@ -823,5 +946,14 @@ pub fn fast_death_detection(cx: &Ctx<'_>) -> Check {
     let t2 = m.recover(&root, "w2", &hid)?;
     ensure!(t2.fence > t.fence, "recover must bump the fence");
     m.complete(&t2, json!({"x": 1}))?;
+    // a worker restarted under the dead one's id, publishing no token,
+    // is alive: its live lease keeps its handoff
+    let h2 = new_handoff(&mut m, &root, 2)?;
+    m.claim(&root, "w1", &h2)?;
+    let acts = m.scan(&root, "s1")?;
+    ensure!(
+        action_for(&acts, &h2).is_none(),
+        "a handoff claimed under the dead worker's id (live lease, no token) was acted on: {acts:?}"
+    );
     Ok(())
 }

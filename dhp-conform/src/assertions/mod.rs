@@ -48,6 +48,20 @@ pub fn new_handoff(m: &mut Adapter, root: &str, n: i64) -> Check<String> {
     new_handoff_with(m, root, spec(n))
 }
 
+/// `base` with a `"pad"` string that makes its sorted text (what the
+/// `DHP_MAX_*` byte limits measure: keys sorted, `", "` and `": "`
+/// separators) exactly `bytes` long.
+pub fn padded_to(base: Value, bytes: usize) -> Check<Value> {
+    let mut v = base;
+    v["pad"] = json!("");
+    let len = dhp_oracle::json::sorted(&v).map_err(|e| crate::check::Fail::Errored(e.to_string()))?.len();
+    let n = bytes
+        .checked_sub(len)
+        .ok_or_else(|| crate::check::Fail::Errored(format!("cannot pad {len} bytes down to {bytes}")))?;
+    v["pad"] = json!("p".repeat(n));
+    Ok(v)
+}
+
 /// Error kinds a loser of a race may see.
 pub const OWNED_OR_STATE: &[&str] = &["OwnershipLost", "FencingError", "LeaseLost", "StateError"];
 

@@ -33,7 +33,7 @@ pub fn wrong_state_operations(cx: &Ctx<'_>) -> Check {
     m.must_fail(
         "recover",
         json!({"root": root, "worker": "w9", "hid": hid}),
-        &["StateError", "OwnershipLost"],
+        &["StateError"],
         "recover of a pending handoff",
     )?;
     ensure_eq!(m.status(&root, &hid)?["status"], json!("pending"), "status after a refused recover");
@@ -137,6 +137,7 @@ pub fn negative_steps_refused(cx: &Ctx<'_>) -> Check {
     let hid = new_handoff(&mut m, &root, 1)?;
     let t = m.claim(&root, "w1", &hid)?;
     m.note_step(&t, 2)?;
+    m.note_step(&t, 0).map_err(|f| f.context("note_step of 0 steps (not negative)"))?;
     m.must_fail("note_step", t.with("n", json!(-1)), &["ValidationError"], "a negative step count")?;
     ensure_eq!(m.status(&root, &hid)?["steps"], json!(2), "steps after a refused negative count");
     Ok(())
@@ -157,6 +158,17 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
     short["max_wallclock_s"] = json!(0.5);
     let wall = new_handoff_with(&mut m, &root, spec_with(2, json!({"budget": short})))?;
     let at_limit = new_handoff_with(&mut m, &root, spec_with(3, json!({"budget": budget})))?;
+    // a handoff whose wall clock runs out while nothing is written to it:
+    // a leader's later pass must find it from the claim alone
+    let mut two = budget.clone();
+    two["max_wallclock_s"] = json!(2.0);
+    let idle = new_handoff_with(&mut m, &root, spec_with(4, json!({"budget": two})))?;
+    m.claim(&root, "w4", &idle)?;
+    let c0 = std::time::Instant::now();
+    for _ in 0..2 {
+        let acts = m.scan(&root, "s1")?;
+        ensure!(action_for(&acts, &idle).is_none(), "scan acted on a handoff 2 s within its wall clock: {acts:?}");
+    }
     let ts = m.claim(&root, "w1", &spend)?;
     let tw = m.claim(&root, "w2", &wall)?;
     let tl = m.claim(&root, "w3", &at_limit)?;
@@ -164,6 +176,7 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
     m.op("note_spend", tl.with("usd", json!(1.0))).map_err(|f| f.context("spend exactly at max_spend_usd"))?;
     std::thread::sleep(std::time::Duration::from_millis(800));
     m.must_fail("note_step", tw.with("n", json!(1)), &["BudgetExceeded"], "a step past max_wallclock_s")?;
+    std::thread::sleep(std::time::Duration::from_millis(2600).saturating_sub(c0.elapsed()));
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(action_for(&acts, &spend), Some("budget-killed"), "scan action on spend over budget (actions {acts:?})");
     ensure_eq!(
@@ -172,7 +185,12 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
         "scan action on wall clock over budget (actions {acts:?})"
     );
     ensure!(action_for(&acts, &at_limit).is_none(), "scan acted on a handoff exactly at its spend limit: {acts:?}");
-    for (hid, what) in [(&spend, "spend"), (&wall, "wallclock")] {
+    ensure_eq!(
+        action_for(&acts, &idle),
+        Some("budget-killed"),
+        "scan action on a handoff 0.6 s past its 2 s wall clock, written nothing since its claim (actions {acts:?})"
+    );
+    for (hid, what) in [(&spend, "spend"), (&wall, "wallclock"), (&idle, "wallclock")] {
         let st = m.status(&root, hid)?;
         ensure_eq!(st["status"], json!("failed"), "status after a {what} budget kill");
         ensure!(

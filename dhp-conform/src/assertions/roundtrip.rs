@@ -63,7 +63,15 @@ pub fn suspend_resume_round_trip(cx: &Ctx<'_>) -> Check {
     // second hop, with one more checkpoint
     let t2 = m.claim(&rb, "w2", &hid)?;
     ensure_eq!(m.checkpoint(&t2, json!({"s": 3}))?, 3, "seq of the first checkpoint after resume");
-    let b2 = cx.path("two.bundle");
+    // the second bundle goes to another file system than the adapter's
+    // working directory, where the host has one: a bundle is written
+    // beside its own path (a temporary file elsewhere cannot be renamed
+    // into place across file systems)
+    let elsewhere = other_file_system();
+    let b2 = match &elsewhere {
+        Some(d) => d.path().join("two.bundle").to_string_lossy().into_owned(),
+        None => cx.path("two.bundle"),
+    };
     m.suspend(&rb, &hid, &b2)?;
     ensure_eq!(m.resume(&rc, &b2)?, hid, "hid after the second resume");
     let st = m.status(&rc, &hid)?;
@@ -82,6 +90,17 @@ pub fn suspend_resume_round_trip(cx: &Ctx<'_>) -> Check {
     m.complete(&t3, json!({"x": 1}))?;
     ensure_eq!(m.status(&rc, &hid)?["result"], json!({"x": 1}), "result after two hops");
     Ok(())
+}
+
+/// A fresh directory on a file system other than the working directory's
+/// (which adapters inherit from the runner), if the host has one.
+fn other_file_system() -> Option<tempfile::TempDir> {
+    use std::os::unix::fs::MetadataExt;
+    let here = std::fs::metadata(".").ok()?.dev();
+    ["/dev/shm", "/run", "/tmp"]
+        .into_iter()
+        .filter(|d| std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.dev() != here))
+        .find_map(|d| tempfile::Builder::new().prefix("dhp-conform-").tempdir_in(d).ok())
 }
 
 /// status-reporting: `status` tells the truth at every step of a

@@ -104,11 +104,21 @@ pub fn timestamps_iso8601(cx: &crate::suite::Ctx<'_>) -> Check {
     let cps = env["execution"]["checkpoints"].as_array().cloned().unwrap_or_default();
     ensure_eq!(cps.len(), 1, "execution.checkpoints of the loaded envelope");
     written_between(&cps[0]["at"], "execution.checkpoints[0].at", t0, t1)?;
+    let mut times =
+        vec![env["provenance"]["created_at"].clone(), env["execution"]["completed_at"].clone(), cps[0]["at"].clone()];
     if let Some(db) = cx.store(&root)? {
         for row in db.checkpoints(&hid)? {
             written_between(&json!(row.at), &format!("checkpoints row {} at", row.seq), t0, t1)?;
+            times.push(json!(row.at));
         }
     }
+    // microseconds, as Python's isoformat writes them: a time drops its
+    // fraction only when it is zero, which for all of these at once has a
+    // chance of one in 10^18
+    ensure!(
+        times.iter().any(|t| t.as_str().is_some_and(|s| s.contains('.'))),
+        "no timestamp carries its microseconds: {times:?}"
+    );
     Ok(())
 }
 

@@ -117,6 +117,11 @@ fn suspend_lossy(ad: &mut MutantAdapter, a: &Value) -> R {
 fn resume_no_verify(ad: &mut MutantAdapter, a: &Value) -> R {
     let r = ad.inner.runner(s(a, "root")?)?;
     let bundle = std::fs::read(s(a, "path")?).map_err(|e| err("ValidationError", e.to_string()))?;
+    // the size limit is still the file's (re-serializing changes its size)
+    let limit = r.config().max_envelope_bytes;
+    if bundle.len() > limit {
+        return Err(err("OversizePayload", format!("bundle of {} bytes over {limit}", bundle.len())));
+    }
     let mut doc = json::parse_bytes(&bundle)?;
     reidentify(&mut doc["envelope"])?;
     for c in doc["checkpoints"].as_array_mut().into_iter().flatten() {
