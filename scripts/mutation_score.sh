@@ -22,7 +22,9 @@
 #   scripts/mutation_score.sh --retest FILE
 #                                          # re-test the mutants named in FILE (one
 #                                          # a line: e.g. the survivors, after new
-#                                          # assertions) into mutation/retest/
+#                                          # assertions) into mutation/retest/; earlier
+#                                          # re-tests there are kept (the newest
+#                                          # outcome of a mutant wins)
 #
 # One run per target directory at a time: cargo names a workspace crate's
 # artifacts the same from any copy of the tree, so two runs (or
@@ -125,9 +127,17 @@ cargo test -p dhp-conform --test protocol_suite
 [[ "$dest" == "$OUT" ]] || cp "$OUT/all-mutants.txt" "$dest/"
 # cargo-mutants exits 2 when some mutants survive, 3 on timeouts: both are results
 rc=0
+# re-tests accumulate: the outcome lists of earlier ones are kept aside
+# and merged back (a mutant re-tested again keeps its newest outcome)
+earlier=""
+if [[ "${1:-}" == --retest && -d "$dest/mutants.out" ]]; then
+    earlier=$(mktemp -d)
+    cp "$dest"/mutants.out/*.txt "$earlier"/ 2>/dev/null || true
+fi
 cargo mutants "${args[@]}" -o "$dest" || rc=$?
 [[ $rc == 0 || $rc == 2 || $rc == 3 ]] || exit "$rc"
 if [[ "${1:-}" == --retest ]]; then
+    [[ -z "$earlier" ]] || python3 scripts/mutation_summary.py --keep-earlier "$dest" "$earlier"
     python3 scripts/mutation_summary.py --retest "$dest"
 else
     summarise

@@ -107,12 +107,24 @@ def tested_names(out):
 
 def draw(out, n, seed):
     """N mutants drawn at random (seeded) from those of all-mutants.txt that
-    the suite reaches (reach.tsv) and that have no outcome yet, matched
-    without line and column (lines move between runs). Printed one a line."""
+    the suite reaches (reach.tsv) and that have no outcome yet: a tested
+    name that is still listed is that mutant; one that is not (its lines
+    moved since) is matched without line and column. Two mutants of one
+    file with the same mutation at different lines are two mutants.
+    Printed one a line."""
     import random
-    done = {unlocated(x) for x in tested_names(out)}
+    listed = lines(os.path.join(out, "all-mutants.txt"))
+    tested = set(tested_names(out))
+    # a moved outcome stands for the one listed mutant of its file and
+    # mutation; where several are listed, which one it was is unknown
+    untested = {}
+    for x in listed:
+        if x not in tested:
+            untested.setdefault(unlocated(x), []).append(x)
+    moved = {unlocated(x) for x in tested - set(listed)}
+    moved = {u for u in moved if len(untested.get(u, [])) == 1}
     skip = unreached_of(out)
-    pool = [x for x in lines(os.path.join(out, "all-mutants.txt")) if x not in skip and unlocated(x) not in done]
+    pool = [x for x in listed if x not in skip and x not in tested and unlocated(x) not in moved]
     random.Random(seed).shuffle(pool)
     print(f"draw: {min(n, len(pool))} of the {len(pool)} reached mutants without an outcome (seed {seed})",
           file=sys.stderr)
@@ -229,6 +241,21 @@ def median(xs):
         return None
     m = len(xs) // 2
     return round(xs[m] if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2, 1)
+
+
+def keep_earlier(dest, earlier):
+    """Merge the outcome lists of an earlier re-test (EARLIER/*.txt) into
+    DEST/mutants.out: a mutant the new run did not test keeps its earlier
+    outcome."""
+    mo = os.path.join(dest, "mutants.out")
+    now = set()
+    for kind in KINDS:
+        now |= set(lines(os.path.join(mo, kind + ".txt")))
+    for kind in KINDS:
+        old = [n for n in lines(os.path.join(earlier, kind + ".txt")) if n not in now]
+        if old:
+            with open(os.path.join(mo, kind + ".txt"), "a") as f:
+                f.write("".join(n + "\n" for n in old))
 
 
 def retest_only(out):
@@ -510,6 +537,10 @@ if __name__ == "__main__":
     if args[:1] == ["--retest"]:
         # a re-test directory: its own failing.tsv only (read by the parent's summary)
         retest_only(args[1] if len(args) > 1 else "dhp-conform/mutation/retest")
+    elif args[:1] == ["--keep-earlier"]:
+        if len(args) != 3:
+            sys.exit("usage: mutation_summary.py --keep-earlier RETEST_DIR EARLIER_LISTS_DIR")
+        keep_earlier(args[1], args[2])
     elif args[:1] == ["--draw"]:
         if len(args) != 4 or not args[2].isdigit() or not args[3].isdigit():
             sys.exit("usage: mutation_summary.py --draw DIR N SEED")

@@ -69,10 +69,19 @@ pub fn ship_failure_reported(cx: &crate::suite::Ctx<'_>) -> Check {
         lines.len() == 1 && lines[0]["type"] == "checkpoint" && lines[0]["seq"] == json!(seq),
         "{fresh} after one ship_checkpoint holds {lines:?}"
     );
+    // and so does one shipped to a log that exists and is empty
+    let empty = format!("{dir}/empty.log");
+    std::fs::write(&empty, b"")?;
+    m.ship_checkpoint(&empty, seq, json!({"s": 1})).map_err(|f| f.context("ship_checkpoint to an empty log"))?;
+    let text = std::fs::read_to_string(&empty).map_err(|e| Fail::failed(format!("{empty} after an ok ship: {e}")))?;
+    ensure!(text.lines().count() == 1 && text.ends_with('\n'), "{empty} after one ship_checkpoint holds {text:?}");
     let mut names: Vec<String> =
         std::fs::read_dir(&dir)?.filter_map(|d| d.ok()).map(|d| d.file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    ensure!(names == ["fresh.log", "ok.log"], "the log directory holds {names:?}, want only fresh.log and ok.log");
+    ensure!(
+        names == ["empty.log", "fresh.log", "ok.log"],
+        "the log directory holds {names:?}, want only empty.log, fresh.log and ok.log"
+    );
     Ok(())
 }
 
