@@ -301,6 +301,15 @@ impl StoreView {
         Ok(())
     }
 
+    /// Move the `updated_at` stamps of a handoff's `handoffs` and
+    /// `ownership` rows `secs` back (its claim is old news, without
+    /// waiting); the rows changed.
+    pub fn backdate_stamps(&self, hid: &str, secs: f64) -> Check<u64> {
+        let a = self.update("UPDATE handoffs SET updated_at = updated_at - $1 WHERE hid = $2", secs, Some(hid))?;
+        let b = self.update("UPDATE ownership SET updated_at = updated_at - $1 WHERE hid = $2", secs, Some(hid))?;
+        Ok(a + b)
+    }
+
     /// Date a handoff's last checkpoint back to `at` (its stall clock ran
     /// out, without waiting for it); the rows changed.
     pub fn set_last_checkpoint_at(&self, hid: &str, at: f64) -> Check<u64> {

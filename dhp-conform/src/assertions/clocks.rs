@@ -58,6 +58,9 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     let soon = new_handoff(&mut m, &root, 3)?;
     let (t_old, t_fresh) = (m.claim(&root, "w1", &old)?, m.claim(&root, "w2", &fresh)?);
     let t_soon = m.claim(&root, "w3", &soon)?;
+    // claimed before the first scan, first checkpoint after it
+    let late = new_handoff(&mut m, &root, 4)?;
+    let t_late = m.claim(&root, "w4", &late)?;
     m.checkpoint(&t_old, json!({"k": 1}))?;
     m.checkpoint(&t_fresh, json!({"k": 1}))?;
     m.checkpoint(&t_soon, json!({"k": 1}))?;
@@ -70,6 +73,12 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     );
     ensure!(action_for(&acts, &fresh).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
     ensure!(action_for(&acts, &soon).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
+    ensure!(action_for(&acts, &late).is_none(), "scan acted on a handoff claimed just now: {acts:?}");
+    // a first checkpoint after that pass, on a claim that is old news:
+    // the next pass must see it, and that it is 200 s old
+    ensure_eq!(db.backdate_stamps(&late, 60.0)?, 2, "handoffs and ownership rows backdated");
+    m.checkpoint(&t_late, json!({"k": 1}))?;
+    ensure_eq!(db.set_last_checkpoint_at(&late, now() - 200.0)?, 1, "progress rows dated back");
     // a stall clock that runs out between two passes of one leader, with
     // nothing written in between: the later pass must find it too
     let dated = now();
@@ -79,6 +88,11 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     ensure!(
         action_for(&acts, &soon).is_none(),
         "scan acted on a handoff whose last checkpoint is 118 s old (stall_timeout_s 120 s): {acts:?}"
+    );
+    ensure_eq!(
+        action_for(&acts, &late),
+        Some("orphaned"),
+        "scan action on a handoff whose first checkpoint, made since the last pass, is dated 200 s back (actions {acts:?})"
     );
     super::sleep_until(dated + 3.0);
     let acts = m.scan(&root, "s1")?;
