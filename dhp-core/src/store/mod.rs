@@ -474,6 +474,14 @@ pub trait Tx {
         let _ = holders;
         Ok(Vec::new())
     }
+    /// Withdraw the liveness listing of `holder`, found dead and its rows
+    /// orphaned, unless its token is held again by now: a process that
+    /// later reuses the id without a token is lease-only, not dead.
+    /// Returns whether a listing went.
+    fn forget_dead_holder(&mut self, holder: &str) -> Result<bool> {
+        let _ = holder;
+        Ok(false)
+    }
     /// Announce, at commit, that `hid` was orphaned (wakes standbys in
     /// [`Backend::wait_for_orphan`]).
     fn announce_orphan(&mut self, hid: &str) -> Result<()> {

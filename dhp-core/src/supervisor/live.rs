@@ -107,17 +107,30 @@ impl Supervisor {
         flagged: &mut BTreeMap<String, String>,
         acts: &mut Actions<'_>,
     ) -> Result<()> {
-        let (owns, dead) = with_tx(store, Mode::Read, |tx| {
+        let (owns, dead, leader) = with_tx(store, Mode::Read, |tx| {
             let owns = tx.held_ownerships()?;
             let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
             holders.sort();
             holders.dedup();
             let dead = tx.dead_holders(&holders)?;
-            Ok((owns, dead))
+            Ok((owns, dead, tx.leadership()?))
         })?;
+        let mut unsettled = std::collections::BTreeSet::new();
         for o in owns.into_iter().filter(|o| o.holder != ORPHANED_HOLDER && dead.contains(&o.holder)) {
+            let before = flagged.len();
             let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
             per_row(flagged, acts, &o.hid, res)?;
+            if flagged.len() != before {
+                unsettled.insert(o.holder);
+            }
+        }
+        // As a token file is reaped: a dead holder whose rows are orphaned
+        // is no longer listed, so a process reusing its id without a token
+        // keeps the lease-only path (its claims are not a dead holder's);
+        // one named as leader stays listed, where a follower looks for it.
+        let leader = leader.map(|l| l.holder);
+        for holder in dead.iter().filter(|h| !unsettled.contains(*h) && leader.as_ref() != Some(*h)) {
+            with_tx(store, Mode::Write, |tx| tx.forget_dead_holder(holder))?;
         }
         Ok(())
     }

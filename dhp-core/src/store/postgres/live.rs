@@ -38,6 +38,15 @@ pub const DEAD_HOLDERS_SQL: &str = "SELECT lv.holder FROM liveness lv WHERE lv.h
      AND l.classid::bigint = ((lv.lock_key >> 32) & 4294967295) \
      AND l.objid::bigint = (lv.lock_key & 4294967295)) ORDER BY lv.holder";
 
+/// Remove the listing of holder `$1` if its lock is still not held (the
+/// condition of [`DEAD_HOLDERS_SQL`], so a process of that id that took
+/// the lock again keeps its listing).
+pub const FORGET_DEAD_SQL: &str = "DELETE FROM liveness lv WHERE lv.holder = $1 AND NOT EXISTS (\
+     SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+     AND l.classid::bigint = ((lv.lock_key >> 32) & 4294967295) \
+     AND l.objid::bigint = (lv.lock_key & 4294967295))";
+
 /// A held liveness lock; dropping it (clean exit) withdraws the listing and
 /// releases the lock. A keeper thread pings the connection every half
 /// second and, if it broke (the database restarted, a network blip),

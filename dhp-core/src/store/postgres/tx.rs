@@ -585,6 +585,10 @@ impl Tx for PgTx<'_> {
         self.strings(super::live::DEAD_HOLDERS_SQL, &[&holders])
     }
 
+    fn forget_dead_holder(&mut self, holder: &str) -> Result<bool> {
+        Ok(self.execute(super::live::FORGET_DEAD_SQL, &[&holder])? > 0)
+    }
+
     fn announce_orphan(&mut self, hid: &str) -> Result<()> {
         let channel = self.channel.clone();
         self.query("SELECT pg_notify($1, $2)", &[&channel, &hid])?;
