@@ -89,10 +89,10 @@ impl Supervisor {
                 settled &= flagged.len() == before;
             }
             // A dead process commits nothing more, and this read ended
-            // before the token was found free again: every row it held
-            // was seen. Its token is no longer
-            // needed (unless a row could not be orphaned, or it is named as
-            // leader, where a follower still looks for it).
+            // before the token was found free again: every row it held was
+            // seen. Its token is no longer needed (unless a row could not be
+            // orphaned, or it is named as leader, where a follower still
+            // looks for it).
             if settled && leader.is_none_or(|l| l.holder != holder) {
                 liveness::reap(root, &holder);
             }

@@ -29,23 +29,29 @@ pub fn lock_key(schema: &str, holder: &str) -> i64 {
     super::fnv64(&["dhp-live", schema, holder]) as i64
 }
 
-/// Of the holders in `$1` (text[]), those listed in `liveness` whose lock no
-/// session holds. pg_locks shows a bigint advisory key as classid (high 32
-/// bits) and objid (low 32 bits) with objsubid 1.
-pub const DEAD_HOLDERS_SQL: &str = "SELECT lv.holder FROM liveness lv WHERE lv.holder = ANY($1) AND NOT EXISTS (\
-     SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-     AND l.classid::bigint = ((lv.lock_key >> 32) & 4294967295) \
-     AND l.objid::bigint = (lv.lock_key & 4294967295)) ORDER BY lv.holder";
+/// "No session holds the lock of listing `lv`": pg_locks shows a bigint
+/// advisory key as classid (high 32 bits) and objid (low 32 bits) with
+/// objsubid 1.
+macro_rules! lock_not_held {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         AND l.classid::bigint = ((lv.lock_key >> 32) & 4294967295) \
+         AND l.objid::bigint = (lv.lock_key & 4294967295))"
+    };
+}
 
-/// Remove the listing of holder `$1` if its lock is still not held (the
-/// condition of [`DEAD_HOLDERS_SQL`], so a process of that id that took
-/// the lock again keeps its listing).
-pub const FORGET_DEAD_SQL: &str = "DELETE FROM liveness lv WHERE lv.holder = $1 AND NOT EXISTS (\
-     SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-     AND l.classid::bigint = ((lv.lock_key >> 32) & 4294967295) \
-     AND l.objid::bigint = (lv.lock_key & 4294967295))";
+/// Of the holders in `$1` (text[]), those listed in `liveness` whose lock no
+/// session holds.
+pub const DEAD_HOLDERS_SQL: &str = concat!(
+    "SELECT lv.holder FROM liveness lv WHERE lv.holder = ANY($1) AND ",
+    lock_not_held!(),
+    " ORDER BY lv.holder"
+);
+
+/// Remove the listing of holder `$1` if its lock is still not held (so a
+/// process of that id that took the lock again keeps its listing).
+pub const FORGET_DEAD_SQL: &str = concat!("DELETE FROM liveness lv WHERE lv.holder = $1 AND ", lock_not_held!());
 
 /// A held liveness lock; dropping it (clean exit) withdraws the listing and
 /// releases the lock. A keeper thread pings the connection every half
