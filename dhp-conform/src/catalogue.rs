@@ -310,13 +310,4 @@ mod tests {
             assert!(es.iter().any(|e| e.id == n.id), "notes for unknown id {}", n.id);
         }
     }
-
-    #[test]
-    fn mutants_named_in_the_catalogue_exist() {
-        for n in NOTES {
-            for m in n.mutants {
-                assert!(crate::mutants::parse(m).is_some(), "{}: unknown mutant {m}", n.id);
-            }
-        }
-    }
 }

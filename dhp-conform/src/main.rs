@@ -40,14 +40,15 @@ fn sh_quote(s: &str) -> String {
 fn resolve(spec: &str) -> Result<(String, Option<String>), String> {
     match spec {
         "ours" => {
-            // This very binary, in adapter mode: nothing else to build.
-            let exe = std::env::current_exe().map_err(|e| format!("locating dhp-conform: {e}"))?;
-            Ok((format!("{} {ADAPTER_MODE}", sh_quote(&exe.to_string_lossy())), Some("ours".into())))
+            // dhp-rs's adapter, a program of its own (adapters/dhp-rs): the
+            // judge links no implementation, ours included.
+            let adapter = dhp_conform::locate::dhp_adapter().map_err(|e| e.to_string())?;
+            Ok((sh_quote(&adapter.to_string_lossy()), Some("ours".into())))
         }
         "reference" => {
             // This binary runs the embedded adapter script with the
             // reference's interpreter: no path to a source checkout needed.
-            let py = dhp_core::locate::python(None).map_err(|e| e.to_string())?;
+            let py = dhp_conform::locate::python().map_err(|e| e.to_string())?;
             let exe = std::env::current_exe().map_err(|e| format!("locating dhp-conform: {e}"))?;
             Ok((
                 format!("{} {REFERENCE_MODE} {}", sh_quote(&exe.to_string_lossy()), sh_quote(&py.to_string_lossy())),
@@ -96,8 +97,6 @@ fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
     }
 }
 
-/// First argument that turns this binary into our adapter (`--impl ours`).
-const ADAPTER_MODE: &str = "__adapter";
 /// First argument that turns this binary into the reference's adapter
 /// (`--impl reference`): `__reference-adapter PYTHON` runs
 /// `adapters/python_ref.py`, embedded at build time, with PYTHON.
@@ -169,10 +168,6 @@ fn emit(s: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some(ADAPTER_MODE) {
-        let code = dhp_conform::rs_adapter::run(std::env::args().skip(2));
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
     if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
         return exec_reference_adapter(std::env::args().nth(2));
     }
@@ -180,10 +175,10 @@ fn main() -> ExitCode {
     if let Some(code) = catalogue_only(&cli) {
         return code;
     }
-    let timeout = match dhp_core::config::positive_duration("--timeout", cli.timeout, 86_400.0) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("dhp-conform: {e}");
+    let timeout = match std::time::Duration::try_from_secs_f64(cli.timeout) {
+        Ok(t) if t > std::time::Duration::ZERO && cli.timeout <= 86_400.0 => t,
+        _ => {
+            eprintln!("dhp-conform: --timeout must be in (0, 86400] seconds, got {}", cli.timeout);
             return ExitCode::from(2);
         }
     };

@@ -58,6 +58,36 @@ pub fn dhp_bin() -> PathBuf {
     .clone()
 }
 
+/// `target/<profile>/BIN` of the workspace package `package`, built with
+/// cargo once per test process (a no-op when fresh): a test gets
+/// `CARGO_BIN_EXE_*` only for its own package's programs, and the programs
+/// under judgement (dhp-rs's adapter) live in packages of their own. With
+/// `DHP_TEST_PREBUILT=1` (scripts/test.sh, after building every target of
+/// the workspace) nothing is built; a missing program still fails loudly.
+pub fn workspace_bin(package: &str, bin: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable");
+    let profile = dhp_core::locate::profile_dir(&exe).expect("target/<profile>");
+    let p = profile.join(bin);
+    if std::env::var_os("DHP_TEST_PREBUILT").is_none_or(|v| v.is_empty()) {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", package, "--bin", bin]);
+        match profile.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let st = cmd.status().unwrap_or_else(|e| panic!("running cargo build -p {package}: {e}"));
+        assert!(st.success(), "cargo build -p {package} --bin {bin} failed");
+    }
+    assert!(p.is_file(), "{} missing: build it with `cargo build -p {package} --bin {bin}`", p.display());
+    p
+}
+
 /// The PostgreSQL server of the tests: `$DHP_TEST_PG_URL` (scripts/test.sh
 /// starts a throwaway cluster; by hand: `bash scripts/pg.sh start`).
 pub fn pg_url() -> String {

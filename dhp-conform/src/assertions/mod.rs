@@ -67,14 +67,15 @@ pub const OWNED_OR_STATE: &[&str] = &["OwnershipLost", "FencingError", "LeaseLos
 
 /// Unix time, seconds.
 pub fn now() -> f64 {
-    dhp_core::envelope::now()
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// Sleep until Unix time `t` (no-op if past; at most an hour: the
 /// assertions schedule starts seconds ahead).
 pub fn sleep_until(t: f64) {
     let d = (t - now()).clamp(0.0, 3_600.0);
-    if let Ok(d) = dhp_core::config::duration_from_secs("sleep", d, 3_600.0) {
+    if let Ok(d) = std::time::Duration::try_from_secs_f64(d) {
         std::thread::sleep(d);
     }
 }

@@ -1,0 +1,77 @@
+//! Budget and stall mutants: step and spend limits, wallclock, the
+//! supervisor's budget kill, stall detection.
+
+use super::{Mutant, MutantAdapter};
+use crate::adapter::{i, s, R};
+use dhp_core::envelope::now;
+use dhp_core::store::{with_tx, Mode};
+use dhp_core::supervisor::OrphanReason;
+use dhp_core::Config;
+use serde_json::{json, Value};
+
+/// no-stall-detection: the largest stall limits a valid configuration
+/// allows (never stalled).
+pub(super) fn configure(m: Mutant, cfg: &mut Config) {
+    if m == Mutant::NoStallDetection {
+        cfg.stall_max_repeats = dhp_core::config::MAX_STALL_REPEATS;
+        cfg.stall_timeout_s = dhp_core::config::MAX_KNOB_S;
+    }
+}
+
+pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+    match (ad.m, op) {
+        (Mutant::NegativeStepsIgnored, "note_step") => Some(negative_steps_ignored(ad, a)),
+        (Mutant::NoBudgetCheck, "note_step" | "note_spend") => Some(swallow_budget(ad, op, a, |_| true)),
+        (Mutant::WallclockUnchecked, "note_step" | "note_spend") => {
+            Some(swallow_budget(ad, op, a, |message| message.contains("wallclock")))
+        }
+        (Mutant::NoBudgetKill, "scan") => Some(scan_without_budget_kill(ad, a)),
+        _ => None,
+    }
+}
+
+/// negative-steps-ignored: note_step with a negative count is accepted.
+fn negative_steps_ignored(ad: &mut MutantAdapter, a: &Value) -> R {
+    ad.inner.token(a)?;
+    if i(a, "n")? < 0 {
+        return Ok(json!({}));
+    }
+    ad.inner.handle("note_step", a)
+}
+
+/// no-budget-check / wallclock-unchecked: a BudgetExceeded whose message
+/// `swallowed` accepts is answered as a success.
+fn swallow_budget(ad: &mut MutantAdapter, op: &str, a: &Value, swallowed: fn(&str) -> bool) -> R {
+    match ad.inner.handle(op, a) {
+        Err(e) if e.kind == "BudgetExceeded" && swallowed(&e.message) => Ok(json!({})),
+        other => other,
+    }
+}
+
+/// no-budget-kill: the supervisor scan does everything but budget
+/// enforcement.
+fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
+    let root = s(a, "root")?.to_string();
+    let id = s(a, "supervisor")?.to_string();
+    let r = ad.inner.runner(&root)?;
+    let cfg = ad.inner.cfg.clone();
+    let sup = ad.inner.supervisor(&root, &id)?;
+    let mut actions = Vec::new();
+    if sup.ensure_leadership()? {
+        let t = now();
+        let (expired, stalled) = with_tx(r.store().as_ref(), Mode::Read, |tx| {
+            Ok((tx.expired_leases(t)?, tx.stalled(t, t - cfg.stall_timeout_s, cfg.stall_max_repeats)?))
+        })?;
+        for hid in expired {
+            actions.push(sup.orphan(&hid, OrphanReason::LeaseExpired, None)?);
+        }
+        actions.extend(sup.dead_workers()?);
+        for hid in stalled {
+            actions.push(sup.orphan(&hid, OrphanReason::Stalled, None)?);
+        }
+        actions.retain(|a| a["action"] != "already-orphaned-or-released");
+        // everything else a scan does still happens
+        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
+    }
+    Ok(json!({"actions": actions}))
+}

@@ -1,0 +1,154 @@
+//! Execution mutants: checkpoints, arguments, output schema, completion,
+//! ack, effects and capabilities.
+
+use super::{Mutant, MutantAdapter};
+use crate::adapter::{err, s, v, AErr, R};
+use dhp_core::envelope::{self, now};
+use dhp_core::store::{with_tx, Mode};
+use dhp_core::{json, Error, Lease};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// A checkpoint accepted but not written yet (volatile-checkpoints).
+pub(super) struct Pending {
+    root: String,
+    worker: String,
+    hid: String,
+    fence: i64,
+    state: Value,
+}
+
+/// lenient-arguments: a negative spend counts as 0 and a checkpoint state
+/// that is not an object is wrapped in one.
+pub(super) fn rewrite(ad: &MutantAdapter, op: &str, a: &mut Value) -> bool {
+    if !ad.is(Mutant::LenientArguments) {
+        return false;
+    }
+    match op {
+        "note_spend" => {
+            if let Some(usd) = a.get("usd").and_then(Value::as_f64) {
+                a["usd"] = json!(usd.max(0.0));
+            }
+        }
+        "checkpoint" => {
+            if let Some(state) = a.get("state").filter(|st| !st.is_object()) {
+                a["state"] = json!({"value": state});
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+    match (ad.m, op) {
+        (Mutant::VolatileCheckpoints, "checkpoint") => Some(buffer_checkpoint(ad, a)),
+        (Mutant::NoSchemaValidation, "complete") => Some(complete_any_result(ad, a)),
+        (Mutant::CompleteNotIdempotent, "complete") => Some(complete_once(ad, a)),
+        (Mutant::AckBeforeComplete, "ack") => Some(ack_any_status(ad, a)),
+        (Mutant::EffectsLastWriteWins, "record_effect") => Some(record_effect_overwrites(ad, a)),
+        (Mutant::CapabilitiesFailOpen, "require_capability") => Some(capabilities_fail_open(ad, a)),
+        _ => None,
+    }
+}
+
+impl MutantAdapter {
+    /// Write buffered checkpoints (volatile-checkpoints); a write that
+    /// fails now is logged and lost, like a failed write-behind.
+    pub(super) fn flush(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            let res = self
+                .inner
+                .runner(&p.root)
+                .and_then(|r| Ok(r.with_id(&p.worker)?.checkpoint(&Lease::presented(&p.hid, p.fence)?, &p.state)?));
+            if let Err(e) = res {
+                eprintln!("dhp-mutant-adapter: buffered checkpoint of {} lost: {}: {}", p.hid, e.kind, e.message);
+            }
+        }
+    }
+}
+
+/// volatile-checkpoints: validated now (state, token, lease), written at
+/// the next request: a killed worker loses them.
+fn buffer_checkpoint(ad: &mut MutantAdapter, a: &Value) -> R {
+    let (r, hid, fence) = ad.inner.token(a)?;
+    let state = v(a, "state")?.clone();
+    dhp_core::runner::checked_state(&state, &ad.inner.cfg)?;
+    r.effect_done(&Lease::presented(&hid, fence)?, "volatile-checkpoints probe")?; // the owner check, no writes
+    let stored = r.last_checkpoint_row(&hid)?.map(|c| c.seq + 1).unwrap_or(0);
+    let buffered = ad.pending.iter().filter(|p| p.hid == hid).count() as i64;
+    ad.pending.push(Pending { root: s(a, "root")?.into(), worker: r.id().into(), hid, fence, state });
+    Ok(json!({"seq": stored + buffered}))
+}
+
+/// no-schema-validation: the output schema is emptied before completing.
+fn complete_any_result(ad: &mut MutantAdapter, a: &Value) -> R {
+    let (r, hid, _) = ad.inner.token(a)?;
+    v(a, "result")?;
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        if let Some(mut env) = tx.envelope(&hid)? {
+            env["contract"]["output_schema"] = json!({});
+            let text = json::dumps(&env)?;
+            tx.update_envelope(&hid, &text, now())?;
+        }
+        Ok(())
+    })?;
+    ad.inner.handle("complete", a)
+}
+
+/// complete-not-idempotent: completing a completed handoff is an error.
+fn complete_once(ad: &mut MutantAdapter, a: &Value) -> R {
+    let (r, hid, _) = ad.inner.token(a)?;
+    v(a, "result")?;
+    if envelope::status(&r.envelope_bare(&hid)?) == "completed" {
+        return Err(err("StateError", "already completed"));
+    }
+    ad.inner.handle("complete", a)
+}
+
+/// ack-before-complete: ack is recorded whatever the status.
+fn ack_any_status(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let hid = s(a, "hid")?.to_string();
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
+        env["delivery"]["outbox"]["ack"] = json!(true);
+        let text = json::dumps(&env)?;
+        tx.update_envelope(&hid, &text, now())
+    })?;
+    Ok(json!({}))
+}
+
+/// effects-last-write-wins: record_effect overwrites an existing effect.
+fn record_effect_overwrites(ad: &mut MutantAdapter, a: &Value) -> R {
+    let out = ad.inner.handle("record_effect", a)?;
+    if out["recorded"] == json!(true) {
+        return Ok(out);
+    }
+    let (_, hid, _) = ad.inner.token(a)?;
+    let db = Path::new(s(a, "root")?).join("dhp.sqlite3");
+    let c = rusqlite::Connection::open(db).map_err(|e| err("StoreError", e.to_string()))?;
+    c.busy_timeout(Duration::from_secs(10)).map_err(|e| err("StoreError", e.to_string()))?;
+    c.execute(
+        "UPDATE effects SET result_json=?1 WHERE hid=?2 AND step_id=?3",
+        rusqlite::params![json::dumps_sorted(v(a, "result")?)?, hid, s(a, "step_id")?],
+    )
+    .map_err(|e| err("StoreError", e.to_string()))?;
+    Ok(json!({"recorded": true}))
+}
+
+/// capabilities-fail-open: a contract without capabilities grants
+/// everything.
+fn capabilities_fail_open(ad: &mut MutantAdapter, a: &Value) -> R {
+    match ad.inner.handle("require_capability", a) {
+        Err(e) if e.kind == "CapabilityDenied" => {
+            let (r, hid, _) = ad.inner.token(a)?;
+            if r.envelope_bare(&hid)?.pointer("/contract/capabilities").is_none() {
+                return Ok(json!({}));
+            }
+            Err::<Value, AErr>(e)
+        }
+        other => other,
+    }
+}

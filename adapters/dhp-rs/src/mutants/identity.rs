@@ -1,0 +1,130 @@
+//! Identity, integrity and store-format mutants: ids, hashes, canonical
+//! JSON, the schema version and the size limits.
+
+use super::{Mutant, MutantAdapter};
+use crate::adapter::{err, s, v, R};
+use dhp_core::envelope::{self, check_hid, now};
+use dhp_core::store::{with_tx, Mode};
+use dhp_core::{json, Config};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// no-size-limits: the largest limits a valid configuration allows.
+pub(super) fn configure(m: Mutant, cfg: &mut Config) {
+    if m == Mutant::NoSizeLimits {
+        let huge = dhp_core::config::MAX_BYTES;
+        cfg.max_checkpoint_bytes = huge;
+        cfg.max_result_bytes = huge;
+        cfg.max_envelope_bytes = huge;
+        cfg.transport_max_line_bytes = huge;
+    }
+}
+
+/// lenient-ids: malformed ids are normalized instead of refused.
+pub(super) fn rewrite(ad: &MutantAdapter, a: &mut Value) -> bool {
+    if !ad.is(Mutant::LenientIds) {
+        return false;
+    }
+    if let Some(raw) = a.get("hid").and_then(Value::as_str) {
+        let h: String = raw.trim().to_lowercase().chars().filter(char::is_ascii_hexdigit).take(64).collect();
+        a["hid"] = json!(h);
+    }
+    for key in ["worker", "supervisor"] {
+        if let Some(raw) = a.get(key).and_then(Value::as_str) {
+            let w: String = raw
+                .chars()
+                .take(128)
+                .map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' })
+                .collect();
+            a[key] = json!(if w.is_empty() { "anon".into() } else { w });
+        }
+    }
+    true
+}
+
+pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+    match (ad.m, op) {
+        (Mutant::NoIdCheck | Mutant::NoInputHashCheck, "dispatch") => Some(dispatch(ad, a)),
+        (Mutant::CanonicalSerde, "canonical") => Some(canonical_serde(a)),
+        (Mutant::IgnoreSchemaVersion, "open") => Some(open_any_version(ad, a)),
+        _ => None,
+    }
+}
+
+/// The stored form of an envelope (checkpoints emptied), as Python writes it.
+fn stored_text(env: &Value) -> R<String> {
+    let mut env = env.clone();
+    if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
+        ex.insert("checkpoints".into(), json!([]));
+    }
+    Ok(json::dumps(&env)?)
+}
+
+/// no-id-check / no-input-hash-check: dispatch verifies only one of the
+/// two bindings, then stores the envelope itself.
+fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let env = v(a, "envelope")?;
+    let verified = if ad.is(Mutant::NoIdCheck) { envelope::verify_inputs(env) } else { envelope::verify_id(env) };
+    if !verified {
+        return Err(err("TamperError", "envelope does not verify"));
+    }
+    let hid = check_hid(env["handoff_id"].as_str().unwrap_or_default())?.to_string();
+    let text = stored_text(env)?;
+    if text.len() > ad.inner.cfg.max_envelope_bytes {
+        return Err(err("OversizePayload", "envelope exceeds max_envelope_bytes"));
+    }
+    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, now()))?;
+    Ok(json!({"hid": hid}))
+}
+
+/// canonical-serde: canonical JSON is serde_json's default output.
+fn canonical_serde(a: &Value) -> R {
+    let value = json::parse(s(a, "text")?)?;
+    let bytes = serde_json::to_vec(&value).map_err(|e| err("Internal", e.to_string()))?;
+    let (state_json, state_hash) = if value.is_object() {
+        let (t, h) = json::state_text_and_hash(&value)?;
+        (Some(t), Some(h))
+    } else {
+        (None, None)
+    };
+    Ok(
+        json!({"canonical_hex": hex::encode(&bytes), "sha256": json::sha256_hex(&bytes), "state_json": state_json, "state_hash": state_hash}),
+    )
+}
+
+/// ignore-schema-version: open deletes schema_version rows newer than 3
+/// instead of refusing the store.
+fn open_any_version(ad: &mut MutantAdapter, a: &Value) -> R {
+    let root = s(a, "root")?;
+    if crate::pg::is_postgres(root) {
+        drop_newer_versions_pg(root)?;
+        return ad.inner.handle("open", a);
+    }
+    let db = Path::new(root).join("dhp.sqlite3");
+    if db.exists() {
+        let c = rusqlite::Connection::open(&db).map_err(|e| err("StoreError", e.to_string()))?;
+        c.execute("DELETE FROM schema_version WHERE version > 3", []).map_err(|e| err("StoreError", e.to_string()))?;
+    }
+    ad.inner.handle("open", a)
+}
+
+/// The same on a PostgreSQL store: the rows live in the URL's `schema=`.
+fn drop_newer_versions_pg(url: &str) -> Result<(), crate::adapter::AErr> {
+    let (_, schema) = crate::pg::split_schema(url);
+    let Some(schema) = schema else { return Ok(()) };
+    let mut c = crate::pg::client(url).map_err(|e| err("StoreError", e))?;
+    let made = c
+        .query_opt(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema=$1 AND table_name='schema_version'",
+            &[&schema],
+        )
+        .map_err(|e| err("StoreError", e.to_string()))?
+        .is_some();
+    if made {
+        // the schema name was made by the runner: [a-z0-9_] only
+        c.batch_execute(&format!("DELETE FROM \"{schema}\".schema_version WHERE version > 3"))
+            .map_err(|e| err("StoreError", e.to_string()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! The checker is tested: rounds run with deliberately broken workers
+//! (src/bin/mutant-worker.rs, which writes straight into the SQLite store)
+//! must be reported as violations, by the right invariant.
+use crate::common::*;
+
+fn mutant(mode: &str) -> String {
+    format!("{} --mode {mode}", mutant_bin().display())
+}
+
+#[test]
+fn skip_fence_mutant_woken_after_replacement_is_split_brain() {
+    // Only pauses: each paused mutant loses its lease, is replaced, and is
+    // woken while its successor works; it keeps writing without a fence check.
+    let w = mutant("skip-fence");
+    let r = run_chaos(
+        "skip-fence",
+        &[
+            "--seed",
+            "3",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "100",
+            "--workers",
+            &w,
+            "--faults",
+            "pause=1",
+            "--fault-interval",
+            "0.3,0.6",
+            "--failpoint-rate",
+            "0",
+        ],
+    );
+    assert_eq!(r.code, 1, "a fence-skipping worker must be a violation\n{}", r.dump());
+    let fencing = r.violations("fencing");
+    assert!(
+        fencing.iter().any(|v| v.contains("went backwards") || v.contains("stale write accepted")),
+        "expected split brain in commit order: {fencing:#?}\n{}",
+        r.dump()
+    );
+    assert!(!r.violations("zombies").is_empty(), "the woken zombie wrote: {:#?}", r.results["rounds"][0]["invariants"]);
+    assert!(r.known("fencing").is_empty(), "a Rust-side mutant is never a 'known reference weakness'");
+    assert!(r.stdout.contains("replay: cargo run"), "a failing round prints its replay command\n{}", r.stdout);
+}
+
+#[test]
+fn complete_twice_mutant_is_caught() {
+    let w = mutant("complete-twice");
+    let r = run_chaos(
+        "complete-twice",
+        &[
+            "--seed",
+            "7",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "40",
+            "--workers",
+            &w,
+            "--faults",
+            "kill-follower=1",
+            "--failpoint-rate",
+            "0",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let v = r.violations("exactly-once");
+    assert_eq!(v.len(), 2, "each of the 2 handoffs was completed twice: {v:#?}");
+    assert!(v.iter().all(|m| m.contains("completed it 2 times")), "{v:#?}");
+}
+
+#[test]
+fn wrong_result_mutant_is_caught() {
+    let w = mutant("wrong-result");
+    let r = run_chaos(
+        "wrong-result",
+        &[
+            "--seed",
+            "8",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "40",
+            "--workers",
+            &w,
+            "--faults",
+            "kill-follower=1",
+            "--failpoint-rate",
+            "0",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.dump());
+    let v = r.violations("result");
+    assert!(v.iter().any(|m| m.contains("prime_count")), "{v:#?}");
+    // everything else about these runs is fine
+    assert!(r.violations("fencing").is_empty() && r.violations("checkpoints").is_empty(), "{}", r.dump());
+}

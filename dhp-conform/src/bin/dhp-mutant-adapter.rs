@@ -1,8 +1,0 @@
-//! `dhp-mutant-adapter --mutant NAME`: the dhp-conform adapter for
-//! dhp-core with one guarantee removed, to prove the conformance
-//! assertions can fail (see `dhp_conform::mutants`, `--list-mutants`).
-//! Not an example adapter: that is `dhp-adapter`.
-
-fn main() {
-    std::process::exit(dhp_conform::mutants::run(std::env::args().skip(1)));
-}

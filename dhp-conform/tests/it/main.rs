@@ -1,0 +1,32 @@
+//! dhp-conform's integration tests: one test binary (building and linking one
+//! binary per scenario cost minutes), one scenario per module file.
+//! Helpers shared by the scenarios are the `*_support`/`common` modules.
+
+mod common;
+mod pg_common;
+
+mod adapter_cannot_start;
+mod adapter_far_future_at;
+mod adapter_grandchild;
+mod adapter_requests;
+mod bad_adapters;
+mod cli_surface;
+mod conformance;
+mod expectations;
+mod fuzz_adapter_replay;
+mod huge_reply_line;
+mod huge_stderr_line;
+mod hung_adapter;
+mod mutants;
+mod mutants_not_shipped;
+mod mutation_accounting;
+mod pg_compare_engines;
+mod pg_cross_engines;
+mod pg_keep;
+mod pg_mutants;
+mod pg_reference_unsupported;
+mod pg_suite;
+mod protocol_doc_index;
+mod protocol_suite;
+mod report_outputs;
+mod unknown_impl;
