@@ -1,0 +1,46 @@
+//! The `heartbeat-extends-lease` assertion.
+
+use super::helpers::lease_expiry;
+use crate::assertions::{new_handoff, now, sleep_until};
+use crate::check::{Check, Fail};
+use crate::client::Profile;
+use crate::ensure;
+use crate::suite::Ctx;
+use serde_json::json;
+
+/// A heartbeat pushes the lease out: past the original expiry (real time,
+/// 1 s leases) the worker still writes.
+pub fn heartbeat_extends_lease(cx: &Ctx<'_>) -> Check {
+    let root = cx.root("store")?;
+    let mut m = cx.adapter_with(Profile::ShortLease)?;
+    m.open(&root)?;
+    let hid = new_handoff(&mut m, &root, 1)?;
+    let t = m.claim(&root, "w1", &hid)?;
+    let e0 = lease_expiry(&mut m, &root, &hid)?;
+    let ttl = e0 - now();
+    ensure!(
+        (0.3..=1.2).contains(&ttl),
+        "with DHP_LEASE_INTERVAL_S=0.5 and DHP_LEASE_MAX_MISSED=2 a fresh lease should run ~1.0 s, it runs {ttl:.3} s"
+    );
+    sleep_until(e0 - 0.4);
+    let left = m.heartbeat(&t)?;
+    let e1 = lease_expiry(&mut m, &root, &hid)?;
+    ensure!(e1 > e0 + 0.3, "heartbeat must push the lease out: expiry {e0:.3} -> {e1:.3}");
+    ensure!(
+        left > 0.5 && left <= e1 - now() + 0.1,
+        "heartbeat reports {left:.3} s left, want about the lease TTL (the stored lease ends {:.3} s from now)",
+        e1 - now()
+    );
+    if let Some(db) = cx.store(&root)? {
+        let o = db.ownership(&hid)?.ok_or_else(|| Fail::failed("no ownership row"))?;
+        ensure!(
+            (o.lease_expires_at - e1).abs() < 0.01,
+            "stored lease_expires_at {} != reported {e1}",
+            o.lease_expires_at
+        );
+    }
+    sleep_until(e0 + 0.2);
+    m.checkpoint(&t, json!({"s": 1}))
+        .map_err(|f| f.context("checkpoint past the original expiry, within the extended lease"))?;
+    Ok(())
+}
