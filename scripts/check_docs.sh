@@ -12,7 +12,7 @@
 #    without any such block fails the check (the markers must not vanish).
 #    Blocks without the marker are left alone on purpose: they need a second
 #    host, root, the network, a release build (`benches/compare.sh`; its
-#    code paths run in benches/tests/smoke.rs) or take long.
+#    code paths run in benches/tests/it/smoke.rs) or take long.
 #    Each runs with a TMPDIR of its own, which must be empty afterwards: an
 #    example that leaves temporary directories behind fails.
 # 3. Relative links in the READMEs and docs/*.md point to files that exist,
@@ -70,15 +70,32 @@ echo "check_docs: scripts/setup.sh (reference venv)" >&2
 PY="$(bash scripts/setup.sh | tail -n 1)"
 export DHP_PYTHON="$PY"
 echo "check_docs: scripts/install.sh --debug --root $WORK/root" >&2
-if ! bash scripts/install.sh --debug --root "$WORK/root" >"$WORK/install.log" 2>&1; then
+# the install's reference venv goes under $WORK too (XDG_DATA_HOME)
+if ! XDG_DATA_HOME="$WORK/data" bash scripts/install.sh --debug --root "$WORK/root" >"$WORK/install.log" 2>&1; then
     bad "scripts/install.sh failed:"
     tail -n 30 "$WORK/install.log" >&2
     exit 1
 fi
-for b in dhp dhp-conform dhp-chaos; do
+for b in dhp dhp-conform dhp-adapter dhp-chaos; do
     [ -x "$WORK/root/bin/$b" ] || bad "scripts/install.sh did not install $b"
 done
+for b in dhp-mutant-adapter mutant-worker mutant-transport mutant-shipper; do
+    [ ! -e "$WORK/root/bin/$b" ] || bad "scripts/install.sh installed the test program $b"
+done
 export PATH="$WORK/root/bin:$PATH"
+
+# ---- 1b. the installed tools work outside the checkout ----
+# No checkout above the working directory, no DHP_PYTHON, no cargo: the
+# judge finds dhp-rs's adapter on PATH and the reference in the install's venv.
+mkdir -p "$WORK/outside"
+echo "check_docs: the installed dhp-conform outside the checkout (ours, reference; core level)" >&2
+for impl in ours reference; do
+    if ! (cd "$WORK/outside" && env -u DHP_PYTHON -u CARGO -u CARGO_MANIFEST_DIR XDG_DATA_HOME="$WORK/data" \
+        dhp-conform --impl "$impl" --level core >"$WORK/outside-$impl.log" 2>&1); then
+        bad "installed dhp-conform --impl $impl --level core failed outside the checkout:"
+        tail -n 20 "$WORK/outside-$impl.log" >&2
+    fi
+done
 
 # ---- 2. the marked examples ----
 extract() {

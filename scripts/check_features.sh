@@ -14,6 +14,7 @@ builds=(
     "dhp-core:-p dhp-core -e normal,build"
     "dhp-core-tests:-p dhp-core -e normal,build,dev"
     "dhp-conform:-p dhp-conform -e normal,build"
+    "dhp-adapter:-p dhp-adapter -e normal,build"
     "dhp-chaos:-p dhp-chaos -e normal,build"
     "demo:-p demo -e normal,build"
     "benches:-p dhp-benches -e normal,build"

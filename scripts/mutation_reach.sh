@@ -3,7 +3,7 @@
 #
 # Builds the suite and dhp-core with LLVM source-based coverage
 # (-C instrument-coverage, in its own target directory), runs the suite
-# (dhp-conform/tests/protocol_suite.rs, exactly as the mutation run does)
+# (dhp-conform/tests/it/protocol_suite.rs, exactly as the mutation run does)
 # RUNS times, and reads the line counts of dhp-core's sources from every
 # binary that links dhp-core (the suite's test binary, dhp-conform, and the
 # adapter it starts for "ours"). A mutant whose line is instrumented and was
@@ -42,11 +42,11 @@ prof=$(mktemp -d)
 trap 'rm -rf "$prof"' EXIT
 # build scripts and proc macros are instrumented too: their profiles go
 # aside, not into the checkout
-suite=$(LLVM_PROFILE_FILE="$prof/build/%p-%m.profraw" cargo test -p dhp-conform --test protocol_suite --no-run --message-format=json 2>/dev/null \
+suite=$(LLVM_PROFILE_FILE="$prof/build/%p-%m.profraw" cargo build -p dhp-adapter --bin dhp-adapter >&2 && cargo test -p dhp-conform --test it --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "protocol_suite" and m.get("executable"):
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "it" and m.get("executable"):
         print(m["executable"])')
 [[ -x "$suite" ]] || { echo "building the instrumented suite failed" >&2; exit 1; }
 bins=("$suite" "$CARGO_TARGET_DIR/debug/dhp-conform" "$CARGO_TARGET_DIR/debug/dhp-adapter")
@@ -55,7 +55,7 @@ for ((i = 1; i <= RUNS; i++)); do
     echo "mutation_reach: suite run $i of $RUNS" >&2
     # %p: one file per process (the adapter processes too); %m: per binary;
     # %c: continuous mode (counters written as they change)
-    LLVM_PROFILE_FILE="$prof/%p-%m%c.profraw" "$suite" --exact ours_passes_the_whole_suite --nocapture >&2
+    LLVM_PROFILE_FILE="$prof/%p-%m%c.profraw" "$suite" --exact protocol_suite::ours_passes_the_whole_suite --nocapture >&2
 done
 "$tools/llvm-profdata" merge -sparse "$prof"/*.profraw -o "$prof/suite.profdata"
 objects=()

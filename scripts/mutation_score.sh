@@ -2,7 +2,7 @@
 # Mutation score of the conformance suite: cargo-mutants mutates dhp-core's
 # protocol modules (runner, supervisor, store backends, envelope, transport
 # log) and runs ONLY the conformance suite against each mutant
-# (dhp-conform/tests/protocol_suite.rs: ours at every level, plus the cross
+# (dhp-conform/tests/it/protocol_suite.rs: ours at every level, plus the cross
 # level with the Python reference). Results go to dhp-conform/mutation/.
 #
 #   scripts/mutation_score.sh              # every mutant (~750; hours on 2 cores)
@@ -61,12 +61,14 @@ fi
 command -v cargo-mutants >/dev/null || { echo "cargo-mutants is not installed: cargo install cargo-mutants" >&2; exit 2; }
 export DHP_PYTHON="${DHP_PYTHON:-$PWD/.venv/bin/python}"
 [[ -x "$DHP_PYTHON" ]] || { echo "no reference interpreter at $DHP_PYTHON (bash scripts/setup.sh)" >&2; exit 2; }
-# --cargo-arg (every cargo call, the build too): build only the suite's test
-# binary, not dhp-conform's other ~25 test binaries, each of which links
-# dhp-core again (most of a mutant's build time otherwise).
+# --cargo-arg (every cargo call, the build too): build only dhp-conform's
+# one integration-test binary (tests/it), and --cargo-test-arg: run only the
+# suite in it (tests/it/protocol_suite.rs). dhp-conform links no dhp-core: the
+# suite builds the mutated dhp-core into dhp-rs's adapter itself
+# (dhp_testkit::workspace_bin runs `cargo build -p dhp-adapter`).
 # No `-p dhp-core`: with it, cargo-mutants 27.1 tests dhp-core's own tests
 # instead of --test-package; the -f files select dhp-core alone anyway.
-args=(--test-package dhp-conform --cargo-arg=--test=protocol_suite
+args=(--test-package dhp-conform --cargo-arg=--test=it --cargo-test-arg=protocol_suite
       --timeout "${MUTANTS_TIMEOUT:-240}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-1200}" --no-shuffle
       # cargo-mutants 27.1's baseline runs the mutated package's tests
       # (dhp-core's), not --test-package: the unmutated suite is checked
@@ -121,7 +123,7 @@ case "${1:-}" in
 esac
 mkdir -p "$dest"
 [[ -z "$drawn" ]] || mv "$drawn" "$dest/drawn.txt"
-cargo test -p dhp-conform --test protocol_suite
+cargo test -p dhp-conform --test it protocol_suite
 [[ "${1:-}" == --sample ]] || list_mutants
 # a shard carries the list too (the nightly merge job has only the shards)
 [[ "$dest" == "$OUT" ]] || cp "$OUT/all-mutants.txt" "$dest/"

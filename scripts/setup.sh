@@ -7,7 +7,8 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-VENV="$REPO/.venv"
+# DHP_VENV: another place for it (scripts/install.sh: beside the installed tools)
+VENV="${DHP_VENV:-$REPO/.venv}"
 PY="$VENV/bin/python"
 WANT="1.3.0"
 # The official Python MCP client/server SDK: the reference's dhp-mcp needs

@@ -24,8 +24,7 @@ impl OwnedCluster {
     /// `scripts/pg.sh start --watch <this pid>`: the script stops the
     /// cluster itself should this process die without dropping it.
     pub fn start() -> Result<OwnedCluster> {
-        let root = dhp_core::locate::checkout().context("finding the checkout (for scripts/pg.sh)")?;
-        let script = root.join("scripts/pg.sh");
+        let script = pg_script()?;
         let out = std::process::Command::new("bash")
             .arg(&script)
             .args(["start", "--watch", &std::process::id().to_string()])
@@ -53,6 +52,33 @@ impl Drop for OwnedCluster {
             .stdout(std::process::Stdio::null())
             .status();
     }
+}
+
+/// scripts/pg.sh, as this program was built with it: written once into
+/// `$XDG_CACHE_HOME/dhp-rs/` (default `~/.cache/dhp-rs/`, else the temporary
+/// directory) under a name that carries a hash of its text, so an installed
+/// `dhp-chaos` needs no checkout to start and stop its throwaway clusters.
+pub fn pg_script() -> Result<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    const TEXT: &str = include_str!("../../scripts/pg.sh");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    TEXT.hash(&mut h);
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("dhp-rs");
+    let path = dir.join(format!("pg-{:016x}.sh", h.finish()));
+    if std::fs::read_to_string(&path).is_ok_and(|t| t == TEXT) {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    // written aside and renamed: a concurrent run never reads half a script
+    let tmp = dir.join(format!(".pg-{}.sh", std::process::id()));
+    std::fs::write(&tmp, TEXT).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// `postgres://…` or `postgresql://…`, without a `schema=` (each round gets its own).

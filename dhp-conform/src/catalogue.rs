@@ -18,7 +18,7 @@ pub struct Notes {
     /// What the runner does to check it.
     pub how: &'static str,
     /// `dhp-mutant-adapter --mutant NAME`s this assertion catches (each fails it
-    /// and nothing else; `tests/mutants.rs`). Empty only for cross
+    /// and nothing else; `tests/it/mutants.rs`). Empty only for cross
     /// assertions, whose single-implementation halves are mutant-tested.
     pub mutants: &'static [&'static str],
 }

@@ -7,7 +7,7 @@
 //! input (an ingest that failed left the store unchanged, a second ingest
 //! adds nothing, an accepted envelope verifies, ...) with `assert!`, so the
 //! fuzzer reports a broken invariant as a crash. The same functions replay
-//! the committed corpus in `dhp-core/tests/fuzz_corpus_replay.rs`, on the
+//! the committed corpus in `dhp-core/tests/it/fuzz_corpus_replay.rs`, on the
 //! stable toolchain.
 
 use crate::config::Config;

@@ -90,13 +90,22 @@ pub fn checkout_from(starts: &[&Path]) -> Result<PathBuf, LocateError> {
 
 /// The interpreter that has the reference (dhp-protocol 1.3.0): `explicit`,
 /// else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python` (made by
-/// `scripts/setup.sh`). It must exist.
+/// `scripts/setup.sh`), else — outside a checkout — the venv that
+/// `scripts/install.sh` makes beside the installed tools
+/// (`$XDG_DATA_HOME/dhp-rs/venv`, default `~/.local/share/dhp-rs/venv`).
+/// It must exist.
 pub fn python(explicit: Option<&Path>) -> Result<PathBuf, LocateError> {
     let p = match explicit {
         Some(p) => p.to_path_buf(),
         None => match std::env::var_os("DHP_PYTHON").filter(|p| !p.is_empty()) {
             Some(p) => PathBuf::from(p),
-            None => checkout()?.join(".venv/bin/python"),
+            None => match checkout() {
+                Ok(dir) => dir.join(".venv/bin/python"),
+                Err(e) => match installed_venv_python() {
+                    Some(p) if p.exists() => p,
+                    _ => return Err(e),
+                },
+            },
         },
     };
     if p.exists() {
@@ -104,6 +113,16 @@ pub fn python(explicit: Option<&Path>) -> Result<PathBuf, LocateError> {
     } else {
         Err(LocateError::NoPython(p))
     }
+}
+
+/// `$XDG_DATA_HOME/dhp-rs/venv/bin/python` (default
+/// `~/.local/share/dhp-rs/venv/bin/python`): where scripts/install.sh puts
+/// the reference for installed tools.
+pub fn installed_venv_python() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()).map(PathBuf::from).or_else(|| {
+        std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".local/share"))
+    })?;
+    Some(data.join("dhp-rs/venv/bin/python"))
 }
 
 /// `target/<profile>` of an executable (`target/<profile>/x`, or a test's

@@ -170,10 +170,9 @@ struct Down {
     attempts: u32,
 }
 
-/// `scripts/pg.sh` of the checkout.
+/// `scripts/pg.sh`, as built into this program ([`crate::pg::pg_script`]).
 fn script() -> Result<PathBuf> {
-    let root = dhp_core::locate::checkout().context("finding the checkout (for scripts/pg.sh)")?;
-    Ok(root.join("scripts/pg.sh"))
+    crate::pg::pg_script()
 }
 
 /// A backend of one process, as `pg_stat_activity` shows it.

@@ -1,7 +1,7 @@
-//! The shipped adapter (`dhp-adapter`, and `dhp-conform __adapter`, what
-//! `--impl ours` runs) is only the real adapter: it knows no mutant, so
-//! asking it for one is a usage error. The mutants live in
-//! `dhp-mutant-adapter`.
+//! The shipped adapter (`dhp-adapter`, what `--impl ours` runs) is only the
+//! real adapter: it knows no mutant, so asking it for one is a usage error.
+//! The mutants live in `dhp-mutant-adapter`. dhp-conform itself holds no
+//! adapter at all: the judge links no implementation.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -25,16 +25,29 @@ const HELLO: &str = "{\"id\": 1, \"op\": \"hello\", \"args\": {}}\n";
 
 #[test]
 fn shipped_adapter_refuses_mutant_options() {
-    let adapter = crate::common::adapter_bin();
-    let conform = env!("CARGO_BIN_EXE_dhp-conform");
-    for (program, pre) in [(adapter, vec![]), (conform, vec!["__adapter"])] {
-        for extra in [vec!["--mutant", "no-fence-check"], vec!["--list-mutants"]] {
-            let args: Vec<&str> = pre.iter().chain(&extra).copied().collect();
-            let out = run(program, &args, HELLO);
-            assert_eq!(out.status.code(), Some(2), "{program} {args:?} must be a usage error");
-            assert!(out.stdout.is_empty(), "{program} {args:?} answered: {}", String::from_utf8_lossy(&out.stdout));
-            assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"), "{program} {args:?}");
-        }
+    let program = crate::common::adapter_bin();
+    for args in [vec!["--mutant", "no-fence-check"], vec!["--list-mutants"]] {
+        let out = run(program, &args, HELLO);
+        assert_eq!(out.status.code(), Some(2), "{program} {args:?} must be a usage error");
+        assert!(out.stdout.is_empty(), "{program} {args:?} answered: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"), "{program} {args:?}");
+    }
+}
+
+#[test]
+fn conform_is_no_adapter() {
+    // the old `dhp-conform __adapter` mode is gone: an unknown argument
+    let out = run(env!("CARGO_BIN_EXE_dhp-conform"), &["__adapter"], HELLO);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn adapters_answer_help() {
+    for program in [crate::common::adapter_bin(), crate::common::mutant_adapter_bin()] {
+        let out = run(program, &["--help"], "");
+        assert_eq!(out.status.code(), Some(0), "{program} --help");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("usage:"), "{program} --help");
     }
 }
 

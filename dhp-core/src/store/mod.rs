@@ -11,7 +11,7 @@
 //! [`sqlite::SqliteStore`] is the implementation shared with the reference:
 //! the same file, schema v3, WAL mode, and `BEGIN IMMEDIATE` for writes.
 //! [`mem::MemStore`] is a second, in-memory implementation; the same
-//! protocol scenarios run on both (`tests/backends.rs`).
+//! protocol scenarios run on both (`tests/it/backends.rs`).
 //! [`postgres::PgStore`] keeps the same tables in a PostgreSQL schema, so
 //! workers and supervisors on many hosts share one store; [`open`] picks
 //! the backend from a ROOT string ([`location::StoreLocation`]).

@@ -1,6 +1,6 @@
 //! Deliberately broken variants of the adapter (the `dhp-mutant-adapter`
 //! binary), each removing one guarantee. They exist to prove that the
-//! conformance assertions can fail: `tests/mutants.rs` runs the suite
+//! conformance assertions can fail: `tests/it/mutants.rs` runs the suite
 //! against each and expects exactly the assertion that guards that
 //! guarantee to fail.
 //!

@@ -1,0 +1,1 @@
+//! Feature unification for dhp-conform's dependencies (see Cargo.toml): no code.
