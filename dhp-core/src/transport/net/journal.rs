@@ -502,9 +502,18 @@ impl JournalHandle {
 
 impl Drop for JournalHandle {
     fn drop(&mut self) {
-        // Not closed (an error path): stop the threads, keep the files.
-        self.journal.lock().stop = true;
+        // Not closed (an error path): stop the threads, keep the files
+        // that hold records. A journal that never got one (a server that
+        // could not bind after starting it) goes: nothing to replay.
+        let unused = {
+            let mut g = self.journal.lock();
+            g.stop = true;
+            (g.written == 0).then(|| g.path.clone())
+        };
         self.journal.wake.notify_all();
+        if let Some(path) = unused {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
