@@ -41,6 +41,7 @@ cd "$(dirname "$0")/.."
 OUT=dhp-conform/mutation
 # globs: runner/ and supervisor/ are directories of modules
 FILES=(dhp-core/src/runner/*.rs dhp-core/src/supervisor/*.rs dhp-core/src/store/mod.rs dhp-core/src/store/sqlite.rs
+       dhp-core/src/store/sqlite/{ddl,open,sql,tx,writer_lock}.rs
        dhp-core/src/store/mem.rs dhp-core/src/envelope.rs dhp-core/src/transport/log.rs)
 
 summarise() {

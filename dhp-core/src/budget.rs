@@ -17,6 +17,61 @@ pub const MAX_SPEND_USD: f64 = 1e12;
 /// Largest `--max-stall-retries`.
 pub const MAX_STALL_RETRIES: i64 = 1_000;
 
+/// Where the steps counter stops: a sum that does not fit in an `i64` is
+/// recorded as this (and is an overrun whatever the budget says), never
+/// wrapped.
+pub const STEPS_LIMIT: i64 = i64::MAX;
+/// Where the spend counter stops: a sum that is not finite is recorded as
+/// this (and is an overrun whatever the budget says), never as `null`.
+pub const SPEND_LIMIT: f64 = f64::MAX;
+
+/// Add `n` steps to `execution.steps`, checked. A counter that is missing
+/// counts from 0; one that is not an integer in `[0, STEPS_LIMIT]` (a
+/// negative or fractional number, `null`, a string, a reference store's
+/// Python integer past 2^63) or a sum that does not fit becomes
+/// [`STEPS_LIMIT`]: an overrun, never a counter that wrapped or restarted.
+/// Returns whether the counter is at the limit.
+pub fn add_steps(ex: &mut serde_json::Map<String, Value>, n: i64) -> bool {
+    let sum = match ex.get("steps") {
+        None => Some(0),
+        Some(v) => v.as_i64().filter(|s| *s >= 0),
+    }
+    .and_then(|s| s.checked_add(n))
+    .filter(|s| *s >= 0)
+    .unwrap_or(STEPS_LIMIT);
+    ex.insert("steps".into(), Value::from(sum));
+    sum == STEPS_LIMIT
+}
+
+/// Add `usd` to `execution.spend_usd`, checked: a counter that is not a
+/// finite non-negative number, or a sum that is not finite, becomes
+/// [`SPEND_LIMIT`] (an overrun), never `null`. Returns whether the counter
+/// is at the limit.
+pub fn add_spend(ex: &mut serde_json::Map<String, Value>, usd: f64) -> bool {
+    let sum = match ex.get("spend_usd") {
+        None => Some(0.0),
+        Some(v) => v.as_f64().filter(|s| s.is_finite() && *s >= 0.0),
+    }
+    .map(|s| s + usd)
+    .filter(|s| s.is_finite() && *s >= 0.0)
+    .unwrap_or(SPEND_LIMIT);
+    ex.insert("spend_usd".into(), crate::json::float(sum));
+    sum >= SPEND_LIMIT
+}
+
+/// Whether recorded usage is at a counter's limit (or past what a number
+/// can say): an overrun even without a cap.
+pub fn at_limit(steps: f64, spend: f64) -> Option<String> {
+    let mut why = Vec::new();
+    if steps.is_nan() || steps >= STEPS_LIMIT as f64 {
+        why.push("steps counter overflowed".to_string());
+    }
+    if !spend.is_finite() || spend >= SPEND_LIMIT {
+        why.push("spend counter overflowed".to_string());
+    }
+    (!why.is_empty()).then(|| why.join("; "))
+}
+
 /// The keys a budget may have.
 pub const KEYS: [&str; 4] = ["max_steps", "max_spend_usd", "max_wallclock_s", "max_attempts"];
 
@@ -59,6 +114,30 @@ pub fn validate(budget: &Value) -> Result<()> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn counters_saturate_instead_of_wrapping_or_vanishing() {
+        let mut ex = serde_json::Map::new();
+        assert!(!add_steps(&mut ex, 1 << 62));
+        assert!(add_steps(&mut ex, 1 << 62), "2^63 does not fit");
+        assert!(add_steps(&mut ex, 1 << 62));
+        assert_eq!(ex["steps"], json!(STEPS_LIMIT));
+        assert!(add_steps(&mut ex, 0), "a saturated counter stays there");
+        assert!(!add_spend(&mut ex, 1e308));
+        assert!(add_spend(&mut ex, 1e308), "1e308 twice is not finite");
+        assert_eq!(ex["spend_usd"], json!(SPEND_LIMIT));
+        for bad in [json!(null), json!("7"), json!(-1), json!(2.5), json!(1e19)] {
+            let mut ex = serde_json::Map::new();
+            ex.insert("steps".into(), bad.clone());
+            assert!(add_steps(&mut ex, 1), "{bad}");
+            ex.insert("spend_usd".into(), if bad.is_number() { json!(-1.0) } else { bad.clone() });
+            assert!(add_spend(&mut ex, 1.0), "{bad}");
+        }
+        assert!(at_limit(STEPS_LIMIT as f64, 0.0).is_some());
+        assert!(at_limit(0.0, f64::INFINITY).is_some());
+        assert!(at_limit(0.0, f64::NAN).is_some());
+        assert!(at_limit(1e15, 1e12).is_none());
+    }
 
     #[test]
     fn nonsense_budgets_are_refused() {

@@ -73,6 +73,10 @@ pub enum TransportKind {
     Journal,
     /// A file that is not a transport log (no envelope header).
     Log,
+    /// An entry of the transport server's log directory that is a symbolic
+    /// link or not a regular file (a planted `<hid>.log` or journal name):
+    /// refused, never followed or written through.
+    Link,
     /// A thread, runtime, listener or signal watch could not be started.
     Start,
     /// A server (TCP transport, MCP, A2A) failed while running.

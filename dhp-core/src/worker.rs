@@ -146,7 +146,17 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         None => check_range(census_fields(&runner.envelope_bare(&hid)?)?)?,
     };
     if let Some(s) = opts.shipper.as_deref_mut() {
-        let n = catch_up(s, runner, &hid)?;
+        let n = match catch_up(s, runner, &hid) {
+            Ok(n) => n,
+            Err(e) => {
+                // Nothing computed yet: hand the handoff back instead of
+                // leaving it claimed by a process about to exit.
+                if let Err(re) = ctx.release("shipping failed before any work") {
+                    tracing::warn!(error = %re, "could not release the handoff after the ship failure");
+                }
+                return Err(e);
+            }
+        };
         if n > 0 {
             tracing::info!(n, "re-shipped checkpoints the peer lacked");
         }

@@ -1,38 +1,41 @@
 //! `dhp-bench`: the dhp-core half of `benches/compare.sh`.
 //!
-//! ```text
-//! dhp-bench fixtures --dir D [--quick]      shared fixtures (ingest log, scan stores)
-//! dhp-bench run --dir D [--quick] --out F   measure dhp-core, write JSON results
-//! dhp-bench rss --dhp BIN --dir D --out F   peak RSS of `dhp work` on a census handoff
-//! dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
-//! dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
-//! dhp-bench machine --dir D --out F         machine description (JSON)
-//! dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
-//! dhp-bench tcp --dhp BIN --dir D [--quick] --out F --md F [--soak F]   TCP shipping rates, hostile RSS
-//! dhp-bench tcp-sync --dir D [--shippers 1,8,32] [--n N] [--reps R] --out F --md F   sync rates, fsync on/off, by concurrency
-//! dhp-bench tcp-hostile --dhp BIN --dir D [--n N] --out F   server RSS before/during/after N hostile connections
-//! dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] [--max-seconds T] --out F   server RSS over N handoffs
-//! dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
-//! dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
-//! dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
-//! dhp-bench scale --dir D --dhp BIN --out F --md F [--py PY] [--only scan,big,writers,kill]
-//!     [--sizes 1000,10000,100000] [--big N] [--big-running N] [--procs 1,8,32] [--seconds S]
-//!     [--kills K] [--kill-running N] [--reps R] [--before-bench B] [--before-dhp D]
-//!                                                    issue 21's tables (docs/scale.md)
-//! dhp-bench scale-idle --dir D --dhp BIN[,BIN...] [--running N] [--rounds R] [--seconds S]
-//!                                                    an idle `dhp supervisor`'s CPU, builds side by side
-//! dhp-bench scale-fill --root R [--running N]       a store of N running handoffs to probe by hand
-//!                                                    (e.g. `perf record` a `dhp supervisor` on it)
-//! dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
-//! dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
-//! ```
+//! The commands and their options: [`HELP`] (`dhp-bench --help`).
 
 use dhp_benches::{measure, report, suite};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
+const HELP: &str = r#"usage:
+  dhp-bench fixtures --dir D [--quick]      shared fixtures (ingest log, scan stores)
+  dhp-bench run --dir D [--quick] --out F   measure dhp-core, write JSON results
+  dhp-bench rss --dhp BIN --dir D --out F   peak RSS of `dhp work` on a census handoff
+  dhp-bench peak-rss --out F [--label L] [--census C] -- CMD...   peak RSS of any command
+  dhp-bench report --ours F --ref F --rss-ours F --rss-ref F --machine F [--rss-ours-min F] [--command C]
+  dhp-bench machine --dir D --out F         machine description (JSON)
+  dhp-bench pg --url URL --dhp BIN --dir D --out F --md F [--quick]   PostgreSQL rows
+  dhp-bench tcp --dhp BIN --dir D [--quick] --out F --md F [--soak F]   TCP shipping rates, hostile RSS
+  dhp-bench tcp-sync --dir D [--shippers 1,8,32] [--n N] [--reps R] --out F --md F   sync rates, fsync on/off, by concurrency
+  dhp-bench tcp-hostile --dhp BIN --dir D [--n N] --out F   server RSS before/during/after N hostile connections
+  dhp-bench tcp-soak --dhp BIN --dir D [--handoffs N] [--every K] [--shippers S] [--max-seconds T] --out F   server RSS over N handoffs
+  dhp-bench cp-worker --root R --id I --start-at T --seconds S   (child of `pg`)
+  dhp-bench checkpoint --dir D [--depth N] [--n K]   ad-hoc checkpoint probe
+  dhp-bench scan --dir D [--n N] [--reps R]          ad-hoc supervisor-scan probe
+  dhp-bench scale --dir D --dhp BIN --out F --md F [--py PY] [--only scan,big,writers,kill]
+      [--sizes 1000,10000,100000] [--big N] [--big-running N] [--procs 1,8,32] [--seconds S]
+      [--kills K] [--kill-running N] [--reps R] [--before-bench B] [--before-dhp D]
+                                                     issue 21's tables (docs/scale.md)
+  dhp-bench scale-idle --dir D --dhp BIN[,BIN...] [--running N] [--rounds R] [--seconds S]
+                                                     an idle `dhp supervisor`'s CPU, builds side by side
+  dhp-bench scale-fill --root R [--running N]       a store of N running handoffs to probe by hand
+                                                     (e.g. `perf record` a `dhp supervisor` on it)
+  dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
+  dhp-bench dispatch --dir D [--n N]                 ad-hoc dispatch probe
+"#;
+
+/// A command line it cannot run: the usage on stderr, exit 2.
 fn usage() -> ! {
-    eprintln!("usage: dhp-bench (fixtures|run|rss|report|machine) [options]; see the source header");
+    eprint!("dhp-bench: {HELP}");
     std::process::exit(2);
 }
 
@@ -86,6 +89,10 @@ fn main() {
         usage();
     }
     let cmd = argv.remove(0);
+    if matches!(cmd.as_str(), "--help" | "-h" | "help") {
+        print!("dhp-bench: {HELP}");
+        return;
+    }
     let a = Args { rest: argv };
     match cmd.as_str() {
         "fixtures" => {

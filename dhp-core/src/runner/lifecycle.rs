@@ -151,10 +151,10 @@ impl Runner {
             self.check_owner(tx, lease)?;
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
-            let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
-            let sp = ex.get("spend_usd").and_then(Value::as_f64).unwrap_or(0.0) + spend;
-            ex.insert("steps".into(), json!(s));
-            ex.insert("spend_usd".into(), json::float(sp));
+            // Checked: a sum that does not fit is recorded at the
+            // counter's limit, an overrun (crate::budget::add_steps).
+            crate::budget::add_steps(ex, steps);
+            crate::budget::add_spend(ex, spend);
             save(tx, hid, &env, cfg)?;
             Ok((env, self.now_in(tx)?))
         })?;
@@ -362,8 +362,7 @@ pub(super) fn append_checkpoint(
     if steps > 0 {
         let mut e = load(tx, hid)?;
         let ex = exec_mut(&mut e)?;
-        let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
-        ex.insert("steps".into(), json!(s));
+        crate::budget::add_steps(ex, steps);
         save(tx, hid, &e, cfg)?;
         let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
         own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;

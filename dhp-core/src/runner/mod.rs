@@ -122,10 +122,15 @@ impl BudgetUsage {
         let (steps, spend) = (self.steps.unwrap_or(0.0), self.spend_usd.unwrap_or(0.0));
         let claimed = self.claimed_at.unwrap_or(at);
         let mut reasons = Vec::new();
-        if let Some(max) = self.max_steps.filter(|m| steps > *m) {
+        // A counter at its limit (a sum that did not fit) is an overrun
+        // with or without a cap: fail closed.
+        reasons.extend(crate::budget::at_limit(steps, spend));
+        let steps_full = crate::budget::at_limit(steps, 0.0).is_some();
+        if let Some(max) = self.max_steps.filter(|m| steps > *m && !steps_full) {
             reasons.push(format!("steps {steps} > {max}"));
         }
-        if let Some(max) = self.max_spend_usd.filter(|m| spend > *m) {
+        let spend_full = crate::budget::at_limit(0.0, spend).is_some();
+        if let Some(max) = self.max_spend_usd.filter(|m| spend > *m && !spend_full) {
             reasons.push(format!("spend ${spend:.2} > ${max:.2}"));
         }
         if self.max_wallclock_s.is_some_and(|m| at - claimed > m) {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::lease::Lease;
 use crate::store::{Backend, CheckpointReq, CheckpointRow, OwnerSeen};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 fn judge(holder: &str, hid: &str, fence: i64, seen: OwnerSeen) -> Result<()> {
     owner_checks(holder, hid, fence, seen.ownership, seen.now)?;
@@ -47,8 +47,7 @@ pub(super) fn checkpoint(
     let mut bump = |old: &str| -> Option<String> {
         let mut e = json::parse(old).ok()?;
         let ex = exec_mut(&mut e).ok()?;
-        let s = ex.get("steps").and_then(Value::as_i64).unwrap_or(0) + steps;
-        ex.insert("steps".into(), json!(s));
+        crate::budget::add_steps(ex, steps);
         let text = envelope_text(&e, cfg).ok()?;
         env = Some(e);
         Some(text)

@@ -23,8 +23,6 @@ pub mod mem;
 pub mod postgres;
 pub mod root;
 pub mod sqlite;
-mod wal_sync;
-pub mod writer_queue;
 
 use crate::error::Result;
 use serde_json::Value;
@@ -33,6 +31,7 @@ pub use location::StoreLocation;
 pub use mem::MemStore;
 pub use postgres::PgStore;
 pub use root::{open_root, OpenMode, OpenedRoot};
+pub use sqlite::writer_queue;
 pub use sqlite::SqliteStore;
 
 /// The schema version this crate reads and writes.

@@ -33,6 +33,7 @@
 
 mod gate;
 mod journal;
+mod logdir_fs;
 mod seqset;
 mod server;
 mod shipper;
@@ -164,11 +165,20 @@ pub(crate) struct Appender {
     /// first ends it, so the new line stays intact and the torn one is
     /// skipped at ingest.
     pub(crate) torn: bool,
+    /// Open without following a link, and only a regular file (the
+    /// server's logs, [`logdir_fs`]).
+    no_follow: bool,
 }
 
 impl Appender {
     pub(crate) fn new(path: std::path::PathBuf, torn: bool) -> Self {
-        Appender { path, file: None, torn }
+        Appender { path, file: None, torn, no_follow: false }
+    }
+
+    /// An appender that refuses a link or a non-regular file at `path`
+    /// instead of writing through it (the transport server's logs).
+    pub(crate) fn no_follow(path: std::path::PathBuf) -> Self {
+        Appender { path, file: None, torn: false, no_follow: true }
     }
 
     /// Forget the handle (the file was replaced or failed).
@@ -193,11 +203,13 @@ impl Appender {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| crate::Error::io(parent, e))?;
             }
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| crate::Error::io(path, e))?;
+            let mut opts = std::fs::OpenOptions::new();
+            opts.create(true).append(true);
+            let f = if self.no_follow {
+                logdir_fs::open(&mut opts, path)?
+            } else {
+                opts.open(path).map_err(|e| crate::Error::io(path, e))?
+            };
             self.file = Some(f);
         }
         let mut buf = Vec::with_capacity(line.len() + 2);

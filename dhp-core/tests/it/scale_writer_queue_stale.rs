@@ -1,4 +1,4 @@
-//! The writers' queue (store/writer_queue.rs) can hold a turn no live
+//! The writers' queue (store/sqlite/writer_queue.rs) can hold a turn no live
 //! thread will ever give back: a store directory copied while a writer held
 //! its turn carries the locked mutex into the copy, and a machine that went
 //! down with it locked leaves it in the file. Neither may cost every write

@@ -113,6 +113,11 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
         Some(_) => Some(positive_duration("--ship-timeout", a.ship_timeout, MAX_SHIP_TIMEOUT_S).map_err(bad_flag)?),
         None => None,
     };
+    // The transport server is resolved and reached before anything is
+    // claimed: a worker that cannot ship leaves the handoff pending.
+    if let (Some(addr), Some(t)) = (&a.ship_to, call_timeout) {
+        reach_transport(addr, t)?;
+    }
     let (r, dir) = open_worker_runner(&a.root, &a.runner, cfg.clone())?;
     let history = open_history(a.history.as_deref(), &a.runner)?;
     let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {
@@ -176,6 +181,53 @@ fn open_worker_runner(root: &Path, id: &str, cfg: Config) -> Result<(Runner, Opt
     };
     let backend: Arc<dyn Backend> = dog.wrap(backend);
     Ok((Runner::new(backend, id, cfg)?, dir))
+}
+
+/// Resolve `addr` (an unknown host is a `TransportError` at once) and
+/// connect to it, retrying for up to `wait` while the server is down and
+/// saying so on stderr once; the connection is closed again (the shipper
+/// makes its own). Runs before the store is opened: a server that cannot
+/// be reached fails the command with nothing claimed.
+fn reach_transport(addr: &str, wait: Duration) -> Result<(), Failure> {
+    use dhp_core::TransportKind;
+    use std::net::ToSocketAddrs;
+    let resolve = || {
+        addr.to_socket_addrs().map(|a| a.collect::<Vec<_>>()).map_err(|e| {
+            Error::transport_from(TransportKind::Address, format!("cannot resolve the transport server {addr}: {e}"), e)
+        })
+    };
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        let addrs = resolve()?;
+        let mut last = None;
+        for sa in &addrs {
+            match std::net::TcpStream::connect_timeout(sa, Duration::from_secs(3)) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Error::transport(
+                TransportKind::Unacknowledged,
+                format!(
+                    "cannot reach the transport server at {addr} within {:.0} s ({why}); nothing claimed",
+                    wait.as_secs_f64()
+                ),
+            )
+            .into());
+        }
+        if !said {
+            said = true;
+            tracing::warn!(
+                "waiting up to {:.0} s (--ship-timeout) for the transport server at {addr} ({why}) before claiming",
+                left.as_secs_f64()
+            );
+        }
+        std::thread::sleep(left.min(Duration::from_millis(200)));
+    }
 }
 
 fn tcp_shipper(

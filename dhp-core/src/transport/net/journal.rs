@@ -131,6 +131,8 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
         let Some(name) = name.to_str() else { continue };
         let Some(gen) = name.strip_prefix(PREFIX).and_then(|n| n.strip_suffix(SUFFIX)) else { continue };
         if let Ok(g) = gen.parse::<u64>() {
+            // A journal is read and deleted at start: never through a link.
+            super::logdir_fs::entry(&e.path())?;
             out.push((g, e.path()));
         }
     }
@@ -144,7 +146,7 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
 /// torn (no newline) or whose check fails: it and every line after it
 /// were never acknowledged, as no sync covered them.
 pub(crate) fn records(path: &Path) -> Result<(Vec<(String, String)>, usize)> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let data = super::logdir_fs::read(path)?;
     let data = &data[..data.iter().position(|b| *b == 0).unwrap_or(data.len())];
     let mut out = Vec::new();
     let mut lines = data.split(|b| *b == b'\n');
@@ -205,12 +207,9 @@ fn prealloc_step(dir: &Path) -> u64 {
 /// Returns the file, its path and how many zeros it has.
 fn create(dir: &Path, gen: u64) -> Result<(File, PathBuf, u64)> {
     let path = dir.join(journal_name(gen));
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+    // A new file, never one in the way (a link there is refused, not
+    // followed and truncated).
+    let mut f = super::logdir_fs::open(std::fs::OpenOptions::new().create_new(true).write(true), &path)?;
     let step = prealloc_step(dir);
     f.write_all(HEADER.as_bytes())
         .and_then(|_| write_zeros(&f, HEADER.len() as u64, step))
@@ -236,10 +235,11 @@ pub(crate) fn sync_logs(dir: &Path, hids: &HashSet<String>) -> Result<()> {
     }
     for hid in hids {
         let path = dir.join(format!("{hid}.log"));
-        match File::open(&path) {
+        // Not through a link: a log replaced by one is refused.
+        match super::logdir_fs::open_read(&path) {
             Ok(f) => f.sync_data().map_err(|e| Error::io(&path, e))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&path, e)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
     }
     sync_dir(dir)
@@ -502,9 +502,18 @@ impl JournalHandle {
 
 impl Drop for JournalHandle {
     fn drop(&mut self) {
-        // Not closed (an error path): stop the threads, keep the files.
-        self.journal.lock().stop = true;
+        // Not closed (an error path): stop the threads, keep the files
+        // that hold records. A journal that never got one (a server that
+        // could not bind after starting it) goes: nothing to replay.
+        let unused = {
+            let mut g = self.journal.lock();
+            g.stop = true;
+            (g.written == 0).then(|| g.path.clone())
+        };
         self.journal.wake.notify_all();
+        if let Some(path) = unused {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

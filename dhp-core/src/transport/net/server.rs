@@ -73,8 +73,8 @@ struct Srv {
 
 /// A server ready to accept: its settings checked, the journal an unclean
 /// stop left replayed into the logs, a fresh journal started, its TLS files
-/// read. Dropping it unused stops the journal's threads (the fresh, empty
-/// journal is removed at the next start).
+/// read. Dropping it unused (a listener that could not be bound) stops the
+/// journal's threads and removes the fresh, empty journal.
 pub struct Prepared {
     srv: Arc<Srv>,
     journal: Option<JournalHandle>,

@@ -44,10 +44,16 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// Open a PEM file: one that is missing or unreadable is an
+/// [`Error::Io`] naming it (an `IoError`, exit 11, as for every file a
+/// command is given); what is in it is the TLS layer's to judge.
+fn pem_file(path: &Path) -> Result<std::io::BufReader<std::fs::File>> {
+    std::fs::File::open(path).map(std::io::BufReader::new).map_err(|e| Error::io(path, e))
+}
+
 fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let what = || format!("reading certificates from {}", path.display());
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| tls_error(what(), e))?
+    let certs = CertificateDer::pem_reader_iter(pem_file(path)?)
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| tls_error(what(), e))?;
     if certs.is_empty() {
@@ -57,7 +63,7 @@ fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 fn key(path: &Path) -> Result<PrivateKeyDer<'static>> {
-    PrivateKeyDer::from_pem_file(path)
+    PrivateKeyDer::from_pem_reader(pem_file(path)?)
         .map_err(|e| tls_error(format!("reading a private key from {}", path.display()), e))
 }
 

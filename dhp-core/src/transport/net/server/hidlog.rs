@@ -4,7 +4,7 @@
 
 use super::super::journal::Journal;
 use super::super::seqset::SeqSet;
-use super::super::{ends_torn, Appender};
+use super::super::{ends_torn, logdir_fs, Appender};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::transport::log::{self, Line};
@@ -56,7 +56,7 @@ impl HidLog {
         HidLog {
             hid,
             journal,
-            out: Appender::new(path, false),
+            out: Appender::no_follow(path),
             loaded: false,
             len: 0,
             ino: 0,
@@ -68,23 +68,25 @@ impl HidLog {
 
     /// Bring the in-memory view up to date with the file.
     pub(super) fn refresh(&mut self, cfg: &Config) -> Result<()> {
-        match std::fs::metadata(&self.out.path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // Not following a link: a planted `<hid>.log` link is refused.
+        match logdir_fs::entry(&self.out.path)? {
+            None => {
                 let (hid, path, journal) =
                     (std::mem::take(&mut self.hid), std::mem::take(&mut self.out.path), self.journal.take());
                 *self = HidLog { loaded: true, ..HidLog::new(hid, path, journal) };
                 Ok(())
             }
-            Err(e) => Err(Error::io(&self.out.path, e)),
-            Ok(m) if self.loaded && m.len() == self.len && ino_of(&m) == self.ino => Ok(()),
-            Ok(_) => self.rescan(cfg),
+            Some(m) if self.loaded && m.len() == self.len && ino_of(&m) == self.ino => Ok(()),
+            Some(_) => self.rescan(cfg),
         }
     }
 
     pub(super) fn rescan(&mut self, cfg: &Config) -> Result<()> {
         let path = &self.out.path;
-        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let mut f = logdir_fs::open_read(path)?;
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut data).map_err(|e| Error::io(path, e))?;
+        let m = f.metadata().map_err(|e| Error::io(path, e))?;
         let mut header = None;
         let mut seqs = SeqSet::new();
         let mut last: Option<(i64, String)> = None;
@@ -126,8 +128,7 @@ impl HidLog {
         if let Some((_, h)) = self.recent.iter().find(|(s, _)| *s == seq) {
             return Ok(Some(h.clone()));
         }
-        let path = &self.out.path;
-        let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let data = logdir_fs::read(&self.out.path)?;
         let mut header = false;
         for line in log::parse_lines(&data, cfg) {
             let Line::Record(v) = line else { continue };
@@ -156,7 +157,7 @@ impl HidLog {
     pub(super) fn append(&mut self, line: &str) -> Result<()> {
         let n = self.out.append(line.as_bytes())?;
         if self.len == 0 {
-            if let Ok(m) = std::fs::metadata(&self.out.path) {
+            if let Ok(Some(m)) = logdir_fs::entry(&self.out.path) {
                 self.ino = ino_of(&m);
             }
         }

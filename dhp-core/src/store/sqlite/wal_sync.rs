@@ -30,7 +30,7 @@
 //! undo, together with everything committed after it; the writer itself
 //! has not yet been told that its operation succeeded.
 
-use super::sqlite::DB_FILE;
+use super::DB_FILE;
 use crate::error::{Error, Result};
 use rusqlite::{ffi, Connection};
 use std::path::Path;

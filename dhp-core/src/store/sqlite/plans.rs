@@ -4,7 +4,9 @@
 //! plans are deterministic for a schema (no `ANALYZE` statistics are kept),
 //! so they are asserted here with `EXPLAIN QUERY PLAN`.
 
-use super::*;
+use super::sql::{APPROVALS_TO_EXPIRE, CHANGED_SINCE, EXPIRED_LEASES, PAIRING_OF};
+use super::{SqliteStore, EXTRA_INDEXES_SQL};
+use crate::envelope::ORPHANED_HOLDER;
 
 /// The plan's detail lines for `sql`, its parameters bound to NULL.
 fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {

@@ -1,6 +1,6 @@
 //! The writers' queue: a robust, process-shared mutex in
 //! `<root>/dhp.sqlite3-writer-queue`, taken before the writer lock
-//! ([`super::sqlite::WRITER_LOCK_FILE`]).
+//! ([`super::WRITER_LOCK_FILE`]).
 //!
 //! Why: Linux hands an exclusive `flock` over by waking waiters in a
 //! cascade: each woken waiter that finds the lock taken again re-blocks and
