@@ -4,9 +4,7 @@
 //! limit and is an overrun, for the caller and for the supervisor. Before,
 //! `note_spend(1e308)` twice stored the spend as `null` and answered ok,
 //! and `note_step(2^62)` three times left the steps at -4.6e18.
-
-mod common;
-use common::SCHEMA_X;
+use crate::common::SCHEMA_X;
 use dhp_core::budget::{SPEND_LIMIT, STEPS_LIMIT};
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::supervisor::Supervisor;
