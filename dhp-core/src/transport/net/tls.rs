@@ -158,10 +158,11 @@ mod tests {
     }
 
     #[test]
-    fn missing_files_are_tls_errors_naming_the_file() {
+    fn missing_files_are_io_errors_naming_the_file() {
+        // docs/cli.md: a PEM file that cannot be read is an IoError
         let t = ClientTls { ca: "/nonexistent/ca.pem".into(), cert: None, key: None };
         let e = t.config().unwrap_err();
-        assert!(matches!(e, Error::Tls { .. }), "{e:?}");
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
         assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
         assert!(std::error::Error::source(&e).is_some());
     }

@@ -44,6 +44,19 @@ impl Srv {
             return self.session(rd, wr, peer, pass, hello_by, true, shutdown).await;
         };
         let evict = pass.evict.clone();
+        // A connection closed before its first byte is a probe (a load
+        // balancer's check, `dhp work --ship-to` making sure the server is
+        // up before it claims), not a failed TLS handshake: no warning.
+        let mut first = [0u8; 1];
+        let peeked = tokio::select! {
+            biased;
+            _ = shutdown.wait_for(|stop| *stop) => return,
+            r = tokio::time::timeout_at(hello_by, sock.peek(&mut first)) => r,
+        };
+        if matches!(peeked, Ok(Ok(0))) {
+            tracing::debug!(%peer, "transport: closed before its first byte (a connection probe)");
+            return;
+        }
         let accepted = tokio::select! {
             biased;
             _ = shutdown.wait_for(|stop| *stop) => return,
