@@ -186,6 +186,16 @@ pub enum Error {
         current_holder: Option<String>,
     },
 
+    /// An MCP session acted under a worker id it did not claim or recover
+    /// the handoff with (`dhp mcp` binds each worker id to its session).
+    #[error("{worker} did not claim or recover {} in this session: only the session that did may act for it", short(hid))]
+    UnboundWorker {
+        /// The handoff.
+        hid: String,
+        /// The worker id presented.
+        worker: String,
+    },
+
     // ---- lifecycle ----
     /// The operation is not allowed in the handoff's current status.
     #[error("{op} rejected for {}: {reason}", short(hid))]
@@ -471,7 +481,7 @@ impl Error {
             Error::Oversize { .. } => "OversizePayload",
             Error::OwnershipLost { .. } => "OwnershipLost",
             Error::LeaseLost { .. } => "LeaseLost",
-            Error::StaleFence { .. } => "FencingError",
+            Error::StaleFence { .. } | Error::UnboundWorker { .. } => "FencingError",
             Error::State { .. } => "StateError",
             Error::BudgetExceeded { .. } => "BudgetExceeded",
             Error::Tamper { .. } => "TamperError",
@@ -500,7 +510,10 @@ impl Error {
             | Error::SchemaViolation { .. }
             | Error::Oversize { .. } => 3,
             Error::UnknownHandoff { .. } | Error::UnknownApproval { .. } => 4,
-            Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } => 5,
+            Error::OwnershipLost { .. }
+            | Error::LeaseLost { .. }
+            | Error::StaleFence { .. }
+            | Error::UnboundWorker { .. } => 5,
             Error::State { .. } | Error::ApprovalDecided { .. } => 6,
             Error::BudgetExceeded { .. } => 7,
             Error::Tamper { .. } => 8,
@@ -518,7 +531,10 @@ impl Error {
 
     /// True for the ownership family (lost race, lost lease, stale fence).
     pub fn is_ownership(&self) -> bool {
-        matches!(self, Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. })
+        matches!(
+            self,
+            Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } | Error::UnboundWorker { .. }
+        )
     }
 
     /// The store's classification of an [`Error::Store`], else `None`.
