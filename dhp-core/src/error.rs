@@ -188,7 +188,10 @@ pub enum Error {
 
     /// An MCP session acted under a worker id it did not claim or recover
     /// the handoff with (`dhp mcp` binds each worker id to its session).
-    #[error("{worker} did not claim or recover {} in this session: only the session that did may act for it", short(hid))]
+    #[error(
+        "{worker} did not claim or recover {} in this session: only the session that did may act for it",
+        short(hid)
+    )]
     UnboundWorker {
         /// The handoff.
         hid: String,
@@ -533,7 +536,10 @@ impl Error {
     pub fn is_ownership(&self) -> bool {
         matches!(
             self,
-            Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } | Error::UnboundWorker { .. }
+            Error::OwnershipLost { .. }
+                | Error::LeaseLost { .. }
+                | Error::StaleFence { .. }
+                | Error::UnboundWorker { .. }
         )
     }
 

@@ -6,8 +6,7 @@ use a2a_support::dhp_bin;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out =
-        Command::new(dhp_bin()).arg("a2a").args(args).env("DHP_A2A_TOKEN", "t0k").output().unwrap();
+    let out = Command::new(dhp_bin()).arg("a2a").args(args).env("DHP_A2A_TOKEN", "t0k").output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

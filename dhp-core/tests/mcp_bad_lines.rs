@@ -38,15 +38,12 @@ fn every_bad_line_gets_an_answer_and_the_session_goes_on() {
         if line.starts_with(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/") {
             return Value::Null;
         }
-        rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
-            panic!("no answer to {:?}", String::from_utf8_lossy(&line[..line.len().min(60)]))
-        })
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no answer to {:?}", String::from_utf8_lossy(&line[..line.len().min(60)])))
     };
 
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":"{}"}}}}"#,
-        "x".repeat((16 << 20) + 10)
-    );
+    let big =
+        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat((16 << 20) + 10));
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
     for (line, code) in [
         (&b"hello, not json"[..], -32700),
@@ -77,7 +74,6 @@ fn every_bad_line_gets_an_answer_and_the_session_goes_on() {
     let text = v["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(serde_json::from_str::<Value>(text).unwrap()["ok"], true);
 
-    drop(answer);
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");

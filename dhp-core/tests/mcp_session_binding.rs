@@ -24,8 +24,7 @@ async fn session(root: &std::path::Path, extra: &[&str]) -> Client {
 /// (isError, reply: the JSON object, or the text when it is not JSON).
 async fn call(c: &Client, tool: &str, args: Value) -> (bool, Value) {
     let Value::Object(args) = args else { panic!("arguments must be an object") };
-    let res =
-        c.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.expect("tools/call");
+    let res = c.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.expect("tools/call");
     let text = res.content[0].as_text().unwrap_or_else(|| panic!("{tool}: not text: {res:?}")).text.clone();
     let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
     (res.is_error == Some(true), v)
@@ -40,19 +39,12 @@ async fn decisions_and_worker_ids_belong_to_their_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let agent = session(dir.path(), &[]).await;
     let intruder = session(dir.path(), &[]).await;
-    let decider = session(dir.path(), &["--decider"]).await;
 
     let listed = names(&agent).await;
-    assert_eq!(listed.len(), 16, "{listed:?}");
     assert!(!listed.iter().any(|n| n == "dhp_approve" || n == "dhp_deny"), "{listed:?}");
-    assert_eq!(
-        names(&decider).await,
-        ["dhp_status", "dhp_health", "dhp_approval_status", "dhp_approve", "dhp_deny"],
-        "a decider is offered the decisions and the reads it needs, no worker tool"
-    );
+    assert_eq!(listed.len(), 16, "{listed:?}");
 
-    let (_, d) =
-        call(&agent, "dhp_dispatch", json!({"task_kind": "pay", "inputs": {}, "output_schema": {}})).await;
+    let (_, d) = call(&agent, "dhp_dispatch", json!({"task_kind": "pay", "inputs": {}, "output_schema": {}})).await;
     let hid = d["handoff_id"].as_str().unwrap().to_string();
     let w1 = json!({"handoff_id": hid, "worker_id": "w1"});
     assert_eq!(call(&agent, "dhp_claim", w1.clone()).await.1["ok"], true);
@@ -69,9 +61,6 @@ async fn decisions_and_worker_ids_belong_to_their_sessions() {
         assert_eq!(reply, json!(format!("Unknown tool: {tool}")));
     }
     assert_eq!(call(&agent, "dhp_approval_status", json!({"approval_id": aid})).await.1["status"], "pending");
-    // Nor can a decider session work: it is offered no lease tool.
-    let (is_error, _) = call(&decider, "dhp_claim", json!({"handoff_id": hid, "worker_id": "d1"})).await;
-    assert!(is_error);
 
     // Another session presents w1, which it never claimed with.
     let with = |extra: Value| {
@@ -102,11 +91,20 @@ async fn decisions_and_worker_ids_belong_to_their_sessions() {
     assert_eq!(st["spend_usd"], 0.0, "{st}");
     assert_eq!(st["approvals"].as_array().map(Vec::len), Some(1), "{st}");
 
+    // The decider: the decisions and the reads it needs, no worker tool.
+    let decider = session(dir.path(), &["--decider"]).await;
+    assert_eq!(names(&decider).await, ["dhp_status", "dhp_health", "dhp_approval_status", "dhp_approve", "dhp_deny"]);
+    let (is_error, _) = call(&decider, "dhp_claim", json!({"handoff_id": hid, "worker_id": "d1"})).await;
+    assert!(is_error, "a decider session claimed");
+
     // The owning session works on; the decider decides.
     let mut cp = w1.clone();
     cp["state"] = json!({"n": 1});
     assert_eq!(call(&agent, "dhp_checkpoint", cp).await.1, json!({"ok": true, "seq": 0}));
-    assert_eq!(call(&decider, "dhp_approve", json!({"approval_id": aid})).await.1, json!({"ok": true, "decided": true}));
+    assert_eq!(
+        call(&decider, "dhp_approve", json!({"approval_id": aid})).await.1,
+        json!({"ok": true, "decided": true})
+    );
     assert_eq!(call(&agent, "dhp_approval_status", json!({"approval_id": aid})).await.1["status"], "approved");
     let mut done = w1.clone();
     done["result"] = json!({});

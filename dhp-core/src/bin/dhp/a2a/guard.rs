@@ -58,8 +58,7 @@ pub fn check_allowed_host(name: &str) -> Result<String, String> {
 impl Guard {
     /// The bound address, the loopback names, and the operator's names.
     pub fn new(local: SocketAddr, allowed: &[String]) -> Guard {
-        let mut hosts: BTreeSet<String> =
-            ["localhost", "127.0.0.1", "[::1]"].into_iter().map(String::from).collect();
+        let mut hosts: BTreeSet<String> = ["localhost", "127.0.0.1", "[::1]"].into_iter().map(String::from).collect();
         if !local.ip().is_unspecified() {
             hosts.insert(ip_name(local.ip()));
         }
@@ -109,11 +108,11 @@ impl Guard {
         port_ok && self.hosts.contains(&name)
     }
 
-    /// Refuse a request that is not for this server or comes from a foreign
-    /// browser origin (HTTP 403 with a JSON-RPC error body).
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Response> {
+    /// The refusal of a request that is not for this server or comes from a
+    /// foreign browser origin (HTTP 403 with a JSON-RPC error body), if any.
+    pub fn check(&self, headers: &HeaderMap) -> Option<Response> {
         if !self.host_ok(headers) {
-            return Err(refusal(
+            return Some(refusal(
                 StatusCode::FORBIDDEN,
                 "Forbidden: the Host header does not name this server (start it with --allow-host NAME to serve that name)",
             ));
@@ -127,28 +126,28 @@ impl Guard {
             Some(o) => !o.to_str().is_ok_and(|o| self.origin_ok(o)),
         };
         if cross_site || foreign {
-            return Err(refusal(
+            return Some(refusal(
                 StatusCode::FORBIDDEN,
                 "Forbidden: cross-origin requests are not served (this server grants no CORS)",
             ));
         }
-        Ok(())
+        None
     }
 }
 
-/// JSON-RPC needs `Content-Type: application/json` (parameters allowed).
-pub fn check_content_type(headers: &HeaderMap) -> Result<(), Response> {
-    let ok = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
-        v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err(refusal(
+/// JSON-RPC needs `Content-Type: application/json` (parameters allowed):
+/// the refusal (HTTP 415) of any other, if it is one.
+pub fn check_content_type(headers: &HeaderMap) -> Option<Response> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    (!ok).then(|| {
+        refusal(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "Unsupported Media Type: JSON-RPC requests must be sent with 'Content-Type: application/json'",
-        ))
-    }
+        )
+    })
 }
 
 /// An HTTP error whose body is a JSON-RPC Invalid Request error.

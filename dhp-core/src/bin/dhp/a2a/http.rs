@@ -24,7 +24,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(r) = app.guard.check(&headers) {
+    if let Some(r) = app.guard.check(&headers) {
         return r;
     }
     Json(card::agent_card(&app.url, app.token.is_some())).into_response()
@@ -65,7 +65,7 @@ fn reply(body: Value) -> Response {
 }
 
 async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    if let Err(r) = app.guard.check(&headers) {
+    if let Some(r) = app.guard.check(&headers) {
         return r;
     }
     if !authorized(&app, &headers) {
@@ -78,7 +78,7 @@ async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
         r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         return r;
     }
-    if let Err(r) = guard::check_content_type(&headers) {
+    if let Some(r) = guard::check_content_type(&headers) {
         return r;
     }
     let bytes = match axum::body::to_bytes(body, app.max_body).await {

@@ -120,9 +120,8 @@ impl Bridge {
         let key = binding_key(task_id);
         let text = json::dumps(&json!({"handoff_id": hid}))?;
         let now = self.runner.config().clock.now();
-        let won = with_tx(self.runner.store().as_ref(), Mode::Write, |tx| {
-            tx.insert_effect(&key, BINDING_STEP, &text, now)
-        })?;
+        let won =
+            with_tx(self.runner.store().as_ref(), Mode::Write, |tx| tx.insert_effect(&key, BINDING_STEP, &text, now))?;
         if won {
             return Ok(hid.to_string());
         }
