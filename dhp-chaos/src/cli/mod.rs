@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod mask;
 pub mod parse;
 pub mod replay;
 pub mod rounds;

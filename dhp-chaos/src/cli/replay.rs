@@ -19,7 +19,7 @@ fn replay_args_of(mut args: impl Iterator<Item = String>) -> Vec<String> {
             continue;
         }
         // A store URL's password is not printed (write it back in to replay).
-        let a = if a.contains("://") { dhp_core::store::location::redact(&a) } else { a };
+        let a = super::mask::mask_arg(&a);
         out.push(if a.contains(' ') { format!("'{a}'") } else { a });
     }
     out

@@ -65,7 +65,7 @@ pub fn run_engines(
             } else {
                 dhp_chaos::pg::mask(&e.url.clone().unwrap_or_default())
             };
-            println!("dhp-chaos: store postgres: {where_}, one schema per round (chaos_<seed>_<round>)");
+            println!("dhp-chaos: store postgres: {where_}, one schema per round (chaos_<seed>_<round>_{})", t.run_id);
         }
         let out_e = if engines.len() > 1 { out.join(&t.engine) } else { out.to_path_buf() };
         std::fs::create_dir_all(&out_e).with_context(|| format!("creating {}", out_e.display()))?;
@@ -172,7 +172,8 @@ pub fn run_rounds(
     let results = json!({
         "seed": seed,
         "started_at": started_at.to_rfc3339(),
-        "command": std::env::args().collect::<Vec<_>>(),
+        // masked: results.json is meant to be shared
+        "command": std::env::args().map(|a| super::mask::mask_arg(&a)).collect::<Vec<_>>(),
         "note": "a seed replays the fault schedule, not the OS interleaving; each round's history.jsonl is the ground truth",
         "exit_code": code,
         "harness_error": harness_error.as_ref().map(|e| format!("{e:#}")),

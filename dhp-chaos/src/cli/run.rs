@@ -177,6 +177,10 @@ pub fn run(a: RunArgs) -> Result<i32> {
             std::env::temp_dir().join("dhp-chaos").join(format!("seed-{seed}-{}", started_at.format("%Y%m%dT%H%M%S")))
         }
     };
+    // a second run into one directory would mix its rounds and results with the first's
+    if std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
+        bail!("--out {} is not empty (a previous run's?): give a new or empty directory", out.display());
+    }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
     println!("dhp-chaos: run directory {}", out.display());
@@ -240,6 +244,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         python,
         reference_dir,
         replay: String::new(),
+        run_id: format!("{:08x}", rand::random::<u32>()),
         engine: "sqlite".into(),
         pg_url: None,
         host: None,
