@@ -113,9 +113,10 @@ pub struct RunArgs {
     /// Fault mix, e.g. kill-worker=50,kill-leader=10,kill-follower=8,kill-multi=14,pause=12.
     #[arg(long, value_parser = parse::faults)]
     pub faults: Option<FaultMix>,
-    /// Probability that a builtin worker starts with a failpoint armed.
-    #[arg(long, default_value_t = 0.2, value_parser = parse::probability)]
-    pub failpoint_rate: f64,
+    /// Probability that a builtin worker starts with a failpoint armed (default 0.2; 0 when the `dhp`
+    /// used has no failpoints, which is said at the start; given explicitly, such a `dhp` is refused).
+    #[arg(long, value_parser = parse::probability)]
+    pub failpoint_rate: Option<f64>,
     /// Probability that an orphan gets 2–3 racing recoverers.
     #[arg(long, default_value_t = 0.15, value_parser = parse::probability)]
     pub race_rate: f64,

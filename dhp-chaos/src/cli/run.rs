@@ -6,9 +6,11 @@ use super::args::RunArgs;
 use super::replay::replay_command;
 use super::rounds::run_engines;
 use anyhow::{bail, Context, Result};
-use dhp_chaos::config::{default_fault_mix, parse_nemesis, FaultKind, RoundConfig, Ship, Timing};
+use dhp_chaos::config::{default_fault_mix, parse_nemesis, FaultKind, Impl, RoundConfig, Ship, Timing};
 use dhp_chaos::{locate, python};
 
+/// `--failpoint-rate` unless given (or set by `--nemesis`).
+const DEFAULT_FAILPOINT_RATE: f64 = 0.2;
 /// `--nemesis clock` without `--clock`: the share of processes skewed.
 const NEMESIS_CLOCK_SHARE: f64 = 0.3;
 /// `--nemesis disk` without `--disk`: the transport server's tmpfs size.
@@ -126,12 +128,15 @@ pub fn run(a: RunArgs) -> Result<i32> {
         None if uses_py => (0.6, 1.6),
         None => (0.15, 0.55),
     };
-    let mut failpoint_rate = a.failpoint_rate;
+    let mut failpoint_rate = a.failpoint_rate.unwrap_or(DEFAULT_FAILPOINT_RATE);
+    // failpoints asked for by name (not just the default rate)
+    let mut failpoints_named = a.failpoint_rate.is_some_and(|r| r > 0.0);
     let fault_mix = match (&nemesis, &a.faults) {
         (Some(n), _) => {
             if !n.failpoints {
                 failpoint_rate = 0.0;
             }
+            failpoints_named |= n.failpoints;
             // a PostgreSQL store has no store directory to fill
             n.mix.iter().copied().filter(|(k, _)| sqlite_only || *k != FaultKind::StoreFull).collect()
         }
@@ -160,6 +165,20 @@ pub fn run(a: RunArgs) -> Result<i32> {
     let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
     if !ship.is_tcp() && links {
         bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
+    }
+    // a failpoint that cannot fire is refused (asked for) or switched off and said (the default),
+    // never left to do nothing in silence
+    let builtin_workers = matches!(workers, Impl::Builtin | Impl::Mixed);
+    if failpoint_rate > 0.0 && builtin_workers && !locate::has_failpoints(&dhp)? {
+        let why = format!(
+            "{} has no failpoints (built without the cargo feature `failpoints`, as installed tools are), so a failpoint fault cannot be injected",
+            dhp.display()
+        );
+        if failpoints_named {
+            bail!("{why}: refusing --nemesis failpoint / --failpoint-rate; pass --dhp a build with them (`cargo build -p dhp-core --bin dhp --features failpoints`), or leave failpoints out");
+        }
+        println!("dhp-chaos: {why}; failpoint faults are off for this run (--dhp a build with them to inject them)");
+        failpoint_rate = 0.0;
     }
     let timing = Timing {
         lease_interval_s: a.lease_interval,
