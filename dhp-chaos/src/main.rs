@@ -8,11 +8,16 @@ use cli::args::{Cli, Cmd};
 
 fn main() {
     let cli = Cli::parse();
+    // every child, namespace, mount and cluster of the run goes on a signal or a panic too
+    if let Err(e) = dhp_chaos::teardown::install() {
+        eprintln!("dhp-chaos: harness error: installing the signal handlers: {e}");
+        std::process::exit(2);
+    }
     let code = match cli.cmd {
         Some(Cmd::Analyze { dir, timeline }) => cli::analyze::analyze(&dir, timeline),
         None => cli::run::run(cli.run),
     };
-    std::process::exit(match code {
+    dhp_chaos::teardown::exit(match code {
         Ok(c) => c,
         Err(e) => {
             eprintln!("dhp-chaos: harness error: {e:#}");
