@@ -59,6 +59,14 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) -> anyhow::Result<Duration>
     Ok(t0.elapsed())
 }
 
+/// A fresh bearer token for the demo's bridge (16 random bytes, hex).
+fn demo_token() -> anyhow::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
 /// Run the demo; returns the summary (`ok` true when GREEN).
 pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result<Value> {
     let py = python()?;
@@ -69,8 +77,11 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
 
     // The bridge: HTTP server + supervisor, no worker pool (agents B and C
     // are separate processes so that one can be killed).
+    // `dhp a2a` requires a token; the demo's clients present it.
+    let token = demo_token()?;
     let mut cmd = Command::new(&dhp);
     cmd.args(["a2a", "--create", "--root", &root_s, "--port", "0", "--id", "demo-bridge"])
+        .env("DHP_A2A_TOKEN", &token)
         .envs(ENV.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -85,7 +96,10 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
 
     // The client submits over HTTP (A2A SendMessage, returnImmediately).
     let task = json!({"inputs": {"lo": LO, "hi": HI, "chunk": CHUNK}}).to_string();
-    let out = Command::new(&py).arg(client_script()?).args([url.as_str(), "send", &task, "--immediate"]).output()?;
+    let out = Command::new(&py)
+        .arg(client_script()?)
+        .args([url.as_str(), "send", &task, "--immediate", "--token", &token])
+        .output()?;
     let sent: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         anyhow::anyhow!(
             "a2a client failed ({e}): {}{}",
@@ -105,7 +119,7 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     let mut watch = Command::new(&py);
     watch
         .arg(client_script()?)
-        .args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"])
+        .args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120", "--token", &token])
         .stdout(Stdio::piped());
     let mut watcher = Proc::spawn("a2a client", watch)?;
     let stdout = watcher.child.stdout.take().ok_or_else(|| anyhow::anyhow!("watcher has no stdout"))?;

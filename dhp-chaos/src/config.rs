@@ -389,6 +389,11 @@ pub struct RoundConfig {
     pub reference_dir: Option<PathBuf>,
     /// The command that replays this round.
     pub replay: String,
+    /// A tag drawn once per run (8 hex digits): a PostgreSQL round's schema
+    /// is `chaos_<seed>_<round>_<run_id>`, so two runs of one seed on one
+    /// server never share a schema. Empty in runs saved before it existed.
+    #[serde(default)]
+    pub run_id: String,
     /// The store engine: `sqlite` (a directory in the round) or `postgres`.
     #[serde(default = "sqlite_engine")]
     pub engine: String,
@@ -439,7 +444,11 @@ fn sqlite_engine() -> String {
 impl RoundConfig {
     /// The PostgreSQL schema holding this round's store (unique per seed and round).
     pub fn pg_schema(&self) -> String {
-        format!("chaos_{:016x}_{}", self.seed, self.round)
+        if self.run_id.is_empty() {
+            format!("chaos_{:016x}_{}", self.seed, self.round)
+        } else {
+            format!("chaos_{:016x}_{}_{}", self.seed, self.round, self.run_id)
+        }
     }
 
     /// The ROOT argument of a PostgreSQL round: the URL plus `schema=`.

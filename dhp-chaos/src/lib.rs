@@ -51,5 +51,6 @@ pub mod python;
 pub mod report;
 pub mod round;
 pub mod scenario;
+pub mod teardown;
 pub mod timeline;
 mod timeline_env;

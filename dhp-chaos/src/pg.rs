@@ -39,7 +39,13 @@ impl OwnedCluster {
         let Some((dir, url)) = last.split_once(' ') else {
             bail!("{} start printed {last:?}, not `DIR URL`", script.display());
         };
-        Ok(OwnedCluster { script, data_dir: PathBuf::from(dir), url: url.to_string() })
+        let c = OwnedCluster { script, data_dir: PathBuf::from(dir), url: url.to_string() };
+        // stopped on a signal too (if teardown began meanwhile: stopped now, by the drop)
+        crate::teardown::guarded(|r| {
+            r.clusters.insert((c.script.clone(), c.data_dir.clone()));
+            Ok(())
+        })?;
+        Ok(c)
     }
 }
 
@@ -51,6 +57,10 @@ impl Drop for OwnedCluster {
             .arg(&self.data_dir)
             .stdout(std::process::Stdio::null())
             .status();
+        let key = (self.script.clone(), self.data_dir.clone());
+        crate::teardown::forget(|r| {
+            r.clusters.remove(&key);
+        });
     }
 }
 

@@ -111,6 +111,11 @@ impl Proc {
             ExitInfo { t: crate::hist::now(), code: st.code(), signal: st.signal(), stopped: self.paused.is_some() };
         self.exited = Some(e.clone());
         self.paused = None;
+        // reaped: its id may be reused from now on
+        let pid = self.pid;
+        crate::teardown::forget(|r| {
+            r.pgids.remove(&pid);
+        });
         e
     }
 
@@ -177,15 +182,20 @@ pub fn spawn(spec: Spec, logdir: &Path) -> Result<Proc> {
     let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
     let (prog, args) = spec.argv.split_first().context("empty command")?;
-    let child = Command::new(prog)
-        .args(args)
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("spawning {}", spec.argv.join(" ")))?;
+    // registered for teardown as it starts (its group: it leads one)
+    let child = crate::teardown::guarded(|r| {
+        let child = Command::new(prog)
+            .args(args)
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("spawning {}", spec.argv.join(" ")))?;
+        r.pgids.insert(child.id() as i32);
+        Ok(child)
+    })?;
     let pid = child.id() as i32;
     Ok(Proc {
         name: spec.name,

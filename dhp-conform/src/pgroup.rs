@@ -25,16 +25,65 @@ pub fn unregister(pgid: u32) {
     live().remove(&pgid);
 }
 
-/// SIGKILL every process of the group. Call it before reaping the leader:
-/// until then the id cannot belong to anyone else.
+/// SIGKILL every process of the group, and every descendant of its leader
+/// that left the group (`setsid`, `setpgid`: a helper the adapter
+/// started). Call it before reaping the leader: until then the id cannot
+/// belong to anyone else.
 pub fn kill(pgid: u32) {
     if let Ok(id) = i32::try_from(pgid) {
+        // the tree first: once the leader dies its children are reparented
+        let t = tree(pgid);
         let _ = killpg(Pid::from_raw(id), Signal::SIGKILL);
+        kill_tree(&t);
     }
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: kill every live adapter group and exit
-/// with 128 + the signal, as the default action would have.
+/// The processes descending from a live leader, each with its start time
+/// (so that [`kill_tree`] never hits a reused id). Take it while the
+/// leader runs: once it exits, its children belong to someone else.
+pub fn tree(leader: u32) -> Vec<(i32, u64)> {
+    let Ok(leader) = i32::try_from(leader) else { return Vec::new() };
+    let mut all = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if let Some((ppid, start)) = stat_of(p) {
+            all.push((p, ppid, start));
+        }
+    }
+    let mut out: Vec<(i32, u64)> = Vec::new();
+    let mut frontier = vec![leader];
+    while let Some(q) = frontier.pop() {
+        for &(p, pp, start) in &all {
+            if pp == q && !out.iter().any(|o| o.0 == p) {
+                out.push((p, start));
+                frontier.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// SIGKILL what is left of a [`tree`] (a process whose id now belongs to
+/// a process started later is left alone).
+pub fn kill_tree(t: &[(i32, u64)]) {
+    for &(p, start) in t {
+        if stat_of(p).is_some_and(|(_, s)| s == start) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
+        }
+    }
+}
+
+/// (parent id, start time) from `/proc/PID/stat`: `PID (comm) STATE PPID …`,
+/// the start time the 22nd field; comm may hold spaces and parentheses.
+fn stat_of(pid: i32) -> Option<(i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some((rest.get(1)?.parse().ok()?, rest.get(19)?.parse().ok()?))
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: kill every live adapter group (and the
+/// helpers that left it) and exit with 128 + the signal, as the default
+/// action would have.
 pub fn kill_all_on_signal() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;

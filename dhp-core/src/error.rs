@@ -190,6 +190,19 @@ pub enum Error {
         current_holder: Option<String>,
     },
 
+    /// An MCP session acted under a worker id it did not claim or recover
+    /// the handoff with (`dhp mcp` binds each worker id to its session).
+    #[error(
+        "{worker} did not claim or recover {} in this session: only the session that did may act for it",
+        short(hid)
+    )]
+    UnboundWorker {
+        /// The handoff.
+        hid: String,
+        /// The worker id presented.
+        worker: String,
+    },
+
     // ---- lifecycle ----
     /// The operation is not allowed in the handoff's current status.
     #[error("{op} rejected for {}: {reason}", short(hid))]
@@ -475,7 +488,7 @@ impl Error {
             Error::Oversize { .. } => "OversizePayload",
             Error::OwnershipLost { .. } => "OwnershipLost",
             Error::LeaseLost { .. } => "LeaseLost",
-            Error::StaleFence { .. } => "FencingError",
+            Error::StaleFence { .. } | Error::UnboundWorker { .. } => "FencingError",
             Error::State { .. } => "StateError",
             Error::BudgetExceeded { .. } => "BudgetExceeded",
             Error::Tamper { .. } => "TamperError",
@@ -504,7 +517,10 @@ impl Error {
             | Error::SchemaViolation { .. }
             | Error::Oversize { .. } => 3,
             Error::UnknownHandoff { .. } | Error::UnknownApproval { .. } => 4,
-            Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. } => 5,
+            Error::OwnershipLost { .. }
+            | Error::LeaseLost { .. }
+            | Error::StaleFence { .. }
+            | Error::UnboundWorker { .. } => 5,
             Error::State { .. } | Error::ApprovalDecided { .. } => 6,
             Error::BudgetExceeded { .. } => 7,
             Error::Tamper { .. } => 8,
@@ -522,7 +538,13 @@ impl Error {
 
     /// True for the ownership family (lost race, lost lease, stale fence).
     pub fn is_ownership(&self) -> bool {
-        matches!(self, Error::OwnershipLost { .. } | Error::LeaseLost { .. } | Error::StaleFence { .. })
+        matches!(
+            self,
+            Error::OwnershipLost { .. }
+                | Error::LeaseLost { .. }
+                | Error::StaleFence { .. }
+                | Error::UnboundWorker { .. }
+        )
     }
 
     /// The store's classification of an [`Error::Store`], else `None`.

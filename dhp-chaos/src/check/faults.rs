@@ -53,6 +53,22 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         .collect();
     let leader_ttl = cx.meta["config"]["timing"]["leader_ttl_s"].as_f64().unwrap_or(5.0);
     let scan = cx.meta["config"]["timing"]["supervisor_scan_s"].as_f64().unwrap_or(1.0);
+    // `--hosts`: when this host died (every supervisor of its store with it)
+    let host_death = cx.ix.faults.iter().filter(|f| f.s("kind") == Some("host-death")).map(|f| f.t()).reduce(f64::min);
+    // the longest a live leader may take to orphan a lease that stopped being renewed: the lease
+    // runs out, a leaderless gap ends (leader TTL), a scan finds it; a supervisor on a faked clock
+    // reads the expiry up to the clock offset late
+    let timing = &cx.meta["config"]["timing"];
+    let clock = &cx.meta["config"]["clock"];
+    let detect_bound = timing["lease_interval_s"].as_f64().unwrap_or(5.0)
+        * timing["lease_max_missed"].as_f64().unwrap_or(3.0)
+        + leader_ttl
+        + 2.0 * scan
+        + if clock["share"].as_f64().unwrap_or(0.0) > 0.0 {
+            clock["max_offset_s"].as_f64().unwrap_or(0.0)
+        } else {
+            0.0
+        };
     let mut steady = Vec::new();
 
     for f in &cx.ix.faults {
@@ -220,6 +236,13 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                     .any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false));
                 if sig == "STOP" && st == "completed" {
                     continue; // woken before its lease ran out and finished, or completed by others after it
+                }
+                // its host died before the lease could have been orphaned: no supervisor of this
+                // store is left to orphan it, and the standby takes the handoff over from the
+                // shipped log (the failover invariant checks that)
+                if host_death.is_some_and(|hd| hd >= t && hd - t < detect_bound) {
+                    lat.host_died_first += 1;
+                    continue;
                 }
                 if !completed_by_victim {
                     lat.undetected.push(format!("{victim} ({kind}) holding {} fence {fence}", short(&hid)));

@@ -91,6 +91,10 @@ pub struct Latencies {
     pub per_fault: Vec<FaultLatency>,
     /// Lease-holding victims whose handoff was never orphaned and never completed by them.
     pub undetected: Vec<String>,
+    /// Lease-holding victims whose host died (`--hosts`) before their lease could have been
+    /// orphaned: not detection failures (the standby takes over; the failover invariant).
+    #[serde(default)]
+    pub host_died_first: u64,
     /// Where the orphan time came from: supervisor history or the monitor.
     pub from_history: usize,
     /// Orphan times taken from the monitor, because no supervisor recorded the orphan.

@@ -106,6 +106,14 @@ pub fn cleanup_stale() {
     }
 }
 
+/// A host's namespace and veth are gone: off the teardown registry.
+fn forget_host(netns: &str, veth: &str) {
+    crate::teardown::forget(|r| {
+        r.netns.remove(netns);
+        r.links.remove(veth);
+    });
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 impl Net {
@@ -115,7 +123,11 @@ impl Net {
         let x = char::from(b'a' + (NEXT.fetch_add(1, Ordering::SeqCst) % 26) as u8);
         let bridge = format!("{BR_PREFIX}{pid}{x}");
         let mut net = Net { bridge: bridge.clone(), tag: format!("{pid}-{x}"), hosts: Vec::new() };
-        sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
+        crate::teardown::guarded(|r| {
+            sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
+            r.links.insert(bridge.clone());
+            Ok(())
+        })?;
         sh(&["ip", "link", "set", &bridge, "up"])?;
         for k in 0..n {
             let h = net.add_host(k, "")?;
@@ -131,10 +143,18 @@ impl Net {
         let short = self.tag.replace('-', "");
         let (outer, inner) = (format!("dv{short}{k}{suffix}"), format!("dp{short}{k}{suffix}"));
         let addr = format!("{SUBNET}.{}", k + 1);
-        sh(&["ip", "netns", "add", &ns])?;
+        crate::teardown::guarded(|r| {
+            sh(&["ip", "netns", "add", &ns])?;
+            r.netns.insert(ns.clone());
+            Ok(())
+        })?;
         let h = HostNet { netns: ns.clone(), addr: addr.clone(), veth: outer.clone() };
         let made = (|| -> Result<()> {
-            sh(&["ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+            crate::teardown::guarded(|r| {
+                sh(&["ip", "link", "add", &outer, "type", "veth", "peer", "name", &inner])?;
+                r.links.insert(outer.clone());
+                Ok(())
+            })?;
             sh(&["ip", "link", "set", &inner, "netns", &ns])?;
             in_ns(&ns, &["ip", "link", "set", &inner, "name", "eth0"])?;
             in_ns(&ns, &["ip", "addr", "add", &format!("{addr}/24"), "dev", "eth0"])?;
@@ -145,7 +165,9 @@ impl Net {
             Ok(())
         })();
         if let Err(e) = made {
+            let _ = sh(&["ip", "link", "del", &outer]);
             let _ = sh(&["ip", "netns", "del", &ns]);
+            forget_host(&ns, &outer);
             return Err(e);
         }
         Ok(h)
@@ -166,6 +188,7 @@ impl Net {
         // bridge; deleting our end deletes both
         let _ = sh(&["ip", "link", "del", &old.veth]);
         sh(&["ip", "netns", "del", &old.netns])?;
+        forget_host(&old.netns, &old.veth);
         let h = self.add_host(k, "s")?;
         self.hosts[k as usize] = h;
         Ok(&self.hosts[k as usize])
@@ -176,8 +199,13 @@ impl Net {
             // the pair goes with either end; deleted first for the reason in `replace`
             let _ = sh(&["ip", "link", "del", &h.veth]);
             let _ = sh(&["ip", "netns", "del", &h.netns]);
+            forget_host(&h.netns, &h.veth);
         }
         let _ = sh(&["ip", "link", "del", &self.bridge]);
+        let bridge = self.bridge.clone();
+        crate::teardown::forget(|r| {
+            r.links.remove(&bridge);
+        });
     }
 }
 

@@ -50,14 +50,18 @@ impl Tmpfs {
             bail!("{what} and needs root; refusing to run disk faults without it");
         }
         std::fs::create_dir_all(path)?;
-        let st = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0755"), "dhp-chaos-disk"])
-            .arg(path)
-            .status()
-            .context("running mount")?;
-        if !st.success() {
-            bail!("mount -t tmpfs on {} failed ({st})", path.display());
-        }
+        crate::teardown::guarded(|r| {
+            let st = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0755"), "dhp-chaos-disk"])
+                .arg(path)
+                .status()
+                .context("running mount")?;
+            if !st.success() {
+                bail!("mount -t tmpfs on {} failed ({st})", path.display());
+            }
+            r.mounts.insert(path.to_path_buf());
+            Ok(())
+        })?;
         Ok(Tmpfs { path: path.to_path_buf(), mounted: true })
     }
 
@@ -80,6 +84,9 @@ impl Tmpfs {
             bail!("umount {} failed ({st})", self.path.display());
         }
         self.mounted = false;
+        crate::teardown::forget(|r| {
+            r.mounts.remove(&self.path);
+        });
         for (name, data) in files {
             std::fs::write(self.path.join(name), data)?;
         }

@@ -27,6 +27,7 @@ mod link;
 mod monitor;
 mod reap;
 mod spawn;
+mod startup;
 mod store_disk;
 
 pub use disk::parse_size;
@@ -204,6 +205,8 @@ pub struct Driver<'a> {
     dead: bool,
     /// Extra fields for `round.json` (host death, standby).
     pub(crate) extra_meta: Value,
+    /// Deaths at start in a row, by role (a harness error past a limit).
+    starts: startup::StartDeaths,
 }
 
 impl<'a> Driver<'a> {
@@ -279,6 +282,7 @@ impl<'a> Driver<'a> {
             ended_terminal: false,
             dead: false,
             extra_meta: json!({}),
+            starts: startup::StartDeaths::default(),
         })
     }
 

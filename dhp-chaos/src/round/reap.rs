@@ -7,12 +7,14 @@ impl Driver<'_> {
     /// Reap exits; classify failpoint self-kills; schedule replacement supervisors.
     pub(super) fn reap(&mut self, replace_supervisors: bool) -> Result<()> {
         let mut events = Vec::new();
+        let mut starts = Vec::new();
         // Every exit not yet in the history, whoever reaped it: a child that
         // died (say by its own failpoint) just before the injector picked it
         // is reaped inside `Proc::signal`, and teardown reaps the rest.
         for (i, e) in self.table.reap_exits() {
             let p = &self.table.procs[i];
             let fired = p.signal_is_kill(&e) && !p.killed_by_harness && p.failpoint_fired();
+            starts.push((i, e.clone(), fired));
             events.push((p.name.clone(), p.pid, p.role, p.hid.clone(), p.failpoint.clone(), e, fired, p.imp.clone()));
         }
         for (name, pid, role, hid, fp, e, fired, imp) in events {
@@ -49,6 +51,10 @@ impl Driver<'_> {
                 let delay = self.rng_misc.gen_range(0.0..=self.cfg.supervisor_restart_max_s.max(0.0));
                 self.sup_due.push(hist::now() + delay);
             }
+        }
+        // every exit is in the history before a respawn loop ends the round
+        for (i, e, fired) in starts {
+            self.check_start_death(i, &e, fired)?;
         }
         Ok(())
     }

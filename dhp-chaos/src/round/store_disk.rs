@@ -33,6 +33,13 @@ pub(super) struct StoreDisk {
     full: Option<(u64, f64)>,
 }
 
+impl StoreDisk {
+    /// The store's disk is being kept full.
+    pub(super) fn is_full(&self) -> bool {
+        self.full.is_some()
+    }
+}
+
 /// Check `--store-disk SIZE` (and refuse `--io-errors`) before a run
 /// starts: the size in bytes, or `None` without the flag.
 pub fn store_disk_checked(size: Option<&str>, sqlite_only: bool, io_errors: bool) -> Result<Option<u64>> {

@@ -206,11 +206,14 @@ impl Adapter {
     /// Close stdin (the adapter exits at EOF); after a grace period, or as
     /// soon as it exited, SIGKILL its process group (what it left behind).
     pub fn close(mut self) {
+        // its helpers that left its group, while they are still its descendants
+        let helpers = if self.reaped { Vec::new() } else { pgroup::tree(self.child.id()) };
         self.stdin.take();
         if !self.exited {
             self.wait_exit(Duration::from_millis(500));
         }
         self.kill();
+        pgroup::kill_tree(&helpers);
     }
 }
 

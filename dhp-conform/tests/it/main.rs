@@ -8,6 +8,7 @@ mod pg_common;
 mod adapter_cannot_start;
 mod adapter_far_future_at;
 mod adapter_grandchild;
+mod adapter_helper_setsid;
 mod adapter_requests;
 mod bad_adapters;
 mod cli_surface;

@@ -109,7 +109,7 @@ fn bearer_token_is_required_on_json_rpc() {
     let srv = Server::start(&root, &[], &[("DHP_A2A_TOKEN", "tok-1")]);
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"task-x"}}"#;
     for auth in [None, Some("Bearer nope"), Some("tok-1"), Some("Basic tok-1"), Some("Bearer tok-1x")] {
-        let h: Vec<(&str, &str)> = auth.map(|a| vec![("Authorization", a)]).unwrap_or_default();
+        let h = [("Authorization", auth.unwrap_or(""))];
         let (status, v) = rpc_raw(srv.port, body, &h);
         assert_eq!(status, 401, "{auth:?}: {v}");
     }

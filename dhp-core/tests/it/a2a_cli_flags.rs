@@ -6,7 +6,7 @@ use crate::a2a_support::dhp_bin;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
-    let out = Command::new(dhp_bin()).arg("a2a").args(args).env_remove("DHP_A2A_TOKEN").output().unwrap();
+    let out = Command::new(dhp_bin()).arg("a2a").args(args).env("DHP_A2A_TOKEN", "t0k").output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -25,6 +25,12 @@ fn bad_flags_and_missing_store_are_refused() {
         (vec!["--root", r, "--id", "__orphaned__"], "reserved"),
         (vec!["--root", r, "--port", "70000"], "--port"),
         (vec!["--root", r, "--host", "not a host"], "cannot listen"),
+        (vec!["--root", r, "--max-connections", "0"], "--max-connections"),
+        (vec!["--root", r, "--max-connections", "65537"], "--max-connections"),
+        (vec!["--root", r, "--header-timeout", "0"], "--header-timeout"),
+        (vec!["--root", r, "--header-timeout", "inf"], "--header-timeout"),
+        (vec!["--root", r, "--allow-host", "evil.example:80"], "--allow-host"),
+        (vec!["--root", r, "--insecure-no-token"], "--insecure-no-token"),
     ] {
         let (code, err) = run(&args);
         assert!(

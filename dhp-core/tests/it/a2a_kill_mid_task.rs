@@ -31,7 +31,7 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
     let script = dhp_core::testing::repo_root().join("dhp-core/tests/py/a2a_client.py");
     let mut watcher = Command::new(dhp_core::testing::python())
         .arg(&script)
-        .args([srv.url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120"])
+        .args([srv.url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120", "--token", TEST_TOKEN])
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn watcher");

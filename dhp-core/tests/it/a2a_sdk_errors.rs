@@ -21,7 +21,7 @@ fn sdk_sees_typed_errors_and_the_token_is_enforced() {
     assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer", "{card}");
 
     // No token, wrong token: refused (HTTP 401).
-    let msg = sdk_err(&srv.url, &["send", &census_task(0, 100, 10)], "A2AClientError");
+    let msg = sdk_err(&srv.url, &["send", &census_task(0, 100, 10), "--token", ""], "A2AClientError");
     assert!(msg.contains("401"), "{msg}");
     let msg = sdk_err(&srv.url, &["send", &census_task(0, 100, 10), "--token", "wrong"], "A2AClientError");
     assert!(msg.contains("401"), "{msg}");

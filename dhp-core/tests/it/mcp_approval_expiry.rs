@@ -15,14 +15,18 @@ async fn call(c: &RunningService<RoleClient, ()>, tool: &'static str, args: Valu
     serde_json::from_str(&t.text).expect("reply is JSON")
 }
 
+async fn session(root: &std::path::Path, extra: &[&str]) -> RunningService<RoleClient, ()> {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_dhp"));
+    cmd.args(["mcp", "--root"]).arg(root).args(extra);
+    let (transport, _) =
+        TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
+    ().serve(transport).await.expect("initialize")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_approval_past_expiry_reads_expired() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_dhp"));
-    cmd.args(["mcp", "--root"]).arg(dir.path());
-    let (transport, _) =
-        TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().expect("spawn dhp mcp");
-    let c = ().serve(transport).await.expect("initialize");
+    let c = session(dir.path(), &[]).await;
 
     let d = call(&c, "dhp_dispatch", json!({"task_kind": "pay", "inputs": {}, "output_schema": {}})).await;
     let hid = d["handoff_id"].as_str().unwrap().to_string();
@@ -46,6 +50,9 @@ async fn pending_approval_past_expiry_reads_expired() {
     let stored: String =
         db.query_row("SELECT status FROM approvals WHERE approval_id = ?1", [&aid], |r| r.get(0)).unwrap();
     assert_eq!(stored, "expired");
-    assert_eq!(call(&c, "dhp_approve", json!({"approval_id": aid})).await, json!({"ok": true, "decided": false}));
+    // The decider (its own session) comes too late.
+    let decider = session(dir.path(), &["--decider"]).await;
+    assert_eq!(call(&decider, "dhp_approve", json!({"approval_id": aid})).await, json!({"ok": true, "decided": false}));
+    decider.cancel().await.expect("close");
     c.cancel().await.expect("close");
 }

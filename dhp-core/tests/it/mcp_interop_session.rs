@@ -3,7 +3,7 @@
 //! parameters, types), and the same replies step by step — except where the
 //! reference answers against the protocol, listed in DIFFERENCES (and in
 //! docs/mcp.md), where each side must answer exactly as written there.
-use crate::mcp_support::{ours, py_session, reference, step};
+use crate::mcp_support::{ours, ours_decider, py_session, reference, step};
 use serde_json::{json, Value};
 
 /// (step label, the reference's reply, ours). Replies are normalized by
@@ -32,27 +32,40 @@ fn differences() -> Vec<(&'static str, Value, Value)> {
         ),
         // A second complete of a completed handoff is a no-op.
         ("complete again", json!({"ok": false, "error": "<msg>", "code": "FencingError"}), json!({"ok": true})),
+        // The requester cannot decide: the decisions are offered only to a
+        // `--decider` session (MCP error, as for any tool not offered).
+        ("self approve", json!({"ok": true, "decided": true}), json!("Unknown tool: dhp_approve")),
+        (
+            "approval 3 after self approve",
+            json!({"ok": true, "status": "approved", "action_class": "financial"}),
+            json!({"ok": true, "status": "pending", "action_class": "financial"}),
+        ),
     ]
 }
+
+/// The tools only a `--decider` session of ours is offered.
+const DECISIONS: &[&str] = &["dhp_approve", "dhp_deny"];
 
 #[test]
 fn same_session_same_replies_except_the_listed_differences() {
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut args = vec!["session".to_string(), "--".into()];
+    let args = vec!["session".to_string(), "--".into()];
     let r = py_session(&[args.clone(), reference(d1.path())].concat(), &[]);
-    args.truncate(2);
-    let o = py_session(&[args, ours(d2.path())].concat(), &[]);
+    let o = py_session(&[args, ours(d2.path()), vec!["--".into()], ours_decider(d2.path())].concat(), &[]);
 
     assert_eq!(r["protocol_version"], "2025-11-25");
     assert_eq!(o["protocol_version"], "2025-11-25");
     assert_eq!(o["server_name"], r["server_name"]);
 
     // Tools: same names in the same order, same parameters, types and
-    // required lists; ours adds a description to every one.
+    // required lists; ours adds a description to every one. An agent's
+    // session of ours is not offered the two decisions.
     let (rt, ot) = (r["tools"].as_array().unwrap(), o["tools"].as_array().unwrap());
     assert_eq!(rt.len(), 18);
-    assert_eq!(ot.len(), 18);
-    for (a, b) in rt.iter().zip(ot) {
+    let rt: Vec<&Value> = rt.iter().filter(|t| !DECISIONS.contains(&t["name"].as_str().unwrap())).collect();
+    assert_eq!(rt.len(), 16);
+    assert_eq!(ot.len(), 16);
+    for (a, b) in rt.into_iter().zip(ot) {
         assert_eq!(a["name"], b["name"]);
         let (ai, bi) = (&a["input_schema"], &b["input_schema"]);
         assert_eq!(ai["required"], bi["required"], "{}", a["name"]);
@@ -81,6 +94,9 @@ fn same_session_same_replies_except_the_listed_differences() {
         if let Some((_, want_ref, want_ours)) = diffs.iter().find(|d| d.0 == label) {
             assert_eq!(&a["reply"], want_ref, "reference at {label:?} no longer differs as documented");
             assert_eq!(&b["reply"], want_ours, "ours at {label:?}");
+            if label == "self approve" {
+                assert_eq!((&a["is_error"], &b["is_error"]), (&json!(false), &json!(true)));
+            }
             continue;
         }
         // Later summaries count what the differences stored: compared below.

@@ -49,8 +49,6 @@ async fn rust_sdk_client_runs_the_agent_loop() {
             "dhp_note_activity",
             "dhp_request_approval",
             "dhp_approval_status",
-            "dhp_approve",
-            "dhp_deny",
             "dhp_require_capability",
         ]
     );
@@ -73,11 +71,11 @@ async fn rust_sdk_client_runs_the_agent_loop() {
     let w = json!({"handoff_id": hid, "worker_id": "agent-1"});
     let claim = call(&c, "dhp_claim", w.clone()).await;
     assert_eq!(claim, json!({"ok": true, "fence": 0, "resume_from": null}));
-    // Another worker is fenced out, in the reference's words.
+    // A worker id this session did not claim with is fenced out.
     let other = call(&c, "dhp_heartbeat", json!({"handoff_id": hid, "worker_id": "agent-2"})).await;
     assert_eq!(
         other,
-        json!({"ok": false, "error": format!("agent-2 does not hold {}", &hid[..12]), "code": "FencingError"})
+        json!({"ok": false, "error": format!("agent-2 did not claim or recover {} in this session: only the session that did may act for it", &hid[..12]), "code": "FencingError"})
     );
     for (n, partial) in [1, 3, 6].into_iter().enumerate() {
         let mut a = w.clone();

@@ -2,7 +2,9 @@
 official Python client (mcp 2.x) and print what it answered as one JSON
 object on stdout. Used by dhp-core/tests/it/mcp_*.rs.
 
-  mcp_session.py session  -- CMD...        scripted session, normalized replies
+  mcp_session.py session  -- CMD... [-- DECIDER_CMD...]
+        scripted session, normalized replies; approval decisions go
+        through a second session on DECIDER_CMD (default: CMD again)
   mcp_session.py badargs  -- CMD...        every tool with bad arguments
   mcp_session.py handover A_PIDFILE B_PIDFILE -- A_CMD... -- B_CMD...
         dispatch via A, claim+checkpoint via B, SIGKILL B's server,
@@ -32,9 +34,9 @@ def params(cmd):
 
 
 class Caller:
-    def __init__(self, session):
+    def __init__(self, session, log=None):
         self.s = session
-        self.log = []
+        self.log = [] if log is None else log
 
     async def call(self, label, tool, args):
         res = await self.s.call_tool(tool, args)
@@ -67,12 +69,15 @@ def norm(v, ids):
     return v
 
 
-async def session(cmd):
-    async with stdio_client(params(cmd)) as (r, w):
-        async with ClientSession(r, w) as s:
+async def session(cmd, decider_cmd):
+    async with stdio_client(params(cmd)) as (r, w), stdio_client(params(decider_cmd)) as (dr, dw):
+        async with ClientSession(r, w) as s, ClientSession(dr, dw) as ds:
             init = await s.initialize()
+            await ds.initialize()
             tools = (await s.list_tools()).tools
             c = Caller(s)
+            # The approver: a session the agent does not hold.
+            dc = Caller(ds, c.log)
             d = await c.call("dispatch", "dhp_dispatch",
                              {"task_kind": "demo.k", "inputs": {"x": 1}, "output_schema": SCHEMA})
             hid = d["handoff_id"]
@@ -105,9 +110,9 @@ async def session(cmd):
             aid = ap["approval_id"]
             A = {"approval_id": aid}
             await c.call("approval pending", "dhp_approval_status", A)
-            await c.call("approve", "dhp_approve", A)
-            await c.call("approve again", "dhp_approve", A)
-            await c.call("deny decided", "dhp_deny", A)
+            await dc.call("approve", "dhp_approve", A)
+            await dc.call("approve again", "dhp_approve", A)
+            await dc.call("deny decided", "dhp_deny", A)
             await c.call("approval approved", "dhp_approval_status", A)
             await c.call("approval unknown", "dhp_approval_status", {"approval_id": "apr-000000000000"})
             await c.call("capability dhp", "dhp_require_capability",
@@ -132,8 +137,19 @@ async def session(cmd):
             await c.call("dispatch empty kind", "dhp_dispatch",
                          {"task_kind": "", "inputs": {}, "output_schema": {}})
             await c.call("bad worker id", "dhp_checkpoint", {**H, "worker_id": "bad id!", "state": {}})
+            # The agent tries to approve its own request over its own session.
+            d3 = await c.call("dispatch 3", "dhp_dispatch",
+                              {"task_kind": "demo.pay", "inputs": {"x": 3}, "output_schema": SCHEMA})
+            hid3 = d3["handoff_id"]
+            W3 = {"handoff_id": hid3, "worker_id": "w1"}
+            await c.call("claim 3", "dhp_claim", W3)
+            ap3 = await c.call("approval 3", "dhp_request_approval",
+                               {**W3, "action_class": "financial", "details": {"usd": 1000000}})
+            aid3 = ap3["approval_id"]
+            await c.call("self approve", "dhp_approve", {"approval_id": aid3})
+            await c.call("approval 3 after self approve", "dhp_approval_status", {"approval_id": aid3})
             await c.call("unknown tool", "dhp_nope", {})
-            ids = {hid: "<hid>", hid2: "<hid2>", aid: "<aid>"}
+            ids = {hid: "<hid>", hid2: "<hid2>", hid3: "<hid3>", aid: "<aid>", aid3: "<aid3>"}
             for e in c.log:
                 e["reply"] = norm(e["reply"], ids)
                 e["structured"] = e["structured"] is not None
@@ -270,7 +286,7 @@ def main():
     mode = sys.argv[1]
     cmds = split_cmds(sys.argv[2:])
     if mode == "session":
-        res = asyncio.run(session(cmds[0]))
+        res = asyncio.run(session(cmds[0], cmds[1] if len(cmds) > 1 else cmds[0]))
     elif mode == "badargs":
         res = asyncio.run(badargs(cmds[0]))
     elif mode == "handover":

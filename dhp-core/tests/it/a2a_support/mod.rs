@@ -22,6 +22,10 @@ pub const SHORT: &[(&str, &str)] = &[
     ("DHP_LEADER_TTL_S", "1.0"),
 ];
 
+/// The bearer token a test server gets unless the test gives its own
+/// (`dhp a2a` refuses to start without one unless --insecure-no-token).
+pub const TEST_TOKEN: &str = "test-token-5e1f";
+
 /// A census task as the SDK client sends it.
 pub fn census_task(lo: u64, hi: u64, chunk: u64) -> String {
     format!(r#"{{"inputs": {{"lo": {lo}, "hi": {hi}, "chunk": {chunk}}}}}"#)
@@ -36,12 +40,18 @@ pub struct Server {
 
 impl Server {
     pub fn start(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(dhp_bin())
-            .args(["a2a", "--root"])
+        let own_token = extra.iter().any(|a| *a == "--token" || *a == "--insecure-no-token")
+            || env.iter().any(|(k, _)| *k == "DHP_A2A_TOKEN");
+        let mut cmd = Command::new(dhp_bin());
+        cmd.args(["a2a", "--root"])
             .arg(root)
             .args(["--host", "127.0.0.1", "--port", "0"])
             .args(extra)
-            .env_remove("DHP_A2A_TOKEN")
+            .env_remove("DHP_A2A_TOKEN");
+        if !own_token {
+            cmd.env("DHP_A2A_TOKEN", TEST_TOKEN);
+        }
+        let mut child = cmd
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -70,11 +80,16 @@ impl Drop for Server {
     }
 }
 
-/// Run the SDK client; returns (exit code, JSON lines printed).
+/// Run the SDK client; returns (exit code, JSON lines printed). It sends
+/// [`TEST_TOKEN`] unless `args` give a `--token` (`--token ""`: none).
 pub fn sdk(url: &str, args: &[&str]) -> (i32, Vec<Value>) {
     let script = dhp_core::testing::repo_root().join("dhp-core/tests/py/a2a_client.py");
-    let out =
-        Command::new(dhp_core::testing::python()).arg(&script).arg(url).args(args).output().expect("run a2a_client.py");
+    let mut cmd = Command::new(dhp_core::testing::python());
+    cmd.arg(&script).arg(url).args(args);
+    if !args.contains(&"--token") {
+        cmd.args(["--token", TEST_TOKEN]);
+    }
+    let out = cmd.output().expect("run a2a_client.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let code = out.status.code().unwrap_or(-1);
@@ -107,14 +122,15 @@ pub fn submit(url: &str, task: &str) -> (String, String) {
 }
 
 /// One raw HTTP/1.1 request; returns (status, headers text, body).
+/// `Host: 127.0.0.1` unless `headers` give one (an empty value: none).
 pub fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("Host")) {
+        req.push_str("Host: 127.0.0.1\r\n");
+    }
+    for (k, v) in headers.iter().filter(|(_, v)| !v.is_empty()) {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
@@ -129,13 +145,21 @@ pub fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body:
     (status, head, raw[split + 4..].to_vec())
 }
 
-/// POST a JSON-RPC body to `/` (`A2A-Version: 1.0` unless given); (status, JSON).
+/// POST a JSON-RPC body to `/` (`A2A-Version: 1.0`, `Content-Type:
+/// application/json` and `Authorization: Bearer TEST_TOKEN` unless given;
+/// a header given with an empty value is left out); (status, JSON).
 pub fn rpc_raw(port: u16, body: &[u8], headers: &[(&str, &str)]) -> (u16, Value) {
-    let mut h = vec![("Content-Type", "application/json")];
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("A2A-Version")) {
-        h.push(("A2A-Version", "1.0"));
+    let given = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let bearer = format!("Bearer {TEST_TOKEN}");
+    let mut h = Vec::new();
+    for (name, default) in
+        [("Content-Type", "application/json"), ("A2A-Version", "1.0"), ("Authorization", bearer.as_str())]
+    {
+        if !given(name) {
+            h.push((name, default));
+        }
     }
-    h.extend_from_slice(headers);
+    h.extend(headers.iter().copied().filter(|(_, v)| !v.is_empty()));
     let (status, _, body) = http(port, "POST", "/", &h, body);
     (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
 }

@@ -11,6 +11,13 @@ pub fn ours(root: &Path) -> Vec<String> {
     vec![env!("CARGO_BIN_EXE_dhp").into(), "mcp".into(), "--root".into(), root.display().to_string()]
 }
 
+/// Our server for the deciding side: `dhp mcp --root ROOT --decider`.
+pub fn ours_decider(root: &Path) -> Vec<String> {
+    let mut v = ours(root);
+    v.push("--decider".into());
+    v
+}
+
 /// The reference's server (`dhp-mcp --root ROOT`, i.e. `dhp.mcp_server`).
 pub fn reference(root: &Path) -> Vec<String> {
     vec![

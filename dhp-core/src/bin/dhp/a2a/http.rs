@@ -1,9 +1,11 @@
 //! The HTTP surface: the agent card (GET) and JSON-RPC (POST /). JSON-RPC
-//! errors travel with HTTP 200, as `a2a-sdk`'s own server sends them; only a
-//! missing or wrong bearer token is an HTTP error (401).
+//! errors travel with HTTP 200, as `a2a-sdk`'s own server sends them; only
+//! requests refused before they are read are HTTP errors: a foreign Host or
+//! Origin (403), a missing or wrong bearer token (401), a body that is not
+//! `application/json` (415).
 
 use super::rpc::{self, RpcError};
-use super::{card, stream, tasks, App};
+use super::{card, guard, stream, tasks, App};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -21,7 +23,10 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new().route("/.well-known/agent-card.json", get(agent_card)).route("/", post(json_rpc)).with_state(app)
 }
 
-async fn agent_card(State(app): State<Arc<App>>) -> Response {
+async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(r) = app.guard.check(&headers) {
+        return r;
+    }
     Json(card::agent_card(&app.url, app.token.is_some())).into_response()
 }
 
@@ -60,6 +65,9 @@ fn reply(body: Value) -> Response {
 }
 
 async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    if let Some(r) = app.guard.check(&headers) {
+        return r;
+    }
     if !authorized(&app, &headers) {
         let e = RpcError::new(
             rpc::INVALID_REQUEST,
@@ -68,6 +76,9 @@ async fn json_rpc(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
         let mut r = reply(rpc::failure(&Value::Null, &e));
         *r.status_mut() = StatusCode::UNAUTHORIZED;
         r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    if let Some(r) = guard::check_content_type(&headers) {
         return r;
     }
     let bytes = match axum::body::to_bytes(body, app.max_body).await {

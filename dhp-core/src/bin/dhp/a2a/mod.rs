@@ -6,7 +6,9 @@
 //! HTTP lives here, in the binary: the library's API has no HTTP types.
 
 mod card;
+mod guard;
 mod http;
+mod listen;
 mod pool;
 mod rpc;
 mod stream;
@@ -33,6 +35,10 @@ pub const MAX_BODY_LIMIT: usize = 64 << 20;
 pub const MAX_BLOCK_S: f64 = 3_600.0;
 /// Most `--workers`.
 pub const MAX_WORKERS: usize = 64;
+/// Largest `--max-connections`.
+pub const MAX_CONNECTIONS_LIMIT: usize = 65_536;
+/// Longest `--header-timeout` (seconds).
+pub const MAX_HEADER_TIMEOUT_S: f64 = 3_600.0;
 
 #[derive(clap::Args)]
 pub struct A2aArgs {
@@ -52,9 +58,28 @@ pub struct A2aArgs {
     #[arg(long, default_value = "a2a-bridge")]
     id: String,
     /// Require `Authorization: Bearer <token>` on JSON-RPC calls (the
-    /// agent card stays public); also read from DHP_A2A_TOKEN.
+    /// agent card stays public); also read from DHP_A2A_TOKEN. Required
+    /// unless --insecure-no-token.
     #[arg(long, env = "DHP_A2A_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// Serve JSON-RPC without any token: every process that can reach the
+    /// port may create, read and cancel every task (a warning is printed on
+    /// stderr at every start).
+    #[arg(long)]
+    insecure_no_token: bool,
+    /// Also answer requests whose Host header names NAME (repeatable; the
+    /// bound address, localhost, 127.0.0.1 and [::1] are always answered).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
+    /// Close a connection that has not sent a complete request head this
+    /// many seconds after the server began waiting for it (idle keep-alive
+    /// connections included).
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Most connections served at once (1 to 65536); one more is answered
+    /// HTTP 503 and closed.
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
     /// Largest request body in bytes (1 to 67108864); larger ones get a
     /// JSON-RPC Invalid Request error.
     #[arg(long, default_value_t = 1 << 20)]
@@ -83,6 +108,8 @@ pub struct App {
     pub max_body: usize,
     pub block_timeout: Duration,
     pub url: String,
+    /// Host and Origin checks.
+    pub guard: guard::Guard,
     /// Set on SIGTERM/SIGINT: open streams and blocking sends end so the
     /// graceful shutdown is not held up by a task that is still working.
     pub closing: AtomicBool,
@@ -105,7 +132,27 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     }
     let block_timeout = positive_duration("--block-timeout", a.block_timeout, MAX_BLOCK_S).map_err(bad_flag)?;
     let pace = duration_from_secs("--worker-pace", a.worker_pace, MAX_BLOCK_S).map_err(bad_flag)?;
+    if !(1..=MAX_CONNECTIONS_LIMIT).contains(&a.max_connections) {
+        return Err(usage(format!(
+            "--max-connections must be in [1, {MAX_CONNECTIONS_LIMIT}], got {}",
+            a.max_connections
+        )));
+    }
+    let header_timeout =
+        positive_duration("--header-timeout", a.header_timeout, MAX_HEADER_TIMEOUT_S).map_err(bad_flag)?;
+    let allowed: Vec<String> =
+        a.allow_host.iter().map(|h| guard::check_allowed_host(h)).collect::<Result<_, _>>().map_err(usage)?;
     let token = a.token.filter(|t| !t.is_empty());
+    match (&token, a.insecure_no_token) {
+        (None, false) => {
+            return Err(usage(
+                "dhp a2a needs a token: give --token T or DHP_A2A_TOKEN=T (clients send 'Authorization: Bearer T'), \
+                 or --insecure-no-token to serve without authentication",
+            ))
+        }
+        (Some(_), true) => return Err(usage("--insecure-no-token contradicts --token / DHP_A2A_TOKEN: give one")),
+        _ => {}
+    }
     let OpenedRoot { backend, dir } = open_root(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(backend.clone(), &a.id, cfg.clone())?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -143,6 +190,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
             .local_addr()
             .map_err(|e| Error::transport_from(TransportKind::Start, format!("listener address: {e}"), e))?;
         let url = format!("http://{local}/");
+        let guard = guard::Guard::new(local, &allowed);
         let bridge = tokio::task::spawn_blocking(move || tasks::Bridge::new(runner))
             .await
             .map_err(|e| Error::transport_from(TransportKind::Start, format!("bridge start: {e}"), e))??;
@@ -152,23 +200,30 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
             max_body: a.max_body,
             block_timeout,
             url: url.clone(),
+            guard,
             closing: AtomicBool::new(false),
         });
+        if app.token.is_none() {
+            eprintln!(
+                "dhp a2a: WARNING: --insecure-no-token: JSON-RPC on {url} needs no token; any process that can \
+                 reach this port can create, read and cancel every task"
+            );
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "dhp a2a: listening on {url} (agent card {url}.well-known/agent-card.json)");
         let _ = out.flush();
         drop(out);
         let closing = app.clone();
-        axum::serve(listener, http::router(app))
-            .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-                closing.closing.store(true, Ordering::SeqCst);
-            })
-            .await
-            .map_err(|e| Error::transport_from(TransportKind::Server, format!("server: {e}"), e))
+        let limits = listen::Limits { header_timeout, max_connections: a.max_connections };
+        listen::serve(listener, http::router(app), limits, async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            closing.closing.store(true, Ordering::SeqCst);
+        })
+        .await;
+        Ok::<(), Error>(())
     });
     stop.store(true, Ordering::SeqCst);
     if let Some(t) = supervisor {

@@ -29,10 +29,25 @@ pub fn is_terminal(state: &str) -> bool {
     matches!(state, COMPLETED | FAILED | CANCELED)
 }
 
+/// The step id of a binding record (see [`binding_key`]).
+const BINDING_STEP: &str = "a2a.binding";
+
+/// Where the durable decision "task id → handoff" is kept: an effect row
+/// whose key is `a2a-task:<task id>` (not a handoff id, so no handoff ever
+/// counts it as its own effect). Effects are first-write-wins, so the
+/// first bridge that binds a task id decides for good; no later handoff
+/// carrying the same `a2a_task_id` can take the task over, after a restart
+/// either.
+fn binding_key(task_id: &str) -> String {
+    format!("a2a-task:{task_id}")
+}
+
 #[derive(Default)]
 struct Binding {
-    /// a2a task id → handoff id.
+    /// a2a task id → handoff id, as decided (durably recorded).
     by_task: HashMap<String, String>,
+    /// Handoffs found carrying a task id that is not decided yet.
+    candidates: HashMap<String, Vec<String>>,
     /// Every handoff id already read (bound or not), so a rescan reads
     /// only handoffs that are new since the last one.
     seen: HashSet<String>,
@@ -45,8 +60,8 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// A bridge over `runner`'s store; the binding is rebuilt from the
-    /// envelopes at once (a restarted bridge answers for every task).
+    /// A bridge over `runner`'s store; the handoffs are read at once (a
+    /// restarted bridge answers for every task).
     pub fn new(runner: Runner) -> Result<Bridge, Error> {
         let b = Bridge { runner, binding: Mutex::new(Binding::default()) };
         b.rescan()?;
@@ -58,7 +73,8 @@ impl Bridge {
     }
 
     /// Read the provenance of every handoff not read before. Handoffs
-    /// written by the reference's bridge (or another of ours) bind here.
+    /// written by the reference's bridge (or another of ours) are found
+    /// here; which one a task id names is decided by [`Bridge::decide`].
     fn rescan(&self) -> Result<(), Error> {
         let hids = self.runner.all_hids()?;
         let fresh: Vec<String> = {
@@ -78,28 +94,95 @@ impl Bridge {
         let mut b = self.lock();
         b.seen.extend(fresh);
         for (tid, hid) in found {
-            b.by_task.entry(tid).or_insert(hid);
+            let c = b.candidates.entry(tid).or_default();
+            if !c.contains(&hid) {
+                c.push(hid);
+            }
         }
         Ok(())
     }
 
-    /// The handoff bound to `task_id`, looking in the store on a miss.
-    pub fn handoff_of(&self, task_id: &str) -> Result<String, RpcError> {
-        if let Some(h) = self.lock().by_task.get(task_id) {
-            return Ok(h.clone());
+    /// The recorded binding of `task_id`, if any.
+    fn recorded(&self, task_id: &str) -> Result<Option<String>, Error> {
+        let key = binding_key(task_id);
+        let text = with_tx(self.runner.store().as_ref(), Mode::Read, |tx| tx.effect(&key, BINDING_STEP))?;
+        let Some(text) = text else { return Ok(None) };
+        let v = json::parse(&text)?;
+        match v.get("handoff_id").and_then(Value::as_str) {
+            Some(h) => Ok(Some(h.to_string())),
+            None => Err(Error::validation(format!("binding record of {key} names no handoff_id"))),
         }
-        self.rescan().map_err(RpcError::internal)?;
-        self.lock().by_task.get(task_id).cloned().ok_or_else(|| RpcError::task_not_found(task_id))
     }
 
-    /// Dispatch a submission as a handoff bound to a fresh task id.
+    /// Record `task_id → hid` unless a binding is recorded already; the
+    /// recorded one (first write wins) is returned.
+    fn record(&self, task_id: &str, hid: &str) -> Result<String, Error> {
+        let key = binding_key(task_id);
+        let text = json::dumps(&json!({"handoff_id": hid}))?;
+        let now = self.runner.config().clock.now();
+        let won =
+            with_tx(self.runner.store().as_ref(), Mode::Write, |tx| tx.insert_effect(&key, BINDING_STEP, &text, now))?;
+        if won {
+            return Ok(hid.to_string());
+        }
+        self.recorded(task_id)?.ok_or_else(|| Error::validation(format!("binding record of {key} vanished")))
+    }
+
+    /// Decide which handoff `task_id` names: the recorded binding if there
+    /// is one; else, when exactly one handoff carries the task id (a task
+    /// of the reference's bridge, or of an older one of ours), it is
+    /// recorded now. Several unrecorded candidates are refused: guessing
+    /// could hand the task to a forgery.
+    fn decide(&self, task_id: &str) -> Result<Option<String>, RpcError> {
+        if let Some(h) = self.lock().by_task.get(task_id) {
+            return Ok(Some(h.clone()));
+        }
+        let mut hid = self.recorded(task_id).map_err(RpcError::internal)?;
+        if hid.is_none() {
+            let c = self.lock().candidates.get(task_id).cloned().unwrap_or_default();
+            match c.as_slice() {
+                [] => return Ok(None),
+                [only] => hid = Some(self.record(task_id, only).map_err(RpcError::internal)?),
+                many => {
+                    tracing::warn!(task = task_id, handoffs = many.len(), "a2a: task id carried by several handoffs");
+                    return Err(RpcError::internal(format!(
+                        "task {task_id:?} is carried by {} handoffs and none was bound to it first: refusing to guess",
+                        many.len()
+                    )));
+                }
+            }
+        }
+        let hid = hid.unwrap_or_default();
+        self.lock().by_task.insert(task_id.to_string(), hid.clone());
+        Ok(Some(hid))
+    }
+
+    /// The handoff bound to `task_id`, looking in the store on a miss.
+    pub fn handoff_of(&self, task_id: &str) -> Result<String, RpcError> {
+        if let Some(h) = self.decide(task_id)? {
+            return Ok(h);
+        }
+        self.rescan().map_err(RpcError::internal)?;
+        self.decide(task_id)?.ok_or_else(|| RpcError::task_not_found(task_id))
+    }
+
+    /// Dispatch a submission as a handoff bound to a fresh task id. The
+    /// binding is recorded before the dispatch, so no other handoff can
+    /// ever be the task's.
     pub fn submit(&self, sub: &Submission) -> Result<(String, String), RpcError> {
         let task_id = format!("task-{}", uuid::Uuid::new_v4().simple());
         let env = sub.envelope(&task_id).map_err(RpcError::invalid_params)?;
-        let hid = self.runner.dispatch(&env).map_err(|e| match e {
+        let hid = envelope::handoff_id(&env).map_err(RpcError::invalid_params)?;
+        if self.record(&task_id, &hid).map_err(RpcError::internal)? != hid {
+            return Err(RpcError::internal(format!("task id {task_id} is already bound")));
+        }
+        let stored = self.runner.dispatch(&env).map_err(|e| match e {
             Error::Validation { .. } | Error::Oversize { .. } | Error::OutOfRange { .. } => RpcError::invalid_params(e),
             other => RpcError::internal(other),
         })?;
+        if stored != hid {
+            return Err(RpcError::internal(format!("dispatch stored {stored}, not {hid}")));
+        }
         let mut b = self.lock();
         b.seen.insert(hid.clone());
         b.by_task.insert(task_id.clone(), hid.clone());
@@ -109,11 +192,15 @@ impl Bridge {
     /// Every bound task, by task id.
     pub fn all_tasks(&self) -> Result<Vec<Value>, RpcError> {
         self.rescan().map_err(RpcError::internal)?;
-        let mut pairs: Vec<(String, String)> =
-            self.lock().by_task.iter().map(|(t, h)| (t.clone(), h.clone())).collect();
-        pairs.sort();
-        let mut out = Vec::with_capacity(pairs.len());
-        for (tid, hid) in pairs {
+        let mut tids: Vec<String> = {
+            let b = self.lock();
+            b.by_task.keys().chain(b.candidates.keys()).cloned().collect::<HashSet<_>>().into_iter().collect()
+        };
+        tids.sort();
+        let mut out = Vec::with_capacity(tids.len());
+        for tid in tids {
+            // A task id no handoff is bound to (several candidates) is left out.
+            let Ok(Some(hid)) = self.decide(&tid) else { continue };
             let env = self.runner.envelope_bare(&hid).map_err(RpcError::internal)?;
             out.push(task_json(&tid, &hid, &env));
         }
@@ -123,7 +210,11 @@ impl Bridge {
     /// The A2A Task JSON of `task_id` as its handoff stands now.
     pub fn task(&self, task_id: &str) -> Result<Value, RpcError> {
         let hid = self.handoff_of(task_id)?;
-        let env = self.runner.envelope_bare(&hid).map_err(RpcError::internal)?;
+        // A binding recorded by a submit whose dispatch then failed.
+        let env = self.runner.envelope_bare(&hid).map_err(|e| match e {
+            Error::UnknownHandoff { .. } => RpcError::task_not_found(task_id),
+            e => RpcError::internal(e),
+        })?;
         Ok(task_json(task_id, &hid, &env))
     }
 

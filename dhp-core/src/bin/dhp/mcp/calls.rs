@@ -1,12 +1,54 @@
-//! What each tool does. Stateless between calls, like the reference: a
-//! lease is tied to its `worker_id`, and the fence a call presents is the
-//! one the store holds for that worker (re-checked inside the write).
+//! What each tool does. A lease is tied to its `worker_id`, and the fence
+//! a call presents is the one the store holds for that worker (re-checked
+//! inside the write). Unlike the reference, a session remembers which
+//! (handoff, worker id) pairs it claimed or recovered, and acts under no
+//! other: a client cannot checkpoint, complete or spend under a worker id
+//! that another session claimed with.
 
 use super::args::{label_limit, Args};
+use super::tools::Role;
 use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::store::{with_tx, Approval, Mode};
 use dhp_core::{json, Error, Lease, Runner, Status};
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+/// What one MCP session (one `dhp mcp` process: stdio has one client) is
+/// allowed: its role, and the (handoff, worker id) pairs it claimed or
+/// recovered.
+pub struct Session {
+    pub role: Role,
+    bound: Mutex<HashSet<(String, String)>>,
+}
+
+impl Session {
+    pub fn new(role: Role) -> Session {
+        Session { role, bound: Mutex::new(HashSet::new()) }
+    }
+
+    fn bind(&self, hid: &str, worker: &str) {
+        self.bound.lock().unwrap_or_else(|p| p.into_inner()).insert((hid.to_string(), worker.to_string()));
+    }
+
+    /// `UnboundWorker` unless this session claimed or recovered `hid` as `worker`.
+    fn check(&self, hid: &str, worker: &str) -> Result<(), Error> {
+        let bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        if bound.contains(&(hid.to_string(), worker.to_string())) {
+            Ok(())
+        } else {
+            Err(Error::UnboundWorker { hid: hid.to_string(), worker: worker.to_string() })
+        }
+    }
+}
+
+/// `handoff_id` and `worker_id` of a call that acts under a lease: well
+/// formed, and bound to this session.
+fn leased<'a>(s: &Session, a: &Args<'a>) -> Result<(&'a str, &'a str), Error> {
+    let (hid, w) = (a.hid()?, a.worker()?);
+    s.check(hid, w)?;
+    Ok((hid, w))
+}
 
 /// A tool's answer before encoding: the keys after `"ok": true`, or a typed error.
 pub type Reply = Result<Map<String, Value>, Error>;
@@ -35,9 +77,9 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-/// Run tool `name`. `None` for an unknown tool.
-pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
-    super::tools::find(name)?;
+/// Run tool `name`. `None` for a tool this session's role is not offered.
+pub fn call(base: &Runner, s: &Session, name: &str, a: &Args<'_>) -> Option<Reply> {
+    super::tools::find(s.role, name)?;
     let cfg = base.config();
     let lim = label_limit(cfg);
     Some((|| -> Reply {
@@ -68,10 +110,11 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 let (hid, w) = (a.hid()?, a.worker()?);
                 let r = base.with_id(w)?;
                 let ctx = if name == "dhp_claim" { r.claim(hid)? } else { r.recover(hid)? };
+                s.bind(hid, w);
                 Ok(obj(json!({"fence": ctx.fence(), "resume_from": r.last_checkpoint(hid)?})))
             }
             "dhp_checkpoint" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let state = a.object("state", cfg.max_checkpoint_bytes)?;
                 let r = base.with_id(w)?;
                 // Checkpoint and lease renewal in one transaction.
@@ -79,13 +122,13 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 Ok(obj(json!({"seq": step.enforce_budget()?})))
             }
             "dhp_heartbeat" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let r = base.with_id(w)?;
                 r.heartbeat(&lease_of(&r, hid, w)?)?;
                 Ok(Map::new())
             }
             "dhp_complete" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let result = a.object("result", cfg.max_result_bytes)?;
                 let r = base.with_id(w)?;
                 // The lease row is gone once completed; complete is then a
@@ -114,7 +157,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 "lease_ttl_s": json::float(cfg.lease_ttl_s()),
             }))),
             "dhp_record_effect" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let step = a.label("step_id", lim)?;
                 let result = a.object("result", cfg.max_checkpoint_bytes)?;
                 let r = base.with_id(w)?;
@@ -132,7 +175,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 Ok(obj(json!({"result": text.map(|t| json::parse(&t)).transpose()?})))
             }
             "dhp_note_spend" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 // The library refuses a negative or non-finite amount.
                 let usd = a.number("usd")?;
                 let r = base.with_id(w)?;
@@ -140,13 +183,13 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 Ok(Map::new())
             }
             "dhp_note_activity" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let digest = a.label("digest", lim)?;
                 let r = base.with_id(w)?;
                 Ok(obj(json!({"repeat_count": r.note_activity(&lease_of(&r, hid, w)?, digest)?})))
             }
             "dhp_request_approval" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let class = a.string("action_class")?;
                 let details = a.object("details", cfg.max_checkpoint_bytes)?;
                 let r = base.with_id(w)?;
@@ -162,7 +205,7 @@ pub fn call(base: &Runner, name: &str, a: &Args<'_>) -> Option<Reply> {
                 Ok(obj(json!({"decided": base.decide_approval(id, name == "dhp_approve")?})))
             }
             "dhp_require_capability" => {
-                let (hid, w) = (a.hid()?, a.worker()?);
+                let (hid, w) = leased(s, a)?;
                 let (domain, resource) = (a.label("domain", lim)?, a.label("resource", lim)?);
                 let r = base.with_id(w)?;
                 r.require_capability(&lease_of(&r, hid, w)?, domain, resource)?;

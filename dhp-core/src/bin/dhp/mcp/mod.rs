@@ -10,9 +10,10 @@
 mod args;
 mod calls;
 mod server;
+mod stdio;
 mod tools;
 
-use dhp_core::store::{open_root, OpenMode};
+use dhp_core::store::open_root;
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
@@ -20,10 +21,19 @@ use std::path::PathBuf;
 /// Arguments of `dhp mcp`.
 #[derive(clap::Args)]
 pub struct McpArgs {
-    /// The DHP store directory, created if missing (as the reference's
-    /// `dhp-mcp --root` does).
+    /// The DHP store directory (must hold a store, or be an empty
+    /// directory, unless --create).
     #[arg(long)]
     pub root: PathBuf,
+    /// Create ROOT and a new store if there is none.
+    #[arg(long)]
+    pub create: bool,
+    /// Serve the human or policy engine that decides approval requests:
+    /// only dhp_approve, dhp_deny, dhp_approval_status, dhp_status and
+    /// dhp_health. Without it the decisions are not offered at all, so an
+    /// agent cannot approve its own request.
+    #[arg(long)]
+    pub decider: bool,
 }
 
 /// Serve until the client closes stdin. stdout carries only MCP frames;
@@ -31,11 +41,15 @@ pub struct McpArgs {
 pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
     // The holder name of this runner is never used for ownership: every
     // tool that touches a lease re-binds it to the caller's worker_id.
-    let opened = open_root(&a.root, OpenMode::Create)?;
+    let opened = open_root(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(opened.backend, "dhp-mcp", cfg)?;
-    tracing::info!(root = %a.root.display(), "dhp mcp serving");
+    let role = if a.decider { tools::Role::Decider } else { tools::Role::Agent };
+    tracing::info!(root = %a.root.display(), ?role, "dhp mcp serving");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| {
         Error::transport_from(TransportKind::Start, format!("mcp: cannot start the async runtime: {e}"), e)
     })?;
-    rt.block_on(server::serve(runner))
+    let served = rt.block_on(server::serve(runner, role));
+    // stdin may still be open (a blocking read): do not wait for it.
+    rt.shutdown_background();
+    served
 }

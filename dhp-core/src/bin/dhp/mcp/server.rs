@@ -13,10 +13,11 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-/// The server: one store, no per-session state.
+/// The server: one store, one session (stdio has one client).
 #[derive(Clone)]
 pub struct DhpServer {
     runner: Runner,
+    session: Arc<calls::Session>,
 }
 
 /// The reference's reply text: `json.dumps({"ok": ..., ...})`.
@@ -57,10 +58,15 @@ fn to_tool(t: &tools::ToolDef) -> Tool {
 }
 
 /// Run one call to completion on a blocking thread (SQLite blocks).
-async fn run_call(runner: Runner, name: String, args: Map<String, Value>) -> CallToolResult {
+async fn run_call(
+    runner: Runner,
+    session: Arc<calls::Session>,
+    name: String,
+    args: Map<String, Value>,
+) -> CallToolResult {
     let joined = tokio::task::spawn_blocking(move || {
         let a = Args::new(&args);
-        match calls::call(&runner, &name, &a) {
+        match calls::call(&runner, &session, &name, &a) {
             // The reference's exact answer: plain text, isError.
             None => CallToolResult::error(vec![ContentBlock::text(format!("Unknown tool: {name}"))]),
             Some(Ok(mut m)) => {
@@ -82,14 +88,23 @@ async fn run_call(runner: Runner, name: String, args: Map<String, Value>) -> Cal
 
 impl ServerHandler for DhpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("dhp", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
+        let instructions = match self.session.role {
+            tools::Role::Agent => {
                 "Durable Handoff Protocol: dhp_dispatch work, dhp_claim it under a lease, dhp_checkpoint \
                  progress, dhp_heartbeat while thinking, dhp_complete with a result; after a worker dies, \
-                 dhp_recover resumes from the last checkpoint. Every tool answers one JSON text: \
-                 {\"ok\": true, ...} or {\"ok\": false, \"error\", \"code\"}.",
-            )
+                 dhp_recover resumes from the last checkpoint. Only this session may act under the worker ids \
+                 it claimed or recovered with. Approval requests are decided elsewhere, never by you. Every \
+                 tool answers one JSON text: {\"ok\": true, ...} or {\"ok\": false, \"error\", \"code\"}."
+            }
+            tools::Role::Decider => {
+                "Durable Handoff Protocol, decider side: read an approval request with dhp_approval_status \
+                 and the handoff with dhp_status, then dhp_approve or dhp_deny it (final). Every tool answers \
+                 one JSON text: {\"ok\": true, ...} or {\"ok\": false, \"error\", \"code\"}."
+            }
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("dhp", env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -97,11 +112,11 @@ impl ServerHandler for DhpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::TOOLS.iter().map(to_tool).collect()))
+        Ok(ListToolsResult::with_all_items(tools::offered(self.session.role).map(to_tool).collect()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::find(name).map(to_tool)
+        tools::find(self.session.role, name).map(to_tool)
     }
 
     async fn call_tool(
@@ -110,19 +125,27 @@ impl ServerHandler for DhpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
-        Ok(run_call(self.runner.clone(), request.name.to_string(), args).await.into())
+        Ok(run_call(self.runner.clone(), self.session.clone(), request.name.to_string(), args).await.into())
     }
 }
 
-/// Serve on stdin/stdout until the client goes away.
-pub async fn serve(runner: Runner) -> Result<(), Error> {
-    let service = DhpServer { runner }
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: session did not start: {e}"), e))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e))?;
-    Ok(())
+/// Serve on stdin/stdout until the client goes away. Lines reach the SDK
+/// through [`super::stdio`], which answers the ones it would ignore.
+pub async fn serve(runner: Runner, role: tools::Role) -> Result<(), Error> {
+    let (pipes, framing) = super::stdio::start();
+    let server = DhpServer { runner, session: Arc::new(calls::Session::new(role)) };
+    let served = async {
+        let service = server
+            .serve(pipes)
+            .await
+            .map_err(|e| Error::transport_from(TransportKind::Start, format!("mcp: session did not start: {e}"), e))?;
+        service.waiting().await.map_err(|e| {
+            Error::transport_from(TransportKind::Server, format!("mcp: session ended abnormally: {e}"), e)
+        })?;
+        Ok::<(), Error>(())
+    }
+    .await;
+    // The SDK's side of the pipes is closed now; what it wrote is flushed.
+    framing.finish().await;
+    served
 }

@@ -1,5 +1,7 @@
 //! The 18 tools: names, parameters and JSON Schemas as the reference's
-//! server lists them, with descriptions an agent can plan from.
+//! server lists them, with descriptions an agent can plan from. Which of
+//! them a server offers depends on its [`Role`]: the decisions on approval
+//! requests are never offered to the agents that make the requests.
 
 use serde_json::{json, Map, Value};
 
@@ -33,7 +35,7 @@ const HID: Param = Param {
 const WORKER: Param = Param {
     name: "worker_id",
     ty: Ty::Str,
-    doc: "Your stable worker name, 1-128 characters of [A-Za-z0-9_.-]. Use the same one for every call on a handoff you hold: the lease belongs to it.",
+    doc: "Your stable worker name, 1-128 characters of [A-Za-z0-9_.-]. Use the same one for every call on a handoff you hold: the lease belongs to it, and only this session (the one that claimed or recovered the handoff with it) may act under it.",
 };
 const APPROVAL: Param = Param {
     name: "approval_id",
@@ -119,7 +121,7 @@ pub const TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "dhp_request_approval",
-        doc: "Ask a human or policy engine to approve an action before you run it. Fail-closed: returns {\"ok\": true, \"approval_id\"}; the action must NOT run until dhp_approval_status says approved. Requests expire after 300 s. Needs the lease.",
+        doc: "Ask a human or policy engine to approve an action before you run it. Fail-closed: returns {\"ok\": true, \"approval_id\"}; the action must NOT run until dhp_approval_status says approved. You cannot decide it yourself: the decision comes from another channel (`dhp decide`, or a `dhp mcp --decider` server). Requests expire after 300 s. Needs the lease.",
         params: &[
             HID,
             WORKER,
@@ -134,12 +136,12 @@ pub const TOOLS: &[ToolDef] = &[
     },
     ToolDef {
         name: "dhp_approve",
-        doc: "Approve a pending approval request (for the human or policy side, not for the worker that asked). decided=false when it was not pending any more.",
+        doc: "Approve a pending approval request. Offered only by a server started with --decider (the human or policy side), never to the agent that asked. decided=false when it was not pending any more.",
         params: &[APPROVAL],
     },
     ToolDef {
         name: "dhp_deny",
-        doc: "Deny a pending approval request (for the human or policy side). decided=false when it was not pending any more.",
+        doc: "Deny a pending approval request. Offered only by a server started with --decider (the human or policy side). decided=false when it was not pending any more.",
         params: &[APPROVAL],
     },
     ToolDef {
@@ -154,9 +156,40 @@ pub const TOOLS: &[ToolDef] = &[
     },
 ];
 
-/// The tool named `name`.
-pub fn find(name: &str) -> Option<&'static ToolDef> {
-    TOOLS.iter().find(|t| t.name == name)
+/// What a `dhp mcp` server is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    /// The default: the tools an agent (a worker or a dispatcher) uses;
+    /// every tool but the two decisions.
+    Agent,
+    /// `--decider`: for the human or policy engine that decides approval
+    /// requests: the decisions and what is needed to read the request.
+    Decider,
+}
+
+/// The tools only a decider is offered.
+const DECISIONS: &[&str] = &["dhp_approve", "dhp_deny"];
+/// The tools a decider is offered besides the decisions (read-only).
+const DECIDER_READS: &[&str] = &["dhp_approval_status", "dhp_status", "dhp_health"];
+
+impl Role {
+    /// Whether this role is offered tool `name`.
+    pub fn offers(self, name: &str) -> bool {
+        match self {
+            Role::Agent => !DECISIONS.contains(&name),
+            Role::Decider => DECISIONS.contains(&name) || DECIDER_READS.contains(&name),
+        }
+    }
+}
+
+/// The tool named `name`, if `role` is offered it.
+pub fn find(role: Role, name: &str) -> Option<&'static ToolDef> {
+    TOOLS.iter().find(|t| t.name == name && role.offers(t.name))
+}
+
+/// The tools `role` is offered, in the reference's order.
+pub fn offered(role: Role) -> impl Iterator<Item = &'static ToolDef> {
+    TOOLS.iter().filter(move |t| role.offers(t.name))
 }
 
 /// "task_kind" → "Task Kind", as pydantic titles the reference's fields.

@@ -1,0 +1,249 @@
+//! The command line: every flag, typed and range-checked by its value
+//! parser ([`super::parse`]), so `run` never sees a bad value.
+
+use super::parse::{self, Engine, FaultMix, Words};
+use clap::{Parser, Subcommand};
+use dhp_chaos::config::{Impl, Ship};
+use dhp_chaos::scenario::Scenario;
+use std::path::PathBuf;
+
+const ABOUT: &str =
+    "Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.";
+
+const LONG_ABOUT: &str = "\
+Seeded fault injection against real DHP worker and supervisor processes, with an invariant checker.
+
+Each round dispatches M prime-census handoffs, starts real worker processes and at least two \
+supervisor processes, and lets a seeded injector SIGKILL workers, the leader supervisor, followers \
+and several processes at once, SIGSTOP workers (SIGCONT after they were replaced: a woken zombie \
+must be fenced), and arm failpoints that kill a worker inside the protocol. A provisioner starts \
+recovery workers for orphans and replacement supervisors. Afterwards the checker verifies, from the \
+store, the transport logs and the recorded history: each handoff completed exactly once with the \
+recomputed result or parked in the DLQ with checkpoints intact; seqs continuous; fences never go \
+backwards along commit order and no two holders' writes interleave; the transport log agrees with \
+the store; nothing is stuck; work redone per fault is at most one chunk; and it reports kill → \
+orphan detection latency (p50/p99).
+
+REPLAY: a seed replays the fault SCHEDULE (the kind and time of every fault exactly; the victim by \
+position among the processes eligible at that moment; failpoints, racing recoverers, delays), NOT \
+the OS interleaving — process start-up, scheduling and I/O timing differ between runs, so the same \
+seed can take a different path. The recorded history (history.jsonl in the round \
+directory) is the ground truth of what happened; `dhp-chaos analyze DIR` re-checks a saved run \
+from its files.
+
+Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
+failing round prints this exact command.
+
+Exit status: 0 every invariant held, 1 a violation, 2 harness error.";
+
+/// The command line.
+#[derive(Parser)]
+#[command(name = "dhp-chaos", version, about = ABOUT, long_about = LONG_ABOUT, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// `analyze`, or none: run rounds.
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    /// The flags of a run.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands.
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Re-check a saved run (a run directory with round-* subdirectories, or one round directory).
+    Analyze {
+        dir: PathBuf,
+        /// Rewrite timeline.svg as well.
+        #[arg(long)]
+        timeline: bool,
+    },
+}
+
+/// The flags of a run, each checked by its value parser.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Number of rounds (round i uses seed S+i); at least 1.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Seed of the fault schedule; drawn and printed when absent. Replays the schedule, not the OS interleaving.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Run directory (default: $TMPDIR/dhp-chaos/seed-S-<time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Handoffs per round (M).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub handoffs: u32,
+    /// Chunks per handoff.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub chunks: u64,
+    /// Numbers per chunk.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub chunk: u64,
+    /// First handoff's lo (the reference's harness uses 5,000,000).
+    #[arg(long, default_value_t = 5_000_000)]
+    pub base: u64,
+    /// Worker sleep after each chunk, seconds.
+    #[arg(long, default_value_t = 0.03, value_parser = parse::pace)]
+    pub pace: f64,
+    /// max_attempts of ordinary handoffs.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+    pub max_attempts: i64,
+    /// Handoffs per round dispatched with --dlq-max-attempts (exercise the DLQ path).
+    #[arg(long, default_value_t = 1)]
+    pub dlq_handoffs: u32,
+    /// max_attempts of the DLQ handoffs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+    pub dlq_max_attempts: i64,
+    /// Workers: builtin (dhp work), python (reference work_driver4.py), mixed (seeded per spawn), or a command
+    /// taking `ROOT --runner ID claim|recover HID --ship LOG --pace S --history FILE`.
+    #[arg(long, default_value = "builtin", value_parser = parse::workers)]
+    pub workers: Impl,
+    /// Supervisors: builtin (dhp supervisor), python (reference supervisor3_watch.py), or a command taking
+    /// `ROOT ID SECONDS --history FILE`.
+    #[arg(long, default_value = "builtin", value_parser = parse::supervisors)]
+    pub supervisors: Impl,
+    /// Supervisor processes kept alive (at least 2).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub supervisor_count: u32,
+    /// Seconds between faults, MIN,MAX (default 0.15,0.55; 0.6,1.6 when python processes take part).
+    #[arg(long, value_parser = parse::fault_interval)]
+    pub fault_interval: Option<(f64, f64)>,
+    /// Fault mix, e.g. kill-worker=50,kill-leader=10,kill-follower=8,kill-multi=14,pause=12.
+    #[arg(long, value_parser = parse::faults)]
+    pub faults: Option<FaultMix>,
+    /// Probability that a builtin worker starts with a failpoint armed (default 0.2; 0 when the `dhp`
+    /// used has no failpoints, which is said at the start; given explicitly, such a `dhp` is refused).
+    #[arg(long, value_parser = parse::probability)]
+    pub failpoint_rate: Option<f64>,
+    /// Probability that an orphan gets 2–3 racing recoverers.
+    #[arg(long, default_value_t = 0.15, value_parser = parse::probability)]
+    pub race_rate: f64,
+    /// Longest SIGSTOP, seconds.
+    #[arg(long, default_value_t = 2.0, value_parser = parse::pause_max)]
+    pub pause_max: f64,
+    /// Replacement supervisors start within this many seconds.
+    #[arg(long, default_value_t = 0.3, value_parser = parse::delay)]
+    pub supervisor_restart_max: f64,
+    /// Longest fault phase per round, seconds.
+    #[arg(long, default_value_t = 90.0, value_parser = parse::fault_seconds)]
+    pub fault_seconds: f64,
+    /// Start the fault schedule once this many checkpoints are committed (its times and
+    /// --fault-seconds count from then): a fault then always finds work under way, however
+    /// slowly a loaded machine starts the workers. 0 (default): at the round's start.
+    #[arg(long, default_value_t = 0)]
+    pub faults_after_checkpoints: u64,
+    /// After faults stop, seconds to wait for every handoff to end.
+    #[arg(long, default_value_t = 30.0, value_parser = parse::delay)]
+    pub grace: f64,
+    /// DHP_LEASE_INTERVAL_S for every process.
+    #[arg(long, default_value_t = 0.2, value_parser = parse::knob_secs)]
+    pub lease_interval: f64,
+    /// DHP_LEASE_MAX_MISSED.
+    #[arg(long, default_value_t = 3, value_parser = parse::lease_max_missed)]
+    pub lease_max_missed: i64,
+    /// DHP_SUPERVISOR_SCAN_S.
+    #[arg(long, default_value_t = 0.1, value_parser = parse::knob_secs)]
+    pub scan: f64,
+    /// DHP_LEADER_TTL_S.
+    #[arg(long, default_value_t = 0.6, value_parser = parse::knob_secs)]
+    pub leader_ttl: f64,
+    /// How workers ship checkpoints: file (--ship LOG), tcp (--ship-to a `dhp transport` server that is
+    /// itself SIGKILLed and restarted), or tcp-async. TCP needs builtin workers.
+    #[arg(long, default_value = "file", value_parser = parse::ship)]
+    pub ship: Ship,
+    /// --ship tcp-async: unacknowledged lines a worker may run ahead of the peer (`dhp work --ship-max-lag`),
+    /// checked by the async-lag invariant.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub ship_max_lag: u64,
+    /// Clock faults: this share (0–1) of worker and supervisor spawns run with libfaketime preloaded, their
+    /// clock off by a seeded offset and running at a seeded rate (needs the Debian package faketime).
+    #[arg(long, default_value_t = 0.0, value_parser = parse::probability)]
+    pub clock: f64,
+    /// Clock faults: offsets uniform in ±this many seconds.
+    #[arg(long, default_value_t = 2.0, value_parser = parse::clock_offset)]
+    pub clock_offset: f64,
+    /// Clock faults: rates log-uniform in [1/this, this].
+    #[arg(long, default_value_t = 1.25, value_parser = parse::clock_rate)]
+    pub clock_rate: f64,
+    /// Disk faults (--ship tcp, root): mount a tmpfs of SIZE (e.g. 256k) as the transport server's log directory;
+    /// the disk-full fault fills it until ENOSPC. Unmounted at the end of each round, its logs kept.
+    #[arg(long, value_name = "SIZE", value_parser = parse::disk_size)]
+    pub disk: Option<u64>,
+    /// Store disk faults (SQLite store, root): mount a tmpfs of SIZE (e.g. 16m) as the round's store directory;
+    /// the store-full fault fills it until ENOSPC. Unmounted at the end of each round, the store kept.
+    #[arg(long, value_name = "SIZE")]
+    pub store_disk: Option<String>,
+    /// I/O error injection: not simulated (this harness needs a device-mapper error target, which these
+    /// machines' kernels lack); refused with the reason.
+    #[arg(long)]
+    pub io_errors: bool,
+    /// The transport server command for --ship tcp (default `dhp transport`); `LOGDIR --port P` is appended
+    /// and it must print `listening on HOST:PORT` (for mutant servers in tests).
+    #[arg(long, value_parser = parse::command)]
+    pub transport: Option<Words>,
+    /// Pause points for python workers: the shim SIGSTOPs the worker between the reference's ownership check
+    /// and its write, e.g. checkpoint.after_check=0.02,complete.after_check=0.3 (probability per pass).
+    #[arg(long, default_value = "")]
+    pub pause_points: String,
+    /// Builtin workers publish no liveness token (lease-only detection, like the reference).
+    #[arg(long)]
+    pub no_liveness: bool,
+    /// The dhp binary (default: next to this executable, rebuilt first under cargo).
+    #[arg(long)]
+    pub dhp: Option<PathBuf>,
+    /// Python interpreter for python workers/supervisors (default $DHP_PYTHON or <repo>/.venv/bin/python).
+    #[arg(long)]
+    pub python: Option<PathBuf>,
+    /// Run rounds until --budget-minutes is spent; stop at the first violation and keep its artifacts.
+    #[arg(long)]
+    pub nightly: bool,
+    /// --nightly: minutes to spend.
+    #[arg(long, default_value_t = 30.0, value_parser = parse::budget_minutes)]
+    pub budget_minutes: f64,
+    /// Exit 0 (and, with --nightly, keep going) when every violation is a documented weakness of the
+    /// Python reference (torn claim/recover, check-then-write, no catch-up of the peer log); they are still reported and saved.
+    #[arg(long)]
+    pub allow_known_reference_bugs: bool,
+    /// In --nightly mode, keep the store, logs and process logs of passing rounds too.
+    #[arg(long)]
+    pub keep_passing: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The store: sqlite (default), postgres (a throwaway cluster this run starts and stops, via
+    /// scripts/pg.sh) or a postgres:// URL of an existing server (each round gets its own schema).
+    /// Given twice (sqlite and postgres), runs the same seeds on both engines and prints them side by side.
+    #[arg(long, default_value = "sqlite", value_parser = parse::store)]
+    pub store: Vec<Engine>,
+    /// Simulated hosts (at least 2; needs root): each a network namespace with its own address, store,
+    /// supervisors, workers and transport server; host K ships to host K+1 over TCP (implies --ship tcp).
+    #[arg(long, value_parser = parse::hosts)]
+    pub hosts: Option<u32>,
+    /// The fault mix by family: kill,pause,failpoint,partition,link,host,clock,disk,db-link (partition and host
+    /// need --hosts; link needs --ship tcp or --hosts; db-link a PostgreSQL store; clock without --clock skews 30% of
+    /// processes; disk without --disk puts the transport server's logs on a 1m tmpfs and, with SQLite, the store on a
+    /// 16m one via --store-disk). Sets --faults (default weights) and
+    /// --failpoint-rate (0 unless failpoint is named); not with --faults.
+    #[arg(long, conflicts_with = "faults")]
+    pub nemesis: Option<String>,
+    /// Not simulated: refused with the reason (see README, "Hosts and partitions").
+    #[arg(long)]
+    pub lose_unsynced: bool,
+    /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`
+    /// prints), which allows the database faults (db-crash, db-terminate-backend, db-stall);
+    /// without it they are refused. --store postgres owns its cluster and needs none.
+    #[arg(long, value_name = "DIR")]
+    pub pg_data: Option<PathBuf>,
+    /// A named scenario instead of the seeded fault mix: net-chaos (a worker per round SIGKILLed mid-ship,
+    /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See README.
+    #[arg(long, value_parser = parse::scenario)]
+    pub scenario: Option<Scenario>,
+    /// --scenario net-chaos: rounds, one handoff and one kill each.
+    #[arg(long, default_value_t = 4)]
+    pub net_rounds: u32,
+    /// --scenario net-chaos: checkpoints (census chunks) per round.
+    #[arg(long, default_value_t = 6)]
+    pub net_checkpoints: u64,
+}

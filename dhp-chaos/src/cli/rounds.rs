@@ -1,0 +1,239 @@
+//! The rounds of a run on each engine: a line per round, the summary,
+//! `results.json`.
+
+use super::args::RunArgs;
+use super::replay::replay_command;
+use anyhow::{bail, Context, Result};
+use dhp_chaos::check::{self, RoundReport};
+use dhp_chaos::config::RoundConfig;
+use dhp_chaos::round::db_faults;
+use dhp_chaos::{report, round, timeline};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The rounds on each `--store` engine (both, side by side, when given twice).
+pub fn run_engines(
+    a: &RunArgs,
+    tmpl: &RoundConfig,
+    out: &Path,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Result<i32> {
+    let engines = &a.store;
+    if engines.iter().filter(|e| e.is_sqlite()).count() > 1 || engines.iter().filter(|e| !e.is_sqlite()).count() > 1 {
+        bail!("--store twice runs the same seeds on both engines: give sqlite once and postgres (or a URL) once");
+    }
+    // refuse database faults (and a useless --pg-data) before any engine runs
+    db_faults::check_pg_data_used(a.pg_data.as_deref(), engines.iter().any(|e| e.url.is_some()))?;
+    for e in engines {
+        let engine = e.engine();
+        db_faults::check_allowed(
+            &tmpl.fault_mix,
+            engine,
+            e.label == "postgres",
+            e.url.as_deref(),
+            a.pg_data.as_deref(),
+        )?;
+        db_faults::check_db_link(&tmpl.fault_mix, engine, e.url.as_deref())?;
+    }
+    let mut codes = Vec::new();
+    let mut all_totals = Vec::new();
+    for e in engines {
+        let mut t = tmpl.clone();
+        t.engine = e.engine().into();
+        // the default mix gets the database faults wherever the harness can crash the server
+        let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
+        if a.faults.is_none() && db_ok {
+            t.fault_mix.extend(db_faults::DEFAULT_DB_MIX);
+        }
+        let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
+        t.pg_data = match &owned {
+            Some(c) => Some(c.data_dir.clone()),
+            None if e.url.is_some() => a.pg_data.clone(),
+            None => None,
+        };
+        t.pg_url = match (&owned, &e.url) {
+            (Some(c), _) => Some(c.url.clone()),
+            (None, Some(u)) => Some(u.clone()),
+            (None, None) => None,
+        };
+        if t.pg_url.is_some() {
+            let where_ = if owned.is_some() {
+                "a throwaway cluster owned by this run".to_string()
+            } else {
+                dhp_chaos::pg::mask(&e.url.clone().unwrap_or_default())
+            };
+            println!("dhp-chaos: store postgres: {where_}, one schema per round (chaos_<seed>_<round>_{})", t.run_id);
+        }
+        let out_e = if engines.len() > 1 { out.join(&t.engine) } else { out.to_path_buf() };
+        std::fs::create_dir_all(&out_e).with_context(|| format!("creating {}", out_e.display()))?;
+        let (code, totals) = run_rounds(a, &t, &out_e, started_at)?;
+        drop(owned);
+        codes.push(code);
+        all_totals.push((t.engine.clone(), totals));
+    }
+    if all_totals.len() > 1 {
+        println!("\nsame seeds, both engines:\n{}", report::side_by_side(&all_totals));
+    }
+    Ok(codes.into_iter().max().unwrap_or(0))
+}
+
+/// The rounds of one engine: a line per round, the summary, `results.json`.
+pub fn run_rounds(
+    a: &RunArgs,
+    tmpl: &RoundConfig,
+    out: &Path,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Result<(i32, report::Totals)> {
+    let seed = tmpl.seed;
+    let budget =
+        dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
+    let t_start = Instant::now();
+    let mut reports: Vec<RoundReport> = Vec::new();
+    let mut harness_error: Option<anyhow::Error> = None;
+    let mut last_round = Duration::ZERO;
+    let mut i: u32 = 0;
+    // Several rounds: a line per round as it ends. The summary repeats the
+    // table only on a terminal (where the lines have scrolled away), not in
+    // a log or a pipe.
+    let live_table = a.nightly || a.rounds > 1;
+    let table_in_summary = !live_table || std::io::stdout().is_terminal();
+    loop {
+        if a.nightly {
+            if t_start.elapsed() + last_round > budget && i > 0 {
+                break;
+            }
+        } else if i >= a.rounds {
+            break;
+        }
+        let rseed = seed.wrapping_add(u64::from(i));
+        let mut cfg = tmpl.clone();
+        cfg.seed = rseed;
+        cfg.round = i;
+        cfg.replay = replay_command(rseed);
+        let dir = out.join(format!("round-{i:04}"));
+        let r0 = Instant::now();
+        match run_round(&cfg, &dir, a.quiet, a.hosts) {
+            Ok(rs) => {
+                for r in rs {
+                    if live_table {
+                        if reports.is_empty() {
+                            println!("{}", report::header());
+                        }
+                        println!("{}", report::round_line(&r));
+                    }
+                    let allowed = a.allow_known_reference_bugs && r.unexplained() == 0;
+                    let failed = !(r.held || allowed);
+                    if failed {
+                        println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
+                        println!("  replay: {}", r.replay);
+                    } else if a.nightly && !a.keep_passing {
+                        // passing rounds keep their reports and timeline only (the history of
+                        // a long round is megabytes; a nightly runs dozens of rounds)
+                        let rdir = Path::new(&r.dir);
+                        for sub in ["store", "transport", "procs", "peer"] {
+                            let _ = std::fs::remove_dir_all(rdir.join(sub));
+                        }
+                        let _ = std::fs::remove_file(rdir.join("history.jsonl"));
+                        let _ = std::fs::remove_file(rdir.join("proxy.jsonl"));
+                    }
+                    reports.push(r);
+                    if failed && a.nightly {
+                        break;
+                    }
+                }
+                if a.nightly
+                    && reports.iter().any(|r| !(r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)))
+                {
+                    break;
+                }
+            }
+            Err(e) => {
+                eprintln!("dhp-chaos: round {i} (seed {rseed}): harness error: {e:#}");
+                eprintln!("  artifacts in {}; replay: {}", dir.display(), cfg.replay);
+                harness_error = Some(e);
+                break;
+            }
+        }
+        last_round = r0.elapsed();
+        i += 1;
+    }
+    let totals = report::totals(&reports);
+    print!("{}", report::summary(&reports, &totals, table_in_summary));
+    let code = if harness_error.is_some() {
+        2
+    } else if reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
+        0
+    } else {
+        1
+    };
+    let results = json!({
+        "seed": seed,
+        "started_at": started_at.to_rfc3339(),
+        // masked: results.json is meant to be shared
+        "command": std::env::args().map(|a| super::mask::mask_arg(&a)).collect::<Vec<_>>(),
+        "note": "a seed replays the fault schedule, not the OS interleaving; each round's history.jsonl is the ground truth",
+        "exit_code": code,
+        "harness_error": harness_error.as_ref().map(|e| format!("{e:#}")),
+        "totals": totals,
+        "rounds": reports,
+    });
+    std::fs::write(out.join("results.json"), serde_json::to_vec_pretty(&results)?)?;
+    println!("\nresults: {}", out.join("results.json").display());
+    match code {
+        0 if totals.violations > 0 => println!(
+            "dhp-chaos: only known reference weaknesses were hit ({} violations, allowed by --allow-known-reference-bugs)",
+            totals.violations
+        ),
+        0 if reports.is_empty() => println!("dhp-chaos: no round ran"),
+        0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
+        1 => println!("dhp-chaos: INVARIANT VIOLATED"),
+        _ => println!("dhp-chaos: HARNESS ERROR"),
+    }
+    Ok((code, totals))
+}
+
+fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool, hosts: Option<u32>) -> Result<Vec<RoundReport>> {
+    let pb = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(u64::from(cfg.handoffs)), ProgressDrawTarget::stderr())
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} round {prefix} [{elapsed_precise}] {bar:24} {pos}/{len} ended · {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb.set_prefix(format!("{} (seed {})", cfg.round, cfg.seed));
+    let mut last = Instant::now();
+    let progress = |live: &round::Live| {
+        if last.elapsed() >= Duration::from_millis(100) {
+            last = Instant::now();
+            pb.set_position(live.terminal as u64);
+            pb.set_message(format!(
+                "kills {} (failpoints {}), pauses {}, workers started {}, supervisors started {}",
+                live.kills, live.failpoint_kills, live.pauses, live.spawned_workers, live.spawned_supervisors
+            ));
+        }
+    };
+    let dirs = match hosts {
+        Some(n) => dhp_chaos::hosts::run(cfg, dir, n, progress)?,
+        None => {
+            round::Driver::new(cfg, dir)?.run(progress)?;
+            vec![dir.to_path_buf()]
+        }
+    };
+    pb.finish_and_clear();
+    if let Some(n) = hosts {
+        dhp_chaos::hosts::timeline::write(dir, n)?;
+    }
+    let mut out = Vec::new();
+    for d in dirs {
+        let r = check::check_round(&d)?;
+        std::fs::write(d.join("round-report.json"), serde_json::to_vec_pretty(&r)?)?;
+        timeline::write(&d)?;
+        out.push(r);
+    }
+    Ok(out)
+}

@@ -1,0 +1,289 @@
+//! A run: the flags' combinations checked (each flag's own range was
+//! checked by its value parser), the round template built, the banner
+//! printed; then the net-chaos scenario, or the rounds on each engine.
+
+use super::args::RunArgs;
+use super::replay::replay_command;
+use super::rounds::run_engines;
+use anyhow::{bail, Context, Result};
+use dhp_chaos::config::{default_fault_mix, parse_nemesis, FaultKind, Impl, RoundConfig, Ship, Timing};
+use dhp_chaos::{locate, python};
+
+/// `--failpoint-rate` unless given (or set by `--nemesis`).
+const DEFAULT_FAILPOINT_RATE: f64 = 0.2;
+/// `--nemesis clock` without `--clock`: the share of processes skewed.
+const NEMESIS_CLOCK_SHARE: f64 = 0.3;
+/// `--nemesis disk` without `--disk`: the transport server's tmpfs size.
+const NEMESIS_DISK: &str = "1m";
+/// `--nemesis disk` without `--store-disk`: the SQLite store's tmpfs size.
+const NEMESIS_STORE_DISK: &str = "16m";
+
+fn ship_label(s: Ship) -> &'static str {
+    match s {
+        Ship::File => "file",
+        Ship::Tcp => "tcp",
+        Ship::TcpAsync => "tcp-async",
+    }
+}
+
+/// Run what the flags ask for; the exit code.
+pub fn run(a: RunArgs) -> Result<i32> {
+    let (workers, supervisors) = (&a.workers, &a.supervisors);
+    if a.lose_unsynced {
+        bail!(
+            "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
+        );
+    }
+    for e in &a.store {
+        e.check()?;
+    }
+    let sqlite_only = a.store.iter().all(|e| e.is_sqlite());
+    let scenario = a.scenario;
+    let net_chaos = dhp_chaos::scenario::Options {
+        rounds: a.net_rounds,
+        checkpoints: a.net_checkpoints,
+        quiet: a.quiet,
+        allow_known_reference_bugs: a.allow_known_reference_bugs,
+    };
+    if scenario.is_some() {
+        dhp_chaos::scenario::net_chaos::validate(&net_chaos, a.chunk, a.base, a.pace, workers)?;
+        let many = a.rounds != 1 || a.nightly || a.hosts.is_some() || !sqlite_only;
+        if many
+            || a.faults.is_some()
+            || a.nemesis.is_some()
+            || a.disk.is_some()
+            || a.clock > 0.0
+            || a.ship != Ship::File
+        {
+            bail!("--scenario net-chaos runs its own fault script on one SQLite store with TCP shipping: not with --rounds, --nightly, --hosts, --store postgres, --faults, --nemesis, --disk, --clock or --ship (its rounds: --net-rounds)");
+        }
+    } else {
+        // the census ranges of every handoff fit in 64 bits
+        let span = a.chunks.checked_mul(a.chunk).and_then(|s| s.checked_mul(u64::from(a.handoffs)));
+        if span.and_then(|s| s.checked_add(a.base)).is_none() {
+            bail!("--handoffs × --chunks × --chunk numbers from --base overflow 64 bits");
+        }
+    }
+    let mut ship = a.ship;
+    if a.hosts.is_some() {
+        if !sqlite_only {
+            bail!("--hosts runs a SQLite store per host; --store postgres is not supported with --hosts");
+        }
+        if ship == Ship::File {
+            ship = Ship::Tcp; // hosts ship to each other over TCP
+        }
+        dhp_chaos::hosts::net::check_support()?;
+    }
+    if ship.is_tcp() && workers.uses_python() {
+        bail!(
+            "--ship {} need builtin workers or a command taking `dhp work`'s --ship-to flags (the reference's work_driver4.py ships to a file only)",
+            if a.hosts.is_some() { "tcp (--hosts)" } else { ship_label(a.ship) }
+        );
+    }
+    let nemesis = a.nemesis.as_deref().map(|n| parse_nemesis(n, ship.is_tcp())).transpose()?;
+    // `--nemesis clock` / `disk` without their own flags: documented defaults
+    let clock_share = match &nemesis {
+        Some(n) if n.clock && a.clock == 0.0 => NEMESIS_CLOCK_SHARE,
+        _ => a.clock,
+    };
+    let disk_bytes = match &nemesis {
+        Some(n) if n.disk && a.disk.is_none() => Some(dhp_chaos::round::parse_size(NEMESIS_DISK)?),
+        _ => a.disk,
+    };
+    let store_disk = match &nemesis {
+        Some(n) if n.disk && a.store_disk.is_none() && sqlite_only => Some(NEMESIS_STORE_DISK.to_string()),
+        _ => a.store_disk.clone(),
+    };
+    let store_disk_bytes = dhp_chaos::round::store_disk_checked(store_disk.as_deref(), sqlite_only, a.io_errors)?;
+    if disk_bytes.is_some() && !ship.is_tcp() {
+        bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
+    }
+    if disk_bytes.is_some() && !nix::unistd::geteuid().is_root() {
+        bail!("--disk mounts a tmpfs and needs root; refusing to run disk faults without it (other faults run without --disk)");
+    }
+    if clock_share > 0.0 {
+        dhp_chaos::clock::libfaketime()?;
+    }
+    let transport = a.transport.clone().map(|w| w.0);
+    if transport.is_some() && !(ship.is_tcp() || scenario.is_some()) {
+        bail!("--transport needs a command and --ship tcp or tcp-async");
+    }
+    // `--scenario net-chaos --transport python`: the reference's TransportServer is the peer
+    let py_peer = scenario.is_some() && transport.as_deref().is_some_and(|t| t == ["python"]);
+    let uses_py = workers.uses_python() || supervisors.uses_python() || py_peer;
+    let (python, reference_dir) = if uses_py {
+        let py = python::interpreter(a.python.as_deref())?;
+        let (dir, version) = python::reference_dir(&py)?;
+        if version != "1.3.0" {
+            eprintln!("dhp-chaos: warning: reference package is dhp-protocol {version}, expected 1.3.0");
+        }
+        (Some(py), Some(dir))
+    } else {
+        (None, None)
+    };
+    let dhp = locate::dhp_binary(a.dhp.as_deref())?;
+    let seed = a.seed.unwrap_or_else(rand::random::<u64>);
+    let fault_interval = match a.fault_interval {
+        Some(i) => i,
+        None if uses_py => (0.6, 1.6),
+        None => (0.15, 0.55),
+    };
+    let mut failpoint_rate = a.failpoint_rate.unwrap_or(DEFAULT_FAILPOINT_RATE);
+    // failpoints asked for by name (not just the default rate)
+    let mut failpoints_named = a.failpoint_rate.is_some_and(|r| r > 0.0);
+    let fault_mix = match (&nemesis, &a.faults) {
+        (Some(n), _) => {
+            if !n.failpoints {
+                failpoint_rate = 0.0;
+            }
+            failpoints_named |= n.failpoints;
+            // a PostgreSQL store has no store directory to fill
+            n.mix.iter().copied().filter(|(k, _)| sqlite_only || *k != FaultKind::StoreFull).collect()
+        }
+        (None, Some(m)) => m.0.clone(),
+        (None, None) if ship.is_tcp() => {
+            let mut m = default_fault_mix();
+            m.push((FaultKind::KillTransport, 6.0));
+            if a.hosts.is_some() {
+                m.push((FaultKind::Partition, 8.0));
+            }
+            m
+        }
+        (None, None) => default_fault_mix(),
+    };
+    if a.hosts.is_none()
+        && fault_mix.iter().any(|(k, w)| matches!(k, FaultKind::Partition | FaultKind::HostDeath) && *w > 0.0)
+    {
+        bail!("partitions and host death need --hosts N (there is no network and no second host in a one-host round)");
+    }
+    if disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::DiskFull && *w > 0.0) {
+        bail!("disk-full faults fill the transport server's disk: they need --disk SIZE (and --ship tcp)");
+    }
+    if store_disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::StoreFull && *w > 0.0) {
+        bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
+    }
+    let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
+    if !ship.is_tcp() && links {
+        bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");
+    }
+    // a failpoint that cannot fire is refused (asked for) or switched off and said (the default),
+    // never left to do nothing in silence
+    let builtin_workers = matches!(workers, Impl::Builtin | Impl::Mixed);
+    if failpoint_rate > 0.0 && builtin_workers && !locate::has_failpoints(&dhp)? {
+        let why = format!(
+            "{} has no failpoints (built without the cargo feature `failpoints`, as installed tools are), so a failpoint fault cannot be injected",
+            dhp.display()
+        );
+        if failpoints_named {
+            bail!("{why}: refusing --nemesis failpoint / --failpoint-rate; pass --dhp a build with them (`cargo build -p dhp-core --bin dhp --features failpoints`), or leave failpoints out");
+        }
+        println!("dhp-chaos: {why}; failpoint faults are off for this run (--dhp a build with them to inject them)");
+        failpoint_rate = 0.0;
+    }
+    let timing = Timing {
+        lease_interval_s: a.lease_interval,
+        lease_max_missed: a.lease_max_missed,
+        supervisor_scan_s: a.scan,
+        leader_ttl_s: a.leader_ttl,
+    };
+    if timing.leader_ttl_s <= timing.supervisor_scan_s {
+        bail!("--leader-ttl must exceed --scan");
+    }
+    let started_at = chrono::Utc::now();
+    let out = match &a.out {
+        Some(o) => o.clone(),
+        None => {
+            std::env::temp_dir().join("dhp-chaos").join(format!("seed-{seed}-{}", started_at.format("%Y%m%dT%H%M%S")))
+        }
+    };
+    // a second run into one directory would mix its rounds and results with the first's
+    if std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
+        bail!("--out {} is not empty (a previous run's?): give a new or empty directory", out.display());
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
+    println!("dhp-chaos: run directory {}", out.display());
+    if scenario.is_none() {
+        println!(
+        "dhp-chaos: workers {}, supervisors {} ×{}, shipping {}, {} handoffs × {} chunks, faults every {:.2}–{:.2}s, lease {}s×{}, dhp {}",
+        workers.label(),
+        supervisors.label(),
+        a.supervisor_count,
+        match (a.hosts, ship) {
+            (Some(n), Ship::TcpAsync) => format!("tcp-async between {n} hosts"),
+            (Some(n), _) => format!("tcp between {n} hosts"),
+            _ => ship_label(a.ship).to_string(),
+        },
+        a.handoffs,
+        a.chunks,
+        fault_interval.0,
+        fault_interval.1,
+        timing.lease_interval_s,
+        timing.lease_max_missed,
+        dhp.display()
+        );
+    }
+    let tmpl = RoundConfig {
+        seed,
+        round: 0,
+        handoffs: a.handoffs,
+        chunks: a.chunks,
+        chunk: a.chunk,
+        base: a.base,
+        pace_s: a.pace,
+        max_attempts: a.max_attempts,
+        dlq_handoffs: a.dlq_handoffs.min(a.handoffs),
+        dlq_max_attempts: a.dlq_max_attempts,
+        workers: workers.clone(),
+        supervisors: supervisors.clone(),
+        supervisor_count: a.supervisor_count,
+        fault_interval_s: fault_interval,
+        fault_mix,
+        failpoint_rate,
+        race_rate: a.race_rate,
+        pause_max_s: a.pause_max,
+        supervisor_restart_max_s: a.supervisor_restart_max,
+        fault_seconds: a.fault_seconds,
+        faults_after_checkpoints: a.faults_after_checkpoints,
+        grace_seconds: a.grace,
+        timing,
+        ship,
+        ship_max_lag: a.ship_max_lag,
+        transport: transport.clone(),
+        disk_bytes,
+        store_disk_bytes,
+        clock: dhp_chaos::config::ClockFaults {
+            share: clock_share,
+            max_offset_s: a.clock_offset,
+            max_rate: a.clock_rate,
+        },
+        pause_points: a.pause_points.clone(),
+        liveness: !a.no_liveness,
+        dhp,
+        python,
+        reference_dir,
+        replay: String::new(),
+        run_id: format!("{:08x}", rand::random::<u32>()),
+        engine: "sqlite".into(),
+        pg_url: None,
+        host: None,
+        pg_data: None,
+    };
+    if scenario.is_some() {
+        let o = net_chaos;
+        let mut cfg = dhp_chaos::scenario::net_chaos::config(&tmpl, &o)?;
+        cfg.replay = replay_command(seed);
+        println!(
+            "dhp-chaos: scenario net-chaos: {} rounds × {} checkpoints, workers {}, supervisors {} ×{}, pace {}s, peer {}",
+            o.rounds,
+            o.checkpoints,
+            workers.label(),
+            supervisors.label(),
+            a.supervisor_count,
+            cfg.pace_s,
+            transport.as_ref().map_or("dhp transport".into(), |t| t.join(" "))
+        );
+        return dhp_chaos::scenario::run(&cfg, &o, &out);
+    }
+    run_engines(&a, &tmpl, &out, started_at)
+}
