@@ -52,7 +52,10 @@ impl Driver<'_> {
             (Role::Transport, _) => "the transport server".into(),
         };
         let lived = e.t - p.spawned;
-        let own_failure = !p.killed_by_harness && !fired && !e.stopped && e.code != Some(0);
+        // exit 5 (OwnershipLost, LeaseLost, FencingError) is a worker losing
+        // a race the protocol expects it to lose, not a failure to start
+        let lost_race = p.role == Role::Worker && e.code == Some(5);
+        let own_failure = !p.killed_by_harness && !fired && !e.stopped && e.code != Some(0) && !lost_race;
         let early = own_failure && lived < EARLY_S && !self.environment_faulted();
         let n = self.starts.note(&key, early);
         if n >= LIMIT {

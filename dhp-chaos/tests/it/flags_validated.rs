@@ -28,7 +28,7 @@ fn bad_timings_and_rates_are_usage_errors() {
         ("--clock-rate", "0.5"),
         ("--fault-interval", "0,1"),
         ("--fault-interval", "nan,1"),
-        ("--budget-minutes", "0"),
+        ("--budget-minutes", "-1"),
         ("--handoffs", "0"),
         ("--chunk", "0"),
         ("--supervisor-count", "1"),

@@ -42,6 +42,18 @@ pub struct Run {
     pub results: Value,
 }
 
+/// The run directory goes with the run once the test is done with it; a
+/// failing test (panicking) keeps it, for a look at what happened.
+impl Drop for Run {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("run directory kept: {}", self.out.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.out);
+        }
+    }
+}
+
 impl Run {
     pub fn totals(&self) -> &Value {
         &self.results["totals"]
