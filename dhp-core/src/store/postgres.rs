@@ -24,6 +24,7 @@
 mod ddl;
 pub mod live;
 mod one_trip;
+pub mod passfile;
 pub mod tls;
 mod tx;
 
@@ -37,11 +38,28 @@ use postgres::{Client, Statement};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Connect timeout when the URL gives none (`connect_timeout=` overrides).
+/// It bounds a whole connection attempt per host — TCP connect, TLS,
+/// start-up and authentication — not only the TCP connect (a server that
+/// accepts and never answers is given up on within it).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The least `statement_timeout` a session gets (see [`statement_timeout_ms`]).
+pub const MIN_STATEMENT_TIMEOUT_MS: u64 = 30_000;
+
+/// `statement_timeout` for every session of a store handle: twice
+/// [`idle_in_transaction_ms`] (a statement may wait that long for a lock
+/// held by a stalled writer, which the server cuts off), at least
+/// [`MIN_STATEMENT_TIMEOUT_MS`]. A statement still running (or waiting)
+/// after that is cancelled by the server and the call fails with a store
+/// error. A URL's own `options=-c statement_timeout=…` wins.
+pub fn statement_timeout_ms() -> u64 {
+    idle_in_transaction_ms().saturating_mul(2).clamp(MIN_STATEMENT_TIMEOUT_MS, i32::MAX as u64)
+}
 
 /// Server-side socket settings for every session: a client host that
 /// vanishes without closing its connections is dropped (and its advisory
@@ -128,6 +146,8 @@ pub struct PgStore {
     tls: tls::MakeRustls,
     conn: Mutex<Option<Conn>>,
     listener: Mutex<Option<Client>>,
+    /// A connection attempt that outlived its bound ([`connect_bounded`]).
+    pending: Arc<Mutex<Option<PendingConnect>>>,
     key: i32,
     /// The one-round-trip functions exist ([`one_trip`]).
     one_trip: AtomicBool,
@@ -165,6 +185,69 @@ fn unix_sockets_only(config: &postgres::Config) -> bool {
         && hosts.iter().all(|h| matches!(h, postgres::config::Host::Unix(_)))
 }
 
+/// What a password file is matched against: the first host (a socket
+/// directory as its path; libpq's `localhost` when none is given), port
+/// (default 5432), database (default: the user) and user (default: the
+/// user running this process, as the client library).
+fn passfile_target(config: &postgres::Config) -> passfile::Target {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => config.get_hostaddrs().first().map_or_else(|| "localhost".into(), |a| a.to_string()),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+    let dbname = config.get_dbname().map_or_else(|| user.clone(), str::to_string);
+    passfile::Target { host, port, dbname, user }
+}
+
+/// A connection attempt running on a thread of its own: its result, when
+/// the server answers.
+type PendingConnect = mpsc::Receiver<std::result::Result<Client, postgres::Error>>;
+
+/// Open a connection, the whole handshake bounded by the connect timeout
+/// (per host of the URL). The client library bounds only the TCP connect,
+/// and a server (or proxy) that accepts the connection and never answers
+/// would block the start-up exchange for ever; so the attempt runs on a
+/// thread of its own and is given up on after the bound. An attempt given
+/// up on is kept (`pending`): the next call waits for it again rather than
+/// starting another, so a hung server costs one blocked thread per store
+/// handle, not one per retry; it ends when the server answers or the
+/// connection drops.
+fn connect_bounded(
+    config: &postgres::Config,
+    tls: &tls::MakeRustls,
+    pending: &Mutex<Option<PendingConnect>>,
+) -> Result<Client> {
+    let hosts = config.get_hosts().len().max(config.get_hostaddrs().len()).max(1) as u32;
+    let limit = config.get_connect_timeout().copied().unwrap_or(DEFAULT_CONNECT_TIMEOUT) * hosts;
+    let mut slot = pending.lock().unwrap_or_else(|p| p.into_inner());
+    let rx = match slot.take() {
+        Some(rx) => rx,
+        None => {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let (c, t) = (config.clone(), tls.clone());
+            std::thread::Builder::new()
+                .name("dhp-pg-connect".into())
+                .spawn(move || {
+                    let _ = tx.send(c.connect(t));
+                })
+                .map_err(|e| Error::validation_from(format!("cannot start a connection thread: {e}"), e))?;
+            rx
+        }
+    };
+    match rx.recv_timeout(limit) {
+        Ok(res) => res.map_err(|source| Error::pg_connect(target(config), source)),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            *slot = Some(rx);
+            Err(Error::pg_connect_timeout(target(config), limit))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Error::validation(format!("the connection attempt to {} ended without a result", target(config))))
+        }
+    }
+}
+
 /// `host:port/db` for messages (never the password).
 fn target(config: &postgres::Config) -> String {
     let host = match config.get_hosts().first() {
@@ -198,6 +281,11 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
+        if config.get_password().is_none_or(|p| p.is_empty()) {
+            if let Some(pw) = passfile::lookup(&passfile_target(&config), loc.passfile.as_deref()) {
+                config.password(pw);
+            }
+        }
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             // libpq would guess a socket directory; say what to give instead.
             return Err(Error::StoreLocation {
@@ -222,9 +310,10 @@ impl PgStore {
         }
         let user_options = config.get_options().unwrap_or("").to_string();
         // Ours first, so that the URL's `options` can override the timeout.
-        let idle = idle_in_transaction_ms();
+        let (idle, statement) = (idle_in_transaction_ms(), statement_timeout_ms());
         config.options(&format!(
-            "-c idle_in_transaction_session_timeout={idle} {user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}",
+            "-c idle_in_transaction_session_timeout={idle} -c statement_timeout={statement} {user_options} \
+             -c search_path={} {SERVER_SOCKET_OPTIONS}",
             loc.schema
         ));
         let store = PgStore {
@@ -233,6 +322,7 @@ impl PgStore {
             tls: tls::MakeRustls::new(loc)?,
             conn: Mutex::new(None),
             listener: Mutex::new(None),
+            pending: Arc::new(Mutex::new(None)),
             key: store_key(&loc.schema),
             one_trip: AtomicBool::new(false),
         };
@@ -260,8 +350,8 @@ impl PgStore {
     /// A function that opens a new connection to this store (for threads
     /// that outlive a borrow of the store).
     pub(crate) fn connector(&self) -> impl Fn() -> Result<Client> + Send + 'static {
-        let (config, tls) = (self.config.clone(), self.tls.clone());
-        move || config.connect(tls.clone()).map_err(|source| Error::pg_connect(target(&config), source))
+        let (config, tls, pending) = (self.config.clone(), self.tls.clone(), self.pending.clone());
+        move || connect_bounded(&config, &tls, &pending)
     }
 
     /// The live connection, reconnecting if the last one broke.

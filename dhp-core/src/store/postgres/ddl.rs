@@ -110,15 +110,89 @@ fn not_a_store(loc: &PgLocation, reason: impl Into<String>) -> Error {
     Error::NotAStore { location: loc.to_string(), reason: reason.into() }
 }
 
+/// The columns of each table of [`SCHEMA_SQL`], in order, with their types
+/// as `information_schema.columns.data_type` names them: read from the
+/// DDL itself, so the check of an existing store and the creation of a new
+/// one cannot disagree.
+pub fn layout() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    let mut tables = Vec::new();
+    let mut current: Option<(&'static str, Vec<(&'static str, &'static str)>)> = None;
+    for line in SCHEMA_SQL.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("CREATE TABLE IF NOT EXISTS ") {
+            current = Some((rest.trim_end_matches(" (").trim(), Vec::new()));
+        } else if line.starts_with(");") {
+            tables.extend(current.take());
+        } else if let Some((_, cols)) = current.as_mut() {
+            if line.starts_with("PRIMARY KEY") {
+                continue;
+            }
+            let Some((name, rest)) = line.split_once(' ') else { continue };
+            let ty = if rest.starts_with("DOUBLE PRECISION") {
+                "double precision"
+            } else if rest.starts_with("BIGINT") {
+                "bigint"
+            } else {
+                "text"
+            };
+            cols.push((name, ty));
+        }
+    }
+    tables
+}
+
+/// What a non-empty schema lacks to be a complete DHP v3 layout (every
+/// table of [`SCHEMA_SQL`] with every column of its type), in words;
+/// `None` when nothing.
+fn incomplete(t: &mut Transaction<'_>, schema: &str, tables: &[String]) -> Result<Option<String>> {
+    let mut missing_tables = Vec::new();
+    let mut wrong = Vec::new();
+    let rows = t.query(
+        "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns \
+         WHERE table_schema = $1",
+        &[&schema],
+    )?;
+    for (table, cols) in layout() {
+        if !tables.iter().any(|n| n == table) {
+            missing_tables.push(table);
+            continue;
+        }
+        for (col, ty) in cols {
+            let found = rows.iter().find(|r| r.get::<_, String>(0) == table && r.get::<_, String>(1) == col);
+            match found.map(|r| r.get::<_, String>(2)) {
+                None => wrong.push(format!("{table}.{col} is missing")),
+                Some(t) if t != ty => wrong.push(format!("{table}.{col} is {t}, not {ty}")),
+                Some(_) => {}
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    if !missing_tables.is_empty() {
+        parts.push(format!("no table {}", missing_tables.join(", ")));
+    }
+    if !wrong.is_empty() {
+        parts.push(wrong.into_iter().take(5).collect::<Vec<_>>().join(", "));
+    }
+    Ok((!parts.is_empty()).then(|| parts.join("; ")))
+}
+
 /// Inside one transaction that holds the store's init lock: check what the
-/// schema holds, refuse a newer version or a foreign schema before writing
-/// anything, then (when `create`) create what is missing.
+/// schema holds, refuse a newer version or anything that is not a complete
+/// DHP store before writing anything, then (when `create`, and only in a
+/// missing or empty schema) create the store.
+///
+/// A schema is a DHP store when it holds every table of [`SCHEMA_SQL`]
+/// with every column (name and type) and `schema_version` holds version
+/// [`SCHEMA_VERSION`]. A `schema_version` table (DHP's columns) at a newer
+/// version is [`Error::NewerSchema`]; any other non-empty schema — an
+/// application's own `schema_version` (a common migration-tool name), a
+/// partial or altered layout, foreign tables — is [`Error::NotAStore`],
+/// whatever the command: a store is created only where there is nothing.
 pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Result<()> {
     let schema = loc.schema.as_str();
     let exists = t.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])?.is_some();
     let tables: Vec<String> = if exists {
         t.query(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
              WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname",
             &[&schema],
         )?
@@ -128,49 +202,79 @@ pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Resul
     } else {
         Vec::new()
     };
-    let has = |name: &str| tables.iter().any(|t| t == name);
-    if has("schema_version") {
-        let cols: Vec<String> = t
-            .query(
-                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = $1 \
-                 AND table_name = 'schema_version'",
-                &[&schema],
-            )?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        if !cols.iter().any(|c| c == "version") {
-            return Err(not_a_store(loc, "its schema_version table has no version column: not a DHP store"));
+    if tables.is_empty() {
+        if !create {
+            let what = if exists { "is empty" } else { "does not exist" };
+            return Err(not_a_store(loc, format!("no DHP store here: schema {schema} {what}")));
         }
-        let found: Option<i64> = t.query_one("SELECT MAX(version)::bigint FROM schema_version", &[])?.get(0);
-        if let Some(v) = found.filter(|v| *v > SCHEMA_VERSION) {
-            return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION });
+        if !exists {
+            t.batch_execute(&format!("CREATE SCHEMA \"{schema}\""))?;
         }
-        let missing: Vec<&str> = TABLES.iter().copied().filter(|n| !has(n)).collect();
-        if found == Some(SCHEMA_VERSION) && missing.is_empty() {
-            return Ok(());
-        }
-        if !create && found.is_none() {
-            return Err(not_a_store(loc, "schema_version is empty: the store was never initialised"));
-        }
-    } else if !tables.is_empty() {
+        t.batch_execute(SCHEMA_SQL)?;
+        t.execute(
+            "INSERT INTO schema_version (version, applied_at) \
+             VALUES ($1, extract(epoch FROM clock_timestamp())::float8)",
+            &[&SCHEMA_VERSION],
+        )?;
+        return Ok(());
+    }
+    let foreign = |why: String| not_a_store(loc, format!("schema {schema} is not a DHP store: {why}"));
+    let has_version = tables.iter().any(|n| n == "schema_version");
+    if !has_version {
         let shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
-        return Err(not_a_store(
-            loc,
-            format!("schema {schema} holds other tables ({}) and no schema_version: not a DHP store", shown.join(", ")),
-        ));
-    } else if !create {
-        let what = if exists { "is empty" } else { "does not exist" };
-        return Err(not_a_store(loc, format!("no DHP store here: schema {schema} {what}")));
+        return Err(foreign(format!("it holds other tables ({}) and no schema_version", shown.join(", "))));
     }
-    if !exists {
-        t.batch_execute(&format!("CREATE SCHEMA \"{schema}\""))?;
+    // DHP's schema_version first: a newer store is told apart from a foreign one
+    let version_cols: Vec<(String, String)> = t
+        .query(
+            "SELECT column_name::text, data_type::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = 'schema_version'",
+            &[&schema],
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let dhp_version_table = layout()
+        .into_iter()
+        .find(|(name, _)| *name == "schema_version")
+        .is_some_and(|(_, cols)| cols.iter().all(|(c, ty)| version_cols.iter().any(|(n, t)| n == c && t == ty)));
+    if !dhp_version_table {
+        let shown: Vec<String> = version_cols.iter().map(|(n, t)| format!("{n} {t}")).collect();
+        return Err(foreign(format!(
+            "its schema_version table ({}) is not DHP's (version bigint, applied_at double precision)",
+            shown.join(", ")
+        )));
     }
-    t.batch_execute(SCHEMA_SQL)?;
-    t.execute(
-        "INSERT INTO schema_version (version, applied_at) VALUES ($1, extract(epoch FROM clock_timestamp())::float8) \
-         ON CONFLICT (version) DO NOTHING",
-        &[&SCHEMA_VERSION],
-    )?;
-    Ok(())
+    let found: Option<i64> = t.query_one("SELECT MAX(version)::bigint FROM schema_version", &[])?.get(0);
+    match found {
+        Some(v) if v > SCHEMA_VERSION => return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION }),
+        Some(v) if v == SCHEMA_VERSION => {}
+        Some(v) => return Err(foreign(format!("schema_version holds version {v}, not {SCHEMA_VERSION}"))),
+        None => return Err(foreign("schema_version is empty".into())),
+    }
+    match incomplete(t, schema, &tables)? {
+        Some(why) => Err(foreign(format!("the layout is incomplete ({why})"))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layout_is_read_from_the_ddl() {
+        let l = layout();
+        let names: Vec<&str> = l.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, TABLES);
+        let handoffs = &l.iter().find(|(n, _)| *n == "handoffs").unwrap().1;
+        assert_eq!(
+            handoffs,
+            &[("hid", "text"), ("envelope_json", "text"), ("updated_at", "double precision"), ("status", "text")]
+        );
+        let version = &l[0].1;
+        assert_eq!(version, &[("version", "bigint"), ("applied_at", "double precision")]);
+        let n: usize = l.iter().map(|(_, c)| c.len()).sum();
+        assert_eq!(n, SCHEMA_SQL.lines().filter(|l| l.starts_with("    ") && !l.contains("PRIMARY KEY (")).count());
+    }
 }

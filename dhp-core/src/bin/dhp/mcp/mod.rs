@@ -12,7 +12,7 @@ mod calls;
 mod server;
 mod tools;
 
-use dhp_core::store::{open_root, OpenMode};
+use dhp_core::store::OpenMode;
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
@@ -28,14 +28,16 @@ pub struct McpArgs {
 
 /// Serve until the client closes stdin. stdout carries only MCP frames;
 /// logs go to stderr.
-pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
+pub fn run(a: McpArgs, cfg: Config) -> Result<(), crate::failure::Failure> {
     // The holder name of this runner is never used for ownership: every
     // tool that touches a lease re-binds it to the caller's worker_id.
-    let opened = open_root(&a.root, OpenMode::Create)?;
+    // on PostgreSQL every store call is bounded (crate::bound)
+    let opened = crate::bound::open_watched(&a.root, OpenMode::Create)?;
     let runner = Runner::new(opened.backend, "dhp-mcp", cfg)?;
-    tracing::info!(root = %a.root.display(), "dhp mcp serving");
+    let shown = dhp_core::store::location::mask_secrets(&a.root.display().to_string());
+    tracing::info!(root = %shown, "dhp mcp serving");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| {
         Error::transport_from(TransportKind::Start, format!("mcp: cannot start the async runtime: {e}"), e)
     })?;
-    rt.block_on(server::serve(runner))
+    Ok(rt.block_on(server::serve(runner))?)
 }
