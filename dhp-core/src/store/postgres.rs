@@ -185,22 +185,6 @@ fn unix_sockets_only(config: &postgres::Config) -> bool {
         && hosts.iter().all(|h| matches!(h, postgres::config::Host::Unix(_)))
 }
 
-/// What a password file is matched against: the first host (a socket
-/// directory as its path; libpq's `localhost` when none is given), port
-/// (default 5432), database (default: the user) and user (default: the
-/// user running this process, as the client library).
-fn passfile_target(config: &postgres::Config) -> passfile::Target {
-    let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
-        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
-        None => config.get_hostaddrs().first().map_or_else(|| "localhost".into(), |a| a.to_string()),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
-    let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
-    let dbname = config.get_dbname().map_or_else(|| user.clone(), str::to_string);
-    passfile::Target { host, port, dbname, user }
-}
-
 /// A connection attempt running on a thread of its own: its result, when
 /// the server answers.
 type PendingConnect = mpsc::Receiver<std::result::Result<Client, postgres::Error>>;
@@ -281,11 +265,7 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        if config.get_password().is_none_or(|p| p.is_empty()) {
-            if let Some(pw) = passfile::lookup(&passfile_target(&config), loc.passfile.as_deref()) {
-                config.password(pw);
-            }
-        }
+        passfile::fill_password(&mut config, loc.passfile.as_deref());
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             // libpq would guess a socket directory; say what to give instead.
             return Err(Error::StoreLocation {

@@ -37,6 +37,33 @@ pub fn lookup(target: &Target, passfile: Option<&Path>) -> Option<String> {
     read_file(&path, target)
 }
 
+/// Give `config` a password when its URL has none (or an empty one):
+/// [`lookup`] for its first host, port, database and user. A config that
+/// has one is left alone (the URL's password wins, as in libpq).
+pub fn fill_password(config: &mut postgres::Config, passfile: Option<&Path>) {
+    if config.get_password().is_none_or(|p| p.is_empty()) {
+        if let Some(pw) = lookup(&target_of(config), passfile) {
+            config.password(pw);
+        }
+    }
+}
+
+/// What a password file is matched against: the first host (a socket
+/// directory as its path; libpq's `localhost` when none is given), port
+/// (default 5432), database (default: the user) and user (default: the
+/// user running this process, as the client library).
+pub fn target_of(config: &postgres::Config) -> Target {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => config.get_hostaddrs().first().map_or_else(|| "localhost".into(), |a| a.to_string()),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+    let dbname = config.get_dbname().map_or_else(|| user.clone(), str::to_string);
+    Target { host, port, dbname, user }
+}
+
 /// `PGPASSFILE`, else `$HOME/.pgpass`.
 fn default_file() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PGPASSFILE").filter(|p| !p.is_empty()) {

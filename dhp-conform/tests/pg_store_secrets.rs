@@ -1,0 +1,58 @@
+//! A PostgreSQL `--store` password never reaches what dhp-conform prints
+//! or writes — its stderr, the JSON summary, the HTML report — in any of
+//! libpq's forms (here `?password=`, which used to be printed in clear,
+//! also inside an adapter's stderr kept with a failure). A connection the
+//! server refuses is explained: its message and what to do, not "db error".
+
+mod common;
+mod pg_common;
+use common::*;
+
+/// `postgres://user:pw@rest` → (`postgres://user@rest?password=pw`, pw).
+fn query_password(url: &str) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (auth, tail) = rest.split_once('@').expect("test URL has credentials");
+    let (user, pw) = auth.split_once(':').expect("test URL has a password");
+    let sep = if tail.contains('?') { '&' } else { '?' };
+    (format!("{scheme}://{user}@{tail}{sep}password={pw}"), pw.to_string())
+}
+
+#[test]
+fn a_query_parameter_password_is_in_no_output() {
+    let db = pg_common::FreshDb::new("secrets");
+    let (url, pw) = query_password(&db.url);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    // a mutant that fails one assertion and logs every request (which
+    // carries the store's URL) on its stderr, kept with the failure
+    let cmd = mutant_adapter("ack-before-complete", "--log-requests");
+    let run =
+        conform(&["--impl", &cmd, "--store", &url, "ack-after-complete", "--exact", "--html", &d, "--format", "json"]);
+    assert_eq!(run.code, 101, "{}\n{}", run.stdout, run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert!(run.stdout.contains("password=***"), "the JSON names the store, masked: {}", run.stdout);
+    for (what, text) in [("stderr", &run.stderr), ("JSON summary", &run.stdout), ("HTML report", &html)] {
+        assert!(!text.contains(&pw), "the password is in dhp-conform's {what}:\n{text}");
+    }
+}
+
+#[test]
+fn a_refused_connection_says_why_and_what_to_do() {
+    let db = pg_common::FreshDb::new("refused");
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let (auth, tail) = rest.split_once('@').unwrap();
+    let user = auth.split(':').next().unwrap();
+    let wrong = format!("{scheme}://{user}:not-the-password@{tail}");
+    let run = conform(&["--store", &wrong, "no-crossed-inputs", "--exact"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("password authentication failed"), "{}", run.stderr);
+    assert!(run.stderr.contains("PGPASSWORD"), "what to do: {}", run.stderr);
+    assert!(!run.stderr.contains("not-the-password"), "{}", run.stderr);
+
+    let (head, _) = db.url.rsplit_once('/').unwrap();
+    let missing = format!("{head}/no_such_db_here");
+    let run = conform(&["--store", &missing, "no-crossed-inputs", "--exact"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("database \"no_such_db_here\" does not exist"), "{}", run.stderr);
+    assert!(run.stderr.contains("create the database"), "what to do: {}", run.stderr);
+}
