@@ -246,7 +246,7 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Work(a) => work::work(a, cfg),
         Cmd::Transport(a) => serve::transport_server(a, cfg),
         #[cfg(feature = "mcp")]
-        Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())).map_err(Failure::from),
+        Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())),
         #[cfg(feature = "a2a")]
         Cmd::A2a(a) => a2a::serve(a, cfg),
     }
