@@ -69,8 +69,12 @@ pub fn supervisor(
     let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
     check_worker_id(id)?;
     let stop = install_stop_flag();
-    // SECONDS and SIGTERM/SIGINT hold even while a store call hangs
-    let done = crate::bound::exit_if_stuck(stop.clone(), std::time::Instant::now().checked_add(duration));
+    // on PostgreSQL, SECONDS and SIGTERM/SIGINT hold even while a store
+    // call hangs on a silent link (a SQLite store has no link to hang)
+    let on_pg =
+        matches!(dhp_core::store::StoreLocation::from_path(root), Ok(dhp_core::store::StoreLocation::Postgres(_)));
+    let done =
+        on_pg.then(|| crate::bound::exit_if_stuck(stop.clone(), std::time::Instant::now().checked_add(duration)));
     let OpenedRoot { backend, dir } = crate::bound::open_watched(root, OpenMode::Existing)?;
     let sup = Supervisor::new(backend, id, cfg, dir.clone())?;
     let hist = open_history(history.as_deref(), id)?;
@@ -90,7 +94,9 @@ pub fn supervisor(
         }
         Event::Pass { n, leader } => hist.record("scan", "ok", json!({"pass": n, "leader": leader})),
     });
-    done.store(true, Ordering::SeqCst);
+    if let Some(done) = &done {
+        done.store(true, Ordering::SeqCst);
+    }
     let metrics = sup.metrics.snapshot();
     let acts = watched.map_err(|e| {
         // Every pass failed: the store is unusable (corrupt, disk full).
