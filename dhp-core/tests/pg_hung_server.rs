@@ -209,3 +209,62 @@ fn a_supervisor_on_a_silent_link_ends_on_sigterm() {
     assert_eq!(code, 11, "{err}");
     assert!(err.contains("still waiting on the store") && err.contains("stop signal"), "{err}");
 }
+
+/// `dhp mcp` serving a PostgreSQL store whose link goes silent between two
+/// tool calls: the second call's store round trip is given up on after
+/// `statement_timeout` + 5 s (35 s by default) and the server exits 11,
+/// instead of leaving its client waiting for ever.
+#[test]
+fn mcp_on_a_link_that_goes_silent_gives_up_after_its_call_bound() {
+    let url = pg_support::fresh_url("hung_mcp");
+    let (code, v, err) = common::dhp(&["dispatch", &url, "--kind", "t", "--schema", "{}"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let hid = v["hid"].as_str().unwrap().to_string();
+    let cfg = postgres::Config::from_str(&pg_support::base_url()).unwrap();
+    let host = match cfg.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        other => panic!("the test server must be reached over TCP, not {other:?}"),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432);
+    let upstream = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port)).unwrap().next().unwrap();
+    let hold = Arc::new(AtomicBool::new(false));
+    let proxied = through(&url, blackhole_proxy(upstream, hold.clone()));
+    let mut mcp = Kill(
+        Command::new(dhp_bin())
+            .args(["mcp", "--root", &proxied])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = mcp.0.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = mcp.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
+    let init = rx.recv_timeout(Duration::from_secs(30)).expect("an initialize reply");
+    assert!(init.contains("\"id\":1"), "{init}");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let status = |id: u64| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "dhp_status", "arguments": {"handoff_id": hid}}});
+    send(status(2));
+    let first = rx.recv_timeout(Duration::from_secs(30)).expect("a dhp_status reply");
+    assert!(first.contains("\"id\":2") && first.contains("pending"), "{first}");
+
+    hold.store(true, Ordering::SeqCst);
+    send(status(3));
+    let bound = Duration::from_secs(35);
+    let (code, err, took) = wait_exit(&mut mcp, bound + SLACK, "its call bound");
+    eprintln!("silent link → mcp exit {code} {took:?} after the call: {}", err.trim());
+    assert_eq!(code, 11, "{err}");
+    assert!(err.contains("no reply for"), "{err}");
+    assert!(took >= bound - Duration::from_secs(1), "{took:?}");
+}
