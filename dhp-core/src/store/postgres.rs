@@ -61,6 +61,77 @@ pub fn statement_timeout_ms() -> u64 {
     idle_in_transaction_ms().saturating_mul(2).clamp(MIN_STATEMENT_TIMEOUT_MS, i32::MAX as u64)
 }
 
+/// The `statement_timeout` (ms) the sessions of a store at `url` (a
+/// [`PgLocation::url`]) run with: the URL's own when its `options` set one
+/// (`-c statement_timeout=…`, in the server's units: `ms`, `s`, `min`,
+/// `h`, `d`, plain milliseconds), else [`statement_timeout_ms`]. `0`:
+/// none (the server's meaning).
+pub fn effective_statement_timeout_ms(url: &str) -> u64 {
+    let options = postgres::Config::from_str(url).ok().and_then(|c| c.get_options().map(str::to_string));
+    options.as_deref().and_then(|o| setting_ms(o, "statement_timeout")).unwrap_or_else(statement_timeout_ms)
+}
+
+/// The value of the last `-c NAME=VALUE` (`-cNAME=…`, `--NAME=…`) of a
+/// libpq `options` string, in milliseconds.
+fn setting_ms(options: &str, name: &str) -> Option<u64> {
+    let mut found = None;
+    let mut words = options.split_whitespace();
+    while let Some(w) = words.next() {
+        let kv = match w {
+            "-c" => match words.next() {
+                Some(kv) => kv,
+                None => break,
+            },
+            _ => match w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+                Some(kv) => kv,
+                None => continue,
+            },
+        };
+        if let Some((k, v)) = kv.split_once('=') {
+            if k.replace('-', "_") == name {
+                found = duration_ms(v).or(found);
+            }
+        }
+    }
+    found
+}
+
+/// `5000`, `5000ms`, `5s`, `2min`, `1h`, `1d` → milliseconds.
+fn duration_ms(v: &str) -> Option<u64> {
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let ms = (n * scale).ceil();
+    (ms.is_finite() && ms >= 0.0).then_some(ms.min(i32::MAX as f64) as u64)
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+
+    #[test]
+    fn a_urls_statement_timeout_is_read() {
+        assert_eq!(setting_ms("-c statement_timeout=5000", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("-cstatement_timeout=5s -c x=1", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("--statement-timeout=2min", "statement_timeout"), Some(120_000));
+        assert_eq!(setting_ms("-c statement_timeout=1 -c statement_timeout=0", "statement_timeout"), Some(0));
+        assert_eq!(setting_ms("-c lock_timeout=5", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c statement_timeout=soon", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c", "statement_timeout"), None);
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db"), statement_timeout_ms());
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db?options=-c%20statement_timeout%3D90s"), 90_000);
+    }
+}
+
 /// Server-side socket settings for every session: a client host that
 /// vanishes without closing its connections is dropped (and its advisory
 /// locks released) within about four seconds, inside the default 6 s lease.

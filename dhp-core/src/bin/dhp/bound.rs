@@ -33,13 +33,20 @@ fn as_json() -> bool {
 }
 
 /// Open ROOT as `mode` allows; on PostgreSQL, with every later call of the
-/// store watched against `statement_timeout` + [`CALL_MARGIN`] and the
-/// opening against the connect timeout (see the module).
+/// store watched against `statement_timeout` (the URL's, if it sets one) +
+/// [`CALL_MARGIN`] and the opening against the connect timeout and that
+/// (see the module).
 pub fn open_watched(root: &Path, mode: OpenMode) -> Result<OpenedRoot, Failure> {
     let StoreLocation::Postgres(pg) = StoreLocation::from_path(root)? else {
         return Ok(open_root(root, mode)?);
     };
-    let limit = Duration::from_millis(dhp_core::store::postgres::statement_timeout_ms()) + CALL_MARGIN;
+    // the URL's own statement_timeout, if it sets one; 0 (none) leaves
+    // the calls unwatched, as the operator asked
+    let statement = dhp_core::store::postgres::effective_statement_timeout_ms(&pg.url);
+    if statement == 0 {
+        return Ok(open_root(root, mode)?);
+    }
+    let limit = Duration::from_millis(statement) + CALL_MARGIN;
     let connect = std::str::FromStr::from_str(&pg.url)
         .ok()
         .and_then(|c: postgres::Config| c.get_connect_timeout().copied())
