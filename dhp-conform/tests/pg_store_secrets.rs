@@ -56,3 +56,24 @@ fn a_refused_connection_says_why_and_what_to_do() {
     assert!(run.stderr.contains("database \"no_such_db_here\" does not exist"), "{}", run.stderr);
     assert!(run.stderr.contains("create the database"), "what to do: {}", run.stderr);
 }
+
+/// The password need not be on dhp-conform's command line either:
+/// `PGPASSWORD` serves its own connections and, inherited, its adapters'.
+#[test]
+fn pgpassword_stands_in_for_the_url_password() {
+    let db = pg_common::FreshDb::new("pgpassword");
+    let (scheme, rest) = db.url.split_once("://").unwrap();
+    let (auth, tail) = rest.split_once('@').unwrap();
+    let (user, pw) = auth.split_once(':').unwrap();
+    let bare = format!("{scheme}://{user}@{tail}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dhp-conform"))
+        .args(["--store", &bare, "no-crossed-inputs", "--exact", "--format", "json"])
+        .env("DHP_PYTHON", python())
+        .env("PGPASSWORD", pw)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("\"passed\":1") || stdout.contains("\"passed\": 1"), "{stdout}");
+    assert_eq!(db.runner_schemas(), Vec::<String>::new(), "its schema was dropped: the runner connected too");
+}
