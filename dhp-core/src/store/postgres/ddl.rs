@@ -111,7 +111,7 @@ fn not_a_store(loc: &PgLocation, reason: impl Into<String>) -> Error {
 }
 
 /// The columns of each table of [`SCHEMA_SQL`], in order, with their types
-/// as `information_schema.columns.data_type` names them: read from the
+/// as `format_type` names them: read from the
 /// DDL itself, so the check of an existing store and the creation of a new
 /// one cannot disagree.
 pub fn layout() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
@@ -140,17 +140,21 @@ pub fn layout() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     tables
 }
 
+/// Every column of every relation of a schema: `(table, column, type)`,
+/// the type as `format_type` spells it (`text`, `bigint`, `double
+/// precision`). From the catalog, not `information_schema`, which hides
+/// the columns of tables the role has no privilege on.
+const COLUMNS_SQL: &str = "SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod) \
+     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+     WHERE n.nspname = $1 AND a.attnum > 0 AND NOT a.attisdropped";
+
 /// What a non-empty schema lacks to be a complete DHP v3 layout (every
 /// table of [`SCHEMA_SQL`] with every column of its type), in words;
 /// `None` when nothing.
 fn incomplete(t: &mut Transaction<'_>, schema: &str, tables: &[String]) -> Result<Option<String>> {
     let mut missing_tables = Vec::new();
     let mut wrong = Vec::new();
-    let rows = t.query(
-        "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns \
-         WHERE table_schema = $1",
-        &[&schema],
-    )?;
+    let rows = t.query(COLUMNS_SQL, &[&schema])?;
     for (table, cols) in layout() {
         if !tables.iter().any(|n| n == table) {
             missing_tables.push(table);
@@ -226,13 +230,10 @@ pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Resul
     }
     // DHP's schema_version first: a newer store is told apart from a foreign one
     let version_cols: Vec<(String, String)> = t
-        .query(
-            "SELECT column_name::text, data_type::text FROM information_schema.columns \
-             WHERE table_schema = $1 AND table_name = 'schema_version'",
-            &[&schema],
-        )?
+        .query(COLUMNS_SQL, &[&schema])?
         .iter()
-        .map(|r| (r.get(0), r.get(1)))
+        .filter(|r| r.get::<_, String>(0) == "schema_version")
+        .map(|r| (r.get(1), r.get(2)))
         .collect();
     let dhp_version_table = layout()
         .into_iter()
