@@ -114,24 +114,6 @@ fn duration_ms(v: &str) -> Option<u64> {
     (ms.is_finite() && ms >= 0.0).then_some(ms.min(i32::MAX as f64) as u64)
 }
 
-#[cfg(test)]
-mod timeout_tests {
-    use super::*;
-
-    #[test]
-    fn a_urls_statement_timeout_is_read() {
-        assert_eq!(setting_ms("-c statement_timeout=5000", "statement_timeout"), Some(5000));
-        assert_eq!(setting_ms("-cstatement_timeout=5s -c x=1", "statement_timeout"), Some(5000));
-        assert_eq!(setting_ms("--statement-timeout=2min", "statement_timeout"), Some(120_000));
-        assert_eq!(setting_ms("-c statement_timeout=1 -c statement_timeout=0", "statement_timeout"), Some(0));
-        assert_eq!(setting_ms("-c lock_timeout=5", "statement_timeout"), None);
-        assert_eq!(setting_ms("-c statement_timeout=soon", "statement_timeout"), None);
-        assert_eq!(setting_ms("-c", "statement_timeout"), None);
-        assert_eq!(effective_statement_timeout_ms("postgres://h/db"), statement_timeout_ms());
-        assert_eq!(effective_statement_timeout_ms("postgres://h/db?options=-c%20statement_timeout%3D90s"), 90_000);
-    }
-}
-
 /// Server-side socket settings for every session: a client host that
 /// vanishes without closing its connections is dropped (and its advisory
 /// locks released) within about four seconds, inside the default 6 s lease.
@@ -502,5 +484,23 @@ impl Backend for PgStore {
         let mut rest = n.iter();
         while rest.next()?.is_some() {}
         Ok(woken)
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+
+    #[test]
+    fn a_urls_statement_timeout_is_read() {
+        assert_eq!(setting_ms("-c statement_timeout=5000", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("-cstatement_timeout=5s -c x=1", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("--statement-timeout=2min", "statement_timeout"), Some(120_000));
+        assert_eq!(setting_ms("-c statement_timeout=1 -c statement_timeout=0", "statement_timeout"), Some(0));
+        assert_eq!(setting_ms("-c lock_timeout=5", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c statement_timeout=soon", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c", "statement_timeout"), None);
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db"), statement_timeout_ms());
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db?options=-c%20statement_timeout%3D90s"), 90_000);
     }
 }
