@@ -160,7 +160,22 @@ pub fn client(url: &str) -> Result<postgres::Client, String> {
     if cfg.get_connect_timeout().is_none() {
         cfg.connect_timeout(Duration::from_secs(10));
     }
-    cfg.connect(postgres::NoTls).map_err(|e| format!("connecting to {}: {}", mask(&base), explain(&e)))
+    // the client library bounds only the TCP connect: a server that accepts
+    // and never answers is given up on after the timeout too
+    let limit = cfg.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10));
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(cfg.connect(postgres::NoTls));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(res) => res.map_err(|e| format!("connecting to {}: {}", mask(&base), explain(&e))),
+        Err(_) => Err(format!(
+            "connecting to {}: no answer within {:.1} s (connect_timeout): the server, or a proxy in front of it, \
+             accepts connections but does not answer",
+            mask(&base),
+            limit.as_secs_f64()
+        )),
+    }
 }
 
 /// The server's message and what to do about it, for a failed connection

@@ -2,7 +2,8 @@
 //! or writes — its stderr, the JSON summary, the HTML report — in any of
 //! libpq's forms (here `?password=`, which used to be printed in clear,
 //! also inside an adapter's stderr kept with a failure). A connection the
-//! server refuses is explained: its message and what to do, not "db error".
+//! server refuses is explained: its message and what to do, not "db error";
+//! one that accepts and never answers is given up on.
 
 mod common;
 mod pg_common;
@@ -76,4 +77,38 @@ fn pgpassword_stands_in_for_the_url_password() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("\"passed\":1") || stdout.contains("\"passed\": 1"), "{stdout}");
     assert_eq!(db.runner_schemas(), Vec::<String>::new(), "its schema was dropped: the runner connected too");
+}
+
+/// A server that accepts and never answers: the `--store` check gives up
+/// after the connect timeout instead of hanging.
+#[test]
+fn a_silent_server_is_given_up_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    let url = format!("postgres://u:p@{addr}/db?connect_timeout=2");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dhp-conform"))
+        .args(["--store", &url, "no-crossed-inputs", "--exact"])
+        .env("DHP_PYTHON", python())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("dhp-conform still waits on a silent server after {:?}", t.elapsed());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no answer within 2.0 s"), "{err}");
 }

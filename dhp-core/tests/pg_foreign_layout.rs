@@ -136,3 +136,52 @@ fn missing_and_empty_schemas_still_become_stores() {
         assert_eq!(code, 0, "a complete store opens as is: {err}");
     }
 }
+
+#[test]
+fn an_older_dhp_store_is_upgraded_in_place() {
+    // a store at v2 (PROTOCOL §3.1: v1/v2 lack only tables v3 added): any
+    // command brings it to v3 and keeps its handoffs
+    let url = fresh_url("olderdhp");
+    let schema = schema_of(&url);
+    let mut args = vec!["dispatch", url.as_str()];
+    args.extend_from_slice(DISPATCH);
+    let (code, v, err) = dhp(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    let hid = v["hid"].as_str().unwrap().to_string();
+    sql(
+        &base_url(),
+        &format!(
+            "DELETE FROM {schema}.schema_version; INSERT INTO {schema}.schema_version VALUES (2, 0);
+             DROP TABLE {schema}.progress; DROP TABLE {schema}.capability_audit"
+        ),
+    );
+    let (code, v, err) = dhp(&["status", &url, &hid], &[]);
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["status"], "pending", "{v}");
+    let version = sql(&base_url(), &format!("SELECT max(version)::text FROM {schema}.schema_version"));
+    assert_eq!(version, vec![Some("3".to_string())]);
+    let tables = sql(
+        &base_url(),
+        &format!(
+            "SELECT count(*)::text FROM pg_tables WHERE schemaname = '{schema}' \
+             AND tablename IN ('progress', 'capability_audit')"
+        ),
+    );
+    assert_eq!(tables, vec![Some("2".to_string())], "the tables v3 added are created");
+
+    // but a v2 schema_version beside tables of another shape is foreign
+    let url = fresh_url("olderforeign");
+    let schema = schema_of(&url);
+    sql(
+        &base_url(),
+        &format!(
+            "CREATE SCHEMA {schema};
+             CREATE TABLE {schema}.schema_version (version BIGINT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL);
+             INSERT INTO {schema}.schema_version VALUES (2, 0);
+             CREATE TABLE {schema}.handoffs (id int, body jsonb);
+             CREATE TABLE {schema}.checkpoints (id int);
+             CREATE TABLE {schema}.ownership (id int)"
+        ),
+    );
+    refused_untouched(&url, "handoffs.hid is missing");
+}

@@ -148,35 +148,60 @@ const COLUMNS_SQL: &str = "SELECT c.relname::text, a.attname::text, format_type(
      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
      WHERE n.nspname = $1 AND a.attnum > 0 AND NOT a.attisdropped";
 
-/// What a non-empty schema lacks to be a complete DHP v3 layout (every
-/// table of [`SCHEMA_SQL`] with every column of its type), in words;
-/// `None` when nothing.
-fn incomplete(t: &mut Transaction<'_>, schema: &str, tables: &[String]) -> Result<Option<String>> {
-    let mut missing_tables = Vec::new();
-    let mut wrong = Vec::new();
-    let rows = t.query(COLUMNS_SQL, &[&schema])?;
-    for (table, cols) in layout() {
-        if !tables.iter().any(|n| n == table) {
-            missing_tables.push(table);
-            continue;
-        }
-        for (col, ty) in cols {
-            let found = rows.iter().find(|r| r.get::<_, String>(0) == table && r.get::<_, String>(1) == col);
-            match found.map(|r| r.get::<_, String>(2)) {
-                None => wrong.push(format!("{table}.{col} is missing")),
-                Some(t) if t != ty => wrong.push(format!("{table}.{col} is {t}, not {ty}")),
-                Some(_) => {}
+/// The tables every DHP schema version has (v1 and v2 lack only tables
+/// that v3 added: the reference's upgrade is additive).
+const CORE_TABLES: &[&str] = &["handoffs", "checkpoints", "ownership"];
+
+/// How a non-empty schema differs from the v3 layout: the tables of
+/// [`SCHEMA_SQL`] it lacks, and the columns of those it has that are
+/// missing or of another type.
+struct Gaps {
+    missing_tables: Vec<&'static str>,
+    wrong_columns: Vec<String>,
+}
+
+impl Gaps {
+    fn read(t: &mut Transaction<'_>, schema: &str, tables: &[String]) -> Result<Gaps> {
+        let mut gaps = Gaps { missing_tables: Vec::new(), wrong_columns: Vec::new() };
+        let rows = t.query(COLUMNS_SQL, &[&schema])?;
+        for (table, cols) in layout() {
+            if !tables.iter().any(|n| n == table) {
+                gaps.missing_tables.push(table);
+                continue;
+            }
+            for (col, ty) in cols {
+                let found = rows.iter().find(|r| r.get::<_, String>(0) == table && r.get::<_, String>(1) == col);
+                match found.map(|r| r.get::<_, String>(2)) {
+                    None => gaps.wrong_columns.push(format!("{table}.{col} is missing")),
+                    Some(t) if t != ty => gaps.wrong_columns.push(format!("{table}.{col} is {t}, not {ty}")),
+                    Some(_) => {}
+                }
             }
         }
+        Ok(gaps)
     }
-    let mut parts = Vec::new();
-    if !missing_tables.is_empty() {
-        parts.push(format!("no table {}", missing_tables.join(", ")));
+
+    /// In words, for a message.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.missing_tables.is_empty() {
+            parts.push(format!("no table {}", self.missing_tables.join(", ")));
+        }
+        if !self.wrong_columns.is_empty() {
+            parts.push(self.wrong_columns.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
+        }
+        parts.join("; ")
     }
-    if !wrong.is_empty() {
-        parts.push(wrong.into_iter().take(5).collect::<Vec<_>>().join(", "));
+
+    fn none(&self) -> bool {
+        self.missing_tables.is_empty() && self.wrong_columns.is_empty()
     }
-    Ok((!parts.is_empty()).then(|| parts.join("; ")))
+
+    /// An older DHP layout: every table it has is DHP's to the column, and
+    /// it has the tables every version has.
+    fn older_dhp(&self) -> bool {
+        self.wrong_columns.is_empty() && CORE_TABLES.iter().all(|c| !self.missing_tables.contains(c))
+    }
 }
 
 /// Inside one transaction that holds the store's init lock: check what the
@@ -187,10 +212,14 @@ fn incomplete(t: &mut Transaction<'_>, schema: &str, tables: &[String]) -> Resul
 /// A schema is a DHP store when it holds every table of [`SCHEMA_SQL`]
 /// with every column (name and type) and `schema_version` holds version
 /// [`SCHEMA_VERSION`]. A `schema_version` table (DHP's columns) at a newer
-/// version is [`Error::NewerSchema`]; any other non-empty schema — an
-/// application's own `schema_version` (a common migration-tool name), a
-/// partial or altered layout, foreign tables — is [`Error::NotAStore`],
-/// whatever the command: a store is created only where there is nothing.
+/// version is [`Error::NewerSchema`]; one at an older version in a schema
+/// whose tables are DHP's to the column, `handoffs`, `checkpoints` and
+/// `ownership` among them, is an older DHP store and is upgraded (the
+/// missing tables created, version 3 recorded). Any other non-empty schema
+/// — an application's own `schema_version` (a common migration-tool
+/// name), a partial or altered layout, foreign tables — is
+/// [`Error::NotAStore`], whatever the command: a store is created only
+/// where there is nothing.
 pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Result<()> {
     let schema = loc.schema.as_str();
     let exists = t.query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])?.is_some();
@@ -215,12 +244,7 @@ pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Resul
             t.batch_execute(&format!("CREATE SCHEMA \"{schema}\""))?;
         }
         t.batch_execute(SCHEMA_SQL)?;
-        t.execute(
-            "INSERT INTO schema_version (version, applied_at) \
-             VALUES ($1, extract(epoch FROM clock_timestamp())::float8)",
-            &[&SCHEMA_VERSION],
-        )?;
-        return Ok(());
+        return insert_version(t);
     }
     let foreign = |why: String| not_a_store(loc, format!("schema {schema} is not a DHP store: {why}"));
     let has_version = tables.iter().any(|n| n == "schema_version");
@@ -247,16 +271,39 @@ pub fn prepare(t: &mut Transaction<'_>, loc: &PgLocation, create: bool) -> Resul
         )));
     }
     let found: Option<i64> = t.query_one("SELECT MAX(version)::bigint FROM schema_version", &[])?.get(0);
+    if let Some(v) = found.filter(|v| *v > SCHEMA_VERSION) {
+        return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION });
+    }
+    let gaps = Gaps::read(t, schema, &tables)?;
     match found {
-        Some(v) if v > SCHEMA_VERSION => return Err(Error::NewerSchema { found: v, supported: SCHEMA_VERSION }),
-        Some(v) if v == SCHEMA_VERSION => {}
-        Some(v) => return Err(foreign(format!("schema_version holds version {v}, not {SCHEMA_VERSION}"))),
-        None => return Err(foreign("schema_version is empty".into())),
+        Some(SCHEMA_VERSION) if gaps.none() => Ok(()),
+        Some(SCHEMA_VERSION) => Err(foreign(format!("the layout is incomplete ({})", gaps.describe()))),
+        // an older DHP store is brought to v3 on open (PROTOCOL §3.1: the
+        // upgrade only adds tables), whatever the command, as on SQLite
+        Some(_) if gaps.older_dhp() => {
+            t.batch_execute(SCHEMA_SQL)?;
+            insert_version(t)
+        }
+        Some(v) => Err(foreign(format!(
+            "schema_version holds version {v}, not {SCHEMA_VERSION}, and the layout is not DHP's ({})",
+            gaps.describe()
+        ))),
+        // every table and no version: only a tampered store; a creating
+        // command initialises it, as the reference does
+        None if gaps.none() && create => insert_version(t),
+        None if gaps.none() => Err(foreign("schema_version is empty: the store was never initialised".into())),
+        None => Err(foreign(format!("schema_version is empty and the layout is incomplete ({})", gaps.describe()))),
     }
-    match incomplete(t, schema, &tables)? {
-        Some(why) => Err(foreign(format!("the layout is incomplete ({why})"))),
-        None => Ok(()),
-    }
+}
+
+/// Record version 3.
+fn insert_version(t: &mut Transaction<'_>) -> Result<()> {
+    t.execute(
+        "INSERT INTO schema_version (version, applied_at) VALUES ($1, extract(epoch FROM clock_timestamp())::float8) \
+         ON CONFLICT (version) DO NOTHING",
+        &[&SCHEMA_VERSION],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
