@@ -104,21 +104,15 @@ pub fn check_url(url: &str) -> Result<()> {
 
 /// `user:***@host`: passwords never reach a message or a file.
 pub fn mask(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let cred = &url[s + 3..at];
-            match cred.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
+    dhp_secrets::mask_secrets(url)
 }
 
 /// The harness's own connection, with `search_path` set to the round's schema.
 pub fn connect(url: &str, schema: &str, timeout: Duration) -> Result<postgres::Client> {
-    let mut cfg = postgres::Config::from_str(url).with_context(|| format!("parsing {}", mask(url)))?;
+    let (bare, passfile) = dhp_secrets::passfile::split_passfile(url);
+    let mut cfg = postgres::Config::from_str(&bare).with_context(|| format!("parsing {}", mask(url)))?;
+    // the password as `dhp` finds it: the URL's, else PGPASSWORD, else the password file
+    dhp_secrets::passfile::fill_password(&mut cfg, passfile.as_deref());
     if cfg.get_connect_timeout().is_none() {
         cfg.connect_timeout(timeout);
     }

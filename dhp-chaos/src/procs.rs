@@ -177,10 +177,11 @@ impl Spec {
 /// Start a child with stdout and stderr going to `<logdir>/<name>.log`,
 /// in its own process group (a Ctrl-C at the terminal reaches the harness,
 /// which tears its children down itself).
-pub fn spawn(spec: Spec, logdir: &Path) -> Result<Proc> {
+pub fn spawn(mut spec: Spec, logdir: &Path) -> Result<Proc> {
     let log = logdir.join(format!("{}.log", spec.name));
     let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
+    secrets_to_env(&mut spec.argv, &mut spec.env);
     let (prog, args) = spec.argv.split_first().context("empty command")?;
     // registered for teardown as it starts (its group: it leads one)
     let child = crate::teardown::guarded(|r| {
@@ -326,6 +327,26 @@ pub(crate) fn supervisor_argv(
     })
 }
 
+/// Move the password of every `postgres://` argument out of the command
+/// line and into the child's environment as `PGPASSWORD` (which `dhp`, the
+/// reference's libpq and psql read): a process's argv is world-readable
+/// (`/proc/PID/cmdline`, `ps`), its environment is not. The round's stores
+/// are on one server, so one password serves them all.
+pub(crate) fn secrets_to_env(argv: &mut [String], env: &mut Vec<(String, String)>) {
+    for a in argv.iter_mut() {
+        let lower = a.get(..13).unwrap_or(a).to_ascii_lowercase();
+        if !(lower.starts_with("postgres://") || lower.starts_with("postgresql://")) {
+            continue;
+        }
+        let (bare, password) = dhp_core::store::location::split_password(a);
+        if let Some(pw) = password {
+            *a = bare;
+            env.retain(|(k, _)| k != "PGPASSWORD");
+            env.push(("PGPASSWORD".into(), pw));
+        }
+    }
+}
+
 /// Dispatch one census handoff over `[lo, hi)` by `chunk` with `dhp
 /// dispatch --create` on `store`; its handoff id.
 pub(crate) fn dispatch_census(
@@ -335,9 +356,13 @@ pub(crate) fn dispatch_census(
     chunk: u64,
     max_attempts: i64,
 ) -> Result<String> {
+    let mut argv = vec![store];
+    let mut env = Vec::new();
+    secrets_to_env(&mut argv, &mut env);
     let out = Command::new(dhp)
         .args(["--json", "dispatch", "--create"])
-        .arg(store)
+        .args(argv)
+        .envs(env)
         .arg("--census")
         .arg(format!("{lo},{hi},{chunk}"))
         .arg("--max-attempts")

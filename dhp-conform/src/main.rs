@@ -263,7 +263,8 @@ fn main() -> ExitCode {
     if !dead.is_empty() {
         for imp in &dead {
             if let Err(e) = &imp.hello {
-                eprintln!("dhp-conform: the adapter `{}` did not start: {e}", imp.command);
+                let shown = dhp_secrets::mask_secrets(&format!("`{}` did not start: {e}", imp.command));
+                eprintln!("dhp-conform: the adapter {shown}");
             }
         }
         eprintln!("dhp-conform: nothing was run");
@@ -309,6 +310,7 @@ fn main() -> ExitCode {
                 Trial::ignorable_test(a.name, move || {
                     let mark = imp.stderr.mark();
                     let (outcome, seconds) = suite::run_one(&imp, &a, &opts);
+                    let outcome = report::masked(outcome);
                     let res = to_trial_result(&outcome);
                     let stderr = if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
                         imp.stderr.since(mark)
@@ -343,6 +345,7 @@ fn main() -> ExitCode {
                         Trial::ignorable_test(format!("{}:{pair}", x.name), move || {
                             let marks = (a.stderr.mark(), b.stderr.mark());
                             let (outcome, seconds) = suite::run_cross(&a, &b, &x, &opts);
+                            let outcome = report::masked(outcome);
                             let res = to_trial_result(&outcome);
                             let mut stderr = Vec::new();
                             if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {

@@ -73,18 +73,12 @@ pub fn is_postgres(s: &str) -> bool {
     l.starts_with("postgres://") || l.starts_with("postgresql://")
 }
 
-/// `user:secret@` becomes `user:***@`.
+/// Every secret of a location masked (`user:secret@` becomes
+/// `user:***@`, `password=secret` becomes `password=***`, …): dhp-core's
+/// [`mask_secrets`](dhp_secrets::mask_secrets), the one
+/// masking function of every printer.
 pub fn mask(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_string() };
-    let rest = &url[scheme_end..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..auth_end].rfind('@') {
-        Some(at) => match rest[..at].find(':') {
-            Some(colon) => format!("{}{}:***{}", &url[..scheme_end], &rest[..colon], &rest[at..]),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
+    dhp_secrets::mask_secrets(url)
 }
 
 /// A PostgreSQL base URL and the schemas handed out from it.
@@ -126,7 +120,7 @@ impl PgBase {
         let mut c = client(&self.url)?;
         for s in schemas {
             c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
-                .map_err(|e| format!("dropping schema {s}: {e}"))?;
+                .map_err(|e| format!("dropping schema {s}: {}", explain(&e)))?;
         }
         Ok(())
     }
@@ -151,14 +145,69 @@ pub fn split_schema(url: &str) -> (String, Option<String>) {
 }
 
 /// A connection to the database of `url` (any `schema=` ignored), without
-/// TLS (as dhp-core's store).
+/// TLS (as dhp-core's store). The password comes as for `dhp`: the URL's,
+/// else `PGPASSWORD`, else the password file (`passfile=`, `PGPASSFILE`,
+/// `~/.pgpass`).
 pub fn client(url: &str) -> Result<postgres::Client, String> {
     let (base, _) = split_schema(url);
-    let mut cfg: postgres::Config = base.parse().map_err(|e| format!("bad PostgreSQL URL {}: {e}", mask(&base)))?;
+    let bad = |e: String| format!("bad PostgreSQL URL {}: {e}", mask(&base));
+    let (base, passfile) = dhp_secrets::passfile::split_passfile(&base);
+    let mut cfg: postgres::Config = base.parse().map_err(|e: postgres::Error| bad(e.to_string()))?;
+    dhp_secrets::passfile::fill_password(&mut cfg, passfile.as_deref());
     if cfg.get_connect_timeout().is_none() {
         cfg.connect_timeout(Duration::from_secs(10));
     }
-    cfg.connect(postgres::NoTls).map_err(|e| format!("connecting to {}: {e}", mask(&base)))
+    // the client library bounds only the TCP connect: a server that accepts
+    // and never answers is given up on after the timeout too
+    let limit = cfg.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10));
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::spawn(move || {
+        let _ = tx.send(cfg.connect(postgres::NoTls));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(res) => res.map_err(|e| format!("connecting to {}: {}", mask(&base), explain(&e))),
+        Err(_) => Err(format!(
+            "connecting to {}: no answer within {:.1} s (connect_timeout): the server, or a proxy in front of it, \
+             accepts connections but does not answer",
+            mask(&base),
+            limit.as_secs_f64()
+        )),
+    }
+}
+
+/// The server's message and what to do about it, for a failed connection
+/// or statement: the client library's own `Display` of a server error is
+/// only "db error".
+pub fn explain(e: &postgres::Error) -> String {
+    use postgres::error::SqlState;
+    let Some(db) = e.as_db_error() else {
+        // the client's own failure: its message and every cause
+        let mut s = e.to_string();
+        let mut src = std::error::Error::source(e);
+        while let Some(cause) = src {
+            let c = cause.to_string();
+            if !s.contains(&c) {
+                s = format!("{s}: {c}");
+            }
+            src = cause.source();
+        }
+        return s;
+    };
+    let hint = match db.code() {
+        c if *c == SqlState::INVALID_PASSWORD => {
+            "; check the user and password (the URL's, PGPASSWORD, or the password file: passfile=, PGPASSFILE, ~/.pgpass)"
+        }
+        c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+            "; the server's pg_hba.conf admits no such user from this host, or the role does not exist"
+        }
+        c if *c == SqlState::INVALID_CATALOG_NAME => {
+            "; create the database first (CREATE DATABASE, or createdb NAME) or give an existing one in the URL"
+        }
+        c if *c == SqlState::INSUFFICIENT_PRIVILEGE => "; grant the role CONNECT and CREATE on the database",
+        c if *c == SqlState::TOO_MANY_CONNECTIONS => "; the server is at max_connections: retry later or raise it",
+        _ => "",
+    };
+    format!("{} ({}){hint}", db.message(), db.code().code())
 }
 
 #[cfg(test)]
@@ -170,6 +219,7 @@ mod tests {
         assert!(is_postgres("PostgreSQL://h/db") && is_postgres("postgres://h") && !is_postgres("/tmp/x"));
         assert_eq!(mask("postgres://u:pw@h:5/db?x=1"), "postgres://u:***@h:5/db?x=1");
         assert_eq!(mask("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(mask("postgres://u@h/db?password=pw&a=1"), "postgres://u@h/db?password=***&a=1");
         assert_eq!(
             split_schema("postgres://h/db?a=1&schema=s&b=2"),
             ("postgres://h/db?a=1&b=2".into(), Some("s".into()))

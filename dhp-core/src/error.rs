@@ -423,6 +423,21 @@ impl Error {
         }
     }
 
+    /// PostgreSQL at `target` accepted the connection but did not finish
+    /// the handshake (TLS, start-up, authentication) within `limit`.
+    pub(crate) fn pg_connect_timeout(target: String, limit: std::time::Duration) -> Self {
+        let detail = format!(
+            "no answer within {:.1} s (connect_timeout): the server, or a proxy in front of it, accepts connections but does not answer",
+            limit.as_secs_f64()
+        );
+        Error::Store {
+            context: format!("cannot connect to PostgreSQL at {target}"),
+            kind: StoreErrorKind::Connection,
+            source: Box::new(std::io::Error::new(std::io::ErrorKind::TimedOut, detail.clone())),
+            detail,
+        }
+    }
+
     /// True when this is a PostgreSQL deadlock (the server aborted the
     /// transaction; running it again may succeed).
     pub(crate) fn is_pg_deadlock(&self) -> bool {

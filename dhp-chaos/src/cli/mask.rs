@@ -1,38 +1,13 @@
 //! Passwords never reach a file of the run: the command line saved in
 //! `results.json` and the replay command (in every round's report) are
-//! masked here. (A minimal masking of the run's own; the lead unifies it
-//! with dhp-core's store-location masking.)
+//! masked here, by the masking every program of the workspace uses
+//! (`dhp_secrets::mask_secrets`).
 
 /// A command-line word with every password in it replaced by `***`: the
 /// `user:PASSWORD@` of a URL, and `password=VALUE` (a URL query parameter
 /// or a libpq keyword), case-insensitively.
 pub fn mask_arg(arg: &str) -> String {
-    let mut s = mask_userinfo(arg);
-    let mut from = 0;
-    while let Some(at) = s[from..].to_ascii_lowercase().find("password=").map(|i| from + i) {
-        let start = at + "password=".len();
-        let end = s[start..].find(['&', ' ', '\'', '"']).map_or(s.len(), |i| start + i);
-        s.replace_range(start..end, "***");
-        from = start + 3;
-    }
-    s
-}
-
-/// `scheme://user:PASSWORD@host…` → `scheme://user:***@host…` (anywhere in
-/// the word: `--store=postgres://…` too).
-fn mask_userinfo(arg: &str) -> String {
-    let Some(s) = arg.find("://") else { return arg.to_string() };
-    let rest = &arg[s + 3..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..auth_end].rsplit_once('@') {
-        Some((userinfo, _)) => match userinfo.split_once(':') {
-            Some((user, _)) => {
-                format!("{}{user}:***{}", &arg[..s + 3], &rest[userinfo.len()..])
-            }
-            None => arg.to_string(),
-        },
-        None => arg.to_string(),
-    }
+    dhp_secrets::mask_secrets(arg)
 }
 
 #[cfg(test)]

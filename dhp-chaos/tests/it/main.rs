@@ -40,6 +40,7 @@ mod netchaos_python_peer;
 mod netchaos_refusals;
 mod nightly_run_dir;
 mod out_not_empty;
+mod pg_child_argv;
 mod pg_link_round;
 mod pg_round;
 mod pg_run_secret_and_schema;

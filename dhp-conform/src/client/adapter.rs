@@ -115,6 +115,8 @@ impl Adapter {
         std::thread::spawn(move || {
             let mut r = BufReader::new(stderr);
             while let Some(line) = read_stderr_line(&mut r) {
+                // no secret of a store location reaches the console or a report
+                let line = dhp_secrets::mask_secrets(&line);
                 if echo_stderr {
                     eprintln!("[adapter] {line}");
                 }

@@ -31,7 +31,8 @@ pub fn render(records: &[Record], describe: &[(String, String)], title: &str) ->
     ));
     o.push_str("<h2>Implementations</h2>\n<ul>\n");
     for (label, d) in describe {
-        o.push_str(&format!("<li><code>{}</code>: {}</li>\n", xml(label), xml(d)));
+        let d = dhp_secrets::mask_secrets(d);
+        o.push_str(&format!("<li><code>{}</code>: {}</li>\n", xml(label), xml(&d)));
     }
     o.push_str("</ul>\n<h2>Results</h2>\n<table id=\"matrix\">\n<thead><tr><th>assertion</th><th>level</th>");
     for i in &imps {

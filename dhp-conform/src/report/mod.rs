@@ -7,7 +7,21 @@ pub mod html;
 pub mod markdown;
 
 use crate::suite::{Level, Outcome};
+use dhp_secrets::mask_secrets;
 use serde_json::{json, Value};
+
+/// `o` with every secret of a store location in its message masked
+/// (dhp-core's [`mask_secrets`]: a URL's `user:pw@`, `password=`,
+/// `sslpassword=`, …): what the console, the JSON summary and every report
+/// show of an outcome.
+pub fn masked(o: Outcome) -> Outcome {
+    match o {
+        Outcome::Passed => Outcome::Passed,
+        Outcome::Failed(m) => Outcome::Failed(mask_secrets(&m)),
+        Outcome::Errored(m) => Outcome::Errored(mask_secrets(&m)),
+        Outcome::Skipped(m) => Outcome::Skipped(mask_secrets(&m)),
+    }
+}
 use std::sync::Mutex;
 
 /// One assertion's outcome against one implementation (or pair).
@@ -33,8 +47,13 @@ pub struct Record {
 pub struct Records(Mutex<Vec<Record>>);
 
 impl Records {
-    /// Add one (from any thread).
-    pub fn push(&self, r: Record) {
+    /// Add one (from any thread), every secret of a store location in its
+    /// message and stderr masked ([`masked`]): reports are published.
+    pub fn push(&self, mut r: Record) {
+        r.outcome = masked(r.outcome);
+        for line in &mut r.stderr {
+            *line = mask_secrets(line);
+        }
         self.0.lock().unwrap_or_else(|e| e.into_inner()).push(r);
     }
 
@@ -89,7 +108,7 @@ pub fn json_summary(records: &[Record], implementations: &[(String, String)], se
     json!({
         "type": "dhp-conform",
         "event": "summary",
-        "implementations": implementations.iter().map(|(l, d)| json!({"label": l, "describe": d})).collect::<Vec<_>>(),
+        "implementations": implementations.iter().map(|(l, d)| json!({"label": l, "describe": mask_secrets(d)})).collect::<Vec<_>>(),
         "passed": c.passed, "failed": c.failed, "errored": c.errored, "skipped": c.skipped,
         "seconds": seconds,
         "results": records.iter().map(|r| json!({

@@ -26,6 +26,7 @@ mod pg_cross_engines;
 mod pg_keep;
 mod pg_mutants;
 mod pg_reference_unsupported;
+mod pg_store_secrets;
 mod pg_suite;
 mod protocol_doc_index;
 mod protocol_suite;

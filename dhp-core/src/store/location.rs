@@ -40,6 +40,10 @@ pub struct PgLocation {
     pub sslmode: SslMode,
     /// `sslrootcert=`: a PEM file of the CA certificates to trust.
     pub sslrootcert: Option<PathBuf>,
+    /// `passfile=`: libpq's password file, read when the URL gives no
+    /// password and `PGPASSWORD` is unset (default `PGPASSFILE`, else
+    /// `~/.pgpass`; see `store::postgres::passfile`).
+    pub passfile: Option<PathBuf>,
 }
 
 /// libpq's `sslmode`, as DHP implements it (docs/postgres.md).
@@ -119,18 +123,48 @@ impl std::fmt::Display for PgLocation {
     }
 }
 
-/// `scheme://user:secret@host` → `scheme://user:***@host`.
+
+pub use dhp_secrets::{mask_secrets, MASK};
+
+/// A store location (or any text naming one) with every secret masked:
+/// [`mask_secrets`].
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (auth, tail) = rest.split_at(auth_end);
-    match auth.rsplit_once('@') {
+    mask_secrets(url)
+}
+
+/// A `postgres://` URL without its password (the user info's and any
+/// `password=` query parameter), and that password, percent-decoded, for
+/// `PGPASSWORD`: what a harness puts on a child's command line and in its
+/// environment, so the secret is never in an argv (`/proc/PID/cmdline` is
+/// world-readable). A URL without a password comes back unchanged.
+pub fn split_password(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_string(), None) };
+    let auth_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(auth_len);
+    let mut password = None;
+    let auth = match auth.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, pw)) => {
+                password = Some(percent_decode(pw).unwrap_or_else(|| pw.to_string()));
+                format!("{user}@{host}")
+            }
+            None => auth.to_string(),
         },
-        None => url.to_string(),
+        None => auth.to_string(),
+    };
+    let (path, query) = match tail.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (tail, None),
+    };
+    let mut kept = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("password", v)) => password = Some(percent_decode(v).unwrap_or_else(|| v.to_string())),
+            _ => kept.push(pair),
+        }
     }
+    let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
+    (format!("{scheme}://{auth}{path}{query}"), password.filter(|p| !p.is_empty()))
 }
 
 fn location_err(input: &str, reason: impl Into<String>) -> Error {
@@ -194,6 +228,7 @@ impl StoreLocation {
         let mut schema = None;
         let mut sslmode = None;
         let mut sslrootcert = None;
+        let mut passfile = None;
         let mut kept = Vec::new();
         for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
@@ -224,6 +259,12 @@ impl StoreLocation {
                         .ok_or_else(|| location_err(input, format!("sslrootcert={v} is not a file path")))?;
                     sslrootcert = Some(PathBuf::from(path));
                 }
+                Some(("passfile", v)) => {
+                    let path = percent_decode(v)
+                        .filter(|p| !p.is_empty())
+                        .ok_or_else(|| location_err(input, format!("passfile={v} is not a file path")))?;
+                    passfile = Some(PathBuf::from(path));
+                }
                 _ => kept.push(pair),
             }
         }
@@ -237,7 +278,7 @@ impl StoreLocation {
             ));
         }
         let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
-        Ok(StoreLocation::Postgres(PgLocation { url, schema, sslmode, sslrootcert }))
+        Ok(StoreLocation::Postgres(PgLocation { url, schema, sslmode, sslrootcert, passfile }))
     }
 
     /// Parse a path argument; a path that is not UTF-8 is a directory.
@@ -329,9 +370,59 @@ mod tests {
     }
 
     #[test]
+    fn every_secret_form_is_masked() {
+        for (text, want) in [
+            ("postgres://u:pw@h/db", "postgres://u:***@h/db"),
+            ("postgres://u@h/db?password=pw", "postgres://u@h/db?password=***"),
+            (
+                "postgres://u@h/db?sslmode=require&password=pw&schema=s",
+                "postgres://u@h/db?sslmode=require&password=***&schema=s",
+            ),
+            ("postgres://u@h/db?sslpassword=pw", "postgres://u@h/db?sslpassword=***"),
+            ("postgres://u:p/w#x@h/db", "postgres://u:***@h/db"),
+            ("host=h password=pw dbname=d", "host=h password=*** dbname=d"),
+            ("host=h password='p w\\' x' dbname=d", "host=h password=*** dbname=d"),
+            ("PGPASSWORD=pw dhp status", "PGPASSWORD=*** dhp status"),
+            (
+                "at \"postgres://a:b@h\" and postgresql://c:d@h2/x?Password=e",
+                "at \"postgres://a:***@h\" and postgresql://c:***@h2/x?Password=***",
+            ),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+            ("password=", "password="),
+            ("passfile=/p/.pgpass", "passfile=/p/.pgpass"),
+            ("password='é\\", "password=***"),
+            ("/tmp/dir", "/tmp/dir"),
+        ] {
+            assert_eq!(mask_secrets(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn passwords_split_off_urls() {
+        assert_eq!(
+            split_password("postgres://u:p%40w@h/db?schema=s"),
+            ("postgres://u@h/db?schema=s".into(), Some("p@w".into()))
+        );
+        assert_eq!(
+            split_password("postgres://u@h/db?password=x&a=1"),
+            ("postgres://u@h/db?a=1".into(), Some("x".into()))
+        );
+        assert_eq!(split_password("postgres://u@h/db"), ("postgres://u@h/db".into(), None));
+        assert_eq!(split_password("/tmp/x"), ("/tmp/x".into(), None));
+        assert_eq!(pg("postgres://h/db?passfile=%2Ftmp%2Fpw&schema=s").passfile.as_deref(), Some(Path::new("/tmp/pw")));
+        assert_eq!(pg("postgres://h/db?passfile=%2Ftmp%2Fpw").url, "postgres://h/db");
+    }
+
+    #[test]
     fn passwords_are_masked_in_messages() {
         let e = StoreLocation::parse("mysql://me:secret@h/db").unwrap_err().to_string();
         assert!(!e.contains("secret") && e.contains("me:***@h"), "{e}");
         assert_eq!(pg("postgres://me:secret@h/db").to_string(), "postgres://me:***@h/db (schema dhp)");
+        assert_eq!(
+            pg("postgres://me@h/db?password=secret").to_string(),
+            "postgres://me@h/db?password=*** (schema dhp)"
+        );
+        let e = StoreLocation::parse("postgres://me@h/db?password=secret&sslmode=bad").unwrap_err().to_string();
+        assert!(!e.contains("secret"), "{e}");
     }
 }

@@ -24,6 +24,7 @@
 mod ddl;
 pub mod live;
 mod one_trip;
+pub mod passfile;
 pub mod tls;
 mod tx;
 
@@ -37,11 +38,81 @@ use postgres::{Client, Statement};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Connect timeout when the URL gives none (`connect_timeout=` overrides).
+/// It bounds a whole connection attempt per host — TCP connect, TLS,
+/// start-up and authentication — not only the TCP connect (a server that
+/// accepts and never answers is given up on within it).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The least `statement_timeout` a session gets (see [`statement_timeout_ms`]).
+pub const MIN_STATEMENT_TIMEOUT_MS: u64 = 30_000;
+
+/// `statement_timeout` for every session of a store handle: twice
+/// [`idle_in_transaction_ms`] (a statement may wait that long for a lock
+/// held by a stalled writer, which the server cuts off), at least
+/// [`MIN_STATEMENT_TIMEOUT_MS`]. A statement still running (or waiting)
+/// after that is cancelled by the server and the call fails with a store
+/// error. A URL's own `options=-c statement_timeout=…` wins.
+pub fn statement_timeout_ms() -> u64 {
+    idle_in_transaction_ms().saturating_mul(2).clamp(MIN_STATEMENT_TIMEOUT_MS, i32::MAX as u64)
+}
+
+/// The `statement_timeout` (ms) the sessions of a store at `url` (a
+/// [`PgLocation::url`]) run with: the URL's own when its `options` set one
+/// (`-c statement_timeout=…`, in the server's units: `ms`, `s`, `min`,
+/// `h`, `d`, plain milliseconds), else [`statement_timeout_ms`]. `0`:
+/// none (the server's meaning).
+pub fn effective_statement_timeout_ms(url: &str) -> u64 {
+    let options = postgres::Config::from_str(url).ok().and_then(|c| c.get_options().map(str::to_string));
+    options.as_deref().and_then(|o| setting_ms(o, "statement_timeout")).unwrap_or_else(statement_timeout_ms)
+}
+
+/// The value of the last `-c NAME=VALUE` (`-cNAME=…`, `--NAME=…`) of a
+/// libpq `options` string, in milliseconds.
+fn setting_ms(options: &str, name: &str) -> Option<u64> {
+    let mut found = None;
+    let mut words = options.split_whitespace();
+    while let Some(w) = words.next() {
+        let kv = match w {
+            "-c" => match words.next() {
+                Some(kv) => kv,
+                None => break,
+            },
+            _ => match w.strip_prefix("-c").or_else(|| w.strip_prefix("--")) {
+                Some(kv) => kv,
+                None => continue,
+            },
+        };
+        if let Some((k, v)) = kv.split_once('=') {
+            if k.replace('-', "_") == name {
+                found = duration_ms(v).or(found);
+            }
+        }
+    }
+    found
+}
+
+/// `5000`, `5000ms`, `5s`, `2min`, `1h`, `1d` → milliseconds.
+fn duration_ms(v: &str) -> Option<u64> {
+    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1_000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return None,
+    };
+    let ms = (n * scale).ceil();
+    (ms.is_finite() && ms >= 0.0).then_some(ms.min(i32::MAX as f64) as u64)
+}
 
 /// Server-side socket settings for every session: a client host that
 /// vanishes without closing its connections is dropped (and its advisory
@@ -128,6 +199,8 @@ pub struct PgStore {
     tls: tls::MakeRustls,
     conn: Mutex<Option<Conn>>,
     listener: Mutex<Option<Client>>,
+    /// A connection attempt that outlived its bound ([`connect_bounded`]).
+    pending: Arc<Mutex<Option<PendingConnect>>>,
     key: i32,
     /// The one-round-trip functions exist ([`one_trip`]).
     one_trip: AtomicBool,
@@ -165,6 +238,53 @@ fn unix_sockets_only(config: &postgres::Config) -> bool {
         && hosts.iter().all(|h| matches!(h, postgres::config::Host::Unix(_)))
 }
 
+/// A connection attempt running on a thread of its own: its result, when
+/// the server answers.
+type PendingConnect = mpsc::Receiver<std::result::Result<Client, postgres::Error>>;
+
+/// Open a connection, the whole handshake bounded by the connect timeout
+/// (per host of the URL). The client library bounds only the TCP connect,
+/// and a server (or proxy) that accepts the connection and never answers
+/// would block the start-up exchange for ever; so the attempt runs on a
+/// thread of its own and is given up on after the bound. An attempt given
+/// up on is kept (`pending`): the next call waits for it again rather than
+/// starting another, so a hung server costs one blocked thread per store
+/// handle, not one per retry; it ends when the server answers or the
+/// connection drops.
+fn connect_bounded(
+    config: &postgres::Config,
+    tls: &tls::MakeRustls,
+    pending: &Mutex<Option<PendingConnect>>,
+) -> Result<Client> {
+    let hosts = config.get_hosts().len().max(config.get_hostaddrs().len()).max(1) as u32;
+    let limit = config.get_connect_timeout().copied().unwrap_or(DEFAULT_CONNECT_TIMEOUT) * hosts;
+    let mut slot = pending.lock().unwrap_or_else(|p| p.into_inner());
+    let rx = match slot.take() {
+        Some(rx) => rx,
+        None => {
+            let (tx, rx) = mpsc::sync_channel(1);
+            let (c, t) = (config.clone(), tls.clone());
+            std::thread::Builder::new()
+                .name("dhp-pg-connect".into())
+                .spawn(move || {
+                    let _ = tx.send(c.connect(t));
+                })
+                .map_err(|e| Error::validation_from(format!("cannot start a connection thread: {e}"), e))?;
+            rx
+        }
+    };
+    match rx.recv_timeout(limit) {
+        Ok(res) => res.map_err(|source| Error::pg_connect(target(config), source)),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            *slot = Some(rx);
+            Err(Error::pg_connect_timeout(target(config), limit))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Error::validation(format!("the connection attempt to {} ended without a result", target(config))))
+        }
+    }
+}
+
 /// `host:port/db` for messages (never the password).
 fn target(config: &postgres::Config) -> String {
     let host = match config.get_hosts().first() {
@@ -198,6 +318,7 @@ impl PgStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
+        passfile::fill_password(&mut config, loc.passfile.as_deref());
         if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
             // libpq would guess a socket directory; say what to give instead.
             return Err(Error::StoreLocation {
@@ -222,9 +343,10 @@ impl PgStore {
         }
         let user_options = config.get_options().unwrap_or("").to_string();
         // Ours first, so that the URL's `options` can override the timeout.
-        let idle = idle_in_transaction_ms();
+        let (idle, statement) = (idle_in_transaction_ms(), statement_timeout_ms());
         config.options(&format!(
-            "-c idle_in_transaction_session_timeout={idle} {user_options} -c search_path={} {SERVER_SOCKET_OPTIONS}",
+            "-c idle_in_transaction_session_timeout={idle} -c statement_timeout={statement} {user_options} \
+             -c search_path={} {SERVER_SOCKET_OPTIONS}",
             loc.schema
         ));
         let store = PgStore {
@@ -233,6 +355,7 @@ impl PgStore {
             tls: tls::MakeRustls::new(loc)?,
             conn: Mutex::new(None),
             listener: Mutex::new(None),
+            pending: Arc::new(Mutex::new(None)),
             key: store_key(&loc.schema),
             one_trip: AtomicBool::new(false),
         };
@@ -260,8 +383,8 @@ impl PgStore {
     /// A function that opens a new connection to this store (for threads
     /// that outlive a borrow of the store).
     pub(crate) fn connector(&self) -> impl Fn() -> Result<Client> + Send + 'static {
-        let (config, tls) = (self.config.clone(), self.tls.clone());
-        move || config.connect(tls.clone()).map_err(|source| Error::pg_connect(target(&config), source))
+        let (config, tls, pending) = (self.config.clone(), self.tls.clone(), self.pending.clone());
+        move || connect_bounded(&config, &tls, &pending)
     }
 
     /// The live connection, reconnecting if the last one broke.
@@ -361,5 +484,23 @@ impl Backend for PgStore {
         let mut rest = n.iter();
         while rest.next()?.is_some() {}
         Ok(woken)
+    }
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+
+    #[test]
+    fn a_urls_statement_timeout_is_read() {
+        assert_eq!(setting_ms("-c statement_timeout=5000", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("-cstatement_timeout=5s -c x=1", "statement_timeout"), Some(5000));
+        assert_eq!(setting_ms("--statement-timeout=2min", "statement_timeout"), Some(120_000));
+        assert_eq!(setting_ms("-c statement_timeout=1 -c statement_timeout=0", "statement_timeout"), Some(0));
+        assert_eq!(setting_ms("-c lock_timeout=5", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c statement_timeout=soon", "statement_timeout"), None);
+        assert_eq!(setting_ms("-c", "statement_timeout"), None);
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db"), statement_timeout_ms());
+        assert_eq!(effective_statement_timeout_ms("postgres://h/db?options=-c%20statement_timeout%3D90s"), 90_000);
     }
 }

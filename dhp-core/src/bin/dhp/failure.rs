@@ -37,7 +37,8 @@ pub fn bad_flag(e: Error) -> Failure {
 impl Failure {
     /// Print in the documented format and exit with the failure's code.
     pub fn exit(self, as_json: bool) -> ! {
-        let message = one_line(&self.message);
+        // whatever built the message, no secret of a store location leaves
+        let message = dhp_core::store::location::mask_secrets(&one_line(&self.message));
         // Already failing: a closed stdout or stderr changes neither the
         // outcome nor the exit code (crate::out).
         if as_json {

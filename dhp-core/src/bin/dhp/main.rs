@@ -12,6 +12,7 @@
 
 #[cfg(feature = "a2a")]
 mod a2a;
+mod bound;
 mod cmds;
 mod failure;
 #[cfg(feature = "mcp")]
@@ -21,7 +22,7 @@ mod serve;
 mod work;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use dhp_core::store::{open_root, OpenMode, OpenedRoot};
+use dhp_core::store::{OpenMode, OpenedRoot};
 use dhp_core::{Config, Runner};
 use failure::Failure;
 use serde_json::{json, Value};
@@ -245,7 +246,7 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Work(a) => work::work(a, cfg),
         Cmd::Transport(a) => serve::transport_server(a, cfg),
         #[cfg(feature = "mcp")]
-        Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())).map_err(Failure::from),
+        Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())),
         #[cfg(feature = "a2a")]
         Cmd::A2a(a) => a2a::serve(a, cfg),
     }
@@ -264,6 +265,6 @@ fn create_mode(create: bool) -> OpenMode {
 /// Open ROOT as `mode` allows and bind a runner; also returns the store's
 /// directory (`None` for a PostgreSQL ROOT).
 fn open_runner(root: &Path, mode: OpenMode, id: &str, cfg: Config) -> Result<(Runner, Option<PathBuf>), Failure> {
-    let OpenedRoot { backend, dir } = open_root(root, mode)?;
+    let OpenedRoot { backend, dir } = bound::open_watched(root, mode)?;
     Ok((Runner::new(backend, id, cfg)?, dir))
 }

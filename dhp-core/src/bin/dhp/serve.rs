@@ -5,7 +5,7 @@ use crate::work::open_history;
 use crate::Output;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::check_worker_id;
-use dhp_core::store::{open_root, OpenMode, OpenedRoot};
+use dhp_core::store::{OpenMode, OpenedRoot};
 use dhp_core::supervisor::{Event, Supervisor};
 use dhp_core::transport::{log, net};
 use dhp_core::TransportKind;
@@ -68,10 +68,16 @@ pub fn supervisor(
 ) -> Result<Output, Failure> {
     let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
     check_worker_id(id)?;
-    let OpenedRoot { backend, dir } = open_root(root, OpenMode::Existing)?;
+    let stop = install_stop_flag();
+    // on PostgreSQL, SECONDS and SIGTERM/SIGINT hold even while a store
+    // call hangs on a silent link (a SQLite store has no link to hang)
+    let on_pg =
+        matches!(dhp_core::store::StoreLocation::from_path(root), Ok(dhp_core::store::StoreLocation::Postgres(_)));
+    let done =
+        on_pg.then(|| crate::bound::exit_if_stuck(stop.clone(), std::time::Instant::now().checked_add(duration)));
+    let OpenedRoot { backend, dir } = crate::bound::open_watched(root, OpenMode::Existing)?;
     let sup = Supervisor::new(backend, id, cfg, dir.clone())?;
     let hist = open_history(history.as_deref(), id)?;
-    let stop = install_stop_flag();
     // The reference's orphan log sits in a store directory; a database
     // store has none.
     let orphan_log = dir.map(|d| d.join("ORPHANS3.log"));
@@ -88,6 +94,9 @@ pub fn supervisor(
         }
         Event::Pass { n, leader } => hist.record("scan", "ok", json!({"pass": n, "leader": leader})),
     });
+    if let Some(done) = &done {
+        done.store(true, Ordering::SeqCst);
+    }
     let metrics = sup.metrics.snapshot();
     let acts = watched.map_err(|e| {
         // Every pass failed: the store is unusable (corrupt, disk full).

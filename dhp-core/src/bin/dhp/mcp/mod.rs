@@ -13,7 +13,6 @@ mod server;
 mod stdio;
 mod tools;
 
-use dhp_core::store::open_root;
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error, Runner};
 use std::path::PathBuf;
@@ -38,18 +37,20 @@ pub struct McpArgs {
 
 /// Serve until the client closes stdin. stdout carries only MCP frames;
 /// logs go to stderr.
-pub fn run(a: McpArgs, cfg: Config) -> Result<(), Error> {
+pub fn run(a: McpArgs, cfg: Config) -> Result<(), crate::failure::Failure> {
     // The holder name of this runner is never used for ownership: every
     // tool that touches a lease re-binds it to the caller's worker_id.
-    let opened = open_root(&a.root, crate::create_mode(a.create))?;
+    // on PostgreSQL every store call is bounded (crate::bound)
+    let opened = crate::bound::open_watched(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(opened.backend, "dhp-mcp", cfg)?;
     let role = if a.decider { tools::Role::Decider } else { tools::Role::Agent };
-    tracing::info!(root = %a.root.display(), ?role, "dhp mcp serving");
+    let shown = dhp_core::store::location::mask_secrets(&a.root.display().to_string());
+    tracing::info!(root = %shown, ?role, "dhp mcp serving");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| {
         Error::transport_from(TransportKind::Start, format!("mcp: cannot start the async runtime: {e}"), e)
     })?;
     let served = rt.block_on(server::serve(runner, role));
     // stdin may still be open (a blocking read): do not wait for it.
     rt.shutdown_background();
-    served
+    Ok(served?)
 }
