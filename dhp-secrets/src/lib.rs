@@ -101,4 +101,3 @@ pub fn mask_secrets(text: &str) -> String {
     }
     out
 }
-

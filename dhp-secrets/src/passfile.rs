@@ -112,16 +112,17 @@ fn default_file() -> Option<PathBuf> {
 
 /// The password of the file's first line matching `target`; `None` (with
 /// a warning for an unsafe or unreadable file) otherwise.
+/// As libpq, a file it will not use is named on stderr (`WARNING: ...`).
 fn read_file(path: &Path, target: &Target) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() {
-        tracing::warn!("password file {} is not a plain file: ignored", path.display());
+        eprintln!("WARNING: password file {} is not a plain file: ignored", path.display());
         return None;
     }
     if meta.permissions().mode() & 0o077 != 0 {
-        tracing::warn!(
-            "password file {} has group or world access; permissions should be u=rw (0600) or less: ignored",
+        eprintln!(
+            "WARNING: password file {} has group or world access; permissions should be u=rw (0600) or less: ignored",
             path.display()
         );
         return None;
@@ -129,7 +130,7 @@ fn read_file(path: &Path, target: &Target) -> Option<String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
-            tracing::warn!("password file {}: {e}: ignored", path.display());
+            eprintln!("WARNING: password file {}: {e}: ignored", path.display());
             return None;
         }
     };

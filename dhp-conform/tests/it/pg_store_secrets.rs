@@ -4,8 +4,8 @@
 //! also inside an adapter's stderr kept with a failure). A connection the
 //! server refuses is explained: its message and what to do, not "db error";
 //! one that accepts and never answers is given up on.
-use crate::pg_common;
 use crate::common::*;
+use crate::pg_common;
 
 /// `postgres://user:pw@rest` → (`postgres://user@rest?password=pw`, pw).
 fn query_password(url: &str) -> (String, String) {

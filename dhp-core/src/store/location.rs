@@ -123,7 +123,6 @@ impl std::fmt::Display for PgLocation {
     }
 }
 
-
 pub use dhp_secrets::{mask_secrets, MASK};
 
 /// A store location (or any text naming one) with every secret masked:
