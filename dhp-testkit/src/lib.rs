@@ -45,12 +45,16 @@ pub fn python() -> PathBuf {
 
 /// `target/<profile>/dhp`, built with cargo once per test process (a no-op
 /// when fresh): cargo builds a dependency's binaries only for its own tests.
+/// With `DHP_TEST_PREBUILT=1` nothing is built (see [`workspace_bin`]).
 pub fn dhp_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable");
         let profile = dhp_core::locate::profile_dir(&exe).expect("target/<profile>");
-        dhp_core::locate::cargo_build_dhp(&profile).unwrap_or_else(|e| panic!("building dhp: {e}"));
+        // DHP_TEST_PREBUILT: scripts/test.sh built every target just now
+        if std::env::var_os("DHP_TEST_PREBUILT").is_none_or(|v| v.is_empty()) {
+            dhp_core::locate::cargo_build_dhp(&profile).unwrap_or_else(|e| panic!("building dhp: {e}"));
+        }
         let p = profile.join("dhp");
         assert!(p.is_file(), "{} missing after cargo build", p.display());
         p

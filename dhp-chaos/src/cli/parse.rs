@@ -211,7 +211,7 @@ mod tests {
         }
         assert_eq!(fault_interval("0.1, 0.2"), Ok((0.1, 0.2)));
         assert!(pace("nan").is_err() && pace("61").is_err() && pace("0").is_ok());
-        assert!(budget_minutes("0").is_err() && budget_minutes("inf").is_err());
+        assert!(budget_minutes("0").is_ok() && budget_minutes("-1").is_err() && budget_minutes("inf").is_err());
         assert!(fault_seconds("0").is_err() && delay("0").is_ok() && delay("nan").is_err());
     }
 }

@@ -106,6 +106,7 @@ mod scale_writer_lock;
 mod scale_writer_queue;
 mod scale_writer_queue_stale;
 mod scan_quarantine;
+mod sqlite_concurrent_first_open;
 mod sqlite_group_commit_synced;
 mod status_list_quarantine;
 mod supervisor_killed_after_commit;

@@ -104,8 +104,15 @@ impl SqliteStore {
 }
 
 /// Bring a v1/v2 store (or a fresh one) to v3: additive, idempotent.
+///
+/// `BEGIN IMMEDIATE`: the write lock is taken first, through the busy
+/// handler. A deferred transaction that reads the schema and then writes
+/// must upgrade its read lock, and in WAL mode an upgrade after another
+/// process committed fails at once with `database is locked`, without the
+/// busy handler: of many processes opening a store the reference made (the
+/// first upgrades it), some died of that (issue 33 item 14).
 pub(super) fn migrate(conn: &Connection) -> Result<()> {
-    let tx = conn.unchecked_transaction()?;
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA_SQL)?;
     tx.execute_batch(DROPPED_INDEXES_SQL)?;
     tx.execute_batch(EXTRA_INDEXES_SQL)?;
