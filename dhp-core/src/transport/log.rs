@@ -284,6 +284,8 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
         for r in &rows {
             new += usize::from(tx.insert_checkpoint(&hid, r)?);
         }
+        // inside the write transaction: the stalled-writer test stops here
+        crate::failpoint::hit("ingest.in_tx");
         let next = tx.next_seq(&hid)?;
         let count = tx.checkpoint_count(&hid)?;
         let gaps = if count == next {

@@ -43,6 +43,7 @@ mod error_sources;
 mod features_production;
 mod fuzz_corpus_replay;
 mod fuzz_env_huge_seconds;
+mod ingest_stopped_writer;
 mod interop_concurrent_store;
 mod interop_indexed_store_reference;
 mod interop_logs_bundles;

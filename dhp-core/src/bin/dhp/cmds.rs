@@ -237,7 +237,18 @@ pub fn ingest(root: &Path, logs: &[PathBuf], mode: OpenMode, cfg: Config) -> Res
     for l in logs {
         std::fs::metadata(l).map_err(|e| Error::io(l, e))?;
     }
-    let (r, _) = open_runner(root, mode, "dhp-ingest", cfg.clone())?;
+    let (r, dir) = open_runner(root, mode, "dhp-ingest", cfg.clone())?;
+    // A liveness token of the store marks this process as DHP's: stopped
+    // while it holds the write lock, a supervisor's stalled-writer watchdog
+    // may SIGKILL it (the ingest is idempotent; run it again). It owns no
+    // handoff, so its death orphans nothing.
+    let _token = dir.as_deref().and_then(|d| match dhp_core::liveness::publish(d, &ingest_token_name()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::warn!(error = %e, "dhp ingest: no liveness token (a stop while writing would stall the store)");
+            None
+        }
+    });
     let mut reports = Vec::new();
     let mut lines = Vec::new();
     for l in logs {
@@ -253,6 +264,11 @@ pub fn ingest(root: &Path, logs: &[PathBuf], mode: OpenMode, cfg: Config) -> Res
         reports.push(serde_json::to_value(&rep).unwrap_or(Value::Null));
     }
     Ok((json!({"reports": reports}), lines.join("\n")))
+}
+
+/// The liveness token name of a `dhp ingest` process: `dhp-ingest.PID`.
+fn ingest_token_name() -> String {
+    format!("dhp-ingest.{}", std::process::id())
 }
 
 pub fn suspend(root: &Path, hid: &str, out: &Path, cfg: Config) -> Result<Output, Failure> {
