@@ -49,7 +49,9 @@ from its files.
 Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
 failing round prints this exact command.
 
-Exit status: 0 every invariant held, 1 a violation, 2 harness error.";
+Exit status: 0 every invariant held (or was not exercised), 1 a violation, 2 harness error, 3 an \
+invariant UNCHECKED (a source it needs was missing, or it checked nothing where the harness saw events) \
+and not named by --allow-unchecked.";
 
 #[derive(Parser)]
 #[command(name = "dhp-chaos", version, about = ABOUT, long_about = LONG_ABOUT, args_conflicts_with_subcommands = true)]
@@ -198,6 +200,16 @@ struct RunArgs {
     /// Builtin workers publish no liveness token (lease-only detection, like the reference).
     #[arg(long)]
     no_liveness: bool,
+    /// on: workers and supervisors get the round's history file (detail for the checker); off: they get
+    /// /dev/null and only the harness's own records count (see CONTRACT.md).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    impl_history: String,
+    /// Invariants that may end UNCHECKED without the exit code 3 (comma-separated names, or `all`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    allow_unchecked: Vec<String>,
+    /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
+    #[arg(long)]
+    no_audit: bool,
     /// The dhp binary (default: next to this executable, rebuilt first under cargo).
     #[arg(long)]
     dhp: Option<PathBuf>,
@@ -334,7 +346,13 @@ fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
     for (_, text) in &net_chaos {
         print!("{text}");
     }
-    Ok(if reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0) { 0 } else { 1 })
+    Ok(if !(reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0)) {
+        1
+    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
+        3
+    } else {
+        0
+    })
 }
 
 /// The command line minus run-level flags, for the replay command.
@@ -598,6 +616,9 @@ fn run(a: RunArgs) -> Result<i32> {
         },
         pause_points: a.pause_points.clone(),
         liveness: !a.no_liveness,
+        impl_history: a.impl_history == "on",
+        allow_unchecked: check::Invariant::parse_allowed(&a.allow_unchecked)?,
+        audit: !a.no_audit,
         dhp: dhp.clone(),
         python: python.clone(),
         reference_dir: reference_dir.clone(),
@@ -784,10 +805,12 @@ fn run_rounds(
     print!("{}", report::summary(&reports, &totals, table_in_summary));
     let code = if harness_error.is_some() {
         2
-    } else if reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
-        0
-    } else {
+    } else if !reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
         1
+    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
+        3
+    } else {
+        0
     };
     let results = json!({
         "seed": seed,
@@ -807,8 +830,14 @@ fn run_rounds(
             totals.violations
         ),
         0 if reports.is_empty() => println!("dhp-chaos: no round ran"),
+        0 if reports.iter().any(|r| !r.unchecked_allowed.is_empty()) => println!(
+            "dhp-chaos: NO VIOLATION ({} rounds); unchecked, allowed by --allow-unchecked: {}",
+            reports.len(),
+            reports.iter().flat_map(|r| r.unchecked_allowed.iter().cloned()).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(",")
+        ),
         0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
         1 => println!("dhp-chaos: INVARIANT VIOLATED"),
+        3 => println!("dhp-chaos: INVARIANT(S) UNCHECKED — no violation found, but not everything could be checked (exit 3)"),
         _ => println!("dhp-chaos: HARNESS ERROR"),
     }
     Ok((code, totals))
