@@ -98,7 +98,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
     let completed = cx.store.values().filter(|h| h.status == "completed").count();
     let faults = |kind: &str| cx.ix.faults.iter().filter(|f| f.s("kind") == Some(kind)).count();
     let ship = cx.meta["config"]["ship"].as_str().unwrap_or("file");
-    let worker_faults = cx.ix.faults.iter().filter(|f| f.get("lease_fence").is_some()).count();
+    let worker_faults = cx.ix.faults.iter().filter(|f| f.i("lease_fence").is_some()).count();
     let some = |n: usize, what: &str| (n > 0).then(|| format!("{n} {what}"));
     match i {
         Invariant::Outcome | Invariant::Budget => some(cx.hids.len(), "handoff(s) dispatched"),

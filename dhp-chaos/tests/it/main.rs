@@ -4,6 +4,7 @@
 
 mod common;
 
+mod checker_audit;
 mod checker_indeterminate;
 mod checker_rules;
 mod ci_rounds;
