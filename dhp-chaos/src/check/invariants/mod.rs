@@ -172,7 +172,7 @@ impl Invariant {
             Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
             Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
             Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
-            Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died (store audit)",
+            Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
             Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
         }
     }

@@ -38,6 +38,10 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             out.note(format!(
                 "{new_h} took the leadership of {old_h}, which had died, {live:.3}s before its term expired"
             ));
+        } else if liveness_cut(cx, old_h, e.at) {
+            out.note(format!(
+                "{new_h} took the leadership of {old_h} {live:.3}s before its term expired: a database fault had cut {old_h}'s liveness session (its token went with it, by design; {old_h} is fenced at its next renewal)"
+            ));
         } else {
             out.plain(format!(
                 "two leaders: {new_h} took the leadership row (audit seq {}) while {old_h}'s term had {live:.3}s to run and {old_h} was alive",
@@ -46,4 +50,23 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
     }
     out
+}
+
+/// Seconds after a database fault within which the cut holder's token may be taken.
+const CUT_S: f64 = 2.0;
+
+/// A database fault cut `holder`'s liveness session shortly before `t`: its
+/// backend terminated, the server crashed, or a db-link toxic closed
+/// connections (as for `no-false-orphans`).
+fn liveness_cut(cx: &Ctx<'_>, holder: &str, t: f64) -> bool {
+    let terminated = cx.ix.faults.iter().any(|f| {
+        f.s("victim") == Some(holder)
+            && f.s("kind") == Some("db-terminate-backend")
+            && f.get("liveness_connection").and_then(serde_json::Value::as_bool) == Some(true)
+            && f.t() <= t + 0.001
+            && f.t() >= t - CUT_S
+    });
+    let crashed = crate::check::faults::db_outages(cx).iter().any(|(a, b)| t >= *a && t <= b + CUT_S);
+    let links = crate::check::db_link::windows(cx.ix, cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
+    terminated || crashed || crate::check::db_link::explains(&links, Some("worker-died"), t, 0.0)
 }
