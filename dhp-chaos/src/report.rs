@@ -79,7 +79,9 @@ pub struct Totals {
     pub undetected: usize,
     /// The most chunks one faulted worker computed but did not commit, over every round.
     pub rework_max_chunks: u64,
-    /// Per invariant name: `checked`, `violations`, `known_reference_weakness` and `held`.
+    /// Per invariant name: `checked`, `violations`, `known_reference_weakness`,
+    /// `held` (no violation), `status` (`held`, `violated`, `unchecked` in some
+    /// round, `not-exercised`), `unchecked_rounds` and the `sources` used.
     pub invariants: BTreeMap<String, Value>,
     /// All violations, known reference weaknesses included.
     pub violations: usize,
@@ -203,7 +205,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
                 "held"
             };
             let j = json!({"checked": c, "violations": v, "known_reference_weakness": kn,
-                           "held": status == "held", "status": status, "unchecked_rounds": u,
+                           "held": v == 0 && kn == 0, "status": status, "unchecked_rounds": u,
                            "sources": src});
             (k, j)
         })
