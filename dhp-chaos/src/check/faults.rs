@@ -116,8 +116,16 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
             })
             .filter_map(|o| o.fence)
             .max()
-            // the harness's own monitor saw it hold this fence at the fault
-            .or_else(|| f.i("lease_fence"));
+            // the harness's own monitor saw it hold this fence at the fault, on
+            // a handoff the store audit shows running then (a torn claim's
+            // pending handoff is no lease to detect)
+            .or_else(|| {
+                let running = cx.audit.is_some_and(|a| {
+                    a.handoff_changes(&hid).filter(|e| e.at <= t).filter_map(|e| e.new_s("status")).last()
+                        == Some("running")
+                });
+                f.i("lease_fence").filter(|_| running)
+            });
         let Some(fence) = held else { continue };
         // the store audit's changes of (victim, fence): orphaned, or deleted (completed)
         let audited: Vec<super::audit::Transition> = cx.audit.map_or_else(Vec::new, |a| {

@@ -98,10 +98,24 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
     let completed = cx.store.values().filter(|h| h.status == "completed").count();
     let faults = |kind: &str| cx.ix.faults.iter().filter(|f| f.s("kind") == Some(kind)).count();
     let ship = cx.meta["config"]["ship"].as_str().unwrap_or("file");
-    let worker_faults = cx.ix.faults.iter().filter(|f| f.i("lease_fence").is_some()).count();
+    // a host death's victims are checked by the standby (failover), not here
+    let worker_faults =
+        cx.ix.faults.iter().filter(|f| f.i("lease_fence").is_some() && f.s("kind") != Some("host-death")).count();
+    // with an audit: the handoffs whose status it saw change; without: every dispatched one
+    let status_changes = match cx.audit {
+        Some(a) => cx
+            .hids
+            .iter()
+            .filter(|h| {
+                a.handoff_changes(h).any(|e| e.new_s("status").is_some() && e.new_s("status") != e.old_s("status"))
+            })
+            .count(),
+        None => cx.hids.len(),
+    };
     let some = |n: usize, what: &str| (n > 0).then(|| format!("{n} {what}"));
     match i {
-        Invariant::Outcome | Invariant::Budget => some(cx.hids.len(), "handoff(s) dispatched"),
+        Invariant::Outcome => some(cx.hids.len(), "handoff(s) dispatched"),
+        Invariant::Budget => some(status_changes, "handoff(s) changed status"),
         Invariant::Result | Invariant::ExactlyOnce => some(completed, "handoff(s) completed in the store"),
         Invariant::Checkpoints | Invariant::Fencing | Invariant::Transport => some(ckpts, "checkpoint(s) in the store"),
         Invariant::Rework | Invariant::Detection => some(worker_faults, "fault(s) on lease-holding workers"),
@@ -125,7 +139,8 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
         Invariant::AsyncLag => {
             (ship == "tcp-async").then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped asynchronously"))
         }
-        Invariant::Failover => cx.meta.get("host_death").map(|_| "a host died".to_string()),
+        // checked in the standby's round, which took the dead host's handoffs over
+        Invariant::Failover => cx.meta.get("standby_of").map(|_| "this round is a dead host's standby".to_string()),
         Invariant::NoLostCommitsAcrossDbCrash | Invariant::NoStuckAfterDbRestart => {
             some(faults("db-crash"), "database crash(es)")
         }
