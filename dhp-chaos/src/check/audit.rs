@@ -10,6 +10,10 @@ use std::path::Path;
 /// The audit of a round, in commit order.
 pub(crate) struct AuditIx {
     pub(crate) events: Vec<Event>,
+    /// hid → positions in `events` of its ownership changes, in commit order.
+    own_by_hid: std::collections::HashMap<String, Vec<usize>>,
+    /// Every ownership change, classified (computed once).
+    transitions: Vec<Transition>,
 }
 
 /// An ownership change of one handoff, classified.
@@ -65,47 +69,62 @@ impl AuditIx {
             }
             crate::audit::read_sqlite(&db)?
         };
-        Ok(events.map(|events| AuditIx { events }))
+        Ok(events.map(AuditIx::new))
+    }
+
+    fn new(events: Vec<Event>) -> AuditIx {
+        let mut own_by_hid: std::collections::HashMap<String, Vec<usize>> = Default::default();
+        for (i, e) in events.iter().enumerate().filter(|(_, e)| e.table == "ownership") {
+            own_by_hid.entry(e.hid.clone().unwrap_or_default()).or_default().push(i);
+        }
+        let transitions = classify(&events);
+        AuditIx { events, own_by_hid, transitions }
     }
 
     /// Every ownership change, classified, in commit order.
-    pub(crate) fn transitions(&self) -> Vec<Transition> {
-        self.events
-            .iter()
-            .filter(|e| e.table == "ownership")
-            .map(|e| {
-                let (old, new) = (pair(e.old.as_ref()), pair(e.new.as_ref()));
-                let kind = match (&old, &new) {
-                    (None, Some(_)) => Kind::Claim,
-                    (Some(_), None) | (None, None) => Kind::Delete,
-                    (Some((oh, of)), Some((nh, nf))) => {
-                        let (oo, no) = (oh == ORPHANED, nh == ORPHANED);
-                        match (oo, no) {
-                            (false, true) => Kind::Orphan,
-                            (true, false) => Kind::Recover,
-                            (false, false) if oh != nh => Kind::Steal,
-                            (false, false) if of == nf => Kind::Renew,
-                            _ => Kind::Other,
-                        }
-                    }
-                };
-                Transition { seq: e.seq, at: e.at, hid: e.hid.clone().unwrap_or_default(), kind, old, new }
-            })
-            .collect()
+    pub(crate) fn transitions(&self) -> &[Transition] {
+        &self.transitions
     }
+}
 
+fn classify(events: &[Event]) -> Vec<Transition> {
+    events
+        .iter()
+        .filter(|e| e.table == "ownership")
+        .map(|e| {
+            let (old, new) = (pair(e.old.as_ref()), pair(e.new.as_ref()));
+            let kind = match (&old, &new) {
+                (None, Some(_)) => Kind::Claim,
+                (Some(_), None) | (None, None) => Kind::Delete,
+                (Some((oh, of)), Some((nh, nf))) => {
+                    let (oo, no) = (oh == ORPHANED, nh == ORPHANED);
+                    match (oo, no) {
+                        (false, true) => Kind::Orphan,
+                        (true, false) => Kind::Recover,
+                        (false, false) if oh != nh => Kind::Steal,
+                        (false, false) if of == nf => Kind::Renew,
+                        _ => Kind::Other,
+                    }
+                }
+            };
+            Transition { seq: e.seq, at: e.at, hid: e.hid.clone().unwrap_or_default(), kind, old, new }
+        })
+        .collect()
+}
+
+impl AuditIx {
     /// The ownership row of `hid` as the transaction of the change at audit
     /// `seq` found it: the row after the last ownership change before
     /// `seq` — or, when that change is the DELETE just before `seq` (the
     /// same transaction deleting the row first), the row it deleted.
     pub(crate) fn ownership_seen(&self, hid: &str, seq: i64) -> Option<(String, i64)> {
-        let last = self
-            .events
-            .iter()
-            .filter(|e| e.seq < seq && e.table == "ownership" && e.hid.as_deref() == Some(hid))
-            .last()?;
+        let own = self.own_by_hid.get(hid)?;
+        let k = own.partition_point(|&i| self.events[i].seq < seq);
+        let li = *own.get(k.checked_sub(1)?)?;
+        let last = &self.events[li];
         if last.new.is_none() {
-            let adjacent = !self.events.iter().any(|e| e.seq > last.seq && e.seq < seq);
+            // no other change committed between the DELETE and `seq`
+            let adjacent = self.events.get(li + 1).is_none_or(|e| e.seq >= seq);
             return if adjacent { pair(last.old.as_ref()) } else { None };
         }
         pair(last.new.as_ref())
@@ -115,7 +134,7 @@ impl AuditIx {
     /// orphan, or a change to another holder or fence): (audit time, seq).
     pub(crate) fn superseded(&self, hid: &str, holder: &str, fence: i64) -> Option<(f64, i64)> {
         self.transitions()
-            .into_iter()
+            .iter()
             .filter(|t| t.hid == hid && matches!(t.kind, Kind::Orphan | Kind::Steal | Kind::Other))
             .find(|t| t.old.as_ref().is_some_and(|(h, f)| h == holder && *f == fence))
             .map(|t| (t.at, t.seq))

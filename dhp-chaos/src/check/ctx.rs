@@ -209,11 +209,11 @@ impl<'a> Ctx<'a> {
     pub(crate) fn audit_orphans(&self) -> Vec<(super::audit::Transition, Option<String>, bool)> {
         let Some(a) = self.audit else { return Vec::new() };
         a.transitions()
-            .into_iter()
+            .iter()
             .filter(|t| t.kind == super::audit::Kind::Orphan)
             .map(|t| {
-                let (reason, dlq) = a.orphan_outcome(&t);
-                (t, reason, dlq)
+                let (reason, dlq) = a.orphan_outcome(t);
+                (t.clone(), reason, dlq)
             })
             .collect()
     }

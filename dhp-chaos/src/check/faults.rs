@@ -130,8 +130,9 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         // the store audit's changes of (victim, fence): orphaned, or deleted (completed)
         let audited: Vec<super::audit::Transition> = cx.audit.map_or_else(Vec::new, |a| {
             a.transitions()
-                .into_iter()
+                .iter()
                 .filter(|tr| tr.hid == hid && tr.old.as_ref().is_some_and(|(h, fe)| h == &victim && *fe == fence))
+                .cloned()
                 .collect()
         });
         let audit_orphan_t =
