@@ -309,6 +309,10 @@ impl Timing {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// One round, fully determined by these values and the seed (the fault
 /// schedule, not the OS interleaving).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -381,6 +385,18 @@ pub struct RoundConfig {
     pub pause_points: String,
     /// Builtin workers publish liveness tokens (fast same-host detection).
     pub liveness: bool,
+    /// The processes under test get the round's history file (`--impl-history on`,
+    /// the default); off: they get `/dev/null` and the checker ignores every
+    /// history line not written by the harness (`check/sources.rs`).
+    #[serde(default = "yes")]
+    pub impl_history: bool,
+    /// Invariants that may be `unchecked` without failing the round
+    /// (`--allow-unchecked NAME,…`; `all` for every one).
+    #[serde(default)]
+    pub allow_unchecked: Vec<String>,
+    /// Install the store audit (triggers and a harness-owned table, `src/audit/`).
+    #[serde(default = "yes")]
+    pub audit: bool,
     /// The `dhp` binary builtin processes run.
     pub dhp: PathBuf,
     /// Interpreter for python workers/supervisors.

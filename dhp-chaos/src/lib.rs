@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+pub mod audit;
 pub mod check;
 pub mod clock;
 pub mod config;
@@ -54,3 +55,4 @@ pub mod scenario;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;
+mod timeline_verdicts;

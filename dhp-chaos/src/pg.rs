@@ -143,7 +143,12 @@ pub fn export(c: &mut postgres::Client) -> Result<Value> {
         .iter()
         .map(|r| json!({"hid": r.get::<_, String>(0), "holder": r.get::<_, String>(1), "fence": r.get::<_, i64>(2)}))
         .collect();
-    Ok(json!({"engine": "postgres", "handoffs": handoffs, "checkpoints": checkpoints, "ownership": ownership}))
+    let mut v = json!({"engine": "postgres", "handoffs": handoffs, "checkpoints": checkpoints, "ownership": ownership});
+    // the harness's record of the store's commit order (`crate::audit`), when installed
+    if let Some(audit) = crate::audit::export_pg(c)? {
+        v["audit"] = audit;
+    }
+    Ok(v)
 }
 
 /// Export the round's store to `path` (retrying while the server restarts).

@@ -79,7 +79,9 @@ pub struct Totals {
     pub undetected: usize,
     /// The most chunks one faulted worker computed but did not commit, over every round.
     pub rework_max_chunks: u64,
-    /// Per invariant name: `checked`, `violations`, `known_reference_weakness` and `held`.
+    /// Per invariant name: `checked`, `violations`, `known_reference_weakness`,
+    /// `held` (no violation), `status` (`held`, `violated`, `unchecked` in some
+    /// round, `not-exercised`), `unchecked_rounds` and the `sources` used.
     pub invariants: BTreeMap<String, Value>,
     /// All violations, known reference weaknesses included.
     pub violations: usize,
@@ -125,6 +127,8 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
     let (mut wk, mut pa, mut fp, mut lf, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut kr = Vec::new();
     let mut inv: BTreeMap<String, (u64, usize, usize)> = BTreeMap::new();
+    // per invariant: rounds unchecked, rounds not exercised, the sources used
+    let mut state: BTreeMap<String, (usize, usize, std::collections::BTreeSet<String>)> = BTreeMap::new();
     for r in rounds {
         t.handoffs += r.handoffs;
         t.completed += r.completed;
@@ -158,6 +162,10 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.undetected += r.latencies.undetected.len();
         t.rework_max_chunks = t.rework_max_chunks.max(r.rework_max_chunks);
         for i in &r.invariants {
+            let st = state.entry(i.name.to_string()).or_default();
+            st.0 += usize::from(i.status == "unchecked");
+            st.1 += usize::from(i.status == "not-exercised");
+            st.2.extend(i.sources.iter().cloned());
             let e = inv.entry(i.name.to_string()).or_default();
             e.0 += i.checked;
             e.1 += i.violations.len();
@@ -186,7 +194,20 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
     t.invariants = inv
         .into_iter()
         .map(|(k, (c, v, kn))| {
-            (k, json!({"checked": c, "violations": v, "known_reference_weakness": kn, "held": v == 0 && kn == 0}))
+            let (u, ne, src) = state.get(&k).cloned().unwrap_or_default();
+            let status = if v + kn > 0 {
+                "violated"
+            } else if u > 0 {
+                "unchecked"
+            } else if c == 0 && ne > 0 {
+                "not-exercised"
+            } else {
+                "held"
+            };
+            let j = json!({"checked": c, "violations": v, "known_reference_weakness": kn,
+                           "held": v == 0 && kn == 0, "status": status, "unchecked_rounds": u,
+                           "sources": src});
+            (k, j)
         })
         .collect();
     t
@@ -212,7 +233,9 @@ pub fn round_line(r: &RoundReport) -> String {
         r.zombies.woken_after_replacement,
         ms(r.latencies.worker_kill.p50),
         ms(r.latencies.worker_kill.p99),
-        if r.held {
+        if r.held && !r.unchecked.is_empty() {
+            format!("UNCHECKED ({})", r.unchecked.join(","))
+        } else if r.held {
             "HELD".to_string()
         } else if r.unexplained() == 0 {
             format!("VIOLATED ({} known reference weakness)", r.violations())
@@ -337,27 +360,50 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         "work redone per fault: at most {} chunk(s) a faulted worker computed but did not commit itself (limit 1)",
         t.rework_max_chunks
     );
-    let _ = writeln!(s, "invariants:");
+    let count = |st: &str| t.invariants.values().filter(|v| v["status"] == st).count();
+    let _ = writeln!(
+        s,
+        "invariants: {} held, {} violated, {} unchecked, {} not exercised{}",
+        count("held"),
+        count("violated"),
+        count("unchecked"),
+        count("not-exercised"),
+        match rounds.iter().filter_map(|r| r.audit_events).sum::<usize>() {
+            0 => String::new(),
+            n => format!(" (store audit: {n} committed changes)"),
+        }
+    );
     if let Some(last) = rounds.last() {
         // names and descriptions from a round, counts from the totals
         for i in &last.invariants {
             let tot = &t.invariants[i.name.as_str()];
             let v = tot["violations"].as_u64().unwrap_or(0);
             let kn = tot["known_reference_weakness"].as_u64().unwrap_or(0);
-            let label = match (v, kn) {
-                (0, 0) => "held".to_string(),
-                (0, k) => format!("KNOWN-REF×{k}"),
-                (v, _) => format!("VIOLATED×{v}"),
+            let label = match (v, kn, tot["status"].as_str().unwrap_or("held")) {
+                (0, 0, "unchecked") => "UNCHECKED".to_string(),
+                (0, 0, "not-exercised") => "n/a".to_string(),
+                (0, 0, _) => "held".to_string(),
+                (0, k, _) => format!("KNOWN-REF×{k}"),
+                (v, _, _) => format!("VIOLATED×{v}"),
             };
+            let src: Vec<&str> = tot["sources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             let _ = writeln!(
                 s,
-                "  {:<13} {:<12} checked {:>7}  {}",
+                "  {:<24} {:<12} checked {:>7}  [{}]  {}",
                 i.name,
                 label,
                 tot["checked"].as_u64().unwrap_or(0),
+                src.join(","),
                 i.what
             );
         }
+    }
+    for r in rounds.iter().filter(|r| r.held && !r.unchecked.is_empty()) {
+        let _ = writeln!(s, "\nround {} (seed {}) UNCHECKED — {}:", r.round, r.seed, r.dir);
+        for i in r.invariants.iter().filter(|i| r.unchecked.contains(&i.name)) {
+            let _ = writeln!(s, "  [{}] {}", i.name, i.unchecked.as_deref().unwrap_or("unchecked"));
+        }
+        let _ = writeln!(s, "  allow with --allow-unchecked {}", r.unchecked.join(","));
     }
     for r in rounds.iter().filter(|r| !r.held) {
         let _ = writeln!(s, "\nround {} (seed {}) violations — {}:", r.round, r.seed, r.dir);

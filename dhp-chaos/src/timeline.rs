@@ -54,7 +54,9 @@ pub fn write(dir: &Path) -> Result<()> {
     let x = |t: f64| LEFT + (t - t0).clamp(0.0, t_end - t0) / (t_end - t0) * WIDTH;
     let lane_y = |i: usize| TOP + LANE * (i as f64 + 1.0);
     let hid_lane: HashMap<&str, usize> = hids.iter().enumerate().map(|(i, h)| (h.as_str(), i)).collect();
-    let height = TOP + LANE * (hids.len() as f64 + 1.0) + 60.0;
+    let verdicts = crate::timeline_verdicts::lines(dir);
+    let base_height = TOP + LANE * (hids.len() as f64 + 1.0) + 60.0;
+    let height = base_height + 13.0 * verdicts.len() as f64 + 10.0;
 
     let mut svg = String::new();
     let _ = write!(
@@ -436,6 +438,7 @@ pub fn write(dir: &Path) -> Result<()> {
     }
     svg.push_str(&marks);
     crate::timeline_env::draw(&mut svg, &h, &x, axis_y + 22.0, t0, t_end);
+    crate::timeline_verdicts::draw(&mut svg, &verdicts, base_height + 4.0);
     svg.push_str("</svg>\n");
     std::fs::write(dir.join("timeline.svg"), svg)?;
     Ok(())

@@ -21,6 +21,12 @@
 //!   next two are committed (two behind; the rest before completing): in
 //!   synchronous mode a host death then loses two or three committed chunks.
 //!
+//! - `cas-less-recover`: recovers with an UPDATE of the ownership row that
+//!   checks nothing (not that the holder is `__orphaned__`, not the fence it
+//!   observed): of racing recoverers every one "wins", each bumping the
+//!   fence again; then it works through dhp-core as usual (so the losers
+//!   are fenced out at their next write).
+//!
 //! With `--ship-to HOST:PORT --ship-buffer DIR/ [--ship-mode sync|async]`
 //! the other modes ship over TCP with dhp-core's own shipper.
 //!
@@ -80,6 +86,7 @@ enum Mode {
     WedgeOnDbError,
     UnheldLiveness,
     AckOnFull,
+    CasLessRecover,
 }
 
 struct Args {
@@ -137,8 +144,9 @@ fn parse_args() -> Result<Args> {
         Some("wedge-on-db-error") => Mode::WedgeOnDbError,
         Some("unheld-liveness") => Mode::UnheldLiveness,
         Some("ack-on-full") => Mode::AckOnFull,
+        Some("cas-less-recover") => Mode::CasLessRecover,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -174,6 +182,45 @@ fn db(root: &Path) -> Result<Connection> {
     let c = Connection::open(root.join("dhp.sqlite3"))?;
     c.busy_timeout(Duration::from_secs(30))?;
     Ok(c)
+}
+
+/// Recover `hid` with no compare-and-set: whoever holds it, take it with
+/// fence + 1 (status running, attempt + 1, like a real recover).
+fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config) -> anyhow::Result<i64> {
+    let mut c = db(root)?;
+    let t = dhp_core::envelope::now();
+    // read outside the write lock, as a racing recoverer without a CAS would
+    let (text, fence): (String, i64) = c.query_row(
+        "SELECT h.envelope_json, o.fence FROM handoffs h JOIN ownership o ON o.hid = h.hid WHERE h.hid = ?1",
+        [hid],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let mut env = json::parse(&text)?;
+    match env.pointer("/execution/status").and_then(Value::as_str) {
+        Some("orphaned") | Some("running") => {}
+        other => bail!("cannot recover a handoff in status {other:?}"),
+    }
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let fence: i64 = tx.query_row("SELECT fence FROM ownership WHERE hid = ?1", [hid], |r| r.get(0)).unwrap_or(fence);
+    let fence = fence + 1;
+    let ttl = cfg.lease_interval_s * cfg.lease_max_missed as f64;
+    tx.execute(
+        "UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5",
+        params![me, fence, t + ttl, t, hid],
+    )?;
+    let ex = env["execution"].as_object_mut().context("envelope has no execution")?;
+    let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
+    ex.insert("status".into(), json!("running"));
+    ex.insert("attempt".into(), json!(attempt + 1));
+    ex.insert("runner_id".into(), json!(me));
+    ex.insert("claimed_at".into(), json!(t));
+    ex.insert("fence".into(), json!(fence));
+    tx.execute(
+        "UPDATE handoffs SET envelope_json = ?1, updated_at = ?2 WHERE hid = ?3",
+        params![json::dumps(&env)?, t, hid],
+    )?;
+    tx.commit()?;
+    Ok(fence)
 }
 
 /// INSERT the next checkpoint with no ownership check at all.
@@ -260,12 +307,20 @@ fn run() -> Result<()> {
     let (hid, holder) = (a.hid.clone(), a.runner.clone());
     let op = a.start.as_str();
     h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
-    let ctx = if op == "claim" { runner.claim(&hid) } else { runner.recover(&hid) };
+    let ctx: Result<_> = if op == "claim" {
+        runner.claim(&hid).map_err(Into::into)
+    } else if a.mode == Mode::CasLessRecover {
+        recover_without_cas(&a.root, &hid, &holder, &cfg)
+            .and_then(|f| Lease::presented(&hid, f).map_err(Into::into))
+            .map(|l| runner.context(l))
+    } else {
+        runner.recover(&hid).map_err(Into::into)
+    };
     let mut ctx = match ctx {
         Ok(c) => c,
         Err(e) => {
             h.record(op, "fail", json!({"hid": hid, "holder": holder, "error": e.to_string()}));
-            return Err(e.into());
+            return Err(e);
         }
     };
     let fence = ctx.fence();

@@ -30,6 +30,10 @@ pub struct Ctx<'a> {
     pub(crate) faults: FaultWalk,
     /// What the link proxy recorded (`None`: no proxy record in this round).
     pub(crate) acks: Option<Vec<crate::proxy::Ack>>,
+    /// The store's commit order as the harness's triggers recorded it (`None`: no audit).
+    pub(crate) audit: Option<&'a super::audit::AuditIx>,
+    /// The processes under test were given the history file and their lines are read.
+    pub(crate) history_on: bool,
 }
 
 /// Who wrote each committed checkpoint, as far as the history tells.
@@ -113,7 +117,9 @@ impl<'a> Ctx<'a> {
         meta: &'a Value,
         ix: &'a Index<'a>,
         store: &'a BTreeMap<String, Handoff>,
+        audit: Option<&'a super::audit::AuditIx>,
     ) -> Ctx<'a> {
+        let history_on = meta["config"]["impl_history"].as_bool().unwrap_or(true);
         let hids: Vec<String> = meta["hids"]
             .as_array()
             .map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect())
@@ -130,6 +136,8 @@ impl<'a> Ctx<'a> {
             pre_taint: HashMap::new(),
             faults: FaultWalk::default(),
             acks: None,
+            audit,
+            history_on,
         };
         cx.acks =
             cx.paths.proxy_record.exists().then(|| crate::proxy::load_acks(&cx.paths.proxy_record).unwrap_or_default());
@@ -186,11 +194,33 @@ impl<'a> Ctx<'a> {
 
     /// Every worker spawned for `hid` recorded history (or never got to).
     pub(crate) fn history_complete(&self, hid: &str) -> bool {
-        self.ix
-            .spawns
+        self.history_on
+            && self
+                .ix
+                .spawns
+                .iter()
+                .filter(|(_, s)| s.role == "worker" && s.hid.as_deref() == Some(hid))
+                .all(|(name, s)| s.imp != "cmd" || self.ix.processes_with_history.contains(name))
+    }
+
+    /// The orphans the store audit recorded: the ownership change, the
+    /// orphan reason of the same transaction's envelope, and whether it
+    /// parked the handoff in the DLQ instead.
+    pub(crate) fn audit_orphans(&self) -> Vec<(super::audit::Transition, Option<String>, bool)> {
+        let Some(a) = self.audit else { return Vec::new() };
+        a.transitions()
             .iter()
-            .filter(|(_, s)| s.role == "worker" && s.hid.as_deref() == Some(hid))
-            .all(|(name, s)| s.imp != "cmd" || self.ix.processes_with_history.contains(name))
+            .filter(|t| t.kind == super::audit::Kind::Orphan)
+            .map(|t| {
+                let (reason, dlq) = a.orphan_outcome(t);
+                (t.clone(), reason, dlq)
+            })
+            .collect()
+    }
+
+    /// The process named `name` was seen to exit by `t` (+ `slack` seconds).
+    pub(crate) fn exited_by(&self, name: &str, t: f64, slack: f64) -> bool {
+        self.ix.exits.get(name).is_some_and(|et| *et <= t + slack)
     }
 
     pub(crate) fn grants(&self, hid: &str) -> Vec<&Op> {

@@ -131,13 +131,34 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                     && o.out_t.unwrap_or(o.invoke_t) <= t
             })
             .filter_map(|o| o.fence)
-            .max();
+            .max()
+            // the harness's own monitor saw it hold this fence at the fault, on
+            // a handoff the store audit shows running then (a torn claim's
+            // pending handoff is no lease to detect)
+            .or_else(|| {
+                let running = cx.audit.is_some_and(|a| {
+                    a.handoff_changes(&hid).filter(|e| e.at <= t).filter_map(|e| e.new_s("status")).last()
+                        == Some("running")
+                });
+                f.i("lease_fence").filter(|_| running)
+            });
         let Some(fence) = held else { continue };
-        let orphaned_before = cx.ix.orphans.iter().any(|o| o.hid == hid && o.previous_fence == Some(fence) && o.t < t);
+        // the store audit's changes of (victim, fence): orphaned, or deleted (completed)
+        let audited: Vec<super::audit::Transition> = cx.audit.map_or_else(Vec::new, |a| {
+            a.transitions()
+                .iter()
+                .filter(|tr| tr.hid == hid && tr.old.as_ref().is_some_and(|(h, fe)| h == &victim && *fe == fence))
+                .cloned()
+                .collect()
+        });
+        let audit_orphan_t =
+            audited.iter().filter(|tr| tr.kind == super::audit::Kind::Orphan).map(|tr| tr.at).reduce(f64::min);
+        let orphaned_before = cx.ix.orphans.iter().any(|o| o.hid == hid && o.previous_fence == Some(fence) && o.t < t)
+            || audit_orphan_t.is_some_and(|at| at < t);
         let completed_before =
             cx.ix.ops.iter().any(|o| {
                 o.process == victim && o.op == "complete" && o.ok == Some(true) && o.out_t.unwrap_or(0.0) <= t
-            });
+            }) || audited.iter().any(|tr| tr.kind == super::audit::Kind::Delete && tr.at <= t);
         if orphaned_before || completed_before {
             continue;
         }
@@ -154,6 +175,7 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
             .reduce(f64::min);
         let (ot, from_hist) = match orphan_t {
             Some(ot) => (Some(ot), true),
+            None if audit_orphan_t.is_some() => (audit_orphan_t, false),
             None => (
                 cx.ix
                     .observes
@@ -172,6 +194,8 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
             Some(ot) => {
                 if from_hist {
                     lat.from_history += 1;
+                } else if audit_orphan_t.is_some() {
+                    lat.from_audit += 1;
                 } else {
                     lat.from_monitor += 1;
                 }
@@ -223,7 +247,14 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                     hid: short(&hid).to_string(),
                     fence,
                     latency_s: d,
-                    source: if from_hist { "supervisor history" } else { "monitor" }.into(),
+                    source: if from_hist {
+                        "supervisor history"
+                    } else if audit_orphan_t.is_some() {
+                        "store audit"
+                    } else {
+                        "monitor"
+                    }
+                    .into(),
                     disturbed_by: disturbed,
                 });
             }
@@ -233,7 +264,8 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                     .ix
                     .ops
                     .iter()
-                    .any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false));
+                    .any(|o| o.process == victim && o.hid == hid && o.op == "complete" && o.ok != Some(false))
+                    || audited.iter().any(|tr| tr.kind == super::audit::Kind::Delete);
                 if sig == "STOP" && st == "completed" {
                     continue; // woken before its lease ran out and finished, or completed by others after it
                 }

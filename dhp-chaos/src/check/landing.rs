@@ -43,7 +43,8 @@ pub fn landing(dir: &Path) -> Result<Vec<Landing>> {
     let store = super::load::load_round_store(&paths.store)?;
     let mut ix = super::history::index(&history);
     super::indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
-    let cx = Ctx::new(dir, &meta, &ix, &store);
+    let audit = super::audit::AuditIx::load(&paths.store)?;
+    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
     let redone = redone(&cx);
     let mut out = Vec::new();
     for hid in &cx.hids {

@@ -12,6 +12,7 @@
 //! walks the injected faults (latencies), and `invariants/` holds one file
 //! per [`Invariant`]; this module only runs them and files their findings.
 
+mod audit;
 mod census;
 mod ctx;
 mod db_link;
@@ -24,6 +25,7 @@ mod invariants;
 mod landing;
 mod load;
 mod report;
+mod sources;
 mod store_order;
 
 pub use ctx::Ctx;
@@ -34,6 +36,7 @@ pub use landing::{landing, Landing};
 pub use load::{is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, Ckpt, Handoff};
 pub(crate) use report::stats;
 pub use report::{FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
+pub use sources::Source;
 
 use crate::hist;
 use crate::round::Paths;
@@ -84,12 +87,17 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let meta: Value = serde_json::from_slice(
         &std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?,
     )?;
-    let history = hist::load(&paths.history)?;
+    let mut history = hist::load(&paths.history)?;
+    if meta["config"]["impl_history"].as_bool() == Some(false) {
+        // --impl-history off: only the harness's own lines count
+        history.events.retain(hist::Ev::is_chaos);
+    }
     let store = load::load_round_store(&paths.store)?;
+    let audit = audit::AuditIx::load(&paths.store)?;
     let mut ix = history::index(&history);
     indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
-    let cx = Ctx::new(dir, &meta, &ix, &store);
+    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
 
     // Run every invariant, then file: a handoff whose trouble starts at a
     // documented weakness of the reference has all its violations, under
@@ -107,6 +115,17 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
         }
     }
+
+    let have = sources::available(&cx);
+    for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
+        sources::judge(v, i, &cx, &have);
+    }
+    let allow: Vec<String> = cfg_strings(&meta["config"]["allow_unchecked"]);
+    let (unchecked_allowed, unchecked): (Vec<String>, Vec<String>) = invariants
+        .iter()
+        .filter(|v| v.status == "unchecked")
+        .map(|v| v.name.clone())
+        .partition(|n| sources::allowed(&allow, n));
 
     let redone = invariants::redone(&cx);
     let fw = &cx.faults;
@@ -144,7 +163,11 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         kills_by_role: fw.kills_by_role.clone(),
         spawned_workers: ix.spawns.values().filter(|s| s.role == "worker").count() as u64,
         spawned_supervisors: ix.spawns.values().filter(|s| s.role == "supervisor").count() as u64,
-        recoveries: ix.ops.iter().filter(|o| o.op == "recover" && o.ok == Some(true)).count() as u64,
+        // the store's count when it has an audit, else the workers' own
+        recoveries: match &audit {
+            Some(a) => a.transitions().iter().filter(|t| t.kind == audit::Kind::Recover).count() as u64,
+            None => ix.ops.iter().filter(|o| o.op == "recover" && o.ok == Some(true)).count() as u64,
+        },
         racing_provisions: ix.provisions.len() as u64,
         race_losers: ix.ops.iter().filter(|o| (o.op == "recover" || o.op == "claim") && o.ok == Some(false)).count()
             as u64,
@@ -156,10 +179,18 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         rework_total_chunks: redone.iter().map(|r| r.2.len() as u64).sum(),
         env: env_facts::facts(&cx),
         invariants,
+        sources: have.iter().map(|s| s.name().to_string()).collect(),
+        audit_events: audit.as_ref().map(|a| a.events.len()),
+        unchecked,
+        unchecked_allowed,
         history_lines: history.events.len(),
         history_malformed: history.malformed,
         held,
     })
+}
+
+fn cfg_strings(v: &Value) -> Vec<String> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
 }
 
 fn impl_label(v: &Value) -> String {

@@ -19,6 +19,21 @@ pub struct Verdict {
     pub known: Vec<String>,
     /// Things worth knowing that are not violations.
     pub notes: Vec<String>,
+    /// `held`, `violated`, `unchecked` (a source it needs was missing, or it
+    /// checked 0 events where the harness saw some) or `not-exercised`
+    /// (the round gave it nothing to check). Empty in reports saved before.
+    #[serde(default)]
+    pub status: String,
+    /// The sources this verdict rests on (`check::Source::name`): those it
+    /// needs, and those it used for detail.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Sources it needs that this round lacked.
+    #[serde(default)]
+    pub missing: Vec<String>,
+    /// Why it is unchecked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
 }
 
 impl Verdict {
@@ -30,6 +45,10 @@ impl Verdict {
             violations: Vec::new(),
             known: Vec::new(),
             notes: Vec::new(),
+            status: String::new(),
+            sources: Vec::new(),
+            missing: Vec::new(),
+            unchecked: None,
         }
     }
     /// No violation at all (known reference weaknesses included).
@@ -99,6 +118,9 @@ pub struct Latencies {
     pub from_history: usize,
     /// Orphan times taken from the monitor, because no supervisor recorded the orphan.
     pub from_monitor: usize,
+    /// Orphan times taken from the store audit (no supervisor history).
+    #[serde(default)]
+    pub from_audit: usize,
 }
 
 /// One fault on a lease-holding worker, and how long until its handoff was orphaned.
@@ -118,7 +140,7 @@ pub struct FaultLatency {
     pub fence: i64,
     /// Seconds from the fault to the orphan committing it.
     pub latency_s: f64,
-    /// `supervisor history` or `monitor` (when no supervisor recorded it).
+    /// `supervisor history`, else `store audit`, else `monitor`.
     pub source: String,
     /// Why this sample is not steady state (worker SIGKILLs only).
     pub disturbed_by: Option<String>,
@@ -213,6 +235,18 @@ pub struct RoundReport {
     pub env: super::EnvFacts,
     /// One verdict per invariant, in [`super::Invariant::ALL`] order.
     pub invariants: Vec<Verdict>,
+    /// The sources this round had (`check::Source::name`).
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// Events in the store audit (`None`: the round had no audit).
+    #[serde(default)]
+    pub audit_events: Option<usize>,
+    /// Invariants that ended `unchecked` and were not allowed to (exit code 3).
+    #[serde(default)]
+    pub unchecked: Vec<String>,
+    /// Invariants that ended `unchecked` and `--allow-unchecked` named.
+    #[serde(default)]
+    pub unchecked_allowed: Vec<String>,
     /// History lines that parsed as JSON objects.
     pub history_lines: usize,
     /// History lines that did not (see [`crate::hist::History::malformed`]).

@@ -68,5 +68,11 @@ pub fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
     for (_, text) in &net_chaos {
         print!("{text}");
     }
-    Ok(if reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0) { 0 } else { 1 })
+    Ok(if !(reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0)) {
+        1
+    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
+        3
+    } else {
+        0
+    })
 }

@@ -34,7 +34,9 @@ from its files.
 Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
 failing round prints this exact command.
 
-Exit status: 0 every invariant held, 1 a violation, 2 harness error.";
+Exit status: 0 every invariant held (or was not exercised), 1 a violation, 2 harness error, 3 an \
+invariant UNCHECKED (a source it needs was missing, or it checked nothing where the harness saw events) \
+and not named by --allow-unchecked.";
 
 /// The command line.
 #[derive(Parser)]
@@ -190,6 +192,16 @@ pub struct RunArgs {
     /// Builtin workers publish no liveness token (lease-only detection, like the reference).
     #[arg(long)]
     pub no_liveness: bool,
+    /// on: workers and supervisors get the round's history file (detail for the checker); off: they get
+    /// /dev/null and only the harness's own records count (see CONTRACT.md).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub impl_history: String,
+    /// Invariants that may end UNCHECKED without the exit code 3 (comma-separated names, or `all`).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub allow_unchecked: Vec<String>,
+    /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
+    #[arg(long)]
+    pub no_audit: bool,
     /// The dhp binary (default: next to this executable, rebuilt first under cargo).
     #[arg(long)]
     pub dhp: Option<PathBuf>,

@@ -164,10 +164,12 @@ pub fn run_rounds(
     print!("{}", report::summary(&reports, &totals, table_in_summary));
     let code = if harness_error.is_some() {
         2
-    } else if reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
-        0
-    } else {
+    } else if !reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
         1
+    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
+        3
+    } else {
+        0
     };
     let results = json!({
         "seed": seed,
@@ -188,8 +190,22 @@ pub fn run_rounds(
             totals.violations
         ),
         0 if reports.is_empty() => println!("dhp-chaos: no round ran"),
+        0 if reports.iter().any(|r| !r.unchecked_allowed.is_empty()) => println!(
+            "dhp-chaos: NO VIOLATION ({} rounds); unchecked, allowed by --allow-unchecked: {}",
+            reports.len(),
+            reports
+                .iter()
+                .flat_map(|r| r.unchecked_allowed.iter().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
         1 => println!("dhp-chaos: INVARIANT VIOLATED"),
+        3 => println!(
+            "dhp-chaos: INVARIANT(S) UNCHECKED — no violation found, but not everything could be checked (exit 3)"
+        ),
         _ => println!("dhp-chaos: HARNESS ERROR"),
     }
     Ok((code, totals))

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod audit;
 mod clock;
 pub mod db_faults;
 mod db_link;
@@ -387,6 +388,7 @@ impl<'a> Driver<'a> {
     pub fn start(&mut self) -> Result<()> {
         self.mount_store_disk()?;
         self.dispatch()?;
+        self.install_audit()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
         if let Some(bytes) = self.cfg.disk_bytes {
@@ -445,6 +447,7 @@ impl<'a> Driver<'a> {
             self.hids.push(hid.clone());
         }
         self.open_monitor()?;
+        self.install_audit()?;
         self.extra_meta = json!({"standby_of": standby_of});
         self.t0 = self.hist.record(
             "round",

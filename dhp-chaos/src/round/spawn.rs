@@ -44,6 +44,16 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// The history file a process under test is given: the round's
+    /// `history.jsonl`, or `/dev/null` with `--impl-history off`.
+    fn impl_history_path(&self) -> String {
+        if self.cfg.impl_history {
+            self.paths.history.display().to_string()
+        } else {
+            "/dev/null".into()
+        }
+    }
+
     pub(super) fn worker_impl(&mut self) -> String {
         match &self.cfg.workers {
             Impl::Builtin => "builtin".into(),
@@ -78,7 +88,7 @@ impl Driver<'_> {
         let name = format!("w{:04}-h{}", self.worker_n, hid_idx);
         let imp = self.worker_impl();
         let ship = self.paths.transport.join(format!("{hid}.log")).display().to_string();
-        let history = self.paths.history.display().to_string();
+        let history = self.impl_history_path();
         let pace = self.cfg.pace_s.to_string();
         let mut env = self.env();
         let mut failpoint = None;
@@ -215,7 +225,7 @@ impl Driver<'_> {
         self.sup_n += 1;
         let name = format!("sup{}", self.sup_n);
         let secs = (self.cfg.fault_seconds + self.cfg.grace_seconds + 120.0).to_string();
-        let history = self.paths.history.display().to_string();
+        let history = self.impl_history_path();
         let py =
             self.py.as_ref().map(|p| procs::PySupervisor { python: &p.python, shim: &p.shim, supwatch: &p.supwatch });
         let (imp, argv) =

@@ -118,6 +118,15 @@ impl<'a> Stage<'a> {
             );
             hids.push(hid);
         }
+        if self.cfg.audit {
+            // the store audit, before any worker or supervisor starts (crate::audit)
+            let t = std::time::Instant::now();
+            crate::audit::install_sqlite(&self.paths.store.join("dhp.sqlite3"))?;
+            self.hist.record(
+                "observe",
+                json!({"what": "audit-installed", "engine": "sqlite", "seconds": t.elapsed().as_secs_f64()}),
+            );
+        }
         let db = Connection::open_with_flags(
             self.paths.store.join("dhp.sqlite3"),
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

@@ -512,6 +512,8 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "peer-acks",
             "async-lag",
             "no-torn-after-store-full",
+            "one-leader",
+            "no-silent-budget-overrun",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod checker_audit;
 mod checker_indeterminate;
 mod checker_rules;
 mod ci_rounds;
@@ -33,6 +34,7 @@ mod mutant_peer_acks;
 mod mutant_ship_altered;
 mod mutant_ship_late;
 mod mutants;
+mod mutants_history_off;
 mod netchaos_builtin;
 mod netchaos_mutant;
 mod netchaos_python;

@@ -26,6 +26,15 @@ fn postgres_short_round_holds_and_reanalyzes_without_the_cluster() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&export).expect("store/export.json")).unwrap();
     assert_eq!(v["handoffs"].as_array().map(Vec::len), Some(3), "{v:#}");
     assert!(!round.join("store/dhp.sqlite3").exists(), "a PostgreSQL round has no SQLite file");
+    // the harness's audit ran inside PostgreSQL's transactions and was exported with the store
+    let audit = v["audit"].as_array().expect("the store audit in the export");
+    assert!(audit.len() > 50, "{} audit events", audit.len());
+    assert!(audit.windows(2).all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64()), "commit order");
+    for inv in ["fencing", "one-leader", "no-silent-budget-overrun", "exactly-once"] {
+        let t = &r.totals()["invariants"][inv];
+        assert_eq!(t["status"], "held", "{inv}: {t:#}");
+        assert!(t["sources"].as_array().unwrap().iter().any(|s| s == "store-audit"), "{inv}: {t:#}");
+    }
     let meta = std::fs::read_to_string(round.join("round.json")).unwrap();
     assert!(meta.contains("\"engine\": \"postgres\"") && !meta.contains("postgres://"), "no URL (password) saved");
     // the cluster is gone now: `analyze` reads the export

@@ -12,10 +12,69 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     for (hid, f) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|f| (hid, f))) {
         if f.h.status == "completed" {
             out.checked += 1;
+            audited(cx, hid, &mut out);
             one_handoff(cx, hid, f, &mut out);
         }
     }
     out
+}
+
+/// From the store audit: the handoff became `completed` exactly once, its
+/// completed envelope was never rewritten, and the completing transaction
+/// saw an ownership row held by a worker (not orphaned, not gone) — the
+/// runner the envelope names.
+fn audited(cx: &Ctx<'_>, hid: &str, out: &mut Findings) {
+    let Some(a) = cx.audit else { return };
+    let completed_at = |e: &crate::audit::Event, new: bool| {
+        let r = if new { e.new.as_ref() } else { e.old.as_ref() };
+        r.and_then(|r| r.pointer("/execution/completed_at")).cloned()
+    };
+    let mut commits = 0;
+    for e in a.handoff_changes(hid) {
+        if e.new_s("status") != Some("completed") {
+            continue;
+        }
+        if e.old_s("status") == Some("completed") {
+            if completed_at(e, true) != completed_at(e, false) {
+                out.of(
+                    hid,
+                    format!(
+                    "{}: its completion was committed again over the first one (audit seq {}): completed_at {} → {}",
+                    short(hid), e.seq, opt(completed_at(e, false)), opt(completed_at(e, true))
+                ),
+                );
+            }
+            continue;
+        }
+        commits += 1;
+        let runner = e.new.as_ref().and_then(|n| n.pointer("/execution/runner_id")).and_then(|v| v.as_str());
+        match a.ownership_seen(hid, e.seq) {
+            None => {
+                out.of(hid, format!("{}: completed (audit seq {}) while it had no ownership row", short(hid), e.seq))
+            }
+            Some((h, f)) if h == crate::round::ORPHANED => out.of(
+                hid,
+                format!(
+                    "{}: completed (audit seq {}) while orphaned (fence {f}): nobody held a valid fence",
+                    short(hid),
+                    e.seq
+                ),
+            ),
+            Some((h, f)) if runner.is_some_and(|r| r != h) => out.of(
+                hid,
+                format!(
+                    "{}: completed (audit seq {}) as {} while the store's holder was {h} (fence {f})",
+                    short(hid),
+                    e.seq,
+                    opt(runner)
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    if commits > 1 {
+        out.of(hid, format!("{}: became completed {commits} times in the store's commit order", short(hid)));
+    }
 }
 
 fn one_handoff(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, out: &mut Findings) {

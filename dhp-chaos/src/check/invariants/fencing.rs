@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
+    super::fencing_audit::check(cx, &mut out);
     for (hid, f) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|f| (hid, f))) {
         acknowledged_writes(hid, f, cx.ingested(hid), &mut out);
         fence_ledger(cx, hid, f, &mut out);

@@ -3,14 +3,17 @@
 //! files them (taint) into the report's verdicts.
 
 mod async_lag;
+mod budget;
 mod checkpoints;
 mod converge;
 mod detection;
 mod exactly_once;
 mod failover;
 mod fencing;
+mod fencing_audit;
 mod lost_commits;
 mod no_false_orphans;
+mod one_leader;
 mod outcome;
 mod peer_acks;
 pub(crate) mod peer_log;
@@ -26,6 +29,7 @@ pub(crate) use outcome::dlq_park;
 pub(crate) use peer_acks::indeterminate;
 pub(crate) use rework::redone;
 pub(crate) use zombies::tally as zombie_tally;
+pub(crate) use zombies::woken_replaced;
 
 use super::ctx::Ctx;
 use super::findings::Findings;
@@ -69,11 +73,15 @@ pub enum Invariant {
     AsyncLag,
     /// `no-torn-after-store-full`: after the store's disk filled, the store is intact and holds every acknowledgement.
     NoTornAfterStoreFull,
+    /// `one-leader`: no two supervisors hold overlapping leader terms (store audit).
+    OneLeader,
+    /// `no-silent-budget-overrun`: no handoff recovered or completed past its attempts, none back from the DLQ (store audit).
+    Budget,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 18] = [
+    pub const ALL: [Invariant; 20] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -92,6 +100,8 @@ impl Invariant {
         Invariant::PeerAcks,
         Invariant::AsyncLag,
         Invariant::NoTornAfterStoreFull,
+        Invariant::OneLeader,
+        Invariant::Budget,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -115,12 +125,30 @@ impl Invariant {
             Invariant::PeerAcks => "peer-acks",
             Invariant::AsyncLag => "async-lag",
             Invariant::NoTornAfterStoreFull => "no-torn-after-store-full",
+            Invariant::OneLeader => "one-leader",
+            Invariant::Budget => "no-silent-budget-overrun",
         }
     }
 
     /// The invariant's name as written in reports.
     pub fn from_name(name: &str) -> Option<Invariant> {
         Invariant::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// `--allow-unchecked NAME,…`: every name an invariant's (or `all`).
+    pub fn parse_allowed(names: &[String]) -> anyhow::Result<Vec<String>> {
+        for n in names {
+            if n != "all" && Invariant::from_name(n).is_none() {
+                let known: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+                anyhow::bail!("--allow-unchecked: unknown invariant {n:?} (one of: all, {})", known.join(", "));
+            }
+        }
+        Ok(names.to_vec())
+    }
+
+    /// The sources it needs and those it uses for detail ([`super::sources::needs`]).
+    pub fn sources(self) -> (&'static [super::Source], &'static [super::Source]) {
+        super::sources::needs(self)
     }
 
     /// What it promises (the report's `what`).
@@ -144,6 +172,8 @@ impl Invariant {
             Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
             Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
             Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
+            Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
+            Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
         }
     }
 
@@ -168,6 +198,8 @@ impl Invariant {
             Invariant::PeerAcks => peer_acks::check(cx),
             Invariant::AsyncLag => async_lag::check(cx),
             Invariant::NoTornAfterStoreFull => store_full::check(cx),
+            Invariant::OneLeader => one_leader::check(cx),
+            Invariant::Budget => budget::check(cx),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
+use crate::check::history::Orphan;
 use crate::check::{opt, short};
 use crate::round::ORPHANED;
 
@@ -26,6 +27,28 @@ const RETAKE_S: f64 = 2.0;
 /// A `db-link` toxic that closes connections (reset, cut-after, a blackhole
 /// with a timeout) cuts the liveness session the same way: counted in a
 /// note too (`check/db_link.rs`).
+/// The orphans to judge: the store audit's (ownership moved to
+/// `__orphaned__`, with the reason its transaction wrote into the
+/// envelope) when the round has an audit, else the supervisors' history.
+fn orphans(cx: &Ctx<'_>) -> Vec<Orphan> {
+    if cx.audit.is_none() {
+        return cx.ix.orphans.clone();
+    }
+    cx.audit_orphans()
+        .into_iter()
+        .map(|(t, reason, _)| Orphan {
+            t: t.at,
+            hid: t.hid.clone(),
+            reason,
+            previous_holder: t.old.as_ref().map(|o| o.0.clone()),
+            previous_fence: t.old.as_ref().map(|o| o.1),
+            fence: t.new.as_ref().map(|n| n.1),
+            checkpoints: None,
+            supervisor: format!("the leader (store audit seq {})", t.seq),
+        })
+        .collect()
+}
+
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     let mut lease_orphans_of_unfaulted = 0usize;
@@ -33,7 +56,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let outages = crate::check::faults::db_outages(cx);
     let links = crate::check::db_link::windows(cx.ix, cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let mut link_cut = 0usize;
-    for o in &cx.ix.orphans {
+    for o in &orphans(cx) {
         let Some(holder) = o.previous_holder.as_deref() else { continue };
         if holder == ORPHANED {
             continue;

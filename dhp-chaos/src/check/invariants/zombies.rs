@@ -16,6 +16,51 @@ pub(crate) fn tally(cx: &Ctx<'_>) -> Zombies {
     walk(cx).1
 }
 
+/// How many workers the harness stopped were woken after the store audit
+/// shows their `(holder, fence)` taken away (what `zombies` must check).
+pub(crate) fn woken_replaced(cx: &Ctx<'_>) -> usize {
+    let Some(a) = cx.audit else { return 0 };
+    cx.ix
+        .faults
+        .iter()
+        .filter(|f| f.s("signal") == Some("STOP"))
+        .filter(|f| {
+            let (Some(victim), Some(hid), Some(fence)) = (f.s("victim"), f.hid(), f.i("lease_fence")) else {
+                return false;
+            };
+            let Some(tc) = cx.woken_at(victim, f.t()) else { return false };
+            a.superseded(hid, victim, fence).is_some_and(|(t, _)| t < tc)
+        })
+        .count()
+}
+
+/// Checkpoints of `hid` committed after `victim` was woken at `tc` (and
+/// before it exited) that only a stale writer can have made, by the store
+/// audit alone: committed while the handoff was orphaned or unowned, or
+/// repeating a chunk (`next_n`) already committed — computed from a
+/// superseded state.
+fn audit_stale_writes(cx: &Ctx<'_>, hid: &str, victim: &str, tc: f64) -> Vec<String> {
+    let Some(a) = cx.audit else { return Vec::new() };
+    let exit = cx.ix.exits.get(victim).copied().unwrap_or(f64::INFINITY);
+    let mut seen_n = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for e in a.checkpoint_inserts(hid) {
+        let n = crate::check::audit::next_n(e);
+        let dup = n.is_some_and(|n| !seen_n.insert(n));
+        if e.at + 1e-3 < tc || e.at > exit + 1.0 {
+            continue;
+        }
+        let seq = e.new_i("seq").unwrap_or(-1);
+        match a.ownership_seen(hid, e.seq) {
+            None => out.push(format!("seq {seq} with no ownership row")),
+            Some((h, _)) if h == crate::round::ORPHANED => out.push(format!("seq {seq} while orphaned")),
+            _ if dup => out.push(format!("seq {seq} repeats chunk next_n {}", n.unwrap_or(0))),
+            _ => {}
+        }
+    }
+    out
+}
+
 fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
     let mut out = Findings::default();
     let mut zombies = Zombies::default();
@@ -34,7 +79,8 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
             .filter(|o| o.process == victim && o.invoke_t <= ts && (o.op == "checkpoint" || o.op == "complete"))
             .filter(|o| o.ok == Some(true) && o.out_t.is_some_and(|t| t >= tc))
             .collect();
-        let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc);
+        let audited = cx.audit.and_then(|a| a.superseded(hid, victim, fence)).filter(|(t, _)| *t < tc);
+        let replaced = cx.superseded_at(hid, fence).is_some_and(|(t, _)| t < tc) || audited.is_some();
         if !replaced {
             if !in_flight_commits.is_empty() {
                 out.note(format!(
@@ -78,7 +124,17 @@ fn walk(cx: &Ctx<'_>) -> (Findings, Zombies) {
             .iter()
             .filter(|o| o.op == "checkpoint" || completed_at.is_none_or(|ca| ca + 1e-6 >= o.invoke_t))
             .collect();
-        if !wrote.is_empty() || bad_complete || !in_flight_bad.is_empty() {
+        let stale = audit_stale_writes(cx, hid, victim, tc);
+        if wrote.is_empty() && !bad_complete && in_flight_bad.is_empty() && !stale.is_empty() {
+            zombies.wrote += 1;
+            let known = (cx.imp_of(victim) == "python").then_some(CHECK_THEN_WRITE);
+            let msg = format!(
+                "{}: {victim} (fence {fence}) was replaced while stopped (store audit) and, after waking, stale checkpoints were committed: {}",
+                short(hid),
+                stale.join("; ")
+            );
+            out.found.push(crate::check::findings::Finding { msg, hid: Some(hid.to_string()), known });
+        } else if !wrote.is_empty() || bad_complete || !in_flight_bad.is_empty() {
             zombies.wrote += 1;
             let msg = format!(
                 "{}: {victim} (fence {fence}) was replaced while stopped and, after waking, committed {} new checkpoint(s){}{}",

@@ -1,0 +1,153 @@
+//! Mutants caught with the implementation's history switched off
+//! (`--impl-history off`: workers and supervisors get /dev/null, the
+//! checker reads only the harness's own lines): the verdicts rest on the
+//! store audit, the store and the harness's process records. Each round is
+//! seeded and a few seconds long. `rework` needs the history, so it is
+//! allowed to be unchecked; nothing else is.
+use crate::common::bins::{mutant_worker, run_small};
+use crate::common::*;
+
+fn mutant_supervisor(mode: &str) -> String {
+    format!("{} --mode {mode}", env!("CARGO_BIN_EXE_mutant-supervisor"))
+}
+
+/// A small round with history off (`rework` allowed unchecked), plus `extra`.
+fn off(name: &str, seed: u64, chunks: u32, extra: &[&str]) -> Run {
+    let mut a = vec!["--impl-history", "off", "--allow-unchecked", "rework", "--failpoint-rate", "0"];
+    a.extend_from_slice(extra);
+    run_small(name, seed, chunks, &a)
+}
+
+fn assert_caught(r: &Run, inv: &str, needle: &str) {
+    assert_eq!(r.code, 1, "a violation must exit 1\n{}", r.dump());
+    let v = r.violations(inv);
+    assert!(v.iter().any(|m| m.contains(needle)), "[{inv}] expected {needle:?} in {v:#?}\n{}", r.dump());
+    // the harness gave the processes no history file: none of their lines exist
+    let h = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    assert!(h.lines().all(|l| l.contains(r#""process":"chaos""#)), "only harness lines in the history");
+}
+
+#[test]
+fn skip_fence_worker_is_caught_from_the_store() {
+    let w = mutant_worker("skip-fence");
+    let r = off("off-skip-fence", 3, 100, &["--workers", &w, "--faults", "pause=1", "--fault-interval", "0.3,0.6"]);
+    assert_caught(&r, "zombies", "stale checkpoints were committed");
+    assert!(!r.violations("checkpoints").is_empty() || !r.violations("fencing").is_empty(), "{}", r.dump());
+}
+
+#[test]
+fn complete_twice_worker_is_caught_from_the_audit() {
+    let w = mutant_worker("complete-twice");
+    let r = off(
+        "off-complete-twice",
+        7,
+        40,
+        &["--workers", &w, "--faults", "kill-follower=1", "--allow-unchecked", "detection"],
+    );
+    assert_caught(&r, "exactly-once", "its completion was committed again");
+}
+
+#[test]
+fn wrong_result_worker_is_caught_from_the_store() {
+    let w = mutant_worker("wrong-result");
+    let r = off(
+        "off-wrong-result",
+        8,
+        40,
+        &["--workers", &w, "--faults", "kill-follower=1", "--allow-unchecked", "detection"],
+    );
+    assert_caught(&r, "result", "prime_count");
+}
+
+#[test]
+fn supervisor_that_orphans_without_bumping_the_fence_is_caught_although_its_history_claims_the_bump() {
+    let s = mutant_supervisor("no-bump");
+    let r = off("off-no-bump", 5, 60, &["--supervisors", &s, "--faults", "kill-worker=1"]);
+    assert_caught(&r, "fencing", "without bumping the fence");
+    // and with its lying history read, the audit still decides
+    let r =
+        run_small("on-no-bump", 5, 60, &["--supervisors", &s, "--faults", "kill-worker=1", "--failpoint-rate", "0"]);
+    assert_eq!(r.code, 1, "{}", r.dump());
+    assert!(r.violations("fencing").iter().any(|m| m.contains("without bumping the fence")), "{}", r.dump());
+    // without the audit the lie passes the history-based checks: what this test
+    // guards against (fencing then is UNCHECKED, exit 3 — never held)
+    let r = run_small(
+        "noaudit-no-bump",
+        5,
+        60,
+        &["--supervisors", &s, "--faults", "kill-worker=1", "--failpoint-rate", "0", "--no-audit"],
+    );
+    assert!(r.violations("fencing").is_empty(), "{}", r.dump());
+    assert_eq!(r.code, 3, "{}", r.dump());
+    let fencing = &r.results["totals"]["invariants"]["fencing"];
+    assert_eq!(fencing["status"], "unchecked", "{fencing:#}");
+}
+
+#[test]
+fn cas_less_recover_is_caught_as_a_second_grant() {
+    let w = mutant_worker("cas-less-recover");
+    let r = off("off-cas-less", 5, 60, &["--workers", &w, "--faults", "kill-worker=1", "--race-rate", "1"]);
+    assert_caught(&r, "fencing", "without an orphan");
+}
+
+#[test]
+fn two_supervisors_that_both_lead_are_caught() {
+    let s = mutant_supervisor("two-leaders");
+    let r = off("off-two-leaders", 5, 60, &["--supervisors", &s, "--faults", "kill-worker=1"]);
+    assert_caught(&r, "one-leader", "two leaders");
+}
+
+#[test]
+fn supervisor_that_never_dead_letters_is_caught() {
+    let s = mutant_supervisor("no-dlq");
+    let r = run_chaos(
+        "off-no-dlq",
+        &[
+            "--seed",
+            "5",
+            "--handoffs",
+            "2",
+            "--chunks",
+            "60",
+            "--dlq-handoffs",
+            "1",
+            "--dlq-max-attempts",
+            "2",
+            "--supervisors",
+            &s,
+            "--faults",
+            "kill-worker=1",
+            "--failpoint-rate",
+            "0",
+            "--impl-history",
+            "off",
+            "--allow-unchecked",
+            "rework",
+        ],
+    );
+    assert_caught(&r, "no-silent-budget-overrun", "it must have gone to the DLQ");
+}
+
+#[test]
+fn ours_with_history_off_holds_and_analyze_agrees() {
+    let r = off("off-ours", 42, 100, &[]);
+    assert_eq!(r.code, 0, "{}", r.dump());
+    for inv in ["fencing", "exactly-once", "no-false-orphans", "detection", "one-leader", "no-silent-budget-overrun"] {
+        let t = &r.results["totals"]["invariants"][inv];
+        assert!(t["status"] == "held" || t["status"] == "not-exercised", "{inv}: {t:#}");
+        let src: Vec<&str> = t["sources"].as_array().unwrap().iter().filter_map(|s| s.as_str()).collect();
+        assert!(!src.contains(&"history"), "{inv} used no history: {src:?}");
+    }
+    assert!(r.checked("fencing") > 0 && r.checked("one-leader") > 0, "{}", r.dump());
+    assert_eq!(r.results["rounds"][0]["unchecked_allowed"][0], "rework", "{}", r.dump());
+    let (code, out) = analyze(&r.out);
+    assert_eq!(code, r.code, "analyze gives the round's verdict\n{out}");
+    // without the allowance the same saved round is unchecked: exit 3 from analyze too
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(r.out.join("round-0000/round.json")).unwrap()).unwrap();
+    meta["config"]["allow_unchecked"] = serde_json::json!([]);
+    std::fs::write(r.out.join("round-0000/round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+    let (code, out) = analyze(&r.out);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("UNCHECKED") && out.contains("[rework] needs history"), "{out}");
+}
