@@ -2,7 +2,6 @@
 //! binary per scenario cost minutes), one scenario per module file.
 //! Helpers shared by the scenarios are the `*_support`/`common` modules.
 
-
 mod bench_help;
 mod pg_smoke;
 mod smoke;

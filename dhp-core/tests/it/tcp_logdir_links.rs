@@ -3,11 +3,11 @@
 //! target, the hello is refused naming the link, and a regular log of
 //! another handoff next to it is served as before; a link among the
 //! journal files stops the start with a typed error.
+use crate::tcp_support::*;
 use dhp_core::transport::net::{self, ServerConfig};
 use dhp_core::{Config, TransportKind};
 use serde_json::json;
 use std::time::Duration;
-use crate::tcp_support::*;
 
 fn config(logdir: std::path::PathBuf) -> ServerConfig {
     ServerConfig {

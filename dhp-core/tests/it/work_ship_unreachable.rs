@@ -4,9 +4,9 @@
 //! is touched; a server that is reached but refuses the handoff gets it
 //! released again. Before, `--ship-to nohost:99` was silent for 30 s,
 //! exited 10 and left the handoff claimed by a process that was gone.
+use crate::cli_support::*;
 use crate::common;
 use crate::tcp_support;
-use crate::cli_support::*;
 use std::time::{Duration, Instant};
 
 fn status(root: &std::path::Path, hid: &str) -> String {

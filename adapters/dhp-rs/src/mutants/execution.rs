@@ -47,6 +47,9 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
         (Mutant::NoSchemaValidation, "complete") => Some(complete_any_result(ad, a)),
         (Mutant::CompleteNotIdempotent, "complete") => Some(complete_once(ad, a)),
         (Mutant::AckBeforeComplete, "ack") => Some(ack_any_status(ad, a)),
+        (Mutant::AckFailed, "ack") => Some(ack_failed_too(ad, a)),
+        (Mutant::DispatchNotIdempotent, "dispatch") => Some(dispatch_once(ad, a)),
+        (Mutant::CheckpointsNoStateUri, "load_envelope") => Some(load_without_state_uri(ad, a)),
         (Mutant::EffectsLastWriteWins, "record_effect") => Some(record_effect_overwrites(ad, a)),
         (Mutant::CapabilitiesFailOpen, "require_capability") => Some(capabilities_fail_open(ad, a)),
         _ => None,
@@ -118,6 +121,38 @@ fn ack_any_status(ad: &mut MutantAdapter, a: &Value) -> R {
         tx.update_envelope(&hid, &text, now())
     })?;
     Ok(json!({}))
+}
+
+/// ack-failed: ack of a failed handoff is recorded as if it had completed.
+fn ack_failed_too(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let hid = s(a, "hid")?.to_string();
+    if envelope::status(&r.envelope_bare(&hid)?) == "failed" {
+        return ack_any_status(ad, a);
+    }
+    ad.inner.handle("ack", a)
+}
+
+/// dispatch-not-idempotent: a hid already stored is refused.
+fn dispatch_once(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    if let Some(hid) = v(a, "envelope")?.get("handoff_id").and_then(Value::as_str) {
+        if r.envelope_bare(hid).is_ok() {
+            return Err(err("StateError", format!("handoff {hid} already exists")));
+        }
+    }
+    ad.inner.handle("dispatch", a)
+}
+
+/// checkpoints-no-state-uri: the materialized checkpoints lack state_uri.
+fn load_without_state_uri(ad: &mut MutantAdapter, a: &Value) -> R {
+    let mut out = ad.inner.handle("load_envelope", a)?;
+    if let Some(cps) = out.pointer_mut("/envelope/execution/checkpoints").and_then(Value::as_array_mut) {
+        for c in cps.iter_mut().filter_map(Value::as_object_mut) {
+            c.remove("state_uri");
+        }
+    }
+    Ok(out)
 }
 
 /// effects-last-write-wins: record_effect overwrites an existing effect.
