@@ -43,7 +43,9 @@ pub fn store_layout(cx: &Ctx<'_>) -> Check {
     if let Some(db) = &db {
         wal(db, "after open of a new root")?;
     }
-    let env = m.build(spec(1))?;
+    let mut env = m.build(spec(1))?;
+    // a member no rule knows, outside the spec the id covers (§1.1: kept, in place)
+    env["x_extension"] = json!({"note": "kept", "n": 1});
     let hid = m.dispatch(&root, &env)?;
     let mut want = env.clone();
     want["execution"]["checkpoints"] = json!([]);
