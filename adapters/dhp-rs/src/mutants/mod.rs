@@ -82,6 +82,8 @@ pub(crate) enum Mutant {
     IdsMatchBeforeNewline,
     ReservedIdsAccepted,
     NegativeSpendAccepted,
+    IntegralFloatNotInteger,
+    SchemaDialectIgnored,
 }
 
 /// Name, mutant, what it breaks.
@@ -265,6 +267,16 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "negative-spend-accepted",
         Mutant::NegativeSpendAccepted,
         "note_spend of a negative amount is accepted and recorded (spend goes down)",
+    ),
+    (
+        "integral-float-not-integer",
+        Mutant::IntegralFloatNotInteger,
+        "complete refuses a result holding a float with a zero fraction (1.0 read as not an integer)",
+    ),
+    (
+        "schema-dialect-ignored",
+        Mutant::SchemaDialectIgnored,
+        "complete reads every output_schema as 2020-12, ignoring its $schema",
     ),
 ];
 
