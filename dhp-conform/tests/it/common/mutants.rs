@@ -45,7 +45,7 @@ fn verdict(mutant: &str, extra: &[&str]) -> (BTreeSet<String>, Vec<String>) {
     let mut other: Vec<String> = run.with_outcome("errored");
     other.extend(run.with_outcome("skipped"));
     if !failed.is_empty() {
-        assert_eq!(run.code, 101, "a failing run must exit 101");
+        assert_eq!(run.code, 1, "a failing run must exit 1");
     }
     (failed, other)
 }
