@@ -89,6 +89,21 @@ macro_rules! ensure_eq {
     };
 }
 
+/// Fail unless `got == want` (JSON values), showing both as JSON text
+/// (not Rust `Debug`): `WHAT: got G, want W`.
+#[macro_export]
+macro_rules! ensure_json {
+    ($got:expr, $want:expr, $($fmt:tt)+) => {
+        match (&$got, &$want) {
+            (g, w) => {
+                if g != w {
+                    return Err($crate::check::Fail::Failed(format!("{}: got {}, want {}", format!($($fmt)+), g, w)));
+                }
+            }
+        }
+    };
+}
+
 /// The ownership family of error kinds: a stale or lost token.
 pub const OWNERSHIP_KINDS: &[&str] = &["FencingError", "LeaseLost", "OwnershipLost"];
 

@@ -90,8 +90,51 @@ EXAMPLES:
 
 EXIT STATUS:
   0 nothing failed or errored (with --expect: every outcome as expected),
-  101 something failed or errored (with --expect: an outcome changed),
-  2 a bad command line or an adapter that cannot start (nothing is run).";
+  1 something failed or errored (with --expect: an outcome changed),
+  2 a bad command line — a FILTER that matches no assertion, a --junit,
+    --html or --badge path that cannot be written — or an adapter that
+    cannot start (nothing is run), or a report that could not be written.
+  101 is only a crash of dhp-conform itself.";
+
+/// Exit status of a run in which something failed or errored (with
+/// `--expect`: an outcome changed).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status of a bad command line, an adapter that cannot start, or a
+/// report that could not be written.
+pub const EXIT_USAGE: u8 = 2;
+
+/// `dir` exists or can be made, and a file can be created in it.
+fn writable_dir(dir: &std::path::Path, what: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{what} {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".dhp-conform-probe-{}", std::process::id()));
+    std::fs::File::create(&probe).map_err(|e| format!("{what} {}: cannot write in it: {e}", dir.display()))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("{what} {}: {e}", dir.display()))
+}
+
+/// Refuse `--junit`, `--html` and `--badge` paths that cannot be written,
+/// before any adapter starts: a report lost at the end of a long run is a
+/// run lost. `--junit`'s directory must exist (it is not created).
+pub fn check_report_paths(cli: &Cli) -> Result<(), String> {
+    if let Some(path) = &cli.junit {
+        if path.is_dir() {
+            return Err(format!("--junit {}: is a directory, want a file", path.display()));
+        }
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        if !parent.is_dir() {
+            return Err(format!("--junit {}: no directory {}", path.display(), parent.display()));
+        }
+        writable_dir(&parent, "--junit")?;
+    }
+    for (flag, dir) in [("--html", &cli.html), ("--badge", &cli.badge)] {
+        if let Some(d) = dir {
+            writable_dir(d, flag)?;
+        }
+    }
+    Ok(())
+}
 
 /// The parsed command line. (`--help` prints the `about` texts set below,
 /// not this comment.)

@@ -12,12 +12,15 @@
 //! cargo run -p dhp-conform -- --impl reference --expect dhp-conform/expectations/reference.json
 //! ```
 //!
-//! Exit status: 0 when nothing failed or errored (with `--expect`: every
-//! outcome as pinned), 101 otherwise (libtest's convention), 2 for a bad
-//! command line or an adapter that cannot start.
+//! Exit status ([`dhp_conform::cli::EXIT_FAILED`], [`dhp_conform::cli::EXIT_USAGE`]):
+//! 0 when nothing failed or errored (with `--expect`: every outcome as
+//! pinned), 1 otherwise, 2 for a bad command line (a filter that matches no
+//! assertion, a report path that cannot be written), an adapter that cannot
+//! start, or a report that could not be written. 101 is only ever a panic
+//! of the runner itself.
 
 use clap::Parser;
-use dhp_conform::cli::{Cli, Format};
+use dhp_conform::cli::{Cli, Format, EXIT_FAILED, EXIT_USAGE};
 use dhp_conform::expect::Expectations;
 use dhp_conform::report::{self, Counts, Record, Records};
 use dhp_conform::stores::StoreBase;
@@ -195,6 +198,10 @@ fn main() -> ExitCode {
             }
         }
     };
+    if let Err(e) = dhp_conform::cli::check_report_paths(&cli) {
+        eprintln!("dhp-conform: {e} (nothing was run)");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let opts = Arc::new(Options { timeout, echo_stderr: cli.adapter_stderr, keep: cli.keep });
     let compare = !cli.compare.is_empty();
     let specs: Vec<String> = if compare {
@@ -371,8 +378,21 @@ fn main() -> ExitCode {
         }
     }
 
+    let harness = cli.harness();
+    if let Some(f) = &cli.filter {
+        if trials.iter().all(|t| harness.is_filtered_out(t)) {
+            eprintln!(
+                "dhp-conform: the filter {f:?}{} matches no assertion (`dhp-conform --list` lists them); nothing was run",
+                if cli.exact { " (--exact)" } else { "" }
+            );
+            for imp in under_test.iter().chain(&partners) {
+                imp.shutdown();
+            }
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let started = Instant::now();
-    let conclusion = libtest_mimic::run(&cli.harness(), trials);
+    let conclusion = libtest_mimic::run(&harness, trials);
     let seconds = started.elapsed().as_secs_f64();
     for imp in under_test.iter().chain(&partners) {
         imp.shutdown();
@@ -440,7 +460,7 @@ fn main() -> ExitCode {
         write(&dir.display().to_string(), report::badge::write_all(dir, &recs).map(drop));
     }
     if write_failed {
-        return ExitCode::from(2);
+        return ExitCode::from(EXIT_USAGE);
     }
     let ok = match &surprises {
         Some(s) => s.is_empty(),
@@ -449,6 +469,6 @@ fn main() -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(101)
+        ExitCode::from(EXIT_FAILED)
     }
 }

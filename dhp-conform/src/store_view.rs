@@ -134,6 +134,39 @@ impl StoreView {
         .transpose()
     }
 
+    /// The stored `handoffs.envelope_json` text, as written.
+    pub fn envelope_text(&self, hid: &str) -> Check<Option<String>> {
+        Ok(match &self.db {
+            Db::Sqlite(conn) => conn
+                .query_row("SELECT envelope_json FROM handoffs WHERE hid=?1", params![hid], |r| r.get(0))
+                .optional()?,
+            Db::Postgres(c) => {
+                match self.pg_rows(c, "SELECT envelope_json FROM handoffs WHERE hid=$1", &[&hid])?.first() {
+                    Some(r) => Some(pg(r, 0)?),
+                    None => None,
+                }
+            }
+        })
+    }
+
+    /// The journal mode the SQLite file's header records (`"wal"` when
+    /// bytes 18 and 19, the file format write and read versions, are 2;
+    /// `"rollback"` when they are 1); `None` on PostgreSQL. Read from the
+    /// file, so asking changes nothing.
+    pub fn journal_mode(&self) -> Check<Option<String>> {
+        if !matches!(self.db, Db::Sqlite(_)) {
+            return Ok(None);
+        }
+        let mut head = [0u8; 20];
+        let mut f = std::fs::File::open(&self.location)?;
+        std::io::Read::read_exact(&mut f, &mut head)?;
+        Ok(Some(match (head[18], head[19]) {
+            (2, 2) => "wal".to_string(),
+            (1, 1) => "rollback".to_string(),
+            (w, r) => format!("unknown (header bytes 18, 19 = {w}, {r})"),
+        }))
+    }
+
     /// The stored envelope, which must exist.
     pub fn must_envelope(&self, hid: &str) -> Check<Value> {
         self.envelope(hid)?.ok_or_else(|| Fail::failed(format!("store has no handoffs row for {}", short(hid))))
@@ -299,6 +332,18 @@ impl StoreView {
             }
         }
         Ok(())
+    }
+
+    /// Set the lease terms stored in a handoff's ownership row (what a
+    /// claim made with other settings leaves); the rows changed.
+    pub fn set_lease_terms(&self, hid: &str, heartbeat_interval_s: f64, max_missed: i64) -> Check<u64> {
+        const SQL: &str = "UPDATE ownership SET heartbeat_interval_s = $1, max_missed = $2 WHERE hid = $3";
+        Ok(match &self.db {
+            Db::Sqlite(conn) => {
+                conn.execute(&SQL.replace('$', "?"), params![heartbeat_interval_s, max_missed, hid])? as u64
+            }
+            Db::Postgres(c) => c.borrow_mut().execute(SQL, &[&heartbeat_interval_s, &max_missed, &hid])?,
+        })
     }
 
     /// Move the `updated_at` stamps of a handoff's `handoffs` and

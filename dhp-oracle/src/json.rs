@@ -14,7 +14,7 @@ use serde_json::Value;
 /// canonical (§2.2): sorted keys, `,` and `:`, non-ASCII written raw.
 pub fn canonical(v: &Value) -> Result<String, OracleError> {
     let mut out = String::new();
-    write(&mut out, v, &Style { item: ",", key: ":", ascii: false })?;
+    write(&mut out, v, &Style { item: ",", key: ":", ascii: false, sort: true })?;
     Ok(out)
 }
 
@@ -22,7 +22,16 @@ pub fn canonical(v: &Value) -> Result<String, OracleError> {
 /// ASCII escaped as `\uXXXX`.
 pub fn sorted(v: &Value) -> Result<String, OracleError> {
     let mut out = String::new();
-    write(&mut out, v, &Style { item: ", ", key: ": ", ascii: true })?;
+    write(&mut out, v, &Style { item: ", ", key: ": ", ascii: true, sort: true })?;
+    Ok(out)
+}
+
+/// plain (§2.3): `json.dumps(x)` — sorted's separators and escapes, object
+/// members in the order they were read (the workspace's serde_json keeps
+/// it, `preserve_order`). The stored envelope, `handoffs.envelope_json`.
+pub fn plain(v: &Value) -> Result<String, OracleError> {
+    let mut out = String::new();
+    write(&mut out, v, &Style { item: ", ", key: ": ", ascii: true, sort: false })?;
     Ok(out)
 }
 
@@ -30,6 +39,7 @@ struct Style {
     item: &'static str,
     key: &'static str,
     ascii: bool,
+    sort: bool,
 }
 
 fn write(out: &mut String, v: &Value, st: &Style) -> Result<(), OracleError> {
@@ -52,7 +62,9 @@ fn write(out: &mut String, v: &Value, st: &Style) -> Result<(), OracleError> {
             // Rust compares strings by UTF-8 bytes, which orders them by
             // code point, as Python's sort_keys does.
             let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
+            if st.sort {
+                keys.sort();
+            }
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {

@@ -13,7 +13,7 @@
 //! - the transport-log reader [`log::parse`] (§8.1, §8.3).
 //!
 //! Its tests pin it to vectors produced by the Python reference
-//! (`dhp-core/tests/vectors/`, `scripts/pyref/gen_vectors.py`) and to
+//! (`spec/vectors/`, `scripts/pyref/gen_vectors.py`) and to
 //! dhp-core on the same inputs, so the two implementations can only drift
 //! apart by failing a test.
 //!

@@ -5,7 +5,8 @@ Run with the reference venv:
 
     .venv/bin/python scripts/pyref/gen_vectors.py [--out DIR]
 
-Writes (default DIR = <repo>/dhp-core/tests/vectors):
+Writes (default DIR = <repo>/spec/vectors; the format of every file:
+spec/vectors/README.md):
 
   canonical.json  -- [{name, input, canonical_hex, canonical_text,
                        sha256_canonical, [state_json, state_hash]}]
@@ -23,6 +24,10 @@ Writes (default DIR = <repo>/dhp-core/tests/vectors):
       canonical_hex   hex(canonical(env))
       spec_canonical_hex hex(canonical(spec_of(env))) -- sha256 of it is
                       the handoff_id
+
+  logs.json, bundles.json, tcp.json -- transport logs with the reference's
+      ingest verdict, suspend bundles with its resume verdict, TCP sessions
+      with its server's replies (vectors_wire.py)
 
 Deterministic: created_at comes from a patched dhp.envelope.utcnow, and
 trace ids derive from it, so re-running gives identical files.
@@ -410,8 +415,7 @@ def dump(path: str, obj) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.path.join(REPO, "dhp-core", "tests",
-                                                  "vectors"))
+    ap.add_argument("--out", default=os.path.join(REPO, "spec", "vectors"))
     a = ap.parse_args()
     names = [n for n, _ in CANONICAL_CASES]
     assert len(names) == len(set(names)), "duplicate canonical case name"
@@ -421,8 +425,16 @@ def main() -> int:
     assert len(names) == len(set(names)), "duplicate envelope case name"
     dump(os.path.join(a.out, "canonical.json"), canon)
     dump(os.path.join(a.out, "envelopes.json"), envs)
-    print(f"wrote {len(canon)} canonical cases and {len(envs)} envelopes"
-          f" to {a.out}", file=sys.stderr)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import vectors_wire as W
+    _NOW["value"] = "2026-01-02T03:04:05.123456+00:00"
+    logs, bundles, tcp = W.build_logs(), W.build_bundles(), W.build_tcp()
+    dump(os.path.join(a.out, "logs.json"), logs)
+    dump(os.path.join(a.out, "bundles.json"), bundles)
+    dump(os.path.join(a.out, "tcp.json"), tcp)
+    print(f"wrote {len(canon)} canonical cases, {len(envs)} envelopes,"
+          f" {len(logs)} logs, {len(bundles)} bundles and {len(tcp)} TCP"
+          f" sessions to {a.out}", file=sys.stderr)
     return 0
 
 

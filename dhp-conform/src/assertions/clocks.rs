@@ -69,7 +69,8 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     ensure_eq!(
         action_for(&acts, &old),
         Some("orphaned"),
-        "scan action on a live handoff whose last checkpoint is 200 s old (stall_timeout_s 120 s; actions {acts:?})"
+        "§7.4 (the stall clock is progress.last_checkpoint_at, not the checkpoint row's at): the runner set the handoff's progress.last_checkpoint_at to now - 200 s (its checkpoint row's at left as written); scan action on it with stall_timeout_s 120 s (actions {})",
+        serde_json::Value::from(acts.clone())
     );
     ensure!(action_for(&acts, &fresh).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
     ensure!(action_for(&acts, &soon).is_none(), "scan acted on a handoff that checkpointed just now: {acts:?}");
@@ -92,14 +93,16 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     ensure_eq!(
         action_for(&acts, &late),
         Some("orphaned"),
-        "scan action on a handoff whose first checkpoint, made since the last pass, is dated 200 s back (actions {acts:?})"
+        "§7.4: the runner dated the handoff's claim stamps 60 s back and, after its first checkpoint (made since the last pass), its progress.last_checkpoint_at to now - 200 s; scan action on it (actions {})",
+        serde_json::Value::from(acts.clone())
     );
     super::sleep_until(dated + 3.0);
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(
         action_for(&acts, &soon),
         Some("orphaned"),
-        "scan action on a handoff whose last checkpoint became 121 s old since the last pass (actions {acts:?})"
+        "§7.4: the runner set the handoff's progress.last_checkpoint_at to 118 s before the previous pass, 3 s ago; scan action on it now, 121 s after (actions {})",
+        serde_json::Value::from(acts.clone())
     );
     let st = m.status(&root, &old)?;
     ensure_eq!(st["status"], json!("orphaned"), "status of the stalled handoff");

@@ -412,7 +412,12 @@ pub fn transport(cx: &Ctx<'_>) -> Check {
     ensure_eq!(out["lines_skipped"], json!(0), "lines_skipped");
     ensure_eq!(m.last_checkpoint(&rb, &hid)?, Some(json!({"s": 2})), "last checkpoint after ingest");
     ensure_eq!(m.status(&rb, &hid)?["status"], json!("pending"), "an ingested handoff arrives pending");
-    m.ingest(&rb, &log)?;
+    let again = m.ingest(&rb, &log)?;
+    crate::ensure_json!(
+        again["checkpoints_ingested"],
+        json!(3),
+        "§8.3 (checkpoints_ingested counts the verified checkpoint lines read, stored now or before): a re-ingest of the same 3-checkpoint log reports"
+    );
     ensure_eq!(m.status(&rb, &hid)?["checkpoints"], json!(3), "checkpoints after re-ingest");
     if let Some(db) = cx.store(&rb)? {
         let states = db.verified_states(&hid)?;

@@ -7,7 +7,10 @@ pub mod core;
 pub mod creation;
 pub mod cross;
 pub mod extended;
+pub mod ids;
+pub mod layout;
 pub mod negative;
+pub mod results;
 pub mod roundtrip;
 pub mod shipping;
 pub mod timestamps;
@@ -128,6 +131,11 @@ pub fn all() -> Vec<Assertion> {
         a("stall-by-age", Extended, &[feature::STALL_DETECTION, feature::STANDARD_STORE], "a live handoff whose last checkpoint is older than stall_timeout_s is orphaned as stalled; recent progress is left alone", clocks::stall_by_age),
         a("timestamps-iso8601", Extended, &[], "created_at, completed_at and checkpoint times are ISO-8601 UTC text as Python's isoformat() writes it, and tell when they were written", timestamps::timestamps_iso8601),
         a("ship-failure-reported", Extended, &[], "a ship that could not write the log is refused: ship_envelope and ship_checkpoint never report a line shipped that is not in the log", shipping::ship_failure_reported),
+        a("store-layout", Extended, &[], "the store is in WAL mode, envelope_json is the plain rendering with checkpoints emptied, and readers materialize checkpoints with their state_uri", layout::store_layout),
+        a("idempotent-dispatch", Extended, &[], "dispatching an envelope that is already stored returns its hid and changes nothing", layout::idempotent_dispatch),
+        a("output-schema-reading", Extended, &[], "output_schema is read as JSON Schema 2020-12 unless $schema names another draft, format is not asserted, and 1.0 is an integer", results::output_schema_reading),
+        a("trailing-newline-ids-refused", Extended, &[], "a handoff, worker or supervisor id followed by a newline is refused with ValidationError", ids::trailing_newline_ids_refused),
+        a("reserved-worker-ids-refused", Extended, &[], "reserved worker and supervisor ids (__orphaned__ and every __name__, ids made only of dots) are refused with ValidationError", ids::reserved_worker_ids_refused),
     ]
 }
 

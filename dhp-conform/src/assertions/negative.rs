@@ -115,7 +115,12 @@ pub fn invalid_arguments(cx: &Ctx<'_>) -> Check {
     let hid = new_handoff(&mut m, &root, 1)?;
     let t = m.claim(&root, "w1", &hid)?;
     let before = snapshot(&mut m, &root, &hid)?;
-    m.must_fail("note_spend", t.with("usd", json!(-5.0)), &["ValidationError"], "a negative spend")?;
+    m.must_fail(
+        "note_spend",
+        t.with("usd", json!(-5.0)),
+        &["ValidationError"],
+        "§6.4 (negative spend is ValidationError): note_spend of -5.0",
+    )?;
     for bad in [json!([1, 2]), json!("state"), json!(7), json!(null)] {
         m.must_fail(
             "checkpoint",

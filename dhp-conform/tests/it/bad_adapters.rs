@@ -19,7 +19,7 @@ fn misbehaving(mode: &str, cause: &str) {
         "--level",
         "extended",
     ]);
-    assert_eq!(run.code, 101, "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     let mut errored = run.with_outcome("errored");
     errored.sort();
     assert_eq!(errored, USES_SUSPEND, "{mode}: errored assertions");

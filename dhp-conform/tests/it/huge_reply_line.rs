@@ -16,7 +16,7 @@ fn a_1_gib_reply_line_is_errored_and_not_buffered() {
         "core",
         "no-runner-lock-in",
     ]);
-    assert_eq!(run.code, 101, "{}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     let outcomes = run.outcomes();
     let (outcome, msg) = outcomes.values().next().expect("one result");
     assert_eq!(outcome, "errored", "{msg}");

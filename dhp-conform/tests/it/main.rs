@@ -31,4 +31,5 @@ mod pg_suite;
 mod protocol_doc_index;
 mod protocol_suite;
 mod report_outputs;
+mod run_refusals;
 mod unknown_impl;

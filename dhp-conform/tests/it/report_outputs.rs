@@ -21,7 +21,7 @@ fn html_badge_and_markdown_of_a_failing_run() {
         "--format",
         "markdown",
     ]);
-    assert_eq!(run.code, 101, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
 
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
     // strict XML parsing; the only allowance is HTML5's `<!DOCTYPE html>`

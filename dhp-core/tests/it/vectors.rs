@@ -5,7 +5,7 @@ use dhp_core::{envelope, json};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors").join(name);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/vectors").join(name);
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
@@ -92,4 +92,87 @@ fn non_finite_numbers_are_a_clear_error() {
     let e = json::canonical(&v).unwrap_err();
     assert_eq!(e.kind(), "ValidationError");
     assert!(e.to_string().contains("non-finite"), "{e}");
+}
+
+/// Where dhp-rs deliberately answers otherwise than the reference's
+/// vector (docs/PROTOCOL.md §8.3: one log is one handoff's).
+const LOG_DEVIATIONS: &[(&str, &str)] = &[("second_header_of_another_handoff", "TamperError")];
+
+#[test]
+fn log_vectors_ingest_as_the_reference_does() {
+    let cases = load("logs.json");
+    assert!(cases.len() >= 15, "too few log vectors: {}", cases.len());
+    let mut failures = Vec::new();
+    for c in &cases {
+        let name = c["name"].as_str().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("in.log");
+        std::fs::write(&log, c["log_text"].as_str().unwrap()).unwrap();
+        let r = dhp_core::Runner::open(dir.path().join("root"), "vectors", dhp_core::Config::default()).unwrap();
+        let got = match dhp_core::transport::log::ingest(r.store().as_ref(), &log, &dhp_core::Config::default()) {
+            Ok(rep) => serde_json::json!({"ok": true, "result": {"handoff_id": rep.handoff_id,
+                "checkpoints_ingested": rep.checkpoints_ingested, "lines_skipped": rep.lines_skipped}}),
+            Err(e) => serde_json::json!({"ok": false, "error": e.kind()}),
+        };
+        let want = match LOG_DEVIATIONS.iter().find(|(n, _)| *n == name) {
+            Some((_, kind)) => serde_json::json!({"ok": false, "error": kind}),
+            None => c["ingest"].clone(),
+        };
+        if got != want {
+            failures.push(format!("{name}: dhp-rs {got}, want {want}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} log vectors differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn bundle_vectors_resume_as_the_reference_does() {
+    let cases = load("bundles.json");
+    assert!(cases.len() >= 6, "too few bundle vectors: {}", cases.len());
+    let mut failures = Vec::new();
+    for c in &cases {
+        let name = c["name"].as_str().unwrap();
+        let bytes = hex::decode(c["bundle_hex"].as_str().unwrap()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let r = dhp_core::Runner::open(dir.path(), "vectors", dhp_core::Config::default()).unwrap();
+        let got = match r.resume(&bytes) {
+            Ok(hid) => {
+                let env = r.envelope(&hid).unwrap();
+                let ex = &env["execution"];
+                let seqs: Vec<Value> = ex["checkpoints"].as_array().unwrap().iter().map(|c| c["seq"].clone()).collect();
+                serde_json::json!({"ok": true, "result": {"hid": hid, "status": ex["status"], "attempt": ex["attempt"], "checkpoints": seqs}})
+            }
+            Err(e) => serde_json::json!({"ok": false, "error": e.kind()}),
+        };
+        if got != c["resume"] {
+            failures.push(format!("{name}: dhp-rs {got}, want {}", c["resume"]));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} bundle vectors differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every frame of the reference's TCP sessions, both ways, is the sorted
+/// rendering of its object plus a newline, as dhp-rs writes it.
+#[test]
+fn tcp_frame_vectors_are_dhp_rs_sorted_text() {
+    let cases = load("tcp.json");
+    assert!(cases.len() >= 8, "too few TCP vectors: {}", cases.len());
+    let mut n = 0;
+    for c in &cases {
+        for x in c["exchange"].as_array().unwrap() {
+            for side in ["send", "reply"] {
+                let frame = x[side].as_str().unwrap();
+                let v = json::parse(frame.trim_end_matches('\n')).unwrap();
+                assert_eq!(format!("{}\n", json::dumps_sorted(&v).unwrap()), frame, "{} {side}", c["name"]);
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 20, "{n} frames");
 }

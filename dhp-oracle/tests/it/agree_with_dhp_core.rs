@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 fn vectors(name: &str) -> Vec<Value> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dhp-core/tests/vectors").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/vectors").join(name);
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
 

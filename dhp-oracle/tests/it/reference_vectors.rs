@@ -1,5 +1,5 @@
 //! The oracle reproduces, byte for byte, what the Python reference wrote
-//! for every vector of `dhp-core/tests/vectors/` (made by
+//! for every vector of `spec/vectors/` (made by
 //! `scripts/pyref/gen_vectors.py` against dhp-protocol 1.3.0): canonical
 //! text and its hash, sorted state text and state_hash, handoff ids and
 //! input hashes.
@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 fn vectors(name: &str) -> Vec<Value> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dhp-core/tests/vectors").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/vectors").join(name);
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
 

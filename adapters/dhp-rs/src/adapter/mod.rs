@@ -241,10 +241,16 @@ impl Adapter {
         }
     }
 
+    /// Drop this process's handles on the store at `root` (its next use
+    /// opens it again).
+    pub(crate) fn close(&mut self, root: &str) {
+        self.runners.remove(root);
+        self.sups.retain(|(r, _), _| r != root);
+    }
+
     fn open(&mut self, a: &Value) -> R {
         let root = s(a, "root")?.to_string();
-        self.runners.remove(&root);
-        self.sups.retain(|(r, _), _| r != &root);
+        self.close(&root);
         self.runner(&root)?;
         let canon = std::fs::canonicalize(&root).unwrap_or_else(|_| PathBuf::from(&root));
         Ok(json!({"store_file": canon.join("dhp.sqlite3").to_string_lossy()}))

@@ -2,7 +2,7 @@
 //! supervisor's budget kill, stall detection.
 
 use super::{Mutant, MutantAdapter};
-use crate::adapter::{i, s, R};
+use crate::adapter::{err, f, i, s, R};
 use dhp_core::envelope::now;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::supervisor::OrphanReason;
@@ -26,6 +26,7 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
             Some(swallow_budget(ad, op, a, |message| message.contains("wallclock")))
         }
         (Mutant::NoBudgetKill, "scan") => Some(scan_without_budget_kill(ad, a)),
+        (Mutant::NegativeSpendAccepted, "note_spend") => Some(negative_spend_accepted(ad, a)),
         _ => None,
     }
 }
@@ -37,6 +38,30 @@ fn negative_steps_ignored(ad: &mut MutantAdapter, a: &Value) -> R {
         return Ok(json!({}));
     }
     ad.inner.handle("note_step", a)
+}
+
+/// negative-spend-accepted: a negative amount is added to spend_usd (for
+/// the token's owner), handing budget back.
+fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
+    let usd = f(a, "usd")?;
+    if usd >= 0.0 {
+        return ad.inner.handle("note_spend", a);
+    }
+    let (r, hid, fence) = ad.inner.token(a)?;
+    let worker = r.id().to_string();
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        let own = tx.ownership(&hid)?;
+        if !own.is_some_and(|o| o.holder == worker && o.fence == fence) {
+            return Ok(false);
+        }
+        let Some(mut env) = tx.envelope(&hid)? else { return Ok(false) };
+        let spent = env["execution"]["spend_usd"].as_f64().unwrap_or(0.0);
+        env["execution"]["spend_usd"] = dhp_core::json::float(spent + usd);
+        let text = dhp_core::json::dumps(&env)?;
+        tx.update_envelope(&hid, &text, now())
+    })?
+    .then_some(json!({}))
+    .ok_or_else(|| err("FencingError", "not the current owner"))
 }
 
 /// no-budget-check / wallclock-unchecked: a BudgetExceeded whose message

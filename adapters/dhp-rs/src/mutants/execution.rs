@@ -47,6 +47,11 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
         (Mutant::NoSchemaValidation, "complete") => Some(complete_any_result(ad, a)),
         (Mutant::CompleteNotIdempotent, "complete") => Some(complete_once(ad, a)),
         (Mutant::AckBeforeComplete, "ack") => Some(ack_any_status(ad, a)),
+        (Mutant::AckFailed, "ack") => Some(ack_failed_too(ad, a)),
+        (Mutant::IntegralFloatNotInteger, "complete") => Some(complete_refusing_integral_floats(ad, a)),
+        (Mutant::SchemaDialectIgnored, "complete") => Some(complete_ignoring_dialect(ad, a)),
+        (Mutant::DispatchNotIdempotent, "dispatch") => Some(dispatch_once(ad, a)),
+        (Mutant::CheckpointsNoStateUri, "load_envelope") => Some(load_without_state_uri(ad, a)),
         (Mutant::EffectsLastWriteWins, "record_effect") => Some(record_effect_overwrites(ad, a)),
         (Mutant::CapabilitiesFailOpen, "require_capability") => Some(capabilities_fail_open(ad, a)),
         _ => None,
@@ -118,6 +123,78 @@ fn ack_any_status(ad: &mut MutantAdapter, a: &Value) -> R {
         tx.update_envelope(&hid, &text, now())
     })?;
     Ok(json!({}))
+}
+
+/// Whether `v` holds a number written as a float with a zero fraction (`1.0`).
+fn has_integral_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            let t = n.to_string();
+            t.contains(['.', 'e', 'E']) && n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        Value::Array(a) => a.iter().any(has_integral_float),
+        Value::Object(m) => m.values().any(has_integral_float),
+        _ => false,
+    }
+}
+
+/// integral-float-not-integer: a result holding a float with a zero
+/// fraction is refused as a schema violation (1.0 read as not an integer).
+fn complete_refusing_integral_floats(ad: &mut MutantAdapter, a: &Value) -> R {
+    if has_integral_float(v(a, "result")?) {
+        return Err(err("ValidationError", "result violates output_schema: 1.0 is not of type 'integer'"));
+    }
+    ad.inner.handle("complete", a)
+}
+
+/// schema-dialect-ignored: the stored output_schema loses its `$schema`
+/// before completing (every schema read as 2020-12).
+fn complete_ignoring_dialect(ad: &mut MutantAdapter, a: &Value) -> R {
+    let (r, hid, _) = ad.inner.token(a)?;
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        if let Some(mut env) = tx.envelope(&hid)? {
+            if let Some(o) = env["contract"]["output_schema"].as_object_mut() {
+                if o.remove("$schema").is_some() {
+                    let text = json::dumps(&env)?;
+                    tx.update_envelope(&hid, &text, now())?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    ad.inner.handle("complete", a)
+}
+
+/// ack-failed: ack of a failed handoff is recorded as if it had completed.
+fn ack_failed_too(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let hid = s(a, "hid")?.to_string();
+    if envelope::status(&r.envelope_bare(&hid)?) == "failed" {
+        return ack_any_status(ad, a);
+    }
+    ad.inner.handle("ack", a)
+}
+
+/// dispatch-not-idempotent: a hid already stored is refused.
+fn dispatch_once(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    if let Some(hid) = v(a, "envelope")?.get("handoff_id").and_then(Value::as_str) {
+        if r.envelope_bare(hid).is_ok() {
+            return Err(err("StateError", format!("handoff {hid} already exists")));
+        }
+    }
+    ad.inner.handle("dispatch", a)
+}
+
+/// checkpoints-no-state-uri: the materialized checkpoints lack state_uri.
+fn load_without_state_uri(ad: &mut MutantAdapter, a: &Value) -> R {
+    let mut out = ad.inner.handle("load_envelope", a)?;
+    if let Some(cps) = out.pointer_mut("/envelope/execution/checkpoints").and_then(Value::as_array_mut) {
+        for c in cps.iter_mut().filter_map(Value::as_object_mut) {
+            c.remove("state_uri");
+        }
+    }
+    Ok(out)
 }
 
 /// effects-last-write-wins: record_effect overwrites an existing effect.

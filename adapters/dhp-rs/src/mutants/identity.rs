@@ -20,8 +20,12 @@ pub(super) fn configure(m: Mutant, cfg: &mut Config) {
     }
 }
 
-/// lenient-ids: malformed ids are normalized instead of refused.
+/// lenient-ids: malformed ids are normalized instead of refused;
+/// ids-match-before-newline and reserved-ids-accepted: see [`edge_ids`].
 pub(super) fn rewrite(ad: &MutantAdapter, a: &mut Value) -> bool {
+    if ad.is(Mutant::IdsMatchBeforeNewline) || ad.is(Mutant::ReservedIdsAccepted) {
+        return edge_ids(ad, a);
+    }
     if !ad.is(Mutant::LenientIds) {
         return false;
     }
@@ -42,8 +46,33 @@ pub(super) fn rewrite(ad: &MutantAdapter, a: &mut Value) -> bool {
     true
 }
 
+/// ids-match-before-newline: an id with one trailing newline is the id
+/// (`re.match(r"^…$")` matches before a final `\n`). reserved-ids-accepted:
+/// a reserved worker or supervisor id (`__name__`, dots only) runs under an
+/// unreserved alias (`r` + the id) instead of being refused.
+fn edge_ids(ad: &MutantAdapter, a: &mut Value) -> bool {
+    let mut changed = false;
+    for key in ["hid", "worker", "supervisor"] {
+        let Some(raw) = a.get(key).and_then(Value::as_str) else { continue };
+        let new = if ad.is(Mutant::IdsMatchBeforeNewline) {
+            raw.strip_suffix('\n').map(str::to_string)
+        } else {
+            let reserved = (raw.len() >= 2 && raw.starts_with("__") && raw.ends_with("__"))
+                || (!raw.is_empty() && raw.bytes().all(|b| b == b'.'));
+            (key != "hid" && reserved).then(|| format!("r{raw}"))
+        };
+        if let Some(n) = new {
+            a[key] = json!(n);
+            changed = true;
+        }
+    }
+    changed
+}
+
 pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
     match (ad.m, op) {
+        (Mutant::JournalDelete, "open") => Some(open_journal_delete(ad, a)),
+        (Mutant::EnvelopeSortedText, "dispatch") => Some(dispatch_sorted_text(ad, a)),
         (Mutant::NoIdCheck | Mutant::NoInputHashCheck, "dispatch") => Some(dispatch(ad, a)),
         (Mutant::CanonicalSerde, "canonical") => Some(canonical_serde(a)),
         (Mutant::IgnoreSchemaVersion, "open") => Some(open_any_version(ad, a)),
@@ -76,6 +105,40 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
     }
     with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, now()))?;
     Ok(json!({"hid": hid}))
+}
+
+/// journal-delete: after a real open, the store file is switched to the
+/// rollback journal (`journal_mode=DELETE`); the next operation's open
+/// switches it back to WAL. A switch that another connection blocks is
+/// given up.
+fn open_journal_delete(ad: &mut MutantAdapter, a: &Value) -> R {
+    let out = ad.inner.handle("open", a)?;
+    let root = s(a, "root")?;
+    if !crate::pg::is_postgres(root) {
+        ad.inner.close(root);
+        if let Ok(c) = rusqlite::Connection::open(Path::new(root).join("dhp.sqlite3")) {
+            let _ = c.query_row("PRAGMA journal_mode=DELETE", [], |_| Ok(()));
+        }
+    }
+    Ok(out)
+}
+
+/// envelope-sorted-text: dispatch, then write the new handoff's stored
+/// envelope in the sorted rendering (`json.dumps(sort_keys=True)`).
+fn dispatch_sorted_text(ad: &mut MutantAdapter, a: &Value) -> R {
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let existed =
+        v(a, "envelope")?.get("handoff_id").and_then(Value::as_str).is_some_and(|h| r.envelope_bare(h).is_ok());
+    let out = ad.inner.handle("dispatch", a)?;
+    if existed {
+        return Ok(out);
+    }
+    let hid = s(&out, "hid")?.to_string();
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        let Some(env) = tx.envelope(&hid)? else { return Ok(false) };
+        tx.update_envelope(&hid, &json::dumps_sorted(&env)?, now())
+    })?;
+    Ok(out)
 }
 
 /// canonical-serde: canonical JSON is serde_json's default output.

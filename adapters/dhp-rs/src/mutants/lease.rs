@@ -45,6 +45,7 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
         (Mutant::RecoverPending, "recover") => Some(recover_pending(ad, a)),
         (Mutant::IgnoreLeaseExpiry, "checkpoint" | "heartbeat" | "complete") => Some(renew_and_retry(ad, op, a)),
         (Mutant::HeartbeatNoop, "heartbeat") => Some(heartbeat_noop(ad, a)),
+        (Mutant::HeartbeatConfiguredTtl, "heartbeat") => Some(heartbeat_configured_ttl(ad, a)),
         (Mutant::ReleaseKeepsLease, "release") => Some(release_keeps_lease(ad, a)),
         (Mutant::StatusFenceFromEnvelope, "status") => Some(status_fence_from_envelope(ad, a)),
         (Mutant::NoLiveness, "liveness_publish") => Some(Ok(json!({}))),
@@ -153,6 +154,23 @@ fn heartbeat_noop(ad: &mut MutantAdapter, a: &Value) -> R {
         Some(o) if o.holder == r.id() && o.fence == fence => Ok(json!({"expires_in_s": o.lease_expires_at - now()})),
         _ => Err(err("FencingError", "stale token")),
     }
+}
+
+/// heartbeat-configured-ttl: the real heartbeat, then the lease is set to
+/// now + this process's configured TTL, whatever terms the row stores.
+fn heartbeat_configured_ttl(ad: &mut MutantAdapter, a: &Value) -> R {
+    ad.inner.handle("heartbeat", a)?;
+    let (r, hid, _) = ad.inner.token(a)?;
+    let ttl = ad.inner.cfg.lease_ttl_s();
+    with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(&hid)? {
+        Some(mut o) => {
+            let t = now();
+            o.lease_expires_at = t + ttl;
+            tx.update_ownership(&o, t)
+        }
+        None => Ok(false),
+    })?;
+    Ok(json!({"expires_in_s": ttl}))
 }
 
 /// release-keeps-lease: release marks the handoff pending but leaves the

@@ -73,6 +73,17 @@ pub(crate) enum Mutant {
     StallByRepeatsOnly,
     TimestampsUnixSeconds,
     ShipHidesWriteErrors,
+    JournalDelete,
+    EnvelopeSortedText,
+    CheckpointsNoStateUri,
+    HeartbeatConfiguredTtl,
+    DispatchNotIdempotent,
+    AckFailed,
+    IdsMatchBeforeNewline,
+    ReservedIdsAccepted,
+    NegativeSpendAccepted,
+    IntegralFloatNotInteger,
+    SchemaDialectIgnored,
 }
 
 /// Name, mutant, what it breaks.
@@ -219,6 +230,53 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "ship-hides-write-errors",
         Mutant::ShipHidesWriteErrors,
         "ship_envelope answers ok when the log file cannot be created (the I/O error is swallowed)",
+    ),
+    ("journal-delete", Mutant::JournalDelete, "open leaves the store in journal_mode=DELETE instead of WAL"),
+    (
+        "envelope-sorted-text",
+        Mutant::EnvelopeSortedText,
+        "dispatch stores envelope_json in the sorted rendering (json.dumps(sort_keys=True)) instead of the plain one",
+    ),
+    (
+        "checkpoints-no-state-uri",
+        Mutant::CheckpointsNoStateUri,
+        "load_envelope materializes checkpoints without their state_uri",
+    ),
+    (
+        "heartbeat-configured-ttl",
+        Mutant::HeartbeatConfiguredTtl,
+        "a heartbeat extends the lease by the process's configured TTL instead of the ownership row's stored terms",
+    ),
+    (
+        "dispatch-not-idempotent",
+        Mutant::DispatchNotIdempotent,
+        "dispatch of an envelope whose hid is already stored raises StateError instead of returning the hid",
+    ),
+    ("ack-failed", Mutant::AckFailed, "ack of a failed handoff is accepted and recorded"),
+    (
+        "ids-match-before-newline",
+        Mutant::IdsMatchBeforeNewline,
+        "an id followed by one newline is accepted as the id (a regex anchored with $, matched with re.match)",
+    ),
+    (
+        "reserved-ids-accepted",
+        Mutant::ReservedIdsAccepted,
+        "reserved worker and supervisor ids (__name__, dots only) are accepted (run under an unreserved alias)",
+    ),
+    (
+        "negative-spend-accepted",
+        Mutant::NegativeSpendAccepted,
+        "note_spend of a negative amount is accepted and recorded (spend goes down)",
+    ),
+    (
+        "integral-float-not-integer",
+        Mutant::IntegralFloatNotInteger,
+        "complete refuses a result holding a float with a zero fraction (1.0 read as not an integer)",
+    ),
+    (
+        "schema-dialect-ignored",
+        Mutant::SchemaDialectIgnored,
+        "complete reads every output_schema as 2020-12, ignoring its $schema",
     ),
 ];
 

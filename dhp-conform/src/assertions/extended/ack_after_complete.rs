@@ -2,8 +2,8 @@
 
 use crate::assertions::new_handoff;
 use crate::check::Check;
-use crate::ensure_eq;
 use crate::suite::Ctx;
+use crate::{ensure_eq, ensure_json};
 use serde_json::json;
 
 /// The parent's ack is refused until the handoff completed, then recorded.
@@ -25,6 +25,38 @@ pub fn ack_after_complete(cx: &Ctx<'_>) -> Check {
             db.must_envelope(&hid)?.pointer("/delivery/outbox/ack"),
             Some(&json!(true)),
             "stored delivery.outbox.ack"
+        );
+    }
+    // a failed handoff has no result waiting in the outbox: nothing to ack
+    let bad = new_handoff(&mut m, &root, 2)?;
+    let tb = m.claim(&root, "w1", &bad)?;
+    m.must_fail(
+        "complete",
+        tb.with("result", json!({"x": "not an integer"})),
+        &["ValidationError"],
+        "complete with a result violating the output schema",
+    )?;
+    ensure_json!(
+        m.status(&root, &bad)?["status"],
+        json!("failed"),
+        "§6.3: status after a result violating the output schema"
+    );
+    m.must_fail(
+        "ack",
+        json!({"root": root, "hid": bad}),
+        &["StateError"],
+        "§6.3 (ack is allowed only in completed, else StateError): ack of a failed handoff",
+    )?;
+    ensure_json!(
+        m.status(&root, &bad)?["acked"],
+        json!(false),
+        "§6.3: acked of the failed handoff after a refused ack"
+    );
+    if let Some(db) = cx.store(&root)? {
+        ensure_json!(
+            db.must_envelope(&bad)?.pointer("/delivery/outbox/ack").cloned().unwrap_or(serde_json::Value::Null),
+            json!(false),
+            "§6.3: the store's delivery.outbox.ack of the failed handoff after a refused ack"
         );
     }
     Ok(())

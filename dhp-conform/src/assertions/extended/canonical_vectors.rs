@@ -5,9 +5,9 @@ use crate::ensure;
 use crate::suite::Ctx;
 use serde_json::{json, Value};
 
-const CANONICAL_VECTORS: &str = include_str!("../../../../dhp-core/tests/vectors/canonical.json");
+const CANONICAL_VECTORS: &str = include_str!("../../../../spec/vectors/canonical.json");
 
-const ENVELOPE_VECTORS: &str = include_str!("../../../../dhp-core/tests/vectors/envelopes.json");
+const ENVELOPE_VECTORS: &str = include_str!("../../../../spec/vectors/envelopes.json");
 
 /// Canonical JSON, state hashes and handoff ids agree with vectors
 /// generated from the reference (`scripts/pyref/gen_vectors.py`).

@@ -42,5 +42,29 @@ pub fn heartbeat_extends_lease(cx: &Ctx<'_>) -> Check {
     sleep_until(e0 + 0.2);
     m.checkpoint(&t, json!({"s": 1}))
         .map_err(|f| f.context("checkpoint past the original expiry, within the extended lease"))?;
+    if let Some(db) = cx.store(&root)? {
+        stored_terms(&db, &mut m, &t)?;
+    }
+    Ok(())
+}
+
+/// A heartbeat extends by the terms stored in the ownership row (§5.1,
+/// §5.5), not by the process's own configuration: the runner rewrites the
+/// row's terms and heartbeats.
+fn stored_terms(db: &crate::store_view::StoreView, m: &mut crate::client::Adapter, t: &crate::ops::Token) -> Check {
+    let (interval, missed) = (4.0, 2);
+    let changed = db.set_lease_terms(&t.hid, interval, missed)?;
+    ensure!(changed == 1, "the runner could not set the ownership row's lease terms ({changed} rows changed)");
+    let before = now();
+    let left = m.heartbeat(t)?;
+    let e = lease_expiry(m, &t.root, &t.hid)?;
+    let ttl = interval * missed as f64;
+    ensure!(
+        (e - before - ttl).abs() < 0.5 && (left - ttl).abs() < 0.5,
+        "§5.5 (a heartbeat sets lease_expires_at := now + heartbeat_interval_s × max_missed from the ownership row): the runner set the stored row's {} (TTL {ttl} s; this process is configured for 0.5 s × 2 = 1 s); after a heartbeat lease_expires_at is now + {:.3} s and the heartbeat reports {:.3} s left, want {ttl} s (± 0.5) for both",
+        json!({"heartbeat_interval_s": interval, "max_missed": missed}),
+        e - before,
+        left
+    );
     Ok(())
 }

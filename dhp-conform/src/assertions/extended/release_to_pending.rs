@@ -25,6 +25,11 @@ pub fn release_to_pending(cx: &Ctx<'_>) -> Check {
     }
     m.must_refuse("checkpoint", t.with("state", json!({"s": 9})), "checkpoint with a released token")?;
     let t2 = m.claim(&root, "w2", &hid).map_err(|f| f.context("claim after release"))?;
+    crate::ensure_json!(
+        m.status(&root, &hid)?["attempt"],
+        json!(0),
+        "§5.3 (claim leaves execution.attempt unchanged; only recover and resume add 1): attempt after release and a second claim"
+    );
     ensure_eq!(m.last_checkpoint(&root, &hid)?, Some(json!({"s": 1})), "checkpoints kept across release");
     m.complete(&t2, json!({"x": 1}))?;
     ensure_eq!(m.status(&root, &hid)?["status"], json!("completed"), "status after the second claim completes");

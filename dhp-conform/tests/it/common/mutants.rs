@@ -25,6 +25,11 @@ pub fn mutants() -> Vec<(String, BTreeSet<String>)> {
     out
 }
 
+/// Mutants that break a rule only the SQLite store has (its journal mode):
+/// on PostgreSQL they are the real adapter, so a `--store postgres://…`
+/// run leaves them out.
+pub const SQLITE_ONLY: &[&str] = &["journal-delete"];
+
 /// Suites run side by side (adapter processes mostly wait on barriers,
 /// leases and fsync, so 2 cores carry 4 suites).
 const PARALLEL: usize = 4;
@@ -40,7 +45,7 @@ fn verdict(mutant: &str, extra: &[&str]) -> (BTreeSet<String>, Vec<String>) {
     let mut other: Vec<String> = run.with_outcome("errored");
     other.extend(run.with_outcome("skipped"));
     if !failed.is_empty() {
-        assert_eq!(run.code, 101, "a failing run must exit 101");
+        assert_eq!(run.code, 1, "a failing run must exit 1");
     }
     (failed, other)
 }
@@ -49,7 +54,9 @@ fn verdict(mutant: &str, extra: &[&str]) -> (BTreeSet<String>, Vec<String>) {
 /// that each fails exactly the assertions that guard its guarantee, and
 /// nothing else fails, errors or is skipped.
 pub fn assert_each_mutant_fails_exactly_its_assertion(extra: &[&str]) {
-    let mutants = mutants();
+    let on_postgres = extra.iter().any(|a| a.starts_with("postgres://"));
+    let mutants: Vec<_> =
+        mutants().into_iter().filter(|(m, _)| !(on_postgres && SQLITE_ONLY.contains(&m.as_str()))).collect();
     let queue = std::sync::Mutex::new(mutants.iter());
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
