@@ -3,11 +3,20 @@
 //! token, so the supervisor's stalled-writer watchdog would not touch it and
 //! every worker of the store waited on the lock. Now ingest holds a token
 //! while it runs; the watchdog SIGKILLs it, the store takes writes again, and
-//! the ingest (idempotent) succeeds when run again.
+//! the ingest (idempotent) succeeds when run again. A supervisor started
+//! after the ingest stopped must be able to open the store at all: opening
+//! an up-to-date SQLite store takes no write lock.
 use crate::common::*;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()))
+        .is_some_and(|c| c == 'T' || c == 't')
+}
 
 #[test]
 fn a_stopped_ingest_is_killed_and_the_store_writes_again() {
@@ -31,6 +40,14 @@ fn a_stopped_ingest_is_killed_and_the_store_writes_again() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // The supervisor starts only once the ingest is stopped inside its
+    // transaction: opening the store must not wait for the write lock.
+    let end = Instant::now() + Duration::from_secs(20);
+    while !stopped(ingest.id()) {
+        assert!(ingest.try_wait().unwrap().is_none(), "the ingest ended before its failpoint");
+        assert!(Instant::now() < end, "the ingest never stopped at ingest.in_tx");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let lease = [("DHP_LEASE_INTERVAL_S", "0.3"), ("DHP_LEASE_MAX_MISSED", "2")];
     let mut sup = Command::new(dhp_bin())
         .args(["supervisor", d, "sup", "30"])

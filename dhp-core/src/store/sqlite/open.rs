@@ -105,14 +105,24 @@ impl SqliteStore {
 
 /// Bring a v1/v2 store (or a fresh one) to v3: additive, idempotent.
 ///
-/// `BEGIN IMMEDIATE`: the write lock is taken first, through the busy
-/// handler. A deferred transaction that reads the schema and then writes
-/// must upgrade its read lock, and in WAL mode an upgrade after another
-/// process committed fails at once with `database is locked`, without the
-/// busy handler: of many processes opening a store the reference made (the
-/// first upgrades it), some died of that (issue 33 item 14).
+/// First as a deferred transaction: on a store that is up to date every
+/// statement is a no-op that takes no write lock, so a process can open the
+/// store while another holds the write lock (a supervisor must, to run the
+/// stalled-writer watchdog that frees it). When something must be written,
+/// a deferred transaction that read the schema must upgrade its read lock,
+/// and in WAL mode an upgrade after another process committed fails at once
+/// with `database is locked`, without the busy handler: of many processes
+/// opening a store the reference made, some died of that (issue 33 item
+/// 14). So a failed deferred attempt (rolled back) is repeated under `BEGIN
+/// IMMEDIATE`, which takes the write lock first, through the busy handler;
+/// a real error recurs there and is returned.
 pub(super) fn migrate(conn: &Connection) -> Result<()> {
-    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    migrate_as(conn, rusqlite::TransactionBehavior::Deferred)
+        .or_else(|_| migrate_as(conn, rusqlite::TransactionBehavior::Immediate))
+}
+
+fn migrate_as(conn: &Connection, behavior: rusqlite::TransactionBehavior) -> Result<()> {
+    let tx = rusqlite::Transaction::new_unchecked(conn, behavior)?;
     tx.execute_batch(SCHEMA_SQL)?;
     tx.execute_batch(DROPPED_INDEXES_SQL)?;
     tx.execute_batch(EXTRA_INDEXES_SQL)?;
