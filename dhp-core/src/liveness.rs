@@ -191,7 +191,8 @@ fn file_id(path: &Path) -> Option<((u64, u64), u64)> {
     Some(((nix::sys::stat::major(dev), nix::sys::stat::minor(dev)), m.ino()))
 }
 
-fn is_stopped(pid: i32) -> bool {
+/// Whether process `pid` is stopped (SIGSTOP, or traced): state T or t in `/proc/PID/stat`.
+pub fn is_stopped(pid: i32) -> bool {
     // /proc/PID/stat: "pid (comm) S ..." — the state follows the last ')'.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()

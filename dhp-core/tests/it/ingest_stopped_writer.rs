@@ -11,13 +11,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()))
-        .is_some_and(|c| c == 'T' || c == 't')
-}
-
 #[test]
 fn a_stopped_ingest_is_killed_and_the_store_writes_again() {
     let src = tempfile::tempdir().unwrap();
@@ -43,7 +36,7 @@ fn a_stopped_ingest_is_killed_and_the_store_writes_again() {
     // The supervisor starts only once the ingest is stopped inside its
     // transaction: opening the store must not wait for the write lock.
     let end = Instant::now() + Duration::from_secs(20);
-    while !stopped(ingest.id()) {
+    while !dhp_core::liveness::is_stopped(ingest.id() as i32) {
         assert!(ingest.try_wait().unwrap().is_none(), "the ingest ended before its failpoint");
         assert!(Instant::now() < end, "the ingest never stopped at ingest.in_tx");
         std::thread::sleep(Duration::from_millis(5));
