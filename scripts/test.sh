@@ -94,9 +94,15 @@ TMPDIR="$RUN_TMP" cargo test --workspace --doc --locked -q
 phase no-recompile "switching between the README's cargo commands compiles nothing"
 bash scripts/check_features.sh
 for p in dhp-conform demo dhp-chaos dhp-adapter dhp-benches; do
-    built=$(cargo build -p "$p" --locked 2>&1 | grep -c '^ *Compiling' || true)
+    log=$(cargo build -p "$p" --locked -v 2>&1)
+    built=$(grep -c '^ *Compiling' <<<"$log" || true)
     echo "  cargo build -p $p: $built crates compiled" >&2
-    [ "$built" -eq 0 ] || { echo "test.sh: cargo build -p $p recompiled after the workspace build" >&2; exit 1; }
+    if [ "$built" -ne 0 ]; then
+        # cargo -v says why each crate was rebuilt ("Dirty …: the file … has changed").
+        grep -E '^ *(Dirty|Compiling)' <<<"$log" | sed 's/^/    /' >&2
+        echo "test.sh: cargo build -p $p recompiled after the workspace build" >&2
+        exit 1
+    fi
 done
 
 phase docs "the READMEs' examples as written, after an install (reuses the build above)"
