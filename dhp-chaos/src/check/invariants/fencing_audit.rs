@@ -114,6 +114,12 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
                     short(hid), w.holder, w.fence, e.seq
                 );
                 let known = (cx.imp_of(&w.process) == "python").then_some(CHECK_THEN_WRITE);
+                if known.is_some() {
+                    // What follows on this handoff (a successor resuming from
+                    // the state before the late write: a duplicated chunk, one
+                    // checkpoint too many) is that write's doing.
+                    out.taint(hid, CHECK_THEN_WRITE);
+                }
                 out.found.push(Finding { msg, hid: Some(hid.clone()), known });
             }
         }

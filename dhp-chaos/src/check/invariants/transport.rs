@@ -157,28 +157,24 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
 }
 
 /// A seq our worker committed but died before shipping is re-shipped by
-/// the next builtin holder (it catches the peer up before its first
-/// checkpoint). When the handoff passed only to reference workers, which
-/// never catch up, the gap is the reference's. Returns that reference
-/// successor, unless a builtin successor went on to write (and so should
-/// have filled the gap).
+/// the next holder that writes, if it is builtin: its catch-up ships every
+/// row above the highest seq the log holds. A reference successor that
+/// writes first ships its own later seqs without catching up, and from then
+/// on the gap lies below the log's top, where no catch-up fills it: the gap
+/// is the reference's. Returns that reference successor, or None when the
+/// first successor to write was builtin (and so should have filled it).
 fn reference_successor_without_catch_up(cx: &Ctx<'_>, hid: &str, w: &Writer) -> Option<String> {
-    let successors: Vec<&Op> = cx
+    let mut successors: Vec<&Op> = cx
         .grants(hid)
         .into_iter()
         .filter(|g| g.process != w.process && g.out_t.unwrap_or(g.invoke_t) > w.invoke_t)
         .collect();
-    let builtin_wrote = successors.iter().any(|g| {
-        cx.imp_of(&g.process) == "builtin"
-            && cx.ix.ops.iter().any(|o| {
-                o.process == g.process
-                    && o.hid == hid
-                    && (o.op == "checkpoint" || o.op == "complete")
-                    && o.ok == Some(true)
-            })
-    });
-    if builtin_wrote {
-        return None;
-    }
-    successors.iter().find(|g| cx.imp_of(&g.process) == "python").map(|g| g.holder.clone())
+    successors.sort_by(|a, b| a.invoke_t.total_cmp(&b.invoke_t));
+    let wrote = |g: &Op| {
+        cx.ix.ops.iter().any(|o| {
+            o.process == g.process && o.hid == hid && (o.op == "checkpoint" || o.op == "complete") && o.ok == Some(true)
+        })
+    };
+    let first = successors.into_iter().find(|g| wrote(g))?;
+    (cx.imp_of(&first.process) == "python").then(|| first.holder.clone())
 }
