@@ -93,16 +93,24 @@ TMPDIR="$RUN_TMP" cargo test --workspace --doc --locked -q
 
 phase no-recompile "switching between the README's cargo commands compiles nothing"
 bash scripts/check_features.sh
-for p in dhp-conform demo dhp-chaos dhp-adapter dhp-benches; do
+# PACKAGE:CRATES-IT-MAY-COMPILE. dhp-core's `failpoints` feature is on in the
+# workspace build and off in `cargo build -p dhp-core` and in the benches (an
+# installed `dhp` cannot be made to kill itself), so those two rebuild
+# dhp-core itself (and the benches) once; no dependency may recompile.
+for spec in dhp-conform: demo: dhp-chaos: dhp-adapter: dhp-core:dhp-core dhp-benches:dhp-core,dhp-benches; do
+    p="${spec%%:*}"
+    allowed=",${spec#*:},"
     log=$(cargo build -p "$p" --locked -v 2>&1)
-    built=$(grep -c '^ *Compiling' <<<"$log" || true)
-    echo "  cargo build -p $p: $built crates compiled" >&2
-    if [ "$built" -ne 0 ]; then
-        # cargo -v says why each crate was rebuilt ("Dirty …: the file … has changed").
-        grep -E '^ *(Dirty|Compiling)' <<<"$log" | sed 's/^/    /' >&2
-        echo "test.sh: cargo build -p $p recompiled after the workspace build" >&2
-        exit 1
-    fi
+    built=$(grep -E '^ *Compiling' <<<"$log" | awk '{print $2}' | sort -u | paste -sd, -)
+    echo "  cargo build -p $p: compiled ${built:-nothing}" >&2
+    for c in ${built//,/ }; do
+        if [[ "$allowed" != *",$c,"* ]]; then
+            # cargo -v says why each crate was rebuilt ("Dirty …: the file … has changed").
+            grep -E '^ *(Dirty|Compiling)' <<<"$log" | sed 's/^/    /' >&2
+            echo "test.sh: cargo build -p $p recompiled $c after the workspace build" >&2
+            exit 1
+        fi
+    done
 done
 
 phase docs "the READMEs' examples as written, after an install (reuses the build above)"

@@ -50,6 +50,7 @@ pub fn dhp_adapter() -> Result<PathBuf, LocateError> {
             eprintln!("dhp-conform: building dhp-rs's adapter (cargo build -p dhp-adapter) for --impl ours");
             let mut cmd = Command::new(cargo);
             cmd.args(["build", "--quiet", "-p", "dhp-adapter", "--bin", "dhp-adapter"]);
+            scrub_package_env(&mut cmd);
             match d.file_name().and_then(|n| n.to_str()) {
                 Some("debug") | None => {}
                 Some("release") => {
@@ -143,4 +144,32 @@ pub fn python() -> Result<PathBuf, LocateError> {
         tried.push(format!("{} (no dhp 1.3.0)", p.display()));
     }
     Err(LocateError::NoPython { tried: tried.join(", ") })
+}
+
+/// Remove the variables cargo sets for the package it runs or tests
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, …) from a cargo command:
+/// inherited from `cargo run -p dhp-conform` or a test, they make every build
+/// script that tracks them (ring's) rerun, and ring and everything above it
+/// recompile now and again at the next plain `cargo build`. dhp-conform does
+/// not link dhp-core, whose `locate::scrub_package_env` does the same.
+fn scrub_package_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        let Some(k) = k.to_str() else { continue };
+        let package_var = matches!(
+            k,
+            "OUT_DIR"
+                | "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+        ) || k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_BIN_EXE_");
+        if package_var {
+            cmd.env_remove(k);
+        }
+    }
 }

@@ -136,6 +136,38 @@ pub fn profile_dir(exe: &Path) -> Option<PathBuf> {
     }
 }
 
+/// Variables cargo sets for the package it builds, runs or tests
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR`, …). A program started by
+/// `cargo run` or by a test inherits its package's. A cargo started from
+/// there with them set sees other values than a shell's cargo, so every build
+/// script that tracks them reruns (ring's tracks `CARGO_MANIFEST_DIR` and
+/// `CARGO_PKG_*`): ring and everything above it recompile, and once more at
+/// the next plain `cargo build`. Remove them from `cmd` before it runs cargo.
+pub fn scrub_package_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        let Some(k) = k.to_str() else { continue };
+        if is_package_var(k) {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+fn is_package_var(k: &str) -> bool {
+    matches!(
+        k,
+        "OUT_DIR"
+            | "CARGO_MANIFEST_DIR"
+            | "CARGO_MANIFEST_PATH"
+            | "CARGO_MANIFEST_LINKS"
+            | "CARGO_CRATE_NAME"
+            | "CARGO_BIN_NAME"
+            | "CARGO_PRIMARY_PACKAGE"
+            | "CARGO_TARGET_TMPDIR"
+            | "CARGO_RUSTC_CURRENT_DIR"
+    ) || k.starts_with("CARGO_PKG_")
+        || k.starts_with("CARGO_BIN_EXE_")
+}
+
 /// Build `dhp` with cargo into the profile directory `profile_dir`
 /// (`target/debug`, `target/release`, `target/<profile>`).
 pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
@@ -145,6 +177,7 @@ pub fn cargo_build_dhp(profile_dir: &Path) -> Result<(), LocateError> {
     // build dhp-core: this build and `cargo test` share one `dhp` (the
     // chaos harness arms its failpoints) and neither rebuilds it for the other.
     cmd.args(["build", "--quiet", "-p", "dhp-core", "--bin", "dhp", "--features", "failpoints"]);
+    scrub_package_env(&mut cmd);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
         Some("release") => {
@@ -184,7 +217,10 @@ pub fn dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> Result<PathBuf
         .map_err(|source| LocateError::Io { what: "locating the running executable".into(), source })?;
     let dir = profile_dir(&exe).ok_or_else(|| LocateError::Missing(exe.clone()))?;
     let bin = dir.join("dhp");
-    let under_cargo = std::env::var_os("CARGO").is_some();
+    // Run by cargo (`cargo run`, a test), the build is asked for (a no-op
+    // when fresh) unless scripts/test.sh built every target already.
+    let prebuilt = std::env::var_os("DHP_TEST_PREBUILT").is_some_and(|v| !v.is_empty());
+    let under_cargo = std::env::var_os("CARGO").is_some() && !prebuilt;
     if bin.is_file() && !under_cargo {
         return Ok(bin);
     }
@@ -225,5 +261,25 @@ mod tests {
     fn profile_dirs() {
         assert_eq!(profile_dir(Path::new("/t/debug/deps/x-123")).unwrap(), Path::new("/t/debug"));
         assert_eq!(profile_dir(Path::new("/t/release/dhp-chaos")).unwrap(), Path::new("/t/release"));
+    }
+}
+
+#[cfg(test)]
+mod scrub_tests {
+    use super::*;
+
+    #[test]
+    fn cargo_started_from_a_test_does_not_see_the_tests_package() {
+        // cargo sets these for this very test process.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some() && std::env::var_os("CARGO_PKG_NAME").is_some());
+        let mut cmd = Command::new("cargo");
+        scrub_package_env(&mut cmd);
+        let removed: Vec<String> =
+            cmd.get_envs().filter(|(_, v)| v.is_none()).map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        for k in ["CARGO_MANIFEST_DIR", "CARGO_PKG_NAME", "CARGO_PKG_VERSION"] {
+            assert!(removed.iter().any(|r| r == k), "{k} still inherited: removed {removed:?}");
+        }
+        // cargo's own settings stay.
+        assert!(!removed.iter().any(|r| r == "CARGO_HOME" || r == "CARGO_TARGET_DIR"), "{removed:?}");
     }
 }

@@ -76,6 +76,7 @@ pub fn workspace_bin(package: &str, bin: &str) -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet", "-p", package, "--bin", bin]);
+        dhp_core::locate::scrub_package_env(&mut cmd);
         match profile.file_name().and_then(|n| n.to_str()) {
             Some("debug") | None => {}
             Some("release") => {
