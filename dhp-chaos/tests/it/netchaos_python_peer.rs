@@ -8,7 +8,7 @@ use crate::common::*;
 
 #[test]
 fn the_reference_on_both_ends_loses_exactly_the_frame_in_flight() {
-    let Some(py) = python() else { return };
+    let py = python();
     let py = py.display().to_string();
     let args =
         ["--scenario", "net-chaos", "--seed", "17", "--workers", "python", "--transport", "python", "--python", &py];

@@ -10,7 +10,7 @@ use crate::common::*;
 /// pending handoff, the supervisor only orphans `running` ones — stuck.
 #[test]
 fn seed_77_reference_torn_claim_is_stuck_forever() {
-    let Some(py) = python() else { return };
+    let py = python();
     let py = py.display().to_string();
     let r = run_chaos(
         "pinned-77",
@@ -60,7 +60,7 @@ fn seed_77_reference_torn_claim_is_stuck_forever() {
 /// woken: its checkpoint lands after the successor's — split brain.
 #[test]
 fn seed_31_reference_check_then_write_split_brain() {
-    let Some(py) = python() else { return };
+    let py = python();
     let py = py.display().to_string();
     let r = run_chaos(
         "pinned-31",

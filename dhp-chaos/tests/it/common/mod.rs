@@ -25,13 +25,9 @@ pub fn dhp_bin() -> PathBuf {
 }
 
 /// The reference venv's interpreter (dhp-testkit: made by scripts/setup.sh
-/// when missing). Returns None only when DHP_CHAOS_SKIP_REFERENCE=1 is set.
-pub fn python() -> Option<PathBuf> {
-    if std::env::var("DHP_CHAOS_SKIP_REFERENCE").as_deref() == Ok("1") {
-        eprintln!("DHP_CHAOS_SKIP_REFERENCE=1: skipping the reference round");
-        return None;
-    }
-    Some(dhp_testkit::python())
+/// when missing; a test fails when it cannot be made, it never skips).
+pub fn python() -> PathBuf {
+    dhp_testkit::python()
 }
 
 pub struct Run {
