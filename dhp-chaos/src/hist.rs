@@ -5,6 +5,7 @@
 //! line in flight. This file is the ground truth the checker reads.
 
 use anyhow::{Context, Result};
+use dhp_core::supervisor::ActionKind;
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -77,6 +78,11 @@ impl Ev {
     /// Field `k` as an `i64`, if it is one.
     pub fn i(&self, k: &str) -> Option<i64> {
         self.v.get(k).and_then(Value::as_i64)
+    }
+    /// A `supervise` line's `action`, typed; `None` when absent or not one
+    /// dhp-rs knows (a foreign supervisor's line is untrusted text).
+    pub fn action(&self) -> Option<ActionKind> {
+        self.s("action").and_then(|a| a.parse().ok())
     }
     /// Field `k` as a `u64`, if it is one.
     pub fn u(&self, k: &str) -> Option<u64> {

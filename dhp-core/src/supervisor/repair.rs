@@ -89,6 +89,10 @@ pub enum Torn {
 }
 
 impl Torn {
+    /// Every torn combination.
+    pub const ALL: [Torn; 6] =
+        [Torn::Claim, Torn::Release, Torn::OrphanUnwritten, Torn::Orphan, Torn::LostRow, Torn::Complete];
+
     /// The name the repair report uses.
     pub fn as_str(self) -> &'static str {
         match self {
