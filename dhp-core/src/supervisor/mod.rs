@@ -614,7 +614,7 @@ impl Supervisor {
     pub fn health(&self) -> Result<Value> {
         let (leader, pending) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
             let l = tx.leadership()?;
-            let n = tx.hids_with_status("pending")?.len() + tx.hids_with_status("orphaned")?.len();
+            let n = tx.hids_with_status(Status::Pending)?.len() + tx.hids_with_status(Status::Orphaned)?.len();
             Ok((l, n))
         })?;
         Ok(json!({
