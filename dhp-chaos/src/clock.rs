@@ -8,7 +8,7 @@
 //! A faked process writes its history in its own time; [`Skew::real_time`]
 //! converts back (libfaketime's clock is `start + offset + rate × (now − start)`).
 
-use anyhow::{bail, Result};
+use crate::error::{Error, Result};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -30,7 +30,11 @@ pub fn libfaketime() -> Result<PathBuf> {
         if p.is_file() {
             return Ok(p);
         }
-        bail!("DHP_CHAOS_LIBFAKETIME={} is not a file", p.display());
+        return Err(Error::Config {
+            setting: "DHP_CHAOS_LIBFAKETIME",
+            value: p.display().to_string(),
+            problem: "is not a file",
+        });
     }
     for d in LIB_DIRS {
         let p = PathBuf::from(d).join("libfaketime.so.1");
@@ -38,11 +42,13 @@ pub fn libfaketime() -> Result<PathBuf> {
             return Ok(p);
         }
     }
-    bail!(
-        "clock faults need libfaketime, which was not found (searched {}): install the Debian package \
-         `faketime` (apt-get install faketime; scripts/setup.sh does it as root) or set DHP_CHAOS_LIBFAKETIME",
-        LIB_DIRS.join(", ")
-    )
+    Err(Error::Environment {
+        problem: format!(
+            "clock faults need libfaketime, which was not found (searched {}): install the Debian package \
+             `faketime` (apt-get install faketime; scripts/setup.sh does it as root) or set DHP_CHAOS_LIBFAKETIME",
+            LIB_DIRS.join(", ")
+        ),
+    })
 }
 
 /// One process's faked clock.

@@ -4,7 +4,8 @@
 //! concurrent processes do not interleave and a SIGKILL loses at most the
 //! line in flight. This file is the ground truth the checker reads.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
+use dhp_core::supervisor::ActionKind;
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -25,11 +26,8 @@ pub struct Writer {
 impl Writer {
     /// Open the history file at `path` for appending, creating it if needed.
     pub fn open(path: &Path) -> Result<Writer> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening history {}", path.display()))?;
+        let file =
+            OpenOptions::new().create(true).append(true).open(path).map_err(Error::io("opening history", path))?;
         Ok(Writer { file, pid: std::process::id() })
     }
 
@@ -78,6 +76,11 @@ impl Ev {
     pub fn i(&self, k: &str) -> Option<i64> {
         self.v.get(k).and_then(Value::as_i64)
     }
+    /// A `supervise` line's `action`, typed; `None` when absent or not one
+    /// dhp-rs knows (a foreign supervisor's line is untrusted text).
+    pub fn action(&self) -> Option<ActionKind> {
+        self.s("action").and_then(|a| a.parse().ok())
+    }
     /// Field `k` as a `u64`, if it is one.
     pub fn u(&self, k: &str) -> Option<u64> {
         self.v.get(k).and_then(Value::as_u64)
@@ -124,7 +127,7 @@ pub struct History {
 
 /// Read a history file, putting the events of processes on a faked clock back on the harness's clock.
 pub fn load(path: &Path) -> Result<History> {
-    let data = std::fs::read(path).with_context(|| format!("reading history {}", path.display()))?;
+    let data = std::fs::read(path).map_err(Error::io("reading history", path))?;
     let mut h = History::default();
     for (idx, raw) in data.split(|b| *b == b'\n').enumerate() {
         let raw = raw.trim_ascii();

@@ -42,6 +42,7 @@ pub mod audit;
 pub mod check;
 pub mod clock;
 pub mod config;
+pub mod error;
 pub mod hist;
 pub mod hosts;
 pub mod locate;
@@ -56,3 +57,5 @@ pub mod teardown;
 pub mod timeline;
 mod timeline_env;
 mod timeline_verdicts;
+
+pub use error::Error;

@@ -7,7 +7,7 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// The `dhp` binary for the round's workers and supervisors.
-pub fn dhp_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+pub fn dhp_binary(explicit: Option<&Path>) -> crate::error::Result<PathBuf> {
     let p = dhp_core::locate::dhp(explicit, &mut |m| eprintln!("dhp-chaos: {m}"))?;
     Ok(p.canonicalize().unwrap_or(p))
 }

@@ -2,7 +2,7 @@
 //! interpreter and the reference's scripts, and the history shim that
 //! makes them record the same history as `dhp work --history`.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The shim (see `python/chaos_shim.py`): runs the reference's script
@@ -21,13 +21,15 @@ pub fn reference_dir(python: &Path) -> Result<(PathBuf, String)> {
     let out = std::process::Command::new(python)
         .args(["-c", "import dhp, os; print(os.path.dirname(os.path.abspath(dhp.__file__))); print(dhp.__version__)"])
         .output()
-        .with_context(|| format!("running {}", python.display()))?;
+        .map_err(|source| Error::Spawn { program: python.to_path_buf(), source })?;
     if !out.status.success() {
-        bail!(
-            "{} cannot import the reference package dhp: {} (run `bash scripts/setup.sh`)",
-            python.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        return Err(Error::Environment {
+            problem: format!(
+                "{} cannot import the reference package dhp: {} (run `bash scripts/setup.sh`)",
+                python.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines();
@@ -35,7 +37,7 @@ pub fn reference_dir(python: &Path) -> Result<(PathBuf, String)> {
     let version = lines.next().unwrap_or_default().trim().to_string();
     for f in ["work_driver4.py", "supervisor3_watch.py", "runner3.py", "supervisor3.py"] {
         if !dir.join(f).exists() {
-            bail!("reference package at {} has no {f}", dir.display());
+            return Err(Error::Environment { problem: format!("reference package at {} has no {f}", dir.display()) });
         }
     }
     Ok((dir, version))

@@ -7,9 +7,9 @@
 //! leader highlighted; below the time axis, link faults, full disks and
 //! faked clocks (`timeline_env`). Hover any mark for details.
 
+use crate::error::{Error, Result};
 use crate::hist::{self, Ev};
 use crate::round::Paths;
-use anyhow::Result;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -42,7 +42,9 @@ struct Seg {
 /// Write `timeline.svg` into the round directory.
 pub fn write(dir: &Path) -> Result<()> {
     let paths = Paths::new(dir);
-    let meta: Value = serde_json::from_slice(&std::fs::read(&paths.meta)?)?;
+    let bytes = std::fs::read(&paths.meta).map_err(Error::io("reading", &paths.meta))?;
+    let meta: Value =
+        serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: paths.meta.clone(), source })?;
     let h = hist::load(&paths.history)?;
     let hids: Vec<String> = meta["hids"]
         .as_array()
@@ -365,7 +367,7 @@ pub fn write(dir: &Path) -> Result<()> {
                 close(&mut segs, &mut open, hid, t, Some(e.s("holder").unwrap_or(e.process())));
             }
             ("supervise", "ok") => {
-                let dlq = e.s("action") == Some("dlq");
+                let dlq = e.action() == Some(dhp_core::supervisor::ActionKind::Dlq);
                 let shape = if dlq { "■" } else { "◆" };
                 let _ = writeln!(
                     marks,
@@ -440,6 +442,7 @@ pub fn write(dir: &Path) -> Result<()> {
     crate::timeline_env::draw(&mut svg, &h, &x, axis_y + 22.0, t0, t_end);
     crate::timeline_verdicts::draw(&mut svg, &verdicts, base_height + 4.0);
     svg.push_str("</svg>\n");
-    std::fs::write(dir.join("timeline.svg"), svg)?;
+    let out = dir.join("timeline.svg");
+    std::fs::write(&out, svg).map_err(Error::io("writing", out))?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! `--exact`, `--skip`, `--test-threads`, `--quiet`, `--color`); they are
 //! handed to the libtest-mimic harness that runs the assertions.
 
+use crate::error::Error;
 use clap::{Parser, ValueEnum};
 use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
 use std::path::PathBuf;
@@ -104,27 +105,29 @@ pub const EXIT_FAILED: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 /// `dir` exists or can be made, and a file can be created in it.
-fn writable_dir(dir: &std::path::Path, what: &str) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{what} {}: {e}", dir.display()))?;
+fn writable_dir(dir: &std::path::Path, flag: &'static str) -> Result<(), Error> {
+    let failed = |doing| move |source| Error::ReportDir { flag, path: dir.to_path_buf(), doing, source };
+    std::fs::create_dir_all(dir).map_err(failed(""))?;
     let probe = dir.join(format!(".dhp-conform-probe-{}", std::process::id()));
-    std::fs::File::create(&probe).map_err(|e| format!("{what} {}: cannot write in it: {e}", dir.display()))?;
-    std::fs::remove_file(&probe).map_err(|e| format!("{what} {}: {e}", dir.display()))
+    std::fs::File::create(&probe).map_err(failed("cannot write in it: "))?;
+    std::fs::remove_file(&probe).map_err(failed(""))
 }
 
 /// Refuse `--junit`, `--html` and `--badge` paths that cannot be written,
 /// before any adapter starts: a report lost at the end of a long run is a
 /// run lost. `--junit`'s directory must exist (it is not created).
-pub fn check_report_paths(cli: &Cli) -> Result<(), String> {
+pub fn check_report_paths(cli: &Cli) -> Result<(), Error> {
     if let Some(path) = &cli.junit {
+        let bad = |problem| Error::ReportPath { flag: "--junit", path: path.clone(), problem };
         if path.is_dir() {
-            return Err(format!("--junit {}: is a directory, want a file", path.display()));
+            return Err(bad("is a directory, want a file".into()));
         }
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => std::path::PathBuf::from("."),
         };
         if !parent.is_dir() {
-            return Err(format!("--junit {}: no directory {}", path.display(), parent.display()));
+            return Err(bad(format!("no directory {}", parent.display())));
         }
         writable_dir(&parent, "--junit")?;
     }

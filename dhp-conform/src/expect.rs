@@ -13,6 +13,7 @@
 //! "passed"]`, as web-platform-tests' metadata pins intermittents): any
 //! outcome in it is expected.
 
+use crate::error::Error;
 use crate::report::Record;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -44,7 +45,8 @@ pub enum ExpectError {
         /// The file.
         path: String,
         /// What is wrong, and where.
-        what: String,
+        #[source]
+        what: Error,
     },
 }
 
@@ -77,15 +79,16 @@ impl Expectations {
 
     /// Parse; every id must be a known assertion, every outcome one of
     /// the four, every pin must say why.
-    pub fn from_json(v: &Value, known_ids: &[&str]) -> Result<Expectations, String> {
-        let imps = v.get("implementations").and_then(Value::as_object).ok_or("no \"implementations\" object")?;
+    pub fn from_json(v: &Value, known_ids: &[&str]) -> Result<Expectations, Error> {
+        let imps = v.get("implementations").and_then(Value::as_object).ok_or(Error::NoImplementations)?;
         let mut out = BTreeMap::new();
         for (label, pins) in imps {
-            let pins = pins.as_object().ok_or_else(|| format!("implementations.{label} is not an object"))?;
+            let pins = pins.as_object().ok_or_else(|| Error::PinsNotAnObject { label: label.clone() })?;
             let mut m = BTreeMap::new();
             for (id, pin) in pins {
+                let (label, id) = (label.clone(), id.clone());
                 if !known_ids.contains(&id.as_str()) {
-                    return Err(format!("{label}: unknown assertion id {id:?} (see dhp-conform --list)"));
+                    return Err(Error::UnknownAssertion { label, id });
                 }
                 let outcomes: Vec<&str> = match pin.get("outcome") {
                     Some(Value::String(o)) => vec![o.as_str()],
@@ -93,17 +96,14 @@ impl Expectations {
                     _ => vec![],
                 };
                 if outcomes.is_empty() || outcomes.iter().any(|o| !OUTCOMES.contains(o)) {
-                    return Err(format!(
-                        "{label}.{id}: outcome must be one of {}, or a list of them (intermittent)",
-                        OUTCOMES.join(", ")
-                    ));
+                    return Err(Error::BadOutcome { label, id, allowed: OUTCOMES.join(", ") });
                 }
                 let why = pin.get("why").and_then(Value::as_str).unwrap_or_default();
                 if why.trim().is_empty() {
-                    return Err(format!("{label}.{id}: a pin needs a \"why\""));
+                    return Err(Error::PinWithoutWhy { label, id });
                 }
                 let outcomes = outcomes.into_iter().map(String::from).collect();
-                m.insert(id.clone(), Pin { outcomes, why: why.to_string() });
+                m.insert(id, Pin { outcomes, why: why.to_string() });
             }
             out.insert(label.clone(), m);
         }
@@ -195,7 +195,7 @@ mod tests {
             (json!({"implementations": {"r": {"x": {"outcome": [], "why": "w"}}}}), "outcome must be"),
             (json!({"implementations": {"r": {"x": {"outcome": "failed"}}}}), "needs a \"why\""),
         ] {
-            let e = Expectations::from_json(&v, &ids).unwrap_err();
+            let e = Expectations::from_json(&v, &ids).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
     }

@@ -36,6 +36,7 @@ pub mod catalogue;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod error;
 pub mod expect;
 pub mod fuzzing;
 pub mod locate;
@@ -49,4 +50,5 @@ pub mod suite;
 pub mod write_lock;
 
 pub use check::{Check, Fail};
+pub use error::Error;
 pub use suite::{Impl, Level, Options, Outcome};

@@ -6,6 +6,7 @@
 //! and every reply against `reply.schema.json` — the generic reply shape at
 //! the root, then the op's result at `#/$defs/<op>`.
 
+use crate::error::Error;
 use serde_json::Value;
 use std::sync::OnceLock;
 
@@ -124,25 +125,25 @@ fn first_errors<'a>(it: impl Iterator<Item = jsonschema::ValidationError<'a>>) -
 }
 
 /// Validate a request line before it is sent.
-pub fn validate_request(req: &Value) -> Result<(), String> {
+pub fn validate_request(req: &Value) -> Result<(), Error> {
     match first_errors(schemas().request.iter_errors(req)) {
         None => Ok(()),
-        Some(e) => Err(e),
+        Some(errors) => Err(Error::Schema { errors }),
     }
 }
 
 /// Validate a reply to `op`: the generic shape, then an ok result against
 /// the op's result schema.
-pub fn validate_reply(op: &str, reply: &Value) -> Result<(), String> {
+pub fn validate_reply(op: &str, reply: &Value) -> Result<(), Error> {
     let s = schemas();
     let root = s.reply.get("#").expect("root validator");
-    if let Some(e) = first_errors(root.iter_errors(reply)) {
-        return Err(e);
+    if let Some(errors) = first_errors(root.iter_errors(reply)) {
+        return Err(Error::Schema { errors });
     }
     if reply.get("ok") == Some(&Value::Bool(true)) {
-        let v = s.reply.get(&format!("#/$defs/{op}")).ok_or_else(|| format!("no result schema for op {op:?}"))?;
-        if let Some(e) = first_errors(v.iter_errors(&reply["result"])) {
-            return Err(format!("result of {op}: {e}"));
+        let v = s.reply.get(&format!("#/$defs/{op}")).ok_or_else(|| Error::NoResultSchema { op: op.to_string() })?;
+        if let Some(errors) = first_errors(v.iter_errors(&reply["result"])) {
+            return Err(Error::ResultSchema { op: op.to_string(), errors });
         }
     }
     Ok(())

@@ -82,7 +82,7 @@ impl StoreView {
     fn open_postgres(url: &str) -> Check<StoreView> {
         let (_, schema) = crate::stores::split_schema(url);
         let schema = schema.ok_or_else(|| Fail::Errored(format!("{}: no schema=", crate::stores::mask(url))))?;
-        let mut c = crate::stores::client(url).map_err(Fail::Errored)?;
+        let mut c = crate::stores::client(url).map_err(|e| Fail::Errored(e.to_string()))?;
         let found = c
             .query_opt(
                 "SELECT 1 FROM information_schema.tables WHERE table_schema=$1 AND table_name='handoffs'",

@@ -3,6 +3,7 @@
 //! database, one per store an assertion asks for, dropped afterwards
 //! unless `--keep`.
 
+use crate::error::Error;
 use crate::protocol::feature;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,16 +28,19 @@ impl Default for StoreBase {
 impl StoreBase {
     /// Parse a `--store` value: a `postgres://` / `postgresql://` URL
     /// without `schema=`, or an existing directory.
-    pub fn parse(s: &str) -> Result<StoreBase, String> {
+    pub fn parse(s: &str) -> Result<StoreBase, Error> {
         if is_postgres(s) {
-            return PgBase::new(s).map(StoreBase::Postgres);
+            return PgBase::new(s)
+                .map(StoreBase::Postgres)
+                .map_err(|e| Error::Store { url: mask(s), source: Box::new(e) });
         }
+        let bad = |problem| Error::StoreArg { value: s.to_string(), problem };
         if s.contains("://") {
-            return Err(format!("--store {s}: not a directory and not a postgres:// URL"));
+            return Err(bad("not a directory and not a postgres:// URL"));
         }
         let p = PathBuf::from(s);
         if !p.is_dir() {
-            return Err(format!("--store {s}: no such directory"));
+            return Err(bad("no such directory"));
         }
         Ok(StoreBase::Dir(Some(p)))
     }
@@ -90,15 +94,12 @@ pub struct PgBase {
 }
 
 impl PgBase {
-    fn new(url: &str) -> Result<PgBase, String> {
+    fn new(url: &str) -> Result<PgBase, Error> {
         if split_schema(url).1.is_some() {
-            return Err(format!(
-                "--store {}: give a base URL without schema= (each assertion gets its own schema)",
-                mask(url)
-            ));
+            return Err(Error::SchemaInBaseUrl);
         }
         // the runner connects itself (to drop schemas, to read stores): check now
-        client(url).map_err(|e| format!("--store {}: {e}", mask(url)))?;
+        client(url)?;
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis();
         let run = format!("{:x}{:x}", std::process::id(), stamp % 0x10_0000);
         Ok(PgBase { url: url.to_string(), run, next: AtomicU64::new(0) })
@@ -113,14 +114,14 @@ impl PgBase {
     }
 
     /// Drop these schemas (and everything in them).
-    pub fn drop_schemas(&self, schemas: &[String]) -> Result<(), String> {
+    pub fn drop_schemas(&self, schemas: &[String]) -> Result<(), Error> {
         if schemas.is_empty() {
             return Ok(());
         }
         let mut c = client(&self.url)?;
         for s in schemas {
             c.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE"))
-                .map_err(|e| format!("dropping schema {s}: {}", explain(&e)))?;
+                .map_err(|source| Error::DropSchema { schema: s.clone(), source })?;
         }
         Ok(())
     }
@@ -148,11 +149,11 @@ pub fn split_schema(url: &str) -> (String, Option<String>) {
 /// TLS (as dhp-core's store). The password comes as for `dhp`: the URL's,
 /// else `PGPASSWORD`, else the password file (`passfile=`, `PGPASSFILE`,
 /// `~/.pgpass`).
-pub fn client(url: &str) -> Result<postgres::Client, String> {
+pub fn client(url: &str) -> Result<postgres::Client, Error> {
     let (base, _) = split_schema(url);
-    let bad = |e: String| format!("bad PostgreSQL URL {}: {e}", mask(&base));
+    let masked = mask(&base);
     let (base, passfile) = dhp_secrets::passfile::split_passfile(&base);
-    let mut cfg: postgres::Config = base.parse().map_err(|e: postgres::Error| bad(e.to_string()))?;
+    let mut cfg: postgres::Config = base.parse().map_err(|source| Error::PgUrl { url: masked.clone(), source })?;
     dhp_secrets::passfile::fill_password(&mut cfg, passfile.as_deref());
     if cfg.get_connect_timeout().is_none() {
         cfg.connect_timeout(Duration::from_secs(10));
@@ -165,13 +166,8 @@ pub fn client(url: &str) -> Result<postgres::Client, String> {
         let _ = tx.send(cfg.connect(postgres::NoTls));
     });
     match rx.recv_timeout(limit) {
-        Ok(res) => res.map_err(|e| format!("connecting to {}: {}", mask(&base), explain(&e))),
-        Err(_) => Err(format!(
-            "connecting to {}: no answer within {:.1} s (connect_timeout): the server, or a proxy in front of it, \
-             accepts connections but does not answer",
-            mask(&base),
-            limit.as_secs_f64()
-        )),
+        Ok(res) => res.map_err(|source| Error::PgConnect { url: masked, source }),
+        Err(_) => Err(Error::PgConnectTimeout { url: masked, timeout_s: limit.as_secs_f64() }),
     }
 }
 
@@ -226,7 +222,11 @@ mod tests {
         );
         assert_eq!(split_schema("postgres://h/db?schema=s"), ("postgres://h/db".into(), Some("s".into())));
         assert_eq!(split_schema("postgres://h/db"), ("postgres://h/db".into(), None));
-        assert!(StoreBase::parse("postgres://h/db?schema=x").unwrap_err().contains("without schema="));
+        let e = StoreBase::parse("postgres://h/db?schema=x").unwrap_err();
+        assert!(matches!(&e, Error::Store { source, .. } if matches!(**source, Error::SchemaInBaseUrl)), "{e:?}");
+        assert!(e.to_string().starts_with("--store postgres://h/db?schema=x: give a base URL without schema="), "{e}");
+        let e = StoreBase::parse("postgres://u:pw@h/db?schema=x").unwrap_err();
+        assert!(!e.to_string().contains("pw"), "the password is masked: {e}");
         assert!(StoreBase::parse("mysql://h/db").is_err());
         assert!(StoreBase::parse("/nonexistent/dir/x").is_err());
     }

@@ -42,7 +42,7 @@ pub struct Impl {
     /// Where its stores are created (`--store`).
     pub store: Arc<StoreBase>,
     /// The handshake, or why it failed.
-    pub hello: Result<Hello, String>,
+    pub hello: Result<Hello, AdapterError>,
     default: Pool,
     short_lease: Pool,
     short_lines: Pool,
@@ -105,7 +105,7 @@ impl Impl {
             Pool::new(command, Profile::ShortLines, opts.timeout, opts.echo_stderr).with_log(stderr.clone());
         let hello = match default.get() {
             Ok(lease) => Ok(lease.hello().cloned().expect("a pooled adapter has shaken hands")),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         let label = match (label, &hello) {
             (Some(l), _) => l.to_string(),
@@ -320,7 +320,7 @@ impl Workdir {
     }
 
     /// Drop the schemas handed out (unless kept).
-    fn cleanup(&self) -> Result<(), String> {
+    fn cleanup(&self) -> Result<(), crate::Error> {
         if self.is_kept() {
             return Ok(());
         }

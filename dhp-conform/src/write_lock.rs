@@ -79,7 +79,7 @@ fn sqlite(root: &str, hold: Duration) -> Check<JoinHandle<Check<Instant>>> {
 fn pg(url: &str, hid: &str, hold: Duration) -> Check<JoinHandle<Check<Instant>>> {
     let (_, schema) = crate::stores::split_schema(url);
     let schema = schema.ok_or_else(|| Fail::Errored(format!("{}: no schema=", crate::stores::mask(url))))?;
-    let mut c = crate::stores::client(url).map_err(Fail::Errored)?;
+    let mut c = crate::stores::client(url).map_err(|e| Fail::Errored(e.to_string()))?;
     // the schema name was made by the runner: [a-z0-9_] only
     c.batch_execute(&format!("SET search_path TO \"{schema}\"; BEGIN"))
         .map_err(|e| errored("begin a transaction", e))?;

@@ -5,6 +5,7 @@
 //! failures across implementations, and [`Error::exit_code`] is what the `dhp`
 //! binary exits with.
 
+use crate::status::ApprovalStatus;
 use std::path::PathBuf;
 
 /// Result alias for dhp-core.
@@ -254,7 +255,7 @@ pub enum Error {
         /// The approval request.
         approval_id: String,
         /// Its status (approved, denied, expired).
-        status: String,
+        status: ApprovalStatus,
     },
     /// The approval was denied or expired.
     #[error("approval {approval_id} {status}")]
@@ -262,7 +263,7 @@ pub enum Error {
         /// The approval request.
         approval_id: String,
         /// Its status (denied, expired).
-        status: String,
+        status: ApprovalStatus,
     },
     /// The contract does not declare this capability.
     #[error("capability denied: {domain}:{resource} not in the contract of {}", short(hid))]

@@ -25,7 +25,7 @@
 //! // w1 dies here. Its lease runs out (simulated), the supervisor orphans:
 //! dhp_core::testing::expire_lease(&w1, &hid).unwrap();
 //! let sup = Supervisor::open(dir.path(), "sup1", cfg.clone()).unwrap();
-//! assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+//! assert_eq!(sup.scan().unwrap()[0].kind(), dhp_core::supervisor::ActionKind::Orphaned);
 //!
 //! // Any standby recovers from the last checkpoint; w1's fence is stale now.
 //! let w2 = w1.with_id("w2").unwrap();

@@ -154,6 +154,103 @@ impl FromStr for Status {
     }
 }
 
+/// The status of an approval request (the `approvals` table's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApprovalStatus {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved: the gated action may run.
+    Approved,
+    /// Denied.
+    Denied,
+    /// Not decided before its expiry.
+    Expired,
+}
+
+/// What happens to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApprovalOp {
+    /// The human or policy side approves.
+    Approve,
+    /// The human or policy side denies.
+    Deny,
+    /// Its expiry passed undecided.
+    Expire,
+}
+
+impl ApprovalStatus {
+    /// Every approval status.
+    pub const ALL: [ApprovalStatus; 4] =
+        [ApprovalStatus::Pending, ApprovalStatus::Approved, ApprovalStatus::Denied, ApprovalStatus::Expired];
+
+    /// The stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+        }
+    }
+
+    /// The state machine: a pending request is decided or expires once;
+    /// every decision is final (`None`: refused, nothing changes).
+    pub fn after(self, op: ApprovalOp) -> Option<ApprovalStatus> {
+        (self == ApprovalStatus::Pending).then_some(op.outcome())
+    }
+
+    /// The status as it stands at `now` for a request expiring at
+    /// `expires_at`: a pending request past its expiry is expired, whether
+    /// or not a supervisor has written that yet.
+    pub fn at(self, expires_at: f64, now: f64) -> ApprovalStatus {
+        match self {
+            ApprovalStatus::Pending if now > expires_at => ApprovalStatus::Expired,
+            st => st,
+        }
+    }
+}
+
+impl ApprovalOp {
+    /// The status a pending request moves to.
+    pub fn outcome(self) -> ApprovalStatus {
+        match self {
+            ApprovalOp::Approve => ApprovalStatus::Approved,
+            ApprovalOp::Deny => ApprovalStatus::Denied,
+            ApprovalOp::Expire => ApprovalStatus::Expired,
+        }
+    }
+}
+
+impl fmt::Display for ApprovalStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ApprovalStatus {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        ApprovalStatus::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| Error::validation(format!("unknown approval status {s:?}")))
+    }
+}
+
+/// Compare with stored or wire text (`status == "expired"`).
+impl PartialEq<&str> for ApprovalStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl serde::Serialize for ApprovalStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +285,24 @@ mod tests {
                 assert_eq!(cell, code, "{st} × {}: document says {cell}, code says {code}", op.as_str());
             }
         }
+    }
+
+    #[test]
+    fn an_approval_is_decided_once_and_expires_only_while_pending() {
+        use ApprovalOp::*;
+        use ApprovalStatus::*;
+        for st in ApprovalStatus::ALL {
+            assert_eq!(st.as_str().parse::<ApprovalStatus>().unwrap(), st);
+            for op in [Approve, Deny, Expire] {
+                assert_eq!(st.after(op).is_some(), st == Pending, "{st} × {op:?}");
+            }
+            assert_eq!(st.at(10.0, 11.0), if st == Pending { Expired } else { st });
+            assert_eq!(st.at(10.0, 10.0), st, "at its expiry instant a request is still {st}");
+        }
+        assert_eq!(Pending.after(Approve), Some(Approved));
+        assert_eq!(Pending.after(Deny), Some(Denied));
+        assert_eq!(Pending.after(Expire), Some(Expired));
+        assert!("Pending".parse::<ApprovalStatus>().is_err());
     }
 
     #[test]

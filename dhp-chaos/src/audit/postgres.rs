@@ -2,7 +2,7 @@
 //! commit by a transaction advisory lock, appending to [`super::TABLE`].
 
 use super::{Event, TABLE};
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use serde_json::{json, Value};
 
 /// The advisory lock class (two-key form; dhp-core's liveness locks use
@@ -54,10 +54,10 @@ END $f$;
 
 /// Install the audit in the round's schema (the client's `search_path`).
 pub fn install(c: &mut postgres::Client) -> Result<()> {
-    let mut tx = c.transaction()?;
-    tx.batch_execute(&ddl()).context("installing the store audit (PostgreSQL)")?;
-    tx.commit()?;
-    Ok(())
+    let failed = |source| Error::Postgres { doing: "installing the store audit (PostgreSQL)".into(), source };
+    let mut tx = c.transaction().map_err(failed)?;
+    tx.batch_execute(&ddl()).map_err(failed)?;
+    tx.commit().map_err(failed)
 }
 
 /// The audit as JSON rows for the store export (`None`: no audit table).
@@ -65,11 +65,13 @@ pub fn export(c: &mut postgres::Client) -> Result<Option<Value>> {
     let present: bool = c
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&TABLE])
         .map(|r| r.get(0))
-        .context("looking for the audit table")?;
+        .map_err(|source| Error::Postgres { doing: "looking for the audit table".into(), source })?;
     if !present {
         return Ok(None);
     }
-    let rows = c.query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at FROM {TABLE} ORDER BY seq"), &[])?;
+    let rows = c
+        .query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at FROM {TABLE} ORDER BY seq"), &[])
+        .map_err(|source| Error::Postgres { doing: "reading the store audit".into(), source })?;
     let parse = |t: Option<String>| t.map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::String(t)));
     let events: Vec<Value> = rows
         .iter()

@@ -1,7 +1,7 @@
 //! The audit on SQLite: `AFTER` row triggers appending to [`super::TABLE`].
 
 use super::{parse, Event, TABLE};
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::time::Duration;
@@ -56,19 +56,25 @@ pub(crate) fn ddl() -> String {
 /// Install the audit in the SQLite store `db` (the store must exist: it is
 /// installed after the implementation created its tables).
 pub fn install(db: &Path) -> Result<()> {
+    let failed = |doing: String| move |source| Error::Sqlite { doing, source };
     let mut c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .with_context(|| format!("opening {} to install the audit", db.display()))?;
-    c.busy_timeout(Duration::from_secs(30))?;
-    let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    tx.execute_batch(&ddl()).context("installing the store audit")?;
-    tx.commit()?;
-    Ok(())
+        .map_err(failed(format!("opening {} to install the audit", db.display())))?;
+    let installing = || failed(format!("installing the store audit in {}", db.display()));
+    c.busy_timeout(Duration::from_secs(30)).map_err(installing())?;
+    let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(installing())?;
+    tx.execute_batch(&ddl()).map_err(installing())?;
+    tx.commit().map_err(installing())
 }
 
 /// The audit of the SQLite store `db`, in commit order (`None`: no audit table).
 pub fn read(db: &Path) -> Result<Option<Vec<Event>>> {
     let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening store {}", db.display()))?;
+        .map_err(|source| Error::Sqlite { doing: format!("opening store {}", db.display()), source })?;
+    read_from(&c)
+        .map_err(|source| Error::Sqlite { doing: format!("reading the store audit of {}", db.display()), source })
+}
+
+fn read_from(c: &Connection) -> rusqlite::Result<Option<Vec<Event>>> {
     c.busy_timeout(Duration::from_secs(10))?;
     let present =
         c.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [TABLE], |r| {

@@ -54,12 +54,18 @@ fn pair(v: Option<&Value>) -> Option<(String, i64)> {
 impl AuditIx {
     /// Read the audit of the store in `store_dir` (SQLite file or PostgreSQL
     /// export); `None` when the round has none.
-    pub(crate) fn load(store_dir: &Path) -> anyhow::Result<Option<AuditIx>> {
+    pub(crate) fn load(store_dir: &Path) -> crate::error::Result<Option<AuditIx>> {
+        use crate::Error;
         let export = store_dir.join("export.json");
         let events = if export.exists() {
-            let v: Value = serde_json::from_slice(&std::fs::read(&export)?)?;
+            let bytes = std::fs::read(&export).map_err(Error::io("reading", &export))?;
+            let v: Value =
+                serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: export.clone(), source })?;
             match v.get("audit") {
-                Some(a) => Some(serde_json::from_value::<Vec<Event>>(a.clone())?),
+                Some(a) => Some(serde_json::from_value::<Vec<Event>>(a.clone()).map_err(|e| Error::CheckerInput {
+                    path: export.clone(),
+                    problem: format!("audit is not a list of events: {e}"),
+                })?),
                 None => None,
             }
         } else {

@@ -2,6 +2,7 @@
 //! spawns, faults and observations, from `history.jsonl`.
 
 use crate::hist::{Ev, History};
+use dhp_core::supervisor::ActionKind;
 use std::collections::{HashMap, HashSet};
 
 /// A protocol operation: its invoke and (if recorded) its outcome.
@@ -156,20 +157,17 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         }
         ix.processes_with_history.insert(e.process().to_string());
         match (e.op(), e.ty()) {
-            ("supervise", "ok") => {
-                let action = e.s("action").unwrap_or("").to_string();
-                if action == "orphaned" || action == "dlq" {
-                    ix.orphans.push(Orphan {
-                        t: e.t(),
-                        hid: e.hid().unwrap_or("").into(),
-                        reason: e.s("reason").map(String::from),
-                        previous_holder: e.s("previous_holder").map(String::from),
-                        previous_fence: e.i("previous_fence"),
-                        fence: e.i("fence"),
-                        checkpoints: e.i("checkpoints"),
-                        supervisor: e.process().into(),
-                    });
-                }
+            ("supervise", "ok") if e.action().is_some_and(ActionKind::is_orphan_rule) => {
+                ix.orphans.push(Orphan {
+                    t: e.t(),
+                    hid: e.hid().unwrap_or("").into(),
+                    reason: e.s("reason").map(String::from),
+                    previous_holder: e.s("previous_holder").map(String::from),
+                    previous_fence: e.i("previous_fence"),
+                    fence: e.i("fence"),
+                    checkpoints: e.i("checkpoints"),
+                    supervisor: e.process().into(),
+                });
             }
             (op @ ("claim" | "recover" | "checkpoint" | "complete"), ty) => {
                 let key = (e.pid(), op.to_string(), e.hid().unwrap_or("").to_string());

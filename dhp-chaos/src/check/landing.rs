@@ -6,11 +6,10 @@
 
 use super::ctx::Ctx;
 use super::invariants::{peer_log, redone};
+use crate::error::Result;
 use crate::hist;
 use crate::round::Paths;
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::Path;
 
 /// One handoff's checkpoints in the store against the peer's log.
@@ -36,9 +35,7 @@ pub struct Landing {
 /// [`Landing`] of every dispatched handoff of the round directory `dir`.
 pub fn landing(dir: &Path) -> Result<Vec<Landing>> {
     let paths = Paths::new(dir);
-    let meta: Value = serde_json::from_slice(
-        &std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?,
-    )?;
+    let meta = super::read_meta(&paths.meta)?;
     let history = hist::load(&paths.history)?;
     let store = super::load::load_round_store(&paths.store)?;
     let mut ix = super::history::index(&history);
@@ -49,7 +46,7 @@ pub fn landing(dir: &Path) -> Result<Vec<Landing>> {
     let mut out = Vec::new();
     for hid in &cx.hids {
         let Some(h) = store.get(hid) else { continue };
-        let lines = peer_log::read(&cx, hid).map_err(anyhow::Error::msg)?.unwrap_or_default();
+        let lines = peer_log::read(&cx, hid)?.unwrap_or_default();
         let (mut landed, mut missing, mut altered) = (0, Vec::new(), Vec::new());
         for c in &h.ckpts {
             let at: Vec<_> = lines.iter().filter(|l| l.seq == c.seq).collect();

@@ -1,7 +1,7 @@
 //! Reading a round directory: the SQLite store (read-only), and the saved report.
 
 use super::report::RoundReport;
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -48,30 +48,22 @@ impl Handoff {
 /// Read a SQLite store (read-only).
 pub(crate) fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     let cx = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .with_context(|| format!("opening store {}", db.display()))?;
-    cx.busy_timeout(std::time::Duration::from_secs(10))?;
+        .map_err(|source| Error::Sqlite { doing: format!("opening store {}", db.display()), source })?;
+    let (handoffs, ckpts, owns) = read_tables(&cx)
+        .map_err(|source| Error::Sqlite { doing: format!("reading store {}", db.display()), source })?;
     let mut out = BTreeMap::new();
-    let mut st = cx.prepare("SELECT hid, envelope_json FROM handoffs")?;
-    let rows: Vec<(String, String)> =
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-    for (hid, text) in rows {
-        let env: Value = serde_json::from_str(&text).with_context(|| format!("envelope of {hid}"))?;
+    for (hid, text) in handoffs {
+        let env: Value = serde_json::from_str(&text).map_err(|source| Error::Envelope { hid: hid.clone(), source })?;
         let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
         out.insert(hid.clone(), Handoff { hid, env, status, ckpts: Vec::new(), own: None });
     }
-    let mut st = cx.prepare("SELECT hid, seq, state_json, state_hash FROM checkpoints ORDER BY hid, seq")?;
-    let rows: Vec<(String, i64, String, String)> =
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<rusqlite::Result<_>>()?;
-    for (hid, seq, state_json, state_hash) in rows {
+    for (hid, seq, state_json, state_hash) in ckpts {
         let state = serde_json::from_str(&state_json).unwrap_or(Value::Null);
         if let Some(h) = out.get_mut(&hid) {
             h.ckpts.push(Ckpt { seq, state_json, state_hash, state });
         }
     }
-    let mut st = cx.prepare("SELECT hid, holder, fence FROM ownership")?;
-    let rows: Vec<(String, String, i64)> =
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
-    for (hid, holder, fence) in rows {
+    for (hid, holder, fence) in owns {
         if let Some(h) = out.get_mut(&hid) {
             h.own = Some((holder, fence));
         }
@@ -79,28 +71,41 @@ pub(crate) fn load_store(db: &Path) -> Result<BTreeMap<String, Handoff>> {
     Ok(out)
 }
 
+type Tables = (Vec<(String, String)>, Vec<(String, i64, String, String)>, Vec<(String, String, i64)>);
+
+/// The handoffs, checkpoints and ownership rows of a SQLite store.
+fn read_tables(cx: &Connection) -> rusqlite::Result<Tables> {
+    cx.busy_timeout(std::time::Duration::from_secs(10))?;
+    let mut st = cx.prepare("SELECT hid, envelope_json FROM handoffs")?;
+    let handoffs = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    let mut st = cx.prepare("SELECT hid, seq, state_json, state_hash FROM checkpoints ORDER BY hid, seq")?;
+    let ckpts =
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect::<rusqlite::Result<_>>()?;
+    let mut st = cx.prepare("SELECT hid, holder, fence FROM ownership")?;
+    let owns = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<rusqlite::Result<_>>()?;
+    Ok((handoffs, ckpts, owns))
+}
+
 /// The JSON export of a PostgreSQL round's store (`store/export.json`,
 /// written by [`crate::pg::export`]), read into the same structures.
 pub fn load_export(path: &Path) -> Result<BTreeMap<String, Handoff>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: Value = serde_json::from_slice(&bytes).with_context(|| format!("{} is not JSON", path.display()))?;
+    let bytes = std::fs::read(path).map_err(Error::io("reading", path))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: path.into(), source })?;
+    let bad = |problem: String| Error::CheckerInput { path: path.into(), problem };
     let rows = |table: &str| -> Result<Vec<Value>> {
-        v.get(table).and_then(Value::as_array).cloned().with_context(|| format!("{}: no {table} array", path.display()))
+        v.get(table).and_then(Value::as_array).cloned().ok_or_else(|| bad(format!("no {table} array")))
     };
     let text = |r: &Value, k: &str| -> Result<String> {
-        r.get(k)
-            .and_then(Value::as_str)
-            .map(String::from)
-            .with_context(|| format!("{}: row without {k}: {r}", path.display()))
+        r.get(k).and_then(Value::as_str).map(String::from).ok_or_else(|| bad(format!("row without {k}: {r}")))
     };
     let int = |r: &Value, k: &str| -> Result<i64> {
-        r.get(k).and_then(Value::as_i64).with_context(|| format!("{}: row without {k}: {r}", path.display()))
+        r.get(k).and_then(Value::as_i64).ok_or_else(|| bad(format!("row without {k}: {r}")))
     };
     let mut out = BTreeMap::new();
     for r in rows("handoffs")? {
         let hid = text(&r, "hid")?;
-        let env: Value =
-            serde_json::from_str(&text(&r, "envelope_json")?).with_context(|| format!("envelope of {hid}"))?;
+        let env: Value = serde_json::from_str(&text(&r, "envelope_json")?)
+            .map_err(|source| Error::Envelope { hid: hid.clone(), source })?;
         let status = env.pointer("/execution/status").and_then(Value::as_str).unwrap_or("").to_string();
         out.insert(hid.clone(), Handoff { hid, env, status, ckpts: Vec::new(), own: None });
     }
@@ -147,6 +152,7 @@ pub fn is_pruned_round_dir(p: &Path) -> bool {
 /// The report saved in a round directory (`round-report.json`).
 pub fn load_saved_report(dir: &Path) -> Result<RoundReport> {
     let path = dir.join("round-report.json");
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_slice(&bytes).with_context(|| format!("{} is not a round report", path.display()))
+    let bytes = std::fs::read(&path).map_err(Error::io("reading", &path))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::CheckerInput { path: path.clone(), problem: format!("not a round report: {e}") })
 }

@@ -38,9 +38,9 @@ pub(crate) use report::stats;
 pub use report::{FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
 pub use sources::Source;
 
+use crate::error::{Error, Result};
 use crate::hist;
 use crate::round::Paths;
-use anyhow::{Context, Result};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -84,9 +84,7 @@ fn with_partitions(
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
-    let meta: Value = serde_json::from_slice(
-        &std::fs::read(&paths.meta).with_context(|| format!("reading {}", paths.meta.display()))?,
-    )?;
+    let meta = read_meta(&paths.meta)?;
     let mut history = hist::load(&paths.history)?;
     if meta["config"]["impl_history"].as_bool() == Some(false) {
         // --impl-history off: only the harness's own lines count
@@ -220,4 +218,10 @@ pub(crate) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 /// the 12th byte is not a character boundary).
 pub(crate) fn short(h: &str) -> &str {
     h.get(..12).unwrap_or(h)
+}
+
+/// The round's `round.json`.
+pub(crate) fn read_meta(path: &Path) -> Result<Value> {
+    let bytes = std::fs::read(path).map_err(Error::io("reading", path))?;
+    serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: path.to_path_buf(), source })
 }

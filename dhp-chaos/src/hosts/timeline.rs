@@ -5,8 +5,8 @@
 //! its link faults, full disks and faked clocks. Each host directory has its own
 //! detailed timeline (with the partitions as bands across its lanes).
 
+use crate::error::{Error, Result};
 use crate::hist::{self, Ev};
-use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -144,6 +144,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
         }
     }
     svg.push_str("</svg>\n");
-    std::fs::write(dir.join("timeline.svg"), svg)?;
+    let out = dir.join("timeline.svg");
+    std::fs::write(&out, svg).map_err(Error::io("writing", out))?;
     Ok(())
 }

@@ -15,7 +15,7 @@ pub use net_chaos::{run, Options};
 pub use net_report::reanalyze;
 pub use relay::Moment;
 
-use anyhow::{bail, Result};
+use crate::error::{Error, Result};
 
 /// A named scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ impl Scenario {
     pub fn parse(s: &str) -> Result<Scenario> {
         match s {
             "net-chaos" => Ok(Scenario::NetChaos),
-            _ => bail!("unknown scenario {s:?} (known: net-chaos)"),
+            _ => Err(Error::Usage(format!("unknown scenario {s:?} (known: net-chaos)"))),
         }
     }
 }

@@ -100,7 +100,7 @@ fn round(dir: &Path, crash: bool) -> RoundReport {
     testing::expire_lease(&runner, &hid).unwrap();
     let sup = Supervisor::open(dir.join("store"), "sup1", Config::default()).unwrap();
     for a in sup.scan().unwrap() {
-        line(h, "sup1", "supervise", "ok", a);
+        line(h, "sup1", "supervise", "ok", a.to_json());
     }
     line(h, "w2", "recover", "invoke", json!({"hid": hid, "holder": "w2"}));
     let mut c2 = runner.with_id("w2").unwrap().recover(&hid).unwrap();

@@ -178,7 +178,7 @@ impl Synth {
         testing::expire_lease(&self.runner, &self.hid).unwrap();
         let sup = Supervisor::open(self.dir.join("store"), "sup1", Config::default()).unwrap();
         for a in sup.scan().unwrap() {
-            self.line("sup1", "supervise", "ok", a);
+            self.line("sup1", "supervise", "ok", a.to_json());
         }
     }
 
@@ -187,7 +187,7 @@ impl Synth {
         testing::expire_lease(&self.runner, &self.hid).unwrap();
         let sup = Supervisor::open(self.dir.join("store"), "sup1", Config::default()).unwrap();
         for a in sup.scan().unwrap() {
-            self.line_at(t, "sup1", "supervise", "ok", a);
+            self.line_at(t, "sup1", "supervise", "ok", a.to_json());
         }
     }
 

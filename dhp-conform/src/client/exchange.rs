@@ -59,7 +59,8 @@ impl Adapter {
         if let Some(at) = at {
             req["at"] = json!(at);
         }
-        protocol::validate_request(&req).map_err(|detail| AdapterError::BadRequest { op: op.into(), detail })?;
+        protocol::validate_request(&req)
+            .map_err(|e| AdapterError::BadRequest { op: op.into(), detail: e.to_string() })?;
         let mut line = req.to_string().into_bytes();
         line.push(b'\n');
         let res = match self.stdin.as_mut() {
@@ -123,7 +124,7 @@ impl Adapter {
             let got = v.get("id").map(|i| i.to_string()).unwrap_or_else(|| "none".into());
             return Err(AdapterError::WrongId { op: op.into(), expected: id, got });
         }
-        protocol::validate_reply(op, &v).map_err(|detail| AdapterError::Schema { op: op.into(), detail })?;
+        protocol::validate_reply(op, &v).map_err(|e| AdapterError::Schema { op: op.into(), detail: e.to_string() })?;
         if v["ok"] == Value::Bool(true) {
             Ok(Reply::Ok(v["result"].clone()))
         } else {

@@ -4,6 +4,7 @@ use super::Runner;
 use crate::error::{Error, Result};
 use crate::json;
 use crate::lease::Lease;
+use crate::status::{ApprovalOp, ApprovalStatus};
 use crate::store::Approval;
 use serde_json::Value;
 use std::time::Duration;
@@ -30,7 +31,7 @@ impl Runner {
                 hid: hid.to_string(),
                 action_class: action_class.to_string(),
                 details_json: details_json.clone(),
-                status: "pending".into(),
+                status: ApprovalStatus::Pending,
                 created_at: t,
                 expires_at: t + timeout_s,
                 decided_at: None,
@@ -48,7 +49,7 @@ impl Runner {
     pub fn decide_approval(&self, approval_id: &str, approved: bool) -> Result<bool> {
         self.write(|tx| {
             let t = self.now_in(tx)?;
-            tx.decide_approval(approval_id, if approved { "approved" } else { "denied" }, t)
+            tx.decide_approval(approval_id, if approved { ApprovalOp::Approve } else { ApprovalOp::Deny }, t)
         })
     }
 
@@ -60,17 +61,17 @@ impl Runner {
                 self.check_owner(tx, lease)?;
                 let ap = tx.approval(approval_id)?.ok_or_else(|| Error::validation("unknown approval_id"))?;
                 let t = self.now_in(tx)?;
-                if ap.status == "pending" && t > ap.expires_at {
+                let now = ap.status.at(ap.expires_at, t);
+                if now != ap.status {
                     tx.expire_approvals(t)?;
-                    return Ok(Approval { status: "expired".into(), ..ap });
                 }
-                Ok(ap)
+                Ok(now)
             })?;
-            match ap.status.as_str() {
-                "approved" => return Ok(()),
-                "pending" => std::thread::sleep(poll),
-                other => {
-                    return Err(Error::ApprovalDenied { approval_id: approval_id.to_string(), status: other.into() })
+            match ap {
+                ApprovalStatus::Approved => return Ok(()),
+                ApprovalStatus::Pending => std::thread::sleep(poll),
+                status @ (ApprovalStatus::Denied | ApprovalStatus::Expired) => {
+                    return Err(Error::ApprovalDenied { approval_id: approval_id.to_string(), status })
                 }
             }
         }

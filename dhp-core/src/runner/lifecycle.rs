@@ -273,7 +273,7 @@ impl Runner {
     pub fn wait_for_orphaned(&self, timeout: Duration, poll: Duration) -> Result<Option<String>> {
         let end = std::time::Instant::now() + timeout;
         loop {
-            if let Some(hid) = self.read(|tx| tx.hids_with_status(Status::Orphaned.as_str()))?.into_iter().next() {
+            if let Some(hid) = self.read(|tx| tx.hids_with_status(Status::Orphaned))?.into_iter().next() {
                 return Ok(Some(hid));
             }
             let left = end.saturating_duration_since(std::time::Instant::now());

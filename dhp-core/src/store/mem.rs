@@ -11,6 +11,7 @@ use super::{
 };
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::Result;
+use crate::status::{ApprovalOp, Status};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -62,13 +63,17 @@ struct MemTx {
 }
 
 impl MemTx {
-    fn status_of(&self, hid: &str) -> Option<String> {
-        let env = super::deep::parse(self.s.handoffs.get(hid)?).ok()?;
-        Some(envelope::status(&env).to_string())
+    /// The handoff's status; `None` when absent, unreadable or unknown.
+    fn status_of(&self, hid: &str) -> Option<Status> {
+        Status::of(&super::deep::parse(self.s.handoffs.get(hid)?).ok()?)
+    }
+
+    fn with_status(&self, status: Status) -> Vec<String> {
+        self.s.handoffs.keys().filter(|h| self.status_of(h) == Some(status)).cloned().collect()
     }
 
     fn running(&self) -> Vec<String> {
-        self.s.handoffs.keys().filter(|h| self.status_of(h).as_deref() == Some("running")).cloned().collect()
+        self.with_status(Status::Running)
     }
 }
 
@@ -106,8 +111,8 @@ impl Tx for MemTx {
         Ok(self.s.handoffs.keys().cloned().collect())
     }
 
-    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
-        Ok(self.s.handoffs.keys().filter(|h| self.status_of(h).as_deref() == Some(status)).cloned().collect())
+    fn hids_with_status(&mut self, status: Status) -> Result<Vec<String>> {
+        Ok(self.with_status(status))
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
@@ -210,23 +215,17 @@ impl Tx for MemTx {
         Ok(self.s.approvals.get(approval_id).cloned())
     }
 
-    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
         match self.s.approvals.get_mut(approval_id) {
-            Some(a) if a.status == "pending" => {
-                a.status = status.into();
-                a.decided_at = Some(now);
-                Ok(true)
-            }
-            _ => Ok(false),
+            Some(a) => Ok(decide(a, op, now)),
+            None => Ok(false),
         }
     }
 
     fn expire_approvals(&mut self, now: f64) -> Result<usize> {
         let mut n = 0;
-        for a in self.s.approvals.values_mut().filter(|a| a.status == "pending" && a.expires_at < now) {
-            a.status = "expired".into();
-            a.decided_at = Some(now);
-            n += 1;
+        for a in self.s.approvals.values_mut().filter(|a| a.expires_at < now) {
+            n += usize::from(decide(a, ApprovalOp::Expire, now));
         }
         Ok(n)
     }
@@ -266,5 +265,17 @@ impl Tx for MemTx {
 
     fn capability_audit(&mut self, hid: &str) -> Result<Vec<CapabilityAudit>> {
         Ok(self.s.audit.get(hid).cloned().unwrap_or_default())
+    }
+}
+
+/// Apply `op` to `a` by the approval state machine; `true` if it moved.
+fn decide(a: &mut Approval, op: ApprovalOp, now: f64) -> bool {
+    match a.status.after(op) {
+        Some(next) => {
+            a.status = next;
+            a.decided_at = Some(now);
+            true
+        }
+        None => false,
     }
 }

@@ -25,6 +25,7 @@ pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
+use crate::status::{ApprovalOp, ApprovalStatus, Status};
 use serde_json::Value;
 
 pub use location::StoreLocation;
@@ -87,8 +88,8 @@ pub struct Approval {
     pub action_class: String,
     /// What the action would do, as JSON text.
     pub details_json: String,
-    /// `pending`, `approved`, `denied` or `expired`.
-    pub status: String,
+    /// Pending, approved, denied or expired.
+    pub status: ApprovalStatus,
     /// When it was requested (Unix seconds).
     pub created_at: f64,
     /// When a pending request expires (Unix seconds).
@@ -323,7 +324,7 @@ pub trait Tx {
     /// Every hid, sorted.
     fn all_hids(&mut self) -> Result<Vec<String>>;
     /// Hids whose `execution.status` is `status`.
-    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>>;
+    fn hids_with_status(&mut self, status: Status) -> Result<Vec<String>>;
     /// Budget usage of every running handoff, without materializing the
     /// envelopes (one query for the supervisor's scan).
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>>;
@@ -419,8 +420,9 @@ pub trait Tx {
     fn insert_approval(&mut self, a: &Approval) -> Result<()>;
     /// The approval request with this id, if any.
     fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>>;
-    /// Move a pending approval to `status`; `true` if it was pending.
-    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool>;
+    /// Apply `op` to a pending approval (see [`ApprovalStatus::after`]);
+    /// `true` if it was pending.
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool>;
     /// Mark pending approvals past their expiry as expired; returns how many.
     fn expire_approvals(&mut self, now: f64) -> Result<usize>;
     /// Every approval request of a handoff.

@@ -4,19 +4,16 @@
 //! harness: written the history line of) every action it committed, so
 //! the order of an orphan and a woken zombie's writes can be proven.
 
+use super::ScanAction;
 use crate::failpoint;
-use serde_json::Value;
 
 /// What the supervisor calls with each action (it may be called from the
 /// liveness poll's thread and the scan's at once).
-pub type OnAction<'a> = dyn Fn(&Value) + Sync + 'a;
-
-/// Outcomes that change nothing: not reported.
-const NO_OPS: [&str; 3] = ["already-orphaned-or-released", "within-budget", "repair-skipped"];
+pub type OnAction<'a> = dyn Fn(&ScanAction) + Sync + 'a;
 
 /// The actions of one pass (or one liveness poll), reported as they come.
 pub(super) struct Actions<'a> {
-    list: Vec<Value>,
+    list: Vec<ScanAction>,
     on_action: Option<&'a OnAction<'a>>,
 }
 
@@ -27,8 +24,8 @@ impl<'a> Actions<'a> {
 
     /// An action whose transaction has just committed: reported at once
     /// (no-op outcomes are dropped).
-    pub(super) fn committed(&mut self, a: Value) {
-        if a["action"].as_str().is_some_and(|s| NO_OPS.contains(&s)) {
+    pub(super) fn committed(&mut self, a: ScanAction) {
+        if a.kind().is_no_op() {
             return;
         }
         self.report(a);
@@ -38,14 +35,14 @@ impl<'a> Actions<'a> {
     }
 
     /// An action that is not a commit (a quarantine report).
-    pub(super) fn report(&mut self, a: Value) {
+    pub(super) fn report(&mut self, a: ScanAction) {
         if let Some(f) = self.on_action {
             f(&a);
         }
         self.list.push(a);
     }
 
-    pub(super) fn into_vec(self) -> Vec<Value> {
+    pub(super) fn into_vec(self) -> Vec<ScanAction> {
         self.list
     }
 }

@@ -8,13 +8,14 @@ use super::actions::Actions;
 use super::quarantine::per_row;
 use super::repair::{classify, Finding, Torn};
 use super::tracker::{FULL_EVERY, SLACK_S};
-use super::{merge_into, orphan_envelope, OrphanReason, Supervisor};
+use super::{orphan_envelope, ActionKind, OrphanReason, Repair, ScanAction, Supervisor};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::id;
 use crate::runner::{load, save};
+use crate::status::Status;
 use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -137,7 +138,7 @@ impl Supervisor {
                 // Reached only when the backend's own query could not read
                 // the status (the expired-lease query then missed it too).
                 Finding::LeaseExpired => {
-                    per_row(flagged, actions, &p.hid, self.orphan(&p.hid, OrphanReason::LeaseExpired, None))?
+                    per_row(flagged, actions, &p.hid, self.orphan_action(&p.hid, OrphanReason::LeaseExpired, None))?
                 }
                 Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
             }
@@ -147,21 +148,22 @@ impl Supervisor {
 
     /// Repair one torn handoff in one transaction, only if its status and
     /// ownership row are still exactly what the scan saw.
-    pub fn repair(&self, seen: &Pairing, seen_status: &str, kind: Torn) -> Result<Value> {
+    pub fn repair(&self, seen: &Pairing, seen_status: &str, kind: Torn) -> Result<ScanAction> {
         let hid = seen.hid.as_str();
         envelope::check_hid(hid)?;
         let cfg = &self.cfg;
+        let skipped = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::RepairSkipped };
         let out = self.write(|tx| {
             let own = tx.ownership(hid)?;
             let mut env = load(tx, hid)?;
             let status = status_of_value(&env);
             if own != seen.ownership || status != seen_status {
-                return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+                return Ok(skipped());
             }
+            // A torn state is a combination of a known status (the others
+            // are quarantined before a repair is chosen).
+            let status_before: Status = status.parse()?;
             let t = self.cfg.clock.now();
-            let mut action = json!({"hid": hid, "action": "repaired", "torn": kind.as_str(), "status_before": status,
-                                    "holder_before": own.as_ref().map(|o| o.holder.clone()),
-                                    "fence_before": own.as_ref().map(|o| o.fence)});
             let mut orphan_env = false;
             match kind {
                 Torn::Complete => tx.delete_ownership(hid)?,
@@ -188,27 +190,34 @@ impl Supervisor {
                         max_missed: cfg.lease_max_missed,
                     };
                     if !tx.insert_ownership(&o, t)? {
-                        return Ok(json!({"hid": hid, "action": "repair-skipped"}));
+                        return Ok(skipped());
                     }
-                    orphan_env = status == "running";
+                    orphan_env = status_before == Status::Running;
                 }
             }
-            if orphan_env {
-                let (verdict, extra) = orphan_envelope(&mut env, kind.as_str(), false, t)?;
-                merge_into(&mut action, extra);
-                action["status"] = json!(if verdict == "dlq" { "failed" } else { "orphaned" });
+            let (status, attempt) = if orphan_env {
+                let verdict = orphan_envelope(&mut env, kind.as_str(), false, t)?;
                 save(tx, hid, &env, cfg)?;
+                (if verdict.dead_lettered { Status::Failed } else { Status::Orphaned }, Some(verdict.attempt))
             } else {
-                action["status"] = json!(status);
-            }
+                (status_before, None)
+            };
             let after = tx.ownership(hid)?;
-            action["holder"] = json!(after.as_ref().map(|o| o.holder.clone()));
-            action["fence"] = json!(after.as_ref().map(|o| o.fence));
-            Ok(action)
+            Ok(ScanAction::Repaired(Repair {
+                hid: hid.to_string(),
+                torn: kind,
+                status_before,
+                holder_before: own.as_ref().map(|o| o.holder.clone()),
+                fence_before: own.as_ref().map(|o| o.fence),
+                attempt,
+                status,
+                holder: after.as_ref().map(|o| o.holder.clone()),
+                fence: after.as_ref().map(|o| o.fence),
+            }))
         })?;
-        if out["action"] == "repaired" {
+        if let ScanAction::Repaired(r) = &out {
             self.metrics.repairs.fetch_add(1, Ordering::Relaxed);
-            if out["status"] == "failed" && seen_status != "failed" {
+            if r.status == Status::Failed && r.status_before != Status::Failed {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
             }
             tracing::warn!(hid = id::short(hid), torn = kind.as_str(), "repaired a torn state");

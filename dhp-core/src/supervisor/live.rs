@@ -10,13 +10,12 @@
 
 use super::actions::{Actions, OnAction};
 use super::quarantine::per_row;
-use super::{OrphanReason, Supervisor};
+use super::{OrphanReason, ScanAction, Supervisor};
 use crate::envelope::ORPHANED_HOLDER;
 use crate::error::Result;
 use crate::failpoint;
 use crate::liveness;
 use crate::store::{with_tx, Backend, Mode, SqliteStore};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +27,7 @@ impl Supervisor {
     /// Orphan the handoffs whose holder's liveness token dropped (the
     /// process died: on this host for a directory store, anywhere for
     /// PostgreSQL). Holders without a token are left to lease expiry.
-    pub fn dead_workers(&self) -> Result<Vec<Value>> {
+    pub fn dead_workers(&self) -> Result<Vec<ScanAction>> {
         // Rows that fail here are reported by the next scan.
         let mut acts = Actions::new(None);
         self.dead_workers_in(self.store.as_ref(), &mut BTreeMap::new(), &mut acts)?;
@@ -153,7 +152,7 @@ impl Supervisor {
         store: &dyn Backend,
         poll: Duration,
         done: &AtomicBool,
-        found: Sender<Vec<Value>>,
+        found: Sender<Vec<ScanAction>>,
         on_action: &OnAction<'_>,
     ) {
         while !done.load(Ordering::SeqCst) {

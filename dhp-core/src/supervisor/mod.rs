@@ -17,6 +17,7 @@ mod consistency;
 mod live;
 mod quarantine;
 pub mod repair;
+mod scan_action;
 mod tracker;
 
 use crate::config::{self, Config};
@@ -31,7 +32,8 @@ use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
 use actions::Actions;
 pub use actions::OnAction;
 use quarantine::per_row;
-use serde_json::{json, Map, Value};
+pub use scan_action::{ActionKind, Orphaning, Repair, ScanAction};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -70,7 +72,7 @@ pub const RENEW_WHEN_LEFT: f64 = 0.5;
 pub enum Event<'a> {
     /// An action, reported as soon as the transaction that made it
     /// committed (before the pass goes on).
-    Action(&'a Value),
+    Action(&'a ScanAction),
     /// A pass reached the store and finished: the `n`th of this watch;
     /// `leader` whether this supervisor led it.
     Pass {
@@ -274,7 +276,16 @@ impl Supervisor {
     /// Orphan one handoff. `expected` guards the CAS: the orphan happens
     /// only if the ownership row still has that (holder, fence) — and, for
     /// lease expiry, only if the lease is still expired under the lock.
+    ///
+    /// Returns the action's JSON ([`ScanAction::to_json`]), as the
+    /// conformance adapter's mutants and the benchmarks' fixtures consume
+    /// it; [`Supervisor::orphan_action`] returns it typed.
     pub fn orphan(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<Value> {
+        self.orphan_action(hid, reason, expected).map(|a| a.to_json())
+    }
+
+    /// [`Supervisor::orphan`], typed.
+    pub fn orphan_action(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<ScanAction> {
         self.orphan_in(self.store.as_ref(), hid, reason, expected)
     }
 
@@ -286,19 +297,20 @@ impl Supervisor {
         hid: &str,
         reason: OrphanReason,
         expected: Option<(&str, i64)>,
-    ) -> Result<Value> {
+    ) -> Result<ScanAction> {
         envelope::check_hid(hid)?;
         let cfg = &self.cfg;
+        let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
         let out = with_tx(store, Mode::Write, |tx| {
             let Some(mut own) = tx.ownership(hid)? else {
-                return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
+                return Ok(untouched());
             };
             let t = self.cfg.clock.now_in(tx)?;
             let stale = own.holder == ORPHANED_HOLDER
                 || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
                 || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
             if stale || tx.status(hid)?.as_deref() != Some(Status::Running.as_str()) {
-                return Ok(json!({"hid": hid, "action": "already-orphaned-or-released"}));
+                return Ok(untouched());
             }
             let previous = (own.holder.clone(), own.fence);
             own.holder = ORPHANED_HOLDER.into();
@@ -306,24 +318,30 @@ impl Supervisor {
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;
-            let ckpts = tx.next_seq(hid)?;
-            let mut action = json!({"hid": hid, "checkpoints": ckpts, "reason": reason.as_str(),
-                              "previous_holder": previous.0, "previous_fence": previous.1, "fence": own.fence});
-            let (verdict, extra) = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
-            action["action"] = json!(verdict);
-            merge_into(&mut action, extra);
-            if verdict == "orphaned" {
+            let checkpoints = tx.next_seq(hid)?;
+            let verdict = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
+            if !verdict.dead_lettered {
                 tx.announce_orphan(hid)?;
             }
             save(tx, hid, &env, cfg)?;
-            Ok(action)
+            Ok(ScanAction::Orphan(Orphaning {
+                hid: hid.to_string(),
+                checkpoints,
+                reason,
+                previous_holder: previous.0,
+                previous_fence: previous.1,
+                fence: own.fence,
+                dead_lettered: verdict.dead_lettered,
+                attempt: verdict.attempt,
+                stall_count: verdict.stall_count,
+            }))
         })?;
-        match out["action"].as_str() {
-            Some("dlq") => {
+        match out.kind() {
+            ActionKind::Dlq => {
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
             }
-            Some("orphaned") => {
+            ActionKind::Orphaned => {
                 self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
             }
@@ -333,16 +351,17 @@ impl Supervisor {
     }
 
     /// Fail a running or orphaned handoff closed for an exhausted budget.
-    pub fn kill_on_budget(&self, hid: &str) -> Result<Value> {
+    pub fn kill_on_budget(&self, hid: &str) -> Result<ScanAction> {
         let cfg = &self.cfg;
+        let untouched = |kind| ScanAction::Untouched { hid: hid.to_string(), kind };
         let out = self.write(|tx| {
             let mut env = load(tx, hid)?;
             let Some(next) = Status::of(&env).and_then(|s| s.after(Op::BudgetKill)) else {
-                return Ok(json!({"hid": hid, "action": "already-terminal"}));
+                return Ok(untouched(ActionKind::AlreadyTerminal));
             };
             let t = self.cfg.clock.now_in(tx)?;
             let Some(reason) = budget_violation(&env, t) else {
-                return Ok(json!({"hid": hid, "action": "within-budget"}));
+                return Ok(untouched(ActionKind::WithinBudget));
             };
             let ex = env
                 .get_mut("execution")
@@ -354,9 +373,9 @@ impl Supervisor {
             save(tx, hid, &env, cfg)?;
             // Fence the worker out so nothing keeps billing against it.
             tx.delete_ownership(hid)?;
-            Ok(json!({"hid": hid, "action": "budget-killed", "reasons": [reason]}))
+            Ok(ScanAction::BudgetKilled { hid: hid.to_string(), reasons: vec![reason] })
         })?;
-        if out["action"] == "budget-killed" {
+        if out.kind() == ActionKind::BudgetKilled {
             self.metrics.budget_kills.fetch_add(1, Ordering::Relaxed);
             self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
         }
@@ -364,18 +383,18 @@ impl Supervisor {
     }
 
     /// One pass. Only the leader acts; followers return an empty list.
-    pub fn scan(&self) -> Result<Vec<Value>> {
+    pub fn scan(&self) -> Result<Vec<ScanAction>> {
         self.pass(None)
     }
 
     /// [`Supervisor::scan`], handing each action to `on_action` as soon as
     /// the transaction that made it committed, before the pass goes on (a
     /// supervisor killed mid-pass has reported everything it committed).
-    pub fn scan_with(&self, on_action: &OnAction<'_>) -> Result<Vec<Value>> {
+    pub fn scan_with(&self, on_action: &OnAction<'_>) -> Result<Vec<ScanAction>> {
         self.pass(Some(on_action))
     }
 
-    fn pass(&self, on_action: Option<&OnAction<'_>>) -> Result<Vec<Value>> {
+    fn pass(&self, on_action: Option<&OnAction<'_>>) -> Result<Vec<ScanAction>> {
         if !self.ensure_leadership()? {
             return Ok(Vec::new());
         }
@@ -430,14 +449,14 @@ impl Supervisor {
         // goes on. A store-level failure (locked, I/O) still fails the scan.
         let mut flagged = BTreeMap::new();
         for hid in &expired {
-            per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::LeaseExpired, None))?;
+            per_row(&mut flagged, &mut actions, hid, self.orphan_action(hid, OrphanReason::LeaseExpired, None))?;
         }
         self.dead_workers_into(&mut flagged, &mut actions)?;
         for hid in &over_budget {
             per_row(&mut flagged, &mut actions, hid, self.kill_on_budget(hid))?;
         }
         for hid in &stalled {
-            per_row(&mut flagged, &mut actions, hid, self.orphan(hid, OrphanReason::Stalled, None))?;
+            per_row(&mut flagged, &mut actions, hid, self.orphan_action(hid, OrphanReason::Stalled, None))?;
         }
         self.consistency_pass_due(&mut flagged, &mut actions)?;
         if expired_approvals > 0 {
@@ -460,8 +479,8 @@ impl Supervisor {
         &self,
         duration: Option<Duration>,
         stop: &AtomicBool,
-        on_action: impl Fn(&Value) + Sync,
-    ) -> Result<Vec<Value>> {
+        on_action: impl Fn(&ScanAction) + Sync,
+    ) -> Result<Vec<ScanAction>> {
         self.watch_events(duration, stop, |e| {
             if let Event::Action(a) = e {
                 on_action(a)
@@ -477,8 +496,8 @@ impl Supervisor {
         duration: Option<Duration>,
         stop: &AtomicBool,
         on_event: impl Fn(Event<'_>) + Sync,
-    ) -> Result<Vec<Value>> {
-        let on_action = |a: &Value| on_event(Event::Action(a));
+    ) -> Result<Vec<ScanAction>> {
+        let on_action = |a: &ScanAction| on_event(Event::Action(a));
         let end = duration.and_then(|d| Instant::now().checked_add(d));
         let scan_every =
             config::positive_duration("DHP_SUPERVISOR_SCAN_S", self.cfg.supervisor_scan_s, config::MAX_KNOB_S)?;
@@ -506,7 +525,7 @@ impl Supervisor {
         // long scan (a new leader's full pass) never holds it up; it
         // reports its orphans itself and hands them over through `found`.
         let live_store = self.liveness_store();
-        let (found_tx, found) = std::sync::mpsc::channel::<Vec<Value>>();
+        let (found_tx, found) = std::sync::mpsc::channel::<Vec<ScanAction>>();
         std::thread::scope(|sc| {
             if let Some(root) = &self.root {
                 let done = &done;
@@ -595,7 +614,7 @@ impl Supervisor {
     pub fn health(&self) -> Result<Value> {
         let (leader, pending) = with_tx(self.store.as_ref(), Mode::Read, |tx| {
             let l = tx.leadership()?;
-            let n = tx.hids_with_status("pending")?.len() + tx.hids_with_status("orphaned")?.len();
+            let n = tx.hids_with_status(Status::Pending)?.len() + tx.hids_with_status(Status::Orphaned)?.len();
             Ok((l, n))
         })?;
         Ok(json!({
@@ -609,22 +628,20 @@ impl Supervisor {
     }
 }
 
-pub(super) fn merge_into(action: &mut Value, extra: Map<String, Value>) {
-    if let Some(a) = action.as_object_mut() {
-        a.extend(extra);
-    }
+/// What [`orphan_envelope`] decided.
+pub(super) struct Verdict {
+    /// Failed (DLQ) rather than orphaned.
+    pub(super) dead_lettered: bool,
+    /// The envelope's attempt count.
+    pub(super) attempt: i64,
+    /// The new stall count, when a stall dead-lettered.
+    pub(super) stall_count: Option<i64>,
 }
 
 /// The envelope side of an orphan (the reference's `Supervisor3.orphan`):
 /// status orphaned, or failed (DLQ) when attempts — or, for a stall, stall
-/// retries — are exhausted. Returns "orphaned" or "dlq" and the fields the
-/// action reports.
-pub(super) fn orphan_envelope(
-    env: &mut Value,
-    reason: &str,
-    stalled: bool,
-    t: f64,
-) -> Result<(&'static str, Map<String, Value>)> {
+/// retries — are exhausted.
+pub(super) fn orphan_envelope(env: &mut Value, reason: &str, stalled: bool, t: f64) -> Result<Verdict> {
     let max_att = envelope::budget_f64(env, "max_attempts").unwrap_or(3.0) as i64;
     let max_stalls = env.pointer("/contract/max_stall_retries").and_then(Value::as_i64).unwrap_or(2);
     let ex = env
@@ -632,12 +649,10 @@ pub(super) fn orphan_envelope(
         .and_then(Value::as_object_mut)
         .ok_or_else(|| Error::validation("envelope has no execution object"))?;
     let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
-    let mut extra = Map::new();
-    extra.insert("attempt".into(), json!(attempt));
     if attempt >= max_att {
         ex.insert("status".into(), json!(Status::Failed.as_str()));
         ex.insert("error".into(), json!(format!("{reason}; max_attempts={max_att} exhausted → DLQ")));
-        return Ok(("dlq", extra));
+        return Ok(Verdict { dead_lettered: true, attempt, stall_count: None });
     }
     let stall_count = ex.get("stall_count").and_then(Value::as_i64).unwrap_or(0);
     if stalled && stall_count + 1 > max_stalls {
@@ -647,12 +662,11 @@ pub(super) fn orphan_envelope(
             "error".into(),
             json!(format!("livelock: stalled {}x — bad plan, not transient → DLQ", stall_count + 1)),
         );
-        extra.insert("stall_count".into(), json!(stall_count + 1));
-        return Ok(("dlq", extra));
+        return Ok(Verdict { dead_lettered: true, attempt, stall_count: Some(stall_count + 1) });
     }
     ex.insert("stall_count".into(), json!(if stalled { stall_count + 1 } else { 0 }));
     ex.insert("status".into(), json!(Status::Orphaned.as_str()));
     ex.insert("orphaned_at".into(), json::float(t));
     ex.insert("orphan_reason".into(), json!(reason));
-    Ok(("orphaned", extra))
+    Ok(Verdict { dead_lettered: false, attempt, stall_count: None })
 }

@@ -2,9 +2,8 @@
 //! skipped; the scan goes on with the others.
 
 use super::actions::Actions;
-use super::Supervisor;
+use super::{ScanAction, Supervisor};
 use crate::error::Result;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
@@ -17,13 +16,15 @@ impl Supervisor {
             let mut known = self.quarantine.lock().unwrap_or_else(|p| p.into_inner());
             for (hid, reason) in &flagged {
                 if known.get(hid) != Some(reason) {
-                    new.push(json!({"hid": hid, "action": "quarantined", "reason": reason}));
+                    new.push(ScanAction::Quarantined { hid: hid.clone(), reason: reason.clone() });
                 }
             }
             *known = flagged;
         }
         for a in new {
-            tracing::error!(hid = a["hid"].as_str(), reason = a["reason"].as_str(), "quarantined");
+            if let ScanAction::Quarantined { hid, reason } = &a {
+                tracing::error!(hid = hid.as_str(), reason = reason.as_str(), "quarantined");
+            }
             self.metrics.quarantined.fetch_add(1, Ordering::Relaxed);
             actions.report(a);
         }
@@ -43,7 +44,7 @@ pub(super) fn per_row(
     flagged: &mut BTreeMap<String, String>,
     actions: &mut Actions<'_>,
     hid: &str,
-    res: Result<Value>,
+    res: Result<ScanAction>,
 ) -> Result<()> {
     match res {
         Ok(a) => actions.committed(a),

@@ -19,10 +19,8 @@
 //! and its envelope write).
 
 use crate::envelope::ORPHANED_HOLDER;
+use crate::status::Status;
 use crate::store::Ownership;
-
-/// The statuses DHP 1.3 defines; anything else is quarantined.
-pub const KNOWN_STATUSES: [&str; 6] = ["pending", "running", "orphaned", "completed", "failed", "suspended"];
 
 /// The ownership side of a combination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +87,10 @@ pub enum Torn {
 }
 
 impl Torn {
+    /// Every torn combination.
+    pub const ALL: [Torn; 6] =
+        [Torn::Claim, Torn::Release, Torn::OrphanUnwritten, Torn::Orphan, Torn::LostRow, Torn::Complete];
+
     /// The name the repair report uses.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -117,35 +119,35 @@ pub enum Finding {
     Quarantine(String),
 }
 
-/// Classify `status` × `own`. `owned_since` is when the row was last
+/// Classify `status` (the envelope's text: anything but a [`Status`] of
+/// DHP 1.3 is quarantined) × `own`. `owned_since` is when the row was last
 /// written (if known); a tombstone younger than `settle_s` waits.
 pub fn classify(status: &str, own: Option<&Ownership>, owned_since: Option<f64>, now: f64, settle_s: f64) -> Finding {
     use Finding::*;
     use RowKind as R;
-    if !KNOWN_STATUSES.contains(&status) {
+    use Status::*;
+    let Ok(status) = status.parse::<Status>() else {
         return Quarantine(if status.is_empty() {
             "envelope has no execution.status string".into()
         } else {
             format!("unknown status {status:?}")
         });
-    }
+    };
     let row = RowKind::of(own, now);
     let settled = owned_since.is_none_or(|t| now - t >= settle_s);
     match (status, row) {
-        ("suspended", _) => Consistent,
-        ("pending", R::None) | ("completed", R::None) | ("failed", R::None) => Consistent,
-        ("running", R::Live) | ("orphaned", R::Tombstone) | ("failed", R::Tombstone) => Consistent,
-        ("running", R::Expired) => LeaseExpired,
-        ("pending", R::Live) | ("orphaned", R::Live) => Wait,
-        ("pending", R::Expired) => Torn(self::Torn::Claim),
-        ("orphaned", R::Expired) => Torn(self::Torn::Orphan),
-        ("pending", R::Tombstone) if settled => Torn(self::Torn::Release),
-        ("running", R::Tombstone) if settled => Torn(self::Torn::OrphanUnwritten),
-        ("pending", R::Tombstone) | ("running", R::Tombstone) => Wait,
-        ("running", R::None) | ("orphaned", R::None) => Torn(self::Torn::LostRow),
-        ("completed", _) | ("failed", _) => Torn(self::Torn::Complete),
-        // Unreachable: every known status is matched above.
-        _ => Quarantine(format!("unclassified combination {status} × {}", row.as_str())),
+        (Suspended, _) => Consistent,
+        (Pending, R::None) | (Completed, R::None) | (Failed, R::None) => Consistent,
+        (Running, R::Live) | (Orphaned, R::Tombstone) | (Failed, R::Tombstone) => Consistent,
+        (Running, R::Expired) => LeaseExpired,
+        (Pending, R::Live) | (Orphaned, R::Live) => Wait,
+        (Pending, R::Expired) => Torn(self::Torn::Claim),
+        (Orphaned, R::Expired) => Torn(self::Torn::Orphan),
+        (Pending, R::Tombstone) if settled => Torn(self::Torn::Release),
+        (Running, R::Tombstone) if settled => Torn(self::Torn::OrphanUnwritten),
+        (Pending, R::Tombstone) | (Running, R::Tombstone) => Wait,
+        (Running, R::None) | (Orphaned, R::None) => Torn(self::Torn::LostRow),
+        (Completed, _) | (Failed, _) => Torn(self::Torn::Complete),
     }
 }
 
@@ -169,23 +171,25 @@ mod tests {
         let now = 1000.0;
         let rows = [None, Some(row("w", 2000.0)), Some(row("w", 10.0)), Some(row(ORPHANED_HOLDER, 0.0))];
         let mut n = 0;
-        for st in KNOWN_STATUSES.iter().chain(&["weird", ""]) {
+        for st in Status::ALL.iter().map(|s| s.as_str()).chain(["weird", "", "Running"]) {
             for r in &rows {
                 let f = classify(st, r.as_ref(), Some(0.0), now, 6.0);
-                assert!(!matches!(&f, Finding::Quarantine(m) if m.contains("unclassified")), "{st} {r:?}");
+                let known = st.parse::<Status>().is_ok();
+                assert_eq!(matches!(&f, Finding::Quarantine(_)), !known, "{st} {r:?}: {f:?}");
                 n += 1;
             }
         }
-        assert_eq!(n, 32);
+        assert_eq!(n, 36);
     }
 
     #[test]
     fn fresh_tombstones_wait_and_live_leases_are_never_repaired() {
         let now = 1000.0;
         let tomb = row(ORPHANED_HOLDER, 0.0);
-        assert_eq!(classify("running", Some(&tomb), Some(now - 1.0), now, 6.0), Finding::Wait);
-        assert_eq!(classify("running", Some(&tomb), Some(now - 7.0), now, 6.0), Finding::Torn(Torn::OrphanUnwritten));
-        for st in ["pending", "orphaned"] {
+        let running = Status::Running.as_str();
+        assert_eq!(classify(running, Some(&tomb), Some(now - 1.0), now, 6.0), Finding::Wait);
+        assert_eq!(classify(running, Some(&tomb), Some(now - 7.0), now, 6.0), Finding::Torn(Torn::OrphanUnwritten));
+        for st in [Status::Pending.as_str(), Status::Orphaned.as_str()] {
             assert_eq!(classify(st, Some(&row("w", now + 1.0)), None, now, 6.0), Finding::Wait);
         }
     }

@@ -35,7 +35,7 @@ fn scenario(store: Arc<dyn Backend>) -> Vec<String> {
     testing::expire_lease(&w1, &hid).unwrap();
     assert!(matches!(ctx.checkpoint(&json!({})), Err(Error::LeaseLost { .. })));
     let acts = sup.scan().unwrap();
-    trace.push(format!("scan {}", acts[0]["action"]));
+    trace.push(format!("scan {}", acts[0].to_json()["action"]));
     let w2 = w1.with_id("w2").unwrap();
     let w3 = w1.with_id("w3").unwrap();
     let mut ctx2 = w2.recover(&hid).unwrap();
@@ -44,7 +44,7 @@ fn scenario(store: Arc<dyn Backend>) -> Vec<String> {
     assert!(matches!(ctx.checkpoint(&json!({})), Err(Error::StaleFence { .. })));
     trace.push(format!("resumed at {}", w2.last_checkpoint(&hid).unwrap().unwrap()["i"]));
     assert!(ctx2.note_step(6).is_err(), "budget enforced");
-    trace.push(format!("scan {}", sup.scan().unwrap()[0]["action"]));
+    trace.push(format!("scan {}", sup.scan().unwrap()[0].to_json()["action"]));
     assert!(ctx2.complete(&json!({"x": 1})).is_err(), "budget-killed: fenced out");
     let st = w1.status(&hid).unwrap();
     trace.push(format!("{} attempt {} checkpoints {}", st["status"], st["attempt"], st["checkpoints"]));
@@ -122,7 +122,7 @@ fn scenario_extras(store: Arc<dyn Backend>) -> Vec<String> {
     let s1 = Supervisor::new(store.clone(), "s1", cfg.clone(), None).unwrap();
     let s2 = Supervisor::new(store.clone(), "s2", cfg.clone(), None).unwrap();
     let acts = s1.scan().unwrap();
-    trace.push(format!("stall {} {}", acts[0]["action"], acts[0]["reason"]));
+    trace.push(format!("stall {} {}", acts[0].to_json()["action"], acts[0].to_json()["reason"]));
     trace.push(format!("follower {}", s2.scan().unwrap().len()));
     testing::expire_leadership(&w).unwrap();
     s2.scan().unwrap();

@@ -32,7 +32,7 @@ fn execution(r: &Runner, hid: &str) -> Value {
 
 fn killed(dir: &std::path::Path, hid: &str) -> bool {
     let sup = Supervisor::open(dir, "sup", Config::default()).unwrap();
-    sup.scan().unwrap().iter().any(|a| a["action"] == "budget-killed" && a["hid"] == hid)
+    sup.scan().unwrap().iter().any(|a| a.kind().as_str() == "budget-killed" && a.hid() == hid)
 }
 
 #[test]

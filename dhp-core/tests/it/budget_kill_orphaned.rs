@@ -40,7 +40,7 @@ fn an_expired_over_budget_handoff_is_orphaned_then_failed_in_one_scan() {
     assert!(matches!(ctx.note_step(3), Err(Error::BudgetExceeded { .. })));
     testing::expire_lease(&r, &hid).unwrap();
     let acts = sup.scan().unwrap();
-    let actions: Vec<&str> = acts.iter().filter_map(|a| a["action"].as_str()).collect();
+    let actions: Vec<&str> = acts.iter().map(|a| a.kind().as_str()).collect();
     assert_eq!(actions, ["orphaned", "budget-killed"], "{acts:?}");
     assert_eq!(status(&r, &hid), "failed");
     assert!(r.ownership(&hid).unwrap().is_none(), "the tombstone is gone: nothing can recover it");
@@ -54,10 +54,10 @@ fn kill_on_budget_fails_an_orphaned_handoff_over_budget() {
     assert!(ctx.note_step(3).is_err());
     // Orphaned directly (not by a scan), so no budget kill ran yet.
     testing::expire_lease(&r, &hid).unwrap();
-    assert_eq!(sup.orphan(&hid, OrphanReason::LeaseExpired, None).unwrap()["action"], "orphaned");
+    assert_eq!(sup.orphan_action(&hid, OrphanReason::LeaseExpired, None).unwrap().kind().as_str(), "orphaned");
     assert_eq!(status(&r, &hid), "orphaned");
     let out = sup.kill_on_budget(&hid).unwrap();
-    assert_eq!(out["action"], "budget-killed", "{out}");
+    assert_eq!(out.kind().as_str(), "budget-killed", "{out}");
     assert_eq!(status(&r, &hid), "failed");
     let env = r.envelope_bare(&hid).unwrap();
     assert!(env["execution"]["error"].as_str().unwrap().starts_with("budget exhausted: steps 3 > 2"), "{env}");
@@ -69,11 +69,11 @@ fn an_orphan_within_budget_is_left_to_recovery() {
     let ctx = r.claim(&hid).unwrap();
     ctx.note_step(2).unwrap();
     testing::expire_lease(&r, &hid).unwrap();
-    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
-    assert_eq!(sup.kill_on_budget(&hid).unwrap()["action"], "within-budget");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "orphaned");
+    assert_eq!(sup.kill_on_budget(&hid).unwrap().kind().as_str(), "within-budget");
     assert_eq!(status(&r, &hid), "orphaned");
     let ctx2 = r.with_id("w2").unwrap().recover(&hid).unwrap();
     assert!(matches!(ctx2.note_step(1), Err(Error::BudgetExceeded { .. })));
-    assert_eq!(sup.scan().unwrap()[0]["action"], "budget-killed");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "budget-killed");
     assert_eq!(status(&r, &hid), "failed");
 }

@@ -32,7 +32,7 @@ fn a_lease_expires_exactly_at_its_end_and_the_supervisor_then_orphans() {
     assert!(matches!(ctx.heartbeat(), Err(Error::LeaseLost { .. })));
     assert_eq!(r.checkpoints(&hid).unwrap().len(), 1);
     let acts = sup.scan().unwrap();
-    assert_eq!(acts[0]["action"], "orphaned", "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "orphaned", "{acts:?}");
     assert_eq!(r.envelope_bare(&hid).unwrap()["execution"]["orphaned_at"], json!(claimed_at + ttl + 0.5));
 
     // The checkpoint row carries the clock's time too.

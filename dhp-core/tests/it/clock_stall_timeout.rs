@@ -36,6 +36,6 @@ fn a_live_worker_without_checkpoints_is_orphaned_after_the_stall_timeout() {
     assert!(sup.scan().unwrap().is_empty(), "the checkpoint reset the stall clock");
     pass(2.0);
     let acts = sup.scan().unwrap();
-    assert_eq!(acts[0]["action"], "orphaned", "{acts:?}");
-    assert_eq!(acts[0]["reason"], "stalled", "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "orphaned", "{acts:?}");
+    assert_eq!(acts[0].to_json()["reason"], "stalled", "{acts:?}");
 }

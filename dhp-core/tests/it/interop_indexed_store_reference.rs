@@ -90,6 +90,6 @@ fn the_reference_works_a_store_with_the_extra_indexes() {
     refctl_ok(&["expire", root, &late], &[]);
     dhp_core::testing::expire_leadership(&r).unwrap();
     let acts = sup.scan().unwrap();
-    assert!(acts.iter().any(|a| a["hid"] == late.as_str() && a["action"] == "orphaned"), "{acts:?}");
+    assert!(acts.iter().any(|a| a.hid() == late.as_str() && a.kind().as_str() == "orphaned"), "{acts:?}");
     assert_eq!(r.status(&ours).unwrap()["status"], "running", "our live lease is untouched");
 }

@@ -29,7 +29,7 @@ fn python_half_worked_store_is_finished_by_rust() {
     let sup = Supervisor::open(root, "rs-sup", Config::default()).unwrap();
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!(acts[0]["action"], "orphaned");
+    assert_eq!(acts[0].kind().as_str(), "orphaned");
 
     let r = Runner::open(root, "rs-w", Config::default()).unwrap();
     let mut ctx = r.recover(&hid).unwrap();

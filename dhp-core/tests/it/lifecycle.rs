@@ -34,13 +34,13 @@ fn dead_letter_queue_at_max_attempts_keeps_checkpoints() {
     let ctx = r.claim(&hid).unwrap();
     ctx.checkpoint(&json!({"s": 1})).unwrap();
     testing::expire_lease(&r, &hid).unwrap();
-    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "orphaned");
     let w2 = r.with_id("w2").unwrap();
     let ctx2 = w2.recover(&hid).unwrap();
     ctx2.checkpoint(&json!({"s": 2})).unwrap();
     testing::expire_lease(&r, &hid).unwrap();
     let acts = sup.scan().unwrap();
-    assert_eq!(acts[0]["action"], "dlq", "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "dlq", "{acts:?}");
     assert_eq!(status(&r, &hid), "failed");
     assert_eq!(r.checkpoints(&hid).unwrap().len(), 2, "DLQ keeps checkpoints");
     assert!(r.status(&hid).unwrap()["error"].as_str().unwrap().contains("max_attempts"));
@@ -59,8 +59,8 @@ fn orphan_rechecks_the_lease_under_the_lock() {
         tx.update_ownership(&own, envelope::now())
     })
     .unwrap();
-    let a = sup.orphan(&hid, OrphanReason::LeaseExpired, None).unwrap();
-    assert_eq!(a["action"], "already-orphaned-or-released");
+    let a = sup.orphan_action(&hid, OrphanReason::LeaseExpired, None).unwrap();
+    assert_eq!(a.kind().as_str(), "already-orphaned-or-released");
     ctx.checkpoint(&json!({"still": "mine"})).unwrap();
 }
 
@@ -100,7 +100,7 @@ fn heartbeat_extends_and_background_heartbeat_keeps_a_slow_worker() {
     ctx.checkpoint(&json!({"s": 1})).unwrap();
     ctx.stop_heartbeat();
     hand.advance(0.41);
-    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "orphaned");
     assert!(matches!(ctx.checkpoint(&json!({"s": 2})), Err(Error::StaleFence { .. })));
 }
 
@@ -140,7 +140,7 @@ fn budget_in_the_worker_and_in_the_supervisor() {
     ctx.note_step(2).unwrap();
     assert!(matches!(ctx.note_step(1), Err(Error::BudgetExceeded { .. })));
     let acts = sup.scan().unwrap();
-    assert_eq!(acts[0]["action"], "budget-killed", "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "budget-killed", "{acts:?}");
     assert_eq!(status(&r, &hid), "failed");
     assert!(ctx.checkpoint(&json!({})).is_err(), "a budget-killed worker is fenced out");
 
@@ -151,8 +151,8 @@ fn budget_in_the_worker_and_in_the_supervisor() {
     assert!(sup.scan().unwrap().is_empty(), "within budget: nothing to do");
     assert!(matches!(ctx.note_spend(0.5), Err(Error::BudgetExceeded { .. })));
     let acts = sup.scan().unwrap();
-    assert_eq!(acts[0]["action"], "budget-killed", "{acts:?}");
-    assert!(acts[0]["reasons"][0].as_str().unwrap().starts_with("spend $1.25"), "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "budget-killed", "{acts:?}");
+    assert!(acts[0].to_json()["reasons"][0].as_str().unwrap().starts_with("spend $1.25"), "{acts:?}");
 
     // Wall clock, as the reference stores claimed_at (a float).
     let budget = json!({"max_steps": 100, "max_spend_usd": 1.0, "max_wallclock_s": 30.0, "max_attempts": 3});
@@ -162,7 +162,7 @@ fn budget_in_the_worker_and_in_the_supervisor() {
     pass_time(&hand, &ctx, 29.5);
     assert!(sup.scan().unwrap().is_empty(), "within the wall-clock budget");
     pass_time(&hand, &ctx, 1.0);
-    assert_eq!(sup.scan().unwrap()[0]["action"], "budget-killed");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "budget-killed");
     assert!(ctx.checkpoint(&json!({})).is_err());
 }
 
@@ -179,7 +179,7 @@ fn stall_orphans_then_dead_letters_after_max_stall_retries() {
         }
         let acts = sup.scan().unwrap();
         let want = if round < 3 { "orphaned" } else { "dlq" };
-        assert_eq!(acts[0]["action"], want, "round {round}: {acts:?}");
+        assert_eq!(acts[0].kind().as_str(), want, "round {round}: {acts:?}");
         worker = r.with_id(&format!("w{round}")).unwrap();
     }
     assert!(r.status(&hid).unwrap()["error"].as_str().unwrap().contains("livelock"));

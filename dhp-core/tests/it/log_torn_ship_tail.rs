@@ -36,7 +36,7 @@ fn recoverer_repairs_a_torn_ship_log() {
     let r = Runner::open(&root, "test", Config::default()).unwrap();
     assert!(dhp_core::testing::expire_lease(&r, &hid).unwrap());
     let sup = Supervisor::open(&root, "sup1", Config::default()).unwrap();
-    assert!(sup.scan().unwrap().iter().any(|a| a["action"] == "orphaned"));
+    assert!(sup.scan().unwrap().iter().any(|a| a.kind().as_str() == "orphaned"));
     let mut w2 = std::process::Command::new(dhp_bin());
     w2.args(["work", root.to_str().unwrap(), "--runner", "w2", "recover", &hid, "--json"])
         .args(ship)

@@ -20,6 +20,7 @@ mod a2a_sdk_cancel;
 mod a2a_sdk_errors;
 mod a2a_sdk_roundtrip;
 mod a2a_task_shadowing;
+mod approval_unknown_status;
 mod backends;
 mod bad_input;
 mod budget_counter_overflow;

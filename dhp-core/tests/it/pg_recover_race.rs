@@ -21,7 +21,7 @@ fn ten_recoverer_processes_one_winner_on_postgres() {
     let r = Runner::open(&url, "w0", Config::default()).unwrap();
     drop(r.claim(&hid).unwrap());
     dhp_core::testing::expire_lease(&r, &hid).unwrap();
-    assert_eq!(Supervisor::open(&url, "s", Config::default()).unwrap().scan().unwrap()[0]["action"], "orphaned");
+    assert_eq!(Supervisor::open(&url, "s", Config::default()).unwrap().scan().unwrap()[0].kind().as_str(), "orphaned");
 
     // A barrier file: every process says it is ready, blocks until the
     // barrier exists, then races.

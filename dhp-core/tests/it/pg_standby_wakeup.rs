@@ -39,7 +39,7 @@ fn standby_is_woken_by_notify_not_by_polling() {
     dhp_core::testing::expire_lease(&w1, &hid).unwrap();
     let sup = Supervisor::open(&url, "sup", cfg).unwrap();
     let t0 = Instant::now();
-    assert_eq!(sup.scan().unwrap()[0]["action"], "orphaned");
+    assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "orphaned");
     let (found, woke) = waiter.join().unwrap();
     assert_eq!(found.as_deref(), Some(hid.as_str()));
     let latency = woke.saturating_duration_since(t0);

@@ -44,6 +44,6 @@ fn a_waiting_torn_state_is_repaired_once_it_settles_with_no_write() {
     hand.advance(20.0);
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!(acts[0]["torn"], "torn-orphan-unwritten", "{acts:?}");
+    assert_eq!(acts[0].to_json()["torn"], "torn-orphan-unwritten", "{acts:?}");
     assert_eq!(r.status(&hid).unwrap()["status"], "orphaned");
 }

@@ -41,12 +41,12 @@ fn only_the_dead_holders_handoffs_are_orphaned_and_its_token_is_reaped() {
     let sup = Supervisor::open(root, "sup", cfg).unwrap();
     assert!(sup.ensure_leadership().unwrap());
     let acts = sup.dead_workers().unwrap();
-    let mut orphaned: Vec<&str> = acts.iter().map(|a| a["hid"].as_str().unwrap()).collect();
+    let mut orphaned: Vec<&str> = acts.iter().map(|a| a.hid()).collect();
     orphaned.sort();
     let mut want: Vec<&str> = by_holder[13].1.iter().map(String::as_str).collect();
     want.sort();
     assert_eq!(orphaned, want, "{acts:?}");
-    assert!(acts.iter().all(|a| a["action"] == "orphaned" && a["reason"] == "worker-died"), "{acts:?}");
+    assert!(acts.iter().all(|a| a.kind().as_str() == "orphaned" && a.to_json()["reason"] == "worker-died"), "{acts:?}");
     for (holder, hids) in &by_holder {
         for h in hids {
             let o = base.ownership(h).unwrap().unwrap();

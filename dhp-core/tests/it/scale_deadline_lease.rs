@@ -29,7 +29,7 @@ fn a_lease_that_expires_with_no_write_is_orphaned() {
     hand.advance(11.0);
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!(acts[0]["hid"], hids[3].as_str());
-    assert_eq!(acts[0]["reason"], "lease-expired", "{acts:?}");
+    assert_eq!(acts[0].hid(), hids[3].as_str());
+    assert_eq!(acts[0].to_json()["reason"], "lease-expired", "{acts:?}");
     assert_eq!(r.status(&hids[3]).unwrap()["status"], "orphaned");
 }

@@ -30,6 +30,6 @@ fn a_stall_with_no_write_is_found_when_it_falls_due() {
     hand.advance(timeout - waited + 1.0);
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!(acts[0]["action"], "orphaned", "{acts:?}");
-    assert_eq!(acts[0]["reason"], "stalled", "{acts:?}");
+    assert_eq!(acts[0].kind().as_str(), "orphaned", "{acts:?}");
+    assert_eq!(acts[0].to_json()["reason"], "stalled", "{acts:?}");
 }

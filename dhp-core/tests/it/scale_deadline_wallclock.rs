@@ -33,6 +33,6 @@ fn a_wallclock_budget_runs_out_with_no_write_and_is_found() {
     hand.advance(21.0);
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!((acts[0]["hid"].as_str(), acts[0]["action"].as_str()), (Some(wall.as_str()), Some("budget-killed")));
+    assert_eq!((acts[0].hid(), acts[0].kind().as_str()), (wall.as_str(), "budget-killed"));
     assert_eq!(r.status(&wall).unwrap()["status"], "failed");
 }

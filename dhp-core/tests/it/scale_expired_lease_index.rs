@@ -6,6 +6,7 @@
 
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::store::{with_tx, Mode};
+use dhp_core::supervisor::ScanAction;
 use dhp_core::{Clock, Config, Runner, Supervisor};
 use serde_json::json;
 
@@ -20,8 +21,8 @@ fn dispatch(r: &Runner, n: u64, budget: serde_json::Value) -> String {
     r.dispatch(&env).unwrap()
 }
 
-fn actions_for<'a>(acts: &'a [serde_json::Value], hid: &str) -> Vec<&'a str> {
-    acts.iter().filter(|a| a["hid"] == hid).filter_map(|a| a["action"].as_str()).collect()
+fn actions_for(acts: &[ScanAction], hid: &str) -> Vec<&'static str> {
+    acts.iter().filter(|a| a.hid() == hid).map(|a| a.kind().as_str()).collect()
 }
 
 #[test]

@@ -40,8 +40,8 @@ fn a_first_checkpoint_after_the_full_pass_starts_the_stall_clock() {
     busy_ctx.checkpoint(&json!({"s": "last"})).unwrap();
     let acts = sup.scan().unwrap();
     assert_eq!(acts.len(), 1, "{acts:?}");
-    assert_eq!(acts[0]["hid"], quiet.as_str(), "{acts:?}");
-    assert_eq!(acts[0]["reason"], "stalled", "{acts:?}");
+    assert_eq!(acts[0].hid(), quiet.as_str(), "{acts:?}");
+    assert_eq!(acts[0].to_json()["reason"], "stalled", "{acts:?}");
     // The busy handoff's early deadlines fell due and found no stall.
     for _ in 0..3 {
         hand.advance(timeout / 2.0);

@@ -98,7 +98,7 @@ fn every_returned_checkpoint_is_on_the_peer() {
     let r = Runner::open(&root, "test", Config::default()).unwrap();
     assert!(dhp_core::testing::expire_lease(&r, &hid).unwrap());
     let sup = Supervisor::open(&root, "sup1", Config::default()).unwrap();
-    assert!(sup.scan().unwrap().iter().any(|a| a["action"] == "orphaned"));
+    assert!(sup.scan().unwrap().iter().any(|a| a.kind().as_str() == "orphaned"));
     let w2 = Command::new(dhp_bin())
         .args(["work", root.to_str().unwrap(), "--runner", "w2", "recover", &hid, "--json"])
         .args(["--ship-to", &srv.addr(), "--ship-mode", "sync", "--no-liveness"])

@@ -4,6 +4,7 @@
 
 use dhp_core::envelope::{self, now, BuildOptions, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, MemStore, Mode, Ownership};
+use dhp_core::supervisor::ScanAction;
 use dhp_core::supervisor::Supervisor;
 use dhp_core::{Config, Runner};
 use serde_json::json;
@@ -42,7 +43,13 @@ fn torn_claim_and_torn_orphan_are_repaired_on_the_memory_backend() {
     .unwrap();
     let sup = Supervisor::new(store.clone(), "sup", cfg, None).unwrap();
     let acts = sup.scan().unwrap();
-    let torn: Vec<_> = acts.iter().map(|a| a["torn"].as_str().unwrap_or("")).collect();
+    let torn: Vec<_> = acts
+        .iter()
+        .map(|a| match a {
+            ScanAction::Repaired(r) => r.torn.as_str(),
+            _ => "",
+        })
+        .collect();
     assert_eq!(torn.len(), 2, "{acts:?}");
     assert!(torn.contains(&"torn-claim") && torn.contains(&"torn-orphan"), "{acts:?}");
     for hid in &hids {

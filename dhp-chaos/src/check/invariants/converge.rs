@@ -22,7 +22,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             Ok(None) if store.is_empty() => continue,
             Ok(None) => Vec::new(),
             Err(e) => {
-                out.of(hid, format!("{}: peer log unreadable: {e}", short(hid)));
+                out.of(hid, format!("{}: peer log unreadable: {}", short(hid), e.chain()));
                 continue;
             }
         };

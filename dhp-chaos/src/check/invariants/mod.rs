@@ -136,11 +136,14 @@ impl Invariant {
     }
 
     /// `--allow-unchecked NAME,…`: every name an invariant's (or `all`).
-    pub fn parse_allowed(names: &[String]) -> anyhow::Result<Vec<String>> {
+    pub fn parse_allowed(names: &[String]) -> crate::error::Result<Vec<String>> {
         for n in names {
             if n != "all" && Invariant::from_name(n).is_none() {
                 let known: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
-                anyhow::bail!("--allow-unchecked: unknown invariant {n:?} (one of: all, {})", known.join(", "));
+                return Err(crate::Error::Usage(format!(
+                    "--allow-unchecked: unknown invariant {n:?} (one of: all, {})",
+                    known.join(", ")
+                )));
             }
         }
         Ok(names.to_vec())

@@ -16,12 +16,12 @@ pub(crate) struct Line {
 
 /// The checkpoint lines of `hid`'s log in the peer directory, in file
 /// order; `Ok(None)` when there is no log.
-pub(crate) fn read(cx: &Ctx<'_>, hid: &str) -> Result<Option<Vec<Line>>, String> {
+pub(crate) fn read(cx: &Ctx<'_>, hid: &str) -> crate::error::Result<Option<Vec<Line>>> {
     let path = cx.paths.peer.join(format!("{hid}.log"));
     if !path.exists() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = std::fs::read(&path).map_err(crate::Error::io("reading", &path))?;
     let mut out = Vec::new();
     for line in oracle::log::parse(&bytes, oracle::log::DEFAULT_MAX_LINE_BYTES) {
         if let oracle::log::Line::Checkpoint(c) = line {

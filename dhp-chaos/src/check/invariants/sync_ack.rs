@@ -47,7 +47,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             Ok(Some(l)) => l,
             Ok(None) => Vec::new(),
             Err(e) => {
-                out.of(hid, format!("{}: peer log unreadable: {e}", short(hid)));
+                out.of(hid, format!("{}: peer log unreadable: {}", short(hid), e.chain()));
                 continue;
             }
         };

@@ -4,6 +4,7 @@ use crate::failure::{bad_flag, usage, Failure};
 use crate::{create_mode, open_runner, Output};
 use clap::ValueEnum;
 use dhp_core::envelope::{self, Budget, BuildOptions};
+use dhp_core::status::ApprovalOp;
 use dhp_core::store::{with_tx, Mode, OpenMode};
 use dhp_core::transport::log;
 use dhp_core::{budget, census, json, Config, Error};
@@ -326,21 +327,22 @@ pub fn resume(root: &Path, bundle: &Path, mode: OpenMode, cfg: Config) -> Result
 /// decision already taken (or expired) is an error, and nothing changes.
 pub fn decide(root: &Path, approval_id: &str, decision: Decision, cfg: Config) -> Result<Output, Failure> {
     let (r, _) = open_runner(root, OpenMode::Existing, "dhp-cli", cfg)?;
-    let status = match decision {
-        Decision::Approve => "approved",
-        Decision::Deny => "denied",
+    let op = match decision {
+        Decision::Approve => ApprovalOp::Approve,
+        Decision::Deny => ApprovalOp::Deny,
     };
+    let status = op.outcome();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(ap) = tx.approval(approval_id)? else {
             return Err(Error::UnknownApproval { approval_id: approval_id.to_string() });
         };
         let now = r.config().clock.now();
-        let current = if ap.status == "pending" && now > ap.expires_at { "expired" } else { ap.status.as_str() };
-        if current != "pending" {
-            return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: current.to_string() });
+        let current = ap.status.at(ap.expires_at, now);
+        if current.after(op).is_none() {
+            return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: current });
         }
-        if !tx.decide_approval(approval_id, status, now)? {
-            return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: ap.status.clone() });
+        if !tx.decide_approval(approval_id, op, now)? {
+            return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: ap.status });
         }
         Ok(())
     })?;

@@ -6,7 +6,7 @@ use crate::Output;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::check_worker_id;
 use dhp_core::store::{OpenMode, OpenedRoot};
-use dhp_core::supervisor::{Event, Supervisor};
+use dhp_core::supervisor::{ActionKind, Event, Supervisor};
 use dhp_core::transport::{log, net};
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error};
@@ -85,11 +85,9 @@ pub fn supervisor(
     // committed; each finished pass adds a `scan` line (what tests wait on).
     let watched = sup.watch_events(Some(duration), &stop, |e| match e {
         Event::Action(a) => {
-            hist.record("supervise", "ok", a.clone());
-            if a["action"] == "orphaned" {
-                if let (Some(hid), Some(orphan_log)) = (a["hid"].as_str(), &orphan_log) {
-                    let _ = log::append_line(orphan_log, &format!("{id} orphaned {hid}"), &Config::default(), false);
-                }
+            hist.record("supervise", "ok", a.to_json());
+            if let (ActionKind::Orphaned, Some(orphan_log)) = (a.kind(), &orphan_log) {
+                let _ = log::append_line(orphan_log, &format!("{id} orphaned {}", a.hid()), &Config::default(), false);
             }
         }
         Event::Pass { n, leader } => hist.record("scan", "ok", json!({"pass": n, "leader": leader})),

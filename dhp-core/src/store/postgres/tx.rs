@@ -11,6 +11,7 @@ use super::{item_key, orphan_channel};
 use crate::envelope::ORPHANED_HOLDER;
 use crate::error::{Error, Result};
 use crate::json;
+use crate::status::{ApprovalOp, Status};
 use crate::store::{Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx};
 use postgres::types::ToSql;
 use postgres::{Client, Row, SimpleQueryMessage, Statement};
@@ -79,17 +80,17 @@ fn checkpoint_row(r: &Row) -> CheckpointRow {
     CheckpointRow { seq: r.get(0), state_json: r.get(1), state_hash: r.get(2), at: r.get(3) }
 }
 
-fn approval_row(r: &Row) -> Approval {
-    Approval {
+fn approval_row(r: &Row) -> Result<Approval> {
+    Ok(Approval {
         approval_id: r.get(0),
         hid: r.get(1),
         action_class: r.get(2),
         details_json: r.get(3),
-        status: r.get(4),
+        status: r.get::<_, String>(4).parse()?,
         created_at: r.get(5),
         expires_at: r.get(6),
         decided_at: r.get(7),
-    }
+    })
 }
 
 /// A JSON number at `path` of the envelope as float8, else NULL (a string
@@ -279,8 +280,8 @@ impl Tx for PgTx<'_> {
         self.strings("SELECT hid FROM handoffs ORDER BY hid", &[])
     }
 
-    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
-        self.strings("SELECT hid FROM handoffs WHERE status=$1 ORDER BY hid", &[&status])
+    fn hids_with_status(&mut self, status: Status) -> Result<Vec<String>> {
+        self.strings("SELECT hid FROM handoffs WHERE status=$1 ORDER BY hid", &[&status.as_str()])
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
@@ -470,7 +471,7 @@ impl Tx for PgTx<'_> {
                 &a.hid,
                 &a.action_class,
                 &a.details_json,
-                &a.status,
+                &a.status.as_str(),
                 &a.created_at,
                 &a.expires_at,
                 &a.decided_at,
@@ -482,13 +483,13 @@ impl Tx for PgTx<'_> {
     fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>> {
         const SQL: &str = "SELECT approval_id, hid, action_class, details_json, status, created_at, expires_at, \
                            decided_at FROM approvals WHERE approval_id=$1";
-        Ok(self.query_opt(SQL, &[&approval_id])?.as_ref().map(approval_row))
+        self.query_opt(SQL, &[&approval_id])?.as_ref().map(approval_row).transpose()
     }
 
-    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
         let n = self.execute(
             "UPDATE approvals SET status=$1, decided_at=$2 WHERE approval_id=$3 AND status='pending'",
-            &[&status, &now, &approval_id],
+            &[&op.outcome().as_str(), &now, &approval_id],
         )?;
         Ok(n > 0)
     }
@@ -505,7 +506,7 @@ impl Tx for PgTx<'_> {
         self.lock(hid)?;
         const SQL: &str = "SELECT approval_id, hid, action_class, details_json, status, created_at, expires_at, \
                            decided_at FROM approvals WHERE hid=$1 ORDER BY created_at";
-        Ok(self.query(SQL, &[&hid])?.iter().map(approval_row).collect())
+        self.query(SQL, &[&hid])?.iter().map(approval_row).collect()
     }
 
     fn progress(&mut self, hid: &str) -> Result<Option<Progress>> {

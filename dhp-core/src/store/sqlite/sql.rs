@@ -24,7 +24,11 @@ pub(super) fn approval_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Approval> 
         hid: r.get(1)?,
         action_class: r.get(2)?,
         details_json: r.get(3)?,
-        status: r.get(4)?,
+        status: {
+            let text: String = r.get(4)?;
+            text.parse()
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, Box::new(e)))?
+        },
         created_at: r.get(5)?,
         expires_at: r.get(6)?,
         decided_at: r.get(7)?,

@@ -4,6 +4,7 @@
 use super::sql::*;
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::Result;
+use crate::status::{ApprovalOp, Status};
 use crate::store::{
     Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Ownership, Pairing, Progress, Tx,
 };
@@ -128,9 +129,9 @@ impl Tx for SqliteTx<'_> {
         self.strings("SELECT hid FROM handoffs ORDER BY hid", [])
     }
 
-    fn hids_with_status(&mut self, status: &str) -> Result<Vec<String>> {
+    fn hids_with_status(&mut self, status: Status) -> Result<Vec<String>> {
         // Through the status index (an unreadable row is NULL there).
-        self.strings(&format!("SELECT h.hid FROM handoffs h WHERE {STATUS}=?1 ORDER BY h.hid"), [status])
+        self.strings(&format!("SELECT h.hid FROM handoffs h WHERE {STATUS}=?1 ORDER BY h.hid"), [status.as_str()])
     }
 
     fn running_budgets(&mut self) -> Result<Vec<BudgetUsage>> {
@@ -341,7 +342,7 @@ impl Tx for SqliteTx<'_> {
                 a.hid,
                 a.action_class,
                 a.details_json,
-                a.status,
+                a.status.as_str(),
                 a.created_at,
                 a.expires_at,
                 a.decided_at
@@ -357,11 +358,11 @@ impl Tx for SqliteTx<'_> {
             .optional()?)
     }
 
-    fn decide_approval(&mut self, approval_id: &str, status: &str, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
         let n = self
             .c
             .prepare_cached("UPDATE approvals SET status=?1, decided_at=?2 WHERE approval_id=?3 AND status='pending'")?
-            .execute(params![status, now, approval_id])?;
+            .execute(params![op.outcome().as_str(), now, approval_id])?;
         Ok(n > 0)
     }
 

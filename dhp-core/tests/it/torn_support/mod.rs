@@ -104,7 +104,7 @@ impl Fx {
     /// One scan; the actions about this handoff.
     pub fn scan(&self) -> Vec<Value> {
         let acts = self.supervisor().scan().unwrap();
-        acts.into_iter().filter(|a| a["hid"] == self.hid.as_str()).collect()
+        acts.into_iter().filter(|a| a.hid() == self.hid).map(|a| a.to_json()).collect()
     }
 
     /// The protocol continues: a fresh worker recovers at a fence above

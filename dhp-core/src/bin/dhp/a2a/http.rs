@@ -141,7 +141,7 @@ pub async fn create_task(app: &Arc<App>, params: &Value) -> Result<(String, Valu
     blocking(move || {
         let (tid, _) = a.bridge.submit(&sub)?;
         let mut task = a.bridge.task(&tid)?;
-        if task["metadata"]["dhp_status"] == "pending" {
+        if task["metadata"]["dhp_status"] == dhp_core::Status::Pending.as_str() {
             task["status"]["state"] = json!(tasks::SUBMITTED);
         }
         Ok((tid, task))

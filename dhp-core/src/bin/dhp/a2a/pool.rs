@@ -6,7 +6,7 @@
 
 use dhp_core::history::History;
 use dhp_core::worker::{self, Start, WorkOptions};
-use dhp_core::{census, envelope, Runner};
+use dhp_core::{census, Runner, Status};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,9 +54,9 @@ fn next_job(w: &Runner) -> Option<(String, Start)> {
         {
             continue;
         }
-        match envelope::status(&env) {
-            "pending" => return Some((hid, Start::Claim)),
-            "orphaned" => return Some((hid, Start::Recover)),
+        match Status::of(&env) {
+            Some(Status::Pending) => return Some((hid, Start::Claim)),
+            Some(Status::Orphaned) => return Some((hid, Start::Recover)),
             _ => {}
         }
     }

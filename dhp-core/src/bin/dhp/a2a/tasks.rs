@@ -9,7 +9,7 @@ use super::rpc::RpcError;
 use super::submit::Submission;
 use dhp_core::envelope::{self, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, Mode, Ownership};
-use dhp_core::{json, Error, Runner};
+use dhp_core::{json, Error, Runner, Status};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -230,7 +230,7 @@ impl Bridge {
                 return Err(Error::UnknownHandoff { hid: hid.clone() });
             };
             let status = envelope::status(&env).to_string();
-            if matches!(status.as_str(), "completed" | "failed") {
+            if Status::of(&env).is_some_and(Status::is_terminal) {
                 return Ok(Err(status));
             }
             let t = cfg.clock.now();
@@ -244,7 +244,7 @@ impl Bridge {
                 tx.update_ownership(&tomb, t)?;
             }
             if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
-                ex.insert("status".into(), json!("failed"));
+                ex.insert("status".into(), json!(Status::Failed.as_str()));
                 ex.insert("error".into(), json!(CANCELED_ERROR));
                 ex.insert("canceled_at".into(), json::float(t));
                 ex.insert("checkpoints".into(), json!([]));
@@ -270,10 +270,10 @@ impl Bridge {
 /// coming), so it is WORKING like pending and running; only the DLQ makes a
 /// task FAILED, and only our cancel makes it CANCELED.
 pub fn state_of(env: &Value) -> &'static str {
-    match envelope::status(env) {
-        "completed" => COMPLETED,
-        "failed" if is_canceled(env) => CANCELED,
-        "failed" => FAILED,
+    match Status::of(env) {
+        Some(Status::Completed) => COMPLETED,
+        Some(Status::Failed) if is_canceled(env) => CANCELED,
+        Some(Status::Failed) => FAILED,
         _ => WORKING,
     }
 }

@@ -8,6 +8,7 @@
 use super::args::{label_limit, Args};
 use super::tools::Role;
 use dhp_core::envelope::{self, Budget, BuildOptions};
+use dhp_core::status::ApprovalStatus;
 use dhp_core::store::{with_tx, Approval, Mode};
 use dhp_core::{json, Error, Lease, Runner, Status};
 use serde_json::{json, Map, Value};
@@ -235,7 +236,7 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
                 hid: hid.to_string(),
                 action_class: class.to_string(),
                 details_json: json::dumps_sorted(details)?,
-                status: "pending".into(),
+                status: ApprovalStatus::Pending,
                 created_at: t,
                 expires_at: t + APPROVAL_TIMEOUT_S,
                 decided_at: None,
@@ -251,10 +252,10 @@ fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let ap = tx.approval(id)?.ok_or_else(|| Error::UnknownApproval { approval_id: id.to_string() })?;
         let now = r.config().clock.now();
-        if ap.status == "pending" && now > ap.expires_at {
+        let status = ap.status.at(ap.expires_at, now);
+        if status != ap.status {
             tx.expire_approvals(now)?;
-            return Ok(Approval { status: "expired".into(), ..ap });
         }
-        Ok(ap)
+        Ok(Approval { status, ..ap })
     })
 }
