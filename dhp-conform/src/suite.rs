@@ -3,7 +3,7 @@
 
 use crate::check::{Check, Fail};
 use crate::client::{AdapterError, ClockOffset, Hello, Lease, Pool, Profile, StderrLog};
-use crate::store_view::StoreView;
+use crate::store_view::{EditLog, StoreView};
 use crate::stores::{PgBase, StoreBase};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -343,12 +343,14 @@ pub struct Ctx<'a> {
     /// How far this assertion moved the implementation's clock on
     /// (`clock-control`; stays 0 without it).
     clock: ClockOffset,
+    /// The runner's own writes to this assertion's stores.
+    edits: EditLog,
 }
 
 impl<'a> Ctx<'a> {
     /// A context for `imp` in `work`, its clock at real time.
     pub fn new(imp: &'a Impl, work: Workdir) -> Ctx<'a> {
-        Ctx { imp, work, clock: ClockOffset::default() }
+        Ctx { imp, work, clock: ClockOffset::default(), edits: EditLog::default() }
     }
 
     /// `lease`, following this assertion's clock if the runner controls
@@ -402,13 +404,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// For failure messages: how the runner moved time, if it did
-    /// (`""` when it waited, or has not moved the clock).
+    /// How the runner moved time, if it did (`""` when it waited, or has
+    /// not moved the clock): every failure message of the assertion ends
+    /// with it.
     pub fn moved(&self) -> String {
         match self.clock.get() {
             o if o > 0.0 => format!(
-                " (clock-control: the runner moved the implementation's clock on by {o:.3} s so far in this assertion, \
-                 sending clock_offset_s, instead of waiting)"
+                "clock-control: the runner moved the implementation's clock on by {o:.3} s in this assertion \
+                 (clock_offset_s), instead of waiting"
             ),
             _ => String::new(),
         }
@@ -438,10 +441,37 @@ impl<'a> Ctx<'a> {
     /// implementation uses the standard store; `None` otherwise.
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         if self.has(crate::protocol::feature::STANDARD_STORE) {
-            StoreView::open_location(root).map(Some)
+            StoreView::open_location(root).map(|v| Some(v.logging(self.edits.clone())))
         } else {
             Ok(None)
         }
+    }
+
+    /// What a failure message adds: the runner's direct store edits and
+    /// how far it moved the implementation's clock (`""` if neither).
+    fn notes(&self) -> String {
+        notes(&self.edits, &self.moved())
+    }
+}
+
+fn notes(edits: &EditLog, moved: &str) -> String {
+    let edits = edits.all();
+    let mut out = String::new();
+    if !edits.is_empty() {
+        out.push_str(&format!(" [the runner edited the store directly in this assertion: {}]", edits.join("; ")));
+    }
+    if !moved.is_empty() {
+        out.push_str(&format!(" [{moved}]"));
+    }
+    out
+}
+
+/// `res` with `notes` appended to a failure's or error's message.
+fn annotate(res: std::thread::Result<Check>, notes: String) -> std::thread::Result<Check> {
+    match res {
+        Ok(Err(Fail::Failed(m))) => Ok(Err(Fail::Failed(format!("{m}{notes}")))),
+        Ok(Err(Fail::Errored(m))) => Ok(Err(Fail::Errored(format!("{m}{notes}")))),
+        other => other,
     }
 }
 
@@ -453,6 +483,8 @@ pub struct CrossCtx<'a> {
     pub b: &'a Impl,
     /// This run's temporary directory and schemas.
     pub work: Workdir,
+    /// The runner's own writes to this assertion's stores.
+    edits: EditLog,
 }
 
 impl<'a> CrossCtx<'a> {
@@ -485,7 +517,7 @@ impl<'a> CrossCtx<'a> {
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         let std = crate::protocol::feature::STANDARD_STORE;
         if self.a.has(std) && self.b.has(std) {
-            StoreView::open_location(root).map(Some)
+            StoreView::open_location(root).map(|v| Some(v.logging(self.edits.clone())))
         } else {
             Ok(None)
         }
@@ -610,7 +642,7 @@ pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
     execute(&[imp], a.needs, opts, |work| {
         let ctx = Ctx::new(imp, work);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
-        (res, ctx.work)
+        (annotate(res, ctx.notes()), ctx.work)
     })
 }
 
@@ -626,8 +658,9 @@ pub fn run_cross(a: &Impl, b: &Impl, x: &CrossAssertion, opts: &Options) -> (Out
         }
     }
     execute(&[a, b], x.needs, opts, |work| {
-        let ctx = CrossCtx { a, b, work };
+        let ctx = CrossCtx { a, b, work, edits: EditLog::default() };
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));
-        (res, ctx.work)
+        let notes = notes(&ctx.edits, "");
+        (annotate(res, notes), ctx.work)
     })
 }

@@ -99,9 +99,8 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     ensure_eq!(
         action_for(&acts, &soon),
         Some("orphaned"),
-        "§7.4: the runner set the handoff's progress.last_checkpoint_at to 118 s before the previous pass, 3 s ago; scan action on it now, 121 s after (actions {}){}",
-        serde_json::Value::from(acts.clone()),
-        cx.moved()
+        "§7.4: the runner set the handoff's progress.last_checkpoint_at to 118 s before the previous pass, 3 s ago; scan action on it now, 121 s after (actions {})",
+        serde_json::Value::from(acts.clone())
     );
     let st = m.status(&root, &old)?;
     ensure_eq!(st["status"], json!("orphaned"), "status of the stalled handoff");
