@@ -7,8 +7,8 @@
 //! them fails when the clock is declared but not moved.
 use crate::common::*;
 
-fn seconds_of(assertion: &str) -> f64 {
-    let run = conform(&["--impl", "ours", assertion, "--exact", "--format", "json"]);
+fn seconds_of(imp: &str, assertion: &str) -> f64 {
+    let run = conform(&["--impl", imp, assertion, "--exact", "--format", "json"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let s = run.summary();
     let r = &s["results"][0];
@@ -34,7 +34,16 @@ fn clock_bound_assertions_move_the_clock_instead_of_waiting() {
     assert!(reply["result"]["features"].as_array().unwrap().contains(&"clock-control".into()), "{reply}");
     // each waited at least this long in real time before (debug build, idle machine: 3.1, 2.7, 1.3 s)
     for (assertion, waited) in [("stall-by-age", 3.0), ("budget-kinds", 2.6), ("heartbeat-extends-lease", 1.2)] {
-        let took = seconds_of(assertion);
+        let took = seconds_of("ours", assertion);
         assert!(took < waited - 0.5, "{assertion} took {took:.2} s: the runner waited instead of moving the clock");
     }
+}
+
+/// The fallback: the same adapter without the feature passes the same
+/// assertions by waiting in real time.
+#[test]
+fn without_the_feature_the_runner_waits_in_real_time() {
+    let imp = format!("{} --without-feature clock-control", adapter_bin());
+    let took = seconds_of(&imp, "stall-by-age");
+    assert!(took >= 3.0, "stall-by-age took {took:.2} s without clock-control: it must wait the 3 s out");
 }

@@ -442,7 +442,7 @@ fn spawn_grandchild(file: &str) -> std::io::Result<()> {
     writeln!(f, "{}", child.id())
 }
 
-const USAGE: &str = "[--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--log-requests]";
+const USAGE: &str = "[--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--log-requests] [--without-feature NAME]…";
 
 fn usage(program: &str) -> ! {
     eprintln!("usage: {program} {USAGE}");
@@ -460,7 +460,9 @@ from the environment (DHP_* variables, as for `dhp`).\n\n\
   --misbehave MODE:OP       break the exchange on one operation (crash, hang,\n\
                             garbage, wrong-id, bad-reply): tests of the runner\n\
   --spawn-grandchild FILE   leave a process behind (its pid appended to FILE)\n\
-  --log-requests            one stderr line per request"
+  --log-requests            one stderr line per request\n\
+  --without-feature NAME    leave NAME out of hello's features (e.g. clock-control:\n\
+                            the runner then waits in real time)"
     );
 }
 
@@ -480,6 +482,7 @@ pub(crate) fn serve(
 ) -> i32 {
     let mut misbehave: Option<(Misbehave, String)> = None;
     let mut log_requests = false;
+    let mut without: Vec<String> = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -499,6 +502,8 @@ pub(crate) fn serve(
             }
             // one stderr line per request: what the runner's reports show
             "--log-requests" => log_requests = true,
+            // an optional feature left undeclared: the runner's fallback for it
+            "--without-feature" => without.push(args.next().unwrap_or_else(|| usage(program))),
             "-h" | "--help" => {
                 help(program);
                 return 0;
@@ -597,7 +602,14 @@ pub(crate) fn serve(
             }
         }
         let mut reply = match res {
-            Ok(result) => json!({"id": id, "ok": true, "result": result}),
+            Ok(mut result) => {
+                if op == "hello" {
+                    if let Some(f) = result.get_mut("features").and_then(Value::as_array_mut) {
+                        f.retain(|x| !without.iter().any(|w| x.as_str() == Some(w.as_str())));
+                    }
+                }
+                json!({"id": id, "ok": true, "result": result})
+            }
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),
         };
         match &misbehave {
