@@ -75,18 +75,48 @@ macro_rules! ensure {
     };
 }
 
-/// Fail unless `left == right`, showing both.
+/// Fail unless `left == right`, showing both as JSON text (not Rust
+/// `Debug`: `null`, not `None`; `"orphaned"`, not `Some("orphaned")`).
 #[macro_export]
 macro_rules! ensure_eq {
     ($left:expr, $right:expr, $($fmt:tt)+) => {
         match (&$left, &$right) {
             (l, r) => {
                 if l != r {
-                    return Err($crate::check::Fail::Failed(format!("{}: got {:?}, want {:?}", format!($($fmt)+), l, r)));
+                    return Err($crate::check::Fail::Failed(format!(
+                        "{}: got {}, want {}",
+                        format!($($fmt)+),
+                        serde_json::to_string(l).unwrap_or_else(|e| format!("<not JSON: {e}>")),
+                        serde_json::to_string(r).unwrap_or_else(|e| format!("<not JSON: {e}>"))
+                    )));
                 }
             }
         }
     };
+}
+
+/// Scan actions (or any JSON values) whose `Debug` form (`{acts:?}` in a
+/// message) is their JSON text, not Rust's `Object {…}`.
+#[derive(Clone, PartialEq, Default)]
+pub struct Values(pub Vec<serde_json::Value>);
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&serde_json::Value::from(self.0.clone()).to_string())
+    }
+}
+
+impl std::ops::Deref for Values {
+    type Target = Vec<serde_json::Value>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl From<Values> for serde_json::Value {
+    fn from(v: Values) -> Self {
+        serde_json::Value::Array(v.0)
+    }
 }
 
 /// Fail unless `got == want` (JSON values), showing both as JSON text

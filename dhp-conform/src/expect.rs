@@ -116,6 +116,18 @@ impl Expectations {
         self.0.get(implementation).and_then(|m| m.get(assertion))
     }
 
+    /// The pin's reason if `r` failed or errored exactly as pinned (an
+    /// expected failure, which reports show as such).
+    pub fn expected_failure(&self, r: &Record) -> Option<String> {
+        let got = r.outcome.word();
+        match self.pin(&r.implementation, &r.assertion) {
+            Some(p) if matches!(got, "failed" | "errored") && p.outcomes.iter().any(|o| o == got) => {
+                Some(p.why.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Records whose outcome differs from what is expected, as
     /// `(record, expected)` with a sentence for each.
     pub fn surprises<'a>(&self, records: &'a [Record]) -> Vec<(&'a Record, String)> {
@@ -147,6 +159,7 @@ mod tests {
             outcome: o,
             seconds: 0.0,
             stderr: vec![],
+            expected: None,
         }
     }
 

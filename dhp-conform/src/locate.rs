@@ -173,3 +173,30 @@ fn scrub_package_env(cmd: &mut Command) {
         }
     }
 }
+
+/// The commit of the dhp-rs checkout this program runs from (above the
+/// executable, or the current directory), with `-dirty` if its work tree
+/// has changes; `None` outside a git checkout or without `git`.
+pub fn conform_commit() -> Option<String> {
+    let mut starts: Vec<PathBuf> = Vec::new();
+    starts.extend(std::env::current_exe().ok());
+    starts.extend(std::env::current_dir().ok());
+    let dir = starts
+        .iter()
+        .find_map(|s| s.ancestors().find(|d| d.join("Cargo.toml").is_file() && d.join("dhp-conform").is_dir()))?
+        .to_path_buf();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = git(&["rev-parse", "HEAD"]).filter(|h| !h.is_empty())?;
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{head}-dirty") } else { head })
+}

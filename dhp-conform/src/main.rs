@@ -170,6 +170,18 @@ fn emit(s: &str) -> ExitCode {
     }
 }
 
+/// `--format json`: one event per assertion as it ends, naming the
+/// implementation (libtest's own events name only the assertion).
+fn result_event(implementation: &str, assertion: &str, level: Level, outcome: &Outcome, seconds: f64) {
+    let line = serde_json::json!({
+        "type": "dhp-conform", "event": "result", "implementation": implementation, "assertion": assertion,
+        "level": level.as_str(), "outcome": outcome.word(), "message": outcome.message(), "seconds": seconds,
+    });
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
         return exec_reference_adapter(std::env::args().nth(2));
@@ -295,6 +307,7 @@ fn main() -> ExitCode {
         say(&format!("implementation {}", imp.describe()));
     }
 
+    let json_events = matches!(format, Format::Json);
     let (core, extended, cross) = cli.level.levels();
     let records = Arc::new(Records::default());
     let multi = under_test.len() > 1;
@@ -319,6 +332,9 @@ fn main() -> ExitCode {
                     let (outcome, seconds) = suite::run_one(&imp, &a, &opts);
                     let outcome = report::masked(outcome);
                     let res = to_trial_result(&outcome);
+                    if json_events {
+                        result_event(&imp.label, a.name, a.level, &outcome, seconds);
+                    }
                     let stderr = if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
                         imp.stderr.since(mark)
                     } else {
@@ -331,6 +347,7 @@ fn main() -> ExitCode {
                         outcome,
                         seconds,
                         stderr,
+                        expected: None,
                     });
                     res
                 })
@@ -354,6 +371,9 @@ fn main() -> ExitCode {
                             let (outcome, seconds) = suite::run_cross(&a, &b, &x, &opts);
                             let outcome = report::masked(outcome);
                             let res = to_trial_result(&outcome);
+                            if json_events {
+                                result_event(&pair, x.name, Level::Cross, &outcome, seconds);
+                            }
                             let mut stderr = Vec::new();
                             if matches!(outcome, Outcome::Failed(_) | Outcome::Errored(_)) {
                                 stderr
@@ -368,6 +388,7 @@ fn main() -> ExitCode {
                                 outcome,
                                 seconds,
                                 stderr,
+                                expected: None,
                             });
                             res
                         })
@@ -392,12 +413,19 @@ fn main() -> ExitCode {
         }
     }
     let started = Instant::now();
+    let started_at =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let conclusion = libtest_mimic::run(&harness, trials);
     let seconds = started.elapsed().as_secs_f64();
     for imp in under_test.iter().chain(&partners) {
         imp.shutdown();
     }
-    let recs = records.snapshot();
+    let mut recs = records.snapshot();
+    if let Some(e) = &expectations {
+        for r in &mut recs {
+            r.expected = e.expected_failure(r);
+        }
+    }
     let counts = Counts::of(&recs);
     let labels: Vec<(String, String)> = everyone.iter().map(|i| (i.label.clone(), i.describe())).collect();
     let surprises = expectations.as_ref().map(|e| e.surprises(&recs));
@@ -450,7 +478,15 @@ fn main() -> ExitCode {
         write(&path.display().to_string(), std::fs::write(path, report::junit(&recs)));
     }
     if let Some(dir) = &cli.html {
-        let html = report::html::render(&recs, &labels, "DHP 1.3 conformance report");
+        let meta = report::html::RunMeta {
+            title: "DHP 1.3 conformance report".into(),
+            date: report::html::iso_utc(started_at),
+            command: dhp_secrets::mask_secrets(&std::env::args().collect::<Vec<_>>().join(" ")),
+            conform_commit: dhp_conform::locate::conform_commit(),
+            seconds,
+            expectations: cli.expect.as_ref().map(|p| p.display().to_string()),
+        };
+        let html = report::html::render(&recs, &labels, &meta);
         write(
             &dir.display().to_string(),
             report::html::write(dir, &html).map(|p| say(&format!("HTML report: {}", p.display()))),

@@ -185,9 +185,9 @@ impl Adapter {
         boolean(&v, "ensure_leadership", "leader")
     }
 
-    pub(crate) fn scan(&mut self, root: &str, supervisor: &str) -> Check<Vec<Value>> {
+    pub(crate) fn scan(&mut self, root: &str, supervisor: &str) -> Check<crate::check::Values> {
         let v = self.op("scan", json!({"root": root, "supervisor": supervisor}))?;
-        Ok(field(&v, "scan", "actions")?.as_array().cloned().unwrap_or_default())
+        Ok(crate::check::Values(field(&v, "scan", "actions")?.as_array().cloned().unwrap_or_default()))
     }
 
     pub(crate) fn expire_lease(&mut self, root: &str, hid: &str) -> Check<bool> {

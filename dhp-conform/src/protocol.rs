@@ -87,6 +87,11 @@ pub mod feature {
     /// root, and keeps the store in that schema with the layout of
     /// docs/postgres.md (the runner reads it with its own reader).
     pub const POSTGRES_STORE: &str = "postgres-store";
+    /// Honors a request's `clock_offset_s`: while answering it, the
+    /// implementation's protocol clock reads real time plus the offset, so
+    /// the runner moves time on instead of sleeping through leases,
+    /// stalls, wall-clock budgets and approval timeouts.
+    pub const CLOCK_CONTROL: &str = "clock-control";
 
     /// All of them.
     pub const ALL: &[&str] = &[
@@ -99,6 +104,7 @@ pub mod feature {
         FAST_DEATH_DETECTION,
         APPROVALS,
         POSTGRES_STORE,
+        CLOCK_CONTROL,
     ];
 }
 

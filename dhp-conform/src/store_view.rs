@@ -41,6 +41,26 @@ pub struct OwnershipRow {
 pub struct StoreView {
     db: Db,
     location: String,
+    /// Where the runner's own writes are written down, for messages.
+    edits: Option<EditLog>,
+}
+
+/// The runner's direct edits of the stores of one assertion, in order:
+/// a failure message names them (what the runner changed behind the
+/// implementation's back, and so what the verdict rests on).
+#[derive(Debug, Clone, Default)]
+pub struct EditLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl EditLog {
+    /// Write one edit down.
+    pub fn push(&self, edit: String) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(edit);
+    }
+
+    /// The edits so far.
+    pub fn all(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 enum Db {
@@ -75,7 +95,7 @@ impl StoreView {
         let conn =
             Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        Ok(StoreView { db: Db::Sqlite(conn), location: path.to_string_lossy().into_owned() })
+        Ok(StoreView { db: Db::Sqlite(conn), location: path.to_string_lossy().into_owned(), edits: None })
     }
 
     /// Connect to the database of `url` and look only inside its schema.
@@ -96,7 +116,21 @@ impl StoreView {
         }
         // the schema name was made by the runner: [a-z0-9_] only
         c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
-        Ok(StoreView { db: Db::Postgres(Box::new(RefCell::new(c))), location: format!("schema {schema}") })
+        Ok(StoreView { db: Db::Postgres(Box::new(RefCell::new(c))), location: format!("schema {schema}"), edits: None })
+    }
+
+    /// Write this view's edits down in `log` too.
+    pub fn logging(mut self, log: EditLog) -> StoreView {
+        self.edits = Some(log);
+        self
+    }
+
+    /// Note one of the runner's writes: `sql` with its arguments as JSON.
+    fn note(&self, sql: &str, args: &[serde_json::Value], rows: u64) {
+        if let Some(log) = &self.edits {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            log.push(format!("{sql} [{}] ({rows} rows, {})", args.join(", "), self.location));
+        }
     }
 
     /// The SQLite file, or `schema NAME`, for messages.
@@ -283,14 +317,11 @@ impl StoreView {
     /// implementation).
     pub fn add_schema_version(&self, version: i64, applied_at: f64) -> Check {
         const SQL: &str = "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)";
-        match &self.db {
-            Db::Sqlite(conn) => {
-                conn.execute(&SQL.replace('$', "?"), params![version, applied_at])?;
-            }
-            Db::Postgres(c) => {
-                c.borrow_mut().execute(SQL, &[&version, &applied_at])?;
-            }
-        }
+        let n = match &self.db {
+            Db::Sqlite(conn) => conn.execute(&SQL.replace('$', "?"), params![version, applied_at])? as u64,
+            Db::Postgres(c) => c.borrow_mut().execute(SQL, &[&version, &applied_at])?,
+        };
+        self.note(SQL, &[version.into(), applied_at.into()], n);
         Ok(())
     }
 
@@ -298,14 +329,12 @@ impl StoreView {
     /// holds the single row `version` (the tables stay as they are; every
     /// migration to 3 is additive).
     pub fn set_schema_version(&self, version: i64, applied_at: f64) -> Check {
-        match &self.db {
-            Db::Sqlite(conn) => {
-                conn.execute("DELETE FROM schema_version", [])?;
-            }
-            Db::Postgres(c) => {
-                c.borrow_mut().execute("DELETE FROM schema_version", &[])?;
-            }
-        }
+        const SQL: &str = "DELETE FROM schema_version";
+        let n = match &self.db {
+            Db::Sqlite(conn) => conn.execute(SQL, [])? as u64,
+            Db::Postgres(c) => c.borrow_mut().execute(SQL, &[])?,
+        };
+        self.note(SQL, &[], n);
         self.add_schema_version(version, applied_at)
     }
 
@@ -323,14 +352,11 @@ impl StoreView {
         const SQL: &str = "INSERT INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, \
                            max_missed, updated_at) VALUES ($1, $2, $3, $4, 2.0, 3, $5)";
         let lease = now + 60.0;
-        match &self.db {
-            Db::Sqlite(conn) => {
-                conn.execute(&SQL.replace('$', "?"), params![hid, holder, fence, lease, now])?;
-            }
-            Db::Postgres(c) => {
-                c.borrow_mut().execute(SQL, &[&hid, &holder, &fence, &lease, &now])?;
-            }
-        }
+        let n = match &self.db {
+            Db::Sqlite(conn) => conn.execute(&SQL.replace('$', "?"), params![hid, holder, fence, lease, now])? as u64,
+            Db::Postgres(c) => c.borrow_mut().execute(SQL, &[&hid, &holder, &fence, &lease, &now])?,
+        };
+        self.note(SQL, &[hid.into(), holder.into(), fence.into(), lease.into(), now.into()], n);
         Ok(())
     }
 
@@ -338,12 +364,14 @@ impl StoreView {
     /// claim made with other settings leaves); the rows changed.
     pub fn set_lease_terms(&self, hid: &str, heartbeat_interval_s: f64, max_missed: i64) -> Check<u64> {
         const SQL: &str = "UPDATE ownership SET heartbeat_interval_s = $1, max_missed = $2 WHERE hid = $3";
-        Ok(match &self.db {
+        let n = match &self.db {
             Db::Sqlite(conn) => {
                 conn.execute(&SQL.replace('$', "?"), params![heartbeat_interval_s, max_missed, hid])? as u64
             }
             Db::Postgres(c) => c.borrow_mut().execute(SQL, &[&heartbeat_interval_s, &max_missed, &hid])?,
-        })
+        };
+        self.note(SQL, &[heartbeat_interval_s.into(), max_missed.into(), hid.into()], n);
+        Ok(n)
     }
 
     /// Move the `updated_at` stamps of a handoff's `handoffs` and
@@ -363,12 +391,16 @@ impl StoreView {
     }
 
     fn update(&self, sql: &str, x: f64, hid: Option<&str>) -> Check<u64> {
-        Ok(match (&self.db, hid) {
+        let n = match (&self.db, hid) {
             (Db::Sqlite(conn), None) => conn.execute(&sql.replace('$', "?"), params![x])? as u64,
             (Db::Sqlite(conn), Some(h)) => conn.execute(&sql.replace('$', "?"), params![x, h])? as u64,
             (Db::Postgres(c), None) => c.borrow_mut().execute(sql, &[&x])?,
             (Db::Postgres(c), Some(h)) => c.borrow_mut().execute(sql, &[&x, &h])?,
-        })
+        };
+        let mut args = vec![serde_json::Value::from(x)];
+        args.extend(hid.map(serde_json::Value::from));
+        self.note(sql, &args, n);
+        Ok(n)
     }
 
     /// `(created_at, expires_at)` of an approval row.

@@ -2,8 +2,8 @@
 //! running one assertion to an [`Outcome`].
 
 use crate::check::{Check, Fail};
-use crate::client::{AdapterError, Hello, Lease, Pool, Profile, StderrLog};
-use crate::store_view::StoreView;
+use crate::client::{AdapterError, ClockOffset, Hello, Lease, Pool, Profile, StderrLog};
+use crate::store_view::{EditLog, StoreView};
 use crate::stores::{PgBase, StoreBase};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -340,27 +340,86 @@ pub struct Ctx<'a> {
     pub imp: &'a Impl,
     /// This run's temporary directory and schemas.
     pub work: Workdir,
+    /// How far this assertion moved the implementation's clock on
+    /// (`clock-control`; stays 0 without it).
+    clock: ClockOffset,
+    /// The runner's own writes to this assertion's stores.
+    edits: EditLog,
 }
 
 impl<'a> Ctx<'a> {
+    /// A context for `imp` in `work`, its clock at real time.
+    pub fn new(imp: &'a Impl, work: Workdir) -> Ctx<'a> {
+        Ctx { imp, work, clock: ClockOffset::default(), edits: EditLog::default() }
+    }
+
+    /// `lease`, following this assertion's clock if the runner controls
+    /// the implementation's.
+    fn follow(&self, mut lease: Lease<'a>) -> Lease<'a> {
+        lease.follow_clock(self.controls_clock().then(|| self.clock.clone()));
+        lease
+    }
+
     /// A pooled adapter process (default profile).
     pub fn adapter(&self) -> Check<Lease<'a>> {
-        Ok(self.imp.pool(Profile::Default).get()?)
+        Ok(self.follow(self.imp.pool(Profile::Default).get()?))
     }
 
     /// A pooled adapter process of another profile.
     pub fn adapter_with(&self, profile: Profile) -> Check<Lease<'a>> {
-        Ok(self.imp.pool(profile).get()?)
+        Ok(self.follow(self.imp.pool(profile).get()?))
     }
 
     /// A process started for this use (e.g. one that will be killed).
     pub fn fresh(&self) -> Check<Lease<'a>> {
-        Ok(self.imp.pool(Profile::Default).fresh()?)
+        Ok(self.follow(self.imp.pool(Profile::Default).fresh()?))
     }
 
     /// `n` processes started together (races).
     pub fn fresh_many(&self, n: usize) -> Check<Vec<Lease<'a>>> {
-        Ok(self.imp.pool(Profile::Default).fresh_many(n)?)
+        Ok(self.imp.pool(Profile::Default).fresh_many(n)?.into_iter().map(|l| self.follow(l)).collect())
+    }
+
+    /// Whether the runner moves the implementation's clock instead of
+    /// waiting (it declares `clock-control`).
+    pub fn controls_clock(&self) -> bool {
+        self.has(crate::protocol::feature::CLOCK_CONTROL)
+    }
+
+    /// The time the implementation's protocol clock reads (Unix seconds):
+    /// real time plus what this assertion moved it on. Times the runner
+    /// compares with stored ones, or writes into the store itself, are in
+    /// this clock; a barrier's `at` stays real time.
+    pub fn now(&self) -> f64 {
+        crate::assertions::now() + self.clock.get()
+    }
+
+    /// Let the implementation's clock reach `t` ([`Ctx::now`] time): move
+    /// it on when the runner controls it, else sleep until then.
+    pub fn wait_until(&self, t: f64) {
+        if self.controls_clock() {
+            self.clock.advance(t - self.now());
+        } else {
+            crate::assertions::sleep_until(t);
+        }
+    }
+
+    /// How the runner moved time, if it did (`""` when it waited, or has
+    /// not moved the clock): every failure message of the assertion ends
+    /// with it.
+    pub fn moved(&self) -> String {
+        match self.clock.get() {
+            o if o > 0.0 => format!(
+                "clock-control: the runner moved the implementation's clock on by {o:.3} s in this assertion \
+                 (clock_offset_s), instead of waiting"
+            ),
+            _ => String::new(),
+        }
+    }
+
+    /// [`Ctx::wait_until`] `secs` from now.
+    pub fn wait(&self, secs: f64) {
+        self.wait_until(self.now() + secs);
     }
 
     /// A fresh store location on the implementation's engine.
@@ -382,10 +441,37 @@ impl<'a> Ctx<'a> {
     /// implementation uses the standard store; `None` otherwise.
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         if self.has(crate::protocol::feature::STANDARD_STORE) {
-            StoreView::open_location(root).map(Some)
+            StoreView::open_location(root).map(|v| Some(v.logging(self.edits.clone())))
         } else {
             Ok(None)
         }
+    }
+
+    /// What a failure message adds: the runner's direct store edits and
+    /// how far it moved the implementation's clock (`""` if neither).
+    fn notes(&self) -> String {
+        notes(&self.edits, &self.moved())
+    }
+}
+
+fn notes(edits: &EditLog, moved: &str) -> String {
+    let edits = edits.all();
+    let mut out = String::new();
+    if !edits.is_empty() {
+        out.push_str(&format!(" [the runner edited the store directly in this assertion: {}]", edits.join("; ")));
+    }
+    if !moved.is_empty() {
+        out.push_str(&format!(" [{moved}]"));
+    }
+    out
+}
+
+/// `res` with `notes` appended to a failure's or error's message.
+fn annotate(res: std::thread::Result<Check>, notes: String) -> std::thread::Result<Check> {
+    match res {
+        Ok(Err(Fail::Failed(m))) => Ok(Err(Fail::Failed(format!("{m}{notes}")))),
+        Ok(Err(Fail::Errored(m))) => Ok(Err(Fail::Errored(format!("{m}{notes}")))),
+        other => other,
     }
 }
 
@@ -397,6 +483,8 @@ pub struct CrossCtx<'a> {
     pub b: &'a Impl,
     /// This run's temporary directory and schemas.
     pub work: Workdir,
+    /// The runner's own writes to this assertion's stores.
+    edits: EditLog,
 }
 
 impl<'a> CrossCtx<'a> {
@@ -429,7 +517,7 @@ impl<'a> CrossCtx<'a> {
     pub fn store(&self, root: &str) -> Check<Option<StoreView>> {
         let std = crate::protocol::feature::STANDARD_STORE;
         if self.a.has(std) && self.b.has(std) {
-            StoreView::open_location(root).map(Some)
+            StoreView::open_location(root).map(|v| Some(v.logging(self.edits.clone())))
         } else {
             Ok(None)
         }
@@ -552,9 +640,9 @@ fn execute(
 /// Run one assertion against one implementation.
 pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
     execute(&[imp], a.needs, opts, |work| {
-        let ctx = Ctx { imp, work };
+        let ctx = Ctx::new(imp, work);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
-        (res, ctx.work)
+        (annotate(res, ctx.notes()), ctx.work)
     })
 }
 
@@ -570,8 +658,9 @@ pub fn run_cross(a: &Impl, b: &Impl, x: &CrossAssertion, opts: &Options) -> (Out
         }
     }
     execute(&[a, b], x.needs, opts, |work| {
-        let ctx = CrossCtx { a, b, work };
+        let ctx = CrossCtx { a, b, work, edits: EditLog::default() };
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (x.run)(&ctx)));
-        (res, ctx.work)
+        let notes = notes(&ctx.edits, "");
+        (annotate(res, notes), ctx.work)
     })
 }

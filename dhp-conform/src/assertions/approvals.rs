@@ -96,6 +96,10 @@ pub fn approval_gates(cx: &Ctx<'_>) -> Check {
 
     // expiry while awaited: denied, and not decidable any more
     let a3 = gated(&mut m, &t, "financial", 0.3)?;
+    if cx.controls_clock() {
+        // most of its timeout passes at once; the last 0.1 s while awaited
+        cx.wait(0.2);
+    }
     m.must_fail(
         "await_approval",
         t.with("approval_id", json!(a3)),
@@ -107,7 +111,7 @@ pub fn approval_gates(cx: &Ctx<'_>) -> Check {
 
     // expiry found by the supervisor's scan, with nobody awaiting
     let a4 = gated(&mut m, &t, "destructive", 0.2)?;
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    cx.wait(0.4);
     m.scan(&root, "s1")?;
     ensure_eq!(
         status_of(&mut m, &root, &hid, &a4)?,

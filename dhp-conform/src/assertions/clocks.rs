@@ -10,8 +10,6 @@ use crate::suite::Ctx;
 use crate::{ensure, ensure_eq};
 use serde_json::json;
 
-use super::now;
-
 /// leader-renews-term: a leader that asks again while its term is live
 /// but near its end stays leader and gets a new term; a live term keeps
 /// every other supervisor out.
@@ -22,7 +20,7 @@ pub fn leader_renews_term(cx: &Ctx<'_>) -> Check {
     let db = cx.store(&root)?.ok_or_else(|| Fail::Skipped("needs standard-store".into()))?;
     ensure!(m.ensure_leadership(&root, "s1")?, "s1 must take an absent leadership");
     // a term with 0.5 s left: live, but past any renew-ahead point
-    let near = now() + 0.5;
+    let near = cx.now() + 0.5;
     ensure_eq!(db.set_leadership_expiry(near)?, 1, "leadership rows moved");
     ensure!(
         m.ensure_leadership(&root, "s1")?,
@@ -34,13 +32,13 @@ pub fn leader_renews_term(cx: &Ctx<'_>) -> Check {
     ensure!(
         renewed > near + 0.5,
         "the leader's term must be renewed: it ends at {renewed:.3}, {:.3} s from now (before: {near:.3})",
-        renewed - now()
+        renewed - cx.now()
     );
     // a new term of the leader TTL (5 s by default), not a longer one
     ensure!(
-        renewed <= now() + 6.0,
+        renewed <= cx.now() + 6.0,
         "the renewed term ends {:.3} s from now: longer than a leader TTL (5 s)",
-        renewed - now()
+        renewed - cx.now()
     );
     ensure!(!m.ensure_leadership(&root, "s2")?, "s2 must not take a live term from s1");
     Ok(())
@@ -64,7 +62,7 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     m.checkpoint(&t_old, json!({"k": 1}))?;
     m.checkpoint(&t_fresh, json!({"k": 1}))?;
     m.checkpoint(&t_soon, json!({"k": 1}))?;
-    ensure_eq!(db.set_last_checkpoint_at(&old, now() - 200.0)?, 1, "progress rows dated back");
+    ensure_eq!(db.set_last_checkpoint_at(&old, cx.now() - 200.0)?, 1, "progress rows dated back");
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(
         action_for(&acts, &old),
@@ -79,10 +77,10 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     // the next pass must see it, and that it is 200 s old
     ensure_eq!(db.backdate_stamps(&late, 60.0)?, 2, "handoffs and ownership rows backdated");
     m.checkpoint(&t_late, json!({"k": 1}))?;
-    ensure_eq!(db.set_last_checkpoint_at(&late, now() - 200.0)?, 1, "progress rows dated back");
+    ensure_eq!(db.set_last_checkpoint_at(&late, cx.now() - 200.0)?, 1, "progress rows dated back");
     // a stall clock that runs out between two passes of one leader, with
     // nothing written in between: the later pass must find it too
-    let dated = now();
+    let dated = cx.now();
     ensure_eq!(db.set_last_checkpoint_at(&soon, dated - 118.0)?, 1, "progress rows dated back");
     m.heartbeat(&t_soon)?;
     let acts = m.scan(&root, "s1")?;
@@ -96,7 +94,7 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
         "§7.4: the runner dated the handoff's claim stamps 60 s back and, after its first checkpoint (made since the last pass), its progress.last_checkpoint_at to now - 200 s; scan action on it (actions {})",
         serde_json::Value::from(acts.clone())
     );
-    super::sleep_until(dated + 3.0);
+    cx.wait_until(dated + 3.0);
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(
         action_for(&acts, &soon),

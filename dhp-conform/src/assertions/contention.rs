@@ -5,7 +5,7 @@
 
 use super::new_handoff;
 use crate::check::{Check, Fail};
-use crate::client::Adapter;
+use crate::client::{Adapter, Reply};
 use crate::suite::Ctx;
 use crate::write_lock::HeldLock;
 use crate::{ensure, ensure_eq};
@@ -55,17 +55,25 @@ pub fn write_lock_wait(cx: &Ctx<'_>) -> Check {
     let mut m = cx.adapter()?;
     m.open(&root)?;
     let hid = new_handoff(&mut m, &root, 1)?;
-    if !crate::stores::is_postgres(&root) {
-        // opening a store that is up to date writes nothing: another
-        // process opens it while the store is locked (a worker starting
-        // while others write)
-        let mut other = cx.fresh()?;
-        let lock = HeldLock::take(&root, &hid, HOLD)?;
-        let opened = other.open(&root);
-        lock.released()?;
-        opened.map_err(|f| f.context("open of an existing store while another connection held its write lock"))?;
-    }
-    let t = under_lock(&mut m, &root, &hid, "claim", |m| m.claim(&root, "w1", &hid))?;
+    // opening a store that is up to date writes nothing: on SQLite another
+    // process opens it while the store is locked (a worker starting while
+    // others write), during the same hold as the claim
+    let mut other = if crate::stores::is_postgres(&root) { None } else { Some(cx.fresh()?) };
+    let t = under_lock(&mut m, &root, &hid, "claim", |m| {
+        let open = match other.as_mut() {
+            Some(o) => Some(o.send("open", json!({"root": root}), None)?),
+            None => None,
+        };
+        let claimed = m.claim(&root, "w1", &hid);
+        if let (Some(o), Some(id)) = (other.as_mut(), open) {
+            if let Reply::Err(e) = o.recv(id, "open")? {
+                return Err(Fail::failed(format!(
+                    "open of an existing store while another connection held its write lock: refused with {e}"
+                )));
+            }
+        }
+        claimed
+    })?;
     ensure_eq!(t.fence, 0, "fence of a claim that waited for the lock");
     if crate::stores::is_postgres(&root) {
         // PostgreSQL's lock is the handoffs row, which a checkpoint need

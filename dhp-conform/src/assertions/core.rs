@@ -362,7 +362,7 @@ pub fn leader_election(cx: &Ctx<'_>) -> Check {
     ensure!(l1 && !l2, "leaders after s1 then s2 asked: s1={l1} s2={l2}, want exactly s1");
     let lead = p2.leadership(&root)?.ok_or_else(|| Fail::failed("no leadership after an election"))?;
     ensure_eq!(lead["holder"], json!("s1"), "leadership holder");
-    ensure!(lead["expires_at"].as_f64().unwrap_or(0.0) > now(), "the leader's term must be in the future: {lead}");
+    ensure!(lead["expires_at"].as_f64().unwrap_or(0.0) > cx.now(), "the leader's term must be in the future: {lead}");
 
     // Only the leader acts.
     let hid = new_handoff(&mut p1, &root, 1)?;
@@ -380,11 +380,11 @@ pub fn leader_election(cx: &Ctx<'_>) -> Check {
     ensure!(!p1.ensure_leadership(&root, "s1")?, "s1 must not take leadership back from a live s2");
     let lead = p1.leadership(&root)?.ok_or_else(|| Fail::failed("no leadership after failover"))?;
     ensure_eq!(lead["holder"], json!("s2"), "holder after failover");
-    ensure!(lead["expires_at"].as_f64().unwrap_or(0.0) > now(), "the new term must be in the future: {lead}");
+    ensure!(lead["expires_at"].as_f64().unwrap_or(0.0) > cx.now(), "the new term must be in the future: {lead}");
     if let Some(db) = cx.store(&root)? {
         let (holder, exp) = db.leadership()?.ok_or_else(|| Fail::failed("no leadership row"))?;
         ensure_eq!(holder, "s2", "stored leadership holder");
-        ensure!(exp > now(), "stored leadership expiry {exp} must be in the future");
+        ensure!(exp > cx.now(), "stored leadership expiry {exp} must be in the future");
     }
     Ok(())
 }

@@ -169,7 +169,7 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
     two["max_wallclock_s"] = json!(2.0);
     let idle = new_handoff_with(&mut m, &root, spec_with(4, json!({"budget": two})))?;
     m.claim(&root, "w4", &idle)?;
-    let c0 = std::time::Instant::now();
+    let c0 = cx.now();
     for _ in 0..2 {
         let acts = m.scan(&root, "s1")?;
         ensure!(action_for(&acts, &idle).is_none(), "scan acted on a handoff 2 s within its wall clock: {acts:?}");
@@ -179,9 +179,14 @@ pub fn budget_kinds(cx: &Ctx<'_>) -> Check {
     let tl = m.claim(&root, "w3", &at_limit)?;
     m.must_fail("note_spend", ts.with("usd", json!(2.0)), &["BudgetExceeded"], "spend over max_spend_usd")?;
     m.op("note_spend", tl.with("usd", json!(1.0))).map_err(|f| f.context("spend exactly at max_spend_usd"))?;
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    m.must_fail("note_step", tw.with("n", json!(1)), &["BudgetExceeded"], "a step past max_wallclock_s")?;
-    std::thread::sleep(std::time::Duration::from_millis(2600).saturating_sub(c0.elapsed()));
+    cx.wait(0.8);
+    m.must_fail(
+        "note_step",
+        tw.with("n", json!(1)),
+        &["BudgetExceeded"],
+        "a step 0.8 s after the claim, past max_wallclock_s 0.5 s",
+    )?;
+    cx.wait_until(c0 + 2.6);
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(action_for(&acts, &spend), Some("budget-killed"), "scan action on spend over budget (actions {acts:?})");
     ensure_eq!(

@@ -6,7 +6,7 @@
 //! omitted when the microseconds are zero), and tell the time they were
 //! written.
 
-use super::{new_handoff, now};
+use super::new_handoff;
 use crate::check::{Check, Fail};
 use crate::error::Error;
 use crate::{ensure, ensure_eq};
@@ -94,12 +94,12 @@ pub fn timestamps_iso8601(cx: &crate::suite::Ctx<'_>) -> Check {
     let root = cx.root("store")?;
     let mut m = cx.adapter()?;
     m.open(&root)?;
-    let t0 = now();
+    let t0 = cx.now();
     let hid = new_handoff(&mut m, &root, 1)?;
     let t = m.claim(&root, "w1", &hid)?;
     ensure_eq!(m.checkpoint(&t, json!({"k": 1}))?, 0, "seq of the first checkpoint");
     m.complete(&t, json!({"x": 1}))?;
-    let t1 = now();
+    let t1 = cx.now();
     let env = m.load_envelope(&root, &hid)?;
     written_between(&env["provenance"]["created_at"], "provenance.created_at", t0, t1)?;
     written_between(&env["execution"]["completed_at"], "execution.completed_at", t0, t1)?;

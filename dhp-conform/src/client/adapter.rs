@@ -33,6 +33,9 @@ pub struct Adapter {
     pub(super) hello: Option<Hello>,
     /// Counts the requests that timed out, shared with the pool.
     pub(super) timeouts: Option<Arc<AtomicU64>>,
+    /// The clock of the assertion that holds the process, if the runner
+    /// moves the implementation's time (`clock-control`).
+    pub(super) clock: Option<super::ClockOffset>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -142,12 +145,20 @@ impl Adapter {
             reaped: false,
             hello: None,
             timeouts: None,
+            clock: None,
         })
     }
 
     /// The `hello` answer, once the handshake succeeded.
     pub fn hello(&self) -> Option<&Hello> {
         self.hello.as_ref()
+    }
+
+    /// Send `clock`'s offset with every request from now on (`None`: no
+    /// offset, the implementation's own clock). Only for an adapter that
+    /// declares `clock-control`.
+    pub fn follow_clock(&mut self, clock: Option<super::ClockOffset>) {
+        self.clock = clock;
     }
 
     /// OS process id.

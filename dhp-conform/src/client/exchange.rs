@@ -59,6 +59,11 @@ impl Adapter {
         if let Some(at) = at {
             req["at"] = json!(at);
         }
+        // absent means 0: a process keeps its own clock until time was moved
+        match self.clock.as_ref().map(super::ClockOffset::get) {
+            Some(offset) if offset > 0.0 && op != "hello" => req["clock_offset_s"] = json!(offset),
+            _ => {}
+        }
         protocol::validate_request(&req)
             .map_err(|e| AdapterError::BadRequest { op: op.into(), detail: e.to_string() })?;
         let mut line = req.to_string().into_bytes();

@@ -9,6 +9,7 @@
 //! properly with an error is a [`Reply::Err`], judged by the assertion.
 
 mod adapter;
+mod clock;
 mod error;
 mod exchange;
 mod hello;
@@ -17,6 +18,7 @@ mod profile;
 mod stderr;
 
 pub use adapter::Adapter;
+pub use clock::ClockOffset;
 pub use error::{AdapterError, ErrorReply, Reply};
 pub use exchange::MAX_REPLY_LINE;
 pub use hello::Hello;

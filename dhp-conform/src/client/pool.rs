@@ -98,10 +98,12 @@ impl Pool {
         }
     }
 
-    fn put_back(&self, a: Adapter) {
+    fn put_back(&self, mut a: Adapter) {
         if a.is_broken() {
             return; // dropped: killed
         }
+        // the next holder brings its own clock, if any
+        a.follow_clock(None);
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < MAX_IDLE {
             idle.push(a);

@@ -13,6 +13,9 @@ pub fn badge(records: &[&Record]) -> Value {
         "orange"
     } else if c.passed == 0 {
         "lightgrey"
+    } else if c.expected > 0 {
+        // every failure is one --expect pins: known, not new
+        "yellowgreen"
     } else {
         "brightgreen"
     };
@@ -49,6 +52,7 @@ mod tests {
             outcome: o,
             seconds: 0.0,
             stderr: vec![],
+            expected: None,
         }
     }
 

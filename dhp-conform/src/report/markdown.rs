@@ -4,13 +4,15 @@
 use super::{assertions, implementations, tally, Counts, Record};
 use crate::suite::Outcome;
 
-fn cell(o: Option<&Outcome>) -> &'static str {
-    match o {
+fn cell(r: Option<&Record>) -> &'static str {
+    match r.map(|r| (&r.outcome, r.expected.is_some())) {
         None => "—",
-        Some(Outcome::Passed) => "✅ pass",
-        Some(Outcome::Failed(_)) => "❌ **FAIL**",
-        Some(Outcome::Errored(_)) => "⚠️ **error**",
-        Some(Outcome::Skipped(_)) => "⏭️ skip",
+        Some((Outcome::Passed, _)) => "✅ pass",
+        Some((Outcome::Failed(_), true)) => "☑️ expected fail",
+        Some((Outcome::Errored(_), true)) => "☑️ expected error",
+        Some((Outcome::Failed(_), false)) => "❌ **FAIL**",
+        Some((Outcome::Errored(_), false)) => "⚠️ **error**",
+        Some((Outcome::Skipped(_), _)) => "⏭️ skip",
     }
 }
 
@@ -38,12 +40,11 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
         o.push_str(&format!("| `{name}` | {} |", level.as_str()));
         for i in &imps {
             let r = records.iter().find(|r| &r.implementation == i && r.assertion == name);
-            o.push_str(&format!(" {} |", cell(r.map(|r| &r.outcome))));
+            o.push_str(&format!(" {} |", cell(r)));
         }
         o.push('\n');
     }
-    let bad: Vec<&Record> =
-        records.iter().filter(|r| matches!(r.outcome, Outcome::Failed(_) | Outcome::Errored(_))).collect();
+    let bad: Vec<&Record> = records.iter().filter(|r| r.is_bad()).collect();
     if !bad.is_empty() {
         o.push_str("\n### Failures\n\n");
         for r in bad {
@@ -52,6 +53,20 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
                 r.assertion,
                 esc(&r.implementation),
                 r.outcome.word(),
+                esc(r.outcome.message().unwrap_or(""))
+            ));
+        }
+    }
+    let known: Vec<&Record> = records.iter().filter(|r| r.expected.is_some()).collect();
+    if !known.is_empty() {
+        o.push_str("\n### Expected failures (`--expect`)\n\n");
+        for r in known {
+            o.push_str(&format!(
+                "- `{}` on `{}` ({}, as pinned: {}): {}\n",
+                r.assertion,
+                esc(&r.implementation),
+                r.outcome.word(),
+                esc(r.expected.as_deref().unwrap_or("")),
                 esc(r.outcome.message().unwrap_or(""))
             ));
         }
@@ -74,7 +89,15 @@ mod tests {
     use crate::suite::Level;
 
     fn rec(imp: &str, a: &str, level: Level, o: Outcome) -> Record {
-        Record { implementation: imp.into(), assertion: a.into(), level, outcome: o, seconds: 0.5, stderr: vec![] }
+        Record {
+            implementation: imp.into(),
+            assertion: a.into(),
+            level,
+            outcome: o,
+            seconds: 0.5,
+            stderr: vec![],
+            expected: None,
+        }
     }
 
     /// Snapshot: the whole report for a fixed set of records.

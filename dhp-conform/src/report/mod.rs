@@ -40,6 +40,26 @@ pub struct Record {
     /// The adapter's stderr lines written while the assertion ran (kept
     /// for failed and errored outcomes).
     pub stderr: Vec<String>,
+    /// For a failed or errored outcome that `--expect` pins: the pin's
+    /// reason. Every report shows it as *expected*, not as a failure.
+    pub expected: Option<String>,
+}
+
+impl Record {
+    /// `passed`, `failed`, `errored`, `skipped`, or `expected` for a
+    /// failure or error `--expect` pins (class names, badges, counts).
+    pub fn word(&self) -> &'static str {
+        match (&self.outcome, &self.expected) {
+            (Outcome::Failed(_) | Outcome::Errored(_), Some(_)) => "expected",
+            (o, _) => o.word(),
+        }
+    }
+
+    /// A failure or error `--expect` does not pin: what a report shows
+    /// in red and the exit status counts.
+    pub fn is_bad(&self) -> bool {
+        matches!(self.outcome, Outcome::Failed(_) | Outcome::Errored(_)) && self.expected.is_none()
+    }
 }
 
 /// Records collected by trials running on several threads.
@@ -74,6 +94,9 @@ pub struct Counts {
     pub errored: usize,
     /// Skipped: a feature not declared.
     pub skipped: usize,
+    /// Failed or errored as `--expect` pins it (not counted as failed or
+    /// errored).
+    pub expected: usize,
 }
 
 impl Counts {
@@ -81,19 +104,33 @@ impl Counts {
     pub fn of<'a>(records: impl IntoIterator<Item = &'a Record>) -> Counts {
         let mut c = Counts::default();
         for r in records {
-            match r.outcome {
-                Outcome::Passed => c.passed += 1,
-                Outcome::Failed(_) => c.failed += 1,
-                Outcome::Errored(_) => c.errored += 1,
-                Outcome::Skipped(_) => c.skipped += 1,
+            match (&r.outcome, &r.expected) {
+                (Outcome::Failed(_) | Outcome::Errored(_), Some(_)) => c.expected += 1,
+                (Outcome::Passed, _) => c.passed += 1,
+                (Outcome::Failed(_), None) => c.failed += 1,
+                (Outcome::Errored(_), None) => c.errored += 1,
+                (Outcome::Skipped(_), _) => c.skipped += 1,
             }
         }
         c
     }
 
-    /// `N passed, N failed, N errored, N skipped`.
+    /// Assertions that ran (skipped ones did not).
+    pub fn run(&self) -> usize {
+        self.passed + self.failed + self.errored + self.expected
+    }
+
+    /// `N passed, N failed, N errored, N skipped` (and `, N expected` when
+    /// `--expect` pinned failures).
     pub fn line(&self) -> String {
-        format!("{} passed, {} failed, {} errored, {} skipped", self.passed, self.failed, self.errored, self.skipped)
+        let mut s = format!(
+            "{} passed, {} failed, {} errored, {} skipped",
+            self.passed, self.failed, self.errored, self.skipped
+        );
+        if self.expected > 0 {
+            s.push_str(&format!(", {} expected (failed or errored as --expect pins)", self.expected));
+        }
+        s
     }
 
     /// Nothing failed or errored (the run exits 0).
@@ -110,12 +147,14 @@ pub fn json_summary(records: &[Record], implementations: &[(String, String)], se
         "event": "summary",
         "implementations": implementations.iter().map(|(l, d)| json!({"label": l, "describe": mask_secrets(d)})).collect::<Vec<_>>(),
         "passed": c.passed, "failed": c.failed, "errored": c.errored, "skipped": c.skipped,
+        "expected": c.expected, "run": c.run(), "tally": tally(&c),
         "seconds": seconds,
         "results": records.iter().map(|r| json!({
             "implementation": r.implementation,
             "assertion": r.assertion,
             "level": r.level.as_str(),
             "outcome": r.outcome.word(),
+            "expected": r.expected,
             "message": r.outcome.message(),
             "seconds": r.seconds,
             "stderr": r.stderr,
@@ -156,7 +195,7 @@ pub fn junit(records: &[Record]) -> String {
         records.len(),
         all.failed,
         all.errored,
-        all.skipped
+        all.skipped + all.expected
     ));
     for (name, rs) in suites {
         let c = Counts::of(rs.iter().copied());
@@ -167,7 +206,7 @@ pub fn junit(records: &[Record]) -> String {
             rs.len(),
             c.failed,
             c.errored,
-            c.skipped
+            c.skipped + c.expected
         ));
         for r in rs {
             out.push_str(&format!(
@@ -178,6 +217,16 @@ pub fn junit(records: &[Record]) -> String {
                 r.seconds
             ));
             match &r.outcome {
+                // JUnit has no expected failure: a pinned one is skipped, with why
+                Outcome::Failed(m) | Outcome::Errored(m) if r.expected.is_some() => out.push_str(&format!(
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    xml(&format!(
+                        "expected {} (--expect: {}): {}",
+                        r.outcome.word(),
+                        r.expected.as_deref().unwrap_or(""),
+                        first_line(m)
+                    ))
+                )),
                 Outcome::Passed => out.push_str("/>\n"),
                 Outcome::Failed(m) => out.push_str(&format!(
                     ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
@@ -222,10 +271,13 @@ pub fn assertions(records: &[Record]) -> Vec<(String, Level)> {
     out
 }
 
-/// `passed/run` (skipped ones are not run), with what else happened.
+/// `passed/run` (skipped ones are not run), with what else happened:
+/// the one count every report and badge shows.
 pub fn tally(c: &Counts) -> String {
-    let run = c.passed + c.failed + c.errored;
-    let mut s = format!("{}/{run} passed", c.passed);
+    let mut s = format!("{}/{} passed", c.passed, c.run());
+    if c.expected > 0 {
+        s.push_str(&format!(", {} expected", c.expected));
+    }
     if c.failed > 0 {
         s.push_str(&format!(", {} failed", c.failed));
     }
@@ -242,13 +294,15 @@ pub(crate) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn cell(o: Option<&Outcome>) -> &'static str {
-    match o {
+fn cell(r: Option<&Record>) -> &'static str {
+    match r.map(|r| (&r.outcome, r.expected.is_some())) {
         None => "—",
-        Some(Outcome::Passed) => "pass",
-        Some(Outcome::Failed(_)) => "**FAIL**",
-        Some(Outcome::Errored(_)) => "**error**",
-        Some(Outcome::Skipped(_)) => "skip",
+        Some((Outcome::Passed, _)) => "pass",
+        Some((Outcome::Failed(_), true)) => "expected fail",
+        Some((Outcome::Errored(_), true)) => "expected error",
+        Some((Outcome::Failed(_), false)) => "**FAIL**",
+        Some((Outcome::Errored(_), false)) => "**error**",
+        Some((Outcome::Skipped(_), _)) => "skip",
     }
 }
 
@@ -268,23 +322,15 @@ pub fn compare_table(records: &[Record], rows: &[(String, Level)], columns: &[St
     for (name, level) in rows {
         out.push_str(&format!("| {name} | {} |", level.as_str()));
         for c in columns {
-            let o = records.iter().find(|r| &r.implementation == c && &r.assertion == name).map(|r| &r.outcome);
-            out.push_str(&format!(" {} |", cell(o)));
+            let r = records.iter().find(|r| &r.implementation == c && &r.assertion == name);
+            out.push_str(&format!(" {} |", cell(r)));
         }
         out.push('\n');
     }
     out.push_str("| **total** | |");
     for c in columns {
-        let mine: Vec<&Record> = records.iter().filter(|r| &r.implementation == c).collect();
-        let n = Counts::of(mine.iter().copied());
-        out.push_str(&format!(" {}/{} passed", n.passed, mine.len()));
-        if n.skipped > 0 {
-            out.push_str(&format!(", {} skipped", n.skipped));
-        }
-        if n.failed + n.errored > 0 {
-            out.push_str(&format!(", {} failed, {} errored", n.failed, n.errored));
-        }
-        out.push_str(" |");
+        let n = Counts::of(records.iter().filter(|r| &r.implementation == c));
+        out.push_str(&format!(" {} |", tally(&n)));
     }
     out.push('\n');
     out
@@ -302,6 +348,7 @@ mod tests {
             outcome: o,
             seconds: 0.5,
             stderr: vec![],
+            expected: None,
         }
     }
 
@@ -343,6 +390,6 @@ mod tests {
         let t = compare_table(&rs, &[("x".into(), Level::Core), ("y".into(), Level::Core)], &["a".into(), "b".into()]);
         assert!(t.contains("| x | core | pass | **FAIL** |"), "{t}");
         assert!(t.contains("| y | core | — | — |"), "{t}");
-        assert!(t.contains("| **total** | | 1/1 passed | 0/1 passed, 1 failed, 0 errored |"), "{t}");
+        assert!(t.contains("| **total** | | 1/1 passed | 0/1 passed, 1 failed |"), "{t}");
     }
 }

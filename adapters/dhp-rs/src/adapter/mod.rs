@@ -10,6 +10,7 @@
 
 mod approvals;
 pub(crate) use approvals::POLL;
+mod clock;
 pub mod misbehave;
 
 use dhp_core::envelope::{self, now, BuildOptions};
@@ -69,6 +70,12 @@ pub(crate) trait Handler {
     fn handle(&mut self, op: &str, args: &Value) -> R;
     /// Called once at EOF or `shutdown`, after the last answer.
     fn finish(&mut self) {}
+    /// A request arrives with the runner's `clock_offset_s` (`None`: the
+    /// member is absent, which means 0): the protocol clock while it is
+    /// answered (feature `clock-control`).
+    fn clock_offset(&mut self, offset: Option<f64>);
+    /// The request was answered.
+    fn clock_idle(&mut self);
 }
 
 /// The adapter: one `Runner` per root, one `Supervisor` per (root, id).
@@ -77,17 +84,50 @@ pub(crate) struct Adapter {
     runners: HashMap<String, Runner>,
     sups: HashMap<(String, String), Supervisor>,
     tokens: Vec<dhp_core::store::LivenessToken>,
+    /// The offset clock, once the runner moved time (until then the
+    /// store's clock, `Clock::Store`, as `dhp` runs).
+    clock: Option<clock::OffsetClock>,
 }
 
 impl Handler for Adapter {
     fn handle(&mut self, op: &str, args: &Value) -> R {
         Adapter::handle(self, op, args)
     }
+
+    fn clock_offset(&mut self, offset: Option<f64>) {
+        Adapter::clock_offset(self, offset)
+    }
+
+    fn clock_idle(&mut self) {
+        if let Some(c) = &self.clock {
+            c.idle();
+        }
+    }
 }
 
 impl Adapter {
     pub(crate) fn new(cfg: Config) -> Self {
-        Adapter { cfg, runners: HashMap::new(), sups: HashMap::new(), tokens: Vec::new() }
+        Adapter { cfg, runners: HashMap::new(), sups: HashMap::new(), tokens: Vec::new(), clock: None }
+    }
+
+    /// The protocol clock for the next request: real time plus `offset`
+    /// seconds. The first offset other than 0 switches this process from
+    /// the store's clock to dhp-core's manual clock, kept at real time
+    /// plus the offset ([`clock::OffsetClock`]); its handles are reopened
+    /// with that configuration. Without an offset (or 0) a process that
+    /// never switched keeps the store's clock.
+    pub(crate) fn clock_offset(&mut self, offset: Option<f64>) {
+        let offset = offset.unwrap_or(0.0);
+        if self.clock.is_none() && offset != 0.0 {
+            let (clock, ctl) = clock::OffsetClock::start();
+            self.cfg.clock = clock;
+            self.runners.clear();
+            self.sups.clear();
+            self.clock = Some(ctl);
+        }
+        if let Some(c) = &self.clock {
+            c.begin(offset);
+        }
     }
 
     pub(crate) fn runner(&mut self, root: &str) -> R<Runner> {
@@ -133,12 +173,12 @@ impl Adapter {
                 "version": env!("CARGO_PKG_VERSION"),
                 "protocol_version": "1.3",
                 "adapter_protocol": 1,
-                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection", "approvals", "postgres-store"],
+                "features": ["standard-store", "env-config", "stall-detection", "effects", "capabilities", "canonical", "fast-death-detection", "approvals", "postgres-store", "clock-control"],
                 "pid": std::process::id(),
             })),
             "shutdown" => Ok(json!({})),
             "open" => self.open(a),
-            "build_envelope" => build_envelope(a, None),
+            "build_envelope" => build_envelope(a, self.clock.as_ref().map(|_| self.cfg.clock.now_iso())),
             "dispatch" => self.dispatch(a),
             "claim" => self.claim(a),
             "recover" => self.recover(a),
@@ -402,7 +442,7 @@ fn spawn_grandchild(file: &str) -> std::io::Result<()> {
     writeln!(f, "{}", child.id())
 }
 
-const USAGE: &str = "[--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--log-requests]";
+const USAGE: &str = "[--misbehave MODE:OP] [--spawn-grandchild PIDFILE] [--log-requests] [--without-feature NAME]…";
 
 fn usage(program: &str) -> ! {
     eprintln!("usage: {program} {USAGE}");
@@ -420,7 +460,9 @@ from the environment (DHP_* variables, as for `dhp`).\n\n\
   --misbehave MODE:OP       break the exchange on one operation (crash, hang,\n\
                             garbage, wrong-id, bad-reply): tests of the runner\n\
   --spawn-grandchild FILE   leave a process behind (its pid appended to FILE)\n\
-  --log-requests            one stderr line per request"
+  --log-requests            one stderr line per request\n\
+  --without-feature NAME    leave NAME out of hello's features (e.g. clock-control:\n\
+                            the runner then waits in real time)"
     );
 }
 
@@ -440,6 +482,7 @@ pub(crate) fn serve(
 ) -> i32 {
     let mut misbehave: Option<(Misbehave, String)> = None;
     let mut log_requests = false;
+    let mut without: Vec<String> = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -459,6 +502,8 @@ pub(crate) fn serve(
             }
             // one stderr line per request: what the runner's reports show
             "--log-requests" => log_requests = true,
+            // an optional feature left undeclared: the runner's fallback for it
+            "--without-feature" => without.push(args.next().unwrap_or_else(|| usage(program))),
             "-h" | "--help" => {
                 help(program);
                 return 0;
@@ -537,14 +582,18 @@ pub(crate) fn serve(
             Some(d) if d > 0.0 => dhp_core::config::duration_from_secs("at (seconds from now)", d, 3_600.0).map(Some),
             _ => Ok(None),
         };
-        let res = match wait {
-            Ok(wait) => {
+        let res = match (wait, clock_offset(&req)) {
+            (Ok(wait), Ok(offset)) => {
                 if let Some(d) = wait {
                     std::thread::sleep(d);
                 }
-                ad.handle(&op, &args)
+                ad.clock_offset(offset);
+                let res = ad.handle(&op, &args);
+                ad.clock_idle();
+                res
             }
-            Err(e) => Err(err(e.kind(), e.to_string())),
+            (Err(e), _) => Err(err(e.kind(), e.to_string())),
+            (_, Err(e)) => Err(e),
         };
         if log_requests {
             match &res {
@@ -553,7 +602,14 @@ pub(crate) fn serve(
             }
         }
         let mut reply = match res {
-            Ok(result) => json!({"id": id, "ok": true, "result": result}),
+            Ok(mut result) => {
+                if op == "hello" {
+                    if let Some(f) = result.get_mut("features").and_then(Value::as_array_mut) {
+                        f.retain(|x| !without.iter().any(|w| x.as_str() == Some(w.as_str())));
+                    }
+                }
+                json!({"id": id, "ok": true, "result": result})
+            }
             Err(e) => json!({"id": id, "ok": false, "error": {"kind": e.kind, "message": e.message}}),
         };
         match &misbehave {
@@ -572,6 +628,19 @@ pub(crate) fn serve(
     }
     ad.finish();
     0
+}
+
+/// The request's `clock_offset_s` (seconds the runner moved the clock
+/// on; ADAPTERS.md §2): absent, or a finite number from 0 to 10 years.
+fn clock_offset(req: &Value) -> R<Option<f64>> {
+    const MAX: f64 = 10.0 * 365.0 * 86_400.0;
+    match req.get("clock_offset_s") {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(o) if (0.0..=MAX).contains(&o) => Ok(Some(o)),
+            _ => Err(bad(format!("clock_offset_s must be a number of seconds from 0 to {MAX}, not {v}"))),
+        },
+    }
 }
 
 /// `build_envelope`; `created_at` fixes the envelope's creation time (the

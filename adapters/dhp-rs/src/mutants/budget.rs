@@ -3,7 +3,6 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, f, i, s, R};
-use dhp_core::envelope::now;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::supervisor::OrphanReason;
 use dhp_core::Config;
@@ -43,6 +42,7 @@ fn negative_steps_ignored(ad: &mut MutantAdapter, a: &Value) -> R {
 /// negative-spend-accepted: a negative amount is added to spend_usd (for
 /// the token's owner), handing budget back.
 fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let usd = f(a, "usd")?;
     if usd >= 0.0 {
         return ad.inner.handle("note_spend", a);
@@ -58,7 +58,7 @@ fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
         let spent = env["execution"]["spend_usd"].as_f64().unwrap_or(0.0);
         env["execution"]["spend_usd"] = dhp_core::json::float(spent + usd);
         let text = dhp_core::json::dumps(&env)?;
-        tx.update_envelope(&hid, &text, now())
+        tx.update_envelope(&hid, &text, clock.now())
     })?
     .then_some(json!({}))
     .ok_or_else(|| err("FencingError", "not the current owner"))
@@ -76,6 +76,7 @@ fn swallow_budget(ad: &mut MutantAdapter, op: &str, a: &Value, swallowed: fn(&st
 /// no-budget-kill: the supervisor scan does everything but budget
 /// enforcement.
 fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let root = s(a, "root")?.to_string();
     let id = s(a, "supervisor")?.to_string();
     let r = ad.inner.runner(&root)?;
@@ -83,7 +84,7 @@ fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
     let sup = ad.inner.supervisor(&root, &id)?;
     let mut actions = Vec::new();
     if sup.ensure_leadership()? {
-        let t = now();
+        let t = clock.now();
         let (expired, stalled) = with_tx(r.store().as_ref(), Mode::Read, |tx| {
             Ok((tx.expired_leases(t)?, tx.stalled(t, t - cfg.stall_timeout_s, cfg.stall_max_repeats)?))
         })?;
@@ -96,7 +97,7 @@ fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
         }
         actions.retain(|a| a["action"] != "already-orphaned-or-released");
         // everything else a scan does still happens
-        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(now()))?;
+        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(clock.now()))?;
     }
     Ok(json!({"actions": actions}))
 }

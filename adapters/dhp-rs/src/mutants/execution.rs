@@ -3,7 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, v, AErr, R};
-use dhp_core::envelope::{self, now};
+use dhp_core::envelope;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Error, Lease};
 use serde_json::{json, Value};
@@ -89,13 +89,14 @@ fn buffer_checkpoint(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// no-schema-validation: the output schema is emptied before completing.
 fn complete_any_result(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let (r, hid, _) = ad.inner.token(a)?;
     v(a, "result")?;
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         if let Some(mut env) = tx.envelope(&hid)? {
             env["contract"]["output_schema"] = json!({});
             let text = json::dumps(&env)?;
-            tx.update_envelope(&hid, &text, now())?;
+            tx.update_envelope(&hid, &text, clock.now())?;
         }
         Ok(())
     })?;
@@ -114,13 +115,14 @@ fn complete_once(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// ack-before-complete: ack is recorded whatever the status.
 fn ack_any_status(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let r = ad.inner.runner(s(a, "root")?)?;
     let hid = s(a, "hid")?.to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
         env["delivery"]["outbox"]["ack"] = json!(true);
         let text = json::dumps(&env)?;
-        tx.update_envelope(&hid, &text, now())
+        tx.update_envelope(&hid, &text, clock.now())
     })?;
     Ok(json!({}))
 }
@@ -150,13 +152,14 @@ fn complete_refusing_integral_floats(ad: &mut MutantAdapter, a: &Value) -> R {
 /// schema-dialect-ignored: the stored output_schema loses its `$schema`
 /// before completing (every schema read as 2020-12).
 fn complete_ignoring_dialect(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let (r, hid, _) = ad.inner.token(a)?;
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         if let Some(mut env) = tx.envelope(&hid)? {
             if let Some(o) = env["contract"]["output_schema"].as_object_mut() {
                 if o.remove("$schema").is_some() {
                     let text = json::dumps(&env)?;
-                    tx.update_envelope(&hid, &text, now())?;
+                    tx.update_envelope(&hid, &text, clock.now())?;
                 }
             }
         }

@@ -3,7 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, v, R};
-use dhp_core::envelope::{self, check_hid, now};
+use dhp_core::envelope::{self, check_hid};
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Config};
 use serde_json::{json, Value};
@@ -92,6 +92,7 @@ fn stored_text(env: &Value) -> R<String> {
 /// no-id-check / no-input-hash-check: dispatch verifies only one of the
 /// two bindings, then stores the envelope itself.
 fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let r = ad.inner.runner(s(a, "root")?)?;
     let env = v(a, "envelope")?;
     let verified = if ad.is(Mutant::NoIdCheck) { envelope::verify_inputs(env) } else { envelope::verify_id(env) };
@@ -103,7 +104,7 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
     if text.len() > ad.inner.cfg.max_envelope_bytes {
         return Err(err("OversizePayload", "envelope exceeds max_envelope_bytes"));
     }
-    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, now()))?;
+    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.now()))?;
     Ok(json!({"hid": hid}))
 }
 
@@ -126,6 +127,7 @@ fn open_journal_delete(ad: &mut MutantAdapter, a: &Value) -> R {
 /// envelope-sorted-text: dispatch, then write the new handoff's stored
 /// envelope in the sorted rendering (`json.dumps(sort_keys=True)`).
 fn dispatch_sorted_text(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let r = ad.inner.runner(s(a, "root")?)?;
     let existed =
         v(a, "envelope")?.get("handoff_id").and_then(Value::as_str).is_some_and(|h| r.envelope_bare(h).is_ok());
@@ -136,7 +138,7 @@ fn dispatch_sorted_text(ad: &mut MutantAdapter, a: &Value) -> R {
     let hid = s(&out, "hid")?.to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(env) = tx.envelope(&hid)? else { return Ok(false) };
-        tx.update_envelope(&hid, &json::dumps_sorted(&env)?, now())
+        tx.update_envelope(&hid, &json::dumps_sorted(&env)?, clock.now())
     })?;
     Ok(out)
 }

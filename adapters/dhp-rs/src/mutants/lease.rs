@@ -3,7 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, i, s, R};
-use dhp_core::envelope::{self, now, ORPHANED_HOLDER};
+use dhp_core::envelope::{self, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, Mode, Ownership};
 use dhp_core::{json, Error, Runner};
 use serde_json::{json, Value};
@@ -55,10 +55,11 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
 
 /// Take ownership with a plain read-then-write (non-atomic mutants).
 fn overwrite_owner(ad: &MutantAdapter, r: &Runner, hid: &str, fence: i64, recovering: bool) -> R<()> {
+    let clock = ad.inner.cfg.clock.clone();
     std::thread::sleep(Duration::from_millis(100));
     let cfg = ad.inner.cfg.clone();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
-        let t = now();
+        let t = clock.now();
         let own = Ownership {
             hid: hid.to_string(),
             holder: r.id().to_string(),
@@ -127,14 +128,15 @@ fn recover_pending(ad: &mut MutantAdapter, a: &Value) -> R {
 /// ignore-lease-expiry: a write refused for an expired lease renews the
 /// lease of the presented token and retries.
 fn renew_and_retry(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     match ad.inner.handle(op, a) {
         Err(e) if e.kind == "LeaseLost" => {
             let (r, hid, _) = ad.inner.token(a)?;
             let ttl = ad.inner.cfg.lease_ttl_s();
             with_tx(r.store().as_ref(), Mode::Write, |tx| {
                 if let Some(mut o) = tx.ownership(&hid)? {
-                    o.lease_expires_at = now() + ttl;
-                    tx.update_ownership(&o, now())?;
+                    o.lease_expires_at = clock.now() + ttl;
+                    tx.update_ownership(&o, clock.now())?;
                 }
                 Ok(())
             })?;
@@ -146,12 +148,15 @@ fn renew_and_retry(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
 
 /// heartbeat-noop: heartbeat answers without extending the lease.
 fn heartbeat_noop(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let (r, hid, fence) = ad.inner.token(a)?;
     match r.ownership(&hid)? {
-        Some(o) if o.holder == r.id() && o.fence == fence && o.lease_expires_at < now() => {
+        Some(o) if o.holder == r.id() && o.fence == fence && o.lease_expires_at < clock.now() => {
             Err(err("LeaseLost", "lease expired"))
         }
-        Some(o) if o.holder == r.id() && o.fence == fence => Ok(json!({"expires_in_s": o.lease_expires_at - now()})),
+        Some(o) if o.holder == r.id() && o.fence == fence => {
+            Ok(json!({"expires_in_s": o.lease_expires_at - clock.now()}))
+        }
         _ => Err(err("FencingError", "stale token")),
     }
 }
@@ -159,12 +164,13 @@ fn heartbeat_noop(ad: &mut MutantAdapter, a: &Value) -> R {
 /// heartbeat-configured-ttl: the real heartbeat, then the lease is set to
 /// now + this process's configured TTL, whatever terms the row stores.
 fn heartbeat_configured_ttl(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     ad.inner.handle("heartbeat", a)?;
     let (r, hid, _) = ad.inner.token(a)?;
     let ttl = ad.inner.cfg.lease_ttl_s();
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(&hid)? {
         Some(mut o) => {
-            let t = now();
+            let t = clock.now();
             o.lease_expires_at = t + ttl;
             tx.update_ownership(&o, t)
         }
@@ -176,11 +182,12 @@ fn heartbeat_configured_ttl(ad: &mut MutantAdapter, a: &Value) -> R {
 /// release-keeps-lease: release marks the handoff pending but leaves the
 /// ownership row.
 fn release_keeps_lease(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let (r, hid, _) = ad.inner.token(a)?;
     let before = r.ownership(&hid)?;
     let out = ad.inner.handle("release", a)?;
     if let Some(o) = before {
-        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, now()))?;
+        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, clock.now()))?;
     }
     Ok(out)
 }

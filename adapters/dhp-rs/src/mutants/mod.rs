@@ -84,6 +84,7 @@ pub(crate) enum Mutant {
     NegativeSpendAccepted,
     IntegralFloatNotInteger,
     SchemaDialectIgnored,
+    ClockOffsetIgnored,
 }
 
 /// Name, mutant, what it breaks.
@@ -278,6 +279,11 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         Mutant::SchemaDialectIgnored,
         "complete reads every output_schema as 2020-12, ignoring its $schema",
     ),
+    (
+        "clock-offset-ignored",
+        Mutant::ClockOffsetIgnored,
+        "declares clock-control but ignores clock_offset_s: its clock stays real time while the runner moves time on",
+    ),
 ];
 
 /// The mutant named `name` (as `--mutant` takes it).
@@ -354,6 +360,16 @@ impl Handler for MutantAdapter {
 
     fn finish(&mut self) {
         self.flush();
+    }
+
+    fn clock_offset(&mut self, offset: Option<f64>) {
+        if !self.is(Mutant::ClockOffsetIgnored) {
+            self.inner.clock_offset(offset);
+        }
+    }
+
+    fn clock_idle(&mut self) {
+        Handler::clock_idle(&mut self.inner);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{s, R};
-use dhp_core::envelope::{now, ORPHANED_HOLDER};
+use dhp_core::envelope::ORPHANED_HOLDER;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Runner};
 use serde_json::{json, Value};
@@ -28,9 +28,10 @@ pub(super) fn configure(m: Mutant, cfg: &mut dhp_core::Config) {
 /// leader-never-renews: a leader whose term is still live answers "leader"
 /// without writing a new term, so its term runs out under it.
 fn lead_without_renewing(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let (root, id) = (s(a, "root")?, s(a, "supervisor")?);
     let r = ad.inner.runner(root)?;
-    if dhp_core::testing::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > now()) {
+    if dhp_core::testing::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > clock.now()) {
         return Ok(json!({"leader": true}));
     }
     ad.inner.handle("ensure_leadership", a)
@@ -50,13 +51,14 @@ fn take_leadership(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
 /// no-dlq: an expired lease is always orphaned for retry, never
 /// dead-lettered; the rest of the scan is the real one.
 fn scan_without_dlq(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let root = s(a, "root")?.to_string();
     let id = s(a, "supervisor")?.to_string();
     let r = ad.inner.runner(&root)?;
     let sup = ad.inner.supervisor(&root, &id)?;
     let mut actions = Vec::new();
     if sup.ensure_leadership()? {
-        let expired = with_tx(r.store().as_ref(), Mode::Read, |tx| tx.expired_leases(now()))?;
+        let expired = with_tx(r.store().as_ref(), Mode::Read, |tx| tx.expired_leases(clock.now()))?;
         for hid in expired {
             actions.push(orphan_without_dlq(&r, &hid)?);
         }
@@ -67,7 +69,8 @@ fn scan_without_dlq(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// Orphan for retry whatever the attempt count.
 fn orphan_without_dlq(r: &Runner, hid: &str) -> R {
-    let t = now();
+    let clock = r.config().clock.clone();
+    let t = clock.now();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(mut own) = tx.ownership(hid)? else { return Ok(()) };
         own.holder = ORPHANED_HOLDER.into();

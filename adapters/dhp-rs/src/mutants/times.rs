@@ -5,13 +5,13 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{self, R};
-use dhp_core::envelope::now;
 use serde_json::Value;
 
 pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+    let clock = ad.inner.cfg.clock.clone();
     match (ad.m, op) {
         (Mutant::TimestampsUnixSeconds, "build_envelope") => {
-            Some(adapter::build_envelope(a, Some(format!("{:.6}", now()))))
+            Some(adapter::build_envelope(a, Some(format!("{:.6}", clock.now()))))
         }
         _ => None,
     }

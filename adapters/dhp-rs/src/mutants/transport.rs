@@ -3,7 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, i, s, v, R};
-use dhp_core::envelope::{self, now, utcnow_iso};
+use dhp_core::envelope;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::transport::log;
 use dhp_core::{json, Error};
@@ -40,7 +40,7 @@ fn ship_compact(ad: &mut MutantAdapter, a: &Value) -> R {
     let seq = i(a, "seq")?;
     let state = v(a, "state")?.clone();
     let (_, hash) = json::state_text_and_hash(&state)?;
-    let rec = json!({"type": "checkpoint", "seq": seq, "state": state, "state_hash": hash, "at": utcnow_iso()});
+    let rec = json!({"type": "checkpoint", "seq": seq, "state": state, "state_hash": hash, "at": ad.inner.cfg.clock.now_iso()});
     let line = String::from_utf8(json::canonical(&rec)?).map_err(|e| err("Internal", e.to_string()))?;
     log::append_line(&path, &line, &ad.inner.cfg, false)?;
     Ok(json!({}))
@@ -134,6 +134,7 @@ fn resume_no_verify(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// resume-resets-usage: resume starts steps and spend from zero.
 fn resume_resets_usage(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
     let out = ad.inner.handle("resume", a)?;
     let r = ad.inner.runner(s(a, "root")?)?;
     let hid = s(&out, "hid")?.to_string();
@@ -141,7 +142,7 @@ fn resume_resets_usage(ad: &mut MutantAdapter, a: &Value) -> R {
         let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
         env["execution"]["steps"] = json!(0);
         env["execution"]["spend_usd"] = json::float(0.0);
-        tx.update_envelope(&hid, &json::dumps(&env)?, now())
+        tx.update_envelope(&hid, &json::dumps(&env)?, clock.now())
     })?;
     Ok(out)
 }

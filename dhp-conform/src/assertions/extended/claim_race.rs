@@ -1,7 +1,7 @@
 //! The `claim-race` assertion.
 
 use crate::assertions::core::{race, RACERS};
-use crate::assertions::{new_handoff, now, OWNED_OR_STATE};
+use crate::assertions::{new_handoff, OWNED_OR_STATE};
 use crate::check::{Check, Fail};
 use crate::client::Reply;
 use crate::suite::Ctx;
@@ -42,7 +42,7 @@ pub fn claim_race(cx: &Ctx<'_>) -> Check {
     // owner: a claim of that handoff is refused and changes nothing
     if let Some(db) = cx.store(&root)? {
         let h2 = new_handoff(&mut m, &root, 2)?;
-        db.insert_ownership(&h2, "ghost", 0, now())?;
+        db.insert_ownership(&h2, "ghost", 0, cx.now())?;
         let before = db.must_envelope(&h2)?;
         m.must_fail(
             "claim",

@@ -1,7 +1,7 @@
 //! The `fast-death-detection` assertion.
 
 use super::helpers::lease_expiry;
-use crate::assertions::{new_handoff, now};
+use crate::assertions::new_handoff;
 use crate::check::{Check, Fail};
 use crate::ops::action_for;
 use crate::suite::Ctx;
@@ -30,7 +30,7 @@ pub fn fast_death_detection(cx: &Ctx<'_>) -> Check {
     w.kill();
     drop(w);
     let killed = Instant::now();
-    let lease_left = expiry - now();
+    let lease_left = expiry - cx.now();
     loop {
         let acts = m.scan(&root, "s1")?;
         match action_for(&acts, &hid) {

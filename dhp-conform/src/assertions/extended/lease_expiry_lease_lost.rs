@@ -1,7 +1,7 @@
 //! The `lease-expiry-lease-lost` assertion.
 
 use super::helpers::lease_expiry;
-use crate::assertions::{new_handoff, now};
+use crate::assertions::new_handoff;
 use crate::check::Check;
 use crate::suite::Ctx;
 use crate::{ensure, ensure_eq};
@@ -17,7 +17,7 @@ pub fn lease_expiry_lease_lost(cx: &Ctx<'_>) -> Check {
     m.checkpoint(&t, json!({"s": 1}))?;
     // the seconds a heartbeat reports left are the stored lease's
     let left = m.heartbeat(&t)?;
-    let stored = lease_expiry(&mut m, &root, &hid)? - now();
+    let stored = lease_expiry(&mut m, &root, &hid)? - cx.now();
     ensure!((left - stored).abs() < 0.5, "heartbeat reported {left:.3} s left; the stored lease has {stored:.3} s");
     ensure!(m.expire_lease(&root, &hid)?, "expire_lease changed nothing");
     m.must_fail("checkpoint", t.with("state", json!({"s": 2})), &["LeaseLost"], "checkpoint after the lease ran out")?;
