@@ -53,6 +53,10 @@ render() {
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/tcp.md" ]; then cat "$DIR/tcp.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/scale.md" ]; then cat "$DIR/scale.md" >> "$DIR/table.md"; fi
+    if [ -f "$DIR/conform.md" ]; then cat "$DIR/conform.md" >> "$DIR/table.md"; fi
+    # Measured separately (benches/cold_build.sh: minutes of compiling),
+    # dated inside; appended as it is.
+    if [ -z "$QUICK" ] && [ -f "$REPO/benches/COLD_BUILD.md" ]; then cat "$REPO/benches/COLD_BUILD.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -128,6 +132,38 @@ else
 fi
 settle
 "$BIN" tcp --dhp "$DHP" --dir "$DIR/tcp" $QUICK --out "$DIR/tcp.json" --md "$DIR/tcp.md" --soak "$DIR/tcp-soak.json"
+
+# --- The conformance suite's wall time (issue 32): the default suite
+# against ours and against the reference, debug build (what README quotes).
+settle
+conform_section() {
+    echo "compare.sh: conformance suite wall time (debug dhp-conform and dhp-adapter)" >&2
+    cargo build -p dhp-conform -p dhp-adapter --bin dhp-conform --bin dhp-adapter >&2
+    local conform="$TARGET_DIR/debug/dhp-conform" filter=()
+    # A smoke run times one assertion only: the code path, not the figure.
+    [ -n "$QUICK" ] && filter=(--exact no-crossed-inputs)
+    {
+        echo
+        echo "## Conformance suite wall time (\`dhp-conform\`, issue 32)"
+        echo
+        echo "Debug build, default suite (\`--level all\`, one assertion at a time), same run as the tables above;" \
+             "exit status 1 means some assertion failed (the reference fails two pinned weaknesses)."
+        echo
+        echo "| implementation | wall time | exit status | summary | load average after |"
+        echo "|---|---:|---:|---|---|"
+    } > "$DIR/conform.md"
+    for impl in ours reference; do
+        local t0 t1 rc=0
+        t0=$(date +%s.%N)
+        DHP_PYTHON="$PY" "$conform" --impl "$impl" "${filter[@]}" > "$DIR/conform-$impl.txt" 2>&1 || rc=$?
+        t1=$(date +%s.%N)
+        local summary
+        summary="$(grep -E '[0-9]+ passed' "$DIR/conform-$impl.txt" | tail -1 | tr -s ' ' | tr '|' '/')"
+        printf '| %s | %.1f s | %s | %s | %s |\n' "$impl" "$(echo "$t1 - $t0" | bc)" "$rc" "${summary:-?}" \
+            "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$DIR/conform.md"
+    done
+}
+conform_section
 
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"
