@@ -79,7 +79,8 @@ mkdir -p "$DIR"
 trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
 
 "$BIN" machine --dir "$DIR" --out "$DIR/machine.json"
-echo "compare.sh: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "compare.sh: load average at start: $LOAD_START" >&2
 "$BIN" fixtures --dir "$DIR" $QUICK
 # Between the phases: flush what the previous one left (its scratch stores
 # are deleted at its end) so that it does not land under the next one's fsyncs.
@@ -182,6 +183,11 @@ if [ "$WRITE" = 1 ]; then
         echo "each number below comes from that one run (raw JSON: target/bench-compare/*.json)."
         echo "Rates are operations per second, higher is better; durable operations commit to SQLite"
         echo "(WAL, synchronous=FULL) on both sides. See benches/README.md for what each row measures."
+        echo "Targets are ratios to a limit measured in the same run on the same server or disk (issue 37):"
+        echo "pgbench on the same PostgreSQL server, the journal disk's fdatasync loop, the SQLite single"
+        echo "writer; each is printed MET or MISSED."
+        echo "Load average (1/5/15 min) at the start of the run: $LOAD_START; at its end: $(cut -d' ' -f1-3 /proc/loadavg)."
+        echo "TCP soak: ${DHP_BENCH_SOAK_HANDOFFS:-1000000} handoffs$([ -n "${DHP_BENCH_SOAK_HANDOFFS:-}" ] && echo " (lowered from 1,000,000 with DHP_BENCH_SOAK_HANDOFFS)")."
         echo
     } > "$DIR/header.md"
     cat "$DIR/header.md" "$DIR/table.md" > "$REPO/benches/RESULTS.md"
