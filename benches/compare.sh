@@ -148,7 +148,7 @@ conform_section() {
         echo "## Conformance suite wall time (\`dhp-conform\`, issue 32)"
         echo
         echo "Debug build, default suite (\`--level all\`, one assertion at a time), same run as the tables above;" \
-             "exit status 1 means some assertion failed (the reference fails two pinned weaknesses)."
+             "exit status 1 means some assertion failed (the reference's known weaknesses: dhp-conform/expectations/reference.json)."
         echo
         echo "| implementation | wall time | exit status | summary | load average after |"
         echo "|---|---:|---:|---|---|"
