@@ -53,6 +53,10 @@ render() {
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/tcp.md" ]; then cat "$DIR/tcp.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/scale.md" ]; then cat "$DIR/scale.md" >> "$DIR/table.md"; fi
+    if [ -f "$DIR/conform.md" ]; then cat "$DIR/conform.md" >> "$DIR/table.md"; fi
+    # Measured separately (benches/cold_build.sh: minutes of compiling),
+    # dated inside; appended as it is.
+    if [ -z "$QUICK" ] && [ -f "$REPO/benches/COLD_BUILD.md" ]; then cat "$REPO/benches/COLD_BUILD.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
@@ -75,7 +79,8 @@ mkdir -p "$DIR"
 trap 'rm -rf "$DIR/work" "$DIR/scan-rs" "$DIR/scan-py"' EXIT
 
 "$BIN" machine --dir "$DIR" --out "$DIR/machine.json"
-echo "compare.sh: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+echo "compare.sh: load average at start: $LOAD_START" >&2
 "$BIN" fixtures --dir "$DIR" $QUICK
 # Between the phases: flush what the previous one left (its scratch stores
 # are deleted at its end) so that it does not land under the next one's fsyncs.
@@ -129,6 +134,38 @@ fi
 settle
 "$BIN" tcp --dhp "$DHP" --dir "$DIR/tcp" $QUICK --out "$DIR/tcp.json" --md "$DIR/tcp.md" --soak "$DIR/tcp-soak.json"
 
+# --- The conformance suite's wall time (issue 32): the default suite
+# against ours and against the reference, debug build (what README quotes).
+settle
+conform_section() {
+    echo "compare.sh: conformance suite wall time (debug dhp-conform and dhp-adapter)" >&2
+    cargo build -p dhp-conform -p dhp-adapter --bin dhp-conform --bin dhp-adapter >&2
+    local conform="$TARGET_DIR/debug/dhp-conform" filter=()
+    # A smoke run times one assertion only: the code path, not the figure.
+    [ -n "$QUICK" ] && filter=(--exact no-crossed-inputs)
+    {
+        echo
+        echo "## Conformance suite wall time (\`dhp-conform\`, issue 32)"
+        echo
+        echo "Debug build, default suite (\`--level all\`, one assertion at a time), same run as the tables above;" \
+             "exit status 1 means some assertion failed (the reference's known weaknesses: dhp-conform/expectations/reference.json)."
+        echo
+        echo "| implementation | wall time | exit status | summary | load average after |"
+        echo "|---|---:|---:|---|---|"
+    } > "$DIR/conform.md"
+    for impl in ours reference; do
+        local t0 t1 rc=0
+        t0=$(date +%s.%N)
+        DHP_PYTHON="$PY" "$conform" --impl "$impl" "${filter[@]}" > "$DIR/conform-$impl.txt" 2>&1 || rc=$?
+        t1=$(date +%s.%N)
+        local summary
+        summary="$(grep -E '[0-9]+ passed' "$DIR/conform-$impl.txt" | tail -1 | tr -s ' ' | tr '|' '/')"
+        printf '| %s | %.1f s | %s | %s | %s |\n' "$impl" "$(echo "$t1 - $t0" | bc)" "$rc" "${summary:-?}" \
+            "$(cut -d' ' -f1-3 /proc/loadavg)" >> "$DIR/conform.md"
+    done
+}
+conform_section
+
 CMD="benches/compare.sh${QUICK:+ $QUICK}"
 render "$CMD"
 cat "$DIR/table.md"
@@ -146,6 +183,11 @@ if [ "$WRITE" = 1 ]; then
         echo "each number below comes from that one run (raw JSON: target/bench-compare/*.json)."
         echo "Rates are operations per second, higher is better; durable operations commit to SQLite"
         echo "(WAL, synchronous=FULL) on both sides. See benches/README.md for what each row measures."
+        echo "Targets are ratios to a limit measured in the same run on the same server or disk (issue 37):"
+        echo "pgbench on the same PostgreSQL server, the journal disk's fdatasync loop, the SQLite single"
+        echo "writer; each is printed MET or MISSED."
+        echo "Load average (1/5/15 min) at the start of the run: $LOAD_START; at its end: $(cut -d' ' -f1-3 /proc/loadavg)."
+        echo "TCP soak: ${DHP_BENCH_SOAK_HANDOFFS:-1000000} handoffs$([ -n "${DHP_BENCH_SOAK_HANDOFFS:-}" ] && echo " (lowered from 1,000,000 with DHP_BENCH_SOAK_HANDOFFS)")."
         echo
     } > "$DIR/header.md"
     cat "$DIR/header.md" "$DIR/table.md" > "$REPO/benches/RESULTS.md"

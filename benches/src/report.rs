@@ -52,7 +52,7 @@ fn fmt_ratio(x: f64) -> String {
 
 fn verdict(ok: bool) -> &'static str {
     if ok {
-        "met"
+        "MET"
     } else {
         "**MISSED**"
     }
@@ -407,7 +407,7 @@ mod tests {
         let reference = json!({"quick": true, "ops": {"dispatch": {"rate": 400.0}}});
         let md = markdown(&ours, &reference, &json!({}), &json!({}), "benches/compare.sh --quick");
         assert!(md.starts_with("**Smoke run (`--quick`)**"), "{md}");
-        assert!(!md.contains("MISSED") && !md.contains("| met |"), "{md}");
+        assert!(!md.contains("MISSED") && !md.contains("| MET |"), "{md}");
         assert!(md.contains("Not judged: a smoke run"), "{md}");
     }
 

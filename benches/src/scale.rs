@@ -423,6 +423,7 @@ pub fn markdown(v: &Value) -> String {
         }
     };
     writers("writers", "Writer processes on one store, aggregate (after)", &mut md);
+    md.push_str(&writers_verdict(&v["writers"]));
     writers("writers_before", "The same with main's build (before)", &mut md);
     for (key, label) in [("kill", "after"), ("kill_before", "before, main's build")] {
         if let Some(k) = v.get(key).filter(|k| !k.is_null()) {
@@ -434,4 +435,28 @@ pub fn markdown(v: &Value) -> String {
         }
     }
     md
+}
+
+/// The target of issue 21, kept by issue 37: the most writer processes
+/// measured make at least 0.7 × one writer's checkpoints/s.
+pub fn writers_verdict(rows: &Value) -> String {
+    let rows = rows.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let rate = |r: &Value| r["rate"].as_f64().unwrap_or(0.0);
+    let (Some(one), Some(most)) =
+        (rows.iter().find(|r| r["procs"] == 1), rows.iter().max_by_key(|r| r["procs"].as_u64()))
+    else {
+        return String::new();
+    };
+    if most["procs"] == 1 {
+        return String::new();
+    }
+    let ratio = if rate(one) > 0.0 { rate(most) / rate(one) } else { 0.0 };
+    format!(
+        "\n| target | wanted | measured | verdict |\n|---|---|---|---|\n\
+         | SQLite, {} writer processes vs one | ≥ 0.7 × one writer's checkpoints/s | {:.0} / {:.0} = {ratio:.2}× | {} |\n",
+        most["procs"],
+        rate(most),
+        rate(one),
+        crate::pg_limit::verdict(ratio, 0.7)
+    )
 }

@@ -21,16 +21,29 @@ pub struct TcpSizes {
     pub async_n: usize,
     /// Hostile connections for the RSS row.
     pub hostile: usize,
+    /// Shipper counts of the bound rows ([`crate::tcp_bound`]).
+    pub bound_shippers: &'static [usize],
+    /// Checkpoints per shipper in the bound rows.
+    pub bound_n: usize,
+    /// Interleaved rounds of the bound rows.
+    pub bound_reps: usize,
 }
 
 impl TcpSizes {
     /// The sizes `benches/compare.sh` measures.
     pub fn full() -> Self {
-        TcpSizes { sync_n: 400, async_n: 4_000, hostile: 1_000 }
+        TcpSizes {
+            sync_n: 400,
+            async_n: 4_000,
+            hostile: 1_000,
+            bound_shippers: &[1, 8, 32, 128],
+            bound_n: 1_000,
+            bound_reps: 3,
+        }
     }
     /// Small sizes for a smoke run (`--quick`).
     pub fn quick() -> Self {
-        TcpSizes { sync_n: 20, async_n: 100, hostile: 50 }
+        TcpSizes { sync_n: 20, async_n: 100, hostile: 50, bound_shippers: &[1, 8], bound_n: 20, bound_reps: 1 }
     }
 }
 
@@ -279,10 +292,11 @@ pub fn run(dir: &Path, dhp: &Path, sizes: &TcpSizes) -> Result<Value> {
             rows.push(r);
         }
     }
+    let bound = crate::tcp_bound::run(&dir.join("bound"), sizes.bound_shippers, sizes.bound_n, sizes.bound_reps)?;
     eprintln!("dhp-bench tcp: {} hostile connections", sizes.hostile);
     let hostile = hostile_rss(dhp, &dir.join("hostile"), sizes.hostile)?;
     let _ = std::fs::remove_dir_all(dir);
-    Ok(json!({"rates": rows, "hostile": hostile, "fsync_probe": probe}))
+    Ok(json!({"rates": rows, "hostile": hostile, "fsync_probe": probe, "bound": bound}))
 }
 
 /// The Markdown section for RESULTS.md.
@@ -303,6 +317,9 @@ pub fn markdown(v: &Value, soak: Option<&Value>) -> String {
             if r["tls"] == true { "yes" } else { "no" },
             if off > 0.0 { on / off } else { 0.0 }
         ));
+    }
+    if v["bound"].is_object() {
+        s.push_str(&crate::tcp_bound::markdown(&v["bound"]));
     }
     let h = &v["hostile"];
     let mb = |k: &str| h[k].as_f64().unwrap_or(0.0) / 1024.0;

@@ -31,8 +31,24 @@ fn quick_pg_section_runs_end_to_end() {
         assert!(a["sqlite"].as_f64().unwrap() > 0.0 && a["postgres"].as_f64().unwrap() > 0.0, "{a}");
     }
     assert!(v["ops"]["checkpoint"].as_f64().unwrap() > 0.0, "{v}");
+    // The limit (issue 37): pgbench's two workloads beside each DHP run.
+    for a in v["aggregate"].as_array().unwrap() {
+        for w in ["one_trip", "simple_update"] {
+            let run = &a["pgbench"][w];
+            assert!(run["tps"].as_f64().unwrap() > 0.0 && run["transactions"].as_u64().unwrap() > 0, "{a}");
+        }
+    }
     let md = std::fs::read_to_string(&md).unwrap();
-    for want in ["## PostgreSQL store", "`fsync=on`", "`commit_delay=", "Load average", "| 2 |", "false orphans"] {
+    for want in [
+        "## PostgreSQL store",
+        "`fsync=on`",
+        "`commit_delay=",
+        "Load average",
+        "| 2 |",
+        "false orphans",
+        "### Against the limit",
+        "DHP / one-round-trip",
+    ] {
         assert!(md.contains(want), "{want:?} missing from:\n{md}");
     }
 }

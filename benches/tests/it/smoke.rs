@@ -120,6 +120,6 @@ fn quick_comparison_runs_end_to_end() {
     // (a verdict on smoke sizes against full-run targets would mislead).
     assert!(table.starts_with("**Smoke run (`--quick`)**"), "{table}");
     assert!(table.contains("Not judged: a smoke run"), "{table}");
-    assert!(!table.contains("MISSED") && !table.contains("| met |"), "{table}");
+    assert!(!table.contains("MISSED") && !table.contains("| MET |"), "{table}");
     eprintln!("smoke: comparison ran in {:.1}s", t0.elapsed().as_secs_f64());
 }
