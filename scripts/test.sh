@@ -100,8 +100,8 @@ bash scripts/check_features.sh
 for spec in dhp-conform: demo: dhp-chaos: dhp-adapter: dhp-core:dhp-core dhp-benches:dhp-core,dhp-benches; do
     p="${spec%%:*}"
     allowed=",${spec#*:},"
-    log=$(cargo build -p "$p" --locked -v 2>&1)
-    built=$(grep -E '^ *Compiling' <<<"$log" | awk '{print $2}' | sort -u | paste -sd, -)
+    log=$(cargo build -p "$p" --locked -v 2>&1) || { echo "$log" >&2; echo "test.sh: cargo build -p $p failed" >&2; exit 1; }
+    built=$( (grep -E '^ *Compiling' <<<"$log" || true) | awk '{print $2}' | sort -u | paste -sd, -)
     echo "  cargo build -p $p: compiled ${built:-nothing}" >&2
     for c in ${built//,/ }; do
         if [[ "$allowed" != *",$c,"* ]]; then
