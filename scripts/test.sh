@@ -20,7 +20,9 @@ PHASE_T=0
 report() {
     local rc=$?
     set +e
-    [ -n "$CURRENT" ] && DONE+=("$CURRENT $((SECONDS - PHASE_T)) FAILED")
+    local last=FAILED
+    [ "$rc" -eq 0 ] && last=ok
+    [ -n "$CURRENT" ] && DONE+=("$CURRENT $((SECONDS - PHASE_T)) $last")
     {
         echo
         echo "test.sh: phase times"
