@@ -243,9 +243,9 @@ pub fn kill_to_orphaned(dhp: &Path, url: &str, kills: usize) -> Result<Value> {
     let r = Runner::open(url, "bench-observer", Config::default())?;
     let census = |lo: u64, span: u64| -> Result<String> {
         let e = envelope::build(
-            dhp_core::census::KIND,
-            dhp_core::census::inputs(lo, lo + span, 100),
-            dhp_core::census::output_schema(),
+            dhp_workload::census::KIND,
+            dhp_workload::census::inputs(lo, lo + span, 100),
+            dhp_workload::census::output_schema(),
             BuildOptions { budget: Some(json!({"max_steps": 1_000_000, "max_attempts": 5})), ..Default::default() },
         )?;
         r.dispatch(&e)

@@ -587,9 +587,9 @@ pub fn worker_rss(dhp: &Path, work: &Path, lo: u64, hi: u64, chunk: u64) -> Resu
         max_attempts: 25,
     };
     let env = dhp_core::envelope::build(
-        dhp_core::census::KIND,
-        dhp_core::census::inputs(lo, hi, chunk),
-        dhp_core::census::output_schema(),
+        dhp_workload::census::KIND,
+        dhp_workload::census::inputs(lo, hi, chunk),
+        dhp_workload::census::output_schema(),
         dhp_core::envelope::BuildOptions {
             budget: Some(budget.to_value()),
             created_by: Some("dhp-bench".into()),

@@ -6,7 +6,7 @@
 //! FAILED or stuck; the result is checked and rework is ≤ 1 chunk.
 
 use demo::procs::{self, Proc};
-use dhp_core::census;
+use dhp_workload::census;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -47,10 +47,11 @@
 //! - `cli` (default): what the `dhp` binary needs besides the protocol —
 //!   clap, signal-hook, tracing-subscriber — and `harness`. `mcp` and `a2a`
 //!   (default) add `dhp mcp` and `dhp a2a`.
-//! - `harness`: machinery of the harnesses rather than of the protocol: the
-//!   prime-census task and its worker (`census`, `worker`), the chaos
-//!   checker's operation history (`history`) and store helpers that simulate
-//!   time passing (`testing`).
+//! - `harness`: store helpers that simulate time passing (`testing`) and
+//!   the build locator of the tests (`locate`). The workload itself — the
+//!   prime-census task and the chaos checker's operation history — is not
+//!   here but in the `dhp-workload` crate, and the census worker loop lives
+//!   in the `dhp` binary (`dhp work`, `dhp a2a --workers`).
 //! - `failpoints` (never default): fault injection from the environment
 //!   (`DHP_FAILPOINTS`), for the chaos harness and the tests. Without it a
 //!   failpoint is an empty function.
@@ -100,16 +101,12 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod budget;
-#[cfg(feature = "harness")]
-pub mod census;
 pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
 mod failpoint;
 pub mod fuzzing;
-#[cfg(feature = "harness")]
-pub mod history;
 pub mod id;
 pub mod json;
 pub mod lease;
@@ -123,8 +120,6 @@ pub mod supervisor;
 #[cfg(feature = "harness")]
 pub mod testing;
 pub mod transport;
-#[cfg(feature = "harness")]
-pub mod worker;
 
 pub use clock::Clock;
 pub use config::Config;
@@ -134,3 +129,11 @@ pub use lease::Lease;
 pub use runner::{Runner, TaskContext};
 pub use status::Status;
 pub use supervisor::Supervisor;
+
+/// Hit the named failpoint (the `failpoints` feature; a no-op without it).
+/// For the `dhp` binary's census worker (`ship.after_commit`), which lives
+/// outside this library; not part of the protocol API.
+#[doc(hidden)]
+pub fn failpoint_hit(name: &str) {
+    failpoint::hit(name);
+}

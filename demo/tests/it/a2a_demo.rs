@@ -2,7 +2,7 @@
 //! SIGKILLed mid-task, the standby recovers; the client saw only
 //! SUBMITTED/WORKING → COMPLETED and the result matches a recomputation.
 
-use dhp_core::census;
+use dhp_workload::census;
 use serde_json::Value;
 use std::process::Command;
 

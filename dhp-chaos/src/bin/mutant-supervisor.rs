@@ -19,8 +19,8 @@
 //! ```
 
 use anyhow::{bail, Context, Result};
-use dhp_core::history::History;
 use dhp_core::{json, Config};
+use dhp_workload::history::History;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::PathBuf;

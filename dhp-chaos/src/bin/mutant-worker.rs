@@ -64,11 +64,12 @@
 
 use anyhow::{bail, Context, Result};
 use dhp_core::envelope::utcnow_iso;
-use dhp_core::history::History;
 use dhp_core::transport::chain::Chain;
 use dhp_core::transport::net::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
-use dhp_core::{census, json, liveness, Config, Lease, Runner};
+use dhp_core::{json, liveness, Config, Lease, Runner};
+use dhp_workload::census;
+use dhp_workload::history::History;
 use rusqlite::{params, Connection, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -82,10 +82,10 @@ mod tests {
             let mut n = lo;
             while n < hi {
                 let end = (n + chunk).min(hi);
-                assert_eq!(primes_in(n, end), dhp_core::census::chunk(n, end), "[{n}, {end})");
+                assert_eq!(primes_in(n, end), dhp_workload::census::chunk(n, end), "[{n}, {end})");
                 n = end;
             }
-            assert_eq!(expected(lo, hi, chunk), dhp_core::census::expected(lo, hi, chunk));
+            assert_eq!(expected(lo, hi, chunk), dhp_workload::census::expected(lo, hi, chunk));
         }
     }
 }

@@ -252,4 +252,24 @@ mod tests {
         assert!(claimed_prev(&json!({"prev": "x"}), H, 1).is_err());
         assert!(claimed_prev(&json!({"prev": null}), H, 1).is_err());
     }
+
+    /// The census worker (`dhp work`, outside this library) checkpoints
+    /// with `checkpoint_step` and ships `line_of_row` of the committed row:
+    /// that path serialises and hashes each state once.
+    #[test]
+    fn a_checkpoint_and_its_shipped_line_hash_the_state_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = crate::Runner::open(dir.path(), "w", crate::Config::default()).unwrap();
+        let schema = json!({"type": "object"});
+        let env = crate::envelope::build("t", json!({"inline": {"n": 1}}), schema, Default::default()).unwrap();
+        let hid = r.dispatch(&env).unwrap();
+        let ctx = r.claim(&hid).unwrap();
+        let mut chain = Chain::after(&hid, None);
+        let before = json::STATE_HASHES.with(|n| n.get());
+        for n in 0..5 {
+            let step = ctx.checkpoint_step(&json!({"next_n": n, "count": n * 2}), 1).unwrap();
+            chain.line_of_row(&step.row).unwrap();
+        }
+        assert_eq!(json::STATE_HASHES.with(|n| n.get()) - before, 5, "one serialisation and hash per checkpoint");
+    }
 }

@@ -3,7 +3,7 @@
 //! polling GetTask) sees only WORKING → COMPLETED, the result is correct and
 //! no committed chunk is redone (rework ≤ the one chunk in flight).
 use crate::a2a_support::*;
-use dhp_core::census;
+use dhp_workload::census;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

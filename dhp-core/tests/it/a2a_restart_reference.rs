@@ -3,7 +3,7 @@
 //! tasks the reference's `DHPBridge` created are served (and run by our
 //! pool), and a fresh reference bridge reads our tasks with the same states.
 use crate::a2a_support::*;
-use dhp_core::census;
+use dhp_workload::census;
 use serde_json::Value;
 use std::process::Command;
 

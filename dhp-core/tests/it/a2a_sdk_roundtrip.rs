@@ -2,7 +2,7 @@
 //! agent card, blocking send, immediate send then poll, streaming send,
 //! subscribe and list — every result checked against a recomputed census.
 use crate::a2a_support::*;
-use dhp_core::census;
+use dhp_workload::census;
 
 fn expected_text(lo: u64, hi: u64, chunk: u64) -> serde_json::Value {
     census::expected(lo, hi, chunk)

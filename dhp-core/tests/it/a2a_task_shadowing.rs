@@ -6,7 +6,8 @@
 use crate::a2a_support::*;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::store::{open_root, OpenMode};
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -47,8 +47,8 @@ fn nonsense_specs_and_budgets_are_refused() {
 
 #[test]
 fn the_worker_refuses_census_inputs_out_of_bounds() {
-    use dhp_core::census;
     use dhp_core::envelope::{self, BuildOptions};
+    use dhp_workload::census;
     let dir = tempfile::tempdir().unwrap();
     let (root, _) = store_with_census(dir.path());
     let r = root.to_str().unwrap();

@@ -35,11 +35,26 @@ fn a_plain_build_has_no_failpoints() {
 fn the_library_alone_pulls_no_cli_dependencies() {
     let tree = cargo_tree(&["--no-default-features", "-e", "normal", "-f", "{p}"]);
     let names: Vec<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    for dep in ["clap", "tracing-subscriber", "signal-hook", "rmcp", "axum", "uuid", "anyhow"] {
+    // dhp-workload (the census task, the chaos history lines) is the
+    // harnesses' workload, not the protocol (issue 31, item 5).
+    for dep in ["clap", "tracing-subscriber", "signal-hook", "rmcp", "axum", "uuid", "anyhow", "dhp-workload"] {
         assert!(!names.contains(&dep), "{dep} is a dependency of the bare library:\n{tree}");
     }
     // What the library does need is still there.
     for dep in ["rusqlite", "postgres", "serde_json", "tokio", "tracing"] {
         assert!(names.contains(&dep), "{dep} missing:\n{tree}");
+    }
+}
+
+/// No workload in the protocol library's source either: the census, its
+/// worker loop and the history writer live in dhp-workload and the `dhp`
+/// binary, so no feature can bring them back into `dhp_core`.
+#[test]
+fn the_library_has_no_workload_modules() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs");
+    for module in ["census", "worker", "history"] {
+        assert!(!src.join(format!("{module}.rs")).exists(), "dhp-core/src/{module}.rs is back");
+        assert!(!lib.contains(&format!("mod {module};")), "lib.rs declares mod {module}");
     }
 }

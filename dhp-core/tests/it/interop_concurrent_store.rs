@@ -2,7 +2,8 @@
 //! worker and a Rust census worker run concurrently on two handoffs of the
 //! same SQLite file, and a Rust supervisor watches them both.
 use crate::common::*;
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 use std::process::{Command, Stdio};
 
 #[test]

@@ -2,7 +2,8 @@
 //! SIGKILLed Rust worker's handoff, a Rust supervisor orphans a SIGKILLed
 //! Python worker's; the other side recovers and the result is correct.
 use crate::common::*;
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

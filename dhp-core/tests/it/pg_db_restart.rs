@@ -6,7 +6,8 @@
 use crate::pg_support;
 
 use crate::common::*;
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

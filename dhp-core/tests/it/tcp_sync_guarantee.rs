@@ -7,7 +7,8 @@
 use crate::tcp_support::*;
 use dhp_core::transport::net::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 use dhp_core::transport::{catch_up, log, Shipper};
-use dhp_core::{census, envelope, json, Config, Runner, Supervisor};
+use dhp_core::{envelope, json, Config, Runner, Supervisor};
+use dhp_workload::census;
 use serde_json::json;
 use std::process::Command;
 use std::time::Duration;

@@ -6,7 +6,8 @@
 //! again. Our supervisor repairs it once the recoverer's lease ran out, and
 //! the reference's own worker recovers and finishes the census.
 use crate::common::*;
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 
 const LEASE: &[(&str, &str)] = &[
     ("DHP_LEASE_INTERVAL_S", "0.25"),

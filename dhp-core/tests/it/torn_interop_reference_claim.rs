@@ -4,7 +4,8 @@
 //! dead claimer's lease ran out, and the reference's worker recovers it
 //! and finishes.
 use crate::common::*;
-use dhp_core::{census, Config, Runner};
+use dhp_core::{Config, Runner};
+use dhp_workload::census;
 
 const LEASE: &[(&str, &str)] = &[
     ("DHP_LEASE_INTERVAL_S", "0.25"),

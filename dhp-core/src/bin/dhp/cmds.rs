@@ -7,7 +7,8 @@ use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::status::ApprovalOp;
 use dhp_core::store::{with_tx, Mode, OpenMode};
 use dhp_core::transport::log;
-use dhp_core::{budget, census, json, Config, Error};
+use dhp_core::{budget, json, Config, Error};
+use dhp_workload::census;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -20,6 +20,7 @@ mod mcp;
 mod out;
 mod serve;
 mod work;
+mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dhp_core::store::{OpenMode, OpenedRoot};

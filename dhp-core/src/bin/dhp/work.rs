@@ -2,17 +2,17 @@
 //! checkpoint to a log file or a TCP transport server.
 
 use crate::failure::{bad_flag, usage, Failure};
+use crate::worker::{self, Outcome, Start, WorkOptions};
 use crate::{Output, STOPPED};
 use clap::ValueEnum;
 use dhp_core::config::{duration_from_secs, positive_duration};
 use dhp_core::envelope::{check_hid, check_worker_id};
-use dhp_core::history::History;
 use dhp_core::runner::Runner;
 use dhp_core::store::deadline::Watchdog;
 use dhp_core::store::{open_root, Backend, OpenMode, OpenedRoot, StoreLocation};
 use dhp_core::transport::{net, FileShipper, Shipper};
-use dhp_core::worker::{self, Outcome, Start, WorkOptions};
 use dhp_core::{Config, Error};
+use dhp_workload::history::History;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -60,7 +60,8 @@ pub fn failed_json(r: &Run, code: i32, kind: &str) -> String {
 /// returns (root, hid).
 pub fn store_with_census(dir: &Path) -> (PathBuf, String) {
     use dhp_core::envelope::{self, Budget, BuildOptions};
-    use dhp_core::{census, Config, Runner};
+    use dhp_core::{Config, Runner};
+    use dhp_workload::census;
     let root = dir.join("store");
     let budget = Budget { max_steps: 110, max_spend_usd: 500.0, max_wallclock_s: 5400.0, max_attempts: 25 };
     let env = envelope::build(

@@ -307,7 +307,8 @@ impl Raw {
 
 /// A fresh census envelope (not dispatched anywhere) and its hid.
 pub fn envelope(lo: u64, hi: u64) -> (Value, String) {
-    use dhp_core::{census, envelope};
+    use dhp_core::envelope;
+    use dhp_workload::census;
     let env =
         envelope::build(census::KIND, census::inputs(lo, hi, 10), census::output_schema(), Default::default()).unwrap();
     let hid = env["handoff_id"].as_str().unwrap().to_string();

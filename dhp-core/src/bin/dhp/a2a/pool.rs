@@ -4,9 +4,10 @@
 //! `dhp work`, the reference's) are settled by the store: a lost claim or
 //! recover is simply skipped.
 
-use dhp_core::history::History;
-use dhp_core::worker::{self, Start, WorkOptions};
-use dhp_core::{census, Runner, Status};
+use crate::worker::{self, Start, WorkOptions};
+use dhp_core::{Runner, Status};
+use dhp_workload::census;
+use dhp_workload::history::History;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

