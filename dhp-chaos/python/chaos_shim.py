@@ -27,6 +27,12 @@ its write (they are separate statements in the reference's store):
 
 Draws come from random.Random(DHP_CHAOS_PAUSE_SEED). The harness notices the
 stopped process and SIGCONTs it after it was replaced.
+
+Workload service (workers; DHP_WORKLOAD_URL set, CONTRACT.md §2.1): the
+reference's census chunk function is replaced by a GET of the chunk from
+the harness's workload service, and every checkpoint the driver writes (and
+ships) carries the answer's "stamp" — as every worker under dhp-chaos must.
+The reference's own code computes nothing else differently.
 """
 import json
 import os
@@ -36,6 +42,9 @@ import signal
 import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 
 def main():
@@ -73,6 +82,38 @@ def main():
         from dhp.runner3 import Runner3
         orig_claim, orig_recover = Runner3.claim, Runner3.recover
         orig_checkpoint, orig_complete = Runner3.checkpoint, Runner3.complete
+        # the handoff this process works on, as its claim/recover returned it
+        held = {}
+        stamps = {}  # next_n -> the stamp of the chunk that ends there
+        workload = os.environ.get("DHP_WORKLOAD_URL")
+        if workload:
+            import dhp.prime_chunk
+
+            def served_chunk(lo, hi):
+                q = urllib.parse.urlencode({"hid": held.get("hid", ""), "n": lo, "end": hi,
+                                            "holder": held.get("holder", ""), "fence": held.get("fence", -1)})
+                try:
+                    with urllib.request.urlopen(f"{workload}/chunk?{q}", timeout=10) as r:
+                        ans = json.loads(r.read())
+                except urllib.error.HTTPError as e:
+                    raise RuntimeError(f"workload service refused [{lo}, {hi}): {e.read()[:300]!r}") from e
+                stamps[hi] = ans["stamp"]
+                return {"count": ans["count"], "sum": ans["sum"]}
+
+            dhp.prime_chunk.chunk = served_chunk
+
+            from dhp import transport as T
+            orig_ship = T.ship_checkpoint
+
+            def ship_checkpoint(path, seq, state, *args, **kwargs):
+                return orig_ship(path, seq, stamped(state), *args, **kwargs)
+
+            T.ship_checkpoint = ship_checkpoint
+
+        def stamped(state):
+            if isinstance(state, dict) and "stamp" not in state and state.get("next_n") in stamps:
+                return dict(state, stamp=stamps[state["next_n"]])
+            return state
 
         def start(op, orig):
             def wrapped(self, hid):
@@ -83,10 +124,12 @@ def main():
                     fail(op, e, hid=hid, holder=self.runner_id)
                     raise
                 rec(op, "ok", hid=hid, holder=self.runner_id, fence=ctx.fence)
+                held.update(hid=hid, holder=self.runner_id, fence=ctx.fence)
                 return ctx
             return wrapped
 
         def checkpoint(self, hid, state, fence):
+            state = stamped(state)
             f = dict(hid=hid, holder=self.runner_id, fence=fence,
                      next_n=state.get("next_n") if isinstance(state, dict) else None)
             rec("checkpoint", "invoke", **f)

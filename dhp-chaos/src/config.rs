@@ -397,6 +397,12 @@ pub struct RoundConfig {
     /// Install the store audit (triggers and a harness-owned table, `src/audit/`).
     #[serde(default = "yes")]
     pub audit: bool,
+    /// Serve the census chunks from the harness's workload service
+    /// (`src/workload/`, `--workload service`, the default); `local`: the
+    /// workers compute them, and the checks that need the service's record
+    /// are UNCHECKED. Rounds saved before the service existed load as `local`.
+    #[serde(default)]
+    pub workload: bool,
     /// The `dhp` binary builtin processes run.
     pub dhp: PathBuf,
     /// Interpreter for python workers/supervisors.

@@ -57,5 +57,6 @@ pub mod teardown;
 pub mod timeline;
 mod timeline_env;
 mod timeline_verdicts;
+pub mod workload;
 
 pub use error::Error;

@@ -16,6 +16,17 @@ pub enum Error {
         /// The range allowed, in words.
         range: String,
     },
+    /// The workload service could not be used.
+    #[error("workload service: {detail}")]
+    Service {
+        /// What went wrong, for a caller to act on.
+        failure: ServiceFailure,
+        /// The service and what failed.
+        detail: String,
+        /// The socket error underneath, if any.
+        #[source]
+        source: Option<std::io::Error>,
+    },
     /// A malformed specification.
     #[error("invalid input: {message}")]
     Invalid {
@@ -25,6 +36,18 @@ pub enum Error {
         #[source]
         source: Option<ParseIntError>,
     },
+}
+
+/// Why the workload service could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServiceFailure {
+    /// The URL is not `http://HOST:PORT`, or does not resolve.
+    Address,
+    /// No connection or no answer within the timeout.
+    Unreachable,
+    /// The service answered and refused, or answered something else.
+    Refused,
 }
 
 impl Error {

@@ -9,9 +9,12 @@
 //! - [`history`]: the optional operation-history lines a worker or
 //!   supervisor may write for dhp-chaos (dhp-chaos/history.schema.json).
 //!   The checker treats them as detail, never as proof.
+//! - [`client`]: the client of dhp-chaos's workload service, which serves
+//!   each chunk's count and sum and records who asked for it.
 
 pub mod census;
+pub mod client;
 pub mod error;
 pub mod history;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, ServiceFailure};

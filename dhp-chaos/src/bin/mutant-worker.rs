@@ -27,6 +27,14 @@
 //!   fence again; then it works through dhp-core as usual (so the losers
 //!   are fenced out at their next write).
 //!
+//! - `local-census`: a correct worker that ignores the harness's workload
+//!   service (`DHP_WORKLOAD_URL`): it computes every chunk itself, right,
+//!   and carries no stamp — a result the harness never saw computed.
+//!
+//! Every other mode gets its chunks from the workload service when
+//! `DHP_WORKLOAD_URL` is set, as `dhp work` does, so that only its planted
+//! bug shows.
+//!
 //! With `--ship-to HOST:PORT --ship-buffer DIR/ [--ship-mode sync|async]`
 //! the other modes ship over TCP with dhp-core's own shipper.
 //!
@@ -88,7 +96,11 @@ enum Mode {
     UnheldLiveness,
     AckOnFull,
     CasLessRecover,
+    LocalCensus,
 }
+
+/// The variable that names the harness's workload service (CONTRACT.md §2.1).
+const WORKLOAD_ENV: &str = "DHP_WORKLOAD_URL";
 
 struct Args {
     mode: Mode,
@@ -138,6 +150,7 @@ fn parse_args() -> Result<Args> {
         Some("skip-fence") => Mode::SkipFence,
         Some("complete-twice") => Mode::CompleteTwice,
         Some("wrong-result") => Mode::WrongResult,
+        Some("local-census") => Mode::LocalCensus,
         Some("ack-unshipped") => Mode::AckUnshipped,
         Some("ship-altered") => Mode::ShipAltered,
         Some("ship-late") => Mode::ShipLate,
@@ -147,7 +160,7 @@ fn parse_args() -> Result<Args> {
         Some("ack-on-full") => Mode::AckOnFull,
         Some("cas-less-recover") => Mode::CasLessRecover,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|local-census (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -383,13 +396,29 @@ fn run() -> Result<()> {
             (st["next_n"].as_u64().unwrap_or(lo), st["count"].as_u64().unwrap_or(0), st["total"].as_u64().unwrap_or(0))
         }
     };
+    let service = match std::env::var(WORKLOAD_ENV) {
+        Ok(url) if a.mode != Mode::LocalCensus => Some(dhp_workload::client::Workload::parse(&url)?),
+        _ => None,
+    };
     while next < hi {
         let end = (next + chunk).min(hi);
-        let (c, s) = census::chunk(next, end);
+        let (c, s, stamp) = match &service {
+            Some(w) => {
+                let got = w.chunk(&hid, next, end, &holder, fence)?;
+                (got.count, got.sum, Some(got.stamp))
+            }
+            None => {
+                let (c, s) = census::chunk(next, end);
+                (c, s, None)
+            }
+        };
         count += c;
         total += s;
         next = end;
-        let state = json!({"next_n": next, "count": count, "total": total});
+        let mut state = json!({"next_n": next, "count": count, "total": total});
+        if let Some(stamp) = stamp {
+            state["stamp"] = json!(stamp);
+        }
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
         written += 1;
         let seq = if a.mode == Mode::SkipFence {

@@ -34,6 +34,8 @@ pub struct Ctx<'a> {
     pub(crate) audit: Option<&'a super::audit::AuditIx>,
     /// The processes under test were given the history file and their lines are read.
     pub(crate) history_on: bool,
+    /// The harness's workload service's record (`None`: the round ran none, `--workload local`).
+    pub(crate) workload: Option<crate::workload::Workload>,
 }
 
 /// Who wrote each committed checkpoint, as far as the history tells.
@@ -138,6 +140,7 @@ impl<'a> Ctx<'a> {
             acks: None,
             audit,
             history_on,
+            workload: crate::workload::load(dir).ok().flatten(),
         };
         cx.acks =
             cx.paths.proxy_record.exists().then(|| crate::proxy::load_acks(&cx.paths.proxy_record).unwrap_or_default());

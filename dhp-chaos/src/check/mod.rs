@@ -13,7 +13,7 @@
 //! per [`Invariant`]; this module only runs them and files their findings.
 
 mod audit;
-mod census;
+pub(crate) mod census;
 mod ctx;
 mod db_link;
 mod env_facts;

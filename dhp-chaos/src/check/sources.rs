@@ -24,6 +24,8 @@ pub enum Source {
     PeerLog,
     /// The history the processes under test write about themselves (optional detail).
     History,
+    /// The harness's workload service's record of every chunk it served (`workload.jsonl`).
+    Workload,
 }
 
 impl Source {
@@ -36,6 +38,7 @@ impl Source {
             Source::Wire => "wire",
             Source::PeerLog => "peer-log",
             Source::History => "history",
+            Source::Workload => "workload",
         }
     }
 }
@@ -66,6 +69,17 @@ pub fn needs(i: Invariant) -> (&'static [Source], &'static [Source]) {
         Invariant::NoTornAfterStoreFull => (&[Store, Processes, History], &[]),
         Invariant::OneLeader => (&[StoreAudit, Processes], &[]),
         Invariant::Budget => (&[StoreAudit, Store], &[]),
+        Invariant::ServedWork => (&[Store, Workload], &[StoreAudit]),
+    }
+}
+
+/// [`needs`] in a round that has `have`: `rework` rests on the workload
+/// service's record where there is one (it sees the chunk a victim was
+/// computing when it died, which no history can), else on the history.
+pub fn needs_in(i: Invariant, have: &BTreeSet<Source>) -> (&'static [Source], &'static [Source]) {
+    match i {
+        Invariant::Rework if have.contains(&Workload) => (&[Processes, Workload], &[History]),
+        _ => needs(i),
     }
 }
 
@@ -87,6 +101,9 @@ pub(crate) fn available(cx: &Ctx<'_>) -> BTreeSet<Source> {
     }
     if cx.history_on && !cx.ix.processes_with_history.is_empty() {
         s.insert(History);
+    }
+    if cx.workload.is_some() {
+        s.insert(Workload);
     }
     s
 }
@@ -117,7 +134,9 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
         Invariant::Outcome => some(cx.hids.len(), "handoff(s) dispatched"),
         Invariant::Budget => some(status_changes, "handoff(s) changed status"),
         Invariant::Result | Invariant::ExactlyOnce => some(completed, "handoff(s) completed in the store"),
-        Invariant::Checkpoints | Invariant::Fencing | Invariant::Transport => some(ckpts, "checkpoint(s) in the store"),
+        Invariant::Checkpoints | Invariant::Fencing | Invariant::Transport | Invariant::ServedWork => {
+            some(ckpts, "checkpoint(s) in the store")
+        }
         Invariant::Rework | Invariant::Detection => some(worker_faults, "fault(s) on lease-holding workers"),
         Invariant::Zombies => some(
             super::invariants::woken_replaced(cx),
@@ -153,7 +172,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
 
 /// Set the verdict's status, sources and (if so) why it is unchecked.
 pub(crate) fn judge(v: &mut Verdict, i: Invariant, cx: &Ctx<'_>, have: &BTreeSet<Source>) {
-    let (req, detail) = needs(i);
+    let (req, detail) = needs_in(i, have);
     v.sources = req.iter().chain(detail.iter().filter(|s| have.contains(s))).map(|s| s.name().to_string()).collect();
     v.missing = req.iter().filter(|s| !have.contains(s)).map(|s| s.name().to_string()).collect();
     let why = expected(i, cx);

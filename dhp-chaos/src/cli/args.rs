@@ -202,6 +202,11 @@ pub struct RunArgs {
     /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
     #[arg(long)]
     pub no_audit: bool,
+    /// service: workers get every census chunk from the harness's workload service (DHP_WORKLOAD_URL), which
+    /// records who asked for what under which fence; local: workers compute chunks themselves (CONTRACT.md
+    /// v1 workers) and the checks that need the service's record are UNCHECKED.
+    #[arg(long, default_value = "service", value_parser = ["service", "local"])]
+    pub workload: String,
     /// The dhp binary (default: next to this executable, rebuilt first under cargo).
     #[arg(long)]
     pub dhp: Option<PathBuf>,

@@ -262,6 +262,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         impl_history: a.impl_history == "on",
         allow_unchecked: dhp_chaos::check::Invariant::parse_allowed(&a.allow_unchecked)?,
         audit: !a.no_audit,
+        workload: a.workload == "service",
         dhp,
         python,
         reference_dir,

@@ -30,6 +30,7 @@ mod reap;
 mod spawn;
 mod startup;
 mod store_disk;
+mod workload;
 
 pub use disk::parse_size;
 pub use store_disk::store_disk_checked;
@@ -172,6 +173,10 @@ pub struct Driver<'a> {
     proxy: Option<crate::proxy::Proxy>,
     /// `db-link` faults: the proxy between the workers and PostgreSQL.
     db_proxy: Option<crate::proxy::Proxy>,
+    /// The harness's workload service (`--workload service`).
+    workload: Option<crate::workload::Service>,
+    /// Each handoff's census (lo, hi, chunk), for the workload service.
+    tasks: crate::workload::Tasks,
     /// The toxic switched on the database link: (fault id, when to clear it, toxic).
     db_link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     /// `--disk`: the tmpfs under the transport server's logs.
@@ -264,6 +269,8 @@ impl<'a> Driver<'a> {
             proxy: None,
             link_on: None,
             db_proxy: None,
+            workload: None,
+            tasks: Default::default(),
             db_link_on: None,
             tmpfs: None,
             disk_full: None,
@@ -294,6 +301,9 @@ impl<'a> Driver<'a> {
         if self.cfg.ship.is_tcp() {
             let token = self.cfg.host.as_ref().map_or(&self.token, |h| &h.token);
             e.push(("DHP_TRANSPORT_TOKEN".into(), token.clone()));
+        }
+        if let Some(w) = &self.workload {
+            e.push((crate::workload::ENV.into(), w.url().to_string()));
         }
         e
     }
@@ -407,6 +417,7 @@ impl<'a> Driver<'a> {
     /// Supervisors, then a claim worker per handoff; the first fault is due
     /// one interval after `t0`.
     fn start_processes(&mut self) -> Result<()> {
+        self.start_workload()?;
         for _ in 0..self.cfg.supervisor_count {
             self.spawn_supervisor()?;
         }
@@ -444,6 +455,7 @@ impl<'a> Driver<'a> {
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk,
                        "max_attempts": self.cfg.max_attempts, "ingested_checkpoints": n}),
             );
+            self.tasks.insert(hid.clone(), (lo, hi, self.cfg.chunk));
             self.hids.push(hid.clone());
         }
         self.open_monitor()?;

@@ -18,6 +18,7 @@ impl Driver<'_> {
                 "dispatch",
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att}),
             );
+            self.tasks.insert(hid.clone(), (lo, hi, self.cfg.chunk));
             self.hids.push(hid);
         }
         self.open_monitor()

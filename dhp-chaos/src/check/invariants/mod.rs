@@ -19,6 +19,7 @@ mod peer_acks;
 pub(crate) mod peer_log;
 mod result;
 mod rework;
+mod served_work;
 mod store_full;
 mod stuck_after_restart;
 mod sync_ack;
@@ -77,11 +78,13 @@ pub enum Invariant {
     OneLeader,
     /// `no-silent-budget-overrun`: no handoff recovered or completed past its attempts, none back from the DLQ (store audit).
     Budget,
+    /// `served-work`: every checkpoint holds a chunk the harness's workload service served, to the holder and fence that committed it.
+    ServedWork,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 20] = [
+    pub const ALL: [Invariant; 21] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -102,6 +105,7 @@ impl Invariant {
         Invariant::NoTornAfterStoreFull,
         Invariant::OneLeader,
         Invariant::Budget,
+        Invariant::ServedWork,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -127,6 +131,7 @@ impl Invariant {
             Invariant::NoTornAfterStoreFull => "no-torn-after-store-full",
             Invariant::OneLeader => "one-leader",
             Invariant::Budget => "no-silent-budget-overrun",
+            Invariant::ServedWork => "served-work",
         }
     }
 
@@ -176,6 +181,7 @@ impl Invariant {
             Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
             Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
             Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
+            Invariant::ServedWork => "every committed checkpoint carries the stamp the harness's workload service gave for exactly that chunk of that handoff, no stamp is committed twice, and the chunk was served to the holder and fence the store had when the checkpoint committed (workload record, store audit)",
             Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
         }
     }
@@ -203,6 +209,7 @@ impl Invariant {
             Invariant::NoTornAfterStoreFull => store_full::check(cx),
             Invariant::OneLeader => one_leader::check(cx),
             Invariant::Budget => budget::check(cx),
+            Invariant::ServedWork => served_work::check(cx),
         }
     }
 }

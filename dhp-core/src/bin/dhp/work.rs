@@ -94,6 +94,10 @@ pub struct WorkArgs {
     /// The private key of --tls-cert (PEM).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Get each census chunk from a harness's workload service at
+    /// http://HOST:PORT (dhp-chaos/CONTRACT.md §2.1) instead of computing it.
+    #[arg(long, value_name = "URL", env = "DHP_WORKLOAD_URL")]
+    workload: Option<String>,
 }
 
 /// A history file (kind `IoError` if it cannot be opened).
@@ -118,6 +122,8 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     if let (Some(addr), Some(t)) = (&a.ship_to, call_timeout) {
         reach_transport(addr, t)?;
     }
+    let workload =
+        a.workload.as_deref().map(dhp_workload::client::Workload::parse).transpose().map_err(worker::workload_error)?;
     let (r, dir) = open_worker_runner(&a.root, &a.runner, cfg.clone())?;
     let history = open_history(a.history.as_deref(), &a.runner)?;
     let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {
@@ -134,6 +140,7 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
         stop_after: a.stop_after,
         liveness: !a.no_liveness,
         background_heartbeat: !a.no_background_heartbeat,
+        workload,
     };
     match worker::run_census(&r, opts)? {
         Outcome::Completed(v) => {

@@ -48,6 +48,9 @@ pub struct WorkOptions {
     pub liveness: bool,
     /// Heartbeat from a background thread as well as after each chunk.
     pub background_heartbeat: bool,
+    /// Get each chunk from a harness's workload service (and carry its
+    /// stamp in the checkpoint) instead of sieving it here.
+    pub workload: Option<dhp_workload::client::Workload>,
 }
 
 /// What a run did.
@@ -101,6 +104,18 @@ pub fn census_error(e: dhp_workload::Error) -> Error {
             Error::validation_from(reason, other)
         }
     }
+}
+
+/// The workload service failed: a transport error (exit 10) of the kind
+/// that says what to do about it.
+pub fn workload_error(e: dhp_workload::Error) -> Error {
+    use dhp_core::error::TransportKind;
+    let kind = match &e {
+        dhp_workload::Error::Service { failure: dhp_workload::ServiceFailure::Address, .. } => TransportKind::Address,
+        dhp_workload::Error::Service { failure: dhp_workload::ServiceFailure::Refused, .. } => TransportKind::Refused,
+        _ => TransportKind::Unacknowledged,
+    };
+    Error::transport_from(kind, "--workload", e)
 }
 
 /// Run the census worker to completion (or `stop_after`).
@@ -195,14 +210,26 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let mut done = 0u64;
     while next < hi {
         let end = next.saturating_add(chunk).min(hi);
-        let (c, s) = census::chunk(next, end);
+        let (c, s, stamp) = match &opts.workload {
+            Some(w) => {
+                let got = w.chunk(hid.as_str(), next, end, &holder, fence).map_err(workload_error)?;
+                (got.count, got.sum, Some(got.stamp))
+            }
+            None => {
+                let (c, s) = census::chunk(next, end);
+                (c, s, None)
+            }
+        };
         // A checkpoint written by someone else may hold any counts.
         let (Some(c2), Some(t2)) = (count.checked_add(c), total.checked_add(s)) else {
             return Err(Error::validation(format!("prime.census counters overflow at next_n={next}")));
         };
         (count, total) = (c2, t2);
         next = end;
-        let state = json!({"next_n": next, "count": count, "total": total});
+        let mut state = json!({"next_n": next, "count": count, "total": total});
+        if let Some(stamp) = stamp {
+            state["stamp"] = json!(stamp);
+        }
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
         let step = match ctx.checkpoint_step(&state, 1) {
             Ok(step) => step,
@@ -308,6 +335,7 @@ mod tests {
             stop_after: None,
             liveness: false,
             background_heartbeat: false,
+            workload: None,
         };
         let out = run_census(&r, opts).unwrap();
         assert!(matches!(out, Outcome::Completed(_)), "{out:?}");

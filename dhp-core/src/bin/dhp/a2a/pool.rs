@@ -30,6 +30,7 @@ pub fn run(w: &Runner, root: Option<&Path>, pace: Duration, stop: &AtomicBool) {
                     stop_after: None,
                     liveness: true,
                     background_heartbeat: true,
+                    workload: None,
                 };
                 match worker::run_census(w, opts) {
                     Ok(_) => tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id(), "census completed"),

@@ -1,0 +1,258 @@
+//! The harness-owned workload service (CONTRACT.md §2.1): workers get each
+//! census chunk's count and sum from the harness instead of computing it,
+//! the way the demo's offline mirror serves pages. The service records who
+//! asked for which chunk of which handoff under which fence, and when, and
+//! stamps every answer with a fresh random token the worker must carry in
+//! the checkpoint that commits the chunk. The checker then knows from its
+//! own records which request each committed checkpoint came from
+//! (attribution, rework, writes computed under a superseded fence) without
+//! asking the implementation under test.
+//!
+//! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` → `200 {"count": C,
+//! "sum": S, "stamp": "…"}`; anything else → `400`/`404` `{"error": …}`.
+//! One request per connection (`Connection: close`), plain HTTP/1.1.
+
+mod record;
+
+pub use record::{load, Served, Workload};
+
+use crate::check::census::primes_in;
+use crate::error::{Error, Result};
+use rand::RngCore;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The file a round's service appends its record to.
+pub const FILE: &str = "workload.jsonl";
+/// The environment variable that gives a worker the service's URL.
+pub const ENV: &str = "DHP_WORKLOAD_URL";
+
+/// Longest request line or header the service reads.
+const MAX_LINE: usize = 4096;
+/// A client that sends nothing for this long is dropped.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The census of each handoff the round dispatched: hid → (lo, hi, chunk).
+pub type Tasks = HashMap<String, (u64, u64, u64)>;
+
+/// A running service; stops (and joins) on drop.
+pub struct Service {
+    url: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Service {
+    /// Serve `tasks` on `listener` (bound by the caller: loopback, or
+    /// loopback inside a host's namespace), recording to `dir/workload.jsonl`.
+    pub fn start(listener: TcpListener, tasks: Tasks, dir: &Path) -> Result<Service> {
+        let path = dir.join(FILE);
+        let file = File::options().create(true).append(true).open(&path).map_err(Error::io("creating", &path))?;
+        let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
+        listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared { tasks, file: Mutex::new(file) });
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("workload".into())
+            .spawn(move || run(listener, &flag, &shared))
+            .map_err(Error::io("starting the service for", &path))?;
+        Ok(Service { url: format!("http://{addr}"), stop, thread: Some(thread) })
+    }
+
+    /// `http://ADDR`, the value of [`ENV`].
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Shared {
+    tasks: Tasks,
+    file: Mutex<File>,
+}
+
+/// Accept until `stop`; each connection on its own thread.
+fn run(listener: TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((conn, peer)) => {
+                let s = shared.clone();
+                let _ = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
+                    let _ = serve(conn, &peer.to_string(), &s);
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
+    conn.set_nonblocking(false)?;
+    conn.set_read_timeout(Some(IO_TIMEOUT))?;
+    conn.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut line = String::new();
+    let (status, body) = match read_line(&mut reader, &mut line) {
+        Ok(()) => {
+            let target = request_target(&line);
+            // the headers: read and ignore, up to the blank line
+            let mut h = String::new();
+            loop {
+                h.clear();
+                if read_line(&mut reader, &mut h).is_err() || h.trim_end().is_empty() {
+                    break;
+                }
+            }
+            match target {
+                Some(t) => answer(t, peer, shared),
+                None => (400, json!({"error": "want GET /chunk?hid=…&n=…&end=…&holder=…&fence=…"})),
+            }
+        }
+        Err(why) => (400, json!({"error": why})),
+    };
+    let text = body.to_string();
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Bad Request",
+    };
+    let mut w = conn;
+    write!(
+        w,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )?;
+    w.flush()
+}
+
+/// One CRLF- or LF-terminated line of at most [`MAX_LINE`] bytes.
+fn read_line(r: &mut impl BufRead, out: &mut String) -> std::result::Result<(), String> {
+    let mut buf = Vec::new();
+    let n = r.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| format!("reading: {e}"))?;
+    if n == 0 {
+        return Err("empty request".into());
+    }
+    if n > MAX_LINE {
+        return Err(format!("request line longer than {MAX_LINE} bytes"));
+    }
+    *out = String::from_utf8(buf).map_err(|_| "request is not UTF-8".to_string())?;
+    Ok(())
+}
+
+/// The target of `GET TARGET HTTP/1.x`.
+fn request_target(line: &str) -> Option<&str> {
+    let mut parts = line.split_whitespace();
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("GET"), Some(t), Some(v)) if v.starts_with("HTTP/1.") => Some(t),
+        _ => None,
+    }
+}
+
+/// Check a chunk request against the round's tasks, serve and record it.
+fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
+    let Some(query) = target.strip_prefix("/chunk?") else {
+        return (404, json!({"error": format!("no such resource {target:?}: GET /chunk?…")}));
+    };
+    let q: HashMap<String, String> =
+        query.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (unescape(k), unescape(v))).collect();
+    let req = match Request::parse(&q, &shared.tasks) {
+        Ok(r) => r,
+        Err(why) => {
+            shared.append(&json!({"t": crate::hist::now(), "bad": why, "target": target, "peer": peer}));
+            return (400, json!({"error": why}));
+        }
+    };
+    let (count, sum) = primes_in(req.n, req.end);
+    let mut raw = [0u8; 12];
+    rand::thread_rng().fill_bytes(&mut raw);
+    let stamp: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    // Recorded before it is answered: a stamp the worker can hold is in the record.
+    shared.append(&json!({"t": crate::hist::now(), "stamp": stamp, "hid": req.hid, "n": req.n, "end": req.end,
+                          "holder": req.holder, "fence": req.fence, "peer": peer}));
+    (200, json!({"count": count, "sum": sum, "stamp": stamp}))
+}
+
+struct Request {
+    hid: String,
+    n: u64,
+    end: u64,
+    holder: String,
+    fence: i64,
+}
+
+impl Request {
+    fn parse(q: &HashMap<String, String>, tasks: &Tasks) -> std::result::Result<Request, String> {
+        let get = |k: &str| q.get(k).map(String::as_str).ok_or_else(|| format!("missing parameter {k}"));
+        let num = |k: &str| get(k)?.parse::<u64>().map_err(|_| format!("{k} must be a non-negative integer"));
+        let hid = get("hid")?.to_string();
+        let &(lo, hi, chunk) = tasks.get(&hid).ok_or_else(|| format!("hid {hid:?} is no handoff of this round"))?;
+        let (n, end) = (num("n")?, num("end")?);
+        let want_end = n.saturating_add(chunk).min(hi);
+        if n < lo || n >= hi || (n - lo) % chunk != 0 || end != want_end {
+            return Err(format!(
+                "[{n}, {end}) is no chunk of this handoff (lo {lo}, hi {hi}, chunk {chunk}: the chunk at {n} ends at {want_end})"
+            ));
+        }
+        let holder = get("holder")?.to_string();
+        if holder.is_empty() || holder.len() > 128 || !holder.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("holder must be 1..=128 printable ASCII characters".into());
+        }
+        let fence = get("fence")?.parse::<i64>().map_err(|_| "fence must be an integer".to_string())?;
+        Ok(Request { hid, n, end, holder, fence })
+    }
+}
+
+/// A query component with `%XX` escapes (and `+`) decoded; a malformed
+/// escape is kept as written.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match b[i] {
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Shared {
+    /// One line, one `write(2)`.
+    fn append(&self, line: &Value) {
+        let mut text = line.to_string();
+        text.push('\n');
+        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = f.write_all(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests;

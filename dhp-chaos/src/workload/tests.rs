@@ -1,0 +1,49 @@
+use super::*;
+use std::io::Read;
+
+fn get(url: &str, target: &str) -> (u16, Value) {
+    let addr = url.trim_start_matches("http://");
+    let mut c = TcpStream::connect(addr).unwrap();
+    write!(c, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    let status: u16 = text[9..12].parse().unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap();
+    (status, serde_json::from_str(body).unwrap())
+}
+
+const H: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+#[test]
+fn serves_checks_and_records_every_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: Tasks = [(H.to_string(), (0, 250, 100))].into();
+    let svc = Service::start(TcpListener::bind("127.0.0.1:0").unwrap(), tasks, dir.path()).unwrap();
+    let (st, a) = get(svc.url(), &format!("/chunk?hid={H}&n=0&end=100&holder=w1&fence=3"));
+    assert_eq!(st, 200);
+    assert_eq!((a["count"].as_u64(), a["sum"].as_u64()), (Some(25), Some(1060)));
+    // escaped as Python's urlencode may write it
+    let (_, b) = get(svc.url(), &format!("/chunk?hid={H}&n=200&end=250&holder=w%31&fence=3"));
+    assert_ne!(a["stamp"], b["stamp"], "every answer gets its own stamp");
+    // refused: not a chunk boundary, a short last chunk claimed long, unknown hid, bad fence
+    for bad in [
+        format!("/chunk?hid={H}&n=50&end=150&holder=w1&fence=3"),
+        format!("/chunk?hid={H}&n=200&end=300&holder=w1&fence=3"),
+        "/chunk?hid=bbbb&n=0&end=100&holder=w1&fence=3".to_string(),
+        format!("/chunk?hid={H}&n=0&end=100&holder=w1&fence=x"),
+        format!("/chunk?hid={H}&n=0&end=100&fence=1"),
+    ] {
+        assert_eq!(get(svc.url(), &bad).0, 400, "{bad}");
+    }
+    assert_eq!(get(svc.url(), "/other").0, 404);
+    drop(svc);
+    let w = load(dir.path()).unwrap().unwrap();
+    assert_eq!(w.served.len(), 2);
+    assert_eq!(w.refused.len(), 5);
+    let s = w.by_stamp(a["stamp"].as_str().unwrap()).unwrap();
+    assert_eq!((s.hid.as_str(), s.n, s.end, s.holder.as_str(), s.fence), (H, 0, 100, "w1", 3));
+    assert_eq!(w.by_stamp(b["stamp"].as_str().unwrap()).unwrap().holder, "w1");
+    assert!(w.by_stamp("0000").is_none());
+    assert_eq!(unescape("a%2Eb+c%zz%4"), "a.b c%zz%4");
+    assert!(load(&dir.path().join("none")).unwrap().is_none());
+}

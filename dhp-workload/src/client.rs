@@ -1,0 +1,112 @@
+//! The client of a harness's workload service (`dhp work --workload URL`,
+//! `DHP_WORKLOAD_URL`): get each census chunk's count and sum from the
+//! service instead of sieving it, and carry the service's stamp in the
+//! checkpoint (dhp-chaos/CONTRACT.md §2.1). One plain HTTP/1.1 GET per chunk.
+
+use crate::error::{Error, Result, ServiceFailure};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// Longest wait for the service to connect or answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest answer read.
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// A workload service at `http://HOST:PORT`.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    addr: SocketAddr,
+    host: String,
+}
+
+/// One served chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Primes in the chunk.
+    pub count: u64,
+    /// Their sum.
+    pub sum: u64,
+    /// The service's token for this answer: the checkpoint carries it as `stamp`.
+    pub stamp: String,
+}
+
+impl Workload {
+    /// Parse `http://HOST:PORT[/]`; refused (kind Address) otherwise.
+    pub fn parse(url: &str) -> Result<Workload> {
+        let bad = |why: &str| Error::Service {
+            failure: ServiceFailure::Address,
+            detail: format!("{url:?}: {why}"),
+            source: None,
+        };
+        let rest = url.strip_prefix("http://").ok_or_else(|| bad("want http://HOST:PORT"))?;
+        let host = rest.strip_suffix('/').unwrap_or(rest);
+        if host.is_empty() || host.contains('/') {
+            return Err(bad("want http://HOST:PORT with no path"));
+        }
+        let addr = host
+            .to_socket_addrs()
+            .map_err(|e| Error::Service {
+                failure: ServiceFailure::Address,
+                detail: format!("{url:?}"),
+                source: Some(e),
+            })?
+            .next()
+            .ok_or_else(|| bad("resolves to no address"))?;
+        Ok(Workload { addr, host: host.to_string() })
+    }
+
+    /// The chunk `[n, end)` of `hid`, asked as `holder` under `fence`.
+    pub fn chunk(&self, hid: &str, n: u64, end: u64, holder: &str, fence: i64) -> Result<Chunk> {
+        let what = format!("workload service {}", self.host);
+        let io = |e: std::io::Error| Error::Service {
+            failure: ServiceFailure::Unreachable,
+            detail: what.clone(),
+            source: Some(e),
+        };
+        let mut c = TcpStream::connect_timeout(&self.addr, TIMEOUT).map_err(io)?;
+        c.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
+        c.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
+        // hid and holder are validated ids (hex, and the id alphabet of §1.2): no escaping needed
+        write!(
+            c,
+            "GET /chunk?hid={hid}&n={n}&end={end}&holder={holder}&fence={fence} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.host
+        )
+        .map_err(io)?;
+        let mut raw = Vec::new();
+        c.take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
+        let text = String::from_utf8_lossy(&raw);
+        let refused = |why: String| Error::Service {
+            failure: ServiceFailure::Refused,
+            detail: format!("{what}: {why}"),
+            source: None,
+        };
+        let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| refused("no HTTP answer".into()))?;
+        let status = head.split_whitespace().nth(1).unwrap_or("");
+        let v: Value = serde_json::from_str(body).map_err(|_| refused(format!("answer {status} is not JSON")))?;
+        if status != "200" {
+            return Err(refused(format!("{status}: {}", v["error"].as_str().unwrap_or("no reason given"))));
+        }
+        match (v["count"].as_u64(), v["sum"].as_u64(), v["stamp"].as_str()) {
+            (Some(count), Some(sum), Some(stamp)) => Ok(Chunk { count, sum, stamp: stamp.to_string() }),
+            _ => Err(refused("answer lacks count, sum or stamp".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked() {
+        assert!(Workload::parse("http://127.0.0.1:80").is_ok());
+        assert!(Workload::parse("http://127.0.0.1:80/").is_ok());
+        for bad in ["127.0.0.1:80", "https://127.0.0.1:80", "http://", "http://127.0.0.1:80/chunk", "http://nohost"] {
+            let e = Workload::parse(bad).unwrap_err();
+            assert!(matches!(e, Error::Service { failure: ServiceFailure::Address, .. }), "{bad}: {e}");
+        }
+    }
+}
