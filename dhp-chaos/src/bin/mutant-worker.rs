@@ -31,6 +31,10 @@
 //!   service (`DHP_WORKLOAD_URL`): it computes every chunk itself, right,
 //!   and carries no stamp — a result the harness never saw computed.
 //!
+//! - `throw-away`: asks the workload service for every chunk twice and
+//!   keeps only the second answer — work computed and thrown away, which
+//!   a killed worker of this kind leaves behind many times over (`rework`).
+//!
 //! Every other mode gets its chunks from the workload service when
 //! `DHP_WORKLOAD_URL` is set, as `dhp work` does, so that only its planted
 //! bug shows.
@@ -97,6 +101,7 @@ enum Mode {
     AckOnFull,
     CasLessRecover,
     LocalCensus,
+    ThrowAway,
 }
 
 /// The variable that names the harness's workload service (CONTRACT.md §2.1).
@@ -151,6 +156,7 @@ fn parse_args() -> Result<Args> {
         Some("complete-twice") => Mode::CompleteTwice,
         Some("wrong-result") => Mode::WrongResult,
         Some("local-census") => Mode::LocalCensus,
+        Some("throw-away") => Mode::ThrowAway,
         Some("ack-unshipped") => Mode::AckUnshipped,
         Some("ship-altered") => Mode::ShipAltered,
         Some("ship-late") => Mode::ShipLate,
@@ -160,7 +166,7 @@ fn parse_args() -> Result<Args> {
         Some("ack-on-full") => Mode::AckOnFull,
         Some("cas-less-recover") => Mode::CasLessRecover,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|local-census (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|local-census|throw-away (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -404,6 +410,9 @@ fn run() -> Result<()> {
         let end = (next + chunk).min(hi);
         let (c, s, stamp) = match &service {
             Some(w) => {
+                if a.mode == Mode::ThrowAway {
+                    w.chunk(&hid, next, end, &holder, fence)?;
+                }
                 let got = w.chunk(&hid, next, end, &holder, fence)?;
                 (got.count, got.sum, Some(got.stamp))
             }

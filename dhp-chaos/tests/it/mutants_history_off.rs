@@ -1,9 +1,9 @@
 //! Mutants caught with the implementation's history switched off
 //! (`--impl-history off`: workers and supervisors get /dev/null, the
 //! checker reads only the harness's own lines): the verdicts rest on the
-//! store audit, the store and the harness's process records. Each round is
-//! seeded and a few seconds long. `rework` needs the history, so it is
-//! allowed to be unchecked; nothing else is.
+//! store audit, the workload service's record, the store and the harness's
+//! process records. Each round is seeded and a few seconds long; no
+//! invariant is allowed to be unchecked.
 use crate::common::bins::{mutant_worker, run_small};
 use crate::common::*;
 
@@ -11,9 +11,9 @@ fn mutant_supervisor(mode: &str) -> String {
     format!("{} --mode {mode}", env!("CARGO_BIN_EXE_mutant-supervisor"))
 }
 
-/// A small round with history off (`rework` allowed unchecked), plus `extra`.
+/// A small round with history off, plus `extra`.
 fn off(name: &str, seed: u64, chunks: u32, extra: &[&str]) -> Run {
-    let mut a = vec!["--impl-history", "off", "--allow-unchecked", "rework", "--failpoint-rate", "0"];
+    let mut a = vec!["--impl-history", "off", "--failpoint-rate", "0"];
     a.extend_from_slice(extra);
     run_small(name, seed, chunks, &a)
 }
@@ -121,8 +121,6 @@ fn supervisor_that_never_dead_letters_is_caught() {
             "0",
             "--impl-history",
             "off",
-            "--allow-unchecked",
-            "rework",
         ],
     );
     assert_caught(&r, "no-silent-budget-overrun", "it must have gone to the DLQ");
@@ -139,15 +137,50 @@ fn ours_with_history_off_holds_and_analyze_agrees() {
         assert!(!src.contains(&"history"), "{inv} used no history: {src:?}");
     }
     assert!(r.checked("fencing") > 0 && r.checked("one-leader") > 0, "{}", r.dump());
-    assert_eq!(r.results["rounds"][0]["unchecked_allowed"][0], "rework", "{}", r.dump());
+    // rework and served-work from the workload service's record
+    for inv in ["rework", "served-work"] {
+        let t = &r.results["totals"]["invariants"][inv];
+        assert_eq!(t["status"], "held", "{inv}: {t:#}");
+        assert!(t["sources"].as_array().unwrap().iter().any(|s| s == "workload"), "{inv}: {t:#}");
+    }
     let (code, out) = analyze(&r.out);
     assert_eq!(code, r.code, "analyze gives the round's verdict\n{out}");
-    // without the allowance the same saved round is unchecked: exit 3 from analyze too
-    let mut meta: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(r.out.join("round-0000/round.json")).unwrap()).unwrap();
-    meta["config"]["allow_unchecked"] = serde_json::json!([]);
-    std::fs::write(r.out.join("round-0000/round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
+    // without the service's record the same saved round is unchecked: exit 3 from analyze
+    std::fs::remove_file(r.out.join("round-0000/workload.jsonl")).unwrap();
     let (code, out) = analyze(&r.out);
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains("UNCHECKED") && out.contains("[rework] needs history"), "{out}");
+    assert!(out.contains("[served-work] needs workload") && out.contains("[rework] needs history"), "{out}");
+}
+
+#[test]
+fn a_worker_that_computes_its_chunks_itself_is_caught_by_the_workload_record() {
+    let w = mutant_worker("local-census");
+    let r = off("off-local-census", 9, 40, &["--workers", &w, "--faults", "kill-worker=1"]);
+    assert_caught(&r, "served-work", "carries no stamp");
+    // the results are right, only unserved
+    assert!(r.violations("result").is_empty() && r.violations("checkpoints").is_empty(), "{}", r.dump());
+}
+
+#[test]
+fn a_worker_that_throws_work_away_is_caught_as_rework() {
+    let w = mutant_worker("throw-away");
+    let r = off("off-throw-away", 10, 60, &["--workers", &w, "--faults", "kill-worker=1"]);
+    assert_caught(&r, "rework", "more than one chunk redone");
+}
+
+#[test]
+fn a_fenced_out_writer_is_caught_by_the_fence_its_chunk_was_served_under() {
+    let w = mutant_worker("skip-fence");
+    let r =
+        off("off-skip-fence-served", 3, 100, &["--workers", &w, "--faults", "pause=1", "--fault-interval", "0.3,0.6"]);
+    assert_caught(&r, "served-work", "superseded or foreign fence");
+}
+
+#[test]
+fn local_workload_leaves_served_work_and_rework_unchecked() {
+    let r = off("off-local", 11, 40, &["--workload", "local", "--faults", "kill-worker=1"]);
+    assert_eq!(r.code, 3, "{}", r.dump());
+    for inv in ["served-work", "rework"] {
+        assert_eq!(r.results["totals"]["invariants"][inv]["status"], "unchecked", "{inv}\n{}", r.dump());
+    }
 }
