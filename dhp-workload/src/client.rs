@@ -57,12 +57,22 @@ impl Workload {
         Ok(Workload { addr, host: host.to_string() })
     }
 
+    /// Connect once and hang up: the service is there (before a worker
+    /// claims anything, so one that cannot be served leaves the handoff pending).
+    pub fn reach(&self) -> Result<()> {
+        TcpStream::connect_timeout(&self.addr, TIMEOUT).map(drop).map_err(|e| Error::Service {
+            failure: ServiceFailure::Unreachable,
+            detail: format!("{}: {e}", self.host),
+            source: Some(e),
+        })
+    }
+
     /// The chunk `[n, end)` of `hid`, asked as `holder` under `fence`.
     pub fn chunk(&self, hid: &str, n: u64, end: u64, holder: &str, fence: i64) -> Result<Chunk> {
-        let what = format!("workload service {}", self.host);
+        let what = self.host.clone();
         let io = |e: std::io::Error| Error::Service {
             failure: ServiceFailure::Unreachable,
-            detail: what.clone(),
+            detail: format!("{what}: {e}"),
             source: Some(e),
         };
         let mut c = TcpStream::connect_timeout(&self.addr, TIMEOUT).map_err(io)?;

@@ -49,6 +49,9 @@ impl Round {
             dhp_chaos::audit::install_sqlite(&dir.join("store").join("dhp.sqlite3")).unwrap();
         }
         let t0 = envelope::now();
+        // the workers here are this file's own calls: no workload service served them
+        let mut allow_unchecked = allow_unchecked.to_vec();
+        allow_unchecked.push("served-work");
         let meta = json!({
             "config": {"seed": 1, "round": 0, "workers": {"kind": "builtin"}, "supervisors": {"kind": "builtin"},
                        "replay": "synthetic", "impl_history": false, "allow_unchecked": allow_unchecked,

@@ -515,6 +515,7 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "no-torn-after-store-full",
             "one-leader",
             "no-silent-budget-overrun",
+            "served-work",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {

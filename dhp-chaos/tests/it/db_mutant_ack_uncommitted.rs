@@ -12,12 +12,13 @@ fn acknowledged_but_uncommitted_checkpoints_are_caught_across_a_crash() {
     );
     // The same lie breaks three more rules: fencing's "every acknowledged
     // write is in the store", checkpoints (the next state skips the unwritten
-    // chunk) and transport (the unwritten state was shipped at the seq the
-    // next real checkpoint took).
+    // chunk), transport (the unwritten state was shipped at the seq the
+    // next real checkpoint took) and served-work (the next row covers two
+    // served chunks but carries one's stamp).
     let v = assert_caught(
         &r,
         "no-lost-commits-across-db-crash",
-        &["no-lost-commits-across-db-crash", "fencing", "checkpoints", "transport"],
+        &["no-lost-commits-across-db-crash", "fencing", "checkpoints", "transport", "served-work"],
         &[],
     );
     assert!(v.iter().all(|m| m.contains("the store does not have it")), "{v:#?}\n{}", r.dump());

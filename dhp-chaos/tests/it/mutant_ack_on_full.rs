@@ -41,7 +41,7 @@ fn a_checkpoint_acknowledged_on_a_full_store_disk_is_caught() {
         &r,
         "no-torn-after-store-full",
         &["no-torn-after-store-full", "fencing", "transport"],
-        &["checkpoints"],
+        &["checkpoints", "served-work"],
     );
     assert!(v.iter().all(|m| m.contains("the store does not have it")), "{v:#?}\n{}", r.dump());
 }

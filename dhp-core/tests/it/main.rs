@@ -37,6 +37,7 @@ mod cli_infinite_lease;
 mod cli_reserved_ids;
 mod cli_store_creation;
 mod cli_supervisor_exit;
+mod cli_workload_service;
 mod clock_leadership_ttl;
 mod clock_lease_expiry;
 mod clock_stall_timeout;

@@ -53,7 +53,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             };
             if s.hid != *hid || s.n != start || Some(s.end) != next {
                 out.of(hid, format!(
-                    "{hs}: checkpoint seq {} [{start}, {}) carries the stamp of chunk [{}, {}) of {}: a result copied from another chunk",
+                    "{hs}: checkpoint seq {} covers [{start}, {}) but carries the stamp served for [{}, {}) of {}: its result is not the chunk the harness served",
                     c.seq, next.map_or("?".into(), |n| n.to_string()), s.n, s.end, short(&s.hid)
                 ));
             }

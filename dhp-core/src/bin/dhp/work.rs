@@ -124,6 +124,9 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
     }
     let workload =
         a.workload.as_deref().map(dhp_workload::client::Workload::parse).transpose().map_err(worker::workload_error)?;
+    if let Some(w) = &workload {
+        w.reach().map_err(worker::workload_error)?;
+    }
     let (r, dir) = open_worker_runner(&a.root, &a.runner, cfg.clone())?;
     let history = open_history(a.history.as_deref(), &a.runner)?;
     let shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, call_timeout) {

@@ -115,7 +115,7 @@ pub fn workload_error(e: dhp_workload::Error) -> Error {
         dhp_workload::Error::Service { failure: dhp_workload::ServiceFailure::Refused, .. } => TransportKind::Refused,
         _ => TransportKind::Unacknowledged,
     };
-    Error::transport_from(kind, "--workload", e)
+    Error::transport_from(kind, format!("--workload: {e}"), e)
 }
 
 /// Run the census worker to completion (or `stop_after`).
