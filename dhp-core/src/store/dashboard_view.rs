@@ -201,6 +201,23 @@ pub struct Watermark {
     recent: HashMap<(u8, String), f64>,
 }
 
+impl Watermark {
+    /// The stamps already in the slack window are not changes.
+    fn seeded(mut self, c: &Connection) -> Result<Watermark> {
+        for (tab, sql, newest) in [
+            (0u8, "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1", self.handoffs),
+            (1u8, "SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1", self.ownership),
+        ] {
+            let mut st = c.prepare(sql)?;
+            let mut rows = st.query(params![newest - SLACK_S])?;
+            while let Some(r) = rows.next()? {
+                self.recent.insert((tab, r.get(0)?), r.get(1)?);
+            }
+        }
+        Ok(self)
+    }
+}
+
 /// What changed since a [`Watermark`].
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Delta {
@@ -300,28 +317,7 @@ impl View {
     /// the next page (`None` on the last).
     pub fn page(&self, filter: &Filter, after: Option<&str>, limit: usize) -> Result<(Vec<Row>, Option<String>)> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let after = after.unwrap_or("");
-        let lo = filter.hid_prefix.clone().unwrap_or_default();
-        let lo = if lo.as_str() > after { lo } else { String::new() };
-        let hi = filter.hid_prefix.as_deref().and_then(prefix_end);
-        let mut sql = format!("SELECT {} FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid", row_cols());
-        let mut conds = vec!["h.hid > ?1".to_string(), "h.hid >= ?2".to_string()];
-        let mut args: Vec<SqlValue> = vec![SqlValue::Text(after.into()), SqlValue::Text(lo)];
-        if let Some(hi) = hi {
-            args.push(SqlValue::Text(hi));
-            conds.push(format!("h.hid < ?{}", args.len()));
-        }
-        if let Some(s) = &filter.status {
-            args.push(SqlValue::Text(s.clone()));
-            conds.push(format!("{STATUS} = ?{}", args.len()));
-        }
-        if let Some(holder) = &filter.holder {
-            // the (holder, hid) index: the holder's rows in id order
-            args.push(SqlValue::Text(holder.clone()));
-            conds.push(format!("h.hid IN (SELECT hid FROM ownership WHERE holder = ?{} AND hid > ?1)", args.len()));
-        }
-        args.push(SqlValue::Integer(limit as i64 + 1));
-        sql.push_str(&format!(" WHERE {} ORDER BY h.hid LIMIT ?{}", conds.join(" AND "), args.len()));
+        let (sql, args) = page_query(filter, after, limit);
         let mut rows = self.read(|c| {
             let mut st = c.prepare_cached(&sql)?;
             let rows = st.query_map(rusqlite::params_from_iter(args.iter()), row_of)?;
@@ -387,7 +383,8 @@ impl View {
                     int("SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND expires_at > -1e300")?,
                 ),
                 recent: HashMap::new(),
-            })
+            }
+            .seeded(c)?)
         })
     }
 
@@ -579,6 +576,34 @@ fn held_flocks() -> HashMap<u64, i32> {
         .collect()
 }
 
+/// The SQL and arguments of one page: `limit + 1` rows (the extra one
+/// says whether there is a next page).
+fn page_query(filter: &Filter, after: Option<&str>, limit: usize) -> (String, Vec<SqlValue>) {
+    let after = after.unwrap_or("");
+    let lo = filter.hid_prefix.clone().unwrap_or_default();
+    let lo = if lo.as_str() > after { lo } else { String::new() };
+    let hi = filter.hid_prefix.as_deref().and_then(prefix_end);
+    let mut sql = format!("SELECT {} FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid", row_cols());
+    let mut conds = vec!["h.hid > ?1".to_string(), "h.hid >= ?2".to_string()];
+    let mut args: Vec<SqlValue> = vec![SqlValue::Text(after.into()), SqlValue::Text(lo)];
+    if let Some(hi) = hi {
+        args.push(SqlValue::Text(hi));
+        conds.push(format!("h.hid < ?{}", args.len()));
+    }
+    if let Some(s) = &filter.status {
+        args.push(SqlValue::Text(s.clone()));
+        conds.push(format!("{STATUS} = ?{}", args.len()));
+    }
+    if let Some(holder) = &filter.holder {
+        // the (holder, hid) index: the holder's rows in id order
+        args.push(SqlValue::Text(holder.clone()));
+        conds.push(format!("h.hid IN (SELECT hid FROM ownership WHERE holder = ?{} AND hid > ?1)", args.len()));
+    }
+    args.push(SqlValue::Integer(limit as i64 + 1));
+    sql.push_str(&format!(" WHERE {} ORDER BY h.hid LIMIT ?{}", conds.join(" AND "), args.len()));
+    (sql, args)
+}
+
 fn rows_of(c: &Connection, hids: &[String]) -> Result<Vec<Row>> {
     let mut st = c.prepare_cached(&format!(
         "SELECT {} FROM handoffs h LEFT JOIN ownership o ON o.hid = h.hid WHERE h.hid = ?1",
@@ -604,6 +629,53 @@ mod tests {
         assert_eq!(prefix_end("af").as_deref(), Some("b"));
         assert_eq!(prefix_end("ff"), None);
         assert_eq!(prefix_end(""), None);
+    }
+
+    /// Every page and delta query reads an index, never the whole table
+    /// (checked against SQLite's plan on a store with dhp-rs's indexes).
+    #[test]
+    fn queries_use_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(crate::store::SqliteStore::open(dir.path()).unwrap());
+        let v = View::open(dir.path()).unwrap();
+        let plan = |sql: &str, args: &[SqlValue]| -> String {
+            let c = v.conn.lock().unwrap();
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let rows = st.query_map(rusqlite::params_from_iter(args.iter()), |r| r.get::<_, String>(3)).unwrap();
+            rows.map(|r| r.unwrap()).collect::<Vec<_>>().join(" | ")
+        };
+        let a = "ab".repeat(32);
+        for (filter, want) in [
+            (Filter::default(), "SEARCH h USING INDEX sqlite_autoindex_handoffs_1 (hid>?)"),
+            (Filter::new(Some("running"), None).unwrap(), "SEARCH h USING INDEX dhprs_handoffs_status"),
+            (Filter::new(None, Some("ab1")).unwrap(), "SEARCH h USING INDEX sqlite_autoindex_handoffs_1"),
+            (Filter::new(None, Some("w-1")).unwrap(), "USING COVERING INDEX dhprs_ownership_holder"),
+        ] {
+            for after in [None, Some(a.as_str())] {
+                let (sql, args) = page_query(&filter, after, 50);
+                let p = plan(&sql, &args);
+                assert!(p.contains(want), "{filter:?}: {p}");
+                assert!(!p.contains("SCAN h") && !p.contains("SCAN o"), "{filter:?} scans: {p}");
+            }
+        }
+        for sql in [
+            "SELECT hid, updated_at FROM handoffs WHERE updated_at >= ?1 ORDER BY updated_at",
+            "SELECT hid, updated_at FROM ownership WHERE updated_at >= ?1 ORDER BY updated_at",
+            "SELECT rowid, hid FROM checkpoints WHERE rowid > ?1 ORDER BY rowid",
+            "SELECT COUNT(*) FROM approvals WHERE status = 'pending' AND expires_at > ?1",
+        ] {
+            let p = plan(sql, &[SqlValue::Real(0.0)]);
+            assert!(p.contains("SEARCH") && !p.contains("SCAN"), "{sql}: {p}");
+        }
+    }
+
+    #[test]
+    fn the_connection_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(crate::store::SqliteStore::open(dir.path()).unwrap());
+        let v = View::open(dir.path()).unwrap();
+        let e = v.try_write().unwrap_err();
+        assert!(e.to_string().contains("readonly") || e.to_string().contains("read-only"), "{e}");
     }
 
     #[test]
