@@ -368,10 +368,10 @@ impl View {
     /// not a change).
     pub fn watermark(&self) -> Result<Watermark> {
         self.read(|c| {
-            let one = |sql: &str| -> Result<f64> {
-                Ok(c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0))?.unwrap_or(0.0))
-            };
-            let int = |sql: &str| -> Result<i64> { Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0)) };
+            let one =
+                |sql: &str| -> Result<f64> { Ok(c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0))?.unwrap_or(0.0)) };
+            let int =
+                |sql: &str| -> Result<i64> { Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0)) };
             Ok(Watermark {
                 data_version: Some(int("PRAGMA data_version")?),
                 handoffs: one("SELECT MAX(updated_at) FROM handoffs")?,

@@ -287,9 +287,7 @@ async fn route(app: Arc<App>, req: Request) -> Response {
     }
     match path.as_str() {
         "/" => html(StatusCode::OK, page::index()),
-        "/app.js" => {
-            ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], page::APP_JS).into_response()
-        }
+        "/app.js" => ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], page::APP_JS).into_response(),
         "/api/summary" => axum::Json(app.live.summary()).into_response(),
         "/api/handoffs" => handoffs(&app, &params).await,
         "/api/events" => events(&app),
@@ -374,32 +372,29 @@ fn events(app: &Arc<App>) -> Response {
     let first = Event::default().event("summary").data(app.live.summary().to_string());
     let rx = app.live.subscribe();
     let closing = app.closing.clone();
-    let stream = futures_util::stream::unfold(
-        (Some(first), rx, closing),
-        |(mut first, mut rx, closing)| async move {
-            if let Some(ev) = first.take() {
-                return Some((Ok::<Event, Infallible>(ev), (None, rx, closing)));
+    let stream = futures_util::stream::unfold((Some(first), rx, closing), |(mut first, mut rx, closing)| async move {
+        if let Some(ev) = first.take() {
+            return Some((Ok::<Event, Infallible>(ev), (None, rx, closing)));
+        }
+        if *closing.borrow() {
+            return None;
+        }
+        let ev = {
+            let stop = closing.clone();
+            let mut stop = stop;
+            tokio::select! {
+                r = rx.recv() => match r {
+                    Ok(text) => Event::default().event("delta").data(text.as_str()),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        Event::default().event("resync").data("{}")
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = stop.wait_for(|c| *c) => return None,
             }
-            if *closing.borrow() {
-                return None;
-            }
-            let ev = {
-                let stop = closing.clone();
-                let mut stop = stop;
-                tokio::select! {
-                    r = rx.recv() => match r {
-                        Ok(text) => Event::default().event("delta").data(text.as_str()),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            Event::default().event("resync").data("{}")
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                    },
-                    _ = stop.wait_for(|c| *c) => return None,
-                }
-            };
-            Some((Ok(ev), (None, rx, closing)))
-        },
-    );
+        };
+        Some((Ok(ev), (None, rx, closing)))
+    });
     let mut r = Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     r

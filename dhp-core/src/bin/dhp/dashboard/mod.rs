@@ -127,13 +127,8 @@ pub fn serve(a: DashboardArgs, _cfg: Config) -> Result<Output, Failure> {
                 .map_err(|e| start_err("cannot start the poller", e))?;
         }
         let (close_tx, closing) = tokio::sync::watch::channel(false);
-        let app = Arc::new(http::App {
-            live,
-            token,
-            session: secret(),
-            guard: http::Guard::new(local, &allowed),
-            closing,
-        });
+        let app =
+            Arc::new(http::App { live, token, session: secret(), guard: http::Guard::new(local, &allowed), closing });
         let url = format!("http://{local}/");
         if app.token.is_none() {
             eprintln!(

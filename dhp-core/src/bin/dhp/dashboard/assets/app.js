@@ -73,6 +73,7 @@
     state.next = page.next_after;
     render();
     document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
+    if (!document.body.dataset.firstRowsMs) document.body.dataset.firstRowsMs = String(performance.now());
   }
 
   function renderStatuses() {
