@@ -372,7 +372,7 @@ impl View {
                 |sql: &str| -> Result<f64> { Ok(c.query_row(sql, [], |r| r.get::<_, Option<f64>>(0))?.unwrap_or(0.0)) };
             let int =
                 |sql: &str| -> Result<i64> { Ok(c.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))?.unwrap_or(0)) };
-            Ok(Watermark {
+            Watermark {
                 data_version: Some(int("PRAGMA data_version")?),
                 handoffs: one("SELECT MAX(updated_at) FROM handoffs")?,
                 ownership: one("SELECT MAX(updated_at) FROM ownership")?,
@@ -384,7 +384,7 @@ impl View {
                 ),
                 recent: HashMap::new(),
             }
-            .seeded(c)?)
+            .seeded(c)
         })
     }
 

@@ -250,6 +250,8 @@ async fn route(app: Arc<App>, req: Request) -> Response {
         return error(StatusCode::FORBIDDEN, &format!("Forbidden: {why}"));
     }
     let path = req.uri().path().to_string();
+    // the path only: a query may carry the token (/login?token=)
+    tracing::debug!("dashboard: {} {path}", req.method());
     let query = req.uri().query().unwrap_or("").to_string();
     let Some(params) = pairs(&query) else {
         return error(StatusCode::BAD_REQUEST, "the query string is not valid percent-encoded UTF-8");
