@@ -45,6 +45,7 @@ mod dashboard_auth;
 mod dashboard_browser;
 mod dashboard_measure;
 mod dashboard_paging;
+mod dashboard_postgres;
 mod dashboard_read_only;
 mod error_sources;
 mod features_production;
