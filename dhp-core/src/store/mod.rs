@@ -16,6 +16,7 @@
 //! workers and supervisors on many hosts share one store; [`open`] picks
 //! the backend from a ROOT string ([`location::StoreLocation`]).
 
+pub mod dashboard_view;
 pub mod deadline;
 pub mod deep;
 pub mod location;

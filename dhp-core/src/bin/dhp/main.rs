@@ -14,6 +14,8 @@
 mod a2a;
 mod bound;
 mod cmds;
+#[cfg(feature = "dashboard")]
+mod dashboard;
 mod failure;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -176,6 +178,10 @@ enum Cmd {
     /// durable DHP handoff (docs/a2a.md).
     #[cfg(feature = "a2a")]
     A2a(a2a::A2aArgs),
+    /// Serve a live, read-only web view of a store on loopback
+    /// (docs/dashboard.md).
+    #[cfg(feature = "dashboard")]
+    Dashboard(dashboard::DashboardArgs),
 }
 
 /// Set when a worker stopped at --stop-after: exit 3, not 0.
@@ -250,6 +256,8 @@ fn run(cli: Cli) -> Result<Output, Failure> {
         Cmd::Mcp(a) => mcp::run(a, cfg).map(|()| (json!({}), String::new())),
         #[cfg(feature = "a2a")]
         Cmd::A2a(a) => a2a::serve(a, cfg),
+        #[cfg(feature = "dashboard")]
+        Cmd::Dashboard(a) => dashboard::serve(a, cfg),
     }
 }
 
