@@ -53,6 +53,7 @@ pub mod python;
 pub mod report;
 pub mod round;
 pub mod scenario;
+pub mod site;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;
