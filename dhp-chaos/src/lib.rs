@@ -57,6 +57,7 @@ pub mod site;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;
+mod timeline_legend;
 mod timeline_verdicts;
 
 pub use error::Error;

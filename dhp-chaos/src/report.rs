@@ -26,8 +26,6 @@ fn lat(s: &Stats) -> String {
 pub struct RealRound {
     /// The round's index in its run.
     pub round: u32,
-    /// Its seed.
-    pub seed: u64,
     /// The reports it made (1, or one per host and standby).
     pub reports: usize,
     /// SIGKILLs over all of them.
@@ -50,7 +48,6 @@ pub fn real_rounds(reports: &[RoundReport]) -> Vec<RealRound> {
             None => {
                 out.push(RealRound {
                     round: r.round,
-                    seed: r.seed,
                     reports: 0,
                     kills: 0,
                     fault_phase_s: 0.0,
@@ -368,8 +365,8 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         for r in &t.per_round {
             let _ = writeln!(
                 s,
-                "  round {} (seed {}, {} host reports side by side): {} kills in {:.1} s of fault injection = {:.0} kills/min",
-                r.round, r.seed, r.reports, r.kills, r.fault_phase_s, r.kills_per_min
+                "  round {} ({} host reports side by side): {} kills in {:.1} s of fault injection = {:.0} kills/min",
+                r.round, r.reports, r.kills, r.fault_phase_s, r.kills_per_min
             );
         }
     }

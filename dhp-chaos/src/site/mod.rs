@@ -388,12 +388,17 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
         if rp.host.is_some() && last_round != Some(rp.round) {
             // a --hosts round: its own page parts (the hosts' timeline) first
             let base = r.rel.rsplit_once('/').map_or(".", |x| x.0);
+            // the round's seed (each host's report has a seed of its own)
+            let seed = std::fs::read(dir.join(base).join(crate::hosts::HOSTS_JSON))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| v["seed"].as_u64())
+                .map_or_else(|| "?".to_string(), |s| s.to_string());
             let _ = writeln!(
                 p,
-                r#"<section class="hosts-round" id="{}"><h2>round {} (seed {}) — {} hosts</h2><object class="timeline" type="image/svg+xml" data="{b}/timeline.svg"><a href="{b}/timeline.svg">timeline.svg</a></object></section>"#,
+                r#"<section class="hosts-round" id="{}"><h2>round {} (seed {seed}) — {} hosts</h2><object class="timeline" type="image/svg+xml" data="{b}/timeline.svg"><a href="{b}/timeline.svg">timeline.svg</a></object></section>"#,
                 anchor(base),
                 rp.round,
-                rp.seed,
                 rounds.iter().filter(|x| x.report.round == rp.round && !x.report.standby).count(),
                 b = esc(base)
             );
