@@ -239,7 +239,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.violations += r.violations();
         t.unexplained += r.unexplained();
     }
-    t.fault_phase_s = real.iter().map(|r| r.fault_phase_s).sum();
+    t.fault_phase_s = real.iter().map(|r| r.fault_phase_s).fold(0.0, |a, b| a + b);
     t.kills_per_min = per_min(t.kills, t.fault_phase_s);
     t.per_round = real;
     t.detection_worker_kill = stats(wk);

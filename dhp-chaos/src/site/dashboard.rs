@@ -3,8 +3,9 @@
 //! a live section on top (the round in progress, its faults and kills so
 //! far), kept current by server-sent events from `/events` (`live` every
 //! quarter second while something changed, `rounds` when a round ended and
-//! the page below has new rows, `done` with the exit code at the end); no
-//! page reload, no script but the page's own. `/state.json` is the live
+//! the page below has new rows, `done` with the exit code at the end; each
+//! stream lasts 1 s and the browser's EventSource reconnects); no page
+//! reload, no script but the page's own. `/state.json` is the live
 //! state, and every other path a file of the run directory, read-only.
 //!
 //! The caller binds the listener (so a test can bind port 0) and runs
@@ -28,6 +29,11 @@ const MAX_CONNECTIONS: usize = 32;
 const LIVE_FAULTS: usize = 40;
 /// How often an event stream looks for news.
 const TICK: Duration = Duration::from_millis(250);
+/// How long one event stream lasts: then it ends, and the client's
+/// EventSource connects again after the `retry` the stream gave (and gets
+/// the whole state first: every `live` event is complete). A stream that
+/// never ends would also hold a headless browser's virtual time still.
+const STREAM: Duration = Duration::from_secs(1);
 
 /// Parse `--dashboard`'s value: `HOST:PORT` on a loopback address
 /// (`127.0.0.1:8080`, `[::1]:0`, `localhost:8080`); any other address is
@@ -337,10 +343,11 @@ impl Dashboard {
 
     fn events(&self, s: &mut TcpStream, shutdown: &AtomicBool) -> std::io::Result<()> {
         s.write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\nretry: 1000\n\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\nretry: 500\n\n",
         )?;
         let (mut seen, mut seen_rounds) = (u64::MAX, None::<u64>);
         let mut last_sent = Instant::now();
+        let began = Instant::now();
         loop {
             let (state, v, rv) = self.snapshot();
             if v != seen {
@@ -363,7 +370,7 @@ impl Dashboard {
                 last_sent = Instant::now();
             }
             s.flush()?;
-            if shutdown.load(Ordering::SeqCst) {
+            if shutdown.load(Ordering::SeqCst) || began.elapsed() >= STREAM {
                 return Ok(());
             }
             std::thread::sleep(TICK);
@@ -469,10 +476,14 @@ const LIVE_SCRIPT: &str = r#"<script>
 (function () {
   var n = 0;
   function set(id, v) { var e = document.getElementById(id); if (e) { e.textContent = v; } }
+  var shown = document.getElementById('live-rounds-done');
+  var rounds = shown ? parseInt(shown.textContent, 10) : 0;
   var es = new EventSource('/events');
   es.addEventListener('live', function (ev) {
     var s = JSON.parse(ev.data);
     n += 1;
+    // a round ended since the page was made (perhaps between two streams): its rows
+    if (s.rounds_done !== rounds) { rounds = s.rounds_done; reload(); }
     set('live-events', String(n));
     set('live-status', s.exit_code !== null ? 'run ended, exit code ' + s.exit_code
         : (s.round !== null ? 'round ' + s.round + ' in progress' : 'between rounds'));
