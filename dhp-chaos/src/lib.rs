@@ -53,9 +53,11 @@ pub mod python;
 pub mod report;
 pub mod round;
 pub mod scenario;
+pub mod site;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;
+mod timeline_legend;
 mod timeline_verdicts;
 pub mod workload;
 

@@ -20,12 +20,72 @@ fn lat(s: &Stats) -> String {
     format!("p50 {} ms, p99 {} ms, max {} ms (n={})", ms(s.p50), ms(s.p99), ms(s.max), s.n)
 }
 
+/// One round of a run as it ran: with `--hosts` its host (and standby)
+/// reports together, which ran side by side over the same wall time.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealRound {
+    /// The round's index in its run.
+    pub round: u32,
+    /// The reports it made (1, or one per host and standby).
+    pub reports: usize,
+    /// SIGKILLs over all of them.
+    pub kills: u64,
+    /// Its fault phase, seconds of wall time (the longest of its reports').
+    pub fault_phase_s: f64,
+    /// `kills` per minute of `fault_phase_s`.
+    pub kills_per_min: f64,
+    /// Every invariant held in every report.
+    pub held: bool,
+}
+
+/// The rounds of `reports` as they ran: the reports of one round index
+/// (the hosts of a `--hosts` round) grouped, in order of first appearance.
+pub fn real_rounds(reports: &[RoundReport]) -> Vec<RealRound> {
+    let mut out: Vec<RealRound> = Vec::new();
+    for r in reports {
+        let i = match out.iter().position(|x| x.round == r.round) {
+            Some(i) => i,
+            None => {
+                out.push(RealRound {
+                    round: r.round,
+                    reports: 0,
+                    kills: 0,
+                    fault_phase_s: 0.0,
+                    kills_per_min: 0.0,
+                    held: true,
+                });
+                out.len() - 1
+            }
+        };
+        let x = &mut out[i];
+        x.reports += 1;
+        x.kills += r.kills;
+        // the hosts' fault phases run side by side: the round's is the longest, not their sum
+        x.fault_phase_s = x.fault_phase_s.max(r.fault_phase_s);
+        x.held &= r.held;
+    }
+    for x in &mut out {
+        x.kills_per_min = per_min(x.kills, x.fault_phase_s);
+    }
+    out
+}
+
+fn per_min(n: u64, s: f64) -> f64 {
+    if s > 0.0 {
+        n as f64 * 60.0 / s
+    } else {
+        0.0
+    }
+}
+
 /// Totals over rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
-    /// Rounds summed.
+    /// Rounds run (a `--hosts` round, with all its hosts' reports, is one).
     pub rounds: usize,
-    /// Of those, rounds in which every invariant held.
+    /// Round reports summed (more than `rounds` with `--hosts`: one per host and standby).
+    pub reports: usize,
+    /// Of the rounds, those in which every invariant held on every host.
     pub rounds_held: usize,
     /// Handoffs dispatched, over every round.
     pub handoffs: usize,
@@ -35,10 +95,13 @@ pub struct Totals {
     pub dlq: usize,
     /// SIGKILLs among the faults (failpoint self-kills included).
     pub kills: u64,
-    /// Total length of the fault phases, seconds.
+    /// Total length of the fault phases, seconds of wall time (a `--hosts`
+    /// round's hosts inject side by side: its phase counts once).
     pub fault_phase_s: f64,
-    /// `kills` per minute of fault phase.
+    /// `kills` per minute of fault phase (wall time).
     pub kills_per_min: f64,
+    /// Each round as it ran, with its own kill rate.
+    pub per_round: Vec<RealRound>,
     /// Faults by kind (see [`RoundReport::faults_by_kind`]).
     pub faults_by_kind: BTreeMap<String, u64>,
     /// SIGKILLs by the victim's role.
@@ -91,15 +154,18 @@ pub struct Totals {
 
 /// Sum the rounds' reports (latency samples pooled, then dropped).
 pub fn totals(rounds: &[RoundReport]) -> Totals {
+    let real = real_rounds(rounds);
     let mut t = Totals {
-        rounds: rounds.len(),
-        rounds_held: rounds.iter().filter(|r| r.held).count(),
+        rounds: real.len(),
+        reports: rounds.len(),
+        rounds_held: real.iter().filter(|r| r.held).count(),
         handoffs: 0,
         completed: 0,
         dlq: 0,
         kills: 0,
         fault_phase_s: 0.0,
         kills_per_min: 0.0,
+        per_round: Vec::new(),
         faults_by_kind: BTreeMap::new(),
         kills_by_role: BTreeMap::new(),
         recoveries: 0,
@@ -134,7 +200,6 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.completed += r.completed;
         t.dlq += r.dlq;
         t.kills += r.kills;
-        t.fault_phase_s += r.fault_phase_s;
         for (k, v) in &r.faults_by_kind {
             *t.faults_by_kind.entry(k.clone()).or_default() += v;
         }
@@ -174,7 +239,9 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.violations += r.violations();
         t.unexplained += r.unexplained();
     }
-    t.kills_per_min = if t.fault_phase_s > 0.0 { t.kills as f64 * 60.0 / t.fault_phase_s } else { 0.0 };
+    t.fault_phase_s = real.iter().map(|r| r.fault_phase_s).fold(0.0, |a, b| a + b);
+    t.kills_per_min = per_min(t.kills, t.fault_phase_s);
+    t.per_round = real;
     t.detection_worker_kill = stats(wk);
     t.detection_worker_kill_steady = stats(st);
     t.kill_to_resume = stats(kr);
@@ -294,6 +361,15 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         t.fault_phase_s,
         t.kills_per_min
     );
+    if t.reports > t.rounds {
+        for r in &t.per_round {
+            let _ = writeln!(
+                s,
+                "  round {} ({} host reports side by side): {} kills in {:.1} s of fault injection = {:.0} kills/min",
+                r.round, r.reports, r.kills, r.fault_phase_s, r.kills_per_min
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "handoffs: {} completed, {} in the DLQ, of {}; recoveries {}, race losers {}, checkpoints {}",
@@ -374,7 +450,9 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         }
     );
     if let Some(last) = rounds.last() {
-        // names and descriptions from a round, counts from the totals
+        // names and descriptions from a round, counts from the totals; the
+        // name column as wide as the longest name
+        let w = last.invariants.iter().map(|i| i.name.chars().count()).max().unwrap_or(0);
         for i in &last.invariants {
             let tot = &t.invariants[i.name.as_str()];
             let v = tot["violations"].as_u64().unwrap_or(0);
@@ -389,7 +467,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             let src: Vec<&str> = tot["sources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
             let _ = writeln!(
                 s,
-                "  {:<24} {:<12} checked {:>7}  [{}]  {}",
+                "  {:<w$} {:<12} checked {:>7}  [{}]  {}",
                 i.name,
                 label,
                 tot["checked"].as_u64().unwrap_or(0),
@@ -449,4 +527,51 @@ pub fn side_by_side(cols: &[(String, Totals)]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The run's exit code from its round reports: 2 a harness error, 1 a
+/// violation (unless every one is a known reference weakness and
+/// `allow_known` says so), 3 an invariant unchecked and not allowed, else 0.
+pub fn exit_code(rounds: &[RoundReport], allow_known: bool, harness_error: bool) -> i32 {
+    if harness_error {
+        2
+    } else if !rounds.iter().all(|r| r.held || (allow_known && r.unexplained() == 0)) {
+        1
+    } else if rounds.iter().any(|r| !r.unchecked.is_empty()) {
+        3
+    } else {
+        0
+    }
+}
+
+/// The last line of a run (and of `analyze`): `dhp-chaos: ALL INVARIANTS
+/// HELD (N rounds)`, `dhp-chaos: INVARIANT VIOLATED`, … for exit `code`.
+pub fn verdict_line(code: i32, rounds: &[RoundReport], t: &Totals) -> String {
+    let n = match (t.rounds, t.reports) {
+        (1, 1) => "1 round".to_string(),
+        (r, n) if n > r => format!("{r} round{}, {n} host reports", if r == 1 { "" } else { "s" }),
+        (r, _) => format!("{r} rounds"),
+    };
+    match code {
+        0 if t.violations > 0 => format!(
+            "dhp-chaos: only known reference weaknesses were hit ({} violations, allowed by --allow-known-reference-bugs)",
+            t.violations
+        ),
+        0 if rounds.is_empty() => "dhp-chaos: no round ran".to_string(),
+        0 if rounds.iter().any(|r| !r.unchecked_allowed.is_empty()) => format!(
+            "dhp-chaos: NO VIOLATION ({n}); unchecked, allowed by --allow-unchecked: {}",
+            rounds
+                .iter()
+                .flat_map(|r| r.unchecked_allowed.iter().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        0 => format!("dhp-chaos: ALL INVARIANTS HELD ({n})"),
+        1 => "dhp-chaos: INVARIANT VIOLATED".to_string(),
+        3 => "dhp-chaos: INVARIANT(S) UNCHECKED — no violation found, but not everything could be checked (exit 3)"
+            .to_string(),
+        _ => "dhp-chaos: HARNESS ERROR".to_string(),
+    }
 }

@@ -10,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::hist::{self, Ev};
 use crate::round::Paths;
+use crate::timeline_legend::Sym;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -60,13 +61,41 @@ pub fn write(dir: &Path) -> Result<()> {
     let base_height = TOP + LANE * (hids.len() as f64 + 1.0) + 60.0;
     let height = base_height + 13.0 * verdicts.len() as f64 + 10.0;
 
+    // the legend, wrapped to the picture's width; everything else below it
+    let mut items: Vec<(Sym, String)> = vec![
+        (Sym::Bar("hsl(200, 65%, 62%)"), "owner (a colour per holder; label: holder and fence)".into()),
+        (Sym::Glyph("▾", "#555"), "owner too short for its label (hover it)".into()),
+        (Sym::Tick("#333"), "checkpoint".into()),
+        (Sym::Glyph("×", "#d22"), "SIGKILL".into()),
+        (Sym::Bar("#f90"), "SIGSTOP (to SIGCONT, or to the stopped process's death)".into()),
+        (Sym::Glyph("×", "#a3c"), "failpoint".into()),
+        (Sym::Glyph("×", "#822"), "killed while stopped by a supervisor's watchdog".into()),
+        (Sym::Glyph("◆", "#000"), "orphan".into()),
+        (Sym::Glyph("■", "#000"), "DLQ".into()),
+        (Sym::Glyph("●", "#2a2"), "complete".into()),
+        (Sym::Bar("#4a7"), "leader".into()),
+    ];
+    if h.events.iter().any(|e| e.is_chaos() && e.op() == "nemesis") {
+        items.push((Sym::Bar("#cde"), "partition".into()));
+    }
+    if h.events.iter().any(|e| e.is_chaos() && e.s("kind") == Some("db-crash")) {
+        items.push((Sym::Bar("#ddd"), "database down".into()));
+    }
+    if h.events.iter().any(|e| e.is_chaos() && e.s("kind") == Some("db-terminate-backend")) {
+        items.push((Sym::Glyph("⌁", "#36c"), "backend terminated".into()));
+    }
+    items.extend(crate::timeline_env::legend(&h));
+    let (legend, legend_h) = crate::timeline_legend::layout(&items, 10.0, LEFT + WIDTH - 10.0, 38.0);
+    let dy = 38.0 + legend_h - 10.0;
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{}" font-family="monospace" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="18" font-size="13">dhp-chaos round {round} seed {seed} — owners (bars, fence in label), checkpoints (ticks), SIGKILL ×, SIGSTOP band (to SIGCONT or death), failpoint ×(purple), killed while stopped by a watchdog ×(dark red), orphan ◆, DLQ ■, complete ●</text>
+<text x="10" y="18" font-size="13">dhp-chaos round {round} seed {seed} — hover any mark for details</text>
+{legend}<g transform="translate(0,{dy:.1})">
 "#,
+        height + dy,
         w = LEFT + WIDTH + 20.0,
         round = meta["config"]["round"],
         seed = meta["config"]["seed"],
@@ -412,13 +441,34 @@ pub fn write(dir: &Path) -> Result<()> {
                 sg.start - t0,
                 sg.end - t0
             );
-            if w > 7.0 * sg.label.len() as f64 {
+            // the label if it fits, else the fence alone, else a marker above the bar
+            // (the bar's tooltip says it all)
+            let fence = sg.label.rsplit(' ').next().unwrap_or("");
+            let tip = format!("{} {:.3}s → {:.3}s", sg.label, sg.start - t0, sg.end - t0);
+            if w > 7.0 * sg.label.chars().count() as f64 {
                 let _ = writeln!(
                     svg,
                     r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
                     x(sg.start) + 2.0,
                     y + 23.0,
                     esc(&sg.label)
+                );
+            } else if w > 7.0 * fence.chars().count() as f64 + 2.0 {
+                let _ = writeln!(
+                    svg,
+                    r#"<text class="short-label" x="{:.1}" y="{:.1}">{}<title>{}</title></text>"#,
+                    x(sg.start) + 1.0,
+                    y + 23.0,
+                    esc(fence),
+                    esc(&tip)
+                );
+            } else {
+                let _ = writeln!(
+                    svg,
+                    r##"<text class="short-bar" x="{:.1}" y="{:.1}" font-size="10" fill="#555" text-anchor="middle">▾<title>{}</title></text>"##,
+                    x(sg.start) + w / 2.0,
+                    y + 9.5,
+                    esc(&tip)
                 );
             }
         }
@@ -439,9 +489,9 @@ pub fn write(dir: &Path) -> Result<()> {
         );
     }
     svg.push_str(&marks);
-    crate::timeline_env::draw(&mut svg, &h, &x, axis_y + 22.0, t0, t_end);
+    crate::timeline_env::draw(&mut svg, &h, &x, axis_y + 22.0, t0, t_end, Some("link/disk/clock"));
     crate::timeline_verdicts::draw(&mut svg, &verdicts, base_height + 4.0);
-    svg.push_str("</svg>\n");
+    svg.push_str("</g></svg>\n");
     let out = dir.join("timeline.svg");
     std::fs::write(&out, svg).map_err(Error::io("writing", out))?;
     Ok(())

@@ -4,12 +4,43 @@
 //! rate in the title).
 
 use crate::hist::History;
+use crate::timeline_legend::Sym;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-/// Draw the row at `y` (10 px high); `x` maps a time to its abscissa.
-pub(crate) fn draw(svg: &mut String, h: &History, x: &dyn Fn(f64) -> f64, y: f64, t0: f64, t_end: f64) {
+/// The legend items of the kinds this history has (none of a kind the round never injected:
+/// no `db-link` in a SQLite round).
+pub(crate) fn legend(h: &History) -> Vec<(Sym, String)> {
+    let mut out = Vec::new();
+    let has = |k: &str| h.events.iter().any(|e| e.is_chaos() && e.op() == "fault" && e.s("kind") == Some(k));
+    for (k, c, label) in [
+        ("link", "#48c", "link fault"),
+        ("db-link", "#2a9", "database link fault"),
+        ("disk-full", "#a63", "peer disk full"),
+        ("store-full", "#752", "store disk full"),
+    ] {
+        if has(k) {
+            out.push((Sym::Bar(c), label.to_string()));
+        }
+    }
+    if h.events.iter().any(|e| e.is_chaos() && e.op() == "spawn" && e.get("faketime").is_some()) {
+        out.push((Sym::Tick("#c3c"), "faked clock".to_string()));
+    }
+    out
+}
+
+/// Draw the row at `y` (10 px high); `x` maps a time to its abscissa;
+/// `label`: the row's name in the left margin (none on a host's lane).
+pub(crate) fn draw(
+    svg: &mut String,
+    h: &History,
+    x: &dyn Fn(f64) -> f64,
+    y: f64,
+    t0: f64,
+    t_end: f64,
+    label: Option<&str>,
+) {
     let chaos = || h.events.iter().filter(|e| e.is_chaos());
     let heals: HashMap<(&str, u64), f64> = chaos()
         .filter(|e| matches!(e.op(), "link-heal" | "disk-heal"))
@@ -48,7 +79,7 @@ pub(crate) fn draw(svg: &mut String, h: &History, x: &dyn Fn(f64) -> f64, y: f64
             xx = x(e.t()),
         );
     }
-    if any {
-        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">link ▬ db-link ▬ disk ▬ clock |</text>"#, y + 9.0);
+    if let (true, Some(l)) = (any, label) {
+        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">{l}</text>"#, y + 9.0);
     }
 }

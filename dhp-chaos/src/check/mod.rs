@@ -35,7 +35,7 @@ pub use invariants::Invariant;
 pub use landing::{landing, Landing};
 pub use load::{is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, Ckpt, Handoff};
 pub(crate) use report::stats;
-pub use report::{FaultLatency, Latencies, RoundReport, Stalls, Stats, Verdict, Zombies};
+pub use report::{FaultLatency, Latencies, Rework, RoundReport, Stalls, Stats, Verdict, Zombies};
 pub use sources::Source;
 
 use crate::error::{Error, Result};
@@ -175,6 +175,10 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         zombies: invariants::zombie_tally(&cx),
         rework_max_chunks: redone.iter().map(|r| r.2.len() as u64).max().unwrap_or(0),
         rework_total_chunks: redone.iter().map(|r| r.2.len() as u64).sum(),
+        rework_per_fault: redone
+            .iter()
+            .map(|r| Rework { victim: r.0.clone(), hid: short(&r.1).into(), chunks: r.2.len() as u64 })
+            .collect(),
         env: env_facts::facts(&cx),
         invariants,
         sources: have.iter().map(|s| s.name().to_string()).collect(),

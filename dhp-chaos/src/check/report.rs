@@ -174,6 +174,17 @@ pub struct Zombies {
     pub wrote: u64,
 }
 
+/// Chunks one faulted worker computed but did not commit itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Rework {
+    /// The faulted worker.
+    pub victim: String,
+    /// The handoff it worked on (first 12 characters).
+    pub hid: String,
+    /// How many chunks (the `next_n` of each).
+    pub chunks: u64,
+}
+
 /// Everything about one round.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundReport {
@@ -230,6 +241,9 @@ pub struct RoundReport {
     pub rework_max_chunks: u64,
     /// Chunks faulted workers computed but did not commit, over every victim.
     pub rework_total_chunks: u64,
+    /// The same per faulted worker (what `rework_max_chunks` and `rework_total_chunks` sum).
+    #[serde(default)]
+    pub rework_per_fault: Vec<Rework>,
     /// Link, clock and disk fault figures.
     #[serde(default)]
     pub env: super::EnvFacts,

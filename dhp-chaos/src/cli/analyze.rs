@@ -68,11 +68,26 @@ pub fn analyze(dir: &Path, with_timeline: bool) -> Result<i32> {
     for (_, text) in &net_chaos {
         print!("{text}");
     }
-    Ok(if !(reports.iter().all(|r| r.held) && net_chaos.iter().all(|n| n.0)) {
-        1
-    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
-        3
-    } else {
-        0
-    })
+    // the run's own leniency, as its saved command gave it: the same exit code as the run
+    let allow_known = saved_command(dir).iter().any(|a| a == "--allow-known-reference-bugs");
+    let mut code = report::exit_code(&reports, allow_known, false);
+    if code != 1 && !net_chaos.iter().all(|n| n.0) {
+        code = 1;
+    }
+    if net_chaos.is_empty() {
+        // the run directory's page, again from its saved files
+        let page = dhp_chaos::site::write(dir)?;
+        println!("\nreport: {}", page.display());
+    }
+    println!("{}", report::verdict_line(code, &reports, &t));
+    Ok(code)
+}
+
+/// The command line `results.json` saved (empty without one).
+fn saved_command(dir: &Path) -> Vec<String> {
+    std::fs::read(dir.join("results.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["command"].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()))
+        .unwrap_or_default()
 }

@@ -263,4 +263,8 @@ pub struct RunArgs {
     /// --scenario net-chaos: checkpoints (census chunks) per round.
     #[arg(long, default_value_t = 6)]
     pub net_checkpoints: u64,
+    /// Serve the run's page (index.html) live on this loopback address while the rounds run
+    /// (e.g. 127.0.0.1:8080; port 0 picks a free one, printed at the start); not a non-loopback address.
+    #[arg(long, value_name = "ADDR", value_parser = dhp_chaos::site::dashboard::parse_addr)]
+    pub dashboard: Option<std::net::SocketAddr>,
 }

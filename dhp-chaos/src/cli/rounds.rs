@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use dhp_chaos::check::{self, RoundReport};
 use dhp_chaos::config::RoundConfig;
 use dhp_chaos::round::db_faults;
+use dhp_chaos::site::{self, dashboard::Dashboard};
 use dhp_chaos::{report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -20,6 +21,7 @@ pub fn run_engines(
     tmpl: &RoundConfig,
     out: &Path,
     started_at: chrono::DateTime<chrono::Utc>,
+    dash: Option<&Dashboard>,
 ) -> Result<i32> {
     let engines = &a.store;
     if engines.iter().filter(|e| e.is_sqlite()).count() > 1 || engines.iter().filter(|e| !e.is_sqlite()).count() > 1 {
@@ -69,7 +71,10 @@ pub fn run_engines(
         }
         let out_e = if engines.len() > 1 { out.join(&t.engine) } else { out.to_path_buf() };
         std::fs::create_dir_all(&out_e).with_context(|| format!("creating {}", out_e.display()))?;
-        let (code, totals) = run_rounds(a, &t, &out_e, started_at)?;
+        if let Some(d) = dash {
+            d.set_run_dir(&out_e);
+        }
+        let (code, totals) = run_rounds(a, &t, &out_e, started_at, dash)?;
         drop(owned);
         codes.push(code);
         all_totals.push((t.engine.clone(), totals));
@@ -86,6 +91,7 @@ pub fn run_rounds(
     tmpl: &RoundConfig,
     out: &Path,
     started_at: chrono::DateTime<chrono::Utc>,
+    dash: Option<&Dashboard>,
 ) -> Result<(i32, report::Totals)> {
     let seed = tmpl.seed;
     let budget =
@@ -115,7 +121,14 @@ pub fn run_rounds(
         cfg.replay = replay_command(rseed);
         let dir = out.join(format!("round-{i:04}"));
         let r0 = Instant::now();
-        match run_round(&cfg, &dir, a.quiet, a.hosts) {
+        if let Some(d) = dash {
+            d.round_started(i, rseed, cfg.handoffs, &dir);
+        }
+        let ran = run_round(&cfg, &dir, a.quiet, a.hosts, dash);
+        if let Some(d) = dash {
+            d.round_ended();
+        }
+        match ran {
             Ok(rs) => {
                 for r in rs {
                     if live_table {
@@ -144,6 +157,8 @@ pub fn run_rounds(
                         break;
                     }
                 }
+                // the page, with this round's row (rewritten with the run's verdict at the end)
+                site_page(out);
                 if a.nightly
                     && reports.iter().any(|r| !(r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)))
                 {
@@ -162,15 +177,7 @@ pub fn run_rounds(
     }
     let totals = report::totals(&reports);
     print!("{}", report::summary(&reports, &totals, table_in_summary));
-    let code = if harness_error.is_some() {
-        2
-    } else if !reports.iter().all(|r| r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)) {
-        1
-    } else if reports.iter().any(|r| !r.unchecked.is_empty()) {
-        3
-    } else {
-        0
-    };
+    let code = report::exit_code(&reports, a.allow_known_reference_bugs, harness_error.is_some());
     let results = json!({
         "seed": seed,
         "started_at": started_at.to_rfc3339(),
@@ -184,34 +191,26 @@ pub fn run_rounds(
     });
     std::fs::write(out.join("results.json"), serde_json::to_vec_pretty(&results)?)?;
     println!("\nresults: {}", out.join("results.json").display());
-    match code {
-        0 if totals.violations > 0 => println!(
-            "dhp-chaos: only known reference weaknesses were hit ({} violations, allowed by --allow-known-reference-bugs)",
-            totals.violations
-        ),
-        0 if reports.is_empty() => println!("dhp-chaos: no round ran"),
-        0 if reports.iter().any(|r| !r.unchecked_allowed.is_empty()) => println!(
-            "dhp-chaos: NO VIOLATION ({} rounds); unchecked, allowed by --allow-unchecked: {}",
-            reports.len(),
-            reports
-                .iter()
-                .flat_map(|r| r.unchecked_allowed.iter().cloned())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        0 => println!("dhp-chaos: ALL INVARIANTS HELD ({} rounds)", reports.len()),
-        1 => println!("dhp-chaos: INVARIANT VIOLATED"),
-        3 => println!(
-            "dhp-chaos: INVARIANT(S) UNCHECKED — no violation found, but not everything could be checked (exit 3)"
-        ),
-        _ => println!("dhp-chaos: HARNESS ERROR"),
-    }
+    site_page(out);
+    println!("report: {}", out.join(site::INDEX).display());
+    println!("{}", report::verdict_line(code, &reports, &totals));
     Ok((code, totals))
 }
 
-fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool, hosts: Option<u32>) -> Result<Vec<RoundReport>> {
+/// Write the run's `index.html`; a page that cannot be written is said, and the run goes on.
+fn site_page(out: &Path) {
+    if let Err(e) = site::write(out) {
+        eprintln!("dhp-chaos: writing {}: {:#}", out.join(site::INDEX).display(), anyhow::Error::from(e));
+    }
+}
+
+fn run_round(
+    cfg: &RoundConfig,
+    dir: &Path,
+    quiet: bool,
+    hosts: Option<u32>,
+    dash: Option<&Dashboard>,
+) -> Result<Vec<RoundReport>> {
     let pb = if quiet {
         ProgressBar::hidden()
     } else {
@@ -225,6 +224,9 @@ fn run_round(cfg: &RoundConfig, dir: &Path, quiet: bool, hosts: Option<u32>) -> 
     let mut last = Instant::now();
     let progress = |live: &round::Live| {
         if last.elapsed() >= Duration::from_millis(100) {
+            if let Some(d) = dash {
+                d.progress(live);
+            }
             last = Instant::now();
             pb.set_position(live.terminal as u64);
             pb.set_message(format!(

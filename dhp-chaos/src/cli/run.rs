@@ -7,7 +7,10 @@ use super::replay::replay_command;
 use super::rounds::run_engines;
 use anyhow::{bail, Context, Result};
 use dhp_chaos::config::{default_fault_mix, parse_nemesis, FaultKind, Impl, RoundConfig, Ship, Timing};
+use dhp_chaos::site::{self, dashboard::Dashboard};
 use dhp_chaos::{locate, python};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// `--failpoint-rate` unless given (or set by `--nemesis`).
 const DEFAULT_FAILPOINT_RATE: f64 = 0.2;
@@ -45,6 +48,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
         quiet: a.quiet,
         allow_known_reference_bugs: a.allow_known_reference_bugs,
     };
+    if scenario.is_some() && a.dashboard.is_some() {
+        bail!("--dashboard serves the page of seeded rounds; --scenario net-chaos writes no such page");
+    }
     if scenario.is_some() {
         dhp_chaos::scenario::net_chaos::validate(&net_chaos, a.chunk, a.base, a.pace, workers)?;
         let many = a.rounds != 1 || a.nightly || a.hosts.is_some() || !sqlite_only;
@@ -289,5 +295,35 @@ pub fn run(a: RunArgs) -> Result<i32> {
         );
         return dhp_chaos::scenario::run(&cfg, &o, &out);
     }
-    run_engines(&a, &tmpl, &out, started_at)
+    // --dashboard: bound here (a port taken is an error before any round), served on a thread
+    let dash = match a.dashboard {
+        Some(addr) => {
+            let listener = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("--dashboard {addr}: binding the dashboard's address"))?;
+            let bound = listener.local_addr().context("--dashboard: reading the bound address")?;
+            let d = Dashboard::new(&out);
+            let stop = Arc::new(AtomicBool::new(false));
+            let (d2, stop2) = (Arc::clone(&d), Arc::clone(&stop));
+            let h = std::thread::spawn(move || d2.run(listener, stop2));
+            println!(
+                "dhp-chaos: dashboard http://{bound}/ (live while the rounds run; the page stays in {})",
+                out.join(site::INDEX).display()
+            );
+            Some((d, stop, h))
+        }
+        None => None,
+    };
+    let code = run_engines(&a, &tmpl, &out, started_at, dash.as_ref().map(|d| d.0.as_ref()));
+    if let Some((d, stop, h)) = dash {
+        d.finished(code.as_ref().map_or(2, |c| *c));
+        // the event streams send `done` within a tick; then the server stops
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        stop.store(true, Ordering::SeqCst);
+        match h.join() {
+            Ok(Err(e)) => eprintln!("dhp-chaos: dashboard: {:#}", anyhow::Error::from(e)),
+            Err(_) => eprintln!("dhp-chaos: dashboard: its thread panicked"),
+            Ok(Ok(())) => {}
+        }
+    }
+    code
 }

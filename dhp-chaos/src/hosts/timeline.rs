@@ -7,13 +7,14 @@
 
 use crate::error::{Error, Result};
 use crate::hist::{self, Ev};
+use crate::timeline_legend::Sym;
 use std::fmt::Write as _;
 use std::path::Path;
 
 const LEFT: f64 = 90.0;
 const WIDTH: f64 = 1400.0;
-const LANE: f64 = 40.0;
-const TOP: f64 = 40.0;
+/// A host's lane: its marks in the upper part, its link/disk/clock row at the foot.
+const LANE: f64 = 64.0;
 
 /// Partition intervals of a history: (start event, heal time).
 pub fn partitions(events: &[Ev], t_end: f64) -> Vec<(&Ev, f64)> {
@@ -72,14 +73,35 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
     let t0 = net.events.first().map(Ev::t).unwrap_or(0.0);
     let t_end = net.events.last().map(Ev::t).unwrap_or(t0 + 1.0).max(t0 + 0.001);
     let x = |t: f64| LEFT + (t - t0).clamp(0.0, t_end - t0) / (t_end - t0) * WIDTH;
-    let lane_y = |k: u64| TOP + LANE * k as f64;
-    let height = TOP + LANE * f64::from(n) + 40.0;
+    // the legend, wrapped to the width, and only the link/disk/clock kinds some host had
+    let mut items: Vec<(Sym, String)> = vec![
+        (Sym::Bar("#9bd"), "partition: one side".into()),
+        (Sym::Bar("#db9"), "the other side (one-way: receiver)".into()),
+        (Sym::Bar("#e99"), "one-way: sender".into()),
+        (Sym::Glyph("×", "#000"), "SIGKILL".into()),
+        (Sym::Glyph("☠", "#000"), "host death (its standby continues on the lane)".into()),
+        (Sym::Glyph("|", "#000"), "SIGSTOP".into()),
+        (Sym::Glyph("●", "#000"), "complete".into()),
+    ];
+    for (_, h) in &hosts {
+        for it in crate::timeline_env::legend(h) {
+            if !items.iter().any(|i| i.1 == it.1) {
+                items.push(it);
+            }
+        }
+    }
+    let (legend, legend_h) = crate::timeline_legend::layout(&items, 10.0, LEFT + WIDTH - 10.0, 38.0);
+    let top = 38.0 + legend_h;
+    let lane_y = |k: u64| top + LANE * k as f64;
+    let axis_y = top + LANE * f64::from(n);
+    let height = axis_y + 30.0;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" font-family="monospace" font-size="11">
 <rect width="100%" height="100%" fill="white"/>
-<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — partitions (bands: blue one side, tan the other; one-way: red sender, tan receiver), SIGKILL ×, host death ☠ (its standby continues on the same lane), SIGSTOP |, complete ●; at a lane's foot: link fault blue, disk full brown, faked clock magenta</text>"#,
+<text x="10" y="18" font-size="13">dhp-chaos {n} hosts — one lane per host, hover any mark for details; each host directory has its own detailed timeline</text>
+{legend}"#,
         w = LEFT + WIDTH + 20.0
     );
     for k in 0..u64::from(n) {
@@ -90,8 +112,24 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
             y + LANE,
             LEFT + WIDTH,
             y + LANE,
-            y + 24.0
+            y + 26.0
         );
+    }
+    // time axis
+    let span = t_end - t0;
+    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0]
+        .into_iter()
+        .find(|s| span / s <= 25.0)
+        .unwrap_or(600.0);
+    let mut k = 0.0;
+    while k <= span {
+        let xx = x(t0 + k);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{xx:.1}" y1="{top:.1}" x2="{xx:.1}" y2="{axis_y:.1}" stroke="#eee"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{k}s</text>"##,
+            axis_y + 14.0
+        );
+        k += step;
     }
     for (e, heal) in partitions(&net.events, t_end) {
         let [a, b] = groups(e);
@@ -109,7 +147,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
                     x(e.t()),
                     lane_y(k) + 2.0,
                     (x(heal) - x(e.t())).max(1.0),
-                    LANE - 4.0,
+                    LANE - 18.0,
                     e.i("fault_id").unwrap_or(0),
                     e.t() - t0,
                     heal - t0,
@@ -121,7 +159,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
     for (k, h) in &hosts {
         let y = lane_y(u64::from(*k));
         // the host's link faults, full disks and faked clocks: a thin row at the lane's foot
-        crate::timeline_env::draw(&mut svg, h, &x, y + LANE - 12.0, t0, t_end);
+        crate::timeline_env::draw(&mut svg, h, &x, y + LANE - 13.0, t0, t_end, None);
         for e in &h.events {
             let t = e.t();
             let mark = match (e.is_chaos(), e.op(), e.s("signal"), e.ty()) {
@@ -136,7 +174,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
                 svg,
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{mark}<title>h{k} {} {} at {:.3}s</title></text>"#,
                 x(t),
-                y + 25.0,
+                y + 30.0,
                 e.op(),
                 &what[..what.len().min(12)],
                 t - t0
