@@ -116,6 +116,7 @@ pub mod lease;
 pub mod liveness;
 #[cfg(feature = "harness")]
 pub mod locate;
+pub mod metrics;
 pub mod runner;
 pub mod status;
 pub mod store;

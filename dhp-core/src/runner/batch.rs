@@ -93,6 +93,8 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         }
         Ok(())
     })?;
+    let committed = out.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
+    crate::metrics::CHECKPOINTS.add(committed as u64);
     Ok(merge(prepared, out))
 }
 

@@ -101,17 +101,20 @@ impl Runner {
         // manual clock keeps the transaction.
         if matches!(self.cfg.clock, Clock::Store) {
             if let Some(left) = one_trip::heartbeat(self.store.as_ref(), &self.id, hid, lease.fence())? {
+                crate::metrics::LEASE_RENEWALS.inc();
                 return Ok(left);
             }
         }
-        self.write(|tx| {
+        let left = self.write(|tx| {
             self.check_owner(tx, lease)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
             let t = self.now_in(tx)?;
             own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
-        })
+        })?;
+        crate::metrics::LEASE_RENEWALS.inc();
+        Ok(left)
     }
 
     /// Append a checkpoint; returns its seq (0, 1, 2, …).
@@ -140,6 +143,8 @@ impl Runner {
             Some(done) => done,
             None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?,
         };
+        // One relaxed add: no lock, no allocation (docs/observability.md).
+        crate::metrics::CHECKPOINTS.inc();
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: lease.hid().clone(), row, over_budget })
     }

@@ -17,6 +17,7 @@ mod cmds;
 mod failure;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod metrics_http;
 mod out;
 mod serve;
 mod work;
@@ -98,6 +99,8 @@ enum Cmd {
         /// `scan` line per finished pass (chaos harness, tests).
         #[arg(long)]
         history: Option<PathBuf>,
+        #[command(flatten)]
+        metrics: metrics_http::MetricsArgs,
     },
     /// Create a handoff from flags, an envelope file, or the census shortcut.
     Dispatch(cmds::DispatchArgs),
@@ -230,7 +233,9 @@ fn main() {
 fn run(cli: Cli) -> Result<Output, Failure> {
     let cfg = Config::from_env()?;
     match cli.cmd {
-        Cmd::Supervisor { root, id, seconds, history } => serve::supervisor(&root, &id, seconds, history, cfg),
+        Cmd::Supervisor { root, id, seconds, history, metrics } => {
+            serve::supervisor(&root, &id, seconds, history, &metrics, cfg)
+        }
         Cmd::Dispatch(a) => cmds::dispatch(a, cfg),
         Cmd::Status { root, hid, limit, after } => {
             cmds::status(&root, hid.as_deref(), cmds::Page { limit, after: after.as_deref() }, cfg)
