@@ -123,6 +123,7 @@ pub mod store;
 pub mod supervisor;
 #[cfg(feature = "harness")]
 pub mod testing;
+pub mod trace;
 pub mod transport;
 #[cfg(feature = "harness")]
 pub mod worker;

@@ -333,6 +333,8 @@ impl Supervisor {
         // Seconds between what made the handoff orphanable and the orphan
         // (store time), measured inside the orphan's transaction.
         let mut late_s = None;
+        let (traced, mut claimed_at) = (crate::trace::enabled(), None);
+        let orphan_start_ns = if traced { crate::trace::now_ns() } else { 0 };
         let cfg = &self.cfg;
         let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
         let out = with_tx(store, Mode::Write, |tx| {
@@ -359,6 +361,7 @@ impl Supervisor {
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;
+            claimed_at = env.pointer("/execution/claimed_at").and_then(Value::as_f64);
             let checkpoints = tx.next_seq(hid)?;
             let verdict = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
             if !verdict.dead_lettered {
@@ -397,7 +400,53 @@ impl Supervisor {
             }
             _ => {}
         }
+        if let (true, ScanAction::Orphan(o)) = (traced, &out) {
+            self.trace_death(store, o, reason, claimed_at, orphan_start_ns);
+        }
         Ok(out)
+    }
+
+    /// Emit the spans of an orphan (tracing on): the dead attempt's, with
+    /// the checkpoints it committed as events, and the orphan's own.
+    fn trace_death(
+        &self,
+        store: &dyn Backend,
+        o: &Orphaning,
+        reason: OrphanReason,
+        claimed_at: Option<f64>,
+        orphan_start_ns: u64,
+    ) {
+        let orphan_end_ns = crate::trace::now_ns();
+        let since_ns = claimed_at.map(crate::trace::secs_to_ns).unwrap_or(0);
+        let rows = with_tx(store, Mode::Read, |tx| tx.checkpoints(&o.hid)).unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "trace: cannot read the dead attempt's checkpoints");
+            Vec::new()
+        });
+        let checkpoints = rows
+            .iter()
+            .filter(|r| r.seq < o.checkpoints)
+            .filter_map(|r| {
+                let at = chrono::DateTime::parse_from_rfc3339(&r.at).ok()?.timestamp_nanos_opt()?;
+                let at = u64::try_from(at).ok()?;
+                // `at` and the claim time come from two clocks of this
+                // host: allow a millisecond between them.
+                (at.saturating_add(1_000_000) >= since_ns).then_some((r.seq, at))
+            })
+            .collect();
+        crate::trace::attempt_died(crate::trace::Death {
+            hid: &o.hid,
+            holder: &o.previous_holder,
+            fence: o.previous_fence,
+            tomb_fence: o.fence,
+            reason: reason.as_str(),
+            dead_lettered: o.dead_lettered,
+            claimed_at,
+            attempt: o.attempt,
+            supervisor: &self.id,
+            orphan_start_ns,
+            orphan_end_ns,
+            checkpoints,
+        });
     }
 
     /// Fail a running or orphaned handoff closed for an exhausted budget.

@@ -158,6 +158,7 @@ mod torn_mem_backend;
 mod torn_orphan;
 mod torn_orphan_unwritten;
 mod torn_release;
+mod trace_attempts;
 mod transport_error_kinds;
 mod transport_start_failures;
 mod vectors;

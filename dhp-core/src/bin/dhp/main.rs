@@ -207,6 +207,12 @@ fn main() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .init();
+    // OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    // (docs/observability.md); flushed before every exit below.
+    if let Err(e) = dhp_core::trace::otlp::init_from_env(cli.cmd.name()) {
+        Failure::from(e).exit(as_json);
+    }
+    let flush = || dhp_core::trace::otlp::shutdown(std::time::Duration::from_secs(5));
     match run(cli) {
         Ok((value, text)) => {
             let shown = if as_json {
@@ -220,13 +226,39 @@ fn main() {
             } else {
                 Ok(true)
             };
+            flush();
             // A reader that closed the pipe leaves the exit code alone.
             if let Err(f) = shown {
                 f.exit(false);
             }
             std::process::exit(if STOPPED.load(Ordering::SeqCst) { 3 } else { 0 });
         }
-        Err(f) => f.exit(as_json),
+        Err(f) => {
+            flush();
+            f.exit(as_json)
+        }
+    }
+}
+
+impl Cmd {
+    /// The subcommand's name (the `dhp.command` resource attribute).
+    fn name(&self) -> &'static str {
+        match self {
+            Cmd::Supervisor { .. } => "supervisor",
+            Cmd::Dispatch(_) => "dispatch",
+            Cmd::Status { .. } => "status",
+            Cmd::Ingest { .. } => "ingest",
+            Cmd::Suspend { .. } => "suspend",
+            Cmd::Resume { .. } => "resume",
+            Cmd::Ack { .. } => "ack",
+            Cmd::Decide { .. } => "decide",
+            Cmd::Work(_) => "work",
+            Cmd::Transport(_) => "transport",
+            #[cfg(feature = "mcp")]
+            Cmd::Mcp(_) => "mcp",
+            #[cfg(feature = "a2a")]
+            Cmd::A2a(_) => "a2a",
+        }
     }
 }
 
