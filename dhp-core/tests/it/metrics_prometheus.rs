@@ -149,6 +149,8 @@ fn prometheus_stores_exactly_the_orphans_and_transport_lines_the_harness_caused(
     assert_eq!(v(r#"dhp_transport_lines_total{result="appended"}"#), log_lines as f64);
     assert_eq!(v("dhp_transport_acks_total"), checkpoints as f64);
     assert_eq!(v(r#"dhp_transport_connections_refused_total{reason="hello"}"#), 1.0);
+    assert_eq!(v(r#"dhp_transport_lines_total{result="refused"}"#), 1.0);
+    assert_eq!(v(r#"dhp_transport_lines_total{result="duplicate"}"#), 0.0);
     assert_eq!(v(r#"dhp_transport_connections_refused_total{reason="busy"}"#), 0.0);
     let syncs = v("dhp_transport_syncs_total");
     assert!(syncs >= 1.0 && syncs <= checkpoints as f64 + 1.0, "{syncs}");
