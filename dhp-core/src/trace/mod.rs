@@ -215,6 +215,12 @@ fn live() -> std::sync::MutexGuard<'static, HashMap<(String, i64), Live>> {
     LIVE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Attempts tracked at once in one process; more are not traced.
+pub const MAX_LIVE: usize = 10_000;
+
+/// Attempts not traced because [`MAX_LIVE`] were in progress.
+pub static UNTRACKED_ATTEMPTS: AtomicU64 = AtomicU64::new(0);
+
 /// Checkpoints committed by attempts this process did not start (no
 /// event recorded for them).
 pub static UNTRACKED_CHECKPOINTS: AtomicU64 = AtomicU64::new(0);
@@ -249,7 +255,14 @@ pub(crate) fn attempt_started(hid: &str, fence: i64, holder: &str, how: &'static
         t => t,
     };
     let l = Live { start_ns, holder: holder.to_string(), how, events: Vec::new(), dropped: 0, links };
-    live().insert((hid.to_string(), fence), l);
+    let mut g = live();
+    // Attempts that never end here (fenced out, abandoned) stay until the
+    // process exits: bounded, so a long-lived process cannot grow without end.
+    if g.len() < MAX_LIVE {
+        g.insert((hid.to_string(), fence), l);
+    } else {
+        UNTRACKED_ATTEMPTS.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A checkpoint committed under `(hid, fence)` (an event on its span).

@@ -1,7 +1,7 @@
 //! `--metrics ADDR`: the process's counters at `GET /metrics` in the
 //! Prometheus text format (0.0.4), served by one thread with plain
 //! blocking sockets (a scrape is one short request; a client that stalls
-//! is dropped after [`IO_TIMEOUT`]). Loopback only unless
+//! is dropped [`IO_TIMEOUT`] after it connected). Loopback only unless
 //! `--metrics-allow-remote` (docs/observability.md).
 
 use crate::failure::{usage, Failure};
@@ -125,7 +125,15 @@ fn answer(mut sock: TcpStream, families: Families) -> std::io::Result<()> {
     sock.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
+    // One deadline for the whole head: a client trickling bytes cannot
+    // hold the (single) metrics thread longer than IO_TIMEOUT.
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        sock.set_read_timeout(Some(left))?;
         let n = sock.read(&mut buf)?;
         if n == 0 {
             return Ok(());
