@@ -113,12 +113,14 @@ pub mod lease;
 pub mod liveness;
 #[cfg(feature = "harness")]
 pub mod locate;
+pub mod metrics;
 pub mod runner;
 pub mod status;
 pub mod store;
 pub mod supervisor;
 #[cfg(feature = "harness")]
 pub mod testing;
+pub mod trace;
 pub mod transport;
 
 pub use clock::Clock;

@@ -93,6 +93,15 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         }
         Ok(())
     })?;
+    let committed = out.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
+    if crate::trace::enabled() {
+        for (it, r) in items.iter().zip(&out) {
+            if let Some(Ok(seq)) = r {
+                crate::trace::checkpoint(&it.hid, it.fence, *seq);
+            }
+        }
+    }
+    crate::metrics::CHECKPOINTS.add(committed as u64);
     Ok(merge(prepared, out))
 }
 

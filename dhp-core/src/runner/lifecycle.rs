@@ -36,6 +36,7 @@ impl Runner {
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
         let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
+        crate::trace::attempt_started(hid.as_str(), 0, &self.id, "claim", t);
         if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.into(), reason });
         }
@@ -49,7 +50,7 @@ impl Runner {
         let handoff = hid.to_handoff_id()?;
         let hid = handoff.as_str();
         let cfg = &self.cfg;
-        let fence = self.write(|tx| {
+        let (fence, t) = self.write(|tx| {
             let mut env = load(tx, hid)?;
             // Running or suspended handoffs (and unknown statuses) are refused
             // by the ownership check below: their holder is not the tombstone.
@@ -87,8 +88,9 @@ impl Runner {
             ex.insert("claimed_at".into(), json::float(t));
             ex.insert("fence".into(), json!(fence));
             save(tx, hid, &env, cfg)?;
-            Ok(fence)
+            Ok((fence, t))
         })?;
+        crate::trace::attempt_started(hid, fence, &self.id, "recover", t);
         tracing::info!(hid = handoff.short(), runner = %self.id, fence, "recover");
         Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
     }
@@ -101,17 +103,20 @@ impl Runner {
         // manual clock keeps the transaction.
         if matches!(self.cfg.clock, Clock::Store) {
             if let Some(left) = one_trip::heartbeat(self.store.as_ref(), &self.id, hid, lease.fence())? {
+                crate::metrics::LEASE_RENEWALS.inc();
                 return Ok(left);
             }
         }
-        self.write(|tx| {
+        let left = self.write(|tx| {
             self.check_owner(tx, lease)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
             let t = self.now_in(tx)?;
             own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
-        })
+        })?;
+        crate::metrics::LEASE_RENEWALS.inc();
+        Ok(left)
     }
 
     /// Append a checkpoint; returns its seq (0, 1, 2, …).
@@ -140,6 +145,12 @@ impl Runner {
             Some(done) => done,
             None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?,
         };
+        // One relaxed add: no lock, no allocation (docs/observability.md).
+        crate::metrics::CHECKPOINTS.inc();
+        // Tracing off: one relaxed load and a branch.
+        if crate::trace::enabled() {
+            crate::trace::checkpoint(lease.hid().as_str(), lease.fence(), row.seq);
+        }
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: lease.hid().clone(), row, over_budget })
     }
@@ -193,7 +204,9 @@ impl Runner {
             ex.insert("release_reason".into(), json!(reason));
             save(tx, hid, &env, cfg)?;
             tx.delete_ownership(hid)
-        })
+        })?;
+        crate::trace::attempt_ended(hid, lease.fence(), crate::trace::Ended::Released);
+        Ok(())
     }
 
     /// Complete with a result validated against `output_schema`. A result
@@ -238,6 +251,8 @@ impl Runner {
             // The failed state is committed; the error goes to the caller.
             Ok(verdict)
         })?;
+        let ended = if outcome.is_ok() { crate::trace::Ended::Completed } else { crate::trace::Ended::SchemaFailed };
+        crate::trace::attempt_ended(hid, lease.fence(), ended);
         if outcome.is_ok() {
             failpoint::hit("complete.after_commit");
             tracing::info!(hid = lease.hid().short(), runner = %self.id, "complete");

@@ -62,6 +62,7 @@ impl Supervisor {
         flagged: &mut BTreeMap<String, String>,
         acts: &mut Actions<'_>,
     ) -> Result<()> {
+        let died_after = self.liveness_check_started();
         for holder in liveness::dead_tokens(root) {
             if holder == ORPHANED_HOLDER {
                 continue;
@@ -83,7 +84,8 @@ impl Supervisor {
             let mut settled = true;
             for o in owns {
                 let before = flagged.len();
-                let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
+                let expected = Some((o.holder.as_str(), o.fence));
+                let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after);
                 per_row(flagged, acts, &o.hid, res)?;
                 settled &= flagged.len() == before;
             }
@@ -106,6 +108,7 @@ impl Supervisor {
         flagged: &mut BTreeMap<String, String>,
         acts: &mut Actions<'_>,
     ) -> Result<()> {
+        let died_after = self.liveness_check_started();
         let (owns, dead, leader) = with_tx(store, Mode::Read, |tx| {
             let owns = tx.held_ownerships()?;
             let mut holders: Vec<String> = owns.iter().map(|o| o.holder.clone()).collect();
@@ -117,7 +120,8 @@ impl Supervisor {
         let mut unsettled = std::collections::BTreeSet::new();
         for o in owns.into_iter().filter(|o| o.holder != ORPHANED_HOLDER && dead.contains(&o.holder)) {
             let before = flagged.len();
-            let res = self.orphan_in(store, &o.hid, OrphanReason::WorkerDied, Some((&o.holder, o.fence)));
+            let expected = Some((o.holder.as_str(), o.fence));
+            let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after);
             per_row(flagged, acts, &o.hid, res)?;
             if flagged.len() != before {
                 unsettled.insert(o.holder);
@@ -165,6 +169,7 @@ impl Supervisor {
                 }
                 if let Err(e) = res {
                     self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                    crate::metrics::SCAN_ERRORS.inc();
                     tracing::error!(supervisor = %self.id, error = %e, "liveness poll failed");
                     std::thread::sleep(Duration::from_millis(100));
                 }

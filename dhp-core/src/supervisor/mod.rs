@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::id;
 use crate::json;
 use crate::liveness;
+use crate::metrics;
 use crate::runner::{budget_violation, load, save};
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
@@ -136,6 +137,9 @@ pub struct Supervisor {
     last_pass: Mutex<Option<consistency::LastPass>>,
     /// What the scan checked, so the next one reads only what changed.
     tracker: Mutex<tracker::Tracker>,
+    /// When the last liveness check began (ns since `started`; u64::MAX:
+    /// none yet): a process found dead was alive at most this long ago.
+    live_checked_ns: AtomicU64,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -161,6 +165,7 @@ impl Supervisor {
             quarantine: Mutex::new(BTreeMap::new()),
             last_pass: Mutex::new(None),
             tracker: Mutex::new(tracker::Tracker::default()),
+            live_checked_ns: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -237,6 +242,9 @@ impl Supervisor {
                 Ok(mine)
             })?,
         };
+        if settled.is_none() && leader {
+            metrics::LEADER_RENEWALS.inc();
+        }
         let was = self.is_leader.swap(leader, Ordering::Relaxed);
         if leader && !was {
             self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
@@ -298,7 +306,35 @@ impl Supervisor {
         reason: OrphanReason,
         expected: Option<(&str, i64)>,
     ) -> Result<ScanAction> {
+        self.orphan_detected(store, hid, reason, expected, None)
+    }
+
+    /// The start of this liveness check, and when the previous one began
+    /// (`None` for the first): a holder found dead now died after that.
+    fn liveness_check_started(&self) -> Option<Instant> {
+        let now = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        match self.live_checked_ns.swap(now, Ordering::Relaxed) {
+            u64::MAX => None,
+            prev => self.started.checked_add(Duration::from_nanos(prev)),
+        }
+    }
+
+    /// [`Supervisor::orphan_in`]; `died_after` (a worker-died orphan) is
+    /// when the holder was last possibly alive, for the detection latency.
+    fn orphan_detected(
+        &self,
+        store: &dyn Backend,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, i64)>,
+        died_after: Option<Instant>,
+    ) -> Result<ScanAction> {
         envelope::check_hid(hid)?;
+        // Seconds between what made the handoff orphanable and the orphan
+        // (store time), measured inside the orphan's transaction.
+        let mut late_s = None;
+        let (traced, mut claimed_at) = (crate::trace::enabled(), None);
+        let orphan_start_ns = if traced { crate::trace::now_ns() } else { 0 };
         let cfg = &self.cfg;
         let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
         let out = with_tx(store, Mode::Write, |tx| {
@@ -312,12 +348,20 @@ impl Supervisor {
             if stale || tx.status(hid)?.as_deref() != Some(Status::Running.as_str()) {
                 return Ok(untouched());
             }
+            late_s = match reason {
+                OrphanReason::LeaseExpired => Some(t - own.lease_expires_at),
+                OrphanReason::Stalled => {
+                    tx.progress(hid)?.and_then(|p| p.last_checkpoint_at).map(|at| t - (at + self.cfg.stall_timeout_s))
+                }
+                OrphanReason::WorkerDied => None,
+            };
             let previous = (own.holder.clone(), own.fence);
             own.holder = ORPHANED_HOLDER.into();
             own.fence += 1;
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;
+            claimed_at = env.pointer("/execution/claimed_at").and_then(Value::as_f64);
             let checkpoints = tx.next_seq(hid)?;
             let verdict = orphan_envelope(&mut env, reason.as_str(), reason == OrphanReason::Stalled, t)?;
             if !verdict.dead_lettered {
@@ -338,16 +382,71 @@ impl Supervisor {
         })?;
         match out.kind() {
             ActionKind::Dlq => {
+                let stalls = matches!(&out, ScanAction::Orphan(o) if o.stall_count.is_some());
+                metrics::DLQ.inc(usize::from(stalls));
                 self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
             }
             ActionKind::Orphaned => {
+                let r = metrics::reason_index(reason);
+                metrics::ORPHANS.inc(r);
+                match (late_s, died_after) {
+                    (Some(s), _) => metrics::DETECTION[r].observe_secs(s),
+                    (None, Some(at)) => metrics::DETECTION[r].observe(at.elapsed()),
+                    (None, None) => {}
+                }
                 self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
             }
             _ => {}
         }
+        if let (true, ScanAction::Orphan(o)) = (traced, &out) {
+            self.trace_death(store, o, reason, claimed_at, orphan_start_ns);
+        }
         Ok(out)
+    }
+
+    /// Emit the spans of an orphan (tracing on): the dead attempt's, with
+    /// the checkpoints it committed as events, and the orphan's own.
+    fn trace_death(
+        &self,
+        store: &dyn Backend,
+        o: &Orphaning,
+        reason: OrphanReason,
+        claimed_at: Option<f64>,
+        orphan_start_ns: u64,
+    ) {
+        let orphan_end_ns = crate::trace::now_ns();
+        let since_ns = claimed_at.map(crate::trace::secs_to_ns).unwrap_or(0);
+        let rows = with_tx(store, Mode::Read, |tx| tx.checkpoints(&o.hid)).unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "trace: cannot read the dead attempt's checkpoints");
+            Vec::new()
+        });
+        let checkpoints = rows
+            .iter()
+            .filter(|r| r.seq < o.checkpoints)
+            .filter_map(|r| {
+                let at = chrono::DateTime::parse_from_rfc3339(&r.at).ok()?.timestamp_nanos_opt()?;
+                let at = u64::try_from(at).ok()?;
+                // `at` and the claim time come from two clocks of this
+                // host: allow a millisecond between them.
+                (at.saturating_add(1_000_000) >= since_ns).then_some((r.seq, at))
+            })
+            .collect();
+        crate::trace::attempt_died(crate::trace::Death {
+            hid: &o.hid,
+            holder: &o.previous_holder,
+            fence: o.previous_fence,
+            tomb_fence: o.fence,
+            reason: reason.as_str(),
+            dead_lettered: o.dead_lettered,
+            claimed_at,
+            attempt: o.attempt,
+            supervisor: &self.id,
+            orphan_start_ns,
+            orphan_end_ns,
+            checkpoints,
+        });
     }
 
     /// Fail a running or orphaned handoff closed for an exhausted budget.
@@ -376,6 +475,7 @@ impl Supervisor {
             Ok(ScanAction::BudgetKilled { hid: hid.to_string(), reasons: vec![reason] })
         })?;
         if out.kind() == ActionKind::BudgetKilled {
+            metrics::DLQ.inc(2);
             self.metrics.budget_kills.fetch_add(1, Ordering::Relaxed);
             self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
         }
@@ -399,6 +499,15 @@ impl Supervisor {
             return Ok(Vec::new());
         }
         self.metrics.scans.fetch_add(1, Ordering::Relaxed);
+        metrics::SCANS.inc();
+        let started = Instant::now();
+        let out = self.led_pass(on_action);
+        metrics::SCAN_DURATION.observe(started.elapsed());
+        out
+    }
+
+    /// The leader's part of [`Supervisor::pass`].
+    fn led_pass(&self, on_action: Option<&OnAction<'_>>) -> Result<Vec<ScanAction>> {
         let mut actions = Actions::new(on_action);
         // One read transaction gathers the work (no write lock held while
         // envelopes are read); each action is then its own CAS. Expired
@@ -555,6 +664,7 @@ impl Supervisor {
                     }
                     Err(e) => {
                         self.metrics.errors.fetch_add(1, Ordering::Relaxed);
+                        metrics::SCAN_ERRORS.inc();
                         tracing::error!(supervisor = %self.id, error = %e, "scan failed");
                         last_err = Some(e);
                         // The store is unreachable (a database restarting):

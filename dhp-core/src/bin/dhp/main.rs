@@ -19,6 +19,7 @@ mod dashboard;
 mod failure;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod metrics_http;
 mod out;
 mod serve;
 mod work;
@@ -101,6 +102,8 @@ enum Cmd {
         /// `scan` line per finished pass (chaos harness, tests).
         #[arg(long)]
         history: Option<PathBuf>,
+        #[command(flatten)]
+        metrics: metrics_http::MetricsArgs,
     },
     /// Create a handoff from flags, an envelope file, or the census shortcut.
     Dispatch(cmds::DispatchArgs),
@@ -211,6 +214,12 @@ fn main() {
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .init();
+    // OpenTelemetry traces, when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    // (docs/observability.md); flushed before every exit below.
+    if let Err(e) = dhp_core::trace::otlp::init_from_env(cli.cmd.name()) {
+        Failure::from(e).exit(as_json);
+    }
+    let flush = || dhp_core::trace::otlp::shutdown(std::time::Duration::from_secs(5));
     match run(cli) {
         Ok((value, text)) => {
             let shown = if as_json {
@@ -224,20 +233,50 @@ fn main() {
             } else {
                 Ok(true)
             };
+            flush();
             // A reader that closed the pipe leaves the exit code alone.
             if let Err(f) = shown {
                 f.exit(false);
             }
             std::process::exit(if STOPPED.load(Ordering::SeqCst) { 3 } else { 0 });
         }
-        Err(f) => f.exit(as_json),
+        Err(f) => {
+            flush();
+            f.exit(as_json)
+        }
+    }
+}
+
+impl Cmd {
+    /// The subcommand's name (the `dhp.command` resource attribute).
+    fn name(&self) -> &'static str {
+        match self {
+            Cmd::Supervisor { .. } => "supervisor",
+            Cmd::Dispatch(_) => "dispatch",
+            Cmd::Status { .. } => "status",
+            Cmd::Ingest { .. } => "ingest",
+            Cmd::Suspend { .. } => "suspend",
+            Cmd::Resume { .. } => "resume",
+            Cmd::Ack { .. } => "ack",
+            Cmd::Decide { .. } => "decide",
+            Cmd::Work(_) => "work",
+            Cmd::Transport(_) => "transport",
+            #[cfg(feature = "mcp")]
+            Cmd::Mcp(_) => "mcp",
+            #[cfg(feature = "a2a")]
+            Cmd::A2a(_) => "a2a",
+            #[cfg(feature = "dashboard")]
+            Cmd::Dashboard(_) => "dashboard",
+        }
     }
 }
 
 fn run(cli: Cli) -> Result<Output, Failure> {
     let cfg = Config::from_env()?;
     match cli.cmd {
-        Cmd::Supervisor { root, id, seconds, history } => serve::supervisor(&root, &id, seconds, history, cfg),
+        Cmd::Supervisor { root, id, seconds, history, metrics } => {
+            serve::supervisor(&root, &id, seconds, history, &metrics, cfg)
+        }
         Cmd::Dispatch(a) => cmds::dispatch(a, cfg),
         Cmd::Status { root, hid, limit, after } => {
             cmds::status(&root, hid.as_deref(), cmds::Page { limit, after: after.as_deref() }, cfg)

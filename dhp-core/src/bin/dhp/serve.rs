@@ -49,6 +49,8 @@ pub struct TransportArgs {
     /// (PEM).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     tls_client_ca: Option<PathBuf>,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 fn install_stop_flag() -> Arc<AtomicBool> {
@@ -64,10 +66,12 @@ pub fn supervisor(
     id: &str,
     seconds: f64,
     history: Option<PathBuf>,
+    metrics: &crate::metrics_http::MetricsArgs,
     cfg: Config,
 ) -> Result<Output, Failure> {
     let duration = duration_from_secs("SECONDS", seconds, MAX_SUPERVISE_S).map_err(bad_flag)?;
     check_worker_id(id)?;
+    crate::metrics_http::parse_addr_of(metrics)?;
     let stop = install_stop_flag();
     // on PostgreSQL, SECONDS and SIGTERM/SIGINT hold even while a store
     // call hangs on a silent link (a SQLite store has no link to hang)
@@ -78,6 +82,7 @@ pub fn supervisor(
     let OpenedRoot { backend, dir } = crate::bound::open_watched(root, OpenMode::Existing)?;
     let sup = Supervisor::new(backend, id, cfg, dir.clone())?;
     let hist = open_history(history.as_deref(), id)?;
+    crate::metrics_http::start(metrics, "supervisor", dhp_core::metrics::Families::SUPERVISOR)?;
     // The reference's orphan log sits in a store directory; a database
     // store has none.
     let orphan_log = dir.map(|d| d.join("ORPHANS3.log"));
@@ -111,6 +116,8 @@ pub fn supervisor(
 pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure> {
     use std::io::Write;
     let idle_timeout = positive_duration("--idle-timeout", a.idle_timeout, MAX_IDLE_TIMEOUT_S).map_err(bad_flag)?;
+    crate::metrics_http::parse_addr_of(&a.metrics)?;
+    crate::metrics_http::start(&a.metrics, "transport", dhp_core::metrics::Families::TRANSPORT)?;
     let (logdir, host, port, no_fsync) = (a.logdir, a.host, a.port, a.no_fsync);
     let tls = match (a.tls_cert, a.tls_key) {
         (Some(cert), Some(key)) => Some(net::ServerTls { cert, key, client_ca: a.tls_client_ca }),

@@ -158,6 +158,7 @@ impl Prepared {
                         bump(&srv.stats.connections);
                         if tasks.len() >= MAX_CONNECTIONS {
                             bump(&srv.stats.busy_rejections);
+                            crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Busy as usize);
                             if last_busy_warn.is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1)) {
                                 last_busy_warn = Some(std::time::Instant::now());
                                 tracing::warn!(%peer, max = MAX_CONNECTIONS, "transport: connection cap reached; telling new clients the server is busy");

@@ -71,6 +71,8 @@ impl SyncStats {
         add(&self.records, p.n);
         add(&self.sync_ns, took_ns);
         add(&self.wait_ns, u64::try_from(waited).unwrap_or(u64::MAX));
+        crate::metrics::TRANSPORT_SYNCS.inc();
+        crate::metrics::TRANSPORT_SYNC_SECONDS.observe_secs(took_ns as f64 / 1e9);
     }
 
     /// A batch of held acks left `ns` after the sync covering it ended.

@@ -64,6 +64,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdo
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::warn!(max = limits.max_connections, "a2a: connection cap reached; refusing a connection");
+            dhp_core::metrics::A2A_REFUSED.inc(dhp_core::metrics::Refusal::Busy as usize);
             tokio::spawn(refuse(sock));
             continue;
         };

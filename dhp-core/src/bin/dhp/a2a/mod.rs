@@ -99,6 +99,8 @@ pub struct A2aArgs {
     /// Do not run a supervisor in this process (another one watches ROOT).
     #[arg(long)]
     no_supervisor: bool,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// What every request handler shares.
@@ -153,8 +155,15 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         (Some(_), true) => return Err(usage("--insecure-no-token contradicts --token / DHP_A2A_TOKEN: give one")),
         _ => {}
     }
+    crate::metrics_http::parse_addr_of(&a.metrics)?;
     let OpenedRoot { backend, dir } = open_root(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(backend.clone(), &a.id, cfg.clone())?;
+    {
+        use dhp_core::metrics::Families;
+        let families = Families::A2A.with(Families::WORKER);
+        let families = if a.no_supervisor { families } else { families.with(Families::SUPERVISOR) };
+        crate::metrics_http::start(&a.metrics, "a2a", families)?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let mut supervisor = None;
     if !a.no_supervisor {

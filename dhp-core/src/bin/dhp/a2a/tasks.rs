@@ -186,6 +186,7 @@ impl Bridge {
         let mut b = self.lock();
         b.seen.insert(hid.clone());
         b.by_task.insert(task_id.clone(), hid.clone());
+        dhp_core::metrics::A2A_TASKS.inc(0);
         Ok((task_id, hid))
     }
 
@@ -260,7 +261,10 @@ impl Bridge {
         })
         .map_err(RpcError::internal)?;
         match outcome {
-            Ok(env) => Ok(task_json(task_id, &hid, &env)),
+            Ok(env) => {
+                dhp_core::metrics::A2A_TASKS.inc(1);
+                Ok(task_json(task_id, &hid, &env))
+            }
             Err(status) => Err(RpcError::not_cancelable(task_id, &status)),
         }
     }

@@ -6,7 +6,7 @@ use super::super::gate::{once_per_second, Pass, HELLO_TIMEOUT, PRE_HELLO_MAX_LIN
 use super::super::tls;
 use super::super::{read_frame_async, skip_line_async, Frame};
 use super::frames::{refuse, refuse_and_close, Reply, Session};
-use super::stats::bump;
+use super::stats::{bump, hello_refused};
 use super::Srv;
 use crate::json;
 use serde_json::Value;
@@ -27,6 +27,7 @@ const SKIP_FACTOR: usize = 4;
 impl Srv {
     fn tls_failed(&self, peer: SocketAddr, why: &str) {
         bump(&self.stats.tls_failures);
+        crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Tls as usize);
         if once_per_second(&self.last_tls_warn) {
             tracing::warn!(%peer, error = why, "transport: TLS failed (further ones this second not logged)");
         }
@@ -177,7 +178,7 @@ impl Srv {
                 }
                 Ok(Ok(Frame::TooLong | Frame::Overrun)) if pass.is_some() => {
                     bump(&self.stats.lines_too_long);
-                    bump(&self.stats.hellos_rejected);
+                    hello_refused(&self.stats);
                     if self.gate.warn_now() {
                         tracing::warn!(%peer, limit, "transport: line before hello exceeds its cap (further ones this second not logged)");
                     }

@@ -3,7 +3,7 @@
 //! seqs; a duplicate is acked again, a gap or a conflict refused).
 
 use super::hidlog::HidLog;
-use super::stats::bump;
+use super::stats::{bump, hello_refused};
 use super::Srv;
 use crate::config::Config;
 use crate::envelope::{self, utcnow_iso};
@@ -39,10 +39,12 @@ pub(super) fn ok(body: Value) -> Reply {
 }
 
 pub(super) fn refuse(msg: impl Into<String>) -> Reply {
+    crate::metrics::TRANSPORT_LINES.inc(2);
     Reply { body: json!({"ok": false, "error": msg.into()}), close: false, durable: false }
 }
 
 pub(super) fn refuse_and_close(msg: impl Into<String>) -> Reply {
+    crate::metrics::TRANSPORT_LINES.inc(2);
     Reply { body: json!({"ok": false, "error": msg.into()}), close: true, durable: false }
 }
 
@@ -96,11 +98,11 @@ impl Srv {
 
     async fn hello(&self, msg: &Value) -> (Reply, Option<Session>) {
         if msg.get("type").and_then(Value::as_str) != Some("hello") {
-            bump(&self.stats.hellos_rejected);
+            hello_refused(&self.stats);
             return (refuse_and_close("want hello"), None);
         }
         if !self.token_ok(msg.get("token").and_then(Value::as_str)) {
-            bump(&self.stats.hellos_rejected);
+            hello_refused(&self.stats);
             tracing::warn!("transport: rejected a client (bad token)");
             return (refuse_and_close("bad token"), None);
         }
@@ -108,7 +110,7 @@ impl Srv {
         let log = match envelope::check_hid(hid).and_then(|_| self.hid_log(hid)) {
             Ok(l) => l,
             Err(e) => {
-                bump(&self.stats.hellos_rejected);
+                hello_refused(&self.stats);
                 return (refuse_and_close(e.to_string()), None);
             }
         };
@@ -125,7 +127,7 @@ impl Srv {
                 (ok(json!({"ok": true, "ack_seq": ack})), Some(Session { hid: hid.to_string(), log }))
             }
             Err(e) => {
-                bump(&self.stats.hellos_rejected);
+                hello_refused(&self.stats);
                 tracing::error!(error = %e, "transport: cannot read log");
                 (refuse_and_close(format!("server cannot read log: {e}")), None)
             }
@@ -164,6 +166,7 @@ impl Srv {
         match r {
             Ok(None) => {
                 bump(&self.stats.envelopes);
+                crate::metrics::TRANSPORT_LINES.inc(0);
                 Reply { durable: true, ..ok(json!({"ok": true})) }
             }
             Ok(Some(m)) => refuse(m),
@@ -245,11 +248,14 @@ impl Srv {
         match r {
             Ok(Ok(appended)) => {
                 bump(if appended { &self.stats.checkpoints_appended } else { &self.stats.checkpoints_duplicate });
+                crate::metrics::TRANSPORT_LINES.inc(usize::from(!appended));
+                crate::metrics::TRANSPORT_ACKS.inc();
                 // A duplicate too: the earlier copy may not be synced yet.
                 Reply { durable: true, ..ok(json!({"ok": true, "seq": seq})) }
             }
             Ok(Err(Ok(SeqRefusal::Gap { next }))) => {
                 bump(&self.stats.checkpoints_gap);
+                crate::metrics::TRANSPORT_LINES.inc(2);
                 tracing::info!(hid = &s.hid[..12], seq, expect_seq = next, "transport: checkpoint past a gap refused");
                 Reply {
                     body: json!({"ok": false, "error": format!("gap: expected seq {next}, got {seq}"), "expect_seq": next}),
@@ -259,6 +265,7 @@ impl Srv {
             }
             Ok(Err(Ok(SeqRefusal::Conflict { next }))) => {
                 bump(&self.stats.checkpoints_conflict);
+                crate::metrics::TRANSPORT_LINES.inc(2);
                 tracing::warn!(hid = &s.hid[..12], seq, "transport: conflicting checkpoint refused");
                 Reply {
                     body: json!({
@@ -298,7 +305,7 @@ impl Srv {
 
     fn bad(&self, session: &Option<Session>, msg: String) -> Reply {
         if session.is_none() {
-            bump(&self.stats.hellos_rejected);
+            hello_refused(&self.stats);
             refuse_and_close(msg)
         } else {
             refuse(msg)

@@ -81,6 +81,12 @@ pub(super) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A refused hello: the server's own count and the process metric.
+pub(super) fn hello_refused(c: &Counters) {
+    bump(&c.hellos_rejected);
+    crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Hello as usize);
+}
+
 impl Counters {
     pub(super) fn snapshot(&self) -> ServerStats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
