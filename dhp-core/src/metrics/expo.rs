@@ -19,6 +19,8 @@ impl Families {
     pub const TRANSPORT: Families = Families(4);
     /// The A2A server's: task state changes, refused connections.
     pub const A2A: Families = Families(8);
+    /// The dashboard's: requests by result, store polls and their time, events sent.
+    pub const DASHBOARD: Families = Families(16);
 
     /// Both sets.
     pub const fn with(self, other: Families) -> Families {
@@ -137,6 +139,17 @@ pub fn render(families: Families) -> String {
             "Connections the A2A server refused (HTTP 503 at --max-connections).",
         );
         let _ = writeln!(o, "dhp_a2a_connections_refused_total{{reason=\"busy\"}} {}", A2A_REFUSED.get(0));
+    }
+    if families.has(Families::DASHBOARD) {
+        labeled(
+            &mut o,
+            "dhp_dashboard_requests_total",
+            "Requests the dashboard answered, by result (refused: foreign Host/Origin; unauthorized: no valid token).",
+            &DASHBOARD_REQUESTS,
+        );
+        counter(&mut o, "dhp_dashboard_polls_total", "Store polls of the dashboard's poller.", &DASHBOARD_POLLS);
+        histogram(&mut o, "dhp_dashboard_poll_seconds", "Wall time of each store poll.", &DASHBOARD_POLL_SECONDS);
+        counter(&mut o, "dhp_dashboard_events_total", "Delta events sent to open pages.", &DASHBOARD_EVENTS);
     }
     o
 }
@@ -355,7 +368,11 @@ mod tests {
     use super::*;
 
     fn all() -> Families {
-        Families::SUPERVISOR.with(Families::WORKER).with(Families::TRANSPORT).with(Families::A2A)
+        Families::SUPERVISOR
+            .with(Families::WORKER)
+            .with(Families::TRANSPORT)
+            .with(Families::A2A)
+            .with(Families::DASHBOARD)
     }
 
     #[test]

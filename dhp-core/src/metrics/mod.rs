@@ -237,6 +237,18 @@ pub static A2A_REFUSED: LabeledCounter<4> = LabeledCounter::new("reason", ["busy
 /// A2A task state changes this bridge made, by the state entered.
 pub static A2A_TASKS: LabeledCounter<2> = LabeledCounter::new("state", ["submitted", "canceled"]);
 
+// --- dashboard ---
+
+/// Requests `dhp dashboard` answered, by result: `ok` (served), `refused`
+/// (a foreign Host or Origin: 403), `unauthorized` (no or a wrong token: 401).
+pub static DASHBOARD_REQUESTS: LabeledCounter<3> = LabeledCounter::new("result", ["ok", "refused", "unauthorized"]);
+/// Store polls of the dashboard's poller.
+pub static DASHBOARD_POLLS: Counter = Counter::new();
+/// Time each poll took (the store's delta, leadership and liveness reads).
+pub static DASHBOARD_POLL_SECONDS: Histogram = Histogram::new(&LATENCY_BUCKETS);
+/// Delta events the poller broadcast to open pages.
+pub static DASHBOARD_EVENTS: Counter = Counter::new();
+
 #[cfg(test)]
 mod tests {
     use super::*;

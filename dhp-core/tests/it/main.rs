@@ -79,6 +79,7 @@ mod mcp_rust_client;
 mod mcp_session_binding;
 mod mcp_two_servers;
 mod metrics_a2a;
+mod metrics_dashboard;
 mod metrics_prometheus;
 mod pg_application_name;
 mod pg_bad_connection;

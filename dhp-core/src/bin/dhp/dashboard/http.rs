@@ -241,7 +241,14 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
-    harden(route(app, req).await)
+    let r = route(app, req).await;
+    let result = match r.status() {
+        StatusCode::FORBIDDEN => 1,
+        StatusCode::UNAUTHORIZED => 2,
+        _ => 0,
+    };
+    dhp_core::metrics::DASHBOARD_REQUESTS.inc(result);
+    harden(r)
 }
 
 async fn route(app: Arc<App>, req: Request) -> Response {

@@ -188,9 +188,12 @@ impl Live {
     }
 
     fn tick(&self, wm: &mut Watermark) {
+        let started = std::time::Instant::now();
         let delta = self.view.changes(wm);
         let leader = self.view.leadership();
         let liveness = self.view.liveness();
+        dhp_core::metrics::DASHBOARD_POLLS.inc();
+        dhp_core::metrics::DASHBOARD_POLL_SECONDS.observe(started.elapsed());
         let mut st = self.lock();
         let mut changed = false;
         let mut rows = Vec::new();
@@ -242,5 +245,6 @@ impl Live {
         drop(st);
         // no page open: nobody to tell
         let _ = self.events.send(Arc::new(ev.to_string()));
+        dhp_core::metrics::DASHBOARD_EVENTS.inc();
     }
 }

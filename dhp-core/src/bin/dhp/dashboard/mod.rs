@@ -55,6 +55,8 @@ pub struct DashboardArgs {
     /// How often the store is asked what changed (seconds, 0.05 to 60).
     #[arg(long, default_value_t = 1.0)]
     poll: f64,
+    #[command(flatten)]
+    metrics: crate::metrics_http::MetricsArgs,
 }
 
 /// A random hex secret of 32 bytes.
@@ -90,7 +92,9 @@ pub fn serve(a: DashboardArgs, _cfg: Config) -> Result<Output, Failure> {
         }
         _ => {}
     }
+    crate::metrics_http::parse_addr_of(&a.metrics)?;
     let view = Arc::new(View::open(&a.root)?);
+    crate::metrics_http::start(&a.metrics, "dashboard", dhp_core::metrics::Families::DASHBOARD)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
