@@ -12,6 +12,8 @@
 
 #[cfg(feature = "a2a")]
 mod a2a;
+#[cfg(any(feature = "a2a", feature = "dashboard"))]
+mod allowed_host;
 mod bound;
 mod cmds;
 #[cfg(feature = "dashboard")]
