@@ -159,6 +159,7 @@ impl Driver<'_> {
             FaultKind::DbCrash
             | FaultKind::DbTerminateBackend
             | FaultKind::DbStall
+            | FaultKind::DbFailover
             | FaultKind::Link
             | FaultKind::DbLink
             | FaultKind::DiskFull
