@@ -12,9 +12,15 @@ use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::{opt, short};
 
+/// Orphans this long after the cluster is whole again still belong to the
+/// failover (the keepers' retake, [`crate::check::db_link::RETAKE_S`]).
+const FALSE_ORPHAN_AFTER_UP_S: f64 = crate::check::db_link::RETAKE_S;
+
 pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
     let t0 = cx.meta["t0"].as_f64().unwrap_or(0.0);
     let mut n = 0;
+    let mut orphaned = 0;
+    let mut manager = String::new();
     for f in cx.ix.faults.iter().filter(|f| f.s("kind") == Some("db-failover")) {
         let id = f.u("fault_id");
         let of = |what: &str| cx.ix.observes.iter().find(|o| o.s("what") == Some(what) && o.u("fault_id") == id);
@@ -30,6 +36,38 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
         }
         n += 1;
         let crashed = crash.t();
+        if let Some(m) = f.s("failover_manager") {
+            manager = m.to_string();
+        }
+        // orphans of live holders that the failover caused: worker-died (the
+        // lock was not on the new primary) between the fault and the
+        // cluster's return (plus the keepers' retake), of a holder no process
+        // fault touched. Bound: each handoff at most once per failover.
+        let up = of("db-up").map_or(f64::INFINITY, |o| o.t());
+        let false_orphans: Vec<&str> = cx
+            .ix
+            .orphans
+            .iter()
+            .filter(|o| {
+                o.reason.as_deref() == Some("worker-died") && o.t >= f.t() && o.t <= up + FALSE_ORPHAN_AFTER_UP_S
+            })
+            .filter(|o| {
+                o.previous_holder
+                    .as_deref()
+                    .is_some_and(|h| !cx.ix.faults.iter().any(|pf| pf.s("victim") == Some(h) && pf.t() <= o.t + 0.001))
+            })
+            .map(|o| o.hid.as_str())
+            .collect();
+        orphaned += false_orphans.len();
+        let mut distinct = false_orphans.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() < false_orphans.len() {
+            out.plain(format!(
+                "failover {}: {} worker-died orphans of live holders for {} handoffs: a handoff was orphaned more than once by one failover (bound: once per handoff)",
+                opt(id), false_orphans.len(), distinct.len()
+            ));
+        }
         let node = snap.s("node").unwrap_or("?");
         let max_seq = snap.get("max_seq");
         let completed: Vec<&str> = snap
@@ -76,7 +114,10 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
     }
     if n > 0 {
         out.note(format!(
-            "{n} failover(s); acknowledgements before each primary crash were checked against the promoted standby, read before promotion"
+            "{n} failover(s) (failover-manager: {manager}); acknowledgements before each primary crash were checked against the promoted standby, read before promotion"
+        ));
+        out.note(format!(
+            "{orphaned} worker-died orphan(s) of live holders caused by the failover(s) (false orphans: fenced, by design; bound: each handoff at most once per failover)"
         ));
     }
 }
