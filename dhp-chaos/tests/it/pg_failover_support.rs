@@ -6,8 +6,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// A short seeded PostgreSQL round on the replicated cluster with only
-/// `db-failover` faults (two or three in ten seconds).
-pub fn failover_args<'a>(replication: &'a str, seed: &'a str) -> Vec<&'a str> {
+/// `db-failover` faults (one every 2.5-3.5 s of the fault phase; a rebuild of
+/// the standbys can take seconds on a loaded machine, and no failover starts
+/// before the last is whole).
+pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a str) -> Vec<&'a str> {
     vec![
         "--store",
         "postgres",
@@ -19,10 +21,11 @@ pub fn failover_args<'a>(replication: &'a str, seed: &'a str) -> Vec<&'a str> {
         "3",
         "--dlq-handoffs",
         "0",
+        // enough work to last the fault phase on a loaded machine
         "--chunks",
-        "150",
+        "400",
         "--fault-seconds",
-        "10",
+        fault_seconds,
         "--fault-interval",
         "2.5,3.5",
         "--faults",

@@ -11,14 +11,14 @@ use crate::pg_failover_support::*;
 
 #[test]
 fn synchronous_replication_survives_failovers_with_every_invariant() {
-    let r = run_chaos("pg-failover-sync", &failover_args("sync", "35"));
+    let r = run_chaos("pg-failover-sync", &failover_args("sync", "35", "16"));
     assert_eq!(r.code, 0, "every invariant must hold across failovers\n{}", r.dump());
     assert!(r.stdout.contains("failover-manager: harness (pg_ctl promote)"), "{}", r.dump());
     let round = r.out.join("round-0000");
     let meta = std::fs::read_to_string(round.join("round.json")).unwrap();
     assert!(meta.contains(r#""failover_manager": "harness (pg_ctl promote)""#), "{meta}");
     let (n, times) = failovers(&round);
-    assert!(n >= 2, "at least two failovers in ten seconds, got {n}\n{}", r.dump());
+    assert!(n >= 2, "at least two failovers in sixteen seconds, got {n}\n{}", r.dump());
     assert_eq!(times.len(), n, "every failover promoted a standby");
     assert!(lost_by_history(&round).is_empty(), "acknowledged checkpoints lost: {:?}", lost_by_history(&round));
     assert!(r.checked("no-lost-commits-across-db-crash") > 0, "{}", r.dump());
