@@ -75,6 +75,11 @@ impl FailoverState {
     pub(super) fn busy(&self) -> bool {
         self.phase.is_some()
     }
+
+    /// The new primary takes connections (promoted; standbys still being rebuilt).
+    pub(super) fn promoted(&self) -> bool {
+        matches!(self.phase, Some(Phase::Rejoining { .. }))
+    }
 }
 
 fn run(dir: &Path, step: &str, log: &Path) -> Result<String> {

@@ -207,6 +207,11 @@ impl Driver<'_> {
         self.db_state.down.is_some() || self.db_state.failover.busy()
     }
 
+    /// No server takes writes: crashed, or a failover before its promotion.
+    pub(super) fn db_unwritable(&self) -> bool {
+        self.db_state.down.is_some() || (self.db_state.failover.busy() && !self.db_state.failover.promoted())
+    }
+
     /// Inject one database fault of `kind`; false when nothing was eligible.
     pub(super) fn inject_db(&mut self, kind: FaultKind) -> bool {
         if self.db_down() {
