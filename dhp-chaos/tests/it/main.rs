@@ -44,6 +44,7 @@ mod nightly_run_dir;
 mod out_not_empty;
 mod pg_child_argv;
 mod pg_failover_async;
+mod pg_failover_refused;
 mod pg_failover_support;
 mod pg_failover_sync;
 mod pg_link_round;
