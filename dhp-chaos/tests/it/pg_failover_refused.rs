@@ -16,11 +16,26 @@ fn refused(name: &str, args: &[&str], says: &str) {
 fn failover_flags_are_refused_where_they_make_no_sense() {
     let one = ["--handoffs", "1"];
     let with = |extra: &[&'static str]| -> Vec<&'static str> { extra.iter().chain(one.iter()).copied().collect() };
-    refused("pgf-nocluster", &with(&["--store", "postgres", "--faults", "db-failover=1"]), "db-failover needs a replicated cluster");
-    refused("pgf-sqlite", &with(&["--pg-cluster", "sync", "--faults", "kill-worker=1"]), "--pg-cluster starts a replicated cluster");
+    refused(
+        "pgf-nocluster",
+        &with(&["--store", "postgres", "--faults", "db-failover=1"]),
+        "db-failover needs a replicated cluster",
+    );
+    refused(
+        "pgf-sqlite",
+        &with(&["--pg-cluster", "sync", "--faults", "kill-worker=1"]),
+        "--pg-cluster starts a replicated cluster",
+    );
     refused(
         "pgf-url",
-        &with(&["--store", "postgres://u:secret@127.0.0.1:9/dhp", "--pg-cluster", "async", "--faults", "kill-worker=1"]),
+        &with(&[
+            "--store",
+            "postgres://u:secret@127.0.0.1:9/dhp",
+            "--pg-cluster",
+            "async",
+            "--faults",
+            "kill-worker=1",
+        ]),
         "it needs --store postgres",
     );
     refused(
