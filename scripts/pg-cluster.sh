@@ -17,6 +17,8 @@
 #                                        commits then wait; with asynchronous they do not.
 #   scripts/pg-cluster.sh crash DIR      crash the primary (`pg_ctl stop -m immediate`); it is
 #                                        fenced: never started again as a primary.
+#   scripts/pg-cluster.sh stop-primary DIR  a planned switchover: stop the primary cleanly
+#                                        (`-m fast`, its WAL shipped first); fenced the same way.
 #   scripts/pg-cluster.sh promote DIR    promote the candidate (`pg_ctl promote`; refused unless
 #                                        the primary is fenced), make it the primary;
 #                                        prints `promoted NODE LSN` (LSN: its WAL end).
@@ -180,6 +182,18 @@ cmd_crash() {
     echo "crashed $p"
 }
 
+# A planned switchover's first half: a clean shutdown of the primary (`-m fast`: the
+# walsenders send every WAL record, the shutdown checkpoint included, to the
+# connected standbys before the server exits); fenced like a crashed one.
+cmd_stop_primary() {
+    local dir="${1:?usage: pg-cluster.sh stop-primary DIR}" p s a
+    find_pgbin
+    read -r p s a <"$dir/roles"
+    as_owner "$PGBIN/pg_ctl" -D "$dir/$p/data" -m fast -w -t 60 stop >&2
+    echo "$p" >"$dir/fenced"
+    echo "stopped $p"
+}
+
 cmd_promote() {
     local dir="${1:?usage: pg-cluster.sh promote DIR}" p s a lsn
     find_pgbin
@@ -238,9 +252,10 @@ case "${1:-}" in
     roles) shift; roles "$@" ;;
     detach) shift; cmd_detach "$@" ;;
     crash) shift; cmd_crash "$@" ;;
+    stop-primary) shift; cmd_stop_primary "$@" ;;
     promote) shift; cmd_promote "$@" ;;
     rejoin) shift; cmd_rejoin "$@" ;;
     stop) shift; cmd_stop "$@" ;;
     _watch) shift; cmd_watch "$@" ;;
-    *) echo "usage: pg-cluster.sh start [--async] [--watch PID] | roles|detach|crash|promote|rejoin|stop DIR" >&2; exit 2 ;;
+    *) echo "usage: pg-cluster.sh start [--async] [--watch PID] | roles|detach|crash|stop-primary|promote|rejoin|stop DIR" >&2; exit 2 ;;
 esac

@@ -99,11 +99,15 @@ pub enum FaultKind {
     /// a seeded lag window, the primary is crashed and fenced, the standby
     /// promoted (`pg_ctl promote`), the other nodes rebuilt behind it.
     DbFailover,
+    /// `--pg-cluster` only: a planned switchover — the primary is stopped
+    /// cleanly (`pg_ctl stop -m fast`), the synchronous standby promoted.
+    /// Recorded as a `db-failover` with `"planned": true`.
+    DbSwitchover,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 16] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -120,6 +124,7 @@ impl FaultKind {
         FaultKind::StoreFull,
         FaultKind::DbLink,
         FaultKind::DbFailover,
+        FaultKind::DbSwitchover,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -141,12 +146,20 @@ impl FaultKind {
             FaultKind::StoreFull => "store-full",
             FaultKind::DbLink => "db-link",
             FaultKind::DbFailover => "db-failover",
+            FaultKind::DbSwitchover => "db-switchover",
         }
     }
 
     /// A fault of the database itself (PostgreSQL stores only).
     pub fn is_db(self) -> bool {
-        matches!(self, FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall | FaultKind::DbFailover)
+        matches!(
+            self,
+            FaultKind::DbCrash
+                | FaultKind::DbTerminateBackend
+                | FaultKind::DbStall
+                | FaultKind::DbFailover
+                | FaultKind::DbSwitchover
+        )
     }
 
     /// The fault kind with this [`FaultKind::name`], if any.

@@ -50,10 +50,10 @@ pub fn run_engines(
         let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
         let replicated = a.pg_cluster.as_deref().map(dhp_chaos::pg_cluster::Replication::parse).transpose()?;
         if a.faults.is_none() && db_ok {
-            t.fault_mix.extend(if replicated.is_some() {
-                db_failover::CLUSTER_DB_MIX
+            t.fault_mix.extend_from_slice(if replicated.is_some() {
+                &db_failover::CLUSTER_DB_MIX[..]
             } else {
-                db_faults::DEFAULT_DB_MIX
+                &db_faults::DEFAULT_DB_MIX[..]
             });
         }
         let owned_cluster = match replicated {

@@ -2,7 +2,10 @@
 //! (`--pg-cluster sync|async`, [`crate::pg_cluster`]). Failover manager:
 //! the harness (`pg_ctl promote`), said so in every fault line.
 //!
-//! One fault, four steps, the event loop running between them:
+//! One fault, four steps, the event loop running between them (a planned
+//! `db-switchover` skips the lag window and stops the primary cleanly, `pg_ctl
+//! stop -m fast`, instead of crashing it; it is recorded as a `db-failover`
+//! with `"planned": true`):
 //!
 //! 1. `detach`: the synchronous standby (the promotion candidate) stops
 //!    receiving WAL (`primary_conninfo = ''`) for a lag window drawn from the
@@ -30,8 +33,12 @@ use std::process::{Child, Command, Stdio};
 pub const LAG_S: (f64, f64) = (0.3, 1.0);
 
 /// The default weights of the database faults on a replicated cluster.
-pub const CLUSTER_DB_MIX: [(FaultKind, f64); 3] =
-    [(FaultKind::DbFailover, 3.0), (FaultKind::DbTerminateBackend, 5.0), (FaultKind::DbStall, 5.0)];
+pub const CLUSTER_DB_MIX: [(FaultKind, f64); 4] = [
+    (FaultKind::DbFailover, 3.0),
+    (FaultKind::DbSwitchover, 1.0),
+    (FaultKind::DbTerminateBackend, 5.0),
+    (FaultKind::DbStall, 5.0),
+];
 
 /// `--pg-cluster` and the fault mix agree: the cluster only with `--store
 /// postgres` (the run owns it), `db-failover` only on it, and no `db-crash`
@@ -40,8 +47,8 @@ pub const CLUSTER_DB_MIX: [(FaultKind, f64); 3] =
 pub fn check_cluster(mix: &[(FaultKind, f64)], pg_cluster: Option<&str>, owned_postgres: bool) -> Result<()> {
     let wants = |k: FaultKind| mix.iter().any(|(m, w)| *m == k && *w > 0.0);
     match pg_cluster {
-        None if wants(FaultKind::DbFailover) => {
-            bail!("db-failover needs a replicated cluster: --store postgres --pg-cluster sync (or async)")
+        None if wants(FaultKind::DbFailover) || wants(FaultKind::DbSwitchover) => {
+            bail!("db-failover and db-switchover need a replicated cluster: --store postgres --pg-cluster sync (or async)")
         }
         None => Ok(()),
         Some(_) if !owned_postgres => {
@@ -65,7 +72,7 @@ pub(super) struct FailoverState {
 
 #[derive(Debug)]
 enum Phase {
-    Lagging { fault_id: u64, since: f64, crash_at: f64 },
+    Lagging { fault_id: u64, since: f64, crash_at: f64, planned: bool },
     Promoting { fault_id: u64, since: f64, crashed_t: f64, child: Child },
     Rejoining { fault_id: u64, since: f64, promoted_t: f64, child: Child },
 }
@@ -118,27 +125,34 @@ impl Driver<'_> {
         self.paths.procs.join("pg-failover.log")
     }
 
-    /// Start a failover: detach the candidate for a seeded lag window.
-    pub(super) fn db_failover(&mut self) -> bool {
+    /// Start a failover: detach the candidate for a seeded lag window. A
+    /// `planned` one (a switchover) has no lag window and stops the primary
+    /// cleanly instead of crashing it.
+    pub(super) fn db_failover(&mut self, planned: bool) -> bool {
         let Some(dir) = self.cluster_dir() else { return false };
         if self.db_state.failover.busy() {
             return false;
         }
         let Ok((primary, sync, _)) = crate::pg_cluster::roles(&dir) else { return false };
-        let lag_s = self.rng_misc.gen_range(LAG_S.0..=LAG_S.1);
+        let lag_s = if planned { 0.0 } else { self.rng_misc.gen_range(LAG_S.0..=LAG_S.1) };
         self.fault_id += 1;
         self.live.faults += 1;
         let id = self.fault_id;
         let t = self.hist.record(
             "fault",
             json!({"fault_id": id, "kind": "db-failover", "signal": "FAILOVER", "victim": primary, "role": "database",
-                   "promote": sync, "lag_s": lag_s, "replication": self.cfg.pg_cluster,
+                   "promote": sync, "lag_s": lag_s, "planned": planned, "replication": self.cfg.pg_cluster,
                    "failover_manager": crate::pg_cluster::FAILOVER_MANAGER}),
         );
-        let detached = run(&dir, "detach", &self.failover_log()).is_ok();
-        self.hist
-            .record("observe", json!({"what": "db-standby-detached", "fault_id": id, "node": sync, "ok": detached}));
-        self.db_state.failover.phase = Some(Phase::Lagging { fault_id: id, since: t, crash_at: hist::now() + lag_s });
+        if !planned {
+            let detached = run(&dir, "detach", &self.failover_log()).is_ok();
+            self.hist.record(
+                "observe",
+                json!({"what": "db-standby-detached", "fault_id": id, "node": sync, "ok": detached}),
+            );
+        }
+        self.db_state.failover.phase =
+            Some(Phase::Lagging { fault_id: id, since: t, crash_at: hist::now() + lag_s, planned });
         true
     }
 
@@ -149,13 +163,14 @@ impl Driver<'_> {
         let now = hist::now();
         match self.db_state.failover.phase.take() {
             None => {}
-            Some(Phase::Lagging { fault_id, since, crash_at }) if now_all || now >= crash_at => {
+            Some(Phase::Lagging { fault_id, since, crash_at, planned }) if now_all || now >= crash_at => {
                 let (primary, sync, _) = crate::pg_cluster::roles(&dir)?;
-                run(&dir, "crash", &log)?;
+                run(&dir, if planned { "stop-primary" } else { "crash" }, &log)?;
                 self.pg = None;
-                let crashed_t = self
-                    .hist
-                    .record("observe", json!({"what": "db-primary-crashed", "fault_id": fault_id, "node": primary}));
+                let crashed_t = self.hist.record(
+                    "observe",
+                    json!({"what": "db-primary-crashed", "fault_id": fault_id, "node": primary, "planned": planned}),
+                );
                 // what the candidate holds, read before any client can write to it
                 let snap = crate::pg_cluster::snapshot(&dir, &sync, &self.cfg.pg_schema());
                 let rec = match &snap {

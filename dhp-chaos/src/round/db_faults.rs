@@ -221,7 +221,8 @@ impl Driver<'_> {
             FaultKind::DbCrash => self.db_crash(),
             FaultKind::DbTerminateBackend => self.db_terminate(),
             FaultKind::DbStall => self.db_stall(),
-            FaultKind::DbFailover => self.db_failover(),
+            FaultKind::DbFailover => self.db_failover(false),
+            FaultKind::DbSwitchover => self.db_failover(true),
             _ => false,
         }
     }

@@ -160,6 +160,7 @@ impl Driver<'_> {
             | FaultKind::DbTerminateBackend
             | FaultKind::DbStall
             | FaultKind::DbFailover
+            | FaultKind::DbSwitchover
             | FaultKind::Link
             | FaultKind::DbLink
             | FaultKind::DiskFull

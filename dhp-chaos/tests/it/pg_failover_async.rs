@@ -9,7 +9,7 @@ use crate::pg_failover_support::*;
 
 #[test]
 fn asynchronous_replication_is_caught_losing_acknowledged_checkpoints() {
-    let r = run_chaos("pg-failover-async", &failover_args("async", "35", "6"));
+    let r = run_chaos("pg-failover-async", &failover_args("async", "35", "6", "db-failover=1"));
     assert_eq!(r.code, 1, "the lost acknowledgements must fail the run\n{}", r.dump());
     let round = r.out.join("round-0000");
     let lost = lost_by_history(&round);

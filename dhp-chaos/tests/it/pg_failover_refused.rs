@@ -19,7 +19,7 @@ fn failover_flags_are_refused_where_they_make_no_sense() {
     refused(
         "pgf-nocluster",
         &with(&["--store", "postgres", "--faults", "db-failover=1"]),
-        "db-failover needs a replicated cluster",
+        "db-failover and db-switchover need a replicated cluster",
     );
     refused(
         "pgf-sqlite",

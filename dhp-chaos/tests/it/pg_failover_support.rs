@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// A short seeded PostgreSQL round on the replicated cluster with only
-/// `db-failover` faults (one every 2.5-3.5 s of the fault phase; a rebuild of
+/// `db-failover` / `db-switchover` faults (one every 2.5-3.5 s of the fault phase; a rebuild of
 /// the standbys can take seconds on a loaded machine, and no failover starts
 /// before the last is whole).
-pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a str) -> Vec<&'a str> {
+pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a str, faults: &'a str) -> Vec<&'a str> {
     vec![
         "--store",
         "postgres",
@@ -29,7 +29,7 @@ pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a
         "--fault-interval",
         "2.5,3.5",
         "--faults",
-        "db-failover=1",
+        faults,
         "--failpoint-rate",
         "0",
         "--faults-after-checkpoints",
@@ -70,10 +70,15 @@ pub fn lost_by_history(round: &Path) -> BTreeSet<(String, i64)> {
     lost
 }
 
-/// The number of the db-failover faults, and `failover_s` of each promotion.
+/// The number of the db-failover faults (switchovers included), and `failover_s` of each promotion.
 pub fn failovers(round: &Path) -> (usize, Vec<f64>) {
     let h = history(round);
     let n = h.iter().filter(|e| e["op"] == "fault" && e["kind"] == "db-failover").count();
     let times = h.iter().filter(|e| e["what"] == "db-promoted").filter_map(|e| e["failover_s"].as_f64()).collect();
     (n, times)
+}
+
+/// How many of the round's failovers were planned (switchovers).
+pub fn planned(round: &Path) -> usize {
+    history(round).iter().filter(|e| e["op"] == "fault" && e["kind"] == "db-failover" && e["planned"] == true).count()
 }

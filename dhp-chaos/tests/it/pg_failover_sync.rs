@@ -5,13 +5,14 @@
 //! primary is crashed and fenced and the standby promoted; the clients
 //! follow on their multi-host URL. Every invariant holds, nothing
 //! acknowledged is lost (recomputed from the history too), and the false
-//! orphans of the failovers are counted and within their bound.
+//! orphans of the failovers are counted and within their bound. One of them
+//! is a planned switchover (`db-switchover`: the primary stopped cleanly).
 use crate::common::*;
 use crate::pg_failover_support::*;
 
 #[test]
 fn synchronous_replication_survives_failovers_with_every_invariant() {
-    let r = run_chaos("pg-failover-sync", &failover_args("sync", "35", "16"));
+    let r = run_chaos("pg-failover-sync", &failover_args("sync", "35", "16", "db-failover=2,db-switchover=1"));
     assert_eq!(r.code, 0, "every invariant must hold across failovers\n{}", r.dump());
     assert!(r.stdout.contains("failover-manager: harness (pg_ctl promote)"), "{}", r.dump());
     let round = r.out.join("round-0000");
@@ -20,6 +21,8 @@ fn synchronous_replication_survives_failovers_with_every_invariant() {
     let (n, times) = failovers(&round);
     assert!(n >= 2, "at least two failovers in sixteen seconds, got {n}\n{}", r.dump());
     assert_eq!(times.len(), n, "every failover promoted a standby");
+    let p = planned(&round);
+    assert!(p >= 1 && p < n, "seed 35 draws a switchover and crash failovers: {p} planned of {n}");
     assert!(lost_by_history(&round).is_empty(), "acknowledged checkpoints lost: {:?}", lost_by_history(&round));
     assert!(r.checked("no-lost-commits-across-db-crash") > 0, "{}", r.dump());
     assert_eq!(r.checked("outcome"), 3, "every handoff completes once the cluster is healthy\n{}", r.dump());
