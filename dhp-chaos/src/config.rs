@@ -95,11 +95,19 @@ pub enum FaultKind {
     /// on the proxy between the workers and the database server, for a
     /// seeded 0.2–1.5 s.
     DbLink,
+    /// `--pg-cluster` only: the synchronous standby stops receiving WAL for
+    /// a seeded lag window, the primary is crashed and fenced, the standby
+    /// promoted (`pg_ctl promote`), the other nodes rebuilt behind it.
+    DbFailover,
+    /// `--pg-cluster` only: a planned switchover — the primary is stopped
+    /// cleanly (`pg_ctl stop -m fast`), the synchronous standby promoted.
+    /// Recorded as a `db-failover` with `"planned": true`.
+    DbSwitchover,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -115,6 +123,8 @@ impl FaultKind {
         FaultKind::DiskFull,
         FaultKind::StoreFull,
         FaultKind::DbLink,
+        FaultKind::DbFailover,
+        FaultKind::DbSwitchover,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -135,12 +145,21 @@ impl FaultKind {
             FaultKind::DiskFull => "disk-full",
             FaultKind::StoreFull => "store-full",
             FaultKind::DbLink => "db-link",
+            FaultKind::DbFailover => "db-failover",
+            FaultKind::DbSwitchover => "db-switchover",
         }
     }
 
     /// A fault of the database itself (PostgreSQL stores only).
     pub fn is_db(self) -> bool {
-        matches!(self, FaultKind::DbCrash | FaultKind::DbTerminateBackend | FaultKind::DbStall)
+        matches!(
+            self,
+            FaultKind::DbCrash
+                | FaultKind::DbTerminateBackend
+                | FaultKind::DbStall
+                | FaultKind::DbFailover
+                | FaultKind::DbSwitchover
+        )
     }
 
     /// The fault kind with this [`FaultKind::name`], if any.
@@ -435,6 +454,13 @@ pub struct RoundConfig {
     /// (`scripts/pg.sh` layout) that `db-crash` stops and starts again.
     #[serde(default)]
     pub pg_data: Option<PathBuf>,
+    /// `--pg-cluster`: the replicated cluster's replication (`sync` or
+    /// `async`); `pg_data` is then its `scripts/pg-cluster.sh` directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pg_cluster: Option<String>,
+    /// `--pg-cluster`: who promotes a standby (`harness (pg_ctl promote)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover_manager: Option<String>,
 }
 
 /// One simulated host of a `--hosts N` round.

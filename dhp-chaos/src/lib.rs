@@ -47,6 +47,7 @@ pub mod hist;
 pub mod hosts;
 pub mod locate;
 pub mod pg;
+pub mod pg_cluster;
 pub mod procs;
 pub mod proxy;
 pub mod python;

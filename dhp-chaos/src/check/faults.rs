@@ -89,7 +89,7 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         }
         // a terminated backend or a crashed server kills no process: the
         // victims live on (their latencies, if any, are the kills' and pauses')
-        if kind == "db-terminate-backend" || kind == "db-crash" {
+        if kind == "db-terminate-backend" || kind == "db-crash" || kind == "db-failover" {
             continue;
         }
         let victim = f.s("victim").unwrap_or("").to_string();

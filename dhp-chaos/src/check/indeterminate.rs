@@ -19,7 +19,7 @@ pub(crate) const AFTER_TERMINATE_S: f64 = 1.0;
 pub(crate) fn outages(ix: &Index<'_>, t_end: f64) -> Vec<(f64, f64)> {
     ix.faults
         .iter()
-        .filter(|f| f.s("kind") == Some("db-crash"))
+        .filter(|f| matches!(f.s("kind"), Some("db-crash" | "db-failover")))
         .map(|f| {
             let up = ix
                 .observes

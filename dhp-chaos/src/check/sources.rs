@@ -163,7 +163,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
         // checked in the standby's round, which took the dead host's handoffs over
         Invariant::Failover => cx.meta.get("standby_of").map(|_| "this round is a dead host's standby".to_string()),
         Invariant::NoLostCommitsAcrossDbCrash | Invariant::NoStuckAfterDbRestart => {
-            some(faults("db-crash"), "database crash(es)")
+            some(faults("db-crash") + faults("db-failover"), "database crash(es) and failover(s)")
         }
         Invariant::NoTornAfterStoreFull => some(faults("store-full"), "store-full fault(s)"),
         Invariant::OneLeader => {

@@ -253,6 +253,12 @@ pub struct RunArgs {
     /// without it they are refused. --store postgres owns its cluster and needs none.
     #[arg(long, value_name = "DIR")]
     pub pg_data: Option<PathBuf>,
+    /// With --store postgres: a replicated cluster instead of one server (scripts/pg-cluster.sh): a primary,
+    /// a synchronous standby and an asynchronous one (sync), or every standby asynchronous (async); clients
+    /// get a multi-host URL (target_session_attrs=read-write). Failover manager: the harness (pg_ctl
+    /// promote). Allows db-failover (in the default mix instead of db-crash).
+    #[arg(long, value_name = "sync|async", value_parser = ["sync", "async"])]
+    pub pg_cluster: Option<String>,
     /// A named scenario instead of the seeded fault mix: net-chaos (a worker per round SIGKILLed mid-ship,
     /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See README.
     #[arg(long, value_parser = parse::scenario)]

@@ -6,7 +6,7 @@ use super::replay::replay_command;
 use anyhow::{bail, Context, Result};
 use dhp_chaos::check::{self, RoundReport};
 use dhp_chaos::config::RoundConfig;
-use dhp_chaos::round::db_faults;
+use dhp_chaos::round::{db_failover, db_faults};
 use dhp_chaos::site::{self, dashboard::Dashboard};
 use dhp_chaos::{report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -39,6 +39,7 @@ pub fn run_engines(
             a.pg_data.as_deref(),
         )?;
         db_faults::check_db_link(&tmpl.fault_mix, engine, e.url.as_deref())?;
+        db_failover::check_cluster(&tmpl.fault_mix, a.pg_cluster.as_deref(), e.label == "postgres")?;
     }
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();
@@ -47,22 +48,47 @@ pub fn run_engines(
         t.engine = e.engine().into();
         // the default mix gets the database faults wherever the harness can crash the server
         let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
+        let replicated = a.pg_cluster.as_deref().map(dhp_chaos::pg_cluster::Replication::parse).transpose()?;
         if a.faults.is_none() && db_ok {
-            t.fault_mix.extend(db_faults::DEFAULT_DB_MIX);
+            t.fault_mix.extend_from_slice(if replicated.is_some() {
+                &db_failover::CLUSTER_DB_MIX[..]
+            } else {
+                &db_faults::DEFAULT_DB_MIX[..]
+            });
         }
-        let owned = if e.label == "postgres" { Some(dhp_chaos::pg::OwnedCluster::start()?) } else { None };
-        t.pg_data = match &owned {
-            Some(c) => Some(c.data_dir.clone()),
-            None if e.url.is_some() => a.pg_data.clone(),
-            None => None,
+        let owned_cluster = match replicated {
+            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::OwnedReplicated::start(r)?),
+            _ => None,
         };
-        t.pg_url = match (&owned, &e.url) {
-            (Some(c), _) => Some(c.url.clone()),
-            (None, Some(u)) => Some(u.clone()),
+        let owned = if e.label == "postgres" && owned_cluster.is_none() {
+            Some(dhp_chaos::pg::OwnedCluster::start()?)
+        } else {
+            None
+        };
+        t.pg_data = match (&owned, &owned_cluster) {
+            (Some(c), _) => Some(c.data_dir.clone()),
+            (None, Some(c)) => Some(c.dir.clone()),
+            (None, None) if e.url.is_some() => a.pg_data.clone(),
             (None, None) => None,
         };
+        t.pg_url = match (&owned, &owned_cluster, &e.url) {
+            (Some(c), _, _) => Some(c.url.clone()),
+            (None, Some(c), _) => Some(c.url.clone()),
+            (None, None, Some(u)) => Some(u.clone()),
+            (None, None, None) => None,
+        };
+        if let Some(c) = &owned_cluster {
+            t.pg_cluster = Some(c.replication.name().to_string());
+            t.failover_manager = Some(dhp_chaos::pg_cluster::FAILOVER_MANAGER.to_string());
+        }
         if t.pg_url.is_some() {
-            let where_ = if owned.is_some() {
+            let where_ = if let Some(c) = &owned_cluster {
+                format!(
+                    "a replicated cluster owned by this run (primary + 2 standbys, {} replication, failover-manager: {})",
+                    c.replication.name(),
+                    dhp_chaos::pg_cluster::FAILOVER_MANAGER
+                )
+            } else if owned.is_some() {
                 "a throwaway cluster owned by this run".to_string()
             } else {
                 dhp_chaos::pg::mask(&e.url.clone().unwrap_or_default())
@@ -76,6 +102,7 @@ pub fn run_engines(
         }
         let (code, totals) = run_rounds(a, &t, &out_e, started_at, dash)?;
         drop(owned);
+        drop(owned_cluster);
         codes.push(code);
         all_totals.push((t.engine.clone(), totals));
     }

@@ -278,6 +278,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
         pg_url: None,
         host: None,
         pg_data: None,
+        pg_cluster: None,
+        failover_manager: None,
     };
     if scenario.is_some() {
         let o = net_chaos;

@@ -155,10 +155,12 @@ fn check_pg_data(dir: &Path, url: Option<&str>) -> std::result::Result<(), DbFau
 pub(super) struct DbState {
     down: Option<Down>,
     /// When the server last came back from a crash.
-    up_at: Option<f64>,
+    pub(super) up_at: Option<f64>,
     /// A drawn `db-stall` waiting for a worker to catch (its fault id).
     stall_armed: Option<u64>,
     last_stall_poll: f64,
+    /// A `db-failover` under way (`db_failover.rs`).
+    pub(super) failover: super::db_failover::FailoverState,
 }
 
 #[derive(Debug)]
@@ -202,7 +204,12 @@ impl Driver<'_> {
 
     /// Is the server down (crashed, not yet back)?
     pub(super) fn db_down(&self) -> bool {
-        self.db_state.down.is_some()
+        self.db_state.down.is_some() || self.db_state.failover.busy()
+    }
+
+    /// No server takes writes: crashed, or a failover before its promotion.
+    pub(super) fn db_unwritable(&self) -> bool {
+        self.db_state.down.is_some() || (self.db_state.failover.busy() && !self.db_state.failover.promoted())
     }
 
     /// Inject one database fault of `kind`; false when nothing was eligible.
@@ -214,6 +221,8 @@ impl Driver<'_> {
             FaultKind::DbCrash => self.db_crash(),
             FaultKind::DbTerminateBackend => self.db_terminate(),
             FaultKind::DbStall => self.db_stall(),
+            FaultKind::DbFailover => self.db_failover(false),
+            FaultKind::DbSwitchover => self.db_failover(true),
             _ => false,
         }
     }
@@ -251,6 +260,7 @@ impl Driver<'_> {
     /// Restart a crashed server once its delay is over (at once when
     /// `now_all`: faults have stopped), and notice it is back.
     pub(super) fn db_tick(&mut self, now_all: bool) -> Result<()> {
+        self.failover_tick(now_all)?;
         let Some(dir) = self.cfg.pg_data.clone() else { return Ok(()) };
         let now = hist::now();
         let log = self.paths.procs.join("pg-restart.log");

@@ -159,6 +159,8 @@ impl Driver<'_> {
             FaultKind::DbCrash
             | FaultKind::DbTerminateBackend
             | FaultKind::DbStall
+            | FaultKind::DbFailover
+            | FaultKind::DbSwitchover
             | FaultKind::Link
             | FaultKind::DbLink
             | FaultKind::DiskFull

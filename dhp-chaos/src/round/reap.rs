@@ -61,8 +61,9 @@ impl Driver<'_> {
 
     pub(super) fn provision(&mut self) -> Result<()> {
         // nothing can start while the database is down (db-crash): replacements
-        // would only fail to connect, exit and be replaced again
-        if self.db_down() {
+        // would only fail to connect, exit and be replaced again; after a
+        // failover's promotion they start (writes may wait for a standby)
+        if self.db_unwritable() {
             return Ok(());
         }
         let now = hist::now();

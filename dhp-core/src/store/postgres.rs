@@ -190,6 +190,9 @@ pub(crate) fn orphan_channel(schema: &str) -> String {
 pub(crate) struct Conn {
     pub(crate) client: Client,
     pub(crate) stmts: HashMap<&'static str, Statement>,
+    /// Set when this connection replaced a broken one: until then no holder
+    /// is declared dead ([`live::RETAKE_GRACE_S`]).
+    pub(crate) retake_until: Option<std::time::Instant>,
 }
 
 /// A PostgreSQL store handle.
@@ -204,6 +207,8 @@ pub struct PgStore {
     key: i32,
     /// The one-round-trip functions exist ([`one_trip`]).
     one_trip: AtomicBool,
+    /// A connection was made before: the next one is a reconnection.
+    connected_once: AtomicBool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -285,15 +290,23 @@ fn connect_bounded(
     }
 }
 
-/// `host:port/db` for messages (never the password).
+/// `host:port/db` for messages (never the password); every host of a
+/// multi-host URL (`h1:p1,h2:p2/db`: libpq's, tried in order, the first
+/// that suits `target_session_attrs` taken).
 fn target(config: &postgres::Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
-        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".into(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!("{host}:{port}/{}", config.get_dbname().unwrap_or("(default database)"))
+    let ports = config.get_ports();
+    let port = |i: usize| ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h {
+            postgres::config::Host::Tcp(h) => format!("{h}:{}", port(i)),
+            postgres::config::Host::Unix(p) => format!("{}:{}", p.display(), port(i)),
+        })
+        .collect();
+    let hosts = if hosts.is_empty() { format!("localhost:{}", port(0)) } else { hosts.join(",") };
+    format!("{hosts}/{}", config.get_dbname().unwrap_or("(default database)"))
 }
 
 impl PgStore {
@@ -358,6 +371,7 @@ impl PgStore {
             pending: Arc::new(Mutex::new(None)),
             key: store_key(&loc.schema),
             one_trip: AtomicBool::new(false),
+            connected_once: AtomicBool::new(false),
         };
         let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = store.connected(&mut guard)?;
@@ -393,7 +407,10 @@ impl PgStore {
             *slot = None;
         }
         if slot.is_none() {
-            *slot = Some(Conn { client: self.connect()?, stmts: HashMap::new() });
+            let client = self.connect()?;
+            let again = self.connected_once.swap(true, std::sync::atomic::Ordering::SeqCst);
+            let retake_until = again.then(|| std::time::Instant::now() + Duration::from_secs_f64(live::RETAKE_GRACE_S));
+            *slot = Some(Conn { client, stmts: HashMap::new(), retake_until });
         }
         slot.as_mut().ok_or_else(|| Error::validation("no connection"))
     }
@@ -414,7 +431,9 @@ impl PgStore {
         mode: Mode,
         f: &mut dyn FnMut(&mut dyn Tx) -> Result<()>,
     ) -> (Result<()>, bool) {
+        let grace = conn.retake_until.is_some_and(|t| std::time::Instant::now() < t);
         let mut tx = tx::PgTx::new(&mut conn.client, &mut conn.stmts, mode, self.key, &self.loc.schema);
+        tx.retake_grace = grace;
         let res = f(&mut tx);
         let deadlocked = tx.deadlocked;
         // On error the transaction is dropped here: ROLLBACK.

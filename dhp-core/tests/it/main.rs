@@ -92,6 +92,7 @@ mod pg_hung_server;
 mod pg_kill_mid_tx;
 mod pg_link_blackhole;
 mod pg_liveness;
+mod pg_multi_host;
 mod pg_one_trip_lock_race;
 mod pg_one_trip_refusals;
 mod pg_one_trip_upgrade;

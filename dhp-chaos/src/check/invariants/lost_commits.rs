@@ -9,6 +9,7 @@ use crate::check::{opt, short};
 
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
+    super::lost_failover::check(cx, &mut out);
     let crashes: Vec<f64> = cx.ix.faults.iter().filter(|f| f.s("kind") == Some("db-crash")).map(|f| f.t()).collect();
     let Some(last) = crashes.iter().copied().reduce(f64::max) else { return out };
     let t0 = cx.meta["t0"].as_f64().unwrap_or(0.0);

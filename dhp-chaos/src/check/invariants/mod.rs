@@ -12,6 +12,7 @@ mod failover;
 mod fencing;
 mod fencing_audit;
 mod lost_commits;
+mod lost_failover;
 mod no_false_orphans;
 mod one_leader;
 mod outcome;

@@ -10,8 +10,13 @@ use crate::check::{opt, short};
 
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
-    let crashes: Vec<(f64, Option<u64>)> =
-        cx.ix.faults.iter().filter(|f| f.s("kind") == Some("db-crash")).map(|f| (f.t(), f.u("fault_id"))).collect();
+    let crashes: Vec<(f64, Option<u64>)> = cx
+        .ix
+        .faults
+        .iter()
+        .filter(|f| matches!(f.s("kind"), Some("db-crash" | "db-failover")))
+        .map(|f| (f.t(), f.u("fault_id")))
+        .collect();
     if crashes.is_empty() {
         return out;
     }

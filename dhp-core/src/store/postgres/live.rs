@@ -41,6 +41,17 @@ macro_rules! lock_not_held {
     };
 }
 
+/// How long after a store handle REconnected (its connection broke: the
+/// database restarted, failed over to a standby, a network cut) it declares
+/// no holder dead, in seconds. On a restarted server or a newly promoted
+/// primary no advisory lock exists (locks are not replicated): every live
+/// holder's keeper needs a ping ([`PING`]) and a connection to take its
+/// lock again, and the asker, just reconnected itself, would otherwise see
+/// them all dead at once. A real death in that window is found this much
+/// later (the lease bounds it either way). A handle's first connection has
+/// no grace: the server was there before it.
+pub const RETAKE_GRACE_S: f64 = 2.5;
+
 /// Of the holders in `$1` (text[]), those listed in `liveness` whose lock no
 /// session holds.
 pub const DEAD_HOLDERS_SQL: &str = concat!(

@@ -37,6 +37,9 @@ pub(super) struct PgTx<'a> {
     now: Option<f64>,
     /// Rows read with the ownership row, by hid (see [`PgTx::ownership`]).
     seen: HashMap<String, Seen>,
+    /// The connection replaced a broken one less than
+    /// [`super::live::RETAKE_GRACE_S`] ago: no holder is declared dead yet.
+    pub(super) retake_grace: bool,
 }
 
 /// What one read of a handoff fetched alongside its ownership row, valid
@@ -122,6 +125,7 @@ impl<'a> PgTx<'a> {
             locked: HashSet::new(),
             now: None,
             seen: HashMap::new(),
+            retake_grace: false,
         }
     }
 
@@ -581,6 +585,10 @@ impl Tx for PgTx<'_> {
 
     fn dead_holders(&mut self, holders: &[String]) -> Result<Vec<String>> {
         if holders.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.retake_grace {
+            // just reconnected: the holders' keepers may be reconnecting too
             return Ok(Vec::new());
         }
         self.strings(super::live::DEAD_HOLDERS_SQL, &[&holders])
