@@ -51,16 +51,7 @@ impl OwnedCluster {
 
 impl Drop for OwnedCluster {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("bash")
-            .arg(&self.script)
-            .arg("stop")
-            .arg(&self.data_dir)
-            .stdout(std::process::Stdio::null())
-            .status();
-        let key = (self.script.clone(), self.data_dir.clone());
-        crate::teardown::forget(|r| {
-            r.clusters.remove(&key);
-        });
+        stop_cluster(&self.script, &self.data_dir);
     }
 }
 
@@ -69,26 +60,47 @@ impl Drop for OwnedCluster {
 /// directory) under a name that carries a hash of its text, so an installed
 /// `dhp-chaos` needs no checkout to start and stop its throwaway clusters.
 pub fn pg_script() -> Result<PathBuf> {
+    cached_script("pg", include_str!("../../scripts/pg.sh"))
+}
+
+/// A script built into this program (`stem`, its `text`), written once into
+/// the cache directory under `STEM-HASH.sh`, so an installed `dhp-chaos`
+/// needs no checkout (scripts/pg.sh, scripts/pg-cluster.sh).
+pub(crate) fn cached_script(stem: &str, text: &str) -> Result<PathBuf> {
     use std::hash::{Hash, Hasher};
-    const TEXT: &str = include_str!("../../scripts/pg.sh");
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    TEXT.hash(&mut h);
+    text.hash(&mut h);
     let dir = std::env::var_os("XDG_CACHE_HOME")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir)
         .join("dhp-rs");
-    let path = dir.join(format!("pg-{:016x}.sh", h.finish()));
-    if std::fs::read_to_string(&path).is_ok_and(|t| t == TEXT) {
+    let path = dir.join(format!("{stem}-{:016x}.sh", h.finish()));
+    if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // written aside and renamed: a concurrent run never reads half a script
-    let tmp = dir.join(format!(".pg-{}.sh", std::process::id()));
-    std::fs::write(&tmp, TEXT).with_context(|| format!("writing {}", tmp.display()))?;
+    let tmp = dir.join(format!(".{stem}-{}.sh", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// `SCRIPT stop DIR` for a cluster this run owns, and forget it in the
+/// teardown registry (the drop of [`OwnedCluster`] and of the replicated one).
+pub(crate) fn stop_cluster(script: &Path, dir: &Path) {
+    let _ = std::process::Command::new("bash")
+        .arg(script)
+        .arg("stop")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .status();
+    let key = (script.to_path_buf(), dir.to_path_buf());
+    crate::teardown::forget(|r| {
+        r.clusters.remove(&key);
+    });
 }
 
 /// `postgres://…` or `postgresql://…`, without a `schema=` (each round gets its own).

@@ -88,35 +88,14 @@ impl OwnedReplicated {
 
 impl Drop for OwnedReplicated {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("bash")
-            .arg(&self.script)
-            .arg("stop")
-            .arg(&self.dir)
-            .stdout(std::process::Stdio::null())
-            .status();
-        let key = (self.script.clone(), self.dir.clone());
-        crate::teardown::forget(|r| {
-            r.clusters.remove(&key);
-        });
+        crate::pg::stop_cluster(&self.script, &self.dir);
     }
 }
 
 /// scripts/pg-cluster.sh as built into this program, written once into the
 /// cache directory beside [`crate::pg::pg_script`]'s copy.
 pub fn script() -> Result<PathBuf> {
-    use std::hash::{Hash, Hasher};
-    const TEXT: &str = include_str!("../../scripts/pg-cluster.sh");
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    TEXT.hash(&mut h);
-    let dir = crate::pg::pg_script()?.parent().map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
-    let path = dir.join(format!("pg-cluster-{:016x}.sh", h.finish()));
-    if std::fs::read_to_string(&path).is_ok_and(|t| t == TEXT) {
-        return Ok(path);
-    }
-    let tmp = dir.join(format!(".pg-cluster-{}.sh", std::process::id()));
-    std::fs::write(&tmp, TEXT).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
+    crate::pg::cached_script("pg-cluster", include_str!("../../scripts/pg-cluster.sh"))
 }
 
 /// Is `dir` a `scripts/pg-cluster.sh` directory?
