@@ -103,11 +103,25 @@ pub enum FaultKind {
     /// cleanly (`pg_ctl stop -m fast`), the synchronous standby promoted.
     /// Recorded as a `db-failover` with `"planned": true`.
     DbSwitchover,
+    /// `--failover-manager pg_auto_failover` only: every packet on the
+    /// primary's link is dropped (its standbys, the monitor, the clients)
+    /// until the monitor has promoted another node; recorded as a
+    /// `db-failover` with `"cause": "partitioned"`.
+    DbPrimaryPartition,
+    /// `--failover-manager pg_auto_failover` only: the primary is cut off
+    /// from the monitor alone (the failover manager's consensus), standbys
+    /// and clients still reach it; recorded as a `db-failover` with
+    /// `"cause": "monitor-partitioned"`.
+    DbMonitorPartition,
+    /// `--failover-manager pg_auto_failover` only: a standby's host dies
+    /// for a seeded 1–4 s (every process in its namespace SIGKILLed), then
+    /// comes back and rejoins.
+    DbStandbyLost,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 17] = [
+    pub const ALL: [FaultKind; 20] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -125,6 +139,9 @@ impl FaultKind {
         FaultKind::DbLink,
         FaultKind::DbFailover,
         FaultKind::DbSwitchover,
+        FaultKind::DbPrimaryPartition,
+        FaultKind::DbMonitorPartition,
+        FaultKind::DbStandbyLost,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -147,6 +164,9 @@ impl FaultKind {
             FaultKind::DbLink => "db-link",
             FaultKind::DbFailover => "db-failover",
             FaultKind::DbSwitchover => "db-switchover",
+            FaultKind::DbPrimaryPartition => "db-primary-partition",
+            FaultKind::DbMonitorPartition => "db-monitor-partition",
+            FaultKind::DbStandbyLost => "db-standby-lost",
         }
     }
 
@@ -159,6 +179,9 @@ impl FaultKind {
                 | FaultKind::DbStall
                 | FaultKind::DbFailover
                 | FaultKind::DbSwitchover
+                | FaultKind::DbPrimaryPartition
+                | FaultKind::DbMonitorPartition
+                | FaultKind::DbStandbyLost
         )
     }
 

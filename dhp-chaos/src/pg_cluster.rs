@@ -4,16 +4,56 @@
 //! namespaces), streaming replication. The clients get a multi-host URL
 //! with `target_session_attrs=read-write` and follow the primary.
 //!
-//! Failover manager: the harness itself ([`FAILOVER_MANAGER`]) — it crashes
-//! and fences the primary and promotes the synchronous standby with
-//! `pg_ctl promote` (`round/db_failover.rs`). No Patroni, no etcd.
+//! Failover manager, `--failover-manager`:
+//! - `harness` ([`FAILOVER_MANAGER`]): the harness itself crashes and
+//!   fences the primary and promotes the synchronous standby with `pg_ctl
+//!   promote` (`round/db_failover.rs`); `sync` or `async` replication.
+//! - `pg_auto_failover` ([`AUTO_MANAGER`], `scripts/pg-auto.sh`): a real
+//!   failover manager from Debian's packages — a monitor and three keepers,
+//!   every node in its own network namespace; the monitor promotes, the
+//!   harness only breaks things and watches (`round/db_auto.rs`).
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// What every round file and report says promotes a standby.
+/// What every round file and report says promotes a standby (`--failover-manager harness`).
 pub const FAILOVER_MANAGER: &str = "harness (pg_ctl promote)";
+/// The same for `--failover-manager pg_auto_failover`.
+pub const AUTO_MANAGER: &str = "pg_auto_failover (monitor + keepers, a network namespace per node)";
+
+/// Who promotes a standby.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manager {
+    /// The harness, `pg_ctl promote` (`scripts/pg-cluster.sh`).
+    Harness,
+    /// pg_auto_failover's monitor (`scripts/pg-auto.sh`).
+    PgAutoFailover,
+}
+
+impl Manager {
+    /// `harness` / `pg_auto_failover`, as `--failover-manager` takes it.
+    pub fn parse(s: &str) -> Result<Manager> {
+        match s {
+            "harness" => Ok(Manager::Harness),
+            "pg_auto_failover" => Ok(Manager::PgAutoFailover),
+            _ => bail!("--failover-manager wants harness or pg_auto_failover, not {s:?}"),
+        }
+    }
+
+    /// The label every round file and report carries.
+    pub fn label(self) -> &'static str {
+        match self {
+            Manager::Harness => FAILOVER_MANAGER,
+            Manager::PgAutoFailover => AUTO_MANAGER,
+        }
+    }
+
+    /// Is `label` (a round's `failover_manager`) pg_auto_failover's?
+    pub fn is_auto(label: Option<&str>) -> bool {
+        label == Some(AUTO_MANAGER)
+    }
+}
 
 /// The replication of an owned cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +93,24 @@ pub struct OwnedReplicated {
     pub url: String,
     /// Its replication.
     pub replication: Replication,
+    /// Who promotes.
+    pub manager: Manager,
 }
 
 impl OwnedReplicated {
-    /// `scripts/pg-cluster.sh start [--async] --watch <this pid>`.
-    pub fn start(replication: Replication) -> Result<OwnedReplicated> {
-        let script = script()?;
+    /// `scripts/pg-cluster.sh start [--async] --watch <this pid>`, or
+    /// `scripts/pg-auto.sh start --watch <this pid>` (quorum-synchronous only).
+    pub fn start(replication: Replication, manager: Manager) -> Result<OwnedReplicated> {
+        let script = match manager {
+            Manager::Harness => script()?,
+            Manager::PgAutoFailover => auto_script()?,
+        };
         let mut cmd = std::process::Command::new("bash");
         cmd.arg(&script).arg("start");
         if replication == Replication::Async {
+            if manager == Manager::PgAutoFailover {
+                bail!("--failover-manager pg_auto_failover runs quorum-synchronous replication (ANY 1): use --pg-cluster sync, or the harness manager for async");
+            }
             cmd.arg("--async");
         }
         let out = cmd
@@ -77,7 +126,7 @@ impl OwnedReplicated {
         let Some((dir, url)) = last.split_once(' ') else {
             bail!("{} start printed {last:?}, not `DIR URL`", script.display());
         };
-        let c = OwnedReplicated { script, dir: PathBuf::from(dir), url: url.to_string(), replication };
+        let c = OwnedReplicated { script, dir: PathBuf::from(dir), url: url.to_string(), replication, manager };
         crate::teardown::guarded(|r| {
             r.clusters.insert((c.script.clone(), c.dir.clone()));
             Ok(())
@@ -98,9 +147,63 @@ pub fn script() -> Result<PathBuf> {
     crate::pg::cached_script("pg-cluster", include_str!("../../scripts/pg-cluster.sh"))
 }
 
+/// scripts/pg-auto.sh as built into this program.
+pub fn auto_script() -> Result<PathBuf> {
+    crate::pg::cached_script("pg-auto", include_str!("../../scripts/pg-auto.sh"))
+}
+
 /// Is `dir` a `scripts/pg-cluster.sh` directory?
 pub fn is_cluster_dir(dir: &Path) -> bool {
     dir.join("roles").is_file() && dir.join("n0/port").is_file()
+}
+
+/// One node as pg_auto_failover's monitor sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeState {
+    /// `n0`, `n1`, `n2`.
+    pub name: String,
+    /// The state its keeper last reported.
+    pub reported: String,
+    /// The state the monitor assigned.
+    pub goal: String,
+}
+
+/// `scripts/pg-auto.sh state DIR`: the monitor's view (an error when the
+/// monitor cannot be asked).
+pub fn auto_state(dir: &Path) -> Result<Vec<NodeState>> {
+    let out = std::process::Command::new("bash")
+        .arg(auto_script()?)
+        .arg("state")
+        .arg(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .context("running scripts/pg-auto.sh state")?;
+    if !out.status.success() {
+        bail!("the pg_auto_failover monitor did not answer ({})", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some(NodeState { name: w.next()?.into(), reported: w.next()?.into(), goal: w.next()?.into() })
+        })
+        .collect())
+}
+
+/// The node both the monitor and its keeper call primary, if exactly one.
+pub fn auto_primary(nodes: &[NodeState]) -> Option<&str> {
+    let mut p = nodes.iter().filter(|n| n.reported == "primary" && n.goal == "primary");
+    match (p.next(), p.next()) {
+        (Some(n), None) => Some(&n.name),
+        _ => None,
+    }
+}
+
+/// One primary and every other node a streaming secondary, each where the monitor wants it.
+pub fn auto_whole(nodes: &[NodeState]) -> bool {
+    auto_primary(nodes).is_some()
+        && nodes.len() >= 2
+        && nodes.iter().all(|n| n.reported == n.goal && (n.goal == "primary" || n.goal == "secondary"))
 }
 
 /// The nodes by role: (primary, synchronous standby, asynchronous standby).
@@ -120,7 +223,9 @@ pub fn node_url(dir: &Path, node: &str) -> Result<String> {
         .with_context(|| format!("reading {}/{node}/port", dir.display()))?;
     let pw =
         std::fs::read_to_string(dir.join("pwfile")).with_context(|| format!("reading {}/pwfile", dir.display()))?;
-    Ok(format!("postgres://postgres:{}@127.0.0.1:{}/dhp", pw.trim(), port.trim()))
+    // pg-auto.sh's nodes live in namespaces of their own, each at an address
+    let host = std::fs::read_to_string(dir.join(node).join("host")).unwrap_or_else(|_| "127.0.0.1".into());
+    Ok(format!("postgres://postgres:{}@{}:{}/dhp?connect_timeout=2", pw.trim(), host.trim(), port.trim()))
 }
 
 /// The checkpoints one node holds for the round's schema: the highest seq

@@ -259,6 +259,13 @@ pub struct RunArgs {
     /// promote). Allows db-failover (in the default mix instead of db-crash).
     #[arg(long, value_name = "sync|async", value_parser = ["sync", "async"])]
     pub pg_cluster: Option<String>,
+    /// --pg-cluster: who promotes a standby. harness: the harness itself (pg_ctl promote, three servers
+    /// on loopback). pg_auto_failover: a real failover manager (Debian's postgresql-15-auto-failover:
+    /// a monitor and a keeper per node, every node in its own network namespace; quorum-synchronous
+    /// replication, sync only; needs root). Adds db-primary-partition, db-monitor-partition and
+    /// db-standby-lost to the default mix.
+    #[arg(long, value_name = "harness|pg_auto_failover", value_parser = ["harness", "pg_auto_failover"], requires = "pg_cluster")]
+    pub failover_manager: Option<String>,
     /// A named scenario instead of the seeded fault mix: net-chaos (a worker per round SIGKILLed mid-ship,
     /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See README.
     #[arg(long, value_parser = parse::scenario)]

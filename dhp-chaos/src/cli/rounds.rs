@@ -6,7 +6,7 @@ use super::replay::replay_command;
 use anyhow::{bail, Context, Result};
 use dhp_chaos::check::{self, RoundReport};
 use dhp_chaos::config::RoundConfig;
-use dhp_chaos::round::{db_failover, db_faults};
+use dhp_chaos::round::{db_auto, db_failover, db_faults};
 use dhp_chaos::site::{self, dashboard::Dashboard};
 use dhp_chaos::{report, round, timeline};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -40,7 +40,10 @@ pub fn run_engines(
         )?;
         db_faults::check_db_link(&tmpl.fault_mix, engine, e.url.as_deref())?;
         db_failover::check_cluster(&tmpl.fault_mix, a.pg_cluster.as_deref(), e.label == "postgres")?;
+        db_auto::check_manager(&tmpl.fault_mix, a.pg_cluster.as_deref(), a.failover_manager.as_deref())?;
     }
+    let manager = a.failover_manager.as_deref().map(dhp_chaos::pg_cluster::Manager::parse).transpose()?;
+    let manager = manager.unwrap_or(dhp_chaos::pg_cluster::Manager::Harness);
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();
     for e in engines {
@@ -50,14 +53,18 @@ pub fn run_engines(
         let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
         let replicated = a.pg_cluster.as_deref().map(dhp_chaos::pg_cluster::Replication::parse).transpose()?;
         if a.faults.is_none() && db_ok {
-            t.fault_mix.extend_from_slice(if replicated.is_some() {
-                &db_failover::CLUSTER_DB_MIX[..]
-            } else {
-                &db_faults::DEFAULT_DB_MIX[..]
-            });
+            t.fault_mix.extend_from_slice(
+                if replicated.is_some() && manager == dhp_chaos::pg_cluster::Manager::PgAutoFailover {
+                    &db_auto::AUTO_DB_MIX[..]
+                } else if replicated.is_some() {
+                    &db_failover::CLUSTER_DB_MIX[..]
+                } else {
+                    &db_faults::DEFAULT_DB_MIX[..]
+                },
+            );
         }
         let owned_cluster = match replicated {
-            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::OwnedReplicated::start(r)?),
+            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::OwnedReplicated::start(r, manager)?),
             _ => None,
         };
         let owned = if e.label == "postgres" && owned_cluster.is_none() {
@@ -79,14 +86,14 @@ pub fn run_engines(
         };
         if let Some(c) = &owned_cluster {
             t.pg_cluster = Some(c.replication.name().to_string());
-            t.failover_manager = Some(dhp_chaos::pg_cluster::FAILOVER_MANAGER.to_string());
+            t.failover_manager = Some(c.manager.label().to_string());
         }
         if t.pg_url.is_some() {
             let where_ = if let Some(c) = &owned_cluster {
                 format!(
                     "a replicated cluster owned by this run (primary + 2 standbys, {} replication, failover-manager: {})",
                     c.replication.name(),
-                    dhp_chaos::pg_cluster::FAILOVER_MANAGER
+                    c.manager.label()
                 )
             } else if owned.is_some() {
                 "a throwaway cluster owned by this run".to_string()

@@ -161,6 +161,8 @@ pub(super) struct DbState {
     last_stall_poll: f64,
     /// A `db-failover` under way (`db_failover.rs`).
     pub(super) failover: super::db_failover::FailoverState,
+    /// A pg_auto_failover fault under way (`db_auto.rs`).
+    pub(super) auto: super::db_auto::AutoState,
 }
 
 #[derive(Debug)]
@@ -204,12 +206,14 @@ impl Driver<'_> {
 
     /// Is the server down (crashed, not yet back)?
     pub(super) fn db_down(&self) -> bool {
-        self.db_state.down.is_some() || self.db_state.failover.busy()
+        self.db_state.down.is_some() || self.db_state.failover.busy() || self.db_state.auto.busy()
     }
 
     /// No server takes writes: crashed, or a failover before its promotion.
     pub(super) fn db_unwritable(&self) -> bool {
-        self.db_state.down.is_some() || (self.db_state.failover.busy() && !self.db_state.failover.promoted())
+        self.db_state.down.is_some()
+            || (self.db_state.failover.busy() && !self.db_state.failover.promoted())
+            || self.db_state.auto.unwritable()
     }
 
     /// Inject one database fault of `kind`; false when nothing was eligible.
@@ -221,8 +225,12 @@ impl Driver<'_> {
             FaultKind::DbCrash => self.db_crash(),
             FaultKind::DbTerminateBackend => self.db_terminate(),
             FaultKind::DbStall => self.db_stall(),
+            FaultKind::DbFailover | FaultKind::DbSwitchover if self.auto_manager() => self.auto_fault(kind),
             FaultKind::DbFailover => self.db_failover(false),
             FaultKind::DbSwitchover => self.db_failover(true),
+            FaultKind::DbPrimaryPartition | FaultKind::DbMonitorPartition | FaultKind::DbStandbyLost => {
+                self.auto_fault(kind)
+            }
             _ => false,
         }
     }
@@ -261,6 +269,7 @@ impl Driver<'_> {
     /// `now_all`: faults have stopped), and notice it is back.
     pub(super) fn db_tick(&mut self, now_all: bool) -> Result<()> {
         self.failover_tick(now_all)?;
+        self.auto_tick(now_all)?;
         let Some(dir) = self.cfg.pg_data.clone() else { return Ok(()) };
         let now = hist::now();
         let log = self.paths.procs.join("pg-restart.log");

@@ -161,6 +161,9 @@ impl Driver<'_> {
             | FaultKind::DbStall
             | FaultKind::DbFailover
             | FaultKind::DbSwitchover
+            | FaultKind::DbPrimaryPartition
+            | FaultKind::DbMonitorPartition
+            | FaultKind::DbStandbyLost
             | FaultKind::Link
             | FaultKind::DbLink
             | FaultKind::DiskFull

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 mod audit;
 mod clock;
+pub mod db_auto;
 pub mod db_failover;
 pub mod db_faults;
 mod db_link;

@@ -42,6 +42,7 @@ mod netchaos_python_peer;
 mod netchaos_refusals;
 mod nightly_run_dir;
 mod out_not_empty;
+mod pg_auto_failover;
 mod pg_child_argv;
 mod pg_failover_async;
 mod pg_failover_refused;

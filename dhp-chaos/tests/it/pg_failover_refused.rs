@@ -1,7 +1,8 @@
 //! `--pg-cluster` and `db-failover` are refused where they make no sense,
 //! with a message and exit 2, before anything starts: `db-failover`
 //! without a replicated cluster, `--pg-cluster` on SQLite or on a server
-//! the run does not own, and `db-crash` / `db-link` on the cluster.
+//! the run does not own, `db-crash` / `db-link` on the cluster, and
+//! pg_auto_failover's faults or async replication without/with its manager.
 use crate::common::*;
 
 fn refused(name: &str, args: &[&str], says: &str) {
@@ -49,4 +50,20 @@ fn failover_flags_are_refused_where_they_make_no_sense() {
         "db-link proxies one server",
     );
     refused("pgf-value", &with(&["--store", "postgres", "--pg-cluster", "quorum"]), "quorum");
+    // pg_auto_failover's faults need its cluster; it runs quorum-synchronous replication only
+    refused(
+        "pgf-auto-only",
+        &with(&["--store", "postgres", "--pg-cluster", "sync", "--faults", "db-primary-partition=1"]),
+        "db-primary-partition needs a cluster under a real failover manager",
+    );
+    refused(
+        "pgf-auto-async",
+        &with(&["--store", "postgres", "--pg-cluster", "async", "--failover-manager", "pg_auto_failover"]),
+        "quorum-synchronous",
+    );
+    refused(
+        "pgf-auto-nocluster",
+        &with(&["--store", "postgres", "--failover-manager", "pg_auto_failover"]),
+        "--pg-cluster",
+    );
 }

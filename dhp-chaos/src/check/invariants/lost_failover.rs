@@ -6,7 +6,9 @@
 //! handoff and the completed handoffs), so work redone after the failover
 //! cannot hide a loss. With synchronous replication nothing acknowledged is
 //! missing; with asynchronous replication the acknowledgements the
-//! promoted standby never received are named here, seq by seq.
+//! promoted standby never received are named here, seq by seq. Under
+//! pg_auto_failover (quorum `ANY 1`) the record is of both standbys (the
+//! higher seq per handoff): an acknowledgement must be on one of them.
 
 use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
@@ -113,8 +115,13 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
         }
     }
     if n > 0 {
+        let against = if crate::pg_cluster::Manager::is_auto(Some(&manager)) {
+            "both standbys (the quorum that acknowledges), read before the monitor promoted one"
+        } else {
+            "the promoted standby, read before promotion"
+        };
         out.note(format!(
-            "{n} failover(s) (failover-manager: {manager}); acknowledgements before each primary crash were checked against the promoted standby, read before promotion"
+            "{n} failover(s) (failover-manager: {manager}); acknowledgements before each primary crash were checked against {against}"
         ));
         out.note(format!(
             "{orphaned} worker-died orphan(s) of live holders caused by the failover(s) (false orphans: fenced, by design; bound: each handoff at most once per failover)"

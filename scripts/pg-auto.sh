@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# A throwaway REPLICATED PostgreSQL cluster under a real failover manager,
+# pg_auto_failover (Debian's postgresql-15-auto-failover), for dhp-chaos
+# rounds: a monitor and three data nodes, EACH IN ITS OWN NETWORK NAMESPACE
+# on a bridge (monitor 10.78.K.2, nodes 10.78.K.3-5, a port each; the root namespace,
+# where the clients run, is 10.78.K.1). Quorum-synchronous replication:
+# `synchronous_standby_names = 'ANY 1 (…)'`, set and kept by the monitor.
+# The monitor detects a dead primary and promotes the most advanced standby;
+# the harness never promotes.
+#
+#   scripts/pg-auto.sh start [--watch PID]
+#        LAST line of output: `DIR URL`, URL a multi-host
+#        postgres://postgres:PW@10.78.K.3:P0,…/dhp?target_session_attrs=read-write
+#   scripts/pg-auto.sh state DIR            the monitor's view, a line per node:
+#                                           `NAME REPORTED GOAL` (exit 1 when unreachable)
+#   scripts/pg-auto.sh kill-host DIR NODE   SIGKILL every process in NODE's namespace (the
+#                                           keeper and its PostgreSQL): the host died
+#   scripts/pg-auto.sh start-host DIR NODE  start NODE's keeper again (it rejoins, pg_rewind)
+#   scripts/pg-auto.sh partition DIR NODE [monitor]
+#                                           drop every packet on NODE's link (from the
+#                                           standbys, the monitor and the clients); with
+#                                           `monitor`, only those to and from the monitor
+#   scripts/pg-auto.sh heal DIR NODE        remove NODE's partition rules
+#   scripts/pg-auto.sh switchover DIR       `pg_autoctl perform switchover` (planned)
+#   scripts/pg-auto.sh stop DIR             kill everything, remove namespaces and DIR
+#
+# Failover timing is tuned down from the defaults (20-30 s) so a chaos round
+# sees several: the monitor health-checks every second, a node is unhealthy
+# after 3 s, a primary that is not heard from is given 5 s to demote itself
+# before a standby is promoted, and a keeper cut off from the monitor and
+# from every standby demotes its primary after 3 s (below the 5 s: the old
+# primary is read-only before the new one takes writes).
+#
+# Authentication: the client role `postgres` uses SCRAM with a random
+# password (the URL carries it); pg_auto_failover's own roles
+# (autoctl_node, pgautofailover_monitor, pgautofailover_replicator) are
+# trusted from the cluster's private subnet only. Throwaway test clusters.
+set -euo pipefail
+
+PGBIN="${DHP_PGBIN:-}"
+find_pgbin() {
+    if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ]; then return 0; fi
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$d/initdb" ]; then PGBIN="$d"; return 0; fi
+    done
+    return 1
+}
+
+need_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "pg-auto.sh: needs root (network namespaces, veth pairs, iptables); pg_auto_failover itself runs as postgres" >&2
+        exit 1
+    fi
+}
+
+install_deps() {
+    need_root
+    local pkgs=""
+    find_pgbin || pkgs="$pkgs postgresql"
+    command -v pg_autoctl >/dev/null 2>&1 || pkgs="$pkgs postgresql-15-auto-failover"
+    command -v iptables >/dev/null 2>&1 || pkgs="$pkgs iptables"
+    command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
+    if [ -n "$pkgs" ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        exec 9>/tmp/dhp-deb.lock
+        flock 9
+        echo "pg-auto.sh: installing$pkgs" >&2
+        apt-get update -qq >&2
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $pkgs >&2
+        exec 9>&-
+    fi
+    find_pgbin || { echo "pg-auto.sh: no initdb after installing postgresql" >&2; exit 1; }
+    command -v pg_autoctl >/dev/null 2>&1 \
+        || { echo "pg-auto.sh: no pg_autoctl after installing postgresql-15-auto-failover" >&2; exit 1; }
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# Each server its own port (the Unix sockets of every namespace share /var/run/postgresql).
+port_of() { cat "$1/$2/port"; }
+sub() { cat "$1/subnet"; }
+ns_of() { echo "dhpauto-$(cat "$1/tag")-$2"; }
+ip_of() {
+    case "$2" in
+        mon) echo "$(sub "$1").2" ;;
+        n0) echo "$(sub "$1").3" ;;
+        n1) echo "$(sub "$1").4" ;;
+        n2) echo "$(sub "$1").5" ;;
+        *) echo "pg-auto.sh: no node $2" >&2; exit 2 ;;
+    esac
+}
+
+# Run as postgres inside NODE's namespace, pg_autoctl's config under DIR.
+in_node() {
+    local dir="$1" n="$2"
+    shift 2
+    ip netns exec "$(ns_of "$dir" "$n")" runuser -u postgres -- env \
+        PATH="$PGBIN:/usr/bin:/bin" PG_CONFIG="$PGBIN/pg_config" \
+        XDG_CONFIG_HOME="$dir/$n/cfg" XDG_DATA_HOME="$dir/$n/share" XDG_RUNTIME_DIR="$dir/$n/run" "$@"
+}
+
+mon_uri() { echo "postgres://autoctl_node@$(ip_of "$1" mon):$(port_of "$1" mon)/pg_auto_failover?sslmode=disable"; }
+
+# A free /24 under 10.78 (one per cluster: several may run at once).
+pick_subnet() {
+    local k
+    for k in $(seq 1 250); do
+        if ! ip -o addr show | grep -q " 10\.78\.$k\.1/"; then echo "10.78.$k"; return 0; fi
+    done
+    echo "pg-auto.sh: no free 10.78.K.0/24 subnet" >&2
+    exit 1
+}
+
+add_ns() {
+    local dir="$1" n="$2" ns veth tag
+    ns="$(ns_of "$dir" "$n")"
+    tag="$(cat "$dir/tag")"
+    veth="da${tag}${n}"
+    ip netns add "$ns"
+    ip link add "$veth" type veth peer name "dp${tag}${n}"
+    ip link set "dp${tag}${n}" netns "$ns"
+    ip netns exec "$ns" ip link set "dp${tag}${n}" name eth0
+    ip netns exec "$ns" ip addr add "$(ip_of "$dir" "$n")/24" dev eth0
+    ip netns exec "$ns" ip link set eth0 up
+    ip netns exec "$ns" ip link set lo up
+    ip link set "$veth" master "da${tag}br"
+    ip link set "$veth" up
+}
+
+hba() {
+    local s="$1"
+    cat <<EOF
+local all all trust
+host pg_auto_failover autoctl_node $s.0/24 trust
+host all pgautofailover_monitor $s.0/24 trust
+host replication pgautofailover_replicator $s.0/24 trust
+host all pgautofailover_replicator $s.0/24 trust
+host all all $s.0/24 scram-sha-256
+EOF
+}
+
+# Start NODE's keeper (`pg_autoctl run`) in the background, logging to NODE/keeper.log.
+run_keeper() {
+    local dir="$1" n="$2" d="$dir/$2/data"
+    [ "$n" = mon ] && d="$dir/mon/data"
+    ip netns exec "$(ns_of "$dir" "$n")" setsid runuser -u postgres -- env \
+        PATH="$PGBIN:/usr/bin:/bin" PG_CONFIG="$PGBIN/pg_config" \
+        XDG_CONFIG_HOME="$dir/$n/cfg" XDG_DATA_HOME="$dir/$n/share" XDG_RUNTIME_DIR="$dir/$n/run" \
+        pg_autoctl run --pgdata "$d" >>"$dir/$n/keeper.log" 2>&1 </dev/null &
+}
+
+# The monitor's `NAME REPORTED GOAL` lines.
+cmd_state() {
+    local dir="${1:?usage: pg-auto.sh state DIR}"
+    find_pgbin
+    "$PGBIN/psql" -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 "$(mon_uri "$dir")&connect_timeout=2" \
+        -c "SELECT nodename, reportedstate, goalstate FROM pgautofailover.node ORDER BY nodeid"
+}
+
+# Wait (SECS at most) until the formation is whole: one primary, every
+# other node secondary, reported = goal.
+wait_whole() {
+    local dir="$1" secs="$2" i s
+    for i in $(seq 1 $((secs * 5))); do
+        s="$(cmd_state "$dir" 2>/dev/null || true)"
+        if [ "$(echo "$s" | awk '$2==$3 && ($2=="primary"){p++} $2==$3 && $2=="secondary"{q++} END{print p+0, q+0}')" = "1 2" ]; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "pg-auto.sh: the formation is not whole after $secs s:" >&2
+    echo "$s" >&2
+    return 1
+}
+
+cmd_start() {
+    local watch=""
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --watch) watch="${2:?--watch needs a pid}"; shift 2 ;;
+            *) echo "pg-auto.sh start: unknown option $1" >&2; exit 2 ;;
+        esac
+    done
+    install_deps
+    local dir pw n s tag
+    dir="$(mktemp -d /tmp/dhp-pga.XXXXXX)"
+    chmod 755 "$dir"
+    pw="dhp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    printf '%s\n' "$pw" >"$dir/pwfile"
+    chmod 600 "$dir/pwfile"
+    echo auto >"$dir/manager"
+    # the tag names this cluster's namespaces and links (interface names: 15 bytes at most)
+    tag="$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+    echo "$tag" >"$dir/tag"
+    if [ -n "$watch" ]; then
+        setsid nohup bash "$0" _watch "$watch" "$dir" >/dev/null 2>&1 </dev/null &
+    fi
+    exec 8>/tmp/dhp-pga-net.lock
+    flock 8
+    s="$(pick_subnet)"
+    echo "$s" >"$dir/subnet"
+    ip link add "da${tag}br" type bridge
+    ip addr add "$s.1/24" dev "da${tag}br"
+    ip link set "da${tag}br" up
+    exec 8>&-
+    for n in mon n0 n1 n2; do
+        mkdir -p "$dir/$n/cfg" "$dir/$n/share" "$dir/$n/run"
+        free_port >"$dir/$n/port"
+        ip_of "$dir" "$n" >"$dir/$n/host"
+        add_ns "$dir" "$n"
+    done
+    chown -R postgres: "$dir"
+    chown root: "$dir/pwfile"
+    in_node "$dir" mon pg_autoctl create monitor --pgdata "$dir/mon/data" --pgport "$(port_of "$dir" mon)" \
+        --hostname "$(ip_of "$dir" mon)" --no-ssl --skip-pg-hba >"$dir/mon/create.log" 2>&1 \
+        || { cat "$dir/mon/create.log" >&2; exit 1; }
+    hba "$s" | runuser -u postgres -- tee "$dir/mon/data/pg_hba.conf" >/dev/null
+    cat >>"$dir/mon/data/postgresql.auto.conf" <<EOF
+pgautofailover.health_check_period = 1000
+pgautofailover.health_check_timeout = 1000
+pgautofailover.health_check_max_retries = 1
+pgautofailover.health_check_retry_delay = 500
+pgautofailover.node_considered_unhealthy_timeout = 3000
+pgautofailover.primary_demote_timeout = 5000
+pgautofailover.startup_grace_period = 2000
+EOF
+    run_keeper "$dir" mon
+    for i in $(seq 1 150); do
+        "$PGBIN/psql" -X -q -At "$(mon_uri "$dir")&connect_timeout=1" -c "SELECT 1" >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    for n in n0 n1 n2; do
+        in_node "$dir" "$n" pg_autoctl create postgres --pgdata "$dir/$n/data" --pgport "$(port_of "$dir" "$n")" \
+            --hostname "$(ip_of "$dir" "$n")" --name "$n" --dbname dhp --no-ssl --skip-pg-hba \
+            --monitor "$(mon_uri "$dir")" >"$dir/$n/create.log" 2>&1 \
+            || { cat "$dir/$n/create.log" >&2; exit 1; }
+        in_node "$dir" "$n" pg_autoctl config set --pgdata "$dir/$n/data" timeout.network_partition_timeout 3 \
+            >>"$dir/$n/create.log" 2>&1
+        if [ "$n" = n0 ]; then
+            hba "$s" | runuser -u postgres -- tee "$dir/n0/data/pg_hba.conf" >/dev/null
+        fi
+        run_keeper "$dir" "$n"
+        # one node at a time: the first becomes the primary, the others its standbys
+        for i in $(seq 1 300); do
+            cmd_state "$dir" 2>/dev/null | grep -Eq "^$n (single|primary|secondary) (single|primary|secondary)$" && break
+            sleep 0.2
+        done
+    done
+    wait_whole "$dir" 60
+    in_node "$dir" n0 psql -X -q -At -p "$(port_of "$dir" n0)" -U postgres -d dhp \
+        -c "ALTER ROLE postgres PASSWORD '$pw'" >/dev/null
+    # the password must work over TCP, or the clients cannot connect
+    PGPASSWORD="$pw" "$PGBIN/psql" -X -q -At "postgres://postgres@$(ip_of "$dir" n0):$(port_of "$dir" n0)/dhp?connect_timeout=3" \
+        -c "SELECT 1" >/dev/null || { echo "pg-auto.sh: the client role cannot log in over TCP" >&2; exit 1; }
+    local hosts=""
+    for n in n0 n1 n2; do hosts="$hosts${hosts:+,}$(ip_of "$dir" "$n"):$(port_of "$dir" "$n")"; done
+    echo "$dir postgres://postgres:$pw@$hosts/dhp?target_session_attrs=read-write"
+}
+
+cmd_kill_host() {
+    local dir="${1:?usage: pg-auto.sh kill-host DIR NODE}" n="${2:?NODE}" ns pids
+    ns="$(ns_of "$dir" "$n")"
+    pids="$(ip netns pids "$ns" | tr '\n' ' ')"
+    # shellcheck disable=SC2086
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+    echo "killed $n ($pids)"
+}
+
+cmd_start_host() {
+    local dir="${1:?usage: pg-auto.sh start-host DIR NODE}" n="${2:?NODE}" ns i
+    find_pgbin
+    ns="$(ns_of "$dir" "$n")"
+    for i in $(seq 1 50); do [ -z "$(ip netns pids "$ns")" ] && break; sleep 0.1; done
+    run_keeper "$dir" "$n"
+    echo "started $n"
+}
+
+cmd_partition() {
+    local dir="${1:?usage: pg-auto.sh partition DIR NODE [monitor]}" n="${2:?NODE}" what="${3:-all}" ns m
+    ns="$(ns_of "$dir" "$n")"
+    m="$(ip_of "$dir" mon)"
+    case "$what" in
+        all)
+            ip netns exec "$ns" iptables -w -A INPUT -i eth0 -j DROP
+            ip netns exec "$ns" iptables -w -A OUTPUT -o eth0 -j DROP ;;
+        monitor)
+            ip netns exec "$ns" iptables -w -A INPUT -i eth0 -s "$m" -j DROP
+            ip netns exec "$ns" iptables -w -A OUTPUT -o eth0 -d "$m" -j DROP ;;
+        *) echo "pg-auto.sh partition: all or monitor, not $what" >&2; exit 2 ;;
+    esac
+    echo "partitioned $n from $what"
+}
+
+cmd_heal() {
+    local dir="${1:?usage: pg-auto.sh heal DIR NODE}" n="${2:?NODE}"
+    ip netns exec "$(ns_of "$dir" "$n")" iptables -w -F
+    echo "healed $n"
+}
+
+cmd_switchover() {
+    local dir="${1:?usage: pg-auto.sh switchover DIR}"
+    find_pgbin
+    in_node "$dir" mon pg_autoctl perform switchover --pgdata "$dir/mon/data" --wait 60 >&2
+    echo "switched over"
+}
+
+cmd_stop() {
+    local dir="${1:?usage: pg-auto.sh stop DIR}" n ns tag pids
+    [ -f "$dir/tag" ] || return 0
+    tag="$(cat "$dir/tag")"
+    for n in n0 n1 n2 mon; do
+        ns="dhpauto-$tag-$n"
+        pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+        # shellcheck disable=SC2086
+        [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+    done
+    sleep 0.2
+    for n in n0 n1 n2 mon; do
+        ip link del "da${tag}${n}" 2>/dev/null || true
+        ip netns del "dhpauto-$tag-$n" 2>/dev/null || true
+    done
+    ip link del "da${tag}br" 2>/dev/null || true
+    case "$dir" in /tmp/dhp-pga.*) rm -rf "$dir" ;; esac
+}
+
+cmd_watch() {
+    local pid="$1" dir="$2"
+    while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+    cmd_stop "$dir"
+}
+
+case "${1:-}" in
+    start) shift; cmd_start "$@" ;;
+    state) shift; cmd_state "$@" ;;
+    kill-host) shift; cmd_kill_host "$@" ;;
+    start-host) shift; cmd_start_host "$@" ;;
+    partition) shift; cmd_partition "$@" ;;
+    heal) shift; cmd_heal "$@" ;;
+    switchover) shift; cmd_switchover "$@" ;;
+    stop) shift; cmd_stop "$@" ;;
+    _watch) shift; cmd_watch "$@" ;;
+    *) echo "usage: pg-auto.sh start [--watch PID] | state|switchover|stop DIR | kill-host|start-host|heal DIR NODE | partition DIR NODE [monitor]" >&2; exit 2 ;;
+esac
