@@ -266,6 +266,7 @@ cmd_kill_host() {
     pids="$(ip netns pids "$ns" | tr '\n' ' ')"
     # shellcheck disable=SC2086
     [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+    echo "$pids" >"$dir/$n/killed"
     echo "killed $n ($pids)"
 }
 
@@ -274,6 +275,23 @@ cmd_start_host() {
     find_pgbin
     ns="$(ns_of "$dir" "$n")"
     for i in $(seq 1 50); do [ -z "$(ip netns pids "$ns")" ] && break; sleep 0.1; done
+    # the killed processes gone from /proc, not only from the namespace: a
+    # zombie not yet reaped by init passes kill(pid, 0), and pg_autoctl and
+    # the postmaster would take their old pidfiles for a live instance
+    local p left
+    for i in $(seq 1 100); do
+        left=""
+        for p in $(cat "$dir/$n/killed" 2>/dev/null); do [ -e "/proc/$p" ] && left="$left $p"; done
+        [ -z "$left" ] && break
+        sleep 0.1
+    done
+    if [ -n "$left" ]; then
+        echo "pg-auto.sh start-host: killed processes of $n still in /proc after 10 s:$left" >&2
+        exit 1
+    fi
+    # every process of the host was killed: its pidfiles are stale
+    find "$dir/$n/run" -name pg_autoctl.pid -delete 2>/dev/null || true
+    rm -f "$dir/$n/killed"
     run_keeper "$dir" "$n"
     echo "started $n"
 }
@@ -308,7 +326,7 @@ cmd_switchover() {
 }
 
 cmd_stop() {
-    local dir="${1:?usage: pg-auto.sh stop DIR}" n ns tag pids
+    local dir="${1:?usage: pg-auto.sh stop DIR}" n ns tag pids all="" p i
     [ -f "$dir/tag" ] || return 0
     tag="$(cat "$dir/tag")"
     for n in n0 n1 n2 mon; do
@@ -316,8 +334,15 @@ cmd_stop() {
         pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
         # shellcheck disable=SC2086
         [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+        all="$all $pids"
     done
-    sleep 0.2
+    # gone from /proc (reaped), or a namespace may still be held
+    for i in $(seq 1 50); do
+        p=""
+        for n in $all; do [ -e "/proc/$n" ] && p=1; done
+        [ -z "$p" ] && break
+        sleep 0.1
+    done
     for n in n0 n1 n2 mon; do
         ip link del "da${tag}${n}" 2>/dev/null || true
         ip netns del "dhpauto-$tag-$n" 2>/dev/null || true

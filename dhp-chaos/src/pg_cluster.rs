@@ -206,6 +206,15 @@ pub fn auto_whole(nodes: &[NodeState]) -> bool {
         && nodes.iter().all(|n| n.reported == n.goal && (n.goal == "primary" || n.goal == "secondary"))
 }
 
+/// How many standbys stream from `primary` (its `pg_stat_replication`):
+/// the monitor's states lag a dead standby by its health checks, so
+/// "whole" is also asked of the primary itself.
+pub fn auto_streaming(dir: &Path, primary: &str) -> Result<usize> {
+    let mut c = crate::pg::connect(&node_url(dir, primary)?, "public", Duration::from_secs(2))?;
+    let n: i64 = c.query_one("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'", &[])?.get(0);
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// The nodes by role: (primary, synchronous standby, asynchronous standby).
 pub fn roles(dir: &Path) -> Result<(String, String, String)> {
     let text =

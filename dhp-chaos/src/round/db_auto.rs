@@ -25,7 +25,7 @@
 //! until pg_auto_failover drains it, so there is no safe moment to read).
 
 use super::*;
-use crate::pg_cluster::{auto_primary, auto_state, auto_whole, Manager};
+use crate::pg_cluster::{auto_primary, auto_state, auto_streaming, auto_whole, Manager, NodeState};
 use std::process::{Child, Command, Stdio};
 
 /// A lost standby stays down this long (seconds, uniform).
@@ -126,6 +126,12 @@ impl AutoState {
     }
 }
 
+/// The monitor sees one primary and every other node a secondary, and the
+/// primary has that many standbys streaming.
+fn whole(dir: &Path, nodes: &[NodeState]) -> bool {
+    auto_whole(nodes) && auto_primary(nodes).is_some_and(|p| auto_streaming(dir, p).is_ok_and(|n| n + 1 >= nodes.len()))
+}
+
 fn script_step(dir: &Path, args: &[&str], log: &Path) -> Result<String> {
     let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
     let out = Command::new("bash")
@@ -167,7 +173,7 @@ impl Driver<'_> {
             return false;
         }
         let Ok(nodes) = auto_state(&dir) else { return false };
-        if !auto_whole(&nodes) {
+        if !whole(&dir, &nodes) {
             return false;
         }
         let Some(primary) = auto_primary(&nodes).map(str::to_string) else { return false };
@@ -352,7 +358,7 @@ impl Driver<'_> {
             }
         }
         if let Some(r) = on.restored_t {
-            if on.switch.is_none() && auto_whole(&nodes) {
+            if on.switch.is_none() && whole(&dir, &nodes) {
                 let t = hist::now();
                 self.db_state.up_at = Some(t);
                 self.hist.record(
