@@ -91,11 +91,24 @@ pub fn prepare(url: &str, scratch: &Path) -> Result<Target> {
     };
     let cfg: postgres::Config = loc.url.parse().map_err(pg_err("parsing the URL"))?;
     let mut env: Vec<(&'static str, String)> = vec![("PGDATABASE", DATABASE.to_string())];
-    if let Some(postgres::config::Host::Tcp(h)) = cfg.get_hosts().first() {
-        env.push(("PGHOST", h.clone()));
+    // every host of a multi-host URL, as libpq takes them, and only the primary
+    let hosts: Vec<String> = cfg
+        .get_hosts()
+        .iter()
+        .filter_map(|h| match h {
+            postgres::config::Host::Tcp(h) => Some(h.clone()),
+            _ => None,
+        })
+        .collect();
+    if !hosts.is_empty() {
+        env.push(("PGHOST", hosts.join(",")));
     }
-    if let Some(p) = cfg.get_ports().first() {
-        env.push(("PGPORT", p.to_string()));
+    let ports: Vec<String> = cfg.get_ports().iter().map(|p| p.to_string()).collect();
+    if !ports.is_empty() {
+        env.push(("PGPORT", ports.join(",")));
+    }
+    if hosts.len() > 1 {
+        env.push(("PGTARGETSESSIONATTRS", "read-write".to_string()));
     }
     if let Some(u) = cfg.get_user() {
         env.push(("PGUSER", u.to_string()));
@@ -116,6 +129,7 @@ pub fn prepare(url: &str, scratch: &Path) -> Result<Target> {
     let mut c = own.connect(postgres::NoTls).map_err(pg_err("connecting to its database"))?;
     c.batch_execute(TABLES_SQL).map_err(pg_err("creating the checkpoint-shaped tables"))?;
     let bin = pgbench_path();
+    std::fs::create_dir_all(scratch).map_err(|e| Error::Io { path: scratch.to_path_buf(), source: e })?;
     let t = Target { env, bin, script: scratch.join("one-trip.sql") };
     std::fs::write(&t.script, ONE_TRIP_SQL).map_err(|e| Error::Io { path: t.script.clone(), source: e })?;
     let out = t.command().args(["-i", "-q", "-s", "1"]).output().map_err(|e| t.io(e))?;
