@@ -4,6 +4,7 @@
 pub mod bins;
 mod db_mutant;
 pub mod hosts;
+pub mod synth;
 #[allow(unused_imports)]
 pub use db_mutant::*;
 
