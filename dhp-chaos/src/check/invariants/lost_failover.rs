@@ -36,6 +36,19 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
             out.plain(format!("failover {}: the promoted standby could not be read before promotion: {e}", opt(id)));
             continue;
         }
+        // under a quorum (ANY 1) an acknowledgement may be on the unread standby alone
+        let unread: Vec<&str> = snap
+            .get("unread")
+            .and_then(|v| v.as_array())
+            .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+        if !unread.is_empty() {
+            out.plain(format!(
+                "failover {}: not every standby of the quorum could be read at the loss ({}): its acknowledgements cannot be judged",
+                opt(id),
+                unread.join("; ")
+            ));
+            continue;
+        }
         n += 1;
         let crashed = crash.t();
         if let Some(m) = f.s("failover_manager") {
@@ -71,6 +84,11 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
             ));
         }
         let node = snap.s("node").unwrap_or("?");
+        let (holds, has) = if crate::pg_cluster::Manager::is_auto(f.s("failover_manager")) {
+            (format!("the standbys {node}, read at the loss, hold"), format!("neither standby ({node}) has"))
+        } else {
+            (format!("promoted standby {node} holds"), format!("the promoted standby {node} does not have"))
+        };
         let max_seq = snap.get("max_seq");
         let completed: Vec<&str> = snap
             .get("completed")
@@ -98,7 +116,7 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
                         out.checked += 1;
                         if !completed.contains(&hid.as_str()) {
                             out.of(hid, format!(
-                                "{}: {} was told its completion committed at +{:.3}s; the primary crashed at +{:.3}s and the promoted standby {node} does not have it",
+                                "{}: {} was told its completion committed at +{:.3}s; the primary crashed at +{:.3}s and {has} it",
                                 short(hid), o.holder, acked - t0, crashed - t0
                             ));
                         }
@@ -108,7 +126,7 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
             }
             if !lost.is_empty() {
                 out.of(hid, format!(
-                    "{}: acknowledged checkpoint seq(s) lost in failover {} (primary crashed at +{:.3}s, promoted standby {node} holds up to seq {}): {}",
+                    "{}: acknowledged checkpoint seq(s) lost in failover {} (primary crashed at +{:.3}s, {holds} up to seq {}): {}",
                     short(hid), opt(id), crashed - t0, opt(held), lost.join(", ")
                 ));
             }
