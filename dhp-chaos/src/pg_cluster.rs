@@ -22,6 +22,9 @@ pub const FAILOVER_MANAGER: &str = "harness (pg_ctl promote)";
 /// The same for `--failover-manager pg_auto_failover`.
 pub const AUTO_MANAGER: &str = "pg_auto_failover (monitor + keepers, a network namespace per node)";
 
+/// Why pg_auto_failover's cluster is refused with `--pg-cluster async`.
+pub const AUTO_SYNC_ONLY: &str = "--failover-manager pg_auto_failover runs quorum-synchronous replication (ANY 1): use --pg-cluster sync, or --failover-manager harness for async";
+
 /// Who promotes a standby.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
@@ -109,7 +112,7 @@ impl OwnedReplicated {
         cmd.arg(&script).arg("start");
         if replication == Replication::Async {
             if manager == Manager::PgAutoFailover {
-                bail!("--failover-manager pg_auto_failover runs quorum-synchronous replication (ANY 1): use --pg-cluster sync, or the harness manager for async");
+                bail!("{AUTO_SYNC_ONLY}");
             }
             cmd.arg("--async");
         }

@@ -55,7 +55,7 @@ pub const AUTO_DB_MIX: [(FaultKind, f64); 7] = [
 pub fn check_manager(mix: &[(FaultKind, f64)], pg_cluster: Option<&str>, manager: Option<&str>) -> Result<()> {
     let auto = matches!(manager.map(Manager::parse).transpose()?, Some(Manager::PgAutoFailover));
     if auto && pg_cluster == Some("async") {
-        bail!("--failover-manager pg_auto_failover runs quorum-synchronous replication (ANY 1): use --pg-cluster sync, or --failover-manager harness for async");
+        bail!("{}", crate::pg_cluster::AUTO_SYNC_ONLY);
     }
     let only_auto = [FaultKind::DbPrimaryPartition, FaultKind::DbMonitorPartition, FaultKind::DbStandbyLost];
     if let Some((k, _)) = mix.iter().find(|(k, w)| only_auto.contains(k) && *w > 0.0) {
@@ -148,6 +148,19 @@ fn script_step(dir: &Path, args: &[&str], log: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// `scripts/pg-auto.sh switchover DIR` in the background.
+fn spawn_switchover(dir: &Path, log: &Path) -> Result<Child> {
+    let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+    Command::new("bash")
+        .arg(crate::pg_cluster::auto_script()?)
+        .arg("switchover")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .context("running scripts/pg-auto.sh switchover")
+}
+
 impl Driver<'_> {
     /// Is this round's cluster under pg_auto_failover?
     pub(super) fn auto_manager(&self) -> bool {
@@ -214,24 +227,13 @@ impl Driver<'_> {
             )
         };
         let log = self.auto_log();
+        let mut switch = None;
         let step = match cause {
             Cause::HostKilled | Cause::StandbyLost => script_step(&dir, &["kill-host", &victim], &log).map(|_| ()),
             Cause::Partitioned => script_step(&dir, &["partition", &victim], &log).map(|_| ()),
             Cause::MonitorPartitioned => script_step(&dir, &["partition", &victim, "monitor"], &log).map(|_| ()),
-            Cause::Switchover => Ok(()),
-        };
-        let switch = if cause == Cause::Switchover {
-            let err = std::fs::OpenOptions::new().create(true).append(true).open(&log).ok();
-            Command::new("bash")
-                .arg(crate::pg_cluster::auto_script().unwrap_or_default())
-                .arg("switchover")
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .stderr(err.map_or(Stdio::null(), Stdio::from))
-                .spawn()
-                .ok()
-        } else {
-            None
+            // it takes seconds: run beside the event loop, reaped in auto_tick
+            Cause::Switchover => spawn_switchover(&dir, &log).map(|c| switch = Some(c)),
         };
         if let Err(e) = step {
             self.hist.record("observe", json!({"what": "db-fault-failed", "fault_id": id, "error": format!("{e:#}")}));
