@@ -250,8 +250,9 @@ EOF
         done
     done
     wait_whole "$dir" 60
-    in_node "$dir" n0 psql -X -q -At -p "$(port_of "$dir" n0)" -U postgres -d dhp \
-        -c "ALTER ROLE postgres PASSWORD '$pw'" >/dev/null
+    # on stdin, not in psql's argv (world-readable in /proc while it runs)
+    printf "ALTER ROLE postgres PASSWORD '%s';\n" "$pw" \
+        | in_node "$dir" n0 psql -X -q -At -v ON_ERROR_STOP=1 -p "$(port_of "$dir" n0)" -U postgres -d dhp -f - >/dev/null
     # the password must work over TCP, or the clients cannot connect
     PGPASSWORD="$pw" "$PGBIN/psql" -X -q -At "postgres://postgres@$(ip_of "$dir" n0):$(port_of "$dir" n0)/dhp?connect_timeout=3" \
         -c "SELECT 1" >/dev/null || { echo "pg-auto.sh: the client role cannot log in over TCP" >&2; exit 1; }
