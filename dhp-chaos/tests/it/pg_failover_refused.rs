@@ -66,4 +66,9 @@ fn failover_flags_are_refused_where_they_make_no_sense() {
         &with(&["--store", "postgres", "--failover-manager", "pg_auto_failover"]),
         "--pg-cluster",
     );
+    refused(
+        "pgf-auto-value",
+        &with(&["--store", "postgres", "--pg-cluster", "sync", "--failover-manager", "patroni"]),
+        "patroni",
+    );
 }
