@@ -22,7 +22,9 @@
 //! about to replay a journal), `supervise.after_commit` (a supervisor, right
 //! after an action's transaction committed and the action was reported),
 //! `liveness.dead_token` (a supervisor's liveness poll, having found a
-//! holder's token free, before it reads that holder's rows).
+//! holder's token free, before it reads that holder's rows),
+//! `orphan.before_trace` (a supervisor with tracing on, an orphan
+//! committed, before it emits the dead attempt's span).
 //!
 //! `DHP_TRANSPORT_FAILPOINT_PRE_FSYNC_MS=N` (0–60000) makes the transport
 //! server pause N ms between writing a line and syncing it, so a test can
@@ -193,7 +195,10 @@ mod armed {
             }
             Action::Stop => {
                 super::stderr_line(format_args!("dhp: failpoint {name} fired (hit {hits}), SIGSTOP self"));
-                let _ = kill(nix::unistd::Pid::this(), Signal::SIGSTOP);
+                // To this thread (tgkill), not the process: a process-wide
+                // SIGSTOP may be taken by another thread, and this one ran
+                // on past the failpoint until the group stop reached it.
+                let _ = nix::sys::signal::raise(Signal::SIGSTOP);
             }
         }
     }

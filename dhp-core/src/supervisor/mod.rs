@@ -34,6 +34,7 @@ use actions::Actions;
 pub use actions::OnAction;
 use quarantine::per_row;
 pub use scan_action::{ActionKind, Orphaning, Repair, ScanAction};
+use scan_action::Stamps;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -333,7 +334,7 @@ impl Supervisor {
         // Seconds between what made the handoff orphanable and the orphan
         // (store time), measured inside the orphan's transaction.
         let mut late_s = None;
-        let (traced, mut claimed_at) = (crate::trace::enabled(), None);
+        let (traced, mut claimed_at, mut orphaned_at) = (crate::trace::enabled(), None, None);
         let orphan_start_ns = if traced { crate::trace::now_ns() } else { 0 };
         let cfg = &self.cfg;
         let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
@@ -356,6 +357,7 @@ impl Supervisor {
                 OrphanReason::WorkerDied => None,
             };
             let previous = (own.holder.clone(), own.fence);
+            orphaned_at = Some(t);
             own.holder = ORPHANED_HOLDER.into();
             own.fence += 1;
             own.lease_expires_at = 0.0;
@@ -401,22 +403,27 @@ impl Supervisor {
             _ => {}
         }
         if let (true, ScanAction::Orphan(o)) = (traced, &out) {
-            self.trace_death(store, o, reason, claimed_at, orphan_start_ns);
+            // Tests stop the supervisor here: the spans must not depend on
+            // when, after the commit, they are emitted.
+            crate::failpoint::hit("orphan.before_trace");
+            let at = Stamps { claimed_at, orphaned_at, orphan_start_ns };
+            self.trace_death(store, o, reason, at);
         }
         Ok(out)
     }
 
     /// Emit the spans of an orphan (tracing on): the dead attempt's, with
     /// the checkpoints it committed as events, and the orphan's own.
-    fn trace_death(
-        &self,
-        store: &dyn Backend,
-        o: &Orphaning,
-        reason: OrphanReason,
-        claimed_at: Option<f64>,
-        orphan_start_ns: u64,
-    ) {
-        let orphan_end_ns = crate::trace::now_ns();
+    fn trace_death(&self, store: &dyn Backend, o: &Orphaning, reason: OrphanReason, at: Stamps) {
+        let Stamps { claimed_at, orphaned_at, orphan_start_ns } = at;
+        // The dead attempt ended when the orphan committed (its store time,
+        // the clock the recoverer's start is read from), not when this
+        // process got round to recording it: under load that is after the
+        // recoverer started, and the two attempts would overlap.
+        let orphan_end_ns = match orphaned_at.map(crate::trace::secs_to_ns) {
+            Some(t) if t > 0 => t,
+            _ => crate::trace::now_ns(),
+        };
         let since_ns = claimed_at.map(crate::trace::secs_to_ns).unwrap_or(0);
         let rows = with_tx(store, Mode::Read, |tx| tx.checkpoints(&o.hid)).unwrap_or_else(|e| {
             tracing::debug!(error = %e, "trace: cannot read the dead attempt's checkpoints");

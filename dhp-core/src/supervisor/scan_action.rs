@@ -120,6 +120,17 @@ impl FromStr for Torn {
     }
 }
 
+/// The times an orphan's spans are built from (tracing on).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stamps {
+    /// The dead attempt's claim (store seconds), if the envelope had it.
+    pub claimed_at: Option<f64>,
+    /// The orphan's own time (store seconds, read in its transaction).
+    pub orphaned_at: Option<f64>,
+    /// When the orphan's transaction began (unix ns, this host).
+    pub orphan_start_ns: u64,
+}
+
 /// The orphan rule applied: orphaned, or dead-lettered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Orphaning {

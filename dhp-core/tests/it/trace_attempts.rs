@@ -9,9 +9,18 @@
 //! recoverer — an orphan span of the supervisor linked to the first, and
 //! checkpoint events whose seqs are each checkpoint exactly once. The
 //! supervisor exports only at its SIGTERM flush (a one-hour batch delay).
+//!
+//! The supervisor stops (failpoint `orphan.before_trace=stop@1`) between
+//! the orphan's commit and the dead attempt's span, and goes on only after
+//! the recoverer completed: what a loaded machine does now and then, made
+//! certain. The dead attempt must still end at the orphan's commit, before
+//! the recovery starts (it ended when the span was recorded, and the test
+//! failed one run in a few under load).
 use crate::common::*;
 use crate::metrics_support::Proc;
 use dhp_core::{Config, Runner};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -20,6 +29,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// What the receiver got: (service.name, span) and the request headers.
 #[derive(Default)]
@@ -141,6 +151,13 @@ fn spawn(args: &[&str], endpoint: &str, service: &str, extra: &[(&str, &str)]) -
     )
 }
 
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(['T', 't'])))
+        .unwrap_or(false)
+}
+
 #[test]
 fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_orphan_linked() {
     let (endpoint, got) = receiver();
@@ -155,7 +172,7 @@ fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_o
         &["supervisor", root, "sup", "300", "--history", hist.to_str().unwrap()],
         &endpoint,
         "dhp-sup",
-        &[("OTEL_BSP_SCHEDULE_DELAY", "3600000")],
+        &[("OTEL_BSP_SCHEDULE_DELAY", "3600000"), ("DHP_FAILPOINTS", "orphan.before_trace=stop@1")],
     );
     wait_for_passes(&hist, "sup", 2, 30.0);
     let r = Runner::open(root, "observer", Config::default()).unwrap();
@@ -164,8 +181,16 @@ fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_o
     w1.0.kill().unwrap();
     w1.0.wait().unwrap();
     wait_until("orphaned", 30.0, || r.status(&hid).unwrap()["status"] == "orphaned");
+    let end = Instant::now() + Duration::from_secs(30);
+    while !stopped(sup.0.id()) {
+        assert!(Instant::now() < end, "the supervisor never reached orphan.before_trace");
+        assert!(sup.0.try_wait().unwrap().is_none(), "the supervisor exited");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut w2 = spawn(&["work", root, "--runner", "w2", "recover", &hid], &endpoint, "dhp-w2", &[]);
     assert!(w2.0.wait().unwrap().success());
+    // Resumed after the recovery started: a span ended "now" overlaps it.
+    kill(Pid::from_raw(sup.0.id() as i32), Signal::SIGCONT).unwrap();
     assert_eq!(r.status(&hid).unwrap()["status"], "completed");
     let total = r.status(&hid).unwrap()["checkpoints"].as_i64().unwrap();
     assert_eq!(total, 40);
