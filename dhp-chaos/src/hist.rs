@@ -2,7 +2,10 @@
 //! supervisors, the harness itself as process `chaos`). Written with one
 //! `write(2)` per line on an `O_APPEND` descriptor, so lines from
 //! concurrent processes do not interleave and a SIGKILL loses at most the
-//! line in flight. This file is the ground truth the checker reads.
+//! line in flight. It is detail, not the ground truth: verdicts rest on the
+//! harness's own sources (the store audit, the workload service, the
+//! processes it spawned), and with `--impl-history off` only the harness's
+//! own lines are read (CONTRACT.md §4).
 
 use crate::error::{Error, Result};
 use dhp_core::supervisor::ActionKind;

@@ -7,16 +7,18 @@
 //! supervisor, followers and several processes at once, SIGSTOP workers and
 //! SIGCONT them after they were replaced, and arm failpoints that kill a
 //! worker inside the protocol. A provisioner starts recovery workers for
-//! orphans and replacement supervisors. Every process appends its protocol
-//! operations to the round's history; afterwards [`check::check_round`]
-//! verifies the invariants from the store, the transport logs and the
-//! history alone.
+//! orphans and replacement supervisors. Afterwards [`check::check_round`]
+//! verifies the invariants from the harness's own sources: the store audit
+//! (every committed change, in commit order), the workload service's record
+//! of served chunks, the processes it spawned, signalled and saw exit, the
+//! store and the transport logs. The history the processes may append
+//! their operations to is optional detail: an invariant that needs it and
+//! lacks it is UNCHECKED, never held (CONTRACT.md §4–§5).
 //!
 //! A seed replays the fault *schedule* — which kind of fault, when, and
 //! which of the eligible processes (by position) is hit — not the OS
 //! interleaving: process start-up, scheduling and I/O timing differ from run
-//! to run, so the same seed can take a different path. The recorded history
-//! is the ground truth of what happened in a given run.
+//! to run, so the same seed can take a different path.
 //!
 //! The history is JSON lines; every process appends with one `write(2)` per
 //! line, and the checker reads it back:

@@ -160,6 +160,7 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
                 o.process == victim && o.op == "complete" && o.ok == Some(true) && o.out_t.unwrap_or(0.0) <= t
             }) || audited.iter().any(|tr| tr.kind == super::audit::Kind::Delete && tr.at <= t);
         if orphaned_before || completed_before {
+            lat.resolved_before += 1;
             continue;
         }
         let orphan_t = cx

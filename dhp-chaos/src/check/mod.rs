@@ -2,10 +2,13 @@
 //! store, the transport logs, `history.jsonl` and `round.json` — so
 //! `dhp-chaos analyze DIR` re-checks a saved run with exactly the same code.
 //!
-//! The recorded history is the ground truth for who did what and when; the
-//! store is the ground truth for what was committed. Where they disagree,
-//! that is a finding (an acknowledged write that is not in the store, a
-//! committed write no process recorded).
+//! Verdicts rest on the harness's own sources: the store audit for what was
+//! committed and in which order, the workload service for what was served,
+//! the processes it spawned and signalled for who ran when. The history the
+//! processes write is detail: where it disagrees with those, that is a
+//! finding (an acknowledged write that is not in the store, a committed
+//! write no process recorded); where an invariant needs it and it is
+//! missing, the invariant is UNCHECKED (`sources`).
 //!
 //! Layout: `load` reads the store, `history` indexes `history.jsonl`,
 //! `ctx` derives the per-handoff facts every invariant shares, `faults`

@@ -114,6 +114,11 @@ pub struct Latencies {
     /// orphaned: not detection failures (the standby takes over; the failover invariant).
     #[serde(default)]
     pub host_died_first: u64,
+    /// Victims the harness's monitor saw holding a lease whose handoff had
+    /// already been orphaned (a false orphan: skew, load) or completed by
+    /// them before the fault: checked, with nothing left to detect.
+    #[serde(default)]
+    pub resolved_before: u64,
     /// Where the orphan time came from: supervisor history or the monitor.
     pub from_history: usize,
     /// Orphan times taken from the monitor, because no supervisor recorded the orphan.

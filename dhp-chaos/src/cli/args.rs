@@ -18,7 +18,8 @@ supervisor processes, and lets a seeded injector SIGKILL workers, the leader sup
 and several processes at once, SIGSTOP workers (SIGCONT after they were replaced: a woken zombie \
 must be fenced), and arm failpoints that kill a worker inside the protocol. A provisioner starts \
 recovery workers for orphans and replacement supervisors. Afterwards the checker verifies, from the \
-store, the transport logs and the recorded history: each handoff completed exactly once with the \
+harness's own sources (the store audit, the workload service, the processes it spawned and signalled, \
+the store and the transport logs; the history the processes write is optional detail): each handoff completed exactly once with the \
 recomputed result or parked in the DLQ with checkpoints intact; seqs continuous; fences never go \
 backwards along commit order and no two holders' writes interleave; the transport log agrees with \
 the store; nothing is stuck; work redone per fault is at most one chunk; and it reports kill → \
@@ -27,9 +28,10 @@ orphan detection latency (p50/p99).
 REPLAY: a seed replays the fault SCHEDULE (the kind and time of every fault exactly; the victim by \
 position among the processes eligible at that moment; failpoints, racing recoverers, delays), NOT \
 the OS interleaving — process start-up, scheduling and I/O timing differ between runs, so the same \
-seed can take a different path. The recorded history (history.jsonl in the round \
-directory) is the ground truth of what happened; `dhp-chaos analyze DIR` re-checks a saved run \
-from its files.
+seed can take a different path. Verdicts rest on what the harness saw itself; the history the \
+processes write (history.jsonl in the round directory) is optional detail, and an invariant that \
+needs it and lacks it is UNCHECKED (CONTRACT.md §4–§5). `dhp-chaos analyze DIR` re-checks a saved \
+run from its files.
 
 Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
 failing round prints this exact command.
@@ -99,7 +101,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
     pub dlq_max_attempts: i64,
     /// Workers: builtin (dhp work), python (reference work_driver4.py), mixed (seeded per spawn), or a command
-    /// taking `ROOT --runner ID claim|recover HID --ship LOG --pace S --history FILE`.
+    /// taking `ROOT --runner ID claim|recover HID --pace S --history FILE --ship LOG` (CONTRACT.md §1).
     #[arg(long, default_value = "builtin", value_parser = parse::workers)]
     pub workers: Impl,
     /// Supervisors: builtin (dhp supervisor), python (reference supervisor3_watch.py), or a command taking

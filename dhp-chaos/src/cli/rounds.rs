@@ -217,7 +217,7 @@ pub fn run_rounds(
         "started_at": started_at.to_rfc3339(),
         // masked: results.json is meant to be shared
         "command": std::env::args().map(|a| super::mask::mask_arg(&a)).collect::<Vec<_>>(),
-        "note": "a seed replays the fault schedule, not the OS interleaving; each round's history.jsonl is the ground truth",
+        "note": "a seed replays the fault schedule, not the OS interleaving; verdicts rest on the harness's own sources (store audit, workload service, processes, store, transport logs); each round's history.jsonl is optional detail",
         "exit_code": code,
         "harness_error": harness_error.as_ref().map(|e| format!("{e:#}")),
         "totals": totals,

@@ -207,7 +207,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         bail!("--out {} is not empty (a previous run's?): give a new or empty directory", out.display());
     }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; history.jsonl is the ground truth)");
+    println!("dhp-chaos: seed {seed} (replays the fault schedule, not the OS interleaving; verdicts rest on the store audit, the workload service and the processes; history.jsonl is optional detail)");
     println!("dhp-chaos: run directory {}", out.display());
     if scenario.is_none() {
         println!(

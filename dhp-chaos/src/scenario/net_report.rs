@@ -166,7 +166,7 @@ pub(super) fn finish(cfg: &RoundConfig, o: &Options, out: &Path, dir: &Path, kil
         "seed": cfg.seed,
         "scenario": "net-chaos",
         "command": std::env::args().collect::<Vec<_>>(),
-        "note": "a seed replays the fault schedule, not the OS interleaving; each round's history.jsonl is the ground truth",
+        "note": "a seed replays the fault schedule, not the OS interleaving; verdicts rest on the harness's own sources (store audit, workload service, processes, store, transport logs); each round's history.jsonl is optional detail",
         "exit_code": code,
         "harness_error": null,
         "totals": totals,

@@ -5,6 +5,7 @@
 mod common;
 
 mod checker_audit;
+mod checker_detection;
 mod checker_failover;
 mod checker_indeterminate;
 mod checker_rules;
