@@ -1,11 +1,12 @@
-//! # dhp-mask — secrets out of every printed store location
+//! # dhp-secrets — store secrets: masked when printed, found as libpq does
 //!
-//! One function, [`mask_secrets`], used by every program of the workspace
-//! that prints a store location or a message that may hold one: dhp-core's
-//! errors and `dhp`'s output, dhp-conform's console and reports, dhp-chaos's
-//! results. A crate of its own, with no dependency, so that the judges
-//! (dhp-conform, dhp-chaos) mask exactly as dhp-core does without linking
-//! the implementation they judge.
+//! [`mask_secrets`] is used by every program of the workspace that prints
+//! a store location or a message that may hold one: dhp-core's errors and
+//! `dhp`'s output, dhp-conform's console and reports, dhp-chaos's results.
+//! [`passfile`] finds a PostgreSQL password the URL does not give
+//! (`PGPASSWORD`, the password file). A crate of its own, so that the
+//! judges (dhp-conform, dhp-chaos) handle secrets exactly as dhp-core does
+//! without linking the implementation they judge.
 //!
 //! ```
 //! use dhp_secrets::mask_secrets;
