@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use clap::{Parser, ValueEnum};
-use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
+use libtest_mimic::{Arguments, ColorSetting, FormatSetting, Trial};
 use std::path::PathBuf;
 
 /// `--level`: which levels of assertions run.
@@ -145,10 +145,10 @@ pub fn check_report_paths(cli: &Cli) -> Result<(), Error> {
 #[command(name = "dhp-conform", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
     /// Run only assertions whose name (or level, or implementation label)
-    /// contains FILTER.
+    /// contains a FILTER (several: those matching any of them).
     #[arg(value_name = "FILTER")]
-    pub filter: Option<String>,
-    /// FILTER must match a name exactly.
+    pub filters: Vec<String>,
+    /// Each FILTER must match a name exactly.
     #[arg(long)]
     pub exact: bool,
     /// Skip assertions whose name contains this (repeatable).
@@ -250,7 +250,8 @@ impl Cli {
             Format::Markdown => FormatSetting::Terse,
         };
         Arguments {
-            filter: self.filter.clone(),
+            // the FILTERs are applied by `select` (the harness takes one)
+            filter: None,
             exact: self.exact,
             skip: self.skip.clone(),
             test_threads: Some(self.test_threads.unwrap_or(1).max(1)),
@@ -264,6 +265,28 @@ impl Cli {
             ..Arguments::default()
         }
     }
+}
+
+/// The trials the FILTERs name (every one without FILTERs): those that
+/// any FILTER (with `--exact` and `--skip` as given) lets through. Err: the
+/// FILTERs that match no assertion, a usage error.
+pub fn select(harness: &Arguments, filters: &[String], trials: &mut Vec<Trial>) -> Result<(), Vec<String>> {
+    if filters.is_empty() {
+        return Ok(());
+    }
+    let each: Vec<Arguments> =
+        filters.iter().map(|f| Arguments { filter: Some(f.clone()), ..harness.clone() }).collect();
+    let unmatched: Vec<String> = filters
+        .iter()
+        .zip(&each)
+        .filter(|(_, a)| trials.iter().all(|t| a.is_filtered_out(t)))
+        .map(|(f, _)| f.clone())
+        .collect();
+    if !unmatched.is_empty() {
+        return Err(unmatched);
+    }
+    trials.retain(|t| each.iter().any(|a| !a.is_filtered_out(t)));
+    Ok(())
 }
 
 /// Where the progress goes with `--format markdown`: stderr, or nowhere if

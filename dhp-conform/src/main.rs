@@ -141,10 +141,12 @@ fn catalogue_only(cli: &Cli) -> Option<ExitCode> {
             Level::Extended => extended,
             Level::Cross => cross,
         })
-        .filter(|e| match &cli.filter {
-            None => true,
-            Some(f) if cli.exact => e.id == f,
-            Some(f) => e.id.contains(f.as_str()) || e.level.as_str().contains(f.as_str()),
+        .filter(|e| {
+            cli.filters.is_empty()
+                || cli.filters.iter().any(|f| match cli.exact {
+                    true => e.id == *f,
+                    false => e.id.contains(f.as_str()) || e.level.as_str().contains(f.as_str()),
+                })
         })
         .filter(|e| !cli.skip.iter().any(|s| e.id.contains(s.as_str())))
         .collect();
@@ -400,17 +402,17 @@ fn main() -> ExitCode {
     }
 
     let harness = cli.harness();
-    if let Some(f) = &cli.filter {
-        if trials.iter().all(|t| harness.is_filtered_out(t)) {
+    if let Err(unmatched) = dhp_conform::cli::select(&harness, &cli.filters, &mut trials) {
+        for f in unmatched {
             eprintln!(
                 "dhp-conform: the filter {f:?}{} matches no assertion (`dhp-conform --list` lists them); nothing was run",
                 if cli.exact { " (--exact)" } else { "" }
             );
-            for imp in under_test.iter().chain(&partners) {
-                imp.shutdown();
-            }
-            return ExitCode::from(EXIT_USAGE);
         }
+        for imp in under_test.iter().chain(&partners) {
+            imp.shutdown();
+        }
+        return ExitCode::from(EXIT_USAGE);
     }
     let started = Instant::now();
     let started_at =

@@ -11,6 +11,7 @@ mod adapter_grandchild;
 mod adapter_helper_setsid;
 mod adapter_requests;
 mod bad_adapters;
+mod cli_filters;
 mod cli_surface;
 mod conformance;
 mod expectations;
