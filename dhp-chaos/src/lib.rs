@@ -40,6 +40,12 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+/// The version of the process contract (CONTRACT.md) this harness speaks:
+/// 2 is version 1 plus the workload service (a version-1 worker runs with
+/// `--workload local`). CONTRACT.md, the README and `--help` say the same
+/// (tests/it/docs_agree.rs).
+pub const CONTRACT_VERSION: u32 = 2;
+
 pub mod audit;
 pub mod check;
 pub mod clock;

@@ -36,6 +36,9 @@ run from its files.
 Round i of seed S uses seed S+i, so `--seed S+i --rounds 1` replays that round's schedule; a \
 failing round prints this exact command.
 
+Another implementation's workers and supervisors: CONTRACT.md, contract version 2 (command lines, \
+environment, workload service, exit codes, the optional history).
+
 Exit status: 0 every invariant held (or was not exercised), 1 a violation, 2 harness error, 3 an \
 invariant UNCHECKED (a source it needs was missing, or it checked nothing where the harness saw events) \
 and not named by --allow-unchecked.";

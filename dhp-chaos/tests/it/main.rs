@@ -21,6 +21,7 @@ mod db_mutant_unheld_liveness;
 mod db_mutant_wedge;
 mod db_wedge_builtin_holds;
 mod disk_full_round;
+mod docs_agree;
 mod failpoint_deaths;
 mod failpoints_probe;
 mod flags_validated;
