@@ -14,6 +14,7 @@ mod bad_adapters;
 mod cli_filters;
 mod cli_surface;
 mod conformance;
+mod docs_counts;
 mod expectations;
 mod fuzz_adapter_replay;
 mod huge_reply_line;
