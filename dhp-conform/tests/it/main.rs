@@ -10,6 +10,7 @@ mod adapter_far_future_at;
 mod adapter_grandchild;
 mod adapter_helper_setsid;
 mod adapter_requests;
+mod adapter_skeleton;
 mod bad_adapters;
 mod cli_filters;
 mod cli_surface;
