@@ -37,7 +37,7 @@ fail=0
 bad() { echo "check_docs: FAIL: $*" >&2; fail=1; }
 
 # ---- 3. links and foreign paths (cheap, first) ----
-for f in README.md */README.md docs/*.md dhp-conform/ADAPTERS.md; do
+for f in README.md */README.md docs/*.md docs/*/*.md dhp-conform/ADAPTERS.md dhp-chaos/CONTRACT.md; do
     [ -f "$f" ] || continue
     dir="$(dirname "$f")"
     # [text](target) with a relative target; anchors and URLs skipped.
@@ -54,7 +54,7 @@ for f in README.md */README.md docs/*.md dhp-conform/ADAPTERS.md; do
     done
 done > "$WORK/links.txt"
 if [ -s "$WORK/links.txt" ]; then bad "broken links:"; cat "$WORK/links.txt" >&2; fi
-if grep -n -E '\.\./shared|/work/|example\.invalid' README.md */README.md docs/*.md Cargo.toml */Cargo.toml >"$WORK/foreign.txt" 2>/dev/null; then
+if grep -n -E '\.\./shared|/work/|example\.invalid' README.md */README.md docs/*.md docs/*/*.md Cargo.toml */Cargo.toml >"$WORK/foreign.txt" 2>/dev/null; then
     bad "references to paths outside the repository or placeholders:"
     cat "$WORK/foreign.txt" >&2
 fi

@@ -2,7 +2,7 @@
 //! it through anyhow with `{:#}`, which prints each variant's message and
 //! then its source's, so a message does not repeat its source. The
 //! modules that still build their errors with anyhow internally are listed
-//! in the crate README.
+//! in docs/chaos/running.md ("Errors").
 
 use std::path::PathBuf;
 

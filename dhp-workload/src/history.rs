@@ -3,7 +3,7 @@
 //! `fail`, with holder, fence, seq and wall time. Lines are written with one
 //! `write(2)` each, so a SIGKILL loses at most the operation in flight.
 //! The checker reads them as detail only: every verdict rests on what the
-//! harness observed itself (dhp-chaos/README.md, "What the checker trusts").
+//! harness observed itself (docs/chaos/checker.md, "What the checker trusts").
 
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};

@@ -136,7 +136,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
         Invariant::Result | Invariant::ExactlyOnce => some(completed, "handoff(s) completed in the store"),
         Invariant::Checkpoints | Invariant::Fencing | Invariant::Transport => some(ckpts, "checkpoint(s) in the store"),
         // the net-chaos scenario's workers sieve for themselves (it judges
-        // what lands on the peer, README "The net-chaos scenario")
+        // what lands on the peer, docs/chaos/net-chaos.md)
         Invariant::ServedWork if cx.meta["scenario"] == "net-chaos" => None,
         Invariant::ServedWork => some(ckpts, "checkpoint(s) in the store"),
         Invariant::Rework | Invariant::Detection => some(worker_faults, "fault(s) on lease-holding workers"),

@@ -250,7 +250,7 @@ pub struct RunArgs {
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     pub nemesis: Option<String>,
-    /// Not simulated: refused with the reason (see README, "Hosts and partitions").
+    /// Not simulated: refused with the reason (see docs/chaos/faults.md, "Hosts and partitions").
     #[arg(long)]
     pub lose_unsynced: bool,
     /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`
@@ -272,7 +272,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "harness|pg_auto_failover", value_parser = ["harness", "pg_auto_failover"], requires = "pg_cluster")]
     pub failover_manager: Option<String>,
     /// A named scenario instead of the seeded fault mix: net-chaos (a worker per round SIGKILLed mid-ship,
-    /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See README.
+    /// a standby finishes; then how many checkpoints landed on the peer, and the rework). See docs/chaos/net-chaos.md.
     #[arg(long, value_parser = parse::scenario)]
     pub scenario: Option<Scenario>,
     /// --scenario net-chaos: rounds, one handoff and one kill each.
