@@ -37,7 +37,7 @@ fail=0
 bad() { echo "check_docs: FAIL: $*" >&2; fail=1; }
 
 # ---- 3. links and foreign paths (cheap, first) ----
-for f in README.md */README.md docs/*.md docs/*/*.md dhp-conform/ADAPTERS.md dhp-chaos/CONTRACT.md; do
+for f in README.md */README.md */*/README.md docs/*.md docs/*/*.md dhp-conform/ADAPTERS.md dhp-chaos/CONTRACT.md; do
     [ -f "$f" ] || continue
     dir="$(dirname "$f")"
     # [text](target) with a relative target; anchors and URLs skipped.
