@@ -3,8 +3,7 @@
 //!
 //! - `net-chaos`: the reference README's network chaos claim ("SIGKILLs
 //!   workers mid-ship across rounds: 24/24 checkpoints land on the peer,
-//!   zero rework"), reconstructed — see [`net_chaos`] and the README's
-//!   "net-chaos scenario" section.
+//!   zero rework"), reconstructed — see [`net_chaos`] and docs/chaos/net-chaos.md.
 
 pub mod net_chaos;
 mod net_procs;
