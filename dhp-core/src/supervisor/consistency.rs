@@ -138,7 +138,7 @@ impl Supervisor {
                 // Reached only when the backend's own query could not read
                 // the status (the expired-lease query then missed it too).
                 Finding::LeaseExpired => {
-                    per_row(flagged, actions, &p.hid, self.orphan_action(&p.hid, OrphanReason::LeaseExpired, None))?
+                    per_row(flagged, actions, &p.hid, self.orphan_led(&p.hid, OrphanReason::LeaseExpired))?
                 }
                 Finding::Torn(kind) => per_row(flagged, actions, &p.hid, self.repair(&p, &status, kind))?,
             }

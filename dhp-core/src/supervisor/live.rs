@@ -85,7 +85,7 @@ impl Supervisor {
             for o in owns {
                 let before = flagged.len();
                 let expected = Some((o.holder.as_str(), o.fence));
-                let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after);
+                let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after, true);
                 per_row(flagged, acts, &o.hid, res)?;
                 settled &= flagged.len() == before;
             }
@@ -121,7 +121,7 @@ impl Supervisor {
         for o in owns.into_iter().filter(|o| o.holder != ORPHANED_HOLDER && dead.contains(&o.holder)) {
             let before = flagged.len();
             let expected = Some((o.holder.as_str(), o.fence));
-            let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after);
+            let res = self.orphan_detected(store, &o.hid, OrphanReason::WorkerDied, expected, died_after, true);
             per_row(flagged, acts, &o.hid, res)?;
             if flagged.len() != before {
                 unsettled.insert(o.holder);

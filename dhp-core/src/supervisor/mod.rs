@@ -14,6 +14,8 @@
 
 mod actions;
 mod consistency;
+#[cfg(test)]
+mod led_tests;
 mod live;
 mod quarantine;
 pub mod repair;
@@ -307,7 +309,15 @@ impl Supervisor {
         reason: OrphanReason,
         expected: Option<(&str, i64)>,
     ) -> Result<ScanAction> {
-        self.orphan_detected(store, hid, reason, expected, None)
+        self.orphan_detected(store, hid, reason, expected, None, false)
+    }
+
+    /// An orphan by this supervisor's own pass: as [`Supervisor::orphan_action`],
+    /// and only while this supervisor's leadership term is live in the store,
+    /// checked in the orphan's own transaction (§7.1: only the leader acts; a
+    /// pass that outlived its term must not orphan while another leads).
+    pub(super) fn orphan_led(&self, hid: &str, reason: OrphanReason) -> Result<ScanAction> {
+        self.orphan_detected(self.store.as_ref(), hid, reason, None, None, true)
     }
 
     /// The start of this liveness check, and when the previous one began
@@ -321,7 +331,8 @@ impl Supervisor {
     }
 
     /// [`Supervisor::orphan_in`]; `died_after` (a worker-died orphan) is
-    /// when the holder was last possibly alive, for the detection latency.
+    /// when the holder was last possibly alive, for the detection latency;
+    /// `led`: only under this supervisor's live leadership term.
     fn orphan_detected(
         &self,
         store: &dyn Backend,
@@ -329,6 +340,7 @@ impl Supervisor {
         reason: OrphanReason,
         expected: Option<(&str, i64)>,
         died_after: Option<Instant>,
+        led: bool,
     ) -> Result<ScanAction> {
         envelope::check_hid(hid)?;
         // Seconds between what made the handoff orphanable and the orphan
@@ -343,6 +355,9 @@ impl Supervisor {
                 return Ok(untouched());
             };
             let t = self.cfg.clock.now_in(tx)?;
+            if led && !tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at >= t) {
+                return Ok(ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader });
+            }
             let stale = own.holder == ORPHANED_HOLDER
                 || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
                 || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
@@ -565,14 +580,14 @@ impl Supervisor {
         // goes on. A store-level failure (locked, I/O) still fails the scan.
         let mut flagged = BTreeMap::new();
         for hid in &expired {
-            per_row(&mut flagged, &mut actions, hid, self.orphan_action(hid, OrphanReason::LeaseExpired, None))?;
+            per_row(&mut flagged, &mut actions, hid, self.orphan_led(hid, OrphanReason::LeaseExpired))?;
         }
         self.dead_workers_into(&mut flagged, &mut actions)?;
         for hid in &over_budget {
             per_row(&mut flagged, &mut actions, hid, self.kill_on_budget(hid))?;
         }
         for hid in &stalled {
-            per_row(&mut flagged, &mut actions, hid, self.orphan_action(hid, OrphanReason::Stalled, None))?;
+            per_row(&mut flagged, &mut actions, hid, self.orphan_led(hid, OrphanReason::Stalled))?;
         }
         self.consistency_pass_due(&mut flagged, &mut actions)?;
         if expired_approvals > 0 {

@@ -39,11 +39,14 @@ pub enum ActionKind {
     RepairSkipped,
     /// A row the pass cannot handle, reported and skipped.
     Quarantined,
+    /// Nothing done: this supervisor's leadership term was no longer live
+    /// in the store when its orphan's transaction ran (§7.1).
+    NotLeader,
 }
 
 impl ActionKind {
     /// Every kind.
-    pub const ALL: [ActionKind; 9] = [
+    pub const ALL: [ActionKind; 10] = [
         ActionKind::Orphaned,
         ActionKind::Dlq,
         ActionKind::AlreadyOrphanedOrReleased,
@@ -53,6 +56,7 @@ impl ActionKind {
         ActionKind::Repaired,
         ActionKind::RepairSkipped,
         ActionKind::Quarantined,
+        ActionKind::NotLeader,
     ];
 
     /// The text of the `action` field.
@@ -67,12 +71,19 @@ impl ActionKind {
             ActionKind::Repaired => "repaired",
             ActionKind::RepairSkipped => "repair-skipped",
             ActionKind::Quarantined => "quarantined",
+            ActionKind::NotLeader => "not-leader",
         }
     }
 
     /// An outcome that changed nothing (not reported by a pass).
     pub fn is_no_op(self) -> bool {
-        matches!(self, ActionKind::AlreadyOrphanedOrReleased | ActionKind::WithinBudget | ActionKind::RepairSkipped)
+        matches!(
+            self,
+            ActionKind::AlreadyOrphanedOrReleased
+                | ActionKind::WithinBudget
+                | ActionKind::RepairSkipped
+                | ActionKind::NotLeader
+        )
     }
 
     /// An orphan or a dead-letter: the orphan rule's two outcomes.
