@@ -18,5 +18,6 @@ mod error;
 pub mod judge;
 
 pub use error::Error;
+pub mod check;
 pub mod ops;
 pub mod state;
