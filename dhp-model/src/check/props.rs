@@ -40,7 +40,7 @@ pub(super) fn properties() -> Vec<Property<DhpModel>> {
         Property::always(NAMES[2], |_, s| no_untyped_results(s)),
         Property::always(NAMES[3], |_, s| no_silent_overrun(s)),
         Property::always(NAMES[4], |_, s| one_owner(s)),
-        Property::always(NAMES[5], |m, s| fair_end(m, s)),
+        Property::always(NAMES[5], fair_end),
     ]
 }
 
