@@ -20,4 +20,5 @@ pub mod judge;
 pub use error::Error;
 pub mod check;
 pub mod ops;
+pub mod rules;
 pub mod state;
