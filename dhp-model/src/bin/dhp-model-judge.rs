@@ -31,14 +31,18 @@ fn main() -> ExitCode {
         };
         let r = match a.as_str() {
             "--variant" => match it.next().map(String::as_str) {
-                Some("strict") => Ok(variant = Variant::Strict),
-                Some("check-then-write") => Ok(variant = Variant::CheckThenWrite),
+                Some("strict") => Ok(Variant::Strict),
+                Some("check-then-write") => Ok(Variant::CheckThenWrite),
                 v => Err(format!("--variant strict|check-then-write, not {v:?}")),
-            },
+            }
+            .map(|v| variant = v),
             "--leader-ttl" => num("--leader-ttl").map(|x| params.leader_ttl_s = x),
             "--skew" => num("--skew").map(|x| params.skew_s = x),
             "--max-attempts" => num("--max-attempts").map(|x| params.default_max_attempts = x as u32),
-            f if file.is_none() && !f.starts_with("--") || f == "-" => Ok(file = Some(f.to_string())),
+            f if file.is_none() && !f.starts_with("--") || f == "-" => {
+                file = Some(f.to_string());
+                Ok(())
+            }
             other => Err(format!("unknown argument {other:?}")),
         };
         if let Err(e) = r {
