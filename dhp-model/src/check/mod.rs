@@ -56,7 +56,7 @@ impl Bounds {
     }
     /// The nightly bound.
     pub fn large(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 2, max_clock: 5, faults: 2, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 1, max_clock: 4, faults: 1, variant }
     }
 }
 
