@@ -144,7 +144,8 @@ impl DhpModel {
     /// The initial store: every handoff dispatched.
     pub fn init(&self) -> Sys {
         let mut st = State::default();
-        let budget = Budget { max_steps: Some(self.b.chunks as i64 + 1), ..Budget::default() };
+        // max_attempts 1: a second orphan dead-letters, within the small bound's clock.
+        let budget = Budget { max_steps: Some(self.b.chunks as i64 + 1), max_attempts: 1, ..Budget::default() };
         for h in 0..self.b.handoffs {
             let _ = ops::dispatch(&mut st, &hid(h), budget.clone());
         }
