@@ -1,4 +1,4 @@
-//! `dhp-model-check [--bound small|large] [--variant strict|check-then-write]`:
+//! `dhp-model-check [--bound small|large|xl] [--variant strict|check-then-write]`:
 //! the exhaustive check of dhp-model, with the states explored and the
 //! time taken; exit 1 if a property fails (expected for check-then-write's
 //! fencing property, whose counterexample it prints).
@@ -12,7 +12,7 @@ use stateright::{Checker, Model};
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!(
-        "dhp-model-check: {msg}\nusage: dhp-model-check [--bound small|large] [--variant strict|check-then-write] [--max-states N]"
+        "dhp-model-check: {msg}\nusage: dhp-model-check [--bound small|large|xl] [--variant strict|check-then-write] [--max-states N]"
     );
     ExitCode::from(2)
 }
@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match (a.as_str(), it.next().map(String::as_str)) {
-            ("--bound", Some(b @ ("small" | "large"))) => bound = b.to_string(),
+            ("--bound", Some(b @ ("small" | "large" | "xl"))) => bound = b.to_string(),
             ("--variant", Some("strict")) => variant = Variant::Strict,
             ("--variant", Some("check-then-write")) => variant = Variant::CheckThenWrite,
             ("--max-states", Some(n)) => match n.parse() {
@@ -33,7 +33,11 @@ fn main() -> ExitCode {
             (flag, val) => return usage(&format!("bad argument {flag} {}", val.unwrap_or(""))),
         }
     }
-    let b = if bound == "large" { Bounds::large(variant) } else { Bounds::small(variant) };
+    let b = match bound.as_str() {
+        "large" => Bounds::large(variant),
+        "xl" => Bounds::xl(variant),
+        _ => Bounds::small(variant),
+    };
     println!("bound {bound}: {b:?}");
     let t = Instant::now();
     // A cap on the states generated keeps a too-large bound from eating the
