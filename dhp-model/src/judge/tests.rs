@@ -420,3 +420,17 @@ fn a_replace_without_its_insert_is_indeterminate() {
     let r = s.judge(Variant::Strict, vec![]);
     assert_eq!((r.legal, r.indeterminate), (1, 1), "{r:#?}");
 }
+
+#[test]
+fn absurd_numbers_in_rows_are_judged_not_panicked_on() {
+    let mut s = Sim::new();
+    s.l("s1", f64::MAX, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    let mut row = own("h", "w1", 0, 1e300);
+    row["heartbeat_interval_s"] = json!(1e300);
+    s.put(Table::Ownership, RowOp::Insert, Some("h"), Some(row.clone()), 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": -1e300}), 100.1);
+    s.put(Table::Ownership, RowOp::Update, Some("h"), Some(row), 101.0);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(!r.violations.is_empty(), "a term and a lease of 1e300 s are not legal: {r:#?}");
+}
