@@ -19,7 +19,7 @@ for run in "small strict" "small check-then-write" "large strict"; do
     rc=0
     out=$("$BIN" --bound "$1" --variant "$2" 2>&1) || rc=$?
     line=$(grep -m1 'states generated' <<<"$out")
-    failed=$(grep '^FAILED' <<<"$out" | sed 's/^FAILED: //' | paste -sd ';' | sed 's/;/; /g')
+    failed=$(grep '^FAILED' <<<"$out" | sed 's/^FAILED: //' | paste -sd ';' | sed 's/;/; /g' || true)
     incomplete=$(grep -c '^INCOMPLETE' <<<"$out" || true)
     verdict=${failed:-all held}
     [ "$incomplete" -gt 0 ] && verdict="INCOMPLETE (state cap); $verdict"
