@@ -8,7 +8,10 @@
 //! the clock runs) and wakes. The clock steps one tick at a time up to
 //! `max_clock`; leases last [`LEASE_TTL`] ticks, leader terms
 //! [`LEADER_TTL`]. A handoff needs `chunks` checkpoints, then completes
-//! with the hashes of its checkpoint log as its result.
+//! with the hashes of its checkpoint log as its result. A worker notes a
+//! chunk's step (§6.4) before its checkpoint, and `max_steps` is `chunks`,
+//! so a step wasted by a crash between the two overruns the budget after a
+//! recovery.
 //!
 //! [`Variant::CheckThenWrite`] splits a worker's checkpoint into a check
 //! (§5.2) and a later unchecked write, as the reference does (§13.2).
