@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use dhp_model::check::{Bounds, DhpModel, PROPERTY_NAMES};
 use dhp_model::judge::Variant;
-use stateright::{Checker, Model};
+use stateright::{Checker, HasDiscoveries, Model};
 
 fn run(b: Bounds) -> (impl Checker<DhpModel>, f64) {
     let t = Instant::now();
@@ -38,4 +38,25 @@ fn check_then_write_has_a_fencing_counterexample() {
     let stale = last.ghost.stale.clone().expect("the last state records the stale write");
     println!("{stale}");
     assert!(stale.contains("wrote checkpoint"), "{stale}");
+}
+
+/// Each property fails against the bug planted for it (the fencing one
+/// against check-then-write, above).
+#[test]
+fn each_property_fails_against_its_mutant() {
+    use dhp_model::check::Mutant::*;
+    let cases = [
+        (IgnoreBudget, "no silent budget overrun"),
+        (CrossedInput, "no crossed inputs"),
+        (UntypedDlq, "no untyped results"),
+        (OrphanDropsLog, "no lost results"),
+        (NoRecover, "every handoff ends completed or dead-lettered (fair continuation)"),
+    ];
+    for (m, name) in cases {
+        let b = Bounds { mutant: Some(m), ..Bounds::small(Variant::Strict) };
+        let stop = HasDiscoveries::AnyOf([name].into_iter().collect());
+        let c = DhpModel { b }.checker().finish_when(stop).spawn_dfs().join();
+        let path = c.discovery(name).unwrap_or_else(|| panic!("{m:?} must break {name:?}"));
+        println!("{m:?} breaks {name:?}:\n{path}");
+    }
 }
