@@ -60,3 +60,17 @@ fn each_property_fails_against_its_mutant() {
         println!("{m:?} breaks {name:?}:\n{path}");
     }
 }
+
+/// The nightly bound (36 s in a release build, minutes in debug): run with
+/// `cargo nextest run -p dhp-model --run-ignored only`, or use
+/// `dhp-model-check --bound large` (benches/model_check.sh).
+#[test]
+#[ignore]
+fn large_bound_strict_holds_every_property() {
+    let t = Instant::now();
+    let c = DhpModel { b: Bounds::large(Variant::Strict) }.checker().spawn_dfs().join();
+    println!("strict, large bound: {} unique states in {:.1}s", c.unique_state_count(), t.elapsed().as_secs_f64());
+    for name in PROPERTY_NAMES {
+        assert!(c.discovery(name).is_none(), "the strict model breaks {name:?} at the large bound");
+    }
+}
