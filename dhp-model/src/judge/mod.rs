@@ -33,6 +33,7 @@ mod update;
 
 use std::collections::BTreeMap;
 
+use crate::state::ORPHANED;
 use facts::{Bump, Facts};
 use rows::{Pair, Rows};
 pub use types::{Change, Excuse, Fact, Params, Report, RowOp, Table, Variant, Violation};
@@ -278,7 +279,15 @@ impl Judge {
         let v = self.judge_owned(hid, mid, &after, std::slice::from_ref(c));
         if matches!(v, Verdict::Illegal { .. }) {
             (self.bumps, self.stale, self.unnamed_writes) = saved;
-            return false;
+            // A recover's first statement after an orphan whose envelope
+            // write has not come yet (the issue-11 interleaving of
+            // docs/torn-states.md): it waits for its own envelope write.
+            let recover_half =
+                c.table == Table::Ownership && mid.tomb() && after.holder().is_some_and(|h| h != ORPHANED);
+            if recover_half {
+                self.held.insert(hid.to_string(), Held { before: mid.clone(), changes: vec![c.clone()] });
+            }
+            return recover_half;
         }
         self.record(v, std::slice::from_ref(c), Some((mid.clone(), after)));
         true

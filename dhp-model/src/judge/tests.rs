@@ -434,3 +434,20 @@ fn absurd_numbers_in_rows_are_judged_not_panicked_on() {
     let r = s.judge(Variant::Strict, vec![]);
     assert!(!r.violations.is_empty(), "a term and a lease of 1e300 s are not legal: {r:#?}");
 }
+
+#[test]
+fn a_recover_between_a_reference_orphans_two_statements() {
+    // Issue 11: the reference's orphan writes the tombstone, then (later)
+    // the envelope; a recover by another implementation lands in between.
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 101.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", ORPHANED, 1, 0.0, 102.0);
+    s.o("h", "w2", 2, 108.0, 102.1);
+    s.h("h", "running", json!({"runner_id": "w2", "fence": 2, "attempt": 1}), 102.1);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!((r.indeterminate, r.legal), (1, 6), "the orphan's half is torn, the recover legal: {r:#?}");
+}
