@@ -255,8 +255,10 @@ pub struct Report {
     pub excused: Vec<Excuse>,
     /// Changes no legal operation explains.
     pub violations: Vec<Violation>,
-    /// Changes of an operation left incomplete at the end of the audit
-    /// (e.g. a write cut by a SIGKILL between two statements).
+    /// Changes of an operation left half done — the first of the
+    /// reference's two statements, cut by a SIGKILL or overtaken by another
+    /// operation (a torn state, docs/torn-states.md), or a REPLACE with no
+    /// INSERT after it — neither legal nor illegal (Knossos's `:info`).
     pub indeterminate: usize,
     /// What the audit could not decide, said rather than guessed.
     pub undecidable: Vec<String>,
