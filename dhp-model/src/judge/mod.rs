@@ -107,6 +107,8 @@ pub struct Judge {
     last_ckpt_at: BTreeMap<String, f64>,
     /// Handoff writes whose writer the audit does not name.
     unnamed_writes: usize,
+    /// Hids that had an ownership row in the audit (so were run here, not imported).
+    owned_ever: std::collections::BTreeSet<String>,
     flagged: usize,
     report: Report,
 }
@@ -126,6 +128,7 @@ impl Judge {
             stale: BTreeMap::new(),
             last_ckpt_at: BTreeMap::new(),
             unnamed_writes: 0,
+            owned_ever: Default::default(),
             flagged: 0,
             report: Report::default(),
         }
@@ -163,7 +166,12 @@ impl Judge {
                 self.rows.apply(change);
                 self.record(v, std::slice::from_ref(change), None);
             }
-            Table::Handoffs | Table::Ownership => self.owned(change),
+            Table::Handoffs | Table::Ownership => {
+                if change.table == Table::Ownership {
+                    self.owned_ever.extend(change.hid.clone());
+                }
+                self.owned(change)
+            }
         }
     }
 

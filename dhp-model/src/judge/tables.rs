@@ -36,7 +36,7 @@ impl Judge {
         }
         let seq = c.new.as_ref().and_then(|n| i(n, "seq")).unwrap_or(-1);
         let since = self.last_ckpt_at.insert(hid.clone(), c.at).unwrap_or(f64::MIN);
-        if pair.status() == Some(Status::Pending) && pair.own.is_none() {
+        if pair.status() == Some(Status::Pending) && pair.own.is_none() && !self.owned_ever.contains(&hid) {
             return Verdict::Legal; // imported by ingest or resume (§8, §10): keeps its seq
         }
         let want = self.rows.last_seq.get(&hid).map_or(0, |x| x + 1);

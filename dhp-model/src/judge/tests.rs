@@ -451,3 +451,22 @@ fn a_recover_between_a_reference_orphans_two_statements() {
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
     assert_eq!((r.indeterminate, r.legal), (1, 6), "the orphan's half is torn, the recover legal: {r:#?}");
 }
+
+#[test]
+fn a_checkpoint_after_a_release_is_not_an_import() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.ck("h", 0, 100.05); // imported before anyone ran it here: legal
+    s.o("h", "w1", 0, 106.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.h("h", "pending", json!({"fence": 0}), 100.5);
+    s.o_del("h", 100.5);
+    s.ck("h", 1, 100.7); // w1, after its release
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(
+        rules(&r),
+        vec!["§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]"],
+        "{r:#?}"
+    );
+}
