@@ -470,3 +470,17 @@ fn a_checkpoint_after_a_release_is_not_an_import() {
         "{r:#?}"
     );
 }
+
+#[test]
+fn a_lease_that_ran_out_a_tenth_of_a_millisecond_before_its_orphan() {
+    // From a reference round: lease until …04.1739, orphan committed at …04.174.
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 102.1739, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", ORPHANED, 1, 0.0, 102.174);
+    s.h("h", "orphaned", json!({"runner_id": "w1", "orphan_reason": "lease-expired"}), 102.174);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
