@@ -484,3 +484,23 @@ fn a_lease_that_ran_out_a_tenth_of_a_millisecond_before_its_orphan() {
     let r = s.judge(Variant::Strict, vec![]);
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
 }
+
+#[test]
+fn a_chunk_served_to_a_dead_worker_names_no_writer() {
+    // From a mixed round: the service answered w1 once more after the kill.
+    let mut s = Sim::new();
+    stale_checkpoint(&mut s); // its last change: checkpoint seq 1 at 103.0 under w2
+    let facts = vec![served("w1", 0, 101.5), Fact::Died { holder: "w1".into(), at: 101.6 }, served("w1", 0, 101.7)];
+    let r = s.judge(Variant::Strict, facts);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
+
+#[test]
+fn a_chunk_stamped_after_its_checkpoints_millisecond_counts() {
+    // SQLite's `at` is in whole milliseconds: w2's chunk, served 0.1 ms
+    // after the `at` of the checkpoint it became, is a candidate too.
+    let mut s = Sim::new();
+    stale_checkpoint(&mut s);
+    let r = s.judge(Variant::Strict, vec![served("w1", 0, 101.5), served("w2", 2, 103.0001)]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
