@@ -107,6 +107,8 @@ pub struct Judge {
     last_ckpt_at: BTreeMap<String, f64>,
     /// Handoff writes whose writer the audit does not name.
     unnamed_writes: usize,
+    /// Checkpoints under a valid holder that no chunk fact attributes.
+    unattributed: usize,
     /// Hids that had an ownership row in the audit (so were run here, not imported).
     owned_ever: std::collections::BTreeSet<String>,
     flagged: usize,
@@ -128,6 +130,7 @@ impl Judge {
             stale: BTreeMap::new(),
             last_ckpt_at: BTreeMap::new(),
             unnamed_writes: 0,
+            unattributed: 0,
             owned_ever: Default::default(),
             flagged: 0,
             report: Report::default(),
@@ -201,6 +204,12 @@ impl Judge {
             self.report.undecidable.push(format!(
                 "{} write(s) to a running handoff's counters (steps, spend) were attributed to the ownership row's holder: the audit does not name the writer or the fence it presented",
                 self.unnamed_writes
+            ));
+        }
+        if self.unattributed > 0 {
+            self.report.undecidable.push(format!(
+                "{} checkpoint(s) committed under a valid holder were taken to be that holder's: no chunk served in the harness's record names a single live writer for them, so a stale writer's checkpoint there could not be told apart",
+                self.unattributed
             ));
         }
         self.report.flagged = self.flagged;

@@ -71,6 +71,9 @@ impl Judge {
         // may be this checkpoint's.
         let mut served = self.facts.served(&hid, since, c.at + AT_RESOLUTION_S);
         served.retain(|(w, _)| !self.facts.died_before(w, c.at));
+        if served.len() != 1 {
+            self.unattributed += 1;
+        }
         if let [(w, wf)] = served.as_slice() {
             if *wf < fence {
                 let bump =
