@@ -19,7 +19,7 @@
 //! Cross-table rules read the other tables as they stand at the change:
 //! an orphan needs an expired lease (the store clock is the change's `at`)
 //! or a holder the harness saw die, and a live leader term; see
-//! [`facts`]'s docs for when the check-then-write variant excuses a stale
+//! the `facts` module's docs (src/judge/facts.rs) for when the check-then-write variant excuses a stale
 //! write.
 
 mod facts;
