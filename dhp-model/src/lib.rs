@@ -18,3 +18,5 @@ mod error;
 pub mod judge;
 
 pub use error::Error;
+pub mod ops;
+pub mod state;

@@ -253,4 +253,15 @@ pub struct Report {
     pub indeterminate: usize,
     /// What the audit could not decide, said rather than guessed.
     pub undecidable: Vec<String>,
+    /// Changes in the groups that were excused, violated or undecidable
+    /// (one operation can be several changes): `consumed == legal +
+    /// flagged + indeterminate` proves every change was judged.
+    pub flagged: usize,
+}
+
+impl Report {
+    /// Every consumed change was judged (the audit was read to its end).
+    pub fn all_judged(&self) -> bool {
+        self.consumed == self.legal + self.flagged + self.indeterminate
+    }
 }
