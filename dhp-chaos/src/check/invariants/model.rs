@@ -31,9 +31,46 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
     };
     let variant = variant(cx);
-    let report = judge(variant, params(cx), &changes, facts(cx));
-    file(&mut out, &report, a.events.len(), variant);
+    let start = initial(&a.events);
+    let all: Vec<Change> = start.iter().cloned().chain(changes).collect();
+    let report = judge(variant, params(cx), &all, facts(cx));
+    file(&mut out, &report, a.events.len(), start.len(), variant);
     out
+}
+
+/// The store as the audit found it, as INSERTs at seq 0: the audit is
+/// installed after `dhp dispatch` (or a standby's `dhp ingest`), so the
+/// rows that existed then show up first as the `old` of their first change.
+/// A row whose first change is an INSERT did not exist yet.
+pub(crate) fn initial(events: &[Event]) -> Vec<Change> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        let key = match e.table.as_str() {
+            "checkpoints" => format!("checkpoints/{}/{}", e.hid.as_deref().unwrap_or(""), row_seq(e)),
+            t => format!("{t}/{}", e.hid.as_deref().unwrap_or("")),
+        };
+        if !seen.insert(key) || e.op == "INSERT" {
+            continue;
+        }
+        let (Some(old), Ok(table)) = (&e.old, e.table.parse()) else { continue };
+        out.push(Change {
+            seq: 0,
+            table,
+            op: dhp_model::judge::RowOp::Insert,
+            hid: e.hid.clone(),
+            old: None,
+            new: Some(old.clone()),
+            at: e.at,
+            txn: None,
+        });
+    }
+    out
+}
+
+/// The `seq` column of a checkpoint change's row.
+fn row_seq(e: &Event) -> i64 {
+    e.row().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(-1)
 }
 
 /// Run the judge over `changes` and `facts`, merged by time: a fact is fed
@@ -134,13 +171,17 @@ fn facts(cx: &Ctx<'_>) -> Vec<Fact> {
 
 /// The judge's report as findings: violations plain (no taint excuses
 /// them), excused steps as the known weakness, counts as notes.
-fn file(out: &mut Findings, r: &Report, audit_len: usize, variant: Variant) {
+fn file(out: &mut Findings, r: &Report, audit_len: usize, seeded: usize, variant: Variant) {
     let decided = r.legal + r.excused.len() + r.violations.len();
     out.checked = decided as u64;
-    if r.consumed != audit_len {
+    if r.consumed != audit_len + seeded || !r.all_judged() {
         out.plain(format!(
-            "the judge consumed {} of the audit's {audit_len} changes: a verdict over part of the audit proves nothing",
-            r.consumed
+            "the judge consumed {} of the audit's {audit_len} changes (+ {seeded} initial rows) and accounted for {} (legal {} + flagged {} + indeterminate {}): a verdict over part of the audit proves nothing",
+            r.consumed,
+            r.legal + r.flagged + r.indeterminate,
+            r.legal,
+            r.flagged,
+            r.indeterminate
         ));
     }
     for v in &r.violations {
@@ -150,8 +191,8 @@ fn file(out: &mut Findings, r: &Report, audit_len: usize, variant: Variant) {
         out.known(format!("[{}] audit seq {}: {}", e.rule, e.seq, e.why), CHECK_THEN_WRITE);
     }
     out.note(format!(
-        "judged {} of {audit_len} audit changes against the {} model: {} legal, {} excused, {} violation(s), {} indeterminate, {} undecidable",
-        r.consumed,
+        "judged {} of {audit_len} audit changes (after {seeded} initial rows, the store as the audit found it) against the {} model: {} legal, {} excused, {} violation(s), {} indeterminate, {} undecidable",
+        r.consumed - seeded,
         match variant {
             Variant::CheckThenWrite => "check-then-write",
             _ => "strict",
