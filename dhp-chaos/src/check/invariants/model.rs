@@ -33,7 +33,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let variant = variant(cx);
     let start = initial(&a.events);
     let all: Vec<Change> = start.iter().cloned().chain(changes).collect();
-    let report = judge(variant, params(cx), &all, facts(cx));
+    let report = judge(variant, params(cx), &all, facts(cx, &a.events));
     file(&mut out, &report, a.events.len(), start.len(), variant);
     out
 }
@@ -132,8 +132,14 @@ pub(crate) fn changes(events: &[Event]) -> Result<Vec<Change>, String> {
         .collect()
 }
 
-/// The harness's own process facts, unsorted.
-fn facts(cx: &Ctx<'_>) -> Vec<Fact> {
+/// The harness's own process facts, unsorted. Of the chunks its workload
+/// service served, only those whose answer (its stamp) a committed
+/// checkpoint carries: the judge names a checkpoint's writer from the one
+/// worker served since the previous checkpoint, and a chunk nobody
+/// committed (its worker paused or killed before writing) says nothing
+/// about any write — while the store's clock (`julianday('now')`, 1 ms)
+/// can put the serve of the chunk actually committed just after the commit.
+fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
     let mut out = Vec::new();
     let mut died: std::collections::HashMap<&str, f64> = cx.ix.exits.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     for f in &cx.ix.faults {
@@ -159,7 +165,8 @@ fn facts(cx: &Ctx<'_>) -> Vec<Fact> {
     }
     out.extend(died.into_iter().map(|(h, at)| Fact::Died { holder: h.to_string(), at }));
     if let Some(w) = &cx.workload {
-        out.extend(w.served.iter().map(|s| Fact::ChunkServed {
+        let committed: std::collections::HashSet<String> = events.iter().filter_map(stamp).collect();
+        out.extend(w.served.iter().filter(|s| committed.contains(&s.stamp)).map(|s| Fact::ChunkServed {
             holder: s.holder.clone(),
             hid: s.hid.clone(),
             fence: s.fence,
@@ -167,6 +174,19 @@ fn facts(cx: &Ctx<'_>) -> Vec<Fact> {
         }));
     }
     out
+}
+
+/// The workload stamp a checkpoint INSERT carries in its state.
+fn stamp(e: &Event) -> Option<String> {
+    if e.table != "checkpoints" || e.op != "INSERT" {
+        return None;
+    }
+    let st = e.new.as_ref()?.get("state_json")?;
+    let st: Value = match st {
+        Value::String(t) => serde_json::from_str(t).ok()?,
+        v => v.clone(),
+    };
+    st.get("stamp")?.as_str().map(String::from)
 }
 
 /// The judge's report as findings: violations plain (no taint excuses
