@@ -98,3 +98,61 @@ fn handoff_that_leaves_the_dlq() {
     );
     assert_model(&r, "§4 a failed (DLQ) handoff never changes again");
 }
+
+/// A reference round (python workers, builtin supervisors) under
+/// `--allow-known-reference-bugs` whose only faults are stops at a served
+/// chunk; `mutant`: the shim's planted bug (`DHP_CHAOS_SHIM_MUTANT`).
+fn reference_stopped_at_chunks(name: &str, mutant: Option<&str>) -> Run {
+    let out = std::env::temp_dir().join("dhp-chaos-tests").join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let py = python().display().to_string();
+    let mut cmd = std::process::Command::new(chaos_bin());
+    cmd.args(["--seed", "21", "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", "80", "--base", "200000"])
+        .args(["--workers", "python", "--python", &py, "--allow-known-reference-bugs", "--failpoint-rate", "0"])
+        .args(["--faults", "stop-at-chunk=1", "--fault-interval", "0.4,0.8", "--allow-unchecked", "all"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .arg("--dhp")
+        .arg(dhp_bin())
+        .env_remove("DHP_CHAOS_SHIM_MUTANT");
+    if let Some(m) = mutant {
+        cmd.env("DHP_CHAOS_SHIM_MUTANT", m);
+    }
+    let o = cmd.output().expect("running dhp-chaos");
+    let results = std::fs::read(out.join("results.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+        out,
+        results,
+    }
+}
+
+/// The stop-at-chunk faults the round recorded (the harness's own lines).
+fn chunk_stops(r: &Run) -> usize {
+    let h = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap_or_default();
+    h.lines().filter(|l| l.contains(r#""kind":"stop-at-chunk""#) && l.contains(r#""signal":"STOP""#)).count()
+}
+
+#[test]
+fn reference_no_fence_mutant_is_a_violation_under_allowed_reference_bugs_and_the_reference_is_not() {
+    let r = reference_stopped_at_chunks("model-ref-no-fence", Some("no-fence"));
+    assert!(chunk_stops(&r) > 0, "no stop at a served chunk happened\n{}", r.dump());
+    let v = r.violations("model");
+    assert!(
+        v.iter().any(|m| m.contains("§5.2") && m.contains("check-then-write (§13.2) cannot explain it")),
+        "{v:#?}\n{}",
+        r.dump()
+    );
+    assert_eq!(r.code, 1, "{}", r.dump());
+
+    let r = reference_stopped_at_chunks("model-ref-clean", None);
+    assert!(chunk_stops(&r) > 0, "no stop at a served chunk happened\n{}", r.dump());
+    assert!(r.violations("model").is_empty(), "{}", r.dump());
+    assert_eq!(r.totals()["invariants"]["model"]["status"], "held", "{}", r.dump());
+}
