@@ -18,5 +18,7 @@ mod error;
 pub mod judge;
 
 pub use error::Error;
+pub mod check;
 pub mod ops;
+pub mod rules;
 pub mod state;

@@ -37,6 +37,39 @@ use facts::{Bump, Facts};
 use rows::{Pair, Rows};
 pub use types::{Change, Excuse, Fact, Params, Report, RowOp, Table, Variant, Violation};
 
+/// How far ahead of a change the facts after it are fed by [`merged`],
+/// seconds: the harness records a death after reaping the process, when
+/// the kernel has already released its locks (a supervisor may orphan its
+/// handoff a moment before the harness's record). Every rule compares a
+/// fact's own time, so feeding it early never changes a verdict.
+pub const FACT_LEAD_S: f64 = 1.0;
+
+/// One item of a merged stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// An audited change.
+    Change(Change),
+    /// A harness fact.
+    Fact(Fact),
+}
+
+/// Merge the audit (in commit order) with the facts (in any order): each
+/// fact goes before the first change committed at or after its time minus
+/// [`FACT_LEAD_S`].
+pub fn merged(changes: Vec<Change>, mut facts: Vec<Fact>) -> Vec<Input> {
+    facts.sort_by(|a, b| a.at().total_cmp(&b.at()));
+    let mut facts = facts.into_iter().peekable();
+    let mut out = Vec::with_capacity(changes.len() + facts.len());
+    for c in changes {
+        while let Some(f) = facts.next_if(|f| f.at() - FACT_LEAD_S <= c.at) {
+            out.push(Input::Fact(f));
+        }
+        out.push(Input::Change(c));
+    }
+    out.extend(facts.map(Input::Fact));
+    out
+}
+
 /// The outcome of judging one operation (a group of changes).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Verdict {
@@ -105,6 +138,7 @@ impl Judge {
     /// The next committed change, in commit order.
     pub fn change(&mut self, change: &Change) {
         self.report.consumed += 1;
+        self.seed(change);
         if let Some((t, _)) = &self.txn {
             if change.txn != Some(*t) {
                 self.end_txn();
@@ -132,6 +166,17 @@ impl Judge {
         }
     }
 
+    /// Judge a whole round: [`merged`] changes and facts, then [`Judge::finish`].
+    pub fn run(mut self, changes: Vec<Change>, facts: Vec<Fact>) -> Report {
+        for i in merged(changes, facts) {
+            match i {
+                Input::Change(c) => self.change(&c),
+                Input::Fact(f) => self.fact(f),
+            }
+        }
+        self.finish()
+    }
+
     /// The verdict. Halves still held are indeterminate; a REPLACE with no
     /// INSERT after it too.
     pub fn finish(mut self) -> Report {
@@ -151,6 +196,34 @@ impl Judge {
         }
         self.report.flagged = self.flagged;
         self.report
+    }
+
+    /// The audit starts after the store was made (dhp-chaos installs it
+    /// after the dispatch): a row first seen as the `old` of an UPDATE or
+    /// DELETE is how it stood before the audit, and is taken as such.
+    fn seed(&mut self, c: &Change) {
+        let (Some(old), Some(hid)) = (&c.old, &c.hid) else {
+            if let (Table::Leadership, Some(old), None) = (c.table, &c.old, &self.rows.leadership) {
+                self.rows.leadership = Some(old.clone());
+            }
+            return;
+        };
+        let known = match c.table {
+            Table::Handoffs => &mut self.rows.handoffs,
+            Table::Ownership => &mut self.rows.ownership,
+            _ => return,
+        };
+        if known.contains_key(hid) {
+            return;
+        }
+        known.insert(hid.clone(), old.clone());
+        if let Some(h) = self.held.get_mut(hid) {
+            match c.table {
+                Table::Handoffs if h.before.handoff.is_none() => h.before.handoff = Some(old.clone()),
+                Table::Ownership if h.before.own.is_none() => h.before.own = Some(old.clone()),
+                _ => {}
+            }
+        }
     }
 
     /// The end of a PostgreSQL transaction: its halves are whole operations

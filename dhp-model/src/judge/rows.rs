@@ -72,7 +72,8 @@ impl Pair {
     /// first half of a two-row operation (or a torn write).
     pub fn consistent(&self) -> bool {
         match (self.status(), self.own.is_some(), self.tomb()) {
-            (None, _, _) => true,
+            // An ownership row of a handoff not seen yet: wait for its row.
+            (None, own, _) => !own,
             (Some(Status::Pending | Status::Completed), own, _) => !own,
             (Some(Status::Running), own, tomb) => own && !tomb,
             (Some(Status::Orphaned), _, tomb) => tomb,

@@ -70,16 +70,7 @@ impl Sim {
         self.put(Table::Checkpoints, RowOp::Insert, Some(hid), Some(new), at);
     }
     fn judge(&self, v: Variant, facts: Vec<Fact>) -> Report {
-        let mut j = Judge::new(v, Params::default());
-        let mut facts = facts.into_iter().peekable();
-        for c in &self.out {
-            while let Some(f) = facts.next_if(|f| f.at() <= c.at) {
-                j.fact(f);
-            }
-            j.change(c);
-        }
-        facts.for_each(|f| j.fact(f));
-        let r = j.finish();
+        let r = Judge::new(v, Params::default()).run(self.out.clone(), facts);
         assert!(r.all_judged(), "every change judged: {r:?}");
         assert_eq!(r.consumed, self.out.len());
         r

@@ -61,8 +61,9 @@ impl FromStr for Table {
     }
 }
 
-/// What a change did to its row.
+/// What a change did to its row (serialized as the audit writes it: `INSERT`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 #[non_exhaustive]
 pub enum RowOp {
     /// A new row.
@@ -113,7 +114,9 @@ pub struct Change {
 }
 
 /// A process fact the harness owns, with the harness's wall time (epoch s).
+/// Serialized as `{"fact": "died", "holder": …, "at": …}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "fact", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Fact {
     /// The harness SIGKILLed, or saw the exit of, the process running as `holder`.

@@ -41,7 +41,11 @@ fn run(op: &str, s: &mut State) {
         "fail" => fail(s, &lease, "bad", T),
         "ack" => ack(s, "h"),
         "suspend" => suspend(s, "h").map(drop),
-        "recover" => recover(s, "h", "w2", 1, TTL, T).map(drop),
+        "recover" => {
+            // The recoverer presents the fence it read from the row.
+            let seen = s.ownership.get("h").map_or(0, |o| o.fence);
+            recover(s, "h", "w2", seen, TTL, T).map(drop)
+        }
         // setup() expired the lease; dead_letter's also exhausted the attempts.
         "orphan" | "dead_letter" => orphan(s, "s", "h", OrphanReason::LeaseExpired, false, T).map(drop),
         "budget_kill" => {

@@ -1,0 +1,3 @@
+//! dhp-model's integration tests: the exhaustive check at the CI bound.
+
+mod model_check;
