@@ -62,8 +62,13 @@ impl Judge {
             );
             return self.stale(&hid, rule, c.seq, c.at, bump, msg);
         }
-        // The harness's chunk log names the writer when one worker was served since the last checkpoint.
-        if let [(w, wf)] = self.facts.served(&hid, since, c.at).as_slice() {
+        // The harness's chunk log names the writer: the chunk the checkpoint
+        // carries, else the one worker served since the last checkpoint.
+        let named = self.facts.carried_by(&hid, seq).or_else(|| match self.facts.served(&hid, since, c.at).as_slice() {
+            [(w, wf)] => Some((w.clone(), *wf)),
+            _ => None,
+        });
+        if let Some((w, wf)) = named.as_ref().map(|(w, f)| (w, f)) {
             if *wf < fence {
                 let bump =
                     self.bump_of(&hid, w, *wf).unwrap_or(Bump { holder: w.clone(), fence: *wf, seq: 0, at: c.at });

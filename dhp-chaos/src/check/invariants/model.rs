@@ -15,6 +15,7 @@ use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::CHECK_THEN_WRITE;
 use dhp_model::judge::{Change, Fact, Judge, Params, Report, Variant, Violation};
+use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 /// How many undecidable items the verdict lists one by one (the rest are counted).
@@ -31,62 +32,9 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
     };
     let variant = variant(cx);
-    let start = initial(&a.events);
-    let all: Vec<Change> = start.iter().cloned().chain(changes).collect();
-    let report = judge(variant, params(cx), &all, facts(cx, &a.events));
-    file(&mut out, &report, a.events.len(), start.len(), variant);
+    let report = Judge::new(variant, params(cx)).run(changes, facts(cx, &a.events));
+    file(&mut out, &report, a.events.len(), variant);
     out
-}
-
-/// The store as the audit found it, as INSERTs at seq 0: the audit is
-/// installed after `dhp dispatch` (or a standby's `dhp ingest`), so the
-/// rows that existed then show up first as the `old` of their first change.
-/// A row whose first change is an INSERT did not exist yet.
-pub(crate) fn initial(events: &[Event]) -> Vec<Change> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for e in events {
-        let key = match e.table.as_str() {
-            "checkpoints" => format!("checkpoints/{}/{}", e.hid.as_deref().unwrap_or(""), row_seq(e)),
-            t => format!("{t}/{}", e.hid.as_deref().unwrap_or("")),
-        };
-        if !seen.insert(key) || e.op == "INSERT" {
-            continue;
-        }
-        let (Some(old), Ok(table)) = (&e.old, e.table.parse()) else { continue };
-        out.push(Change {
-            seq: 0,
-            table,
-            op: dhp_model::judge::RowOp::Insert,
-            hid: e.hid.clone(),
-            old: None,
-            new: Some(old.clone()),
-            at: e.at,
-            txn: None,
-        });
-    }
-    out
-}
-
-/// The `seq` column of a checkpoint change's row.
-fn row_seq(e: &Event) -> i64 {
-    e.row().and_then(|r| r.get("seq")).and_then(Value::as_i64).unwrap_or(-1)
-}
-
-/// Run the judge over `changes` and `facts`, merged by time: a fact is fed
-/// before the first change stamped after it.
-pub(crate) fn judge(variant: Variant, params: Params, changes: &[Change], mut facts: Vec<Fact>) -> Report {
-    facts.sort_by(|a, b| a.at().total_cmp(&b.at()));
-    let mut j = Judge::new(variant, params);
-    let mut pending = facts.into_iter().peekable();
-    for c in changes {
-        while let Some(f) = pending.next_if(|f| f.at() <= c.at) {
-            j.fact(f);
-        }
-        j.change(c);
-    }
-    pending.for_each(|f| j.fact(f));
-    j.finish()
 }
 
 /// The strict model, except for a round that ran the reference's workers:
@@ -132,13 +80,13 @@ pub(crate) fn changes(events: &[Event]) -> Result<Vec<Change>, String> {
         .collect()
 }
 
-/// The harness's own process facts, unsorted. Of the chunks its workload
-/// service served, only those whose answer (its stamp) a committed
-/// checkpoint carries: the judge names a checkpoint's writer from the one
-/// worker served since the previous checkpoint, and a chunk nobody
-/// committed (its worker paused or killed before writing) says nothing
-/// about any write — while the store's clock (`julianday('now')`, 1 ms)
-/// can put the serve of the chunk actually committed just after the commit.
+/// The harness's own process facts, unsorted. From the workload service's
+/// record: for each committed checkpoint, the request whose answer (its
+/// stamp) it carries (`CarriedBy`: the judge's writer of that checkpoint),
+/// and those served chunks — a chunk nobody committed (its worker paused
+/// or killed before writing) says nothing about any write, and the store's
+/// clock (`julianday('now')`, 1 ms) can put a serve just after its commit,
+/// outside the judge's time window.
 fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
     let mut out = Vec::new();
     let mut died: std::collections::HashMap<&str, f64> = cx.ix.exits.iter().map(|(n, t)| (n.as_str(), *t)).collect();
@@ -165,7 +113,15 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
     }
     out.extend(died.into_iter().map(|(h, at)| Fact::Died { holder: h.to_string(), at }));
     if let Some(w) = &cx.workload {
-        let committed: std::collections::HashSet<String> = events.iter().filter_map(stamp).collect();
+        // stamp → (hid, seq) of the checkpoint that carries it
+        let carried: HashMap<String, (String, i64)> = events.iter().filter_map(carried).collect();
+        for (stamp, (hid, seq)) in &carried {
+            if let Some(s) = w.by_stamp(stamp).filter(|s| &s.hid == hid) {
+                let holder = s.holder.clone();
+                out.push(Fact::CarriedBy { holder, hid: hid.clone(), seq: *seq, fence: s.fence, at: s.t });
+            }
+        }
+        let committed: HashSet<&String> = carried.keys().collect();
         out.extend(w.served.iter().filter(|s| committed.contains(&s.stamp)).map(|s| Fact::ChunkServed {
             holder: s.holder.clone(),
             hid: s.hid.clone(),
@@ -176,27 +132,29 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
     out
 }
 
-/// The workload stamp a checkpoint INSERT carries in its state.
-fn stamp(e: &Event) -> Option<String> {
+/// The workload stamp a checkpoint INSERT carries in its state, with the
+/// checkpoint's (hid, seq).
+fn carried(e: &Event) -> Option<(String, (String, i64))> {
     if e.table != "checkpoints" || e.op != "INSERT" {
         return None;
     }
-    let st = e.new.as_ref()?.get("state_json")?;
-    let st: Value = match st {
+    let row = e.new.as_ref()?;
+    let st: Value = match row.get("state_json")? {
         Value::String(t) => serde_json::from_str(t).ok()?,
         v => v.clone(),
     };
-    st.get("stamp")?.as_str().map(String::from)
+    let stamp = st.get("stamp")?.as_str()?.to_string();
+    Some((stamp, (e.hid.clone()?, row.get("seq")?.as_i64()?)))
 }
 
 /// The judge's report as findings: violations plain (no taint excuses
 /// them), excused steps as the known weakness, counts as notes.
-fn file(out: &mut Findings, r: &Report, audit_len: usize, seeded: usize, variant: Variant) {
+fn file(out: &mut Findings, r: &Report, audit_len: usize, variant: Variant) {
     let decided = r.legal + r.excused.len() + r.violations.len();
     out.checked = decided as u64;
-    if r.consumed != audit_len + seeded || !r.all_judged() {
+    if r.consumed != audit_len || !r.all_judged() {
         out.plain(format!(
-            "the judge consumed {} of the audit's {audit_len} changes (+ {seeded} initial rows) and accounted for {} (legal {} + flagged {} + indeterminate {}): a verdict over part of the audit proves nothing",
+            "the judge consumed {} of the audit's {audit_len} changes and accounted for {} (legal {} + flagged {} + indeterminate {}): a verdict over part of the audit proves nothing",
             r.consumed,
             r.legal + r.flagged + r.indeterminate,
             r.legal,
@@ -211,8 +169,8 @@ fn file(out: &mut Findings, r: &Report, audit_len: usize, seeded: usize, variant
         out.known(format!("[{}] audit seq {}: {}", e.rule, e.seq, e.why), CHECK_THEN_WRITE);
     }
     out.note(format!(
-        "judged {} of {audit_len} audit changes (after {seeded} initial rows, the store as the audit found it) against the {} model: {} legal, {} excused, {} violation(s), {} indeterminate, {} undecidable",
-        r.consumed - seeded,
+        "judged {} of {audit_len} audit changes against the {} model: {} legal, {} excused, {} violation(s), {} indeterminate, {} undecidable",
+        r.consumed,
         match variant {
             Variant::CheckThenWrite => "check-then-write",
             _ => "strict",
