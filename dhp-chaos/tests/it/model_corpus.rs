@@ -43,3 +43,52 @@ fn every_corpus_round_is_judged_as_recorded() {
         assert!(m.notes.iter().any(|n| n.starts_with("judged ")), "{}: {:#?}", dir.display(), m.notes);
     }
 }
+
+/// `dhp-chaos audit install|export` on a store of one's own: the export is
+/// what dhp-model's judge reads, a correct run judges legal, and a take of
+/// a live leadership term with `INSERT OR REPLACE` (seen as REPLACE) not.
+#[test]
+fn an_implementers_store_is_judged_from_the_exported_audit() {
+    use dhp_core::{envelope, Config, Runner};
+    use dhp_model::judge::{Change, Judge, Params, Variant};
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let runner = Runner::open(&store, "me", Config::default()).unwrap();
+    let env = envelope::build(
+        dhp_workload::census::KIND,
+        dhp_workload::census::inputs(10, 30, 10),
+        dhp_workload::census::output_schema(),
+        Default::default(),
+    )
+    .unwrap();
+    let hid = runner.dispatch(&env).unwrap();
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(crate::common::chaos_bin()).args(args).arg(&store).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    cli(&["audit", "install"]);
+    let mut ctx = runner.with_id("w1").unwrap().claim(&hid).unwrap();
+    ctx.checkpoint(&serde_json::json!({"next_n": 20, "count": 4, "total": 60})).unwrap();
+    ctx.complete(&serde_json::json!({"lo": 10, "hi": 30, "prime_count": 6, "prime_sum": 112, "chunks_done": 2}))
+        .unwrap();
+    let judge = |text: &str| {
+        let changes: Vec<Change> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        Judge::new(Variant::Strict, Params::default()).run(changes, Vec::new())
+    };
+    let r = judge(&cli(&["audit", "export"]));
+    assert!(r.consumed >= 4 && r.violations.is_empty() && r.all_judged(), "{r:#?}");
+
+    let c = rusqlite::Connection::open(store.join("dhp.sqlite3")).unwrap();
+    let now = envelope::now();
+    let take = "INSERT OR REPLACE INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3)";
+    c.execute(take, rusqlite::params!["sup-a", now + 5.0, now]).unwrap();
+    c.execute(take, rusqlite::params!["sup-b", now + 5.0, now + 0.01]).unwrap();
+    let text = cli(&["audit", "export"]);
+    assert!(text.contains(r#""op":"REPLACE""#), "{text}");
+    let r = judge(&text);
+    assert!(
+        r.violations.iter().any(|v| v.rule.starts_with("§7.1 a leader take needs an absent or expired term")),
+        "{r:#?}"
+    );
+}
