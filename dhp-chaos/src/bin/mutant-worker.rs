@@ -234,7 +234,9 @@ fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config, from_tomb
     let ttl = cfg.lease_interval_s * cfg.lease_max_missed as f64;
     let cas = if from_tombstone { " AND holder = '__orphaned__'" } else { "" };
     let n = tx.execute(
-        &format!("UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5{cas}"),
+        &format!(
+            "UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5{cas}"
+        ),
         params![me, fence, t + ttl, t, hid],
     )?;
     if from_tombstone && n != 1 {

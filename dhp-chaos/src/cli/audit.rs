@@ -20,8 +20,9 @@ pub fn audit(action: &str, store: &Path) -> Result<i32> {
             eprintln!("store audit installed in {}", db.display());
         }
         "export" => {
-            let events = dhp_chaos::audit::read_sqlite(&db)?
-                .with_context(|| format!("{} has no store audit (run `dhp-chaos audit install` first)", db.display()))?;
+            let events = dhp_chaos::audit::read_sqlite(&db)?.with_context(|| {
+                format!("{} has no store audit (run `dhp-chaos audit install` first)", db.display())
+            })?;
             let mut out = std::io::stdout().lock();
             for e in events {
                 writeln!(out, "{}", serde_json::to_string(&e)?)?;

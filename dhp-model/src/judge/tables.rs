@@ -64,10 +64,11 @@ impl Judge {
         }
         // The harness's chunk log names the writer: the chunk the checkpoint
         // carries, else the one worker served since the last checkpoint.
-        let named = self.facts.carried_by(&hid, seq).or_else(|| match self.facts.served(&hid, since, c.at).as_slice() {
-            [(w, wf)] => Some((w.clone(), *wf)),
-            _ => None,
-        });
+        let named =
+            self.facts.carried_by(&hid, seq).or_else(|| match self.facts.served(&hid, since, c.at).as_slice() {
+                [(w, wf)] => Some((w.clone(), *wf)),
+                _ => None,
+            });
         if let Some((w, wf)) = named.as_ref().map(|(w, f)| (w, f)) {
             if *wf < fence {
                 let bump =

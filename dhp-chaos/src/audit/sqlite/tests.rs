@@ -49,7 +49,8 @@ fn insert_or_replace_and_replace_into_are_recorded_as_replace() {
 fn composite_key_replace_names_the_replaced_checkpoint_only() {
     let (_d, db) = store();
     let c = Connection::open(&db).expect("open");
-    let put = "INSERT OR REPLACE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES ('h', ?1, ?2, 'x', 't')";
+    let put =
+        "INSERT OR REPLACE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES ('h', ?1, ?2, 'x', 't')";
     c.execute(put, rusqlite::params![0, "{}"]).expect("seq 0");
     c.execute(put, rusqlite::params![1, "{}"]).expect("seq 1");
     c.execute(put, rusqlite::params![0, "{\"again\":1}"]).expect("seq 0 again");
@@ -67,11 +68,7 @@ fn ignored_inserts_upserts_and_failed_inserts_record_no_replace() {
     c.execute(TAKE, ["sup-a"]).expect("take");
     c.execute(&TAKE.replace("INSERT", "INSERT OR IGNORE"), ["sup-b"]).expect("ignored");
     assert!(c.execute(TAKE, ["sup-b"]).is_err(), "a plain insert of a taken key fails");
-    c.execute(
-        &format!("{TAKE} ON CONFLICT(id) DO UPDATE SET holder = excluded.holder"),
-        ["sup-b"],
-    )
-    .expect("upsert");
+    c.execute(&format!("{TAKE} ON CONFLICT(id) DO UPDATE SET holder = excluded.holder"), ["sup-b"]).expect("upsert");
     c.execute("DELETE FROM leadership", []).expect("resign");
     c.execute(TAKE, ["sup-c"]).expect("take again");
     let got: Vec<String> = ops(&db).into_iter().map(|(_, o, _)| o).collect();

@@ -15,8 +15,8 @@ use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::CHECK_THEN_WRITE;
 use dhp_model::judge::{Change, Fact, Judge, Params, Report, Variant, Violation};
-use std::collections::{HashMap, HashSet};
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 /// How many undecidable items the verdict lists one by one (the rest are counted).
 const LIST_MAX: usize = 20;
@@ -99,12 +99,9 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
                 *d = d.min(t);
             }
             Some("STOP") => match (f.s("kind"), f.hid(), f.i("chunk_fence")) {
-                (Some(crate::workload::STOP_AT_CHUNK), Some(hid), Some(fence)) => out.push(Fact::StoppedAtChunk {
-                    holder: victim.to_string(),
-                    hid: hid.to_string(),
-                    fence,
-                    at: t,
-                }),
+                (Some(crate::workload::STOP_AT_CHUNK), Some(hid), Some(fence)) => {
+                    out.push(Fact::StoppedAtChunk { holder: victim.to_string(), hid: hid.to_string(), fence, at: t })
+                }
                 _ => out.push(Fact::Stopped { holder: victim.to_string(), at: t }),
             },
             Some("CONT") => out.push(Fact::Continued { holder: victim.to_string(), at: t }),
