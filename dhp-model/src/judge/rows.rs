@@ -8,9 +8,11 @@ use serde_json::Value;
 use super::types::Params;
 use crate::state::{Budget, Handoff, Leadership, Ownership, State, Status, Time, ORPHANED};
 
-/// Epoch seconds to the model's milliseconds.
+/// Epoch seconds to the model's milliseconds, clamped far inside `i64`
+/// so that a hostile row (a lease in the year 10^9, a TTL of 1e300) cannot
+/// overflow the model's arithmetic; NaN is 0.
 pub(crate) fn ms(at: f64) -> Time {
-    (at * 1000.0).round() as Time
+    (at * 1000.0).round().clamp(-1e15, 1e15) as Time
 }
 
 /// The audited rows as they are after the changes fed so far.

@@ -355,3 +355,82 @@ fn unknown_names_are_typed_errors() {
     assert!(matches!("owner".parse::<Table>(), Err(crate::Error::UnknownTable(_))));
     assert!(matches!("upsert".parse::<RowOp>(), Err(crate::Error::UnknownRowOp(_))));
 }
+
+#[test]
+fn postgres_transactions_group_an_operation_and_a_lone_half_is_indeterminate() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w1", 0, 106.0, 100.1);
+    for (i, c) in s.out.iter_mut().enumerate() {
+        c.txn = Some([1, 2, 3, 3][i]);
+    }
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!((r.legal, r.indeterminate, r.violations.len()), (4, 0, 0), "{r:#?}");
+    // The same claim's halves in two transactions: the first is torn.
+    s.out[3].txn = Some(4);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(r.indeterminate, 1, "{r:#?}");
+}
+
+#[test]
+fn ownership_moved_without_an_orphan() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 106.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w2", 1, 106.5, 100.5);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(
+        rules(&r),
+        vec!["§5.4 ownership passes to another worker only through the orphan tombstone [fencing]"],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn a_heartbeat_after_the_lease_ran_out() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 101.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w1", 0, 108.0, 102.0);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(rules(&r), vec!["§5.2 LeaseLost: a write needs a live lease [lease-expiry-lease-lost]"], "{r:#?}");
+    // Under check-then-write the check may have passed before 101.0 ...
+    let r = s.judge(Variant::CheckThenWrite, vec![]);
+    assert!(r.violations.is_empty() && r.excused.len() == 1, "{r:#?}");
+    // ... unless the harness held w1 stopped from before the expiry to after it.
+    let facts = vec![
+        Fact::StoppedAtChunk { holder: "w1".into(), hid: "h".into(), fence: 0, at: 100.5 },
+        Fact::Continued { holder: "w1".into(), at: 101.9 },
+    ];
+    let r = s.judge(Variant::CheckThenWrite, facts);
+    assert_eq!(r.violations.len(), 1, "{r:#?}");
+}
+
+#[test]
+fn a_replace_without_its_insert_is_indeterminate() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.put(Table::Leadership, RowOp::Replace, None, None, 100.05);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!((r.legal, r.indeterminate), (1, 1), "{r:#?}");
+}
+
+#[test]
+fn absurd_numbers_in_rows_are_judged_not_panicked_on() {
+    let mut s = Sim::new();
+    s.l("s1", f64::MAX, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    let mut row = own("h", "w1", 0, 1e300);
+    row["heartbeat_interval_s"] = json!(1e300);
+    s.put(Table::Ownership, RowOp::Insert, Some("h"), Some(row.clone()), 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": -1e300}), 100.1);
+    s.put(Table::Ownership, RowOp::Update, Some("h"), Some(row), 101.0);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(!r.violations.is_empty(), "a term and a lease of 1e300 s are not legal: {r:#?}");
+}
