@@ -45,6 +45,8 @@ fn supervisor_that_takes_a_live_term_with_insert_or_replace() {
         })
         .unwrap();
     assert!(n > 0, "the audit recorded no REPLACE");
+    // and one-leader reads a REPLACE as the old row of the INSERT after it
+    assert!(r.violations("one-leader").iter().any(|m| m.contains("two leaders")), "{}", r.dump());
 }
 
 #[test]
