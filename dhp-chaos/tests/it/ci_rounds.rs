@@ -3,12 +3,17 @@
 //! (python workers + python supervisors), and one mixing both on one store.
 use crate::common::*;
 
-/// The `model` invariant judged the whole audit and found no illegal step
-/// (excused check-then-write steps of the reference are filed apart).
+/// The `model` invariant judged the whole audit and found no illegal step.
 fn assert_model_held(r: &Run) {
+    assert_model_no_violation(r);
     let m = &r.totals()["invariants"]["model"];
-    assert!(r.violations("model").is_empty(), "model violated\n{}", r.dump());
     assert_eq!(m["status"], "held", "{m:#}\n{}", r.dump());
+}
+
+/// No step `model` could not explain; a reference worker's check-then-write
+/// steps, where the harness cannot rule the weakness out, are filed known.
+fn assert_model_no_violation(r: &Run) {
+    assert!(r.violations("model").is_empty(), "model violated\n{}", r.dump());
     assert!(r.checked("model") > 0, "model judged nothing\n{}", r.dump());
 }
 
@@ -82,7 +87,7 @@ fn reference_round_has_no_unexplained_violation() {
         eprintln!("reference round hit known reference weaknesses:\n{}", r.stdout);
     }
     assert_exercised(&r, 3);
-    assert_model_held(&r);
+    assert_model_no_violation(&r);
     assert!(r.totals()["kills_by_role"]["worker"].as_u64().unwrap_or(0) >= 2, "worker kills expected\n{}", r.dump());
 }
 
@@ -114,5 +119,5 @@ fn mixed_workers_under_python_supervisors_hold() {
     assert!(r.code == 0 || r.code == 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());
     assert_exercised(&r, 3);
-    assert_model_held(&r);
+    assert_model_no_violation(&r);
 }

@@ -92,3 +92,23 @@ fn an_implementers_store_is_judged_from_the_exported_audit() {
         "{r:#?}"
     );
 }
+
+/// Without the audit there is nothing to judge: `model` is UNCHECKED (it
+/// needs the store audit), never held.
+#[test]
+fn a_round_without_its_audit_leaves_model_unchecked() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/recover-no-bump");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("store")).unwrap();
+    for f in ["round.json", "history.jsonl", "workload.jsonl"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let mut export: Value = serde_json::from_slice(&std::fs::read(src.join("store/export.json")).unwrap()).unwrap();
+    export.as_object_mut().unwrap().remove("audit");
+    std::fs::write(dir.join("store/export.json"), export.to_string()).unwrap();
+    let r = check_round(dir).unwrap();
+    let m = r.invariants.iter().find(|v| v.name == "model").unwrap();
+    assert_eq!(m.status, "unchecked", "{m:#?}");
+    assert!(m.missing.iter().any(|s| s == "store-audit"), "{m:#?}");
+}
