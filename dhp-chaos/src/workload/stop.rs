@@ -82,3 +82,37 @@ impl ChunkStops {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The process state letter of `pid` (`T`: stopped).
+    fn state(pid: i32) -> char {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        s.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()).unwrap()
+    }
+
+    #[test]
+    fn only_an_armed_worker_is_stopped_at_its_next_answer_and_once() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id() as i32;
+        let stops = ChunkStops::default();
+        stops.at_answer("w1", "h", 0, 10, 20);
+        assert!(stops.take().is_empty(), "not armed: no stop");
+        stops.arm("w1", pid);
+        stops.at_answer("w2", "h", 0, 10, 20);
+        assert!(stops.armed("w1") && stops.take().is_empty(), "another worker's answer stops nobody");
+        stops.at_answer("w1", "h", 3, 20, 30);
+        let done = stops.take();
+        assert_eq!(done.len(), 1);
+        assert_eq!((done[0].holder.as_str(), done[0].fence, done[0].n, done[0].end), ("w1", 3, 20, 30));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(state(pid), 'T', "the armed worker is stopped");
+        assert!(!stops.armed("w1"), "disarmed by its stop");
+        stops.at_answer("w1", "h", 3, 30, 40);
+        assert!(stops.take().is_empty(), "stopped once");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

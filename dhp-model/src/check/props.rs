@@ -158,7 +158,10 @@ fn worker_turn(m: &DhpModel, s: &Sys, w: u8) -> Vec<Action> {
     if done && !wk.checked && !wk.stepped {
         vec![Action::Heartbeat(w), Action::Complete(w)]
     } else if m.b.variant == crate::judge::Variant::CheckThenWrite && !wk.checked {
-        [Some(Action::Heartbeat(w)), step, Some(Action::Check(w)), Some(Action::Write(w))].into_iter().flatten().collect()
+        [Some(Action::Heartbeat(w)), step, Some(Action::Check(w)), Some(Action::Write(w))]
+            .into_iter()
+            .flatten()
+            .collect()
     } else {
         [Some(Action::Heartbeat(w)), step, Some(Action::Write(w))].into_iter().flatten().collect()
     }
