@@ -14,6 +14,7 @@ cargo build -q --release -p dhp-model --bin dhp-model-check
 BIN=target/release/dhp-model-check
 rows=""
 for run in "small strict" "small check-then-write" "large strict"; do
+    # shellcheck disable=SC2086  # bound, variant
     set -- $run
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     rc=0

@@ -50,20 +50,39 @@ pub struct Bounds {
     pub faults: u8,
     /// Strict, or the reference's check-then-write.
     pub variant: Variant,
+    /// A planted bug, to show each property can fail (tests only).
+    pub mutant: Option<Mutant>,
+}
+
+/// A bug planted into the processes of the model (not into [`crate::ops`]),
+/// one per property, so the tests can show each property fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mutant {
+    /// The worker goes on after `BudgetExceeded` (no silent budget overrun).
+    IgnoreBudget,
+    /// The worker labels its checkpoint with another handoff's input (no crossed inputs).
+    CrossedInput,
+    /// The DLQ parks a handoff without its error (no untyped results).
+    UntypedDlq,
+    /// An orphan drops the handoff's checkpoints (no lost results).
+    OrphanDropsLog,
+    /// No worker ever recovers an orphan (every handoff ends).
+    NoRecover,
 }
 
 impl Bounds {
     /// The CI bound (seconds in a debug build).
     pub fn small(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 1, max_clock: 4, faults: 1, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 1, max_clock: 4, faults: 1, variant, mutant: None }
     }
     /// The nightly bound: one handoff of two checkpoints, more time, two faults.
     pub fn large(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 2, max_clock: 5, faults: 2, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 2, max_clock: 5, faults: 2, variant, mutant: None }
     }
     /// Two handoffs sharing the workers (hours; see benches/RESULTS.md).
     pub fn xl(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 1, max_clock: 4, faults: 1, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 1, max_clock: 4, faults: 1, variant, mutant: None }
     }
 }
 
@@ -301,13 +320,22 @@ pub(crate) fn step(b: &Bounds, s: &mut Sys, a: &Action) -> bool {
             let holder = s.st.ownership.get(&hid(h)).map(|o| o.holder.clone()).unwrap_or_default();
             let dead = s.workers.iter().enumerate().any(|(k, w)| !w.alive && wid(k as u8) == holder);
             let r = if dead { OrphanReason::WorkerDied } else { OrphanReason::LeaseExpired };
-            return ops::orphan(&mut s.st, &sid(i), &hid(h), r, dead, now).is_ok();
+            let ok = ops::orphan(&mut s.st, &sid(i), &hid(h), r, dead, now).is_ok();
+            if let (true, Some(ho)) = (ok, s.st.handoffs.get_mut(&hid(h))) {
+                match b.mutant {
+                    Some(Mutant::UntypedDlq) => ho.error = None,
+                    Some(Mutant::OrphanDropsLog) => drop(s.st.checkpoints.remove(&hid(h))),
+                    _ => {}
+                }
+            }
+            return ok;
         }
         Action::Kill(i, h) => return ops::budget_kill(&mut s.st, &sid(i), &hid(h), now) == Ok(true),
         Action::Claim(w, h) => {
             let l = ops::claim(&mut s.st, &hid(h), &wid(w), LEASE_TTL, now);
             s.workers[w as usize].lease = l.ok();
         }
+        Action::Recover(..) if b.mutant == Some(Mutant::NoRecover) => return false,
         Action::Recover(w, h) => {
             let f = s.st.ownership.get(&hid(h)).map_or(-1, |o| o.fence);
             s.workers[w as usize].lease = ops::recover(&mut s.st, &hid(h), &wid(w), f, LEASE_TTL, now).ok();
@@ -315,7 +343,12 @@ pub(crate) fn step(b: &Bounds, s: &mut Sys, a: &Action) -> bool {
         Action::Heartbeat(w) => worker_op(s, w, |st, l| ops::heartbeat(st, l, now).map(drop)),
         // Over budget, the worker stops (§6.4): worker_op drops its lease.
         Action::Step(w) => {
-            worker_op(s, w, |st, l| ops::note_step(st, l, 1, now));
+            if b.mutant == Some(Mutant::IgnoreBudget) {
+                let lease = s.workers[w as usize].lease.clone();
+                let _ = lease.map(|l| ops::note_step(&mut s.st, &l, 1, now));
+            } else {
+                worker_op(s, w, |st, l| ops::note_step(st, l, 1, now));
+            }
             s.workers[w as usize].stepped = s.workers[w as usize].lease.is_some();
         }
         Action::Check(w) => {
@@ -359,7 +392,8 @@ fn write(b: &Bounds, s: &mut Sys, w: u8) {
     let Some(l) = s.workers[w as usize].lease.clone() else { return };
     let valid = s.st.ownership.get(&l.hid).is_some_and(|o| o.holder == l.holder && o.fence == l.fence);
     let seq = s.st.next_seq(&l.hid);
-    let hash = format!("{}#{seq}", l.hid);
+    let label = if b.mutant == Some(Mutant::CrossedInput) { "h9" } else { l.hid.as_str() };
+    let hash = format!("{label}#{seq}");
     let committed = if b.variant == Variant::CheckThenWrite {
         // The reference's step was noted (checked) by Step; its INSERT is unchecked.
         s.workers[w as usize].checked = false;
