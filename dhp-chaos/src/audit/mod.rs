@@ -71,6 +71,10 @@ pub struct Event {
     pub new: Option<Value>,
     /// When the change was made, epoch seconds (see the module docs for whose clock).
     pub at: f64,
+    /// PostgreSQL: the id of the transaction that made it (changes of one
+    /// transaction are one operation); `None` on SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xid: Option<i64>,
 }
 
 impl Event {

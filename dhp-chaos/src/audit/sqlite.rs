@@ -146,6 +146,7 @@ fn read_from(c: &Connection) -> rusqlite::Result<Option<Vec<Event>>> {
                 old: parse(r.get(4)?),
                 new: parse(r.get(5)?),
                 at: r.get(6)?,
+                xid: None,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

@@ -74,7 +74,7 @@ pub(crate) fn changes(events: &[Event]) -> Result<Vec<Change>, String> {
                 old: e.old.clone(),
                 new: e.new.clone(),
                 at: e.at,
-                txn: None,
+                txn: e.xid,
             })
         })
         .collect()
@@ -92,6 +92,16 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
     let mut died: std::collections::HashMap<&str, f64> = cx.ix.exits.iter().map(|(n, t)| (n.as_str(), *t)).collect();
     for f in &cx.ix.faults {
         let (Some(victim), t) = (f.s("victim"), f.t()) else { continue };
+        // PostgreSQL: the harness terminated the backend of the victim's
+        // liveness session — its token dropped, so to the protocol (§7.5,
+        // the liveness fast path) the holder is gone; it is fenced at its
+        // next write (a worker) or renewal (a supervisor)
+        let liveness_cut = f.s("kind") == Some("db-terminate-backend")
+            && f.get("liveness_connection").and_then(Value::as_bool) == Some(true);
+        if liveness_cut {
+            let d = died.entry(victim).or_insert(t);
+            *d = d.min(t);
+        }
         match f.s("signal") {
             // its SIGKILL is the death; the exit is reaped a little later
             Some("KILL") => {
