@@ -122,4 +122,6 @@ pub(crate) fn status_of(s: &State, hid: &str) -> Result<Status, OpError> {
 }
 
 #[cfg(test)]
+mod ops_test;
+#[cfg(test)]
 mod table_test;
