@@ -28,6 +28,9 @@ its write (they are separate statements in the reference's store):
 Draws come from random.Random(DHP_CHAOS_PAUSE_SEED). The harness notices the
 stopped process and SIGCONTs it after it was replaced.
 
+DHP_CHAOS_SHIM_MUTANT=no-fence (workers, tests only) plants one bug: the
+reference's checkpoint without its ownership/fence check.
+
 Workload service (workers; DHP_WORKLOAD_URL set, CONTRACT.md §2.1): the
 reference's census chunk function is replaced by a GET of the chunk from
 the harness's workload service, and every checkpoint the driver writes (and
@@ -82,6 +85,15 @@ def main():
         from dhp.runner3 import Runner3
         orig_claim, orig_recover = Runner3.claim, Runner3.recover
         orig_checkpoint, orig_complete = Runner3.checkpoint, Runner3.complete
+        if os.environ.get("DHP_CHAOS_SHIM_MUTANT") == "no-fence":
+            # A planted bug for dhp-chaos's own tests (tests/it/model_mutants.rs):
+            # Runner3.checkpoint with its one line `self._check_owner(hid, fence)` left out.
+            def orig_checkpoint(self, hid, state, fence):
+                from dhp import validate as V
+                V.check_checkpoint_state(state, self.cfg)
+                seq = self.store.add_checkpoint(hid, state)
+                self.store.note_checkpoint_progress(hid)
+                return seq
         # the handoff this process works on, as its claim/recover returned it
         held = {}
         stamps = {}  # next_n -> the stamp of the chunk that ends there

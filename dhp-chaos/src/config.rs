@@ -117,11 +117,16 @@ pub enum FaultKind {
     /// for a seeded 1–4 s (every process in its namespace SIGKILLed), then
     /// comes back and rejoins.
     DbStandbyLost,
+    /// `--workload service` only: arm a lease-holding worker; the workload
+    /// service SIGSTOPs it when it answers the worker's next chunk, before
+    /// the worker could check its ownership again; SIGCONT after it was
+    /// replaced, like a pause (`crate::workload::ChunkStops`).
+    StopAtChunk,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 20] = [
+    pub const ALL: [FaultKind; 21] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -142,6 +147,7 @@ impl FaultKind {
         FaultKind::DbPrimaryPartition,
         FaultKind::DbMonitorPartition,
         FaultKind::DbStandbyLost,
+        FaultKind::StopAtChunk,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -167,6 +173,7 @@ impl FaultKind {
             FaultKind::DbPrimaryPartition => "db-primary-partition",
             FaultKind::DbMonitorPartition => "db-monitor-partition",
             FaultKind::DbStandbyLost => "db-standby-lost",
+            FaultKind::StopAtChunk => "stop-at-chunk",
         }
     }
 

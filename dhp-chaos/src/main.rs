@@ -15,6 +15,7 @@ fn main() {
     }
     let code = match cli.cmd {
         Some(Cmd::Analyze { dir, timeline }) => cli::analyze::analyze(&dir, timeline),
+        Some(Cmd::Audit { action, store }) => cli::audit::audit(&action, &store),
         None => cli::run::run(cli.run),
     };
     dhp_chaos::teardown::exit(match code {

@@ -22,6 +22,14 @@
 //!   point the transaction has no statement left). `at` is the server's
 //!   `clock_timestamp()`, `xid` the transaction id.
 //!
+//! A row replaced by SQLite's `INSERT OR REPLACE` / `REPLACE INTO` is
+//! recorded as op `REPLACE` (the row as it was, `new` NULL) just before the
+//! INSERT that replaced it: SQLite deletes it without firing DELETE
+//! triggers, so a stream of such INSERTs would otherwise look like takes of
+//! an absent row (`sqlite::ddl`). PostgreSQL has no REPLACE: its
+//! `INSERT … ON CONFLICT DO UPDATE` fires the UPDATE trigger and is
+//! recorded as an UPDATE with both rows.
+//!
 //! `handoffs` rows are recorded as a projection of the envelope (`status`,
 //! `execution`, `contract.budget`, `updated_at`), not its whole text; the
 //! other tables' rows in full. Nothing else in the store is changed: no
@@ -52,16 +60,21 @@ pub struct Event {
     pub seq: i64,
     /// `ownership`, `handoffs`, `checkpoints` or `leadership`.
     pub table: String,
-    /// `INSERT`, `UPDATE` or `DELETE`.
+    /// `INSERT`, `UPDATE`, `DELETE`, or `REPLACE` (a row SQLite's
+    /// `INSERT OR REPLACE` removed; the INSERT follows).
     pub op: String,
     /// The row's `hid` (`None` for `leadership`).
     pub hid: Option<String>,
     /// The row before the change (`None` for an INSERT).
     pub old: Option<Value>,
-    /// The row after the change (`None` for a DELETE).
+    /// The row after the change (`None` for a DELETE or REPLACE).
     pub new: Option<Value>,
     /// When the change was made, epoch seconds (see the module docs for whose clock).
     pub at: f64,
+    /// PostgreSQL: the id of the transaction that made it (changes of one
+    /// transaction are one operation); `None` on SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xid: Option<i64>,
 }
 
 impl Event {

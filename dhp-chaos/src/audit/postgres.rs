@@ -70,7 +70,7 @@ pub fn export(c: &mut postgres::Client) -> Result<Option<Value>> {
         return Ok(None);
     }
     let rows = c
-        .query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at FROM {TABLE} ORDER BY seq"), &[])
+        .query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at, xid FROM {TABLE} ORDER BY seq"), &[])
         .map_err(|source| Error::Postgres { doing: "reading the store audit".into(), source })?;
     let parse = |t: Option<String>| t.map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::String(t)));
     let events: Vec<Value> = rows
@@ -84,6 +84,7 @@ pub fn export(c: &mut postgres::Client) -> Result<Option<Value>> {
                 old: parse(r.get(4)),
                 new: parse(r.get(5)),
                 at: r.get(6),
+                xid: r.get(7),
             })
         })
         .collect();

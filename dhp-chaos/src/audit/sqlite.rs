@@ -1,6 +1,10 @@
 //! The audit on SQLite: `AFTER` row triggers appending to [`super::TABLE`].
 
 use super::{parse, Event, TABLE};
+
+/// Rows an insert may be about to replace, keyed by table and primary key
+/// (harness-owned, like [`TABLE`]).
+pub const PENDING: &str = "dhpchaos_audit_pending";
 use crate::error::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
@@ -31,21 +35,69 @@ fn row_json(table: &str, r: &str) -> String {
     }
 }
 
-/// The DDL: the audit table and three triggers per audited table.
+/// The primary key of an audited row `r`, as one text (the pending table's key).
+fn key(table: &str, r: &str) -> String {
+    match table {
+        "checkpoints" => format!("json_array({r}.hid, {r}.seq)"),
+        "leadership" => format!("CAST({r}.id AS TEXT)"),
+        _ => format!("{r}.hid"),
+    }
+}
+
+/// The primary key's columns of `table`, compared between rows `a` and `b`.
+fn same_key(table: &str, a: &str, b: &str) -> String {
+    match table {
+        "checkpoints" => format!("{a}.hid = {b}.hid AND {a}.seq = {b}.seq"),
+        "leadership" => format!("{a}.id = {b}.id"),
+        _ => format!("{a}.hid = {b}.hid"),
+    }
+}
+
+/// The DDL: the audit table, the pending table and four triggers per
+/// audited table.
+///
+/// `INSERT OR REPLACE` / `REPLACE INTO` deletes the row it replaces without
+/// firing DELETE triggers (unless the writer set `recursive_triggers`,
+/// which the harness does not control), so a `BEFORE INSERT` trigger
+/// stashes the row with the same key, if any, in [`PENDING`], and the
+/// `AFTER INSERT` trigger records it as op `REPLACE` just before the
+/// INSERT. A stash whose insert then did not happen (`INSERT OR IGNORE`,
+/// an upsert that updated instead, a failed statement) is never recorded:
+/// no AFTER INSERT fires for it, and the next BEFORE INSERT of that key
+/// overwrites it. With `recursive_triggers` on, the DELETE trigger fires
+/// for the replaced row and drops the stash, so the row is recorded once,
+/// as a DELETE.
 pub(crate) fn ddl() -> String {
     let mut s = format!(
         "CREATE TABLE IF NOT EXISTS {TABLE} (seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, \
-         op TEXT NOT NULL, hid TEXT, old_json TEXT, new_json TEXT, at REAL NOT NULL);\n"
+         op TEXT NOT NULL, hid TEXT, old_json TEXT, new_json TEXT, at REAL NOT NULL);\n\
+         CREATE TABLE IF NOT EXISTS {PENDING} (tbl TEXT NOT NULL, k TEXT NOT NULL, old_json TEXT NOT NULL, \
+         PRIMARY KEY (tbl, k));\n"
     );
     for t in super::TABLES {
         let hid = |r: &str| if t == "leadership" { "NULL".to_string() } else { format!("{r}.hid") };
-        for (op, when, old, new, h) in [
-            ("INSERT", "ins", "NULL".to_string(), row_json(t, "NEW"), hid("NEW")),
-            ("UPDATE", "upd", row_json(t, "OLD"), row_json(t, "NEW"), hid("NEW")),
-            ("DELETE", "del", row_json(t, "OLD"), "NULL".to_string(), hid("OLD")),
+        let (kn, ko) = (key(t, "NEW"), key(t, "OLD"));
+        let unstash = |k: &str| format!("DELETE FROM {PENDING} WHERE tbl = '{t}' AND k = {k};");
+        s.push_str(&format!(
+            "CREATE TRIGGER IF NOT EXISTS {TABLE}_{t}_pre BEFORE INSERT ON {t} BEGIN {} \
+             INSERT INTO {PENDING} (tbl, k, old_json) SELECT '{t}', {kn}, {} FROM {t} AS o WHERE {}; END;\n",
+            unstash(&kn),
+            row_json(t, "o"),
+            same_key(t, "o", "NEW"),
+        ));
+        let replaced = format!(
+            "INSERT INTO {TABLE} (tbl, op, hid, old_json, new_json, at) SELECT '{t}', 'REPLACE', {}, old_json, NULL, {NOW} \
+             FROM {PENDING} WHERE tbl = '{t}' AND k = {kn}; {}",
+            hid("NEW"),
+            unstash(&kn)
+        );
+        for (op, when, old, new, h, before) in [
+            ("INSERT", "ins", "NULL".to_string(), row_json(t, "NEW"), hid("NEW"), replaced),
+            ("UPDATE", "upd", row_json(t, "OLD"), row_json(t, "NEW"), hid("NEW"), String::new()),
+            ("DELETE", "del", row_json(t, "OLD"), "NULL".to_string(), hid("OLD"), unstash(&ko)),
         ] {
             s.push_str(&format!(
-                "CREATE TRIGGER IF NOT EXISTS {TABLE}_{t}_{when} AFTER {op} ON {t} BEGIN \
+                "CREATE TRIGGER IF NOT EXISTS {TABLE}_{t}_{when} AFTER {op} ON {t} BEGIN {before} \
                  INSERT INTO {TABLE} (tbl, op, hid, old_json, new_json, at) VALUES ('{t}', '{op}', {h}, {old}, {new}, {NOW}); END;\n"
             ));
         }
@@ -94,8 +146,12 @@ fn read_from(c: &Connection) -> rusqlite::Result<Option<Vec<Event>>> {
                 old: parse(r.get(4)?),
                 new: parse(r.get(5)?),
                 at: r.get(6)?,
+                xid: None,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(Some(rows))
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,8 +14,17 @@
 //! - `no-dlq`: never dead-letters: an expired lease at or past
 //!   `max_attempts` is orphaned again instead of failed.
 //!
+//! Caught by the `model` invariant (docs/chaos-model.md):
+//!
+//! - `no-leader-row`: believes it leads without ever writing the
+//!   leadership row, and orphans (every one of them at once);
+//! - `replace-leader`: takes the leadership with `INSERT OR REPLACE` at
+//!   every scan, inside another supervisor's live term;
+//! - `undlq`: dead-letters correctly, then at its next scans moves every
+//!   DLQ handoff back to `orphaned`, so a worker recovers it.
+//!
 //! ```text
-//! mutant-supervisor --mode no-bump|two-leaders|no-dlq ROOT ID SECONDS [--history FILE]
+//! mutant-supervisor --mode no-bump|two-leaders|no-dlq|no-leader-row|replace-leader|undlq ROOT ID SECONDS [--history FILE]
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -33,6 +42,9 @@ enum Mode {
     NoBump,
     TwoLeaders,
     NoDlq,
+    NoLeaderRow,
+    ReplaceLeader,
+    Undlq,
 }
 
 struct Args {
@@ -60,7 +72,10 @@ fn parse_args() -> Result<Args> {
         Some("no-bump") => Mode::NoBump,
         Some("two-leaders") => Mode::TwoLeaders,
         Some("no-dlq") => Mode::NoDlq,
-        other => bail!("--mode no-bump|two-leaders|no-dlq (got {other:?})"),
+        Some("no-leader-row") => Mode::NoLeaderRow,
+        Some("replace-leader") => Mode::ReplaceLeader,
+        Some("undlq") => Mode::Undlq,
+        other => bail!("--mode no-bump|two-leaders|no-dlq|no-leader-row|replace-leader|undlq (got {other:?})"),
     };
     let seconds: f64 = seconds.parse().context("SECONDS must be a number")?;
     dhp_core::config::duration_from_secs("SECONDS", seconds, 86_400.0)?;
@@ -74,8 +89,16 @@ fn now() -> f64 {
 /// Take or renew the leadership row; true when this supervisor leads.
 fn lead(c: &mut Connection, a: &Args, ttl: f64) -> Result<bool> {
     let t = now();
+    if a.mode == Mode::NoLeaderRow {
+        return Ok(true); // "renewed", nothing written
+    }
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if a.mode == Mode::TwoLeaders {
+    if a.mode == Mode::ReplaceLeader {
+        tx.execute(
+            "INSERT OR REPLACE INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3)",
+            params![a.id, t + ttl, t],
+        )?;
+    } else if a.mode == Mode::TwoLeaders {
         tx.execute(
             "INSERT INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3) \
              ON CONFLICT(id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, updated_at = excluded.updated_at",
@@ -139,9 +162,34 @@ fn scan(c: &mut Connection, a: &Args, h: &History) -> Result<()> {
         lines.push(json!({"hid": hid, "action": action, "reason": "lease-expired", "previous_holder": holder,
                           "previous_fence": fence, "fence": fence + 1, "checkpoints": n}));
     }
+    if a.mode == Mode::Undlq {
+        undlq(&tx, t)?;
+    }
     tx.commit()?;
     for l in lines {
         h.record("supervise", "ok", l);
+    }
+    Ok(())
+}
+
+/// Move every dead-lettered handoff back to `orphaned` (a DLQ that leaks).
+fn undlq(tx: &rusqlite::Transaction<'_>, t: f64) -> Result<()> {
+    let failed: Vec<(String, String)> = {
+        let mut st = tx.prepare("SELECT hid, envelope_json FROM handoffs")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (hid, text) in failed {
+        let mut env = json::parse(&text)?;
+        if env.pointer("/execution/status").and_then(Value::as_str) != Some("failed") {
+            continue;
+        }
+        env["execution"]["status"] = json!("orphaned");
+        env["execution"]["orphan_reason"] = json!("lease-expired");
+        tx.execute(
+            "UPDATE handoffs SET envelope_json = ?1, updated_at = ?2 WHERE hid = ?3",
+            params![json::dumps(&env)?, t, hid],
+        )?;
     }
     Ok(())
 }

@@ -27,6 +27,11 @@
 //!   fence again; then it works through dhp-core as usual (so the losers
 //!   are fenced out at their next write).
 //!
+//! - `recover-no-bump`: recovers from the orphan tombstone (a proper
+//!   compare-and-set on `__orphaned__`) but keeps the orphan's fence
+//!   instead of bumping it by one (caught by `model`); then works through
+//!   dhp-core with that fence.
+//!
 //! - `local-census`: a correct worker that ignores the harness's workload
 //!   service (`DHP_WORKLOAD_URL`): it computes every chunk itself, right,
 //!   and carries no stamp — a result the harness never saw computed.
@@ -100,6 +105,7 @@ enum Mode {
     UnheldLiveness,
     AckOnFull,
     CasLessRecover,
+    RecoverNoBump,
     LocalCensus,
     ThrowAway,
 }
@@ -165,8 +171,9 @@ fn parse_args() -> Result<Args> {
         Some("unheld-liveness") => Mode::UnheldLiveness,
         Some("ack-on-full") => Mode::AckOnFull,
         Some("cas-less-recover") => Mode::CasLessRecover,
+        Some("recover-no-bump") => Mode::RecoverNoBump,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|local-census|throw-away (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|recover-no-bump|local-census|throw-away (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -205,8 +212,9 @@ fn db(root: &Path) -> Result<Connection> {
 }
 
 /// Recover `hid` with no compare-and-set: whoever holds it, take it with
-/// fence + 1 (status running, attempt + 1, like a real recover).
-fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config) -> anyhow::Result<i64> {
+/// fence + 1 (status running, attempt + 1, like a real recover). With
+/// `from_tombstone`, only from the orphan tombstone, and the fence kept.
+fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config, from_tombstone: bool) -> anyhow::Result<i64> {
     let mut c = db(root)?;
     let t = dhp_core::envelope::now();
     // read outside the write lock, as a racing recoverer without a CAS would
@@ -222,12 +230,18 @@ fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config) -> anyhow
     }
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let fence: i64 = tx.query_row("SELECT fence FROM ownership WHERE hid = ?1", [hid], |r| r.get(0)).unwrap_or(fence);
-    let fence = fence + 1;
+    let fence = if from_tombstone { fence } else { fence + 1 };
     let ttl = cfg.lease_interval_s * cfg.lease_max_missed as f64;
-    tx.execute(
-        "UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5",
+    let cas = if from_tombstone { " AND holder = '__orphaned__'" } else { "" };
+    let n = tx.execute(
+        &format!(
+            "UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5{cas}"
+        ),
         params![me, fence, t + ttl, t, hid],
     )?;
+    if from_tombstone && n != 1 {
+        bail!("recover lost: {hid} is not orphaned");
+    }
     let ex = env["execution"].as_object_mut().context("envelope has no execution")?;
     let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
     ex.insert("status".into(), json!("running"));
@@ -329,8 +343,8 @@ fn run() -> Result<()> {
     h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
     let ctx: Result<_> = if op == "claim" {
         runner.claim(&hid).map_err(Into::into)
-    } else if a.mode == Mode::CasLessRecover {
-        recover_without_cas(&a.root, &hid, &holder, &cfg)
+    } else if matches!(a.mode, Mode::CasLessRecover | Mode::RecoverNoBump) {
+        recover_without_cas(&a.root, &hid, &holder, &cfg, a.mode == Mode::RecoverNoBump)
             .and_then(|f| Lease::presented(&hid, f).map_err(Into::into))
             .map(|l| runner.context(l))
     } else {

@@ -70,6 +70,7 @@ pub fn needs(i: Invariant) -> (&'static [Source], &'static [Source]) {
         Invariant::OneLeader => (&[StoreAudit, Processes], &[]),
         Invariant::Budget => (&[StoreAudit, Store], &[]),
         Invariant::ServedWork => (&[Store, Workload], &[StoreAudit]),
+        Invariant::Model => (&[StoreAudit, Processes], &[Workload]),
     }
 }
 
@@ -132,6 +133,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
     let some = |n: usize, what: &str| (n > 0).then(|| format!("{n} {what}"));
     match i {
         Invariant::Outcome => some(cx.hids.len(), "handoff(s) dispatched"),
+        Invariant::Model => some(cx.audit.map_or(cx.hids.len(), |a| a.events.len()), "audited change(s) to judge"),
         Invariant::Budget => some(status_changes, "handoff(s) changed status"),
         Invariant::Result | Invariant::ExactlyOnce => some(completed, "handoff(s) completed in the store"),
         Invariant::Checkpoints | Invariant::Fencing | Invariant::Transport => some(ckpts, "checkpoint(s) in the store"),

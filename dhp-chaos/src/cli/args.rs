@@ -65,6 +65,13 @@ pub enum Cmd {
         #[arg(long)]
         timeline: bool,
     },
+    /// The store audit on a SQLite store of your own: `install` its triggers, or `export` it as JSON lines for dhp-model-judge.
+    Audit {
+        #[arg(value_parser = ["install", "export"])]
+        action: String,
+        /// The store directory (holding dhp.sqlite3).
+        store: PathBuf,
+    },
 }
 
 /// The flags of a run, each checked by its value parser.

@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod audit;
 pub mod mask;
 pub mod parse;
 pub mod replay;

@@ -168,6 +168,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if store_disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::StoreFull && *w > 0.0) {
         bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
     }
+    if a.workload != "service" && fault_mix.iter().any(|(k, w)| *k == FaultKind::StopAtChunk && *w > 0.0) {
+        bail!("stop-at-chunk faults are placed by the harness's workload service: they need --workload service");
+    }
     let links = fault_mix.iter().any(|(k, w)| *k == FaultKind::Link && *w > 0.0);
     if !ship.is_tcp() && links {
         bail!("link faults act on the TCP link to the transport server: they need --ship tcp or tcp-async");

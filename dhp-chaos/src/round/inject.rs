@@ -90,6 +90,9 @@ impl Driver<'_> {
         if kind == FaultKind::StoreFull {
             return self.inject_store_full();
         }
+        if kind == FaultKind::StopAtChunk {
+            return self.arm_chunk_stop();
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -167,7 +170,8 @@ impl Driver<'_> {
             | FaultKind::Link
             | FaultKind::DbLink
             | FaultKind::DiskFull
-            | FaultKind::StoreFull => {}
+            | FaultKind::StoreFull
+            | FaultKind::StopAtChunk => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

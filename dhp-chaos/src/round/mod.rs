@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod audit;
+mod chunk_stop;
 mod clock;
 pub mod db_auto;
 pub mod db_failover;
@@ -485,6 +486,7 @@ impl<'a> Driver<'a> {
         self.reap(true)?;
         self.monitor();
         self.notice_self_pauses();
+        self.notice_chunk_stops();
         self.wake(false);
         self.provision()?;
         self.db_tick(false)?;
@@ -531,6 +533,7 @@ impl<'a> Driver<'a> {
         self.reap(true)?;
         self.monitor();
         self.notice_self_pauses();
+        self.notice_chunk_stops();
         self.wake(true);
         self.provision()?;
         self.db_tick(true)?;

@@ -13,8 +13,10 @@
 //! One request per connection (`Connection: close`), plain HTTP/1.1.
 
 mod record;
+mod stop;
 
 pub use record::{load, Served, Workload};
+pub use stop::{ChunkStop, ChunkStops, STOP_AT_CHUNK};
 
 use crate::check::census::primes_in;
 use crate::error::{Error, Result};
@@ -45,6 +47,7 @@ pub type Tasks = HashMap<String, (u64, u64, u64)>;
 /// A running service; stops (and joins) on drop.
 pub struct Service {
     url: String,
+    stops: ChunkStops,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -58,18 +61,24 @@ impl Service {
         let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
         listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Shared { tasks, file: Mutex::new(file) });
+        let stops = ChunkStops::default();
+        let shared = Arc::new(Shared { tasks, file: Mutex::new(file), stops: stops.clone() });
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("workload".into())
             .spawn(move || run(listener, &flag, &shared))
             .map_err(Error::io("starting the service for", &path))?;
-        Ok(Service { url: format!("http://{addr}"), stop, thread: Some(thread) })
+        Ok(Service { url: format!("http://{addr}"), stops, stop, thread: Some(thread) })
     }
 
     /// `http://ADDR`, the value of [`ENV`].
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The workers armed to be stopped at their next served chunk.
+    pub fn stops(&self) -> &ChunkStops {
+        &self.stops
     }
 }
 
@@ -85,6 +94,7 @@ impl Drop for Service {
 struct Shared {
     tasks: Tasks,
     file: Mutex<File>,
+    stops: ChunkStops,
 }
 
 /// Accept until `stop`; each connection on its own thread.
@@ -186,6 +196,8 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
     // Recorded before it is answered: a stamp the worker can hold is in the record.
     shared.append(&json!({"t": crate::hist::now(), "stamp": stamp, "hid": req.hid, "n": req.n, "end": req.end,
                           "holder": req.holder, "fence": req.fence, "peer": peer}));
+    // an armed worker is stopped now, before it reads the answer (stop.rs)
+    shared.stops.at_answer(&req.holder, &req.hid, req.fence, req.n, req.end);
     (200, json!({"count": count, "sum": sum, "stamp": stamp}))
 }
 

@@ -296,6 +296,7 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "one-leader",
             "no-silent-budget-overrun",
             "served-work",
+            "model",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {

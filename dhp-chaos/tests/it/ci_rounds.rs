@@ -3,6 +3,20 @@
 //! (python workers + python supervisors), and one mixing both on one store.
 use crate::common::*;
 
+/// The `model` invariant judged the whole audit and found no illegal step.
+fn assert_model_held(r: &Run) {
+    assert_model_no_violation(r);
+    let m = &r.totals()["invariants"]["model"];
+    assert_eq!(m["status"], "held", "{m:#}\n{}", r.dump());
+}
+
+/// No step `model` could not explain; a reference worker's check-then-write
+/// steps, where the harness cannot rule the weakness out, are filed known.
+fn assert_model_no_violation(r: &Run) {
+    assert!(r.violations("model").is_empty(), "model violated\n{}", r.dump());
+    assert!(r.checked("model") > 0, "model judged nothing\n{}", r.dump());
+}
+
 fn assert_exercised(r: &Run, handoffs: u64) {
     assert_eq!(r.checked("outcome"), handoffs, "{}", r.dump());
     assert!(r.checked("checkpoints") > 0 && r.checked("fencing") > 0, "{}", r.dump());
@@ -15,6 +29,7 @@ fn ours_short_round_holds_and_reanalyzes() {
     let r = run_chaos("ours", &["--seed", "4242", "--handoffs", "4", "--chunks", "150"]);
     assert_eq!(r.code, 0, "every invariant must hold for dhp-core\n{}", r.dump());
     assert_exercised(&r, 4);
+    assert_model_held(&r);
     let t = r.totals();
     assert!(t["kills"].as_u64().unwrap_or(0) >= 10, "the injector must have killed things: {t:#}");
     assert!(t["detection_worker_kill"]["n"].as_u64().unwrap_or(0) >= 3, "detection latency sampled: {t:#}");
@@ -34,6 +49,7 @@ fn ours_tcp_shipping_round_holds() {
     let r = run_chaos("ours-tcp", &["--seed", "5151", "--handoffs", "3", "--chunks", "100", "--ship", "tcp"]);
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_exercised(&r, 3);
+    assert_model_held(&r);
     assert!(r.out.join("round-0000/peer").read_dir().map(|d| d.count()).unwrap_or(0) >= 3, "the peer's logs");
 }
 
@@ -71,6 +87,7 @@ fn reference_round_has_no_unexplained_violation() {
         eprintln!("reference round hit known reference weaknesses:\n{}", r.stdout);
     }
     assert_exercised(&r, 3);
+    assert_model_no_violation(&r);
     assert!(r.totals()["kills_by_role"]["worker"].as_u64().unwrap_or(0) >= 2, "worker kills expected\n{}", r.dump());
 }
 
@@ -102,4 +119,5 @@ fn mixed_workers_under_python_supervisors_hold() {
     assert!(r.code == 0 || r.code == 1, "{}", r.dump());
     assert_eq!(r.totals()["unexplained"].as_u64(), Some(0), "{}", r.dump());
     assert_exercised(&r, 3);
+    assert_model_no_violation(&r);
 }

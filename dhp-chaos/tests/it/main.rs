@@ -30,6 +30,8 @@ mod hosts_link_round;
 mod hosts_refusals;
 mod hosts_round;
 mod interrupted;
+mod model_corpus;
+mod model_mutants;
 mod mutant_ack_on_full;
 mod mutant_ack_unshipped;
 mod mutant_async_lag;

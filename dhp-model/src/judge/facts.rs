@@ -68,6 +68,17 @@ impl Facts {
         out
     }
 
+    /// The (holder, fence) of the served chunk checkpoint `seq` of `hid`
+    /// carries, when the harness's record names it.
+    pub fn carried_by(&self, hid: &str, seq: i64) -> Option<(String, i64)> {
+        self.all.iter().find_map(|x| match x {
+            Fact::CarriedBy { holder, hid: h, seq: s, fence, .. } if h == hid && *s == seq => {
+                Some((holder.clone(), *fence))
+            }
+            _ => None,
+        })
+    }
+
     /// The check-then-write rule of the module docs: `Ok(why)` if the
     /// stale write at `at` could have been checked before `bump`, else
     /// `Err(why not)`. `earlier_stale`: seqs of earlier stale writes by the

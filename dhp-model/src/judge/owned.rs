@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::facts::Bump;
 use super::rows::{ex, tm, Pair};
 use super::tables::describe;
-use super::{Change, Judge, Verdict};
+use super::{Change, Judge, Variant, Verdict};
 use crate::ops::{self, Lease};
 use crate::state::{Leadership, State, Status, Time, ORPHANED};
 
@@ -45,7 +45,7 @@ impl Judge {
         // writes its second one later).
         let (at, seq) = (first.at, last.seq);
         if let Some(v) = self.terminal(hid, b, a) {
-            return v;
+            return self.stale_completion(hid, b, a, at, seq, v);
         }
         match (&b.own, &a.own) {
             (None, None) => self.status_only(hid, b, a, at, seq),
@@ -57,6 +57,35 @@ impl Judge {
     }
 
     /// Rows that come and go, and the terminal statuses (§4, §6.1, §6.3).
+    /// A completion over a completion, in the check-then-write variant
+    /// (§13.2: the reference checks `status == running`, then writes). By a
+    /// worker fenced out before (its envelope names its runner_id and
+    /// fence): a stale write, judged by [`Judge::stale`]. By the current
+    /// holder with its fence: its check may have passed before the earlier
+    /// completion committed — excused.
+    fn stale_completion(&mut self, hid: &str, b: &Pair, a: &Pair, at: f64, seq: i64, v: Verdict) -> Verdict {
+        let Verdict::Illegal { rule, message, .. } = &v else { return v };
+        if self.variant != Variant::CheckThenWrite || !rule.starts_with("§6.3 a completion is accepted once") {
+            return v;
+        }
+        let fence = a.handoff.as_ref().and_then(|h| ex(h, "fence")?.as_i64());
+        let (Some(w), Some(f)) = (a.exec_s("runner_id"), fence) else { return v };
+        if b.holder() == Some(w) && b.fence() == Some(f) {
+            let why = format!(
+                "{w}, the holder at fence {f}, completed over an earlier completion: its check (status running) could have passed before that one committed; the reference writes in a separate statement (PROTOCOL §13.2)"
+            );
+            return Verdict::Excused { rule: rule.clone(), why };
+        }
+        let bump = self.bump_of(hid, w, f);
+        match bump {
+            Some(bump) => {
+                let (rule, message) = (rule.clone(), message.clone());
+                self.stale(hid, &rule, seq, at, bump, message)
+            }
+            None => v,
+        }
+    }
+
     fn terminal(&self, hid: &str, b: &Pair, a: &Pair) -> Option<Verdict> {
         let (sb, sa) = (b.status(), a.status());
         match (sb, sa) {

@@ -65,16 +65,26 @@ impl Judge {
             );
             return self.stale(&hid, rule, c.seq, c.at, bump, msg);
         }
-        // The harness's chunk log names the writer when one worker, alive at
-        // the commit, was served since the last checkpoint. SQLite's `at`
-        // has millisecond resolution: a chunk stamped up to 2 ms after it
-        // may be this checkpoint's.
-        let mut served = self.facts.served(&hid, since, c.at + AT_RESOLUTION_S);
-        served.retain(|(w, _)| !self.facts.died_before(w, c.at));
-        if served.len() != 1 {
-            self.unattributed += 1;
-        }
-        if let [(w, wf)] = served.as_slice() {
+        // The harness's chunk log names the writer: the chunk the checkpoint
+        // carries (its stamp, `Fact::CarriedBy`), else the one worker, alive
+        // at the commit, served since the last checkpoint. SQLite's `at` has
+        // millisecond resolution: a chunk stamped up to 2 ms after it may be
+        // this checkpoint's.
+        let named = match self.facts.carried_by(&hid, seq) {
+            Some(n) => Some(n),
+            None => {
+                let mut served = self.facts.served(&hid, since, c.at + AT_RESOLUTION_S);
+                served.retain(|(w, _)| !self.facts.died_before(w, c.at));
+                if served.len() != 1 {
+                    self.unattributed += 1;
+                }
+                match served.as_slice() {
+                    [(w, wf)] => Some((w.clone(), *wf)),
+                    _ => None,
+                }
+            }
+        };
+        if let Some((w, wf)) = named.as_ref().map(|(w, f)| (w, f)) {
             if *wf < fence {
                 let bump =
                     self.bump_of(&hid, w, *wf).unwrap_or(Bump { holder: w.clone(), fence: *wf, seq: 0, at: c.at });

@@ -152,6 +152,22 @@ pub enum Fact {
         /// When.
         at: f64,
     },
+    /// The harness's record names the served chunk a committed checkpoint
+    /// carries (the workload service's stamp in its state): checkpoint
+    /// `seq` of `hid` holds the chunk served to `holder` under `fence` at
+    /// `at` — whatever the time window between checkpoints says.
+    CarriedBy {
+        /// Worker id the chunk was served to.
+        holder: String,
+        /// Handoff.
+        hid: String,
+        /// The checkpoint's seq.
+        seq: i64,
+        /// The fence the worker presented for the chunk.
+        fence: i64,
+        /// When the chunk was served.
+        at: f64,
+    },
     /// The harness paused `holder` right after serving it that chunk,
     /// before it could check its ownership again.
     StoppedAtChunk {
@@ -174,6 +190,7 @@ impl Fact {
             | Fact::Stopped { at, .. }
             | Fact::Continued { at, .. }
             | Fact::ChunkServed { at, .. }
+            | Fact::CarriedBy { at, .. }
             | Fact::StoppedAtChunk { at, .. } => *at,
         }
     }

@@ -13,6 +13,7 @@ mod fencing;
 mod fencing_audit;
 mod lost_commits;
 mod lost_failover;
+mod model;
 mod no_false_orphans;
 mod one_leader;
 mod outcome;
@@ -81,11 +82,13 @@ pub enum Invariant {
     Budget,
     /// `served-work`: every checkpoint holds a chunk the harness's workload service served, to the holder and fence that committed it.
     ServedWork,
+    /// `model`: every audited change is the effect of a legal operation of dhp-model (store audit).
+    Model,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 21] = [
+    pub const ALL: [Invariant; 22] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -107,6 +110,7 @@ impl Invariant {
         Invariant::OneLeader,
         Invariant::Budget,
         Invariant::ServedWork,
+        Invariant::Model,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -133,6 +137,7 @@ impl Invariant {
             Invariant::OneLeader => "one-leader",
             Invariant::Budget => "no-silent-budget-overrun",
             Invariant::ServedWork => "served-work",
+            Invariant::Model => "model",
         }
     }
 
@@ -183,6 +188,7 @@ impl Invariant {
             Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
             Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
             Invariant::ServedWork => "every committed checkpoint carries the stamp the harness's workload service gave for exactly that chunk of that handoff, no stamp is committed twice, and the chunk was served to the holder and fence the store had when the checkpoint committed (workload record, store audit)",
+            Invariant::Model => "every change the store audit recorded, in commit order, is the effect of a legal operation of the protocol's model (dhp-model) from the state just before it, given the harness's own facts (deaths, pauses, served chunks); the whole audit is consumed (store audit)",
             Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
         }
     }
@@ -211,6 +217,7 @@ impl Invariant {
             Invariant::OneLeader => one_leader::check(cx),
             Invariant::Budget => budget::check(cx),
             Invariant::ServedWork => served_work::check(cx),
+            Invariant::Model => model::check(cx),
         }
     }
 }

@@ -19,13 +19,23 @@ const REAP_SLACK_S: f64 = 1.0;
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     let Some(a) = cx.audit else { return out };
+    // a row SQLite's INSERT OR REPLACE removed (audit op REPLACE) is the
+    // old row of the INSERT that follows it: a take, not a take of an absent row
+    let mut replaced: Option<&crate::audit::Event> = None;
     for e in a.events.iter().filter(|e| e.table == "leadership") {
-        let (Some(new_h), old_h) = (e.new_s("holder"), e.old_s("holder")) else { continue };
+        if e.op == "REPLACE" {
+            replaced = Some(e);
+            continue;
+        }
+        let before = if e.op == "INSERT" { replaced.take() } else { None };
+        let old_row = |k: &str| e.old_s(k).or_else(|| before.and_then(|r| r.old_s(k)));
+        let (Some(new_h), old_h) = (e.new_s("holder"), old_row("holder")) else { continue };
         if old_h == Some(new_h) {
             continue; // a renewal
         }
         out.checked += 1;
-        let (Some(old_h), Some(exp)) = (old_h, e.old_f("expires_at")) else { continue };
+        let exp = e.old_f("expires_at").or_else(|| before.and_then(|r| r.old_f("expires_at")));
+        let (Some(old_h), Some(exp)) = (old_h, exp) else { continue };
         if e.at + SLACK_S >= exp {
             continue; // the old term had expired
         }

@@ -1,0 +1,212 @@
+//! model: every change the store audit recorded is the effect of a legal
+//! operation of `dhp-model` from the model's state just before it
+//! (docs/chaos-model.md).
+//!
+//! The judge is fed two streams, merged by time: the audit's changes, in
+//! commit order, and the facts the harness itself owns — deaths (its
+//! SIGKILLs and the exits it reaped), its SIGSTOPs and SIGCONTs, the chunks
+//! its workload service served and the workers it stopped at a served
+//! chunk. Nothing comes from the processes under test. The verdict must
+//! have read the whole audit: a judge that consumed fewer changes than the
+//! audit holds is a violation of its own.
+
+use crate::audit::Event;
+use crate::check::ctx::Ctx;
+use crate::check::findings::Findings;
+use crate::check::CHECK_THEN_WRITE;
+use dhp_model::judge::{Change, Fact, Judge, Params, Report, Variant, Violation};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// How many undecidable items the verdict lists one by one (the rest are counted).
+const LIST_MAX: usize = 20;
+
+pub(super) fn check(cx: &Ctx<'_>) -> Findings {
+    let mut out = Findings::default();
+    let Some(a) = cx.audit else { return out };
+    let changes = match changes(&a.events) {
+        Ok(c) => c,
+        Err(why) => {
+            out.plain(format!("the store audit cannot be judged: {why}"));
+            return out;
+        }
+    };
+    let variant = variant(cx);
+    let report = Judge::new(variant, params(cx)).run(changes, facts(cx, &a.events));
+    file(&mut out, &report, a.events.len(), variant);
+    out
+}
+
+/// The strict model, except for a round that ran the reference's workers:
+/// there the check-then-write variant, whose excused steps are filed as
+/// the known weakness (allowed only under `--allow-known-reference-bugs`).
+fn variant(cx: &Ctx<'_>) -> Variant {
+    let reference = cx.ix.spawns.values().any(|s| s.role == "worker" && s.imp == "python");
+    if reference {
+        Variant::CheckThenWrite
+    } else {
+        Variant::Strict
+    }
+}
+
+/// The store's configuration, from the round's `round.json`.
+fn params(cx: &Ctx<'_>) -> Params {
+    let mut p = Params::default();
+    if let Some(ttl) = cx.meta["config"]["timing"]["leader_ttl_s"].as_f64() {
+        p.leader_ttl_s = ttl;
+    }
+    if let Some(m) = cx.meta["config"]["max_attempts"].as_u64() {
+        p.default_max_attempts = u32::try_from(m).unwrap_or(u32::MAX);
+    }
+    p
+}
+
+/// The audit's rows as the judge's changes, in commit order.
+pub(crate) fn changes(events: &[Event]) -> Result<Vec<Change>, String> {
+    events
+        .iter()
+        .map(|e| {
+            Ok(Change {
+                seq: e.seq,
+                table: e.table.parse().map_err(|err| format!("audit seq {}: {err}", e.seq))?,
+                op: e.op.parse().map_err(|err| format!("audit seq {}: {err}", e.seq))?,
+                hid: e.hid.clone(),
+                old: e.old.clone(),
+                new: e.new.clone(),
+                at: e.at,
+                txn: e.xid,
+            })
+        })
+        .collect()
+}
+
+/// The harness's own process facts, unsorted. From the workload service's
+/// record: for each committed checkpoint, the request whose answer (its
+/// stamp) it carries (`CarriedBy`: the judge's writer of that checkpoint),
+/// and those served chunks — a chunk nobody committed (its worker paused
+/// or killed before writing) says nothing about any write, and the store's
+/// clock (`julianday('now')`, 1 ms) can put a serve just after its commit,
+/// outside the judge's time window.
+fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
+    let mut out = Vec::new();
+    let mut died: std::collections::HashMap<&str, f64> = cx.ix.exits.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+    for f in &cx.ix.faults {
+        let (Some(victim), t) = (f.s("victim"), f.t()) else { continue };
+        // PostgreSQL: the harness terminated the backend of the victim's
+        // liveness session — its token dropped, so to the protocol (§7.5,
+        // the liveness fast path) the holder is gone; it is fenced at its
+        // next write (a worker) or renewal (a supervisor)
+        let liveness_cut = f.s("kind") == Some("db-terminate-backend")
+            && f.get("liveness_connection").and_then(Value::as_bool) == Some(true);
+        if liveness_cut {
+            let d = died.entry(victim).or_insert(t);
+            *d = d.min(t);
+        }
+        match f.s("signal") {
+            // its SIGKILL is the death; the exit is reaped a little later
+            Some("KILL") => {
+                let d = died.entry(victim).or_insert(t);
+                *d = d.min(t);
+            }
+            Some("STOP") => match (f.s("kind"), f.hid(), f.i("chunk_fence")) {
+                (Some(crate::workload::STOP_AT_CHUNK), Some(hid), Some(fence)) => {
+                    out.push(Fact::StoppedAtChunk { holder: victim.to_string(), hid: hid.to_string(), fence, at: t })
+                }
+                _ => out.push(Fact::Stopped { holder: victim.to_string(), at: t }),
+            },
+            Some("CONT") => out.push(Fact::Continued { holder: victim.to_string(), at: t }),
+            _ => {}
+        }
+    }
+    out.extend(died.into_iter().map(|(h, at)| Fact::Died { holder: h.to_string(), at }));
+    if let Some(w) = &cx.workload {
+        // stamp → (hid, seq) of the checkpoint that carries it
+        let carried: HashMap<String, (String, i64)> = events.iter().filter_map(carried).collect();
+        for (stamp, (hid, seq)) in &carried {
+            if let Some(s) = w.by_stamp(stamp).filter(|s| &s.hid == hid) {
+                let holder = s.holder.clone();
+                out.push(Fact::CarriedBy { holder, hid: hid.clone(), seq: *seq, fence: s.fence, at: s.t });
+            }
+        }
+        let committed: HashSet<&String> = carried.keys().collect();
+        out.extend(w.served.iter().filter(|s| committed.contains(&s.stamp)).map(|s| Fact::ChunkServed {
+            holder: s.holder.clone(),
+            hid: s.hid.clone(),
+            fence: s.fence,
+            at: s.t,
+        }));
+    }
+    out
+}
+
+/// The workload stamp a checkpoint INSERT carries in its state, with the
+/// checkpoint's (hid, seq).
+fn carried(e: &Event) -> Option<(String, (String, i64))> {
+    if e.table != "checkpoints" || e.op != "INSERT" {
+        return None;
+    }
+    let row = e.new.as_ref()?;
+    let st: Value = match row.get("state_json")? {
+        Value::String(t) => serde_json::from_str(t).ok()?,
+        v => v.clone(),
+    };
+    let stamp = st.get("stamp")?.as_str()?.to_string();
+    Some((stamp, (e.hid.clone()?, row.get("seq")?.as_i64()?)))
+}
+
+/// The judge's report as findings: violations plain (no taint excuses
+/// them), excused steps as the known weakness, counts as notes.
+fn file(out: &mut Findings, r: &Report, audit_len: usize, variant: Variant) {
+    let decided = r.legal + r.excused.len() + r.violations.len();
+    out.checked = decided as u64;
+    if r.consumed != audit_len || !r.all_judged() {
+        out.plain(format!(
+            "the judge consumed {} of the audit's {audit_len} changes and accounted for {} (legal {} + flagged {} + indeterminate {}): a verdict over part of the audit proves nothing",
+            r.consumed,
+            r.legal + r.flagged + r.indeterminate,
+            r.legal,
+            r.flagged,
+            r.indeterminate
+        ));
+    }
+    for v in &r.violations {
+        out.plain(violation_text(v));
+    }
+    for e in &r.excused {
+        out.known(format!("[{}] audit seq {}: {}", e.rule, e.seq, e.why), CHECK_THEN_WRITE);
+    }
+    out.note(format!(
+        "judged {} of {audit_len} audit changes against the {} model: {} legal, {} excused, {} violation(s), {} indeterminate, {} undecidable",
+        r.consumed,
+        match variant {
+            Variant::CheckThenWrite => "check-then-write",
+            _ => "strict",
+        },
+        r.legal,
+        r.excused.len(),
+        r.violations.len(),
+        r.indeterminate,
+        r.undecidable.len(),
+    ));
+    for u in r.undecidable.iter().take(LIST_MAX) {
+        out.note(format!("undecidable: {u}"));
+    }
+    if r.undecidable.len() > LIST_MAX {
+        out.note(format!("… and {} more undecidable", r.undecidable.len() - LIST_MAX));
+    }
+}
+
+/// One violation for people: rule, seq, rows before and after, the closest operations.
+pub(crate) fn violation_text(v: &Violation) -> String {
+    let row = |r: &Option<Value>| r.as_ref().map_or_else(|| "none".to_string(), Value::to_string);
+    let closest = if v.closest.is_empty() { "none".to_string() } else { v.closest.join("; ") };
+    format!(
+        "[{}] audit seq {}: {} (before: {}; after: {}; closest: {})",
+        v.rule,
+        v.seq,
+        v.message,
+        row(&v.before),
+        row(&v.after),
+        closest
+    )
+}
