@@ -436,6 +436,10 @@ pub struct RoundConfig {
     /// (`--allow-unchecked NAME,…`; `all` for every one).
     #[serde(default)]
     pub allow_unchecked: Vec<String>,
+    /// Coverage targets that may stay unreached without the not-covered
+    /// exit code (`--allow-uncovered NAME,…`; `all` for every one).
+    #[serde(default)]
+    pub allow_uncovered: Vec<String>,
     /// Install the store audit (triggers and a harness-owned table, `src/audit/`).
     #[serde(default = "yes")]
     pub audit: bool,

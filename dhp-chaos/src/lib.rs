@@ -42,6 +42,7 @@ pub mod audit;
 pub mod check;
 pub mod clock;
 pub mod config;
+pub mod coverage;
 pub mod error;
 pub mod hist;
 pub mod hosts;

@@ -199,6 +199,10 @@ pub struct RunArgs {
     /// Invariants that may end UNCHECKED without the exit code 3 (comma-separated names, or `all`).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub allow_unchecked: Vec<String>,
+    /// Coverage targets that may stay unreached without exit 4 (comma-separated: a situation such as
+    /// zombies, races, dlq, or a fault kind; `all` for every one). See docs/chaos-coverage.md.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub allow_uncovered: Vec<String>,
     /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
     #[arg(long)]
     pub no_audit: bool,
