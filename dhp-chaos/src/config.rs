@@ -440,6 +440,9 @@ pub struct RoundConfig {
     /// exit code (`--allow-uncovered NAME,…`; `all` for every one).
     #[serde(default)]
     pub allow_uncovered: Vec<String>,
+    /// `--steer`: coverage-guided scheduling (`crate::coverage::steer`).
+    #[serde(default)]
+    pub steer: bool,
     /// Install the store audit (triggers and a harness-owned table, `src/audit/`).
     #[serde(default = "yes")]
     pub audit: bool,

@@ -203,6 +203,11 @@ pub struct RunArgs {
     /// zombies, races, dlq, or a fault kind; `all` for every one). See docs/chaos-coverage.md.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub allow_uncovered: Vec<String>,
+    /// Coverage-guided scheduling: at each fault, steer toward what the round has not reached yet (a pause
+    /// while no zombie was woken after its replacement, a race of recoverers, a leader kill, a kind that never
+    /// fired, the DLQ handoff's holder); seeded (a stream of its own) and recorded as `steer` events.
+    #[arg(long)]
+    pub steer: bool,
     /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
     #[arg(long)]
     pub no_audit: bool,

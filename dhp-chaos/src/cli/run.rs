@@ -268,6 +268,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         impl_history: a.impl_history == "on",
         allow_unchecked: dhp_chaos::check::Invariant::parse_allowed(&a.allow_unchecked)?,
         allow_uncovered: dhp_chaos::coverage::parse_allowed(&a.allow_uncovered)?,
+        steer: a.steer,
         audit: !a.no_audit,
         workload: a.workload == "service",
         dhp,

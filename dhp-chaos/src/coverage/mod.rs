@@ -15,6 +15,7 @@ mod applicable;
 mod moments;
 mod render;
 mod situations;
+pub mod steer;
 
 pub use render::{matrix_text, run_lines};
 

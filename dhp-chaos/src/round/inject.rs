@@ -68,7 +68,10 @@ impl Driver<'_> {
         // times are t0 + the seeded intervals, late by at most a loop tick
         self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
         let kind = self.pick_kind();
-        self.inject_kind(kind);
+        let kind = self.steered_kind(kind);
+        if self.inject_kind(kind) {
+            self.steer.fired(kind);
+        }
     }
 
     /// Inject one fault of `kind` now, on a victim drawn from the processes
@@ -111,7 +114,8 @@ impl Driver<'_> {
                     })
                     .collect();
                 let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
-                if let Some(&i) = pool.choose(&mut self.rng_victim) {
+                let pick = pool.choose(&mut self.rng_victim).copied();
+                if let Some(i) = self.steered_victim(&workers).or(pick) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
@@ -292,6 +296,9 @@ impl Driver<'_> {
             self.resume_at.remove(&i);
             let id = self.fault_id;
             if self.signal(i, Signal::SIGCONT, "resume", id) {
+                if reason == "replaced" {
+                    self.steer.woken_replaced();
+                }
                 self.hist.record("resume", json!({"victim": self.table.procs[i].name, "reason": reason}));
             }
         }

@@ -31,6 +31,7 @@ mod monitor;
 mod reap;
 mod spawn;
 mod startup;
+mod steer;
 mod store_disk;
 mod workload;
 
@@ -215,6 +216,8 @@ pub struct Driver<'a> {
     pub(crate) extra_meta: Value,
     /// Deaths at start in a row, by role (a harness error past a limit).
     starts: startup::StartDeaths,
+    /// `--steer`: coverage-guided choices (`crate::coverage::steer`).
+    steer: crate::coverage::steer::Steer,
 }
 
 impl<'a> Driver<'a> {
@@ -293,6 +296,7 @@ impl<'a> Driver<'a> {
             dead: false,
             extra_meta: json!({}),
             starts: startup::StartDeaths::default(),
+            steer: crate::coverage::steer::Steer::new(cfg.steer, cfg.seed),
         })
     }
 

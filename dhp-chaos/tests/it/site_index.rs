@@ -120,7 +120,10 @@ fn check_page(dom: &str, out: &Path, results: &Value) -> Result<(), String> {
 
 #[test]
 fn the_run_page_links_every_round_and_shows_what_results_json_says() {
-    let r = run_chaos("site-index", &["--rounds", "2", "--seed", "4343", "--handoffs", "3", "--chunks", "100"]);
+    let r = run_chaos(
+        "site-index",
+        &["--allow-uncovered", "all", "--rounds", "2", "--seed", "4343", "--handoffs", "3", "--chunks", "100"],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     let index = r.out.join("index.html");
     let page = std::fs::read_to_string(&index).expect("the run wrote index.html");
