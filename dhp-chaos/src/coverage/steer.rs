@@ -44,7 +44,15 @@ pub struct Steer {
     leader_kills: u64,
     /// The handoffs dispatched with `--dlq-max-attempts`.
     pub dlq_hids: BTreeSet<String>,
+    /// Handoffs added to extend the round.
+    pub extensions: u32,
+    /// The extension bound was reached with targets still missing (said once).
+    pub bound_said: bool,
 }
+
+/// At most this many handoffs are added to a round whose work ended before
+/// its targets were reached.
+pub const MAX_EXTENSIONS: u32 = 3;
 
 impl Steer {
     /// A steerer for a round of `seed`; `on` false: it never steers.
@@ -57,6 +65,8 @@ impl Steer {
             races: 0,
             leader_kills: 0,
             dlq_hids: BTreeSet::new(),
+            extensions: 0,
+            bound_said: false,
         }
     }
 
@@ -115,6 +125,27 @@ impl Steer {
     /// one: no race has happened in the round yet.
     pub fn force_race(&mut self) -> bool {
         self.on && self.races == 0
+    }
+
+    /// The targets the round has visibly not reached yet, of those more work
+    /// can reach: a zombie woken replaced, a race of recoverers, a DLQ
+    /// handoff parked (`dlq_parked`: the monitor saw one `failed`).
+    pub fn missing(&self, mix: &[(FaultKind, f64)], race_rate: f64, dlq_parked: bool) -> Vec<&'static str> {
+        let has = |k: FaultKind| mix.iter().any(|(m, w)| *m == k && *w > 0.0);
+        let mut out = Vec::new();
+        if !self.on {
+            return out;
+        }
+        if has(FaultKind::Pause) && self.woken_replaced == 0 {
+            out.push("zombies");
+        }
+        if race_rate > 0.0 && self.races == 0 {
+            out.push("races");
+        }
+        if !self.dlq_hids.is_empty() && !dlq_parked {
+            out.push("dlq");
+        }
+        out
     }
 
     /// 2 or more recoverers were started for one orphan.

@@ -495,7 +495,7 @@ impl<'a> Driver<'a> {
         self.heal_link(false);
         self.heal_db_link(false);
         self.heal_disk(false);
-        if self.all_terminal() || hist::now() >= self.fault_end {
+        if (self.all_terminal() || hist::now() >= self.fault_end) && !self.steer_extend()? {
             return Ok(true);
         }
         if !self.faults_on {

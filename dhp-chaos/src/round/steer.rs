@@ -3,7 +3,7 @@
 //! recorded in the history as a `steer` event.
 
 use super::*;
-use crate::coverage::steer::View;
+use crate::coverage::steer::{View, MAX_EXTENSIONS};
 
 impl Driver<'_> {
     fn steer_view(&self) -> View {
@@ -78,5 +78,60 @@ impl Driver<'_> {
             self.steer.raced();
         }
         n
+    }
+}
+
+impl Driver<'_> {
+    /// The round's work ended (or its fault time did) before its targets
+    /// were reached: add one handoff (a DLQ one while no DLQ handoff was
+    /// parked) and go on, up to [`MAX_EXTENSIONS`] and within
+    /// `--fault-seconds`; true when it did. At the bound, what is still
+    /// missing is recorded once. Not for `--hosts` rounds (their standby
+    /// takes a dead host's handoffs over by index).
+    pub(super) fn steer_extend(&mut self) -> Result<bool> {
+        if !self.steer.on() || self.cfg.host.is_some() || self.dead || hist::now() >= self.fault_end {
+            return Ok(false);
+        }
+        let parked =
+            self.steer.dlq_hids.iter().any(|h| self.snap.status.get(h).is_some_and(|s| s.as_str() == "failed"));
+        let missing = self.steer.missing(&self.cfg.fault_mix, self.cfg.race_rate, parked);
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        if self.steer.extensions >= MAX_EXTENSIONS {
+            if !self.steer.bound_said {
+                self.steer.bound_said = true;
+                self.hist.record("round", json!({"phase": "extend-bound", "missing": missing, "bound": MAX_EXTENSIONS}));
+            }
+            return Ok(false);
+        }
+        let i = self.hids.len() as u32;
+        let span = self.cfg.chunks.checked_mul(self.cfg.chunk);
+        let lo = span.and_then(|s| s.checked_mul(u64::from(i))).and_then(|o| o.checked_add(self.cfg.base));
+        let (Some(span), Some(lo)) = (span, lo) else { return Ok(false) };
+        let Some(hi) = lo.checked_add(span) else { return Ok(false) };
+        let dlq = missing.contains(&"dlq") || self.steer.dlq_hids.is_empty() && self.cfg.dlq_handoffs > 0;
+        let max_att = if dlq { self.cfg.dlq_max_attempts } else { self.cfg.max_attempts };
+        let hid = procs::dispatch_census(&self.cfg.dhp, self.store_arg(), (lo, hi), self.cfg.chunk, max_att)?;
+        self.steer.extensions += 1;
+        self.hist.record(
+            "round",
+            json!({"phase": "extend", "missing": missing, "extension": self.steer.extensions, "hid": hid}),
+        );
+        self.hist.record(
+            "dispatch",
+            json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att,
+                   "extension": true}),
+        );
+        if dlq {
+            self.steer.dlq_hids.insert(hid.clone());
+        }
+        self.tasks.insert(hid.clone(), (lo, hi, self.cfg.chunk));
+        if let Some(w) = &self.workload {
+            w.add_task(hid.clone(), (lo, hi, self.cfg.chunk));
+        }
+        self.hids.push(hid);
+        self.monitor();
+        Ok(true)
     }
 }

@@ -45,6 +45,7 @@ pub type Tasks = HashMap<String, (u64, u64, u64)>;
 /// A running service; stops (and joins) on drop.
 pub struct Service {
     url: String,
+    shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -58,13 +59,21 @@ impl Service {
         let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
         listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Shared { tasks, file: Mutex::new(file) });
+        let shared = Arc::new(Shared { tasks: Mutex::new(tasks), file: Mutex::new(file) });
         let flag = stop.clone();
+        let served = shared.clone();
         let thread = std::thread::Builder::new()
             .name("workload".into())
-            .spawn(move || run(listener, &flag, &shared))
+            .spawn(move || run(listener, &flag, &served))
             .map_err(Error::io("starting the service for", &path))?;
-        Ok(Service { url: format!("http://{addr}"), stop, thread: Some(thread) })
+        Ok(Service { url: format!("http://{addr}"), stop, thread: Some(thread), shared })
+    }
+
+    /// Serve one more handoff (a round extended by `--steer`).
+    pub fn add_task(&self, hid: String, task: (u64, u64, u64)) {
+        if let Ok(mut t) = self.shared.tasks.lock() {
+            t.insert(hid, task);
+        }
     }
 
     /// `http://ADDR`, the value of [`ENV`].
@@ -83,7 +92,8 @@ impl Drop for Service {
 }
 
 struct Shared {
-    tasks: Tasks,
+    /// Behind a lock: a steered round adds handoffs while it runs.
+    tasks: Mutex<Tasks>,
     file: Mutex<File>,
 }
 
@@ -172,7 +182,11 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
     };
     let q: HashMap<String, String> =
         query.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (unescape(k), unescape(v))).collect();
-    let req = match Request::parse(&q, &shared.tasks) {
+    let parsed = match shared.tasks.lock() {
+        Ok(tasks) => Request::parse(&q, &tasks),
+        Err(_) => Err("the service's task table is unusable (a thread panicked)".to_string()),
+    };
+    let req = match parsed {
         Ok(r) => r,
         Err(why) => {
             shared.append(&json!({"t": crate::hist::now(), "bad": why, "target": target, "peer": peer}));
