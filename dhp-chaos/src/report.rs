@@ -575,6 +575,10 @@ pub fn verdict_line(code: i32, rounds: &[RoundReport], t: &Totals) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
+        0 if !t.coverage.missed().is_empty() => format!(
+            "dhp-chaos: NO VIOLATION ({n}); not covered, allowed by --allow-uncovered: {}",
+            t.coverage.missed().join(", ")
+        ),
         0 => format!("dhp-chaos: ALL INVARIANTS HELD ({n})"),
         1 => "dhp-chaos: INVARIANT VIOLATED".to_string(),
         crate::coverage::EXIT_NOT_COVERED => format!(

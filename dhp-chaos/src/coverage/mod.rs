@@ -284,3 +284,6 @@ pub(crate) fn demote(verdicts: &mut [crate::check::Verdict], c: &Coverage) {
         v.checked = 0;
     }
 }
+
+#[cfg(test)]
+mod tests;

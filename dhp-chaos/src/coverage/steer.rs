@@ -90,7 +90,9 @@ impl Steer {
 
     /// The kind to inject instead of `drawn`, and why (`None`: keep `drawn`).
     pub fn kind(&mut self, drawn: FaultKind, mix: &[(FaultKind, f64)], v: View) -> Option<(FaultKind, &'static str)> {
-        if !self.on || !self.rng.gen_bool(TAKE_OVER) {
+        // kinds that draw their toxic or length from the schedule's stream are
+        // neither steered to nor away from: the stream stays as without --steer
+        if !self.on || draws_from_schedule(drawn) || !self.rng.gen_bool(TAKE_OVER) {
             return None;
         }
         let has = |k: FaultKind| mix.iter().any(|(m, w)| *m == k && *w > 0.0);
@@ -115,7 +117,7 @@ impl Steer {
                 FaultKind::KillFollower => v.followers > 0,
                 FaultKind::Pause => v.lease_holders > 0 && !v.paused_now,
                 FaultKind::KillWorker | FaultKind::KillMulti => v.lease_holders > 0,
-                _ => true,
+                k => !draws_from_schedule(*k),
             };
             eligible && !self.fired.contains(k.name())
         })
@@ -152,6 +154,12 @@ impl Steer {
     pub fn raced(&mut self) {
         self.races += 1;
     }
+}
+
+/// The kinds whose injection draws from the schedule's own stream (a
+/// toxic, a length): see `round::link`, `disk`, `store_disk`, `db_link`.
+pub fn draws_from_schedule(k: FaultKind) -> bool {
+    matches!(k, FaultKind::Link | FaultKind::DbLink | FaultKind::DiskFull | FaultKind::StoreFull)
 }
 
 #[cfg(test)]

@@ -101,7 +101,8 @@ impl Driver<'_> {
         if self.steer.extensions >= MAX_EXTENSIONS {
             if !self.steer.bound_said {
                 self.steer.bound_said = true;
-                self.hist.record("round", json!({"phase": "extend-bound", "missing": missing, "bound": MAX_EXTENSIONS}));
+                self.hist
+                    .record("round", json!({"phase": "extend-bound", "missing": missing, "bound": MAX_EXTENSIONS}));
             }
             return Ok(false);
         }

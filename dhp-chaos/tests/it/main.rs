@@ -12,6 +12,8 @@ mod ci_rounds;
 mod clock_leader_probe;
 mod clock_libfaketime;
 mod clock_round;
+mod coverage_missed;
+mod coverage_steer;
 mod db_faults_refused;
 mod db_faults_round;
 mod db_link_refused;
