@@ -17,7 +17,7 @@ mod render;
 mod situations;
 pub mod steer;
 
-pub use render::{matrix_text, run_lines};
+pub use render::{html, matrix_text, run_lines, timeline_lines};
 
 use crate::check::Ctx;
 use serde::{Deserialize, Serialize};

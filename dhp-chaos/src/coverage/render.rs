@@ -62,3 +62,81 @@ pub fn run_lines(c: &Coverage) -> String {
     }
     s
 }
+
+/// The ledger as an HTML fragment for the run page (`class` tells the run's
+/// from a round's): the matrix, then situations and fault kinds.
+pub fn html(c: &Coverage, class: &str) -> String {
+    use crate::site::esc;
+    let mut p = format!(
+        r#"<table class="coverage-matrix {class}"><tr><th>moment \ fault</th>{}</tr>"#,
+        Column::ALL.iter().map(|c| format!("<th>{}</th>", c.name())).collect::<String>()
+    );
+    for m in Moment::ALL {
+        let _ = write!(p, "<tr><td>{}</td>", m.name());
+        for col in Column::ALL {
+            let cell = c.matrix.iter().find(|x| x.moment == m.name() && x.fault == col.name());
+            let _ = match cell {
+                Some(x) if x.not_applicable.is_some() && x.hits == 0 => {
+                    write!(p, r#"<td class="na" title="{}">n/a</td>"#, esc(x.not_applicable.as_deref().unwrap_or("")))
+                }
+                Some(x) if x.hits == 0 => write!(p, r#"<td class="missed num">0</td>"#),
+                Some(x) => write!(p, r#"<td class="hit num">{}</td>"#, x.hits),
+                None => write!(p, "<td>?</td>"),
+            };
+        }
+        p.push_str("</tr>");
+    }
+    p.push_str("</table>\n");
+    let _ = write!(
+        p,
+        r#"<table class="coverage-targets {class}"><tr><th>situation or fault kind</th><th>reached</th><th>target</th><th>from</th></tr>"#
+    );
+    for t in c.situations.iter().chain(c.faults.iter().filter(|t| t.hits > 0 || t.not_applicable.is_none())) {
+        let (cls, state) = match (&t.not_applicable, t.hits) {
+            (Some(why), 0) => ("na", format!("n/a — {}", esc(why))),
+            (_, 0) if t.target => ("missed", "MISSED".to_string()),
+            (_, n) => ("hit", n.to_string()),
+        };
+        let _ = write!(
+            p,
+            r#"<tr class="{cls}" data-target="{}"><td>{}</td><td>{state}</td><td>{}</td><td>{}</td></tr>"#,
+            esc(&t.name),
+            esc(&t.name),
+            if t.target { "yes" } else { "no" },
+            esc(&t.source)
+        );
+    }
+    p.push_str("</table>\n");
+    let missed = c.missed();
+    if !missed.is_empty() {
+        let _ = writeln!(
+            p,
+            r#"<p class="not-covered">not covered: {}{}</p>"#,
+            esc(&missed.join(", ")),
+            if c.uncovered().is_empty() { " (allowed by --allow-uncovered)" } else { "" }
+        );
+    }
+    p
+}
+
+/// The round's ledger for the timeline's verdict block: the matrix, then
+/// one line of situations and targets missed.
+pub fn timeline_lines(c: &Coverage) -> Vec<String> {
+    if c.matrix.is_empty() {
+        return Vec::new(); // a report saved before the ledger existed
+    }
+    let mut v = vec!["coverage — moment × fault (n/a: this configuration cannot; ·: never hit)".to_string()];
+    v.extend(matrix_text(c).lines().map(String::from));
+    let reached: Vec<String> = c
+        .situations
+        .iter()
+        .filter(|t| t.not_applicable.is_none() || t.hits > 0)
+        .map(|t| format!("{} {}", t.name, t.hits))
+        .collect();
+    v.push(format!("  situations: {}", reached.join(", ")));
+    let missed = c.missed();
+    if !missed.is_empty() {
+        v.push(format!("  NOT COVERED: {}", missed.join(", ")));
+    }
+    v
+}
