@@ -538,7 +538,8 @@ pub fn side_by_side(cols: &[(String, Totals)]) -> String {
 /// violation (unless every one is a known reference weakness and
 /// `allow_known` says so), 3 an invariant unchecked and not allowed, else 0.
 pub fn exit_code(rounds: &[RoundReport], allow_known: bool, harness_error: bool) -> i32 {
-    if harness_error {
+    if harness_error || rounds.iter().any(|r| r.coverage.schedule.as_ref().is_some_and(|s| !s.matched)) {
+        // a schedule the seed does not give back: the harness itself is not deterministic
         2
     } else if !rounds.iter().all(|r| r.held || (allow_known && r.unexplained() == 0)) {
         1

@@ -14,6 +14,7 @@
 mod applicable;
 mod moments;
 mod render;
+pub mod schedule;
 mod situations;
 pub mod steer;
 
@@ -76,6 +77,10 @@ pub struct Coverage {
     /// `--allow-uncovered` as the round was run (names, or `all`).
     #[serde(default)]
     pub allowed: Vec<String>,
+    /// The fault schedule re-derived from the seed (`None`: none recorded).
+    /// Merged: steps summed, matched only if every round matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<schedule::ScheduleCheck>,
 }
 
 /// Where in the protocol a process fault landed (rows of the matrix).
@@ -173,6 +178,7 @@ pub(crate) fn of_round(cx: &Ctx<'_>, faults_by_kind: &BTreeMap<String, u64>, sta
         matrix,
         faults: app.fault_tallies(&fired),
         situations: situations::reached(cx, &app, stalls),
+        schedule: schedule::check(cfg, &schedule_events(cx)),
         allowed: cfg["allow_uncovered"]
             .as_array()
             .into_iter()
@@ -180,6 +186,11 @@ pub(crate) fn of_round(cx: &Ctx<'_>, faults_by_kind: &BTreeMap<String, u64>, sta
             .filter_map(|v| v.as_str().map(String::from))
             .collect(),
     }
+}
+
+/// The harness's `schedule` records of the round, in order.
+fn schedule_events<'a>(cx: &'a Ctx<'_>) -> Vec<&'a crate::hist::Ev> {
+    cx.ix.schedule.to_vec()
 }
 
 impl Coverage {
@@ -201,6 +212,14 @@ impl Coverage {
             merge_cells(&mut out.matrix, &c.matrix);
             merge_tallies(&mut out.faults, &c.faults);
             merge_tallies(&mut out.situations, &c.situations);
+            if let Some(s) = &c.schedule {
+                let m = out.schedule.get_or_insert(schedule::ScheduleCheck { matched: true, ..Default::default() });
+                m.steps += s.steps;
+                m.matched &= s.matched;
+                if m.first_difference.is_none() {
+                    m.first_difference.clone_from(&s.first_difference);
+                }
+            }
             for a in &c.allowed {
                 if !out.allowed.contains(a) {
                     out.allowed.push(a.clone());

@@ -50,6 +50,19 @@ pub fn run_lines(c: &Coverage) -> String {
     for t in c.faults.iter().filter(|t| t.hits > 0 || t.not_applicable.is_none()) {
         s.push_str(&tally_line(t));
     }
+    match &c.schedule {
+        Some(sc) if sc.matched => {
+            let _ = writeln!(s, " schedule re-derived from the seed: {} steps, identical byte for byte", sc.steps);
+        }
+        Some(sc) => {
+            let _ = writeln!(
+                s,
+                " SCHEDULE NOT REPRODUCIBLE from the seed (harness error): {}",
+                sc.first_difference.as_deref().unwrap_or("?")
+            );
+        }
+        None => {}
+    }
     let missed = c.missed();
     let uncovered = c.uncovered();
     if !missed.is_empty() {

@@ -15,6 +15,7 @@ fn cov(situations: Vec<Tally>, allowed: &[&str]) -> Coverage {
         faults: Vec::new(),
         situations,
         allowed: allowed.iter().map(|s| s.to_string()).collect(),
+        schedule: None,
     }
 }
 

@@ -218,6 +218,8 @@ pub struct Driver<'a> {
     starts: startup::StartDeaths,
     /// `--steer`: coverage-guided choices (`crate::coverage::steer`).
     steer: crate::coverage::steer::Steer,
+    /// Fault times drawn so far (the `schedule` record's step).
+    schedule_step: u64,
 }
 
 impl<'a> Driver<'a> {
@@ -297,6 +299,7 @@ impl<'a> Driver<'a> {
             extra_meta: json!({}),
             starts: startup::StartDeaths::default(),
             steer: crate::coverage::steer::Steer::new(cfg.steer, cfg.seed),
+            schedule_step: 0,
         })
     }
 
@@ -432,8 +435,9 @@ impl<'a> Driver<'a> {
             self.spawn_worker(i, "claim", None)?;
         }
         // first fault after one interval
-        let (a, b) = self.cfg.fault_interval_s;
-        self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
+        let first = crate::coverage::schedule::interval(&mut self.rng, self.cfg.fault_interval_s);
+        self.hist.record("schedule", crate::coverage::schedule::step(0, first, None, None));
+        self.next_fault = self.t0 + first;
         self.fault_end = self.t0 + self.cfg.fault_seconds;
         self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())

@@ -136,3 +136,18 @@ impl Driver<'_> {
         Ok(true)
     }
 }
+
+impl Driver<'_> {
+    /// The further draws `kind` makes from the schedule's stream in this
+    /// round (when its proxy or disk is there), for the schedule record.
+    pub(super) fn schedule_extra(&self, kind: FaultKind) -> Option<&'static str> {
+        use crate::coverage::schedule::{EXTRA_DISK, EXTRA_STORE, EXTRA_TOXIC};
+        match kind {
+            FaultKind::Link if self.proxy.is_some() => Some(EXTRA_TOXIC),
+            FaultKind::DbLink if self.db_proxy.is_some() => Some(EXTRA_TOXIC),
+            FaultKind::DiskFull if self.tmpfs.is_some() => Some(EXTRA_DISK),
+            FaultKind::StoreFull if self.store_disk.tmpfs.is_some() => Some(EXTRA_STORE),
+            _ => None,
+        }
+    }
+}
