@@ -36,7 +36,9 @@ failing round prints this exact command.
 
 Exit status: 0 every invariant held (or was not exercised), 1 a violation, 2 harness error, 3 an \
 invariant UNCHECKED (a source it needs was missing, or it checked nothing where the harness saw events) \
-and not named by --allow-unchecked.";
+and not named by --allow-unchecked, 4 held but NOT COVERED: a coverage target the configuration allows \
+(a woken zombie that tried to write, a race, the DLQ, a fault kind of the mix, ...) was never reached and \
+--allow-uncovered did not name it (docs/chaos-coverage.md).";
 
 /// The command line.
 #[derive(Parser)]
