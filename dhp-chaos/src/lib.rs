@@ -55,6 +55,7 @@ pub mod python;
 pub mod report;
 pub mod round;
 pub mod scenario;
+pub mod shrink;
 pub mod site;
 pub mod teardown;
 pub mod timeline;

@@ -62,6 +62,21 @@ pub enum Cmd {
         #[arg(long)]
         timeline: bool,
     },
+    /// Shrink a failing run: replay its first failing round's fault schedule with faults, handoffs,
+    /// supervisors and chunks removed while it still fails the same invariant; write the smallest as a
+    /// schedule file (`RUN_DIR/shrink/schedule.json`) that `dhp-chaos --schedule FILE` replays.
+    Shrink {
+        dir: PathBuf,
+        /// Replays of the final schedule (its reproduction rate is k of these).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        replays: u32,
+        /// Replays of each candidate before it is dropped as passing (the OS interleaving varies).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        tries: u32,
+        /// Stop reducing after this many minutes (the final replays still run).
+        #[arg(long, default_value_t = 10.0, value_parser = parse::budget_minutes)]
+        budget_minutes: f64,
+    },
 }
 
 /// The flags of a run, each checked by its value parser.
@@ -210,6 +225,10 @@ pub struct RunArgs {
     /// fired, the DLQ handoff's holder); seeded (a stream of its own) and recorded as `steer` events.
     #[arg(long)]
     pub steer: bool,
+    /// Replay a schedule file written by `dhp-chaos shrink` (one round: its configuration and scripted
+    /// faults; the other round flags are ignored, --out and --allow-known-reference-bugs are not).
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
     #[arg(long)]
     pub no_audit: bool,

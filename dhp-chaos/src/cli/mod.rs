@@ -9,3 +9,4 @@ pub mod parse;
 pub mod replay;
 pub mod rounds;
 pub mod run;
+pub mod shrink;

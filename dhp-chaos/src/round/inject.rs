@@ -55,6 +55,10 @@ impl Driver<'_> {
         if now < self.next_fault {
             return;
         }
+        if self.cfg.script.is_some() {
+            self.inject_scripted();
+            return;
+        }
         let b = self.cfg.fault_interval_s.1;
         // scheduled from the previous fault's planned time, not from now: fault
         // times are t0 + the seeded intervals, late by at most a loop tick

@@ -435,9 +435,7 @@ impl<'a> Driver<'a> {
             self.spawn_worker(i, "claim", None)?;
         }
         // first fault after one interval
-        let first = crate::coverage::schedule::interval(&mut self.rng, self.cfg.fault_interval_s);
-        self.hist.record("schedule", crate::coverage::schedule::step(0, first, None, None));
-        self.next_fault = self.t0 + first;
+        self.next_fault = self.t0 + self.first_fault();
         self.fault_end = self.t0 + self.cfg.fault_seconds;
         self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())

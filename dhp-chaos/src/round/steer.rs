@@ -151,3 +151,31 @@ impl Driver<'_> {
         }
     }
 }
+
+impl Driver<'_> {
+    /// Seconds from the start to the first fault: drawn (and recorded as
+    /// the schedule's step 0), or the script's first fault.
+    pub(super) fn first_fault(&mut self) -> f64 {
+        if let Some(script) = &self.cfg.script {
+            return script.first().map_or(f64::INFINITY, |f| f.at);
+        }
+        let first = crate::coverage::schedule::interval(&mut self.rng, self.cfg.fault_interval_s);
+        self.hist.record("schedule", crate::coverage::schedule::step(0, first, None, None));
+        first
+    }
+
+    /// `--schedule`: inject the script's next fault (its time has come) and
+    /// schedule the one after it, by the script's spacing.
+    pub(super) fn inject_scripted(&mut self) {
+        let Some(script) = &self.cfg.script else { return };
+        let k = self.schedule_step as usize;
+        let Some(f) = script.get(k).copied() else {
+            self.next_fault = f64::INFINITY;
+            return;
+        };
+        self.next_fault = script.get(k + 1).map_or(f64::INFINITY, |n| self.next_fault + (n.at - f.at).max(0.0));
+        self.schedule_step += 1;
+        self.hist.record("scripted", json!({"step": k, "at": f.at, "kind": f.kind.name()}));
+        self.inject_kind(f.kind);
+    }
+}
