@@ -28,7 +28,8 @@ struct Replayer {
 
 impl Replayer {
     /// Replay `cfg` up to `tries` times; with `all` false, stop at the
-    /// first that fails with the invariant. (failures, a failing round's directory)
+    /// first that passes (a candidate must fail every time to be kept).
+    /// (failures, a failing round's directory)
     fn attempt(&mut self, cfg: &RoundConfig, tries: u32, all: bool) -> Result<(u32, Option<PathBuf>)> {
         let (mut k, mut kept) = (0, None);
         for _ in 0..tries {
@@ -42,11 +43,11 @@ impl Replayer {
                 } else {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
+            } else {
+                let _ = std::fs::remove_dir_all(&dir);
                 if !all {
                     break;
                 }
-            } else {
-                let _ = std::fs::remove_dir_all(&dir);
             }
         }
         Ok((k, kept))
@@ -96,7 +97,7 @@ pub fn shrink(run: &Path, replays: u32, tries: u32, budget_minutes: f64) -> Resu
     std::fs::create_dir_all(&work)?;
     println!("dhp-chaos shrink: {} fails {inv}; its schedule has {before} fault(s)", dir.display());
     let mut rp = Replayer { work: work.clone(), n: 0, inv: inv.clone() };
-    let (k, _) = rp.attempt(&cfg, tries, false)?;
+    let (k, _) = rp.attempt(&cfg, tries, true)?;
     if k == 0 {
         println!("dhp-chaos shrink: the recorded schedule did not fail {inv} in {tries} replay(s): nothing to shrink");
         return Ok(1);
@@ -108,9 +109,11 @@ pub fn shrink(run: &Path, replays: u32, tries: u32, budget_minutes: f64) -> Resu
                 println!("  budget of {budget_minutes} min spent: keeping the smallest so far");
                 break 'outer;
             }
+            let n0 = rp.n;
             let (k, _) = rp.attempt(&cand, tries, false)?;
-            println!("  {what}: {}", if k > 0 { "still fails — kept" } else { "passes — dropped" });
-            if k > 0 && shrink::size(&cand) < shrink::size(&cfg) {
+            let kept = k == tries && shrink::size(&cand) < shrink::size(&cfg);
+            println!("  {what}: failed {k} of {} — {}", rp.n - n0, if kept { "kept" } else { "dropped" });
+            if kept {
                 cfg = cand;
                 continue 'outer;
             }

@@ -2,7 +2,8 @@
 //! schedule becomes data — a list of faults at times from the start of the
 //! fault phase — that a round replays instead of drawing (`--schedule
 //! FILE`). The shrinker removes faults, handoffs, chunks and extra
-//! processes while the round still fails with the same invariant; this
+//! processes while the round still fails with the same invariant in every
+//! one of its tries (so what it keeps reproduces); this
 //! module holds the file format and the reduction steps, `cli/shrink.rs`
 //! runs the replays.
 
@@ -112,8 +113,9 @@ pub fn fails_with(r: &RoundReport, inv: &str) -> bool {
 
 /// How big a candidate is, for "smallest": faults first, then processes
 /// and work.
-pub fn size(c: &RoundConfig) -> (usize, u32, u64) {
-    (c.script.as_ref().map_or(0, Vec::len), c.handoffs + c.supervisor_count, c.chunks)
+pub fn size(c: &RoundConfig) -> (usize, u32, u64, u64) {
+    let last = c.script.as_ref().and_then(|s| s.last()).map_or(0.0, |f| f.at);
+    (c.script.as_ref().map_or(0, Vec::len), c.handoffs + c.supervisor_count, c.chunks, (last * 1000.0) as u64)
 }
 
 /// The next smaller candidates of `c`, most ambitious first: half the
@@ -139,6 +141,11 @@ pub fn reductions(c: &RoundConfig) -> Vec<(String, RoundConfig)> {
             out.push((format!("without faults {}..{} of {n}", start + 1, (start + chunk).min(n)), with(kept)));
         }
         chunk /= 2;
+    }
+    if faults.last().is_some_and(|f| f.at > 0.5) {
+        let earlier: Vec<ScriptedFault> =
+            faults.iter().map(|f| ScriptedFault { at: f.at / 2.0, kind: f.kind }).collect();
+        out.push(("every fault at half its time (a shorter phase)".into(), with(earlier)));
     }
     let mut push = |what: String, f: &dyn Fn(&mut RoundConfig)| {
         let mut d = c.clone();

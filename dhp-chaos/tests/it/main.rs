@@ -57,6 +57,7 @@ mod pg_run_secret_and_schema;
 mod pinned;
 mod reaper;
 mod rounds_zero;
+mod shrink_skip_fence;
 mod site_dashboard;
 mod site_index;
 mod site_support;
