@@ -24,124 +24,111 @@ pub(super) const NAMES: [&str; 10] = [
 
 const AUDIT: &str = "store audit";
 
+/// The first reason that holds, else `rest`.
+fn why(reasons: &[(bool, &str)], rest: &Option<String>) -> Option<String> {
+    reasons.iter().find(|(c, _)| *c).map(|(_, w)| w.to_string()).or_else(|| rest.clone())
+}
+
+fn tally(name: &str, hits: u64, target: bool, not_applicable: Option<String>, source: &str) -> Tally {
+    Tally { name: name.into(), hits, target, not_applicable, source: source.into() }
+}
+
 /// The situations of one round.
 pub(super) fn reached(cx: &Ctx<'_>, app: &Config, stalls: usize) -> Vec<Tally> {
     let no_audit = (!app.audit).then(|| "--no-audit: the harness cannot see the store's transitions".to_string());
-    let t = |name: &str, hits: u64, target: bool, na: Option<String>, source: &str| Tally {
-        name: name.into(),
-        hits,
-        target,
-        not_applicable: na,
-        source: source.into(),
-    };
+    let local = !app.workload;
+    let no_kill = !(app.worker_kills() || app.failpoints);
     let (expiry, death) = orphans(cx);
     vec![
-        t(
+        tally(
             NAMES[0],
             mid_chunk_kills(cx),
             true,
-            if !(app.worker_kills() || app.failpoints) {
-                Some("no worker kill or failpoint in the fault mix".into())
-            } else if !app.workload {
-                Some("--workload local: the harness does not see which chunk a worker holds".into())
-            } else {
-                no_audit.clone()
-            },
+            why(
+                &[
+                    (no_kill, "no worker kill or failpoint in the fault mix"),
+                    (local, "--workload local: the harness does not see which chunk a worker holds"),
+                ],
+                &no_audit,
+            ),
             "harness fault records, workload record, store audit",
         ),
-        t(
+        tally(
             NAMES[1],
             zombie_write_attempts(cx),
             true,
-            if !app.pauses() {
-                Some("no pause in the fault mix".into())
-            } else if !app.workload {
-                Some("--workload local: the harness cannot see a woken zombie ask for work".into())
-            } else {
-                no_audit.clone()
-            },
+            why(
+                &[
+                    (!app.pauses(), "no pause in the fault mix"),
+                    (local, "--workload local: the harness cannot see a woken zombie ask for work"),
+                ],
+                &no_audit,
+            ),
             "harness pause/wake records, store audit (replaced), workload record (asked for a chunk after waking)",
         ),
-        t(
+        tally(
             NAMES[2],
             races(cx),
             true,
-            if app.race_rate <= 0.0 {
-                Some("--race-rate 0".into())
-            } else if !app.orphaning() {
-                Some("no fault in the mix orphans a handoff".into())
-            } else {
-                no_audit.clone()
-            },
+            why(
+                &[(app.race_rate <= 0.0, "--race-rate 0"), (!app.orphaning(), "no fault in the mix orphans a handoff")],
+                &no_audit,
+            ),
             "harness provision records (2–3 recoverers started at once), store audit (one recovered)",
         ),
-        t(
+        tally(
             NAMES[3],
             expiry,
             true,
-            if !app.pauses() { Some("no pause in the fault mix".into()) } else { no_audit.clone() },
+            why(&[(!app.pauses(), "no pause in the fault mix")], &no_audit),
             "store audit (orphan of a holder the harness had not seen exit)",
         ),
-        t(
+        tally(
             NAMES[4],
             death,
             true,
-            if !(app.worker_kills() || app.failpoints) {
-                Some("no worker kill or failpoint in the fault mix".into())
-            } else {
-                no_audit.clone()
-            },
+            why(&[(no_kill, "no worker kill or failpoint in the fault mix")], &no_audit),
             "store audit (orphan), harness exit records (the holder had died)",
         ),
-        t(
+        tally(
             NAMES[5],
             parked(cx, true),
             true,
-            if app.dlq_handoffs == 0 {
-                Some("--dlq-handoffs 0".into())
-            } else if !app.orphaning() {
-                Some("no fault in the mix orphans a handoff".into())
-            } else {
-                no_audit.clone()
-            },
+            why(
+                &[
+                    (app.dlq_handoffs == 0, "--dlq-handoffs 0"),
+                    (!app.orphaning(), "no fault in the mix orphans a handoff"),
+                ],
+                &no_audit,
+            ),
             &format!("{AUDIT} (a handoff parked failed after max_attempts {})", app.max_attempts_dlq),
         ),
-        t(
+        tally(
             NAMES[6],
             parked(cx, false),
             false,
             Some("the harness dispatches no step, spend or wall-clock budget a handoff could overrun".into()),
             AUDIT,
         ),
-        t(
+        tally(
             NAMES[7],
             leaders_replaced(cx),
             true,
-            if !app.leader_kills() {
-                Some("no kill-leader or kill-multi in the fault mix".into())
-            } else {
-                no_audit.clone()
-            },
+            why(&[(!app.leader_kills(), "no kill-leader or kill-multi in the fault mix")], &no_audit),
             "harness fault records (leader killed), store audit (leadership row taken by another)",
         ),
-        t(
+        tally(
             NAMES[8],
             stalls as u64,
             false,
-            if !app.pauses() {
-                Some("no pause in the fault mix".into())
-            } else if !app.sqlite {
-                Some("stalls are measured on SQLite only".into())
-            } else {
-                None
-            },
+            why(&[(!app.pauses(), "no pause in the fault mix"), (!app.sqlite, "stalls are measured on SQLite only")], &None),
             "harness store monitor (a stopped worker holding the write lock); not a target: it needs a pause inside a write",
         ),
-        t(
+        tally(
             NAMES[9],
             db_faults(cx),
             !app.sqlite && app.mix.iter().any(|k| k.starts_with("db-")),
-            if app.sqlite { Some("the SQLite store has no database server to fault".into()) } else { None },
+            why(&[(app.sqlite, "the SQLite store has no database server to fault")], &None),
             "harness fault records (db-* kinds)",
         ),
     ]
