@@ -81,6 +81,20 @@ pub struct Coverage {
     /// Merged: steps summed, matched only if every round matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<schedule::ScheduleCheck>,
+    /// What `--steer` did (`None`: it was off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<Steering>,
+}
+
+/// What `--steer` did in a round (or, merged, a run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Steering {
+    /// Faults, victims and races the steerer chose (`steer` events).
+    pub choices: u64,
+    /// Handoffs added because the work ended before the targets were met.
+    pub extensions: u64,
+    /// Targets still missing when the extension bound was reached.
+    pub missing_at_bound: Vec<String>,
 }
 
 /// Where in the protocol a process fault landed (rows of the matrix).
@@ -174,18 +188,46 @@ pub(crate) fn of_round(cx: &Ctx<'_>, faults_by_kind: &BTreeMap<String, u64>, sta
             not_applicable: app.cell(m, c),
         })
         .collect();
-    Coverage {
+    let mut c = Coverage {
         matrix,
         faults: app.fault_tallies(&fired),
         situations: situations::reached(cx, &app, stalls),
         schedule: schedule::check(cfg, &schedule_events(cx)),
+        steering: (cfg["steer"].as_bool() == Some(true)).then(|| steering(cx)),
         allowed: cfg["allow_uncovered"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|v| v.as_str().map(String::from))
             .collect(),
+    };
+    if let Some(scenario) = cx.meta["scenario"].as_str() {
+        // a scenario places its own faults at moments it chose (its plan):
+        // what it reached is reported, not demanded of the seeded mix
+        for t in c.faults.iter_mut().chain(c.situations.iter_mut()) {
+            if t.target {
+                t.target = false;
+                t.source = format!("{} (--scenario {scenario}: its own fault script; not a target)", t.source);
+            }
+        }
     }
+    c
+}
+
+/// The round's `steer` and `extend` records, counted.
+fn steering(cx: &Ctx<'_>) -> Steering {
+    let mut s = Steering::default();
+    for e in &cx.ix.steer {
+        match (e.op(), e.s("phase")) {
+            ("steer", _) => s.choices += 1,
+            (_, Some("extend")) => s.extensions += 1,
+            (_, _) => {
+                let m = e.get("missing").and_then(serde_json::Value::as_array);
+                s.missing_at_bound = m.into_iter().flatten().filter_map(|v| v.as_str().map(String::from)).collect();
+            }
+        }
+    }
+    s
 }
 
 /// The harness's `schedule` records of the round, in order.
@@ -218,6 +260,16 @@ impl Coverage {
                 m.matched &= s.matched;
                 if m.first_difference.is_none() {
                     m.first_difference.clone_from(&s.first_difference);
+                }
+            }
+            if let Some(st) = &c.steering {
+                let m = out.steering.get_or_insert_with(Steering::default);
+                m.choices += st.choices;
+                m.extensions += st.extensions;
+                for x in &st.missing_at_bound {
+                    if !m.missing_at_bound.contains(x) {
+                        m.missing_at_bound.push(x.clone());
+                    }
                 }
             }
             for a in &c.allowed {

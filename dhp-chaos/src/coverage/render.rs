@@ -50,6 +50,19 @@ pub fn run_lines(c: &Coverage) -> String {
     for t in c.faults.iter().filter(|t| t.hits > 0 || t.not_applicable.is_none()) {
         s.push_str(&tally_line(t));
     }
+    if let Some(st) = &c.steering {
+        let _ = writeln!(
+            s,
+            " steering (--steer): {} choice(s), {} handoff(s) added{}",
+            st.choices,
+            st.extensions,
+            if st.missing_at_bound.is_empty() {
+                String::new()
+            } else {
+                format!("; still missing at the extension bound: {}", st.missing_at_bound.join(", "))
+            }
+        );
+    }
     match &c.schedule {
         Some(sc) if sc.matched => {
             let _ = writeln!(s, " schedule re-derived from the seed: {} steps, identical byte for byte", sc.steps);

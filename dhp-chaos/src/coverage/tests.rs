@@ -16,6 +16,7 @@ fn cov(situations: Vec<Tally>, allowed: &[&str]) -> Coverage {
         situations,
         allowed: allowed.iter().map(|s| s.to_string()).collect(),
         schedule: None,
+        steering: None,
     }
 }
 

@@ -49,4 +49,8 @@ fn steering_reaches_a_zombie_and_a_race_in_a_short_round() {
     let steers: Vec<&str> = hist.lines().filter(|l| l.contains("\"op\":\"steer\"")).collect();
     assert!(steers.iter().any(|l| l.contains("\"kind\":\"pause\"")), "{steers:#?}");
     assert!(steers.iter().any(|l| l.contains("no race of recoverers yet")), "{steers:#?}");
+    // the ledger counts them (the harness's steer records)
+    let st = &r.totals()["coverage"]["steering"];
+    assert_eq!(st["choices"].as_u64(), Some(steers.len() as u64), "{st}");
+    assert!(r.stdout.contains(" steering (--steer): "), "{}", r.dump());
 }
