@@ -14,6 +14,9 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
 
+/// When a holder was last served a chunk (the workload service's record).
+pub type LastServed<'a> = dyn Fn(&str) -> Option<f64> + 'a;
+
 /// The share of faults the steerer may take over (the rest stay as drawn,
 /// so a steered round still sees the mix).
 const TAKE_OVER: f64 = 0.7;
@@ -39,7 +42,10 @@ pub struct Steer {
     on: bool,
     rng: StdRng,
     fired: BTreeSet<&'static str>,
-    woken_replaced: u64,
+    /// Stopped workers woken because they had been replaced: (name, when).
+    woken: Vec<(String, f64)>,
+    /// One of them was seen asking for work after waking (a write attempt).
+    zombie_tried: bool,
     races: u64,
     leader_kills: u64,
     /// The handoffs dispatched with `--dlq-max-attempts`.
@@ -61,7 +67,8 @@ impl Steer {
             on,
             rng: StdRng::seed_from_u64(seed ^ 0x5eed_5a17_0000_0005),
             fired: BTreeSet::new(),
-            woken_replaced: 0,
+            woken: Vec::new(),
+            zombie_tried: false,
             races: 0,
             leader_kills: 0,
             dlq_hids: BTreeSet::new(),
@@ -83,9 +90,22 @@ impl Steer {
         }
     }
 
-    /// A stopped worker was woken because it had been replaced.
-    pub fn woken_replaced(&mut self) {
-        self.woken_replaced += 1;
+    /// Stopped worker `name` was woken at `t` because it had been replaced.
+    pub fn woken_replaced(&mut self, name: &str, t: f64) {
+        self.woken.push((name.to_string(), t));
+    }
+
+    /// Look for a woken replaced worker that asked for work since: `served`
+    /// gives when a holder was last served a chunk (the workload service's
+    /// record; without the service every woken one counts as trying).
+    pub fn look_for_attempts(&mut self, served: Option<&LastServed<'_>>) {
+        if self.zombie_tried {
+            return;
+        }
+        self.zombie_tried = match served {
+            Some(f) => self.woken.iter().any(|(n, t)| f(n).is_some_and(|s| s >= *t)),
+            None => !self.woken.is_empty(),
+        };
     }
 
     /// The kind to inject instead of `drawn`, and why (`None`: keep `drawn`).
@@ -96,7 +116,7 @@ impl Steer {
             return None;
         }
         let has = |k: FaultKind| mix.iter().any(|(m, w)| *m == k && *w > 0.0);
-        let want = if has(FaultKind::Pause) && self.woken_replaced == 0 && v.lease_holders > 0 && !v.paused_now {
+        let want = if has(FaultKind::Pause) && !self.zombie_tried && v.lease_holders > 0 && !v.paused_now {
             Some((FaultKind::Pause, "no zombie woken after its replacement yet"))
         } else if has(FaultKind::KillLeader) && self.leader_kills == 0 && v.leader {
             Some((FaultKind::KillLeader, "no leader killed and replaced yet"))
@@ -138,7 +158,7 @@ impl Steer {
         if !self.on {
             return out;
         }
-        if has(FaultKind::Pause) && self.woken_replaced == 0 {
+        if has(FaultKind::Pause) && !self.zombie_tried {
             out.push("zombies");
         }
         if race_rate > 0.0 && self.races == 0 {
@@ -179,7 +199,10 @@ mod tests {
         let mut s = Steer::new(true, 1);
         let picks: Vec<_> = (0..50).filter_map(|_| s.kind(FaultKind::KillWorker, &mix(), v)).collect();
         assert!(picks.len() > 20 && picks.iter().all(|p| p.0 == FaultKind::Pause), "{picks:?}");
-        s.woken_replaced();
+        s.woken_replaced("w1", 5.0);
+        s.look_for_attempts(Some(&|_| Some(4.0)));
+        assert!(s.kind(FaultKind::KillWorker, &mix(), v).is_none_or(|p| p.0 == FaultKind::Pause));
+        s.look_for_attempts(Some(&|n| (n == "w1").then_some(5.5)));
         let picks: Vec<_> = (0..50).filter_map(|_| s.kind(FaultKind::KillWorker, &mix(), v)).collect();
         assert!(!picks.is_empty() && picks.iter().all(|p| p.0 == FaultKind::KillLeader), "{picks:?}");
         s.fired(FaultKind::KillLeader);

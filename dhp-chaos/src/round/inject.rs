@@ -298,7 +298,8 @@ impl Driver<'_> {
             let id = self.fault_id;
             if self.signal(i, Signal::SIGCONT, "resume", id) {
                 if reason == "replaced" {
-                    self.steer.woken_replaced();
+                    let name = self.table.procs[i].name.clone();
+                    self.steer.woken_replaced(&name, hist::now());
                 }
                 self.hist.record("resume", json!({"victim": self.table.procs[i].name, "reason": reason}));
             }

@@ -41,6 +41,7 @@ impl Driver<'_> {
         if !self.steer.on() {
             return drawn;
         }
+        self.look_for_zombie_attempts();
         let v = self.steer_view();
         match self.steer.kind(drawn, &self.cfg.fault_mix, v) {
             Some((k, why)) => {
@@ -48,6 +49,14 @@ impl Driver<'_> {
                 k
             }
             None => drawn,
+        }
+    }
+
+    /// Has a woken replaced worker asked the workload service for work since?
+    fn look_for_zombie_attempts(&mut self) {
+        match &self.workload {
+            Some(w) => self.steer.look_for_attempts(Some(&|holder: &str| w.last_served(holder))),
+            None => self.steer.look_for_attempts(None),
         }
     }
 
@@ -92,6 +101,7 @@ impl Driver<'_> {
         if !self.steer.on() || self.cfg.host.is_some() || self.dead || hist::now() >= self.fault_end {
             return Ok(false);
         }
+        self.look_for_zombie_attempts();
         let parked =
             self.steer.dlq_hids.iter().any(|h| self.snap.status.get(h).is_some_and(|s| s.as_str() == "failed"));
         let missing = self.steer.missing(&self.cfg.fault_mix, self.cfg.race_rate, parked);

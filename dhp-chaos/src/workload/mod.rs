@@ -59,7 +59,8 @@ impl Service {
         let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
         listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Shared { tasks: Mutex::new(tasks), file: Mutex::new(file) });
+        let shared =
+            Arc::new(Shared { tasks: Mutex::new(tasks), file: Mutex::new(file), last: Mutex::new(HashMap::new()) });
         let flag = stop.clone();
         let served = shared.clone();
         let thread = std::thread::Builder::new()
@@ -74,6 +75,11 @@ impl Service {
         if let Ok(mut t) = self.shared.tasks.lock() {
             t.insert(hid, task);
         }
+    }
+
+    /// When `holder` was last served a chunk (epoch seconds), if ever.
+    pub fn last_served(&self, holder: &str) -> Option<f64> {
+        self.shared.last.lock().ok()?.get(holder).copied()
     }
 
     /// `http://ADDR`, the value of [`ENV`].
@@ -94,6 +100,8 @@ impl Drop for Service {
 struct Shared {
     /// Behind a lock: a steered round adds handoffs while it runs.
     tasks: Mutex<Tasks>,
+    /// holder → when it was last served (for `--steer`).
+    last: Mutex<HashMap<String, f64>>,
     file: Mutex<File>,
 }
 
@@ -200,6 +208,9 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
     // Recorded before it is answered: a stamp the worker can hold is in the record.
     shared.append(&json!({"t": crate::hist::now(), "stamp": stamp, "hid": req.hid, "n": req.n, "end": req.end,
                           "holder": req.holder, "fence": req.fence, "peer": peer}));
+    if let Ok(mut last) = shared.last.lock() {
+        last.insert(req.holder.clone(), crate::hist::now());
+    }
     (200, json!({"count": count, "sum": sum, "stamp": stamp}))
 }
 

@@ -14,6 +14,7 @@ mod clock_libfaketime;
 mod clock_round;
 mod coverage_missed;
 mod coverage_steer;
+mod coverage_zombie_quits;
 mod db_faults_refused;
 mod db_faults_round;
 mod db_link_refused;
