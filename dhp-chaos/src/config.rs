@@ -443,6 +443,17 @@ pub struct RoundConfig {
     /// (`--allow-unchecked NAME,…`; `all` for every one).
     #[serde(default)]
     pub allow_unchecked: Vec<String>,
+    /// Coverage targets that may stay unreached without the not-covered
+    /// exit code (`--allow-uncovered NAME,…`; `all` for every one).
+    #[serde(default)]
+    pub allow_uncovered: Vec<String>,
+    /// `--steer`: coverage-guided scheduling (`crate::coverage::steer`).
+    #[serde(default)]
+    pub steer: bool,
+    /// `--schedule FILE`: inject these faults at these times instead of
+    /// drawing kinds and intervals (`crate::shrink`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Vec<crate::shrink::ScriptedFault>>,
     /// Install the store audit (triggers and a harness-owned table, `src/audit/`).
     #[serde(default = "yes")]
     pub audit: bool,

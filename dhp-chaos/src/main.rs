@@ -16,6 +16,9 @@ fn main() {
     let code = match cli.cmd {
         Some(Cmd::Analyze { dir, timeline }) => cli::analyze::analyze(&dir, timeline),
         Some(Cmd::Audit { action, store }) => cli::audit::audit(&action, &store),
+        Some(Cmd::Shrink { dir, replays, tries, budget_minutes }) => {
+            cli::shrink::shrink(&dir, replays, tries, budget_minutes)
+        }
         None => cli::run::run(cli.run),
     };
     dhp_chaos::teardown::exit(match code {

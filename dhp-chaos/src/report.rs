@@ -150,6 +150,8 @@ pub struct Totals {
     pub violations: usize,
     /// Violations no documented reference weakness explains.
     pub unexplained: usize,
+    /// The rounds' coverage ledgers merged ([`crate::coverage`]).
+    pub coverage: crate::coverage::Coverage,
 }
 
 /// Sum the rounds' reports (latency samples pooled, then dropped).
@@ -189,6 +191,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         invariants: BTreeMap::new(),
         violations: 0,
         unexplained: 0,
+        coverage: crate::coverage::Coverage::default(),
     };
     let (mut wk, mut pa, mut fp, mut lf, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut kr = Vec::new();
@@ -239,6 +242,7 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
         t.violations += r.violations();
         t.unexplained += r.unexplained();
     }
+    t.coverage = crate::coverage::Coverage::merge(rounds.iter().map(|r| &r.coverage));
     t.fault_phase_s = real.iter().map(|r| r.fault_phase_s).fold(0.0, |a, b| a + b);
     t.kills_per_min = per_min(t.kills, t.fault_phase_s);
     t.per_round = real;
@@ -476,6 +480,7 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             );
         }
     }
+    let _ = write!(s, "\n{}", crate::coverage::run_lines(&t.coverage));
     for r in rounds.iter().filter(|r| r.held && !r.unchecked.is_empty()) {
         let _ = writeln!(s, "\nround {} (seed {}) UNCHECKED — {}:", r.round, r.seed, r.dir);
         for i in r.invariants.iter().filter(|i| r.unchecked.contains(&i.name)) {
@@ -533,12 +538,15 @@ pub fn side_by_side(cols: &[(String, Totals)]) -> String {
 /// violation (unless every one is a known reference weakness and
 /// `allow_known` says so), 3 an invariant unchecked and not allowed, else 0.
 pub fn exit_code(rounds: &[RoundReport], allow_known: bool, harness_error: bool) -> i32 {
-    if harness_error {
+    if harness_error || rounds.iter().any(|r| r.coverage.schedule.as_ref().is_some_and(|s| !s.matched)) {
+        // a schedule the seed does not give back: the harness itself is not deterministic
         2
     } else if !rounds.iter().all(|r| r.held || (allow_known && r.unexplained() == 0)) {
         1
     } else if rounds.iter().any(|r| !r.unchecked.is_empty()) {
         3
+    } else if !crate::coverage::Coverage::merge(rounds.iter().map(|r| &r.coverage)).uncovered().is_empty() {
+        crate::coverage::EXIT_NOT_COVERED
     } else {
         0
     }
@@ -568,8 +576,16 @@ pub fn verdict_line(code: i32, rounds: &[RoundReport], t: &Totals) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         ),
+        0 if !t.coverage.missed().is_empty() => format!(
+            "dhp-chaos: NO VIOLATION ({n}); not covered, allowed by --allow-uncovered: {}",
+            t.coverage.missed().join(", ")
+        ),
         0 => format!("dhp-chaos: ALL INVARIANTS HELD ({n})"),
         1 => "dhp-chaos: INVARIANT VIOLATED".to_string(),
+        crate::coverage::EXIT_NOT_COVERED => format!(
+            "dhp-chaos: HELD, NOT COVERED: {} ({n}; exit {code}: never reached, so not shown to hold; --allow-uncovered NAME,… accepts it)",
+            t.coverage.uncovered().join(", ")
+        ),
         3 => "dhp-chaos: INVARIANT(S) UNCHECKED — no violation found, but not everything could be checked (exit 3)"
             .to_string(),
         _ => "dhp-chaos: HARNESS ERROR".to_string(),

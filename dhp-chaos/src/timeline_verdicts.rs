@@ -22,6 +22,7 @@ pub(crate) fn lines(dir: &Path) -> Vec<String> {
             i.unchecked.as_deref().map(|u| format!("  ({u})")).unwrap_or_default()
         )
     }));
+    v.extend(crate::coverage::timeline_lines(&r.coverage));
     v
 }
 

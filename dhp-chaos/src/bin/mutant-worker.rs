@@ -31,6 +31,9 @@
 //!   compare-and-set on `__orphaned__`) but keeps the orphan's fence
 //!   instead of bumping it by one (caught by `model`); then works through
 //!   dhp-core with that fence.
+//! - `quit-when-replaced`: a correct worker that, before each chunk, reads
+//!   the ownership row and exits 5 when it is no longer the holder — a
+//!   woken zombie that never tries to write (its fence is never tested).
 //!
 //! - `local-census`: a correct worker that ignores the harness's workload
 //!   service (`DHP_WORKLOAD_URL`): it computes every chunk itself, right,
@@ -108,6 +111,7 @@ enum Mode {
     RecoverNoBump,
     LocalCensus,
     ThrowAway,
+    QuitWhenReplaced,
 }
 
 /// The variable that names the harness's workload service (CONTRACT.md §2.1).
@@ -172,8 +176,9 @@ fn parse_args() -> Result<Args> {
         Some("ack-on-full") => Mode::AckOnFull,
         Some("cas-less-recover") => Mode::CasLessRecover,
         Some("recover-no-bump") => Mode::RecoverNoBump,
+        Some("quit-when-replaced") => Mode::QuitWhenReplaced,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|recover-no-bump|local-census|throw-away (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|recover-no-bump|local-census|throw-away|quit-when-replaced (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -203,6 +208,24 @@ fn parse_args() -> Result<Args> {
 /// The SQLite connection of the modes that write around the store's API.
 fn sql(c: &mut Option<Connection>) -> Result<&mut Connection> {
     c.as_mut().context("this mode writes no SQL of its own")
+}
+
+/// [`still_mine`], asked again when the answer took long (the process was
+/// stopped while it read): the answer is from after any stop, so a woken
+/// replaced worker never asks for work on a stale "yes".
+fn still_mine_now(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyhow::Result<bool> {
+    loop {
+        let t = std::time::Instant::now();
+        let mine = still_mine(runner, hid, holder, fence)?;
+        if t.elapsed() < Duration::from_millis(100) {
+            return Ok(mine);
+        }
+    }
+}
+
+/// The store still names `holder` with `fence` as the handoff's owner.
+fn still_mine(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyhow::Result<bool> {
+    Ok(runner.ownership(hid)?.is_some_and(|o| o.holder == holder && o.fence == fence))
 }
 
 fn db(root: &Path) -> Result<Connection> {
@@ -421,6 +444,12 @@ fn run() -> Result<()> {
         _ => None,
     };
     while next < hi {
+        if a.mode == Mode::QuitWhenReplaced && !still_mine_now(&runner, &hid, &holder, fence)? {
+            // like a worker whose heartbeat notices the lost lease first:
+            // it leaves without asking for work or writing
+            h.record("exit", "info", json!({"hid": hid, "reason": "replaced"}));
+            std::process::exit(5);
+        }
         let end = (next + chunk).min(hi);
         let (c, s, stamp) = match &service {
             Some(w) => {

@@ -88,6 +88,10 @@ pub(crate) struct Index<'a> {
     pub(crate) nemesis: Vec<&'a Ev>,
     /// Link toxics cleared (`link-heal`, with the `fault_id` they end).
     pub(crate) heals: Vec<&'a Ev>,
+    /// The fault schedule as drawn (`schedule`, `crate::coverage::schedule`).
+    pub(crate) schedule: Vec<&'a Ev>,
+    /// `--steer`'s choices (`steer`) and round extensions (`round` phases `extend`, `extend-bound`).
+    pub(crate) steer: Vec<&'a Ev>,
     /// process name → time its exit was observed
     pub(crate) exits: HashMap<String, f64>,
     /// The `exit` events themselves (code, signal), in history order.
@@ -112,6 +116,8 @@ pub(crate) fn index(h: &History) -> Index<'_> {
         resumes: Vec::new(),
         nemesis: Vec::new(),
         heals: Vec::new(),
+        schedule: Vec::new(),
+        steer: Vec::new(),
         exits: HashMap::new(),
         exit_events: Vec::new(),
         processes_with_history: HashSet::new(),
@@ -145,6 +151,9 @@ pub(crate) fn index(h: &History) -> Index<'_> {
                 "resume" => ix.resumes.push(e),
                 "nemesis" => ix.nemesis.push(e),
                 "link-heal" => ix.heals.push(e),
+                "schedule" => ix.schedule.push(e),
+                "steer" => ix.steer.push(e),
+                "round" if matches!(e.s("phase"), Some("extend" | "extend-bound")) => ix.steer.push(e),
                 "exit" => {
                     if let Some(name) = e.s("name") {
                         ix.exits.insert(name.to_string(), e.t());

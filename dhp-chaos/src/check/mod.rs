@@ -15,7 +15,7 @@
 //! walks the injected faults (latencies), and `invariants/` holds one file
 //! per [`Invariant`]; this module only runs them and files their findings.
 
-mod audit;
+pub(crate) mod audit;
 pub(crate) mod census;
 mod ctx;
 mod db_link;
@@ -121,6 +121,9 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
         sources::judge(v, i, &cx, &have);
     }
+    let faults_by_kind = with_partitions(cx.faults.faults_by_kind.clone(), &ix, &meta["config"]);
+    let coverage = crate::coverage::of_round(&cx, &faults_by_kind, cx.faults.store_stalls.n);
+    crate::coverage::demote(&mut invariants, &coverage);
     let allow: Vec<String> = cfg_strings(&meta["config"]["allow_unchecked"]);
     let (unchecked_allowed, unchecked): (Vec<String>, Vec<String>) = invariants
         .iter()
@@ -160,7 +163,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         round_s: (t_end - t0).max(0.0),
         kills: fw.kills,
         kills_per_min: if fault_phase_s > 0.0 { fw.kills as f64 * 60.0 / fault_phase_s } else { 0.0 },
-        faults_by_kind: with_partitions(fw.faults_by_kind.clone(), &ix, cfg),
+        faults_by_kind,
         kills_by_role: fw.kills_by_role.clone(),
         spawned_workers: ix.spawns.values().filter(|s| s.role == "worker").count() as u64,
         spawned_supervisors: ix.spawns.values().filter(|s| s.role == "supervisor").count() as u64,
@@ -184,6 +187,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             .collect(),
         env: env_facts::facts(&cx),
         invariants,
+        coverage,
         sources: have.iter().map(|s| s.name().to_string()).collect(),
         audit_events: audit.as_ref().map(|a| a.events.len()),
         unchecked,

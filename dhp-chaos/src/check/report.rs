@@ -272,6 +272,9 @@ pub struct RoundReport {
     pub history_malformed: usize,
     /// Every invariant held (no violation, known reference weaknesses included).
     pub held: bool,
+    /// What the round exercised, as the harness saw it (`crate::coverage`).
+    #[serde(default)]
+    pub coverage: crate::coverage::Coverage,
     /// `--hosts` rounds: which simulated host this report is of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<u32>,

@@ -41,7 +41,9 @@ environment, workload service, exit codes, the optional history).
 
 Exit status: 0 every invariant held (or was not exercised), 1 a violation, 2 harness error, 3 an \
 invariant UNCHECKED (a source it needs was missing, or it checked nothing where the harness saw events) \
-and not named by --allow-unchecked.";
+and not named by --allow-unchecked, 4 held but NOT COVERED: a coverage target the configuration allows \
+(a woken zombie that tried to write, a race, the DLQ, a fault kind of the mix, ...) was never reached and \
+--allow-uncovered did not name it (docs/chaos-coverage.md).";
 
 /// The command line.
 #[derive(Parser)]
@@ -71,6 +73,21 @@ pub enum Cmd {
         action: String,
         /// The store directory (holding dhp.sqlite3).
         store: PathBuf,
+    },
+    /// Shrink a failing run: replay its first failing round's fault schedule with faults, handoffs,
+    /// supervisors and chunks removed while it still fails the same invariant; write the smallest as a
+    /// schedule file (`RUN_DIR/shrink/schedule.json`) that `dhp-chaos --schedule FILE` replays.
+    Shrink {
+        dir: PathBuf,
+        /// Replays of the final schedule (its reproduction rate is k of these).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        replays: u32,
+        /// Replays of each candidate before it is dropped as passing (the OS interleaving varies).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        tries: u32,
+        /// Stop reducing after this many minutes (the final replays still run).
+        #[arg(long, default_value_t = 10.0, value_parser = parse::budget_minutes)]
+        budget_minutes: f64,
     },
 }
 
@@ -211,6 +228,19 @@ pub struct RunArgs {
     /// Invariants that may end UNCHECKED without the exit code 3 (comma-separated names, or `all`).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub allow_unchecked: Vec<String>,
+    /// Coverage targets that may stay unreached without exit 4 (comma-separated: a situation such as
+    /// zombies, races, dlq, or a fault kind; `all` for every one). See docs/chaos-coverage.md.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub allow_uncovered: Vec<String>,
+    /// Coverage-guided scheduling: at each fault, steer toward what the round has not reached yet (a pause
+    /// while no zombie was woken after its replacement, a race of recoverers, a leader kill, a kind that never
+    /// fired, the DLQ handoff's holder); seeded (a stream of its own) and recorded as `steer` events.
+    #[arg(long)]
+    pub steer: bool,
+    /// Replay a schedule file written by `dhp-chaos shrink` (one round: its configuration and scripted
+    /// faults; the other round flags are ignored, --out and --allow-known-reference-bugs are not).
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
     /// Do not install the store audit (triggers + dhpchaos_audit table): the audit-based checks are then UNCHECKED.
     #[arg(long)]
     pub no_audit: bool,

@@ -10,3 +10,4 @@ pub mod parse;
 pub mod replay;
 pub mod rounds;
 pub mod run;
+pub mod shrink;

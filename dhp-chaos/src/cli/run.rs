@@ -37,6 +37,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
             "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
         );
     }
+    if let Some(f) = &a.schedule {
+        return super::shrink::replay(f, a.out.as_deref(), a.allow_known_reference_bugs);
+    }
     for e in &a.store {
         e.check()?;
     }
@@ -270,6 +273,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
         liveness: !a.no_liveness,
         impl_history: a.impl_history == "on",
         allow_unchecked: dhp_chaos::check::Invariant::parse_allowed(&a.allow_unchecked)?,
+        allow_uncovered: dhp_chaos::coverage::parse_allowed(&a.allow_uncovered)?,
+        steer: a.steer,
+        script: None,
         audit: !a.no_audit,
         workload: a.workload == "service",
         dhp,

@@ -47,15 +47,7 @@ impl Driver<'_> {
     }
 
     pub(super) fn pick_kind(&mut self) -> FaultKind {
-        let total: f64 = self.cfg.fault_mix.iter().map(|(_, w)| w).sum();
-        let mut x = self.rng.gen_range(0.0..total);
-        for (k, w) in &self.cfg.fault_mix {
-            if x < *w {
-                return *k;
-            }
-            x -= w;
-        }
-        self.cfg.fault_mix.last().map(|(k, _)| *k).unwrap_or(FaultKind::KillWorker)
+        crate::coverage::schedule::pick(&mut self.rng, &self.cfg.fault_mix)
     }
 
     pub(super) fn inject(&mut self) {
@@ -63,12 +55,24 @@ impl Driver<'_> {
         if now < self.next_fault {
             return;
         }
-        let (a, b) = self.cfg.fault_interval_s;
+        if self.cfg.script.is_some() {
+            self.inject_scripted();
+            return;
+        }
+        let b = self.cfg.fault_interval_s.1;
         // scheduled from the previous fault's planned time, not from now: fault
         // times are t0 + the seeded intervals, late by at most a loop tick
-        self.next_fault = self.next_fault.max(now - b) + if b > a { self.rng.gen_range(a..=b) } else { a };
-        let kind = self.pick_kind();
-        self.inject_kind(kind);
+        let interval = crate::coverage::schedule::interval(&mut self.rng, self.cfg.fault_interval_s);
+        self.next_fault = self.next_fault.max(now - b) + interval;
+        let drawn = self.pick_kind();
+        let kind = self.steered_kind(drawn);
+        let extra = self.schedule_extra(kind);
+        if self.inject_kind(kind) {
+            self.steer.fired(kind);
+        }
+        self.schedule_step += 1;
+        let step = crate::coverage::schedule::step(self.schedule_step, interval, Some(drawn), extra);
+        self.hist.record("schedule", step);
     }
 
     /// Inject one fault of `kind` now, on a victim drawn from the processes
@@ -114,7 +118,8 @@ impl Driver<'_> {
                     })
                     .collect();
                 let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
-                if let Some(&i) = pool.choose(&mut self.rng_victim) {
+                let pick = pool.choose(&mut self.rng_victim).copied();
+                if let Some(i) = self.steered_victim(&workers).or(pick) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
@@ -296,6 +301,10 @@ impl Driver<'_> {
             self.resume_at.remove(&i);
             let id = self.fault_id;
             if self.signal(i, Signal::SIGCONT, "resume", id) {
+                if reason == "replaced" {
+                    let name = self.table.procs[i].name.clone();
+                    self.steer.woken_replaced(&name, hist::now());
+                }
                 self.hist.record("resume", json!({"victim": self.table.procs[i].name, "reason": reason}));
             }
         }

@@ -32,6 +32,7 @@ mod monitor;
 mod reap;
 mod spawn;
 mod startup;
+mod steer;
 mod store_disk;
 mod workload;
 
@@ -216,6 +217,10 @@ pub struct Driver<'a> {
     pub(crate) extra_meta: Value,
     /// Deaths at start in a row, by role (a harness error past a limit).
     starts: startup::StartDeaths,
+    /// `--steer`: coverage-guided choices (`crate::coverage::steer`).
+    steer: crate::coverage::steer::Steer,
+    /// Fault times drawn so far (the `schedule` record's step).
+    schedule_step: u64,
 }
 
 impl<'a> Driver<'a> {
@@ -294,6 +299,8 @@ impl<'a> Driver<'a> {
             dead: false,
             extra_meta: json!({}),
             starts: startup::StartDeaths::default(),
+            steer: crate::coverage::steer::Steer::new(cfg.steer, cfg.seed),
+            schedule_step: 0,
         })
     }
 
@@ -429,8 +436,7 @@ impl<'a> Driver<'a> {
             self.spawn_worker(i, "claim", None)?;
         }
         // first fault after one interval
-        let (a, b) = self.cfg.fault_interval_s;
-        self.next_fault = self.t0 + if b > a { self.rng.gen_range(a..=b) } else { a };
+        self.next_fault = self.t0 + self.first_fault();
         self.fault_end = self.t0 + self.cfg.fault_seconds;
         self.faults_on = self.cfg.faults_after_checkpoints == 0;
         Ok(())
@@ -493,7 +499,7 @@ impl<'a> Driver<'a> {
         self.heal_link(false);
         self.heal_db_link(false);
         self.heal_disk(false);
-        if self.all_terminal() || hist::now() >= self.fault_end {
+        if (self.all_terminal() || hist::now() >= self.fault_end) && !self.steer_extend()? {
             return Ok(true);
         }
         if !self.faults_on {

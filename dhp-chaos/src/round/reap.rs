@@ -113,6 +113,7 @@ impl Driver<'_> {
                 } else {
                     1
                 };
+                let n = self.steered_racers(n, mode, &hid);
                 if n > 1 {
                     self.hist
                         .record("provision", json!({"hid": hid, "mode": mode, "racers": n, "orphan_fence": fence}));

@@ -18,6 +18,9 @@ impl Driver<'_> {
                 "dispatch",
                 json!({"hid": hid, "index": i, "lo": lo, "hi": hi, "chunk": self.cfg.chunk, "max_attempts": max_att}),
             );
+            if dlq.contains(&i) {
+                self.steer.dlq_hids.insert(hid.clone());
+            }
             self.tasks.insert(hid.clone(), (lo, hi, self.cfg.chunk));
             self.hids.push(hid);
         }

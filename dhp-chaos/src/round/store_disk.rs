@@ -28,7 +28,7 @@ const MIN_BYTES: u64 = 2 << 20;
 /// The store's tmpfs and its current fill.
 #[derive(Debug, Default)]
 pub(super) struct StoreDisk {
-    tmpfs: Option<Tmpfs>,
+    pub(super) tmpfs: Option<Tmpfs>,
     /// The disk is full: (fault id, when to free it).
     full: Option<(u64, f64)>,
 }

@@ -210,6 +210,7 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:1700px;c
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top;font-size:13px}
 th{background:#f2f2f2}td.name{white-space:nowrap;font-family:monospace}td.what{max-width:46em}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .held{background:#dfd}.violated{background:#fcc}.unchecked{background:#fe9}.not-exercised{color:#777}
+.coverage-matrix td.hit,.coverage-targets tr.hit{background:#dfd}.coverage-matrix td.missed,.coverage-targets tr.missed{background:#fe9}.coverage-matrix td.na,.coverage-targets tr.na{color:#999}
 #verdict{font-size:1.2em;font-weight:bold;padding:.4em;display:inline-block}
 .plots{display:flex;flex-wrap:wrap;gap:10px}.plots svg{border:1px solid #ddd}
 details{margin:.3em 0}object.timeline{width:100%;border:1px solid #ddd}
@@ -246,7 +247,7 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
     let vclass = match code {
         _ if res.is_none() && live.is_some() => "unchecked",
         0 => "held",
-        3 => "unchecked",
+        3 | crate::coverage::EXIT_NOT_COVERED => "unchecked",
         _ => "violated",
     };
 
@@ -317,6 +318,8 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
         }
     }
     p.push_str("</table>\n");
+    let _ = writeln!(p, "<h2>Coverage over {} round(s)</h2>", t.rounds);
+    p.push_str(&crate::coverage::html(&t.coverage, "run"));
 
     // the rounds
     let _ = writeln!(p, "<h2>Rounds</h2>");
@@ -466,6 +469,8 @@ fn round_section(p: &mut String, r: &RoundFiles) {
     }
     p.push_str("</table>\n");
 
+    let _ = writeln!(p, "<h3>Coverage</h3>");
+    p.push_str(&crate::coverage::html(&rp.coverage, "round"));
     let _ = writeln!(p, "<h3>Fault schedule</h3>");
     let by_kind: Vec<String> = rp.faults_by_kind.iter().map(|(k, v)| format!("{} {v}", esc(k))).collect();
     let _ =

@@ -48,6 +48,7 @@ pub type Tasks = HashMap<String, (u64, u64, u64)>;
 pub struct Service {
     url: String,
     stops: ChunkStops,
+    shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -62,13 +63,31 @@ impl Service {
         listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stops = ChunkStops::default();
-        let shared = Arc::new(Shared { tasks, file: Mutex::new(file), stops: stops.clone() });
+        let shared = Arc::new(Shared {
+            tasks: Mutex::new(tasks),
+            file: Mutex::new(file),
+            last: Mutex::new(HashMap::new()),
+            stops: stops.clone(),
+        });
         let flag = stop.clone();
+        let served = shared.clone();
         let thread = std::thread::Builder::new()
             .name("workload".into())
-            .spawn(move || run(listener, &flag, &shared))
+            .spawn(move || run(listener, &flag, &served))
             .map_err(Error::io("starting the service for", &path))?;
-        Ok(Service { url: format!("http://{addr}"), stops, stop, thread: Some(thread) })
+        Ok(Service { url: format!("http://{addr}"), stops, stop, thread: Some(thread), shared })
+    }
+
+    /// Serve one more handoff (a round extended by `--steer`).
+    pub fn add_task(&self, hid: String, task: (u64, u64, u64)) {
+        if let Ok(mut t) = self.shared.tasks.lock() {
+            t.insert(hid, task);
+        }
+    }
+
+    /// When `holder` was last served a chunk (epoch seconds), if ever.
+    pub fn last_served(&self, holder: &str) -> Option<f64> {
+        self.shared.last.lock().ok()?.get(holder).copied()
     }
 
     /// `http://ADDR`, the value of [`ENV`].
@@ -92,7 +111,10 @@ impl Drop for Service {
 }
 
 struct Shared {
-    tasks: Tasks,
+    /// Behind a lock: a steered round adds handoffs while it runs.
+    tasks: Mutex<Tasks>,
+    /// holder → when it was last served (for `--steer`).
+    last: Mutex<HashMap<String, f64>>,
     file: Mutex<File>,
     stops: ChunkStops,
 }
@@ -182,7 +204,11 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
     };
     let q: HashMap<String, String> =
         query.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (unescape(k), unescape(v))).collect();
-    let req = match Request::parse(&q, &shared.tasks) {
+    let parsed = match shared.tasks.lock() {
+        Ok(tasks) => Request::parse(&q, &tasks),
+        Err(_) => Err("the service's task table is unusable (a thread panicked)".to_string()),
+    };
+    let req = match parsed {
         Ok(r) => r,
         Err(why) => {
             shared.append(&json!({"t": crate::hist::now(), "bad": why, "target": target, "peer": peer}));
@@ -198,6 +224,9 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
                           "holder": req.holder, "fence": req.fence, "peer": peer}));
     // an armed worker is stopped now, before it reads the answer (stop.rs)
     shared.stops.at_answer(&req.holder, &req.hid, req.fence, req.n, req.end);
+    if let Ok(mut last) = shared.last.lock() {
+        last.insert(req.holder.clone(), crate::hist::now());
+    }
     (200, json!({"count": count, "sum": sum, "stamp": stamp}))
 }
 

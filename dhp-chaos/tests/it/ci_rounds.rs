@@ -26,7 +26,7 @@ fn assert_exercised(r: &Run, handoffs: u64) {
 
 #[test]
 fn ours_short_round_holds_and_reanalyzes() {
-    let r = run_chaos("ours", &["--seed", "4242", "--handoffs", "4", "--chunks", "150"]);
+    let r = run_chaos("ours", &["--allow-uncovered", "all", "--seed", "4242", "--handoffs", "4", "--chunks", "150"]);
     assert_eq!(r.code, 0, "every invariant must hold for dhp-core\n{}", r.dump());
     assert_exercised(&r, 4);
     assert_model_held(&r);
@@ -46,7 +46,10 @@ fn ours_short_round_holds_and_reanalyzes() {
 
 #[test]
 fn ours_tcp_shipping_round_holds() {
-    let r = run_chaos("ours-tcp", &["--seed", "5151", "--handoffs", "3", "--chunks", "100", "--ship", "tcp"]);
+    let r = run_chaos(
+        "ours-tcp",
+        &["--allow-uncovered", "all", "--seed", "5151", "--handoffs", "3", "--chunks", "100", "--ship", "tcp"],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert_exercised(&r, 3);
     assert_model_held(&r);
@@ -60,6 +63,9 @@ fn reference_round_has_no_unexplained_violation() {
     let r = run_chaos(
         "reference",
         &[
+            // not a coverage test (coverage_*.rs are)
+            "--allow-uncovered",
+            "all",
             "--seed",
             "6161",
             "--workers",
@@ -100,6 +106,9 @@ fn mixed_workers_under_python_supervisors_hold() {
     let r = run_chaos(
         "mixed",
         &[
+            // not a coverage test (coverage_*.rs are)
+            "--allow-uncovered",
+            "all",
             "--seed",
             "7171",
             "--workers",

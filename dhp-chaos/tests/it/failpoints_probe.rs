@@ -11,7 +11,19 @@ use std::os::unix::fs::PermissionsExt;
 fn run(dhp: &std::path::Path, out: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let o = std::process::Command::new(chaos_bin())
         .args(args)
-        .args(["--quiet", "--seed", "3", "--handoffs", "1", "--dlq-handoffs", "0", "--chunks", "40"])
+        .args([
+            "--quiet",
+            "--allow-uncovered",
+            "all",
+            "--seed",
+            "3",
+            "--handoffs",
+            "1",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "40",
+        ])
         .arg("--dhp")
         .arg(dhp)
         .arg("--out")

@@ -11,6 +11,9 @@ use std::path::Path;
 /// before the last is whole).
 pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a str, faults: &'a str) -> Vec<&'a str> {
     vec![
+        // not coverage tests: what the rounds reached is beside the point
+        "--allow-uncovered",
+        "all",
         "--store",
         "postgres",
         "--pg-cluster",

@@ -12,7 +12,20 @@ use crate::common::*;
 fn postgres_short_round_holds_and_reanalyzes_without_the_cluster() {
     let r = run_chaos(
         "pg-round",
-        &["--store", "postgres", "--seed", "4242", "--handoffs", "3", "--chunks", "120", "--fault-seconds", "20"],
+        &[
+            "--allow-uncovered",
+            "all",
+            "--store",
+            "postgres",
+            "--seed",
+            "4242",
+            "--handoffs",
+            "3",
+            "--chunks",
+            "120",
+            "--fault-seconds",
+            "20",
+        ],
     );
     assert_eq!(r.code, 0, "every invariant must hold on PostgreSQL\n{}", r.dump());
     assert!(r.stdout.contains("store postgres"), "{}", r.dump());

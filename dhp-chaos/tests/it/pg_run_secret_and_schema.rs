@@ -34,7 +34,18 @@ fn no_file_of_a_postgres_run_holds_its_password_and_runs_do_not_share_a_schema()
     let secret = userinfo.split_once(':').expect("the test URL has a password").1.to_string();
     assert!(secret.len() >= 6, "a password worth grepping for: {secret:?}");
     let seed: u64 = 0x5ec0_0000 + u64::from(std::process::id());
-    let args = ["--store", url.as_str(), "--seed", &seed.to_string(), "--handoffs", "1", "--dlq-handoffs", "0"];
+    let args = [
+        "--allow-uncovered",
+        "all",
+        "--store",
+        url.as_str(),
+        "--seed",
+        &seed.to_string(),
+        "--handoffs",
+        "1",
+        "--dlq-handoffs",
+        "0",
+    ];
     let args: Vec<&str> =
         args.into_iter().chain(["--chunks", "40", "--fault-seconds", "10", "--faults", "kill-worker=1"]).collect();
     assert!(schemas(&url, seed).is_empty());

@@ -70,13 +70,25 @@ fn the_dashboard_streams_the_round_while_it_runs() {
     let run = out.path().join("run");
     let mut cmd = Command::new(chaos_bin());
     // long enough (300 chunks at 0.03 s) for a browser to load the page while it runs
-    cmd.args(["--dashboard", "127.0.0.1:0", "--seed", "9090", "--handoffs", "2", "--chunks", "300", "--quiet"])
-        .arg("--out")
-        .arg(&run)
-        .arg("--dhp")
-        .arg(dhp_bin())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "--allow-uncovered",
+        "all",
+        "--dashboard",
+        "127.0.0.1:0",
+        "--seed",
+        "9090",
+        "--handoffs",
+        "2",
+        "--chunks",
+        "300",
+        "--quiet",
+    ])
+    .arg("--out")
+    .arg(&run)
+    .arg("--dhp")
+    .arg(dhp_bin())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut g = dhp_testkit::ProcessGroup::spawn(cmd);
     let stdout = g.child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel::<String>();

@@ -12,10 +12,13 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Everything the page must show for `results` (of the run in `out`), checked on the rendered DOM.
-fn check_page(dom: &str, out: &Path, results: &Value) -> Result<(), String> {
+fn check_page(dom: &str, out: &Path, results: &Value, said: &str) -> Result<(), String> {
     let verdict = text_of(dom, "verdict").ok_or("no verdict line")?;
-    if !verdict.contains("ALL INVARIANTS HELD") {
-        return Err(format!("verdict line: {verdict}"));
+    // the run's own last line: ALL INVARIANTS HELD, or NO VIOLATION … when
+    // a coverage target was missed (allowed here: --allow-uncovered all)
+    let held = verdict.contains("ALL INVARIANTS HELD") || verdict.starts_with("dhp-chaos: NO VIOLATION");
+    if !held || verdict.trim() != said {
+        return Err(format!("verdict line: {verdict} (the run said {said})"));
     }
     let rounds = results["rounds"].as_array().ok_or("results.json has no rounds")?;
     if rounds.is_empty() {
@@ -120,7 +123,10 @@ fn check_page(dom: &str, out: &Path, results: &Value) -> Result<(), String> {
 
 #[test]
 fn the_run_page_links_every_round_and_shows_what_results_json_says() {
-    let r = run_chaos("site-index", &["--rounds", "2", "--seed", "4343", "--handoffs", "3", "--chunks", "100"]);
+    let r = run_chaos(
+        "site-index",
+        &["--allow-uncovered", "all", "--rounds", "2", "--seed", "4343", "--handoffs", "3", "--chunks", "100"],
+    );
     assert_eq!(r.code, 0, "{}", r.dump());
     let index = r.out.join("index.html");
     let page = std::fs::read_to_string(&index).expect("the run wrote index.html");
@@ -135,27 +141,28 @@ fn the_run_page_links_every_round_and_shows_what_results_json_says() {
         assert!(w["latencies"]["worker_kill"]["n"].as_u64().unwrap_or(0) > 0, "no kill latency measured: {}", r.dump());
     }
 
+    let said = r.stdout.lines().last().unwrap_or("");
     let dom = dump_dom(&file_url(&index), 1000);
-    check_page(&dom, &r.out, &r.results).unwrap_or_else(|e| panic!("{e}\n--- rendered DOM\n{dom}"));
+    check_page(&dom, &r.out, &r.results, said).unwrap_or_else(|e| panic!("{e}\n--- rendered DOM\n{dom}"));
     let png = keep_dir().join("site_index.png");
     screenshot(&file_url(&index), &png, &[]);
     println!("screenshot of the run page: {}", png.display());
 
     // the checks fail on a broken page: a round without its link, a p50 moved, an invariant row gone
     let broken = dom.replacen("href=\"round-0001/\"", "href=\"elsewhere/\"", 1);
-    assert!(check_page(&broken, &r.out, &r.results).is_err(), "a missing round link went unnoticed");
+    assert!(check_page(&broken, &r.out, &r.results, said).is_err(), "a missing round link went unnoticed");
     let p50 = format!("{:.3}", r.results["rounds"][0]["latencies"]["worker_kill"]["p50"].as_f64().unwrap() * 1000.0);
     let broken = dom.replacen(&format!("data-p50-ms=\"{p50}\""), "data-p50-ms=\"0.001\"", 1);
-    assert!(check_page(&broken, &r.out, &r.results).is_err(), "a wrong p50 went unnoticed");
+    assert!(check_page(&broken, &r.out, &r.results, said).is_err(), "a wrong p50 went unnoticed");
     let broken = dom.replace("data-invariant=\"fencing\"", "data-invariant=\"gone\"");
-    assert!(check_page(&broken, &r.out, &r.results).is_err(), "a missing verdict row went unnoticed");
+    assert!(check_page(&broken, &r.out, &r.results, said).is_err(), "a missing verdict row went unnoticed");
     let broken = dom.replacen("class=\"marker p99\"", "class=\"marker\"", 1);
-    assert!(check_page(&broken, &r.out, &r.results).is_err(), "a missing p99 marker went unnoticed");
+    assert!(check_page(&broken, &r.out, &r.results, said).is_err(), "a missing p99 marker went unnoticed");
 
     // analyze writes the same page from the saved files, and the run's verdict line and exit code
     std::fs::remove_file(&index).unwrap();
     let (code, out) = analyze(&r.out);
     assert_eq!(code, r.code, "{out}");
-    assert_eq!(out.lines().last(), Some("dhp-chaos: ALL INVARIANTS HELD (2 rounds)"), "{out}");
+    assert_eq!(out.lines().last(), Some(said), "{out}");
     assert_eq!(std::fs::read_to_string(&index).expect("analyze wrote index.html"), page, "analyze's page differs");
 }

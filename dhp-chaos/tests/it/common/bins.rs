@@ -5,10 +5,13 @@
 use super::{dhp_bin, mutant_bin, run_chaos, Run};
 
 /// `dhp-chaos` arguments of a small round: `seed`, two handoffs, none
-/// bound for the DLQ, `chunks` chunks per handoff.
+/// bound for the DLQ, `chunks` chunks per handoff. Not coverage rounds
+/// (`--allow-uncovered all`): coverage_*.rs test what a round reaches.
 pub fn small_round_args(seed: u64, chunks: u32) -> Vec<String> {
     let (seed, chunks) = (seed.to_string(), chunks.to_string());
-    ["--seed", &seed, "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", &chunks].map(String::from).to_vec()
+    ["--allow-uncovered", "all", "--seed", &seed, "--handoffs", "2", "--dlq-handoffs", "0", "--chunks", &chunks]
+        .map(String::from)
+        .to_vec()
 }
 
 /// [`run_chaos`] of a small round ([`small_round_args`]) with `extra`

@@ -18,6 +18,9 @@ pub fn db_mutant_round(name: &str, mode: &str, extra: &[&str]) -> Run {
 /// a round's flags alone do not fail it).
 pub fn db_crash_round(name: &str, workers: &str, extra: &[&str]) -> Run {
     let mut args = vec![
+        // not a coverage round (coverage_*.rs test what a round reaches)
+        "--allow-uncovered",
+        "all",
         "--store",
         "postgres",
         "--handoffs",

@@ -1,0 +1,61 @@
+//! `dhp-chaos shrink` on a failing run of the fence-skipping mutant worker:
+//! it writes a schedule file no larger than the run's (at most 3 faults)
+//! that still fails the same invariant, reports its reproduction rate, and
+//! `dhp-chaos --schedule FILE` replays exactly the scripted faults.
+use crate::common::*;
+use std::process::Command;
+
+#[test]
+fn shrink_reduces_a_skip_fence_run_to_a_replayable_schedule() {
+    let w = bins::mutant_worker("skip-fence");
+    let r = run_chaos(
+        "shrink-skip-fence",
+        &[
+            "--steer", // the first fault is a pause: the mutant's zombie write happens
+            "--seed",
+            "3",
+            "--handoffs",
+            "2",
+            "--dlq-handoffs",
+            "0",
+            "--chunks",
+            "60",
+            "--workers",
+            &w,
+            "--faults",
+            "pause=3,kill-worker=2",
+            "--fault-interval",
+            "0.3,0.6",
+            "--failpoint-rate",
+            "0",
+        ],
+    );
+    assert_eq!(r.code, 1, "the mutant must fail the run\n{}", r.dump());
+    let o = Command::new(chaos_bin())
+        .args(["shrink", "--replays", "3", "--tries", "2", "--budget-minutes", "1"])
+        .arg(&r.out)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let file = r.out.join("shrink/schedule.json");
+    let f: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let script = f["config"]["script"].as_array().unwrap().clone();
+    let before = f["faults_before"].as_u64().unwrap();
+    assert!(script.len() as u64 <= before.min(3), "{out}\n{f:#}");
+    assert!(f["reproduced"].as_u64().unwrap() >= 1 && f["replays"] == 3, "{f:#}");
+    assert!(!f["invariant"].as_str().unwrap().is_empty());
+    assert!(out.contains(&format!("replay: dhp-chaos --schedule {}", file.canonicalize().unwrap().display())), "{out}");
+
+    let replay = r.out.join("replayed");
+    let o = Command::new(chaos_bin()).arg("--schedule").arg(&file).arg("--out").arg(&replay).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{out}");
+    let hist = std::fs::read_to_string(replay.join("round-0000/history.jsonl")).unwrap();
+    let scripted: Vec<&str> = hist.lines().filter(|l| l.contains(r#""op":"scripted""#)).collect();
+    assert_eq!(scripted.len(), script.len(), "every scripted fault, no other\n{hist}");
+    for (l, s) in scripted.iter().zip(&script) {
+        assert!(l.contains(&format!(r#""kind":{}"#, s["kind"])), "{l} vs {s}");
+    }
+    assert!(!hist.contains(r#""op":"schedule""#), "a scripted round draws no schedule");
+}
