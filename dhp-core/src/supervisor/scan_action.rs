@@ -464,11 +464,11 @@ mod tests {
     }
 
     #[test]
-    fn kinds_round_trip_and_no_ops_are_the_three() {
+    fn kinds_round_trip_and_no_ops_are_the_four() {
         for k in ActionKind::ALL {
             assert_eq!(k.as_str().parse::<ActionKind>().unwrap(), k);
         }
         let no_ops: Vec<&str> = ActionKind::ALL.iter().filter(|k| k.is_no_op()).map(|k| k.as_str()).collect();
-        assert_eq!(no_ops, ["already-orphaned-or-released", "within-budget", "repair-skipped"]);
+        assert_eq!(no_ops, ["already-orphaned-or-released", "within-budget", "repair-skipped", "not-leader"]);
     }
 }

@@ -178,6 +178,15 @@ impl Judge {
         }
     }
 
+    /// The store already held checkpoints `0..=last_seq` of `hid` when the
+    /// audit began (a standby's store is audited after `dhp ingest` wrote
+    /// the shipped log into it, §8.3): its next checkpoint is `last_seq + 1`.
+    /// The caller derives this from rows in the store that no audited
+    /// INSERT made, and says so in its verdict; call before any change.
+    pub fn seed_checkpoints(&mut self, hid: &str, last_seq: i64) {
+        self.rows.last_seq.insert(hid.to_string(), last_seq);
+    }
+
     /// Judge a whole round: [`merged`] changes and facts, then [`Judge::finish`].
     pub fn run(mut self, changes: Vec<Change>, facts: Vec<Fact>) -> Report {
         for i in merged(changes, facts) {

@@ -504,3 +504,24 @@ fn a_chunk_stamped_after_its_checkpoints_millisecond_counts() {
     let r = s.judge(Variant::Strict, vec![served("w1", 0, 101.5), served("w2", 2, 103.0001)]);
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
 }
+
+/// A standby's store is audited after `dhp ingest` wrote checkpoints
+/// 0..=14: its next checkpoint is 15 only when the judge is told so.
+#[test]
+fn checkpoints_before_the_audit_are_seeded() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 106.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": 100.1}), 100.1);
+    s.ck("h", 15, 101.0);
+    let unseeded = s.judge(Variant::Strict, vec![]);
+    assert_eq!(rules(&unseeded), vec!["§6.2 a checkpoint gets seq = max(seq) + 1 [no-lost-results]"], "{unseeded:#?}");
+    let mut j = Judge::new(Variant::Strict, Params::default());
+    j.seed_checkpoints("h", 14);
+    let seeded = j.run(s.out.clone(), vec![]);
+    assert!(seeded.violations.is_empty() && seeded.all_judged(), "{seeded:#?}");
+    let mut j = Judge::new(Variant::Strict, Params::default());
+    j.seed_checkpoints("h", 13);
+    assert_eq!(rules(&j.run(s.out.clone(), vec![])).len(), 1, "a gap after the seeded prefix is still wrong");
+}

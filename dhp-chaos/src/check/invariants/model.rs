@@ -14,7 +14,7 @@ use crate::audit::Event;
 use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::CHECK_THEN_WRITE;
-use dhp_model::judge::{Change, Fact, Judge, Params, Report, Variant, Violation};
+use dhp_model::judge::{Change, Fact, Judge, Params, Report, Table, Variant, Violation};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -32,8 +32,41 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
     };
     let variant = variant(cx);
-    let report = Judge::new(variant, params(cx)).run(changes, facts(cx, &a.events));
+    let mut judge = Judge::new(variant, params(cx));
+    for (hid, last) in pre_audit_checkpoints(cx, &changes) {
+        out.note(format!(
+            "{hid}: checkpoints 0..={last} were in the store before the audit began (written by `dhp ingest` before the harness installed its triggers), taken as the start"
+        ));
+        judge.seed_checkpoints(&hid, last);
+    }
+    let report = judge.run(changes, facts(cx, &a.events));
     file(&mut out, &report, a.events.len(), variant);
+    out
+}
+
+/// Per handoff, the last seq of the checkpoints the store holds that no
+/// audited INSERT made: rows written before the triggers were installed (a
+/// standby's store, ingested from the shipped log). Only a gap-free prefix
+/// below every audited checkpoint counts; anything else is left for the
+/// judge to find wrong.
+fn pre_audit_checkpoints(cx: &Ctx<'_>, changes: &[Change]) -> Vec<(String, i64)> {
+    let mut audited: HashMap<&str, Vec<i64>> = HashMap::new();
+    for c in changes.iter().filter(|c| c.table == Table::Checkpoints) {
+        let seq = c.new.as_ref().or(c.old.as_ref()).and_then(|r| r.get("seq")).and_then(Value::as_i64);
+        if let (Some(hid), Some(seq)) = (c.hid.as_deref(), seq) {
+            audited.entry(hid).or_default().push(seq);
+        }
+    }
+    let mut out = Vec::new();
+    for (hid, h) in cx.store.iter() {
+        let mine = audited.get(hid.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let before: Vec<i64> = h.ckpts.iter().map(|c| c.seq).filter(|s| !mine.contains(s)).collect();
+        let Some(&last) = before.iter().max() else { continue };
+        let prefix = before.len() as i64 == last + 1 && before.iter().enumerate().all(|(i, &s)| s == i as i64);
+        if prefix && mine.iter().all(|&s| s > last) {
+            out.push((hid.clone(), last));
+        }
+    }
     out
 }
 
