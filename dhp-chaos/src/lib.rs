@@ -55,6 +55,7 @@ pub mod report;
 pub mod round;
 pub mod scenario;
 pub mod site;
+pub mod survivors;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;

@@ -485,6 +485,9 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     }
     for r in rounds.iter().filter(|r| !r.held) {
         let _ = writeln!(s, "\nround {} (seed {}) violations — {}:", r.round, r.seed, r.dir);
+        for v in &r.survivors {
+            let _ = writeln!(s, "  [survivor] {v}");
+        }
         for i in r.invariants.iter().filter(|i| !i.held()) {
             let all: Vec<&String> = i.violations.iter().chain(i.known.iter()).collect();
             for v in all.iter().take(20) {

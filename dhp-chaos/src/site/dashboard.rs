@@ -235,11 +235,14 @@ impl Dashboard {
         if g.state.round.is_none() {
             return;
         }
-        // a --hosts round: every host's history (they appear once the hosts start)
-        let mut files = vec![dir.join("history.jsonl")];
+        // the harness's own records (never what the judged write); a --hosts
+        // round: every host's (they appear once the hosts start)
+        let own = crate::hist::harness_path(&dir.join("history.jsonl"));
+        let mut files = vec![own.clone()];
         if let Ok(d) = std::fs::read_dir(&dir) {
+            let name = own.file_name().unwrap_or_default().to_owned();
             let mut hosts: Vec<PathBuf> =
-                d.filter_map(|e| e.ok().map(|e| e.path().join("history.jsonl"))).filter(|p| p.exists()).collect();
+                d.filter_map(|e| e.ok().map(|e| e.path().join(&name))).filter(|p| p.exists()).collect();
             hosts.sort();
             files.extend(hosts);
         }

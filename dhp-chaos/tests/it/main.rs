@@ -23,6 +23,7 @@ mod disk_full_round;
 mod failpoint_deaths;
 mod failpoints_probe;
 mod flags_validated;
+mod harness_forged;
 mod hosts_death;
 mod hosts_link_round;
 mod hosts_refusals;
