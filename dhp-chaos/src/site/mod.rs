@@ -26,9 +26,7 @@ pub const INDEX: &str = "index.html";
 const SCHEDULE_ROWS: usize = 400;
 
 /// Escape text for HTML and SVG (element content and attribute values).
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+pub(crate) use dhp_markup::html as esc;
 
 /// Write `DIR/index.html` for the run directory (or single round directory) `dir`; its path.
 pub fn write(dir: &Path) -> Result<PathBuf> {
