@@ -10,6 +10,7 @@
 //! those files; `--dashboard` serves it while the rounds run ([`dashboard`]).
 
 pub mod dashboard;
+pub mod guard;
 pub(crate) mod plots;
 
 use crate::check::{self, RoundReport, Verdict};
