@@ -187,6 +187,18 @@ fn result_event(implementation: &str, assertion: &str, level: Level, outcome: &O
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
+        // an adapter itself (it carries its runner's marker): never sweep from here
+        return exec_reference_adapter(std::env::args().nth(2));
+    }
+    let code = run_main();
+    // every pool is closed by now: what still carries this run's marker
+    // escaped its adapter's tree (a double-forked helper)
+    dhp_conform::pgroup::sweep();
+    code
+}
+
+fn run_main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
         return exec_reference_adapter(std::env::args().nth(2));
     }
     let cli = Cli::parse();
