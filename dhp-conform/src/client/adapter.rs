@@ -16,12 +16,12 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One running adapter process, the leader of its own process group:
-/// whatever it starts is killed with it.
 /// Stdout lines read ahead of a request, at most (each at most
 /// [`MAX_REPLY_LINE`]): the runner holds no more of an adapter's output.
 const PENDING_LINES: usize = 1;
 
+/// One running adapter process, the leader of its own process group:
+/// whatever it starts is killed with it.
 pub struct Adapter {
     child: Child,
     pub(super) stdin: Option<ChildStdin>,
