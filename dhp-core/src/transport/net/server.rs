@@ -232,6 +232,12 @@ impl Prepared {
     }
 }
 
+async fn busy(mut sock: TcpStream) {
+    let _ =
+        tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n"))
+            .await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,10 +267,4 @@ mod tests {
         let e = out.expect_err("a failed journal is an error exit");
         assert!(e.to_string().contains("journal write or sync failed"), "{e}");
     }
-}
-
-async fn busy(mut sock: TcpStream) {
-    let _ =
-        tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n"))
-            .await;
 }
