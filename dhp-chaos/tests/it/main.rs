@@ -51,6 +51,7 @@ mod pg_failover_refused;
 mod pg_failover_support;
 mod pg_failover_sync;
 mod pg_link_round;
+mod pg_private;
 mod pg_round;
 mod pg_run_secret_and_schema;
 mod pinned;
