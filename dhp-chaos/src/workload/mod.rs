@@ -8,9 +8,17 @@
 //! (attribution, rework, writes computed under a superseded fence) without
 //! asking the implementation under test.
 //!
-//! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` → `200 {"count": C,
-//! "sum": S, "stamp": "…"}`; anything else → `400`/`404` `{"error": …}`.
-//! One request per connection (`Connection: close`), plain HTTP/1.1.
+//! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` with
+//! `Authorization: Bearer CRED` → `200 {"count": C, "sum": S, "stamp":
+//! "…"}`; anything else → `400`/`403`/`404` `{"error": …}`. One request per
+//! connection (`Connection: close`), plain HTTP/1.1.
+//!
+//! Who asks is the harness's knowledge, not the asker's word: every worker
+//! is spawned with its own unguessable credential ([`CREDENTIAL_ENV`], in
+//! that process's environment only; [`Service::credential_for`]), which the
+//! service maps to the name the harness gave the process. A request
+//! without a credential, with an unknown one, or naming another holder
+//! than its credential's, is refused (403) and recorded as refused.
 
 mod record;
 
@@ -33,6 +41,8 @@ use std::time::Duration;
 pub const FILE: &str = "workload.jsonl";
 /// The environment variable that gives a worker the service's URL.
 pub const ENV: &str = "DHP_WORKLOAD_URL";
+/// The environment variable that gives one worker its credential.
+pub const CREDENTIAL_ENV: &str = dhp_workload::client::CREDENTIAL_ENV;
 
 /// Longest request line or header the service reads.
 const MAX_LINE: usize = 4096;
@@ -45,6 +55,7 @@ pub type Tasks = HashMap<String, (u64, u64, u64)>;
 /// A running service; stops (and joins) on drop.
 pub struct Service {
     url: String,
+    shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -58,13 +69,24 @@ impl Service {
         let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
         listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Shared { tasks, file: Mutex::new(file) });
+        let shared = Arc::new(Shared { tasks, file: Mutex::new(file), creds: Mutex::default() });
         let flag = stop.clone();
+        let mine = shared.clone();
         let thread = std::thread::Builder::new()
             .name("workload".into())
             .spawn(move || run(listener, &flag, &shared))
             .map_err(Error::io("starting the service for", &path))?;
-        Ok(Service { url: format!("http://{addr}"), stop, thread: Some(thread) })
+        Ok(Service { url: format!("http://{addr}"), shared: mine, stop, thread: Some(thread) })
+    }
+
+    /// A fresh credential for the process the harness names `holder`
+    /// (give it in that process's environment only, as [`CREDENTIAL_ENV`]).
+    pub fn credential_for(&self, holder: &str) -> String {
+        let mut raw = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut raw);
+        let cred: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        self.shared.creds.lock().unwrap_or_else(|p| p.into_inner()).insert(cred.clone(), holder.to_string());
+        cred
     }
 
     /// `http://ADDR`, the value of [`ENV`].
@@ -85,6 +107,8 @@ impl Drop for Service {
 struct Shared {
     tasks: Tasks,
     file: Mutex<File>,
+    /// credential → the holder name the harness gave its process
+    creds: Mutex<HashMap<String, String>>,
 }
 
 /// Accept until `stop`; each connection on its own thread.
@@ -112,16 +136,22 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
     let (status, body) = match read_line(&mut reader, &mut line) {
         Ok(()) => {
             let target = request_target(&line);
-            // the headers: read and ignore, up to the blank line
+            // the headers, up to the blank line: only the credential is read
             let mut h = String::new();
+            let mut cred = None;
             loop {
                 h.clear();
                 if read_line(&mut reader, &mut h).is_err() || h.trim_end().is_empty() {
                     break;
                 }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.trim().eq_ignore_ascii_case("authorization") {
+                        cred = v.trim().strip_prefix("Bearer ").map(|c| c.trim().to_string());
+                    }
+                }
             }
             match target {
-                Some(t) => answer(t, peer, shared),
+                Some(t) => answer(t, peer, cred.as_deref(), shared),
                 None => (400, json!({"error": "want GET /chunk?hid=…&n=…&end=…&holder=…&fence=…"})),
             }
         }
@@ -130,6 +160,7 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
     let text = body.to_string();
     let reason = match status {
         200 => "OK",
+        403 => "Forbidden",
         404 => "Not Found",
         _ => "Bad Request",
     };
@@ -166,7 +197,7 @@ fn request_target(line: &str) -> Option<&str> {
 }
 
 /// Check a chunk request against the round's tasks, serve and record it.
-fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
+fn answer(target: &str, peer: &str, cred: Option<&str>, shared: &Shared) -> (u16, Value) {
     let Some(query) = target.strip_prefix("/chunk?") else {
         return (404, json!({"error": format!("no such resource {target:?}: GET /chunk?…")}));
     };
@@ -179,13 +210,26 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
             return (400, json!({"error": why}));
         }
     };
+    // who really asks: the credential's holder, never the query's word
+    let by = cred.and_then(|c| shared.creds.lock().unwrap_or_else(|p| p.into_inner()).get(c).cloned());
+    let refused = match (cred, &by) {
+        (None, _) => Some("no credential (Authorization: Bearer $DHP_WORKLOAD_CREDENTIAL)".to_string()),
+        (Some(_), None) => Some("unknown credential".to_string()),
+        (Some(_), Some(b)) if *b != req.holder => Some(format!("the credential of {b} asks as holder {}", req.holder)),
+        _ => None,
+    };
+    if let Some(why) = refused {
+        shared.append(&json!({"t": crate::hist::now(), "bad": why, "refused": "credential", "target": target,
+                              "peer": peer, "asked_as": req.holder, "by": by}));
+        return (403, json!({"error": why}));
+    }
     let (count, sum) = primes_in(req.n, req.end);
     let mut raw = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut raw);
     let stamp: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     // Recorded before it is answered: a stamp the worker can hold is in the record.
     shared.append(&json!({"t": crate::hist::now(), "stamp": stamp, "hid": req.hid, "n": req.n, "end": req.end,
-                          "holder": req.holder, "fence": req.fence, "peer": peer}));
+                          "holder": req.holder, "by": by, "fence": req.fence, "peer": peer}));
     (200, json!({"count": count, "sum": sum, "stamp": stamp}))
 }
 
