@@ -90,7 +90,7 @@ fn conn_cap() -> usize {
 }
 
 /// The soft RLIMIT_NOFILE, from `/proc/self/limits` (1024 when unreadable).
-fn nofile_soft() -> u64 {
+pub(crate) fn nofile_soft() -> u64 {
     std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|t| {
