@@ -46,8 +46,12 @@ pub const CREDENTIAL_ENV: &str = dhp_workload::client::CREDENTIAL_ENV;
 
 /// Longest request line or header the service reads.
 const MAX_LINE: usize = 4096;
-/// A client that sends nothing for this long is dropped.
+/// The whole request head must arrive within this long (a client
+/// trickling bytes is dropped then), and the answer be taken within it.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at once; one more is answered 503 and closed (a
+/// worker asks one chunk at a time: a round has far fewer).
+const MAX_CONNECTIONS: usize = 64;
 
 /// The census of each handoff the round dispatched: hid → (lo, hi, chunk).
 pub type Tasks = HashMap<String, (u64, u64, u64)>;
@@ -111,15 +115,29 @@ struct Shared {
     creds: Mutex<HashMap<String, String>>,
 }
 
-/// Accept until `stop`; each connection on its own thread.
+/// Accept until `stop`; each connection on its own thread, at most
+/// [`MAX_CONNECTIONS`] at once.
 fn run(listener: TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((conn, peer)) => {
-                let s = shared.clone();
-                let _ = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
+            Ok((mut conn, peer)) => {
+                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    continue;
+                }
+                let (s, a) = (shared.clone(), active.clone());
+                let spawned = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
                     let _ = serve(conn, &peer.to_string(), &s);
+                    a.fetch_sub(1, Ordering::SeqCst);
                 });
+                if spawned.is_err() {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -131,7 +149,7 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
     conn.set_read_timeout(Some(IO_TIMEOUT))?;
     conn.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut reader = BufReader::new(Deadline { s: conn.try_clone()?, until: std::time::Instant::now() + IO_TIMEOUT });
     let mut line = String::new();
     let (status, body) = match read_line(&mut reader, &mut line) {
         Ok(()) => {
@@ -171,6 +189,24 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
         text.len()
     )?;
     w.flush()
+}
+
+/// A socket whose reads all end by one deadline: each read waits at most
+/// the time left, so a trickling client cannot stretch the request head.
+struct Deadline {
+    s: TcpStream,
+    until: std::time::Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.s.set_read_timeout(Some(left))?;
+        self.s.read(buf)
+    }
 }
 
 /// One CRLF- or LF-terminated line of at most [`MAX_LINE`] bytes.

@@ -79,3 +79,33 @@ fn only_a_holders_own_credential_asks_in_its_name() {
     assert!(text.contains("\"by\":\"w0002-h0\"") && text.contains("\"asked_as\":\"w0001-h0\""), "{text}");
     assert!(text.contains("\"by\":\"w0001-h0\""), "the served line says who asked: {text}");
 }
+
+/// Issue 47 item 7: a client trickling its request head is cut at the
+/// deadline, and a real request is served meanwhile.
+#[test]
+fn a_trickled_head_is_cut_and_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: Tasks = [(H.to_string(), (0, 250, 100))].into();
+    let svc = Service::start(TcpListener::bind("127.0.0.1:0").unwrap(), tasks, dir.path()).unwrap();
+    let cred = svc.credential_for("w1");
+    let addr = svc.url().trim_start_matches("http://").to_string();
+    let a2 = addr.clone();
+    let trickler = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(&a2).unwrap();
+        let t0 = std::time::Instant::now();
+        for b in b"GET /chunk?hid=x HTTP/1.1\r\nHost: a\r\nX-Slow: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n" {
+            if c.write_all(&[*b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut rest = String::new();
+        let _ = c.read_to_string(&mut rest);
+        (t0.elapsed(), rest)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (st, _) = get_as(svc.url(), &format!("/chunk?hid={H}&n=0&end=100&holder=w1&fence=0"), Some(&cred));
+    assert_eq!(st, 200, "served while another client trickles");
+    let (took, rest) = trickler.join().unwrap();
+    assert!(took < IO_TIMEOUT + Duration::from_secs(2), "the trickler held its connection {took:?}: {rest:?}");
+}
