@@ -117,9 +117,12 @@ cmd_start() {
     install_deps
     local dir pw n
     dir="$(mktemp -d /tmp/dhp-pgc.XXXXXX)"
-    chmod 755 "$dir"
+    # private: the socket (trust auth for local connections), the pwfile and
+    # the data are reachable by the owner (and root) only, never by another local user
+    chmod 700 "$dir"
     pw="dhp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-    printf '%s\n' "$pw" >"$dir/pwfile"
+    (umask 077 && printf '%s\n' "$pw" >"$dir/pwfile")
+    chmod 600 "$dir/pwfile"
     echo "$mode" >"$dir/mode"
     for n in n0 n1 n2; do mkdir -p "$dir/$n"; free_port >"$dir/$n/port"; done
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$dir"; fi

@@ -113,11 +113,14 @@ cmd_start() {
     install_deps
     local dir port pw
     dir="$(mktemp -d /tmp/dhp-pg.XXXXXX)"
-    chmod 755 "$dir"
+    # private: the socket (trust auth for local connections), the pwfile and
+    # the data are reachable by the owner (and root) only, never by another local user
+    chmod 700 "$dir"
     pw="dhp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
     port="$(free_port)"
     echo "$port" >"$dir/port"
-    printf '%s\n' "$pw" >"$dir/pwfile"
+    (umask 077 && printf '%s\n' "$pw" >"$dir/pwfile")
+    chmod 600 "$dir/pwfile"
     local extra=""
     if [ -n "${DHP_PG_COMMIT_DELAY:-}" ]; then extra="$extra -c commit_delay=$DHP_PG_COMMIT_DELAY"; fi
     if [ -n "${DHP_PG_COMMIT_SIBLINGS:-}" ]; then extra="$extra -c commit_siblings=$DHP_PG_COMMIT_SIBLINGS"; fi

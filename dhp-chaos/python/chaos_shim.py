@@ -104,8 +104,12 @@ def main():
             def served_chunk(lo, hi):
                 q = urllib.parse.urlencode({"hid": held.get("hid", ""), "n": lo, "end": hi,
                                             "holder": held.get("holder", ""), "fence": held.get("fence", -1)})
+                # this process's own credential: the service knows who asks by it
+                cred = os.environ.get("DHP_WORKLOAD_CREDENTIAL", "")
+                req = urllib.request.Request(f"{workload}/chunk?{q}",
+                                             headers={"Authorization": f"Bearer {cred}"} if cred else {})
                 try:
-                    with urllib.request.urlopen(f"{workload}/chunk?{q}", timeout=10) as r:
+                    with urllib.request.urlopen(req, timeout=10) as r:
                         ans = json.loads(r.read())
                 except urllib.error.HTTPError as e:
                     raise RuntimeError(f"workload service refused [{lo}, {hi}): {e.read()[:300]!r}") from e

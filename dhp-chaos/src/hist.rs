@@ -1,25 +1,39 @@
-//! The round's history file: JSON lines from every process (workers,
-//! supervisors, the harness itself as process `chaos`). Written with one
+//! The round's history: JSON lines from every process under test (workers,
+//! supervisors) in `history.jsonl`, and the harness's own events (process
+//! `chaos`) in a file of its own, `harness.jsonl` ([`harness_path`]):
+//! created 0600 and never passed to a child, so the judged cannot write the
+//! judge's facts. A `chaos` line in `history.jsonl` is a forgery: [`load`]
+//! drops it and counts it ([`History::forged`]). Written with one
 //! `write(2)` per line on an `O_APPEND` descriptor, so lines from
 //! concurrent processes do not interleave and a SIGKILL loses at most the
-//! line in flight. It is detail, not the ground truth: verdicts rest on the
-//! harness's own sources (the store audit, the workload service, the
-//! processes it spawned), and with `--impl-history off` only the harness's
-//! own lines are read (CONTRACT.md §4).
+//! line in flight. History is detail, not the ground truth: verdicts rest
+//! on the harness's own sources (its own file, the store audit, the workload
+//! service, the processes it spawned); with `--impl-history off` only the
+//! harness's own lines are read (CONTRACT.md §4).
 
 use crate::error::{Error, Result};
 use dhp_core::supervisor::ActionKind;
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 
 /// Wall-clock seconds since the Unix epoch (same clock as every process).
 pub fn now() -> f64 {
     dhp_core::envelope::now()
 }
 
-/// The harness's own history writer.
+/// The harness's own file beside the history file `history`:
+/// `history.jsonl` → `harness.jsonl`, `net-history.jsonl` → `net-harness.jsonl`.
+pub fn harness_path(history: &Path) -> PathBuf {
+    let name = history.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let own = if name.contains("history") { name.replacen("history", "harness", 1) } else { format!("{name}.harness") };
+    history.with_file_name(own)
+}
+
+/// The harness's own history writer: appends to [`harness_path`] of the
+/// history file (which it creates empty, for the processes under test).
 #[derive(Debug)]
 pub struct Writer {
     file: File,
@@ -27,10 +41,17 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// Open the history file at `path` for appending, creating it if needed.
+    /// Create the history file at `path` for the processes under test and
+    /// open the harness's own file beside it (0600) for appending.
     pub fn open(path: &Path) -> Result<Writer> {
-        let file =
-            OpenOptions::new().create(true).append(true).open(path).map_err(Error::io("opening history", path))?;
+        OpenOptions::new().create(true).append(true).open(path).map_err(Error::io("opening history", path))?;
+        let own = harness_path(path);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&own)
+            .map_err(Error::io("opening the harness's history", &own))?;
         Ok(Writer { file, pid: std::process::id() })
     }
 
@@ -64,6 +85,9 @@ pub struct Ev {
     pub idx: usize,
     /// The line's JSON object ([`load`] moves a faked clock's `t` to `t_clock`).
     pub v: Map<String, Value>,
+    /// Read from the harness's own file ([`harness_path`]), not from what
+    /// the processes under test write.
+    pub harness: bool,
 }
 
 impl Ev {
@@ -108,9 +132,10 @@ impl Ev {
     pub fn hid(&self) -> Option<&str> {
         self.s("hid")
     }
-    /// Written by the harness itself (process `chaos`).
+    /// Written by the harness itself: read from its own file (a `chaos`
+    /// line in `history.jsonl` is a forgery [`load`] drops).
     pub fn is_chaos(&self) -> bool {
-        self.process() == "chaos"
+        self.harness
     }
     /// Field `k`, any JSON type.
     pub fn get(&self, k: &str) -> Option<&Value> {
@@ -126,35 +151,64 @@ pub struct History {
     pub events: Vec<Ev>,
     /// Non-empty lines that were not JSON objects.
     pub malformed: usize,
+    /// Lines of `history.jsonl` claiming to be the harness's (process
+    /// `chaos`): written by a process under test, dropped.
+    pub forged: usize,
 }
 
-/// Read a history file, putting the events of processes on a faked clock back on the harness's clock.
+/// Read a history file and the harness's own file beside it, putting the
+/// events of processes on a faked clock back on the harness's clock; the
+/// two are merged in time order (file order on ties, harness first). A
+/// missing harness file means no harness facts (never the history's).
 pub fn load(path: &Path) -> Result<History> {
     let data = std::fs::read(path).map_err(Error::io("reading history", path))?;
     let mut h = History::default();
+    let mut theirs = parse(&data, false, &mut h.malformed);
+    let before = theirs.len();
+    theirs.retain(|e| e.process() != "chaos");
+    h.forged = before - theirs.len();
+    let own_path = harness_path(path);
+    let own = match std::fs::read(&own_path) {
+        Ok(d) => parse(&d, true, &mut h.malformed),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Error::io("reading the harness's history", &own_path)(e)),
+    };
+    unskew(&own, &mut theirs);
+    h.events = own;
+    h.events.extend(theirs);
+    h.events.sort_by(|a, b| a.t().total_cmp(&b.t()));
+    for (idx, e) in h.events.iter_mut().enumerate() {
+        e.idx = idx;
+    }
+    Ok(h)
+}
+
+/// The JSON-object lines of `data`, counting the others in `malformed`.
+fn parse(data: &[u8], harness: bool, malformed: &mut usize) -> Vec<Ev> {
+    let mut out = Vec::new();
     for (idx, raw) in data.split(|b| *b == b'\n').enumerate() {
         let raw = raw.trim_ascii();
         if raw.is_empty() {
             continue;
         }
         match serde_json::from_slice::<Value>(raw) {
-            Ok(Value::Object(v)) => h.events.push(Ev { idx, v }),
-            _ => h.malformed += 1,
+            Ok(Value::Object(v)) if !harness || v.get("process").and_then(Value::as_str) == Some("chaos") => {
+                out.push(Ev { idx, v, harness })
+            }
+            _ => *malformed += 1,
         }
     }
-    unskew(&mut h);
-    Ok(h)
+    out
 }
 
 /// Processes started under a faked clock (`--clock`) wrote their history
 /// in their own time: put their events back on the harness's clock (the
 /// faked value is kept as `t_clock`), so every check compares real times.
-fn unskew(h: &mut History) {
+fn unskew(own: &[Ev], theirs: &mut [Ev]) {
     use std::collections::HashMap;
-    let skews: HashMap<String, (f64, crate::clock::Skew)> = h
-        .events
+    let skews: HashMap<String, (f64, crate::clock::Skew)> = own
         .iter()
-        .filter(|e| e.is_chaos() && e.op() == "spawn")
+        .filter(|e| e.op() == "spawn")
         .filter_map(|e| {
             let skew = serde_json::from_value(e.get("clock")?.clone()).ok()?;
             Some((e.s("name")?.to_string(), (e.t(), skew)))
@@ -163,7 +217,7 @@ fn unskew(h: &mut History) {
     if skews.is_empty() {
         return;
     }
-    for e in h.events.iter_mut().filter(|e| !e.is_chaos()) {
+    for e in theirs.iter_mut() {
         let Some((start, skew)) = skews.get(e.process()) else { continue };
         let t = e.t();
         e.v.insert("t_clock".into(), json!(t));

@@ -65,6 +65,7 @@ pub mod round;
 pub mod scenario;
 pub mod shrink;
 pub mod site;
+pub mod survivors;
 pub mod teardown;
 pub mod timeline;
 mod timeline_env;

@@ -188,6 +188,8 @@ pub fn spawn(mut spec: Spec, logdir: &Path) -> Result<Proc> {
         let child = Command::new(prog)
             .args(args)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            // what `setsid` cannot shed: found by crate::survivors after the round
+            .env(crate::survivors::MARK_VAR, crate::survivors::mark(logdir))
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err))

@@ -286,6 +286,10 @@ pub fn totals(rounds: &[RoundReport]) -> Totals {
 
 /// One line per round.
 pub fn round_line(r: &RoundReport) -> String {
+    dhp_markup::terminal(&round_line_text(r))
+}
+
+fn round_line_text(r: &RoundReport) -> String {
     format!(
         "{:>5} {:>20} {:>8}/{:<8} {:>6.1}s {:>6} {:>6.0} {:>5} {:>4}/{:<3} {:>5} {:>7} {:>7}  {}",
         match r.host {
@@ -346,6 +350,11 @@ pub fn header() -> String {
 /// The full summary printed at the end of a run; `table`: with the
 /// per-round table (left out when the rounds were already printed).
 pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
+    // violation messages quote judged text: nothing of it may reach the terminal as a control
+    dhp_markup::terminal(&summary_text(rounds, t, table))
+}
+
+fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     let mut s = String::new();
     if table {
         let _ = writeln!(s, "\n{}", header());
@@ -490,6 +499,9 @@ pub fn summary(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
     }
     for r in rounds.iter().filter(|r| !r.held) {
         let _ = writeln!(s, "\nround {} (seed {}) violations — {}:", r.round, r.seed, r.dir);
+        for v in &r.survivors {
+            let _ = writeln!(s, "  [survivor] {v}");
+        }
         for i in r.invariants.iter().filter(|i| !i.held()) {
             let all: Vec<&String> = i.violations.iter().chain(i.known.iter()).collect();
             for v in all.iter().take(20) {

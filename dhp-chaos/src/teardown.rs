@@ -81,6 +81,8 @@ fn tear(r: &mut Registry) {
         let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
     }
     r.pgids.clear();
+    // descendants that left the groups (setsid, double fork)
+    crate::survivors::sweep_all();
     let quiet = |prog: &str, args: &[&std::ffi::OsStr]| {
         let _ = std::process::Command::new(prog)
             .args(args)

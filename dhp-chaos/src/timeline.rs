@@ -21,9 +21,8 @@ const WIDTH: f64 = 1400.0;
 const LANE: f64 = 46.0;
 const TOP: f64 = 40.0;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+// every string from a history (the judged write it) goes through this
+use dhp_markup::html as esc;
 
 fn color(name: &str) -> String {
     let mut h: u32 = 2166136261;
@@ -128,10 +127,11 @@ pub fn write(dir: &Path) -> Result<()> {
         let y = lane_y(i);
         let _ = writeln!(
             svg,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ccc"/><text x="6" y="{:.1}"><title>{hid}</title>{}</text>"##,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ccc"/><text x="6" y="{:.1}"><title>{}</title>{}</text>"##,
             LEFT + WIDTH,
             y + 24.0,
-            &hid[..12.min(hid.len())]
+            esc(hid),
+            esc(&hid.chars().take(12).collect::<String>())
         );
     }
 
@@ -206,10 +206,11 @@ pub fn write(dir: &Path) -> Result<()> {
         let fill = if roles[*s] == "transport" { "#bcd" } else { "#ddd" };
         let _ = writeln!(
             svg,
-            r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{s}: {:.3}s → {:.3}s</title></rect>"##,
+            r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{}: {:.3}s → {:.3}s</title></rect>"##,
             x(a),
             (x(b) - x(a)).max(1.0),
             (sup_h - 1.0).max(1.0),
+            esc(s),
             a - t0,
             b - t0
         );
@@ -233,10 +234,11 @@ pub fn write(dir: &Path) -> Result<()> {
             let y = TOP + 4.0 + i as f64 * sup_h;
             let _ = writeln!(
                 svg,
-                r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#4a7"><title>{n} leader {:.3}s → {:.3}s</title></rect>"##,
+                r##"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#4a7"><title>{} leader {:.3}s → {:.3}s</title></rect>"##,
                 x(a),
                 (x(b) - x(a)).max(1.0),
                 (sup_h - 1.0).max(1.0),
+                esc(&n),
                 a - t0,
                 b - t0
             );
@@ -252,11 +254,12 @@ pub fn write(dir: &Path) -> Result<()> {
             let y = TOP + 4.0 + i as f64 * sup_h + sup_h / 2.0 + 4.0;
             let _ = writeln!(
                 svg,
-                r#"<text x="{:.1}" y="{y:.1}" fill="{}" font-size="12" text-anchor="middle">×<title>{:.3}s {} {v}</title></text>"#,
+                r#"<text x="{:.1}" y="{y:.1}" fill="{}" font-size="12" text-anchor="middle">×<title>{:.3}s {} {}</title></text>"#,
                 x(e.t()),
                 if e.get("leader").and_then(Value::as_bool) == Some(true) { "#d22" } else { "#a55" },
                 e.t() - t0,
-                e.s("kind").unwrap_or("")
+                esc(e.s("kind").unwrap_or("")),
+                esc(v)
             );
         }
     }
@@ -298,9 +301,9 @@ pub fn write(dir: &Path) -> Result<()> {
                         x(t),
                         y + 13.0,
                         t - t0,
-                        e.s("kind").unwrap_or(""),
-                        e.s("victim").unwrap_or(""),
-                        e.s("failpoint").unwrap_or("")
+                        esc(e.s("kind").unwrap_or("")),
+                        esc(e.s("victim").unwrap_or("")),
+                        esc(e.s("failpoint").unwrap_or(""))
                     );
                     close(&mut segs, &mut open, hid, t, e.s("victim"));
                 }
@@ -336,10 +339,11 @@ pub fn write(dir: &Path) -> Result<()> {
                     };
                     let _ = writeln!(
                         marks,
-                        r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="6" fill="#f90" opacity="0.8"><title>{victim} SIGSTOP {:.3}s → {how} {:.3}s</title></rect>"##,
+                        r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="6" fill="#f90" opacity="0.8"><title>{} SIGSTOP {:.3}s → {how} {:.3}s</title></rect>"##,
                         x(t),
                         y + 30.0,
                         (x(end) - x(t)).max(1.0),
+                        esc(victim),
                         t - t0,
                         end - t0
                     );
@@ -355,10 +359,11 @@ pub fn write(dir: &Path) -> Result<()> {
                         // nobody in the history sent it: a supervisor's stalled-writer watchdog did
                         let _ = writeln!(
                             marks,
-                            r##"<text x="{:.1}" y="{:.1}" fill="#822" font-size="15" text-anchor="middle" class="killed-while-stopped">×<title>{:.3}s {victim} SIGKILLed while stopped, not by the harness (a supervisor's stalled-writer watchdog)</title></text>"##,
+                            r##"<text x="{:.1}" y="{:.1}" fill="#822" font-size="15" text-anchor="middle" class="killed-while-stopped">×<title>{:.3}s {} SIGKILLed while stopped, not by the harness (a supervisor's stalled-writer watchdog)</title></text>"##,
                             x(end),
                             y + 13.0,
-                            end - t0
+                            end - t0,
+                            esc(victim)
                         );
                     }
                 }
@@ -379,7 +384,7 @@ pub fn write(dir: &Path) -> Result<()> {
                     y + 2.0,
                     y + 8.0,
                     e.i("seq").unwrap_or(-1),
-                    e.process(),
+                    esc(e.process()),
                     e.i("fence").unwrap_or(-1),
                     t - t0
                 );
@@ -390,7 +395,7 @@ pub fn write(dir: &Path) -> Result<()> {
                     r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="#2a2"><title>complete by {} at {:.3}s</title></circle>"##,
                     x(t),
                     y + 20.0,
-                    e.process(),
+                    esc(e.process()),
                     t - t0
                 );
                 close(&mut segs, &mut open, hid, t, Some(e.s("holder").unwrap_or(e.process())));
@@ -403,13 +408,13 @@ pub fn write(dir: &Path) -> Result<()> {
                     r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{shape}<title>{} by {} at {:.3}s: {} fence {} → {} ({})</title></text>"#,
                     x(t),
                     y + 42.0,
-                    e.s("action").unwrap_or(""),
-                    e.process(),
+                    esc(e.s("action").unwrap_or("")),
+                    esc(e.process()),
                     t - t0,
-                    e.s("previous_holder").unwrap_or("?"),
+                    esc(e.s("previous_holder").unwrap_or("?")),
                     e.i("previous_fence").unwrap_or(-1),
                     e.i("fence").unwrap_or(-1),
-                    e.s("reason").unwrap_or("")
+                    esc(e.s("reason").unwrap_or(""))
                 );
                 close(&mut segs, &mut open, hid, t, e.s("previous_holder"));
             }

@@ -62,10 +62,10 @@ pub(crate) fn draw(
             r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="10" fill="{fill}" opacity="0.7"><title>{} {:.3}s → {:.3}s: {}</title></rect>"#,
             x(e.t()),
             (x(end) - x(e.t())).max(1.0),
-            e.s("kind").unwrap_or(""),
+            dhp_markup::html(e.s("kind").unwrap_or("")),
             e.t() - t0,
             end - t0,
-            what.replace('"', "'").replace('<', "&lt;")
+            dhp_markup::html(&what)
         );
     }
     for e in chaos().filter(|e| e.op() == "spawn" && e.get("faketime").is_some()) {
@@ -74,12 +74,12 @@ pub(crate) fn draw(
             svg,
             r##"<line x1="{xx:.1}" y1="{y:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#c3c" stroke-width="2"><title>{} clock {}</title></line>"##,
             y + 10.0,
-            e.s("name").unwrap_or(""),
-            e.s("faketime").unwrap_or(""),
+            dhp_markup::html(e.s("name").unwrap_or("")),
+            dhp_markup::html(e.s("faketime").unwrap_or("")),
             xx = x(e.t()),
         );
     }
     if let (true, Some(l)) = (any, label) {
-        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">{l}</text>"#, y + 9.0);
+        let _ = writeln!(svg, r#"<text x="6" y="{:.1}" font-size="9">{}</text>"#, y + 9.0, dhp_markup::html(l));
     }
 }

@@ -64,7 +64,7 @@ pub(crate) fn layout(items: &[(Sym, String)], x0: f64, width: f64, y0: f64) -> (
             svg,
             r#"<text class="legend-item" x="{:.1}" y="{y:.1}">{}</text>"#,
             x + SYM_W + 4.0,
-            label.replace('&', "&amp;").replace('<', "&lt;")
+            dhp_markup::html(label)
         );
         x += w + GAP;
     }

@@ -33,7 +33,7 @@ pub(crate) fn draw(svg: &mut String, lines: &[String], y: f64) {
             svg,
             r#"<text class="verdict" x="10" y="{:.1}" font-size="10" xml:space="preserve">{}</text>"#,
             y + 13.0 * k as f64,
-            l.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+            dhp_markup::html(l)
         );
     }
 }

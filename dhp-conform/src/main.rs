@@ -91,12 +91,15 @@ fn check_program(cmd: &str) -> Result<(), String> {
     }
 }
 
+/// What libtest-mimic prints to the operator's terminal: an adapter's
+/// text with every control sequence stripped (`ESC]0;`, `ESC[2J`, …).
 fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
+    let t = dhp_markup::terminal;
     match o {
         Outcome::Passed => Ok(Completion::Completed),
-        Outcome::Skipped(r) => Ok(Completion::ignored_with(r)),
-        Outcome::Failed(m) => Err(m.clone().into()),
-        Outcome::Errored(m) => Err(format!("ERRORED (no verdict: the adapter exchange broke): {m}").into()),
+        Outcome::Skipped(r) => Ok(Completion::ignored_with(t(r))),
+        Outcome::Failed(m) => Err(t(m).into()),
+        Outcome::Errored(m) => Err(format!("ERRORED (no verdict: the adapter exchange broke): {}", t(m)).into()),
     }
 }
 
@@ -185,6 +188,18 @@ fn result_event(implementation: &str, assertion: &str, level: Level, outcome: &O
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
+        // an adapter itself (it carries its runner's marker): never sweep from here
+        return exec_reference_adapter(std::env::args().nth(2));
+    }
+    let code = run_main();
+    // every pool is closed by now: what still carries this run's marker
+    // escaped its adapter's tree (a double-forked helper)
+    dhp_conform::pgroup::sweep();
+    code
+}
+
+fn run_main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
         return exec_reference_adapter(std::env::args().nth(2));
     }
@@ -327,7 +342,11 @@ fn main() -> ExitCode {
         rows.push((a.name.to_string(), a.level));
         for imp in &under_test {
             let (imp, records, opts) = (imp.clone(), records.clone(), opts.clone());
-            let kind = if multi { format!("{}/{}", imp.label, a.level.as_str()) } else { a.level.as_str().to_string() };
+            let kind = if multi {
+                format!("{}/{}", dhp_markup::terminal(&imp.label), a.level.as_str())
+            } else {
+                a.level.as_str().to_string()
+            };
             trials.push(
                 Trial::ignorable_test(a.name, move || {
                     let mark = imp.stderr.mark();
@@ -368,7 +387,7 @@ fn main() -> ExitCode {
                     let pair = format!("{}->{}", a.label, b.label);
                     let (a, b, records, opts) = (a.clone(), b.clone(), records.clone(), opts.clone());
                     trials.push(
-                        Trial::ignorable_test(format!("{}:{pair}", x.name), move || {
+                        Trial::ignorable_test(format!("{}:{}", x.name, dhp_markup::terminal(&pair)), move || {
                             let marks = (a.stderr.mark(), b.stderr.mark());
                             let (outcome, seconds) = suite::run_cross(&a, &b, &x, &opts);
                             let outcome = report::masked(outcome);
@@ -445,7 +464,7 @@ fn main() -> ExitCode {
             if !errored.is_empty() {
                 println!("errored (adapter exchange broke, no verdict):");
                 for r in errored {
-                    println!("  {} [{}]", r.assertion, r.implementation);
+                    println!("  {} [{}]", r.assertion, dhp_markup::terminal(&r.implementation));
                 }
             }
             println!("{} in {seconds:.1}s", counts.line());
@@ -460,7 +479,7 @@ fn main() -> ExitCode {
         } else {
             say("outcomes that differ from the expectations:");
             for (r, why) in s {
-                say(&format!("  {} [{}]: {why}", r.assertion, r.implementation));
+                say(&dhp_markup::terminal(&format!("  {} [{}]: {why}", r.assertion, r.implementation)));
             }
         }
     }
@@ -508,5 +527,23 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_FAILED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pretty_output_carries_no_terminal_control_from_an_adapter() {
+        let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202E}x";
+        for o in [Outcome::Failed(evil.into()), Outcome::Errored(evil.into())] {
+            let text = match to_trial_result(&o) {
+                Err(f) => f.message().unwrap_or_default().to_string(),
+                Ok(_) => panic!("{o:?} is not a failure"),
+            };
+            assert!(!text.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{202E}']), "{o:?}: {text:?}");
+            assert!(text.contains("]0;pwned"), "the text itself is kept: {text:?}");
+        }
     }
 }

@@ -81,6 +81,56 @@ fn stat_of(pid: i32) -> Option<(i32, u64)> {
     Some((rest.get(1)?.parse().ok()?, rest.get(19)?.parse().ok()?))
 }
 
+/// The environment variable every adapter is started with: [`mark`].
+/// A helper that double-forks leaves the adapter's group and tree (it is
+/// reparented before the runner looks) but keeps the environment it
+/// inherited; [`sweep`] finds it by that.
+pub const MARK_VAR: &str = "DHP_CONFORM_RUN";
+
+/// This runner's marker value (its pid and start time: no other runner's).
+pub fn mark() -> &'static str {
+    static MARK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MARK.get_or_init(|| {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        format!("{}-{nanos}", std::process::id())
+    })
+}
+
+/// SIGKILL every process but this one whose environment carries this
+/// runner's [`mark`], again until none is left (bounded); how many.
+pub fn sweep() -> usize {
+    let want = format!("{MARK_VAR}={}", mark());
+    let me = std::process::id() as i32;
+    let mut killed: BTreeSet<i32> = BTreeSet::new();
+    for _ in 0..20 {
+        let mut found = false;
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if p == me {
+                continue;
+            }
+            let Ok(env) = std::fs::read(format!("/proc/{p}/environ")) else { continue };
+            if env.split(|b| *b == 0).any(|kv| kv == want.as_bytes()) && !zombie(p) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(p), Signal::SIGKILL);
+                killed.insert(p);
+                found = true;
+            }
+        }
+        if !found {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    killed.len()
+}
+
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(['Z', 'X'])))
+        .unwrap_or(true)
+}
+
 /// On SIGINT, SIGTERM or SIGHUP: kill every live adapter group (and the
 /// helpers that left it) and exit with 128 + the signal, as the default
 /// action would have.
@@ -92,6 +142,7 @@ pub fn kill_all_on_signal() -> std::io::Result<()> {
             for pgid in live().iter() {
                 kill(*pgid);
             }
+            sweep();
             std::process::exit(128 + sig);
         }
     });

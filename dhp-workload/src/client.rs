@@ -14,11 +14,25 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest answer read.
 const MAX_ANSWER: u64 = 64 * 1024;
 
+/// The environment variable holding this process's credential for the
+/// service (its own, given by the harness at spawn; sent as
+/// `Authorization: Bearer`, never in the URL).
+pub const CREDENTIAL_ENV: &str = "DHP_WORKLOAD_CREDENTIAL";
+
 /// A workload service at `http://HOST:PORT`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Workload {
     addr: SocketAddr,
     host: String,
+    /// This process's credential ([`CREDENTIAL_ENV`]), if it was given one.
+    credential: Option<String>,
+}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // the credential is a secret: never printed
+        f.debug_struct("Workload").field("host", &self.host).field("credential", &self.credential.is_some()).finish()
+    }
 }
 
 /// One served chunk.
@@ -54,7 +68,11 @@ impl Workload {
             })?
             .next()
             .ok_or_else(|| bad("resolves to no address"))?;
-        Ok(Workload { addr, host: host.to_string() })
+        // a value that could break the request head is no credential
+        let credential = std::env::var(CREDENTIAL_ENV)
+            .ok()
+            .filter(|c| !c.is_empty() && c.len() <= 256 && c.bytes().all(|b| b.is_ascii_graphic()));
+        Ok(Workload { addr, host: host.to_string(), credential })
     }
 
     /// Connect once and hang up: the service is there (before a worker
@@ -79,9 +97,10 @@ impl Workload {
         c.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
         c.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
         // hid and holder are validated ids (hex, and the id alphabet of §1.2): no escaping needed
+        let auth = self.credential.as_ref().map(|c| format!("Authorization: Bearer {c}\r\n")).unwrap_or_default();
         write!(
             c,
-            "GET /chunk?hid={hid}&n={n}&end={end}&holder={holder}&fence={fence} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            "GET /chunk?hid={hid}&n={n}&end={end}&holder={holder}&fence={fence} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
             self.host
         )
         .map_err(io)?;

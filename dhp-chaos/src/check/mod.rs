@@ -116,6 +116,14 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
             v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
         }
     }
+    if history.forged > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!(
+                "{} history line(s) claiming to be the harness's (process `chaos`) ignored: forged by a process under test",
+                history.forged
+            ));
+        }
+    }
 
     let have = sources::available(&cx);
     for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
@@ -145,7 +153,16 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let fault_phase_s = (t_fe - t_fs).max(0.0);
     let cfg = &meta["config"];
     let census_handoffs = || cx.facts.values().map(|f| f.h);
-    let held = invariants.iter().all(Verdict::held);
+    // processes of the round the harness found alive after ending them all
+    let survivors: Vec<String> = history
+        .events
+        .iter()
+        .filter(|e| e.is_chaos() && e.op() == "observe" && e.s("what") == Some("survivor"))
+        .map(|e| {
+            format!("pid {} ({}) outlived the round", e.i("survivor_pid").unwrap_or(-1), e.s("cmdline").unwrap_or("?"))
+        })
+        .collect();
+    let held = invariants.iter().all(Verdict::held) && survivors.is_empty();
     let host = cfg["host"]["index"].as_u64().map(|h| h as u32);
     Ok(RoundReport {
         host,
@@ -194,6 +211,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         unchecked_allowed,
         history_lines: history.events.len(),
         history_malformed: history.malformed,
+        history_forged: history.forged,
+        survivors,
         held,
     })
 }

@@ -270,6 +270,14 @@ pub struct RoundReport {
     pub history_lines: usize,
     /// History lines that did not (see [`crate::hist::History::malformed`]).
     pub history_malformed: usize,
+    /// `history.jsonl` lines claiming to be the harness's: forged, ignored
+    /// ([`crate::hist::History::forged`]).
+    #[serde(default)]
+    pub history_forged: usize,
+    /// Processes of the round found alive after the harness ended them all
+    /// (a `setsid` descendant): each one makes the round not held.
+    #[serde(default)]
+    pub survivors: Vec<String>,
     /// Every invariant held (no violation, known reference weaknesses included).
     pub held: bool,
     /// What the round exercised, as the harness saw it (`crate::coverage`).

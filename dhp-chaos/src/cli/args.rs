@@ -322,4 +322,12 @@ pub struct RunArgs {
     /// (e.g. 127.0.0.1:8080; port 0 picks a free one, printed at the start); not a non-loopback address.
     #[arg(long, value_name = "ADDR", value_parser = dhp_chaos::site::dashboard::parse_addr)]
     pub dashboard: Option<std::net::SocketAddr>,
+    /// --dashboard: the token a browser logs in with (/login?token=T) or a client sends
+    /// (Authorization: Bearer T); a random one, printed in the dashboard's URL, when not given.
+    #[arg(long, value_name = "T", env = "DHP_CHAOS_DASHBOARD_TOKEN", hide_env_values = true)]
+    pub dashboard_token: Option<String>,
+    /// --dashboard: a host name the dashboard also answers to (Host/Origin), beside the loopback
+    /// names (localhost, 127.0.0.1, [::1]); repeatable. Requests naming any other host get 403.
+    #[arg(long, value_name = "NAME", value_parser = dhp_chaos::site::guard::check_host)]
+    pub allow_host: Vec<String>,
 }

@@ -10,9 +10,30 @@ pub fn mask_arg(arg: &str) -> String {
     dhp_secrets::mask_secrets(arg)
 }
 
+/// `v` as pretty JSON with every password in it masked: a store URL can
+/// reach a shared file through any field (a harness error's text, a
+/// report's note), not only the saved command line.
+pub fn masked_json(v: &serde_json::Value) -> serde_json::Result<String> {
+    Ok(dhp_secrets::mask_secrets(&serde_json::to_string_pretty(v)?))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::mask_arg;
+    use super::{mask_arg, masked_json};
+
+    #[test]
+    fn no_field_of_results_json_carries_a_password() {
+        let v = serde_json::json!({
+            "command": ["dhp-chaos"],
+            "harness_error": "connecting to postgres://chaos:S3CRET@127.0.0.1:5432/db: refused",
+            "rounds": [{"notes": ["store host=h password=S3CRET dbname=d"]}],
+        });
+        let text = masked_json(&v).unwrap();
+        assert!(!text.contains("S3CRET"), "{text}");
+        assert!(text.contains("postgres://chaos:***@127.0.0.1"), "{text}");
+        let back: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
+        assert_eq!(back["command"][0], "dhp-chaos");
+    }
 
     #[test]
     fn passwords_are_masked_in_every_form() {

@@ -223,7 +223,7 @@ pub fn run_rounds(
         "totals": totals,
         "rounds": reports,
     });
-    std::fs::write(out.join("results.json"), serde_json::to_vec_pretty(&results)?)?;
+    std::fs::write(out.join("results.json"), super::mask::masked_json(&results)?)?;
     println!("\nresults: {}", out.join("results.json").display());
     site_page(out);
     println!("report: {}", out.join(site::INDEX).display());

@@ -312,12 +312,14 @@ pub fn run(a: RunArgs) -> Result<i32> {
             let listener = std::net::TcpListener::bind(addr)
                 .with_context(|| format!("--dashboard {addr}: binding the dashboard's address"))?;
             let bound = listener.local_addr().context("--dashboard: reading the bound address")?;
-            let d = Dashboard::new(&out);
+            let guard = site::guard::Guard::new(&a.allow_host, a.dashboard_token.clone());
+            let token = guard.token().to_string();
+            let d = Dashboard::new(&out, guard);
             let stop = Arc::new(AtomicBool::new(false));
             let (d2, stop2) = (Arc::clone(&d), Arc::clone(&stop));
             let h = std::thread::spawn(move || d2.run(listener, stop2));
             println!(
-                "dhp-chaos: dashboard http://{bound}/ (live while the rounds run; the page stays in {})",
+                "dhp-chaos: dashboard http://{bound}/login?token={token} (live while the rounds run; the page stays in {})",
                 out.join(site::INDEX).display()
             );
             Some((d, stop, h))

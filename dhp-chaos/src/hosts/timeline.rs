@@ -151,7 +151,7 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
                     e.i("fault_id").unwrap_or(0),
                     e.t() - t0,
                     heal - t0,
-                    describe(e)
+                    dhp_markup::html(&describe(e))
                 );
             }
         }
@@ -175,8 +175,9 @@ pub fn write(dir: &Path, n: u32) -> Result<()> {
                 r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{mark}<title>h{k} {} {} at {:.3}s</title></text>"#,
                 x(t),
                 y + 30.0,
-                e.op(),
-                &what[..what.len().min(12)],
+                // judged text (a worker's `hid`): escaped, cut on a character boundary
+                dhp_markup::html(e.op()),
+                dhp_markup::html(&what.chars().take(12).collect::<String>()),
                 t - t0
             );
         }

@@ -3,8 +3,9 @@
 //! fault fills it with a ballast file until `ENOSPC`, then frees it after
 //! a seeded 0.2–1.5 s. The server must refuse, never ack, what it cannot
 //! write (the peer-acks invariant). A `dhp transport` whose journal failed
-//! acks nothing until restarted — by design — so after freeing the space
-//! the harness restarts it, as an operator would (recorded as `disk-restart`).
+//! exits so a process manager restarts it (docs/transport.md); one still
+//! up then is killed after freeing the space and restarted, as an operator
+//! would (recorded as `disk-restart`).
 
 use super::*;
 
@@ -157,7 +158,7 @@ impl Driver<'_> {
             let p = &self.table.procs[i];
             p.role == Role::Transport
                 && p.alive()
-                && std::fs::read_to_string(&p.log).is_ok_and(|s| s.contains("no further acks until restart"))
+                && std::fs::read_to_string(&p.log).is_ok_and(|s| s.contains("journal sync failed"))
         });
         if let Some(i) = wedged {
             self.signal(i, Signal::SIGKILL, "disk-restart", id);

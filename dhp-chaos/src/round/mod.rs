@@ -588,6 +588,10 @@ impl<'a> Driver<'a> {
         }
         self.table.kill_all();
         self.reap(false)?;
+        // descendants that left their groups (setsid): ended, and counted against the round
+        for s in crate::survivors::sweep(&self.paths.procs) {
+            self.hist.record("observe", json!({"what": "survivor", "survivor_pid": s.pid, "cmdline": s.cmdline}));
+        }
         // every connection through it is closed; its ack record is complete
         self.proxy = None;
         self.db_proxy = None;

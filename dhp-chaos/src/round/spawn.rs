@@ -95,6 +95,10 @@ impl Driver<'_> {
         let history = self.impl_history_path();
         let pace = self.cfg.pace_s.to_string();
         let mut env = self.env();
+        if let Some(w) = &self.workload {
+            // this process's own: the service knows who asks by it
+            env.push((crate::workload::CREDENTIAL_ENV.into(), w.credential_for(&name)));
+        }
         let mut failpoint = None;
         let argv: Vec<String> = match imp.as_str() {
             "builtin" => {

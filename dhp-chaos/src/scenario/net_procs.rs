@@ -349,7 +349,12 @@ impl<'a> Stage<'a> {
             }
         }
         self.table.kill_all();
-        self.reap()
+        self.reap()?;
+        // descendants that left their groups (setsid): ended, and counted against the round
+        for s in crate::survivors::sweep(&self.paths.procs) {
+            self.hist.record("observe", json!({"what": "survivor", "survivor_pid": s.pid, "cmdline": s.cmdline}));
+        }
+        Ok(())
     }
 
     /// The store's final word on each handoff, for `round.json`.

@@ -252,8 +252,12 @@ fn build(
     }
 }
 
-/// The printed lines.
+/// The printed lines (terminal-safe: victims and statuses are judged text).
 fn text(rep: &NetChaosReport) -> String {
+    dhp_markup::terminal(&text_raw(rep))
+}
+
+fn text_raw(rep: &NetChaosReport) -> String {
     let mut s = format!(
         "\nnet-chaos (seed {}): {} rounds × {} checkpoints, workers {}, peer: {}\n",
         rep.seed, rep.rounds, rep.checkpoints_per_round, rep.workers, rep.transport

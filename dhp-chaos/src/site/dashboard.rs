@@ -8,15 +8,20 @@
 //! reload, no script but the page's own. `/state.json` is the live
 //! state, and every other path a file of the run directory, read-only.
 //!
+//! Every request passes [`super::guard`] first: its head whole within
+//! [`super::guard::HEAD_DEADLINE`], a loopback (or `--allow-host`) Host and
+//! Origin, and the token (Bearer, or the cookie `/login?token=T` sets).
+//!
 //! The caller binds the listener (so a test can bind port 0) and runs
 //! [`Dashboard::run`] on a thread of its own until `shutdown` is set.
 
 use super::esc;
+use super::guard::{self, Guard, Verdict};
 use crate::error::{Error, Result};
 use crate::round::Live;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -132,15 +137,17 @@ struct Inner {
 /// The live view of one run.
 #[derive(Debug)]
 pub struct Dashboard {
+    guard: Guard,
     run_dir: Mutex<PathBuf>,
     inner: Mutex<Inner>,
     active: AtomicUsize,
 }
 
 impl Dashboard {
-    /// A dashboard of the run directory `run_dir`.
-    pub fn new(run_dir: &Path) -> Arc<Dashboard> {
+    /// A dashboard of the run directory `run_dir`, answering what `guard` lets through.
+    pub fn new(run_dir: &Path, guard: Guard) -> Arc<Dashboard> {
         Arc::new(Dashboard {
+            guard,
             run_dir: Mutex::new(run_dir.to_path_buf()),
             inner: Mutex::new(Inner::default()),
             active: AtomicUsize::new(0),
@@ -235,11 +242,14 @@ impl Dashboard {
         if g.state.round.is_none() {
             return;
         }
-        // a --hosts round: every host's history (they appear once the hosts start)
-        let mut files = vec![dir.join("history.jsonl")];
+        // the harness's own records (never what the judged write); a --hosts
+        // round: every host's (they appear once the hosts start)
+        let own = crate::hist::harness_path(&dir.join("history.jsonl"));
+        let mut files = vec![own.clone()];
         if let Ok(d) = std::fs::read_dir(&dir) {
+            let name = own.file_name().unwrap_or_default().to_owned();
             let mut hosts: Vec<PathBuf> =
-                d.filter_map(|e| e.ok().map(|e| e.path().join("history.jsonl"))).filter(|p| p.exists()).collect();
+                d.filter_map(|e| e.ok().map(|e| e.path().join(&name))).filter(|p| p.exists()).collect();
             hosts.sort();
             files.extend(hosts);
         }
@@ -306,20 +316,38 @@ impl Dashboard {
 
     fn serve(&self, stream: TcpStream, shutdown: &AtomicBool) -> std::io::Result<()> {
         stream.set_nonblocking(false)?;
-        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let mut reader = BufReader::new(stream.try_clone()?.take(16 * 1024));
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        // the headers: read and ignore (up to the blank line)
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-                break;
+        stream.set_write_timeout(Some(guard::HEAD_DEADLINE))?;
+        let mut s = stream;
+        let Some(head) = guard::read_head(&s) else {
+            return respond(&mut s, "408 Request Timeout", "text/plain", b"no whole request head in time\n");
+        };
+        match self.guard.judge(&head) {
+            Verdict::Allowed => {}
+            Verdict::WrongHost => {
+                return respond(
+                    &mut s,
+                    "403 Forbidden",
+                    "text/plain",
+                    b"this dashboard answers to loopback names only\n",
+                )
+            }
+            Verdict::Unauthorized => {
+                return respond(
+                    &mut s,
+                    "401 Unauthorized",
+                    "text/plain",
+                    b"open the URL dhp-chaos printed (/login?token=...), or send 'Authorization: Bearer <token>'\n",
+                )
+            }
+            Verdict::Login => {
+                let head = format!(
+                    "HTTP/1.1 303 See Other\r\nLocation: /\r\nSet-Cookie: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    self.guard.set_cookie()
+                );
+                return s.write_all(head.as_bytes());
             }
         }
-        let mut s = stream;
-        let mut parts = line.split_whitespace();
-        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (method, target) = (head.method.as_str(), head.target.as_str());
         if method != "GET" && method != "HEAD" {
             return respond(&mut s, "405 Method Not Allowed", "text/plain", b"only GET\n");
         }

@@ -10,6 +10,7 @@
 //! those files; `--dashboard` serves it while the rounds run ([`dashboard`]).
 
 pub mod dashboard;
+pub mod guard;
 pub(crate) mod plots;
 
 use crate::check::{self, RoundReport, Verdict};
@@ -26,9 +27,7 @@ pub const INDEX: &str = "index.html";
 const SCHEDULE_ROWS: usize = 400;
 
 /// Escape text for HTML and SVG (element content and attribute values).
-pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
+pub(crate) use dhp_markup::html as esc;
 
 /// Write `DIR/index.html` for the run directory (or single round directory) `dir`; its path.
 pub fn write(dir: &Path) -> Result<PathBuf> {

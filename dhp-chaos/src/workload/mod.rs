@@ -8,9 +8,17 @@
 //! (attribution, rework, writes computed under a superseded fence) without
 //! asking the implementation under test.
 //!
-//! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` → `200 {"count": C,
-//! "sum": S, "stamp": "…"}`; anything else → `400`/`404` `{"error": …}`.
-//! One request per connection (`Connection: close`), plain HTTP/1.1.
+//! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` with
+//! `Authorization: Bearer CRED` → `200 {"count": C, "sum": S, "stamp":
+//! "…"}`; anything else → `400`/`403`/`404` `{"error": …}`. One request per
+//! connection (`Connection: close`), plain HTTP/1.1.
+//!
+//! Who asks is the harness's knowledge, not the asker's word: every worker
+//! is spawned with its own unguessable credential ([`CREDENTIAL_ENV`], in
+//! that process's environment only; [`Service::credential_for`]), which the
+//! service maps to the name the harness gave the process. A request
+//! without a credential, with an unknown one, or naming another holder
+//! than its credential's, is refused (403) and recorded as refused.
 
 mod record;
 mod stop;
@@ -35,11 +43,17 @@ use std::time::Duration;
 pub const FILE: &str = "workload.jsonl";
 /// The environment variable that gives a worker the service's URL.
 pub const ENV: &str = "DHP_WORKLOAD_URL";
+/// The environment variable that gives one worker its credential.
+pub const CREDENTIAL_ENV: &str = dhp_workload::client::CREDENTIAL_ENV;
 
 /// Longest request line or header the service reads.
 const MAX_LINE: usize = 4096;
-/// A client that sends nothing for this long is dropped.
+/// The whole request head must arrive within this long (a client
+/// trickling bytes is dropped then), and the answer be taken within it.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections served at once; one more is answered 503 and closed (a
+/// worker asks one chunk at a time: a round has far fewer).
+const MAX_CONNECTIONS: usize = 64;
 
 /// The census of each handoff the round dispatched: hid → (lo, hi, chunk).
 pub type Tasks = HashMap<String, (u64, u64, u64)>;
@@ -68,6 +82,7 @@ impl Service {
             file: Mutex::new(file),
             last: Mutex::new(HashMap::new()),
             stops: stops.clone(),
+            creds: Mutex::default(),
         });
         let flag = stop.clone();
         let served = shared.clone();
@@ -88,6 +103,16 @@ impl Service {
     /// When `holder` was last served a chunk (epoch seconds), if ever.
     pub fn last_served(&self, holder: &str) -> Option<f64> {
         self.shared.last.lock().ok()?.get(holder).copied()
+    }
+
+    /// A fresh credential for the process the harness names `holder`
+    /// (give it in that process's environment only, as [`CREDENTIAL_ENV`]).
+    pub fn credential_for(&self, holder: &str) -> String {
+        let mut raw = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut raw);
+        let cred: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        self.shared.creds.lock().unwrap_or_else(|p| p.into_inner()).insert(cred.clone(), holder.to_string());
+        cred
     }
 
     /// `http://ADDR`, the value of [`ENV`].
@@ -117,17 +142,33 @@ struct Shared {
     last: Mutex<HashMap<String, f64>>,
     file: Mutex<File>,
     stops: ChunkStops,
+    /// credential → the holder name the harness gave its process
+    creds: Mutex<HashMap<String, String>>,
 }
 
-/// Accept until `stop`; each connection on its own thread.
+/// Accept until `stop`; each connection on its own thread, at most
+/// [`MAX_CONNECTIONS`] at once.
 fn run(listener: TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
-            Ok((conn, peer)) => {
-                let s = shared.clone();
-                let _ = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
+            Ok((mut conn, peer)) => {
+                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    continue;
+                }
+                let (s, a) = (shared.clone(), active.clone());
+                let spawned = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
                     let _ = serve(conn, &peer.to_string(), &s);
+                    a.fetch_sub(1, Ordering::SeqCst);
                 });
+                if spawned.is_err() {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -139,21 +180,27 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
     conn.set_read_timeout(Some(IO_TIMEOUT))?;
     conn.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut reader = BufReader::new(Deadline { s: conn.try_clone()?, until: std::time::Instant::now() + IO_TIMEOUT });
     let mut line = String::new();
     let (status, body) = match read_line(&mut reader, &mut line) {
         Ok(()) => {
             let target = request_target(&line);
-            // the headers: read and ignore, up to the blank line
+            // the headers, up to the blank line: only the credential is read
             let mut h = String::new();
+            let mut cred = None;
             loop {
                 h.clear();
                 if read_line(&mut reader, &mut h).is_err() || h.trim_end().is_empty() {
                     break;
                 }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.trim().eq_ignore_ascii_case("authorization") {
+                        cred = v.trim().strip_prefix("Bearer ").map(|c| c.trim().to_string());
+                    }
+                }
             }
             match target {
-                Some(t) => answer(t, peer, shared),
+                Some(t) => answer(t, peer, cred.as_deref(), shared),
                 None => (400, json!({"error": "want GET /chunk?hid=…&n=…&end=…&holder=…&fence=…"})),
             }
         }
@@ -162,6 +209,7 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
     let text = body.to_string();
     let reason = match status {
         200 => "OK",
+        403 => "Forbidden",
         404 => "Not Found",
         _ => "Bad Request",
     };
@@ -172,6 +220,24 @@ fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
         text.len()
     )?;
     w.flush()
+}
+
+/// A socket whose reads all end by one deadline: each read waits at most
+/// the time left, so a trickling client cannot stretch the request head.
+struct Deadline {
+    s: TcpStream,
+    until: std::time::Instant,
+}
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.s.set_read_timeout(Some(left))?;
+        self.s.read(buf)
+    }
 }
 
 /// One CRLF- or LF-terminated line of at most [`MAX_LINE`] bytes.
@@ -198,7 +264,7 @@ fn request_target(line: &str) -> Option<&str> {
 }
 
 /// Check a chunk request against the round's tasks, serve and record it.
-fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
+fn answer(target: &str, peer: &str, cred: Option<&str>, shared: &Shared) -> (u16, Value) {
     let Some(query) = target.strip_prefix("/chunk?") else {
         return (404, json!({"error": format!("no such resource {target:?}: GET /chunk?…")}));
     };
@@ -215,13 +281,26 @@ fn answer(target: &str, peer: &str, shared: &Shared) -> (u16, Value) {
             return (400, json!({"error": why}));
         }
     };
+    // who really asks: the credential's holder, never the query's word
+    let by = cred.and_then(|c| shared.creds.lock().unwrap_or_else(|p| p.into_inner()).get(c).cloned());
+    let refused = match (cred, &by) {
+        (None, _) => Some("no credential (Authorization: Bearer $DHP_WORKLOAD_CREDENTIAL)".to_string()),
+        (Some(_), None) => Some("unknown credential".to_string()),
+        (Some(_), Some(b)) if *b != req.holder => Some(format!("the credential of {b} asks as holder {}", req.holder)),
+        _ => None,
+    };
+    if let Some(why) = refused {
+        shared.append(&json!({"t": crate::hist::now(), "bad": why, "refused": "credential", "target": target,
+                              "peer": peer, "asked_as": req.holder, "by": by}));
+        return (403, json!({"error": why}));
+    }
     let (count, sum) = primes_in(req.n, req.end);
     let mut raw = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut raw);
     let stamp: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     // Recorded before it is answered: a stamp the worker can hold is in the record.
     shared.append(&json!({"t": crate::hist::now(), "stamp": stamp, "hid": req.hid, "n": req.n, "end": req.end,
-                          "holder": req.holder, "fence": req.fence, "peer": peer}));
+                          "holder": req.holder, "by": by, "fence": req.fence, "peer": peer}));
     // an armed worker is stopped now, before it reads the answer (stop.rs)
     shared.stops.at_answer(&req.holder, &req.hid, req.fence, req.n, req.end);
     if let Ok(mut last) = shared.last.lock() {

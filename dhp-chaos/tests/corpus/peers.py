@@ -27,7 +27,7 @@ ORPHANED = "__orphaned__"
 def load(name):
     d = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     export = json.load(open(os.path.join(d, "store", "export.json")))
-    hist = [json.loads(l) for l in open(os.path.join(d, "history.jsonl"))]
+    hist = [json.loads(l) for l in open(os.path.join(d, "harness.jsonl"))]
     work = [json.loads(l) for l in open(os.path.join(d, "workload.jsonl"))]
     meta = json.load(open(os.path.join(d, "round.json")))
     return export, hist, work, meta
@@ -62,7 +62,8 @@ def write(name, export, hist, work, meta, expect):
               if e["table"] == "checkpoints" and e["op"] == "INSERT"}
     json.dump(export, open(os.path.join(d, "store", "export.json"), "w"), separators=(",", ":"))
     json.dump(meta, open(os.path.join(d, "round.json"), "w"), indent=1)
-    with open(os.path.join(d, "history.jsonl"), "w") as f:
+    open(os.path.join(d, "history.jsonl"), "w").close()
+    with open(os.path.join(d, "harness.jsonl"), "w") as f:
         for v in sorted(hist, key=lambda v: v["t"]):
             f.write(json.dumps(v, separators=(",", ":")) + "\n")
     with open(os.path.join(d, "workload.jsonl"), "w") as f:

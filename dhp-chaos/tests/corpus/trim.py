@@ -7,7 +7,7 @@ first `model` violation: the audit up to that violation (that handoff's
 rows and the leadership row), the harness's own records (spawns, faults,
 exits) up to then, the workload service's record of the chunks those
 checkpoints carry, the handoff's envelope, and round.json. Writes
-OUT_DIR/NAME/{round.json, history.jsonl, workload.jsonl,
+OUT_DIR/NAME/{round.json, harness.jsonl, history.jsonl, workload.jsonl,
 store/export.json, expect.json}; expect.json holds the verdict to
 re-judge (rule and audit seq of the first violation).
 """
@@ -60,8 +60,11 @@ def main():
     meta = scrub(meta)
     meta.pop("final", None)
     json.dump(meta, open(os.path.join(d, "round.json"), "w"), indent=1)
-    with open(os.path.join(d, "history.jsonl"), "w") as h:
-        for line in open(os.path.join(src, "history.jsonl")):
+    # the harness's own records (harness.jsonl since the judged can no longer
+    # write them); the processes' history.jsonl is detail and left empty
+    open(os.path.join(d, "history.jsonl"), "w").close()
+    with open(os.path.join(d, "harness.jsonl"), "w") as h:
+        for line in open(os.path.join(src, "harness.jsonl")):
             v = json.loads(line)
             if v.get("process") != "chaos" or v["op"] not in ("spawn", "fault", "exit", "round"):
                 continue

@@ -12,7 +12,6 @@ use dhp_core::transport::log as tlog;
 use dhp_core::{testing, Config, Runner, TaskContext};
 use dhp_workload::census;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::PathBuf;
 
 const LO: u64 = 1000;
@@ -24,7 +23,7 @@ struct Round {
     dir: PathBuf,
     runner: Runner,
     hid: String,
-    hist: std::fs::File,
+    hist: crate::common::SplitHistory,
 }
 
 impl Round {
@@ -59,7 +58,7 @@ impl Round {
             "hids": [hid], "t0": t0, "t_faults_end": t0, "t_end": t0,
         });
         std::fs::write(dir.join("round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
-        let hist = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("history.jsonl")).unwrap();
+        let hist = crate::common::SplitHistory::open(&dir);
         Round { _tmp: tmp, dir, runner, hid, hist }
     }
 
@@ -67,7 +66,7 @@ impl Round {
     fn harness(&mut self, op: &str, extra: Value) {
         let mut v = json!({"t": envelope::now(), "pid": 1, "process": "chaos", "op": op, "type": "event"});
         v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        writeln!(self.hist, "{v}").unwrap();
+        self.hist.write(&v);
     }
 
     fn spawn(&mut self, name: &str, role: &str) {
@@ -163,7 +162,7 @@ fn an_orphan_that_does_not_bump_the_fence_is_caught_although_its_history_claims_
     let lie = json!({"t": envelope::now(), "pid": 2, "process": "sup1", "op": "supervise", "type": "ok", "hid": hid,
                      "action": "orphaned", "reason": "lease-expired", "previous_holder": "w1",
                      "previous_fence": 0, "fence": 1});
-    writeln!(r.hist, "{lie}").unwrap();
+    r.hist.write(&lie);
     let rep = r.check();
     let v = verdict(&rep, "fencing");
     assert!(v.violations.iter().any(|m| m.contains("without bumping the fence")), "{v:#?}");

@@ -10,14 +10,13 @@ use dhp_core::supervisor::Supervisor;
 use dhp_core::{testing, Config, Runner, TaskContext};
 use dhp_workload::census;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::Path;
 
 const LO: u64 = 1000;
 const HI: u64 = 1500;
 const CHUNK: u64 = 100;
 
-fn line(hist: &mut std::fs::File, process: &str, op: &str, ty: &str, extra: Value) {
+fn line(hist: &mut crate::common::SplitHistory, process: &str, op: &str, ty: &str, extra: Value) {
     let pid = if process == "chaos" {
         1
     } else {
@@ -25,7 +24,7 @@ fn line(hist: &mut std::fs::File, process: &str, op: &str, ty: &str, extra: Valu
     };
     let mut v = json!({"t": envelope::now(), "pid": pid, "process": process, "op": op, "type": ty});
     v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    writeln!(hist, "{v}").unwrap();
+    hist.write(&v);
     std::thread::sleep(std::time::Duration::from_millis(2));
 }
 
@@ -34,7 +33,7 @@ fn state(next: u64) -> Value {
     json!({"next_n": next, "count": c, "total": s})
 }
 
-fn checkpoint(hist: &mut std::fs::File, hid: &str, who: &str, ctx: &TaskContext, next: u64) {
+fn checkpoint(hist: &mut crate::common::SplitHistory, hid: &str, who: &str, ctx: &TaskContext, next: u64) {
     line(hist, who, "checkpoint", "invoke", json!({"hid": hid, "holder": who, "fence": ctx.fence(), "next_n": next}));
     let seq = ctx.checkpoint(&state(next)).unwrap();
     line(
@@ -64,7 +63,7 @@ fn round(dir: &Path, crash: bool) -> RoundReport {
     .unwrap();
     let hid = runner.dispatch(&env).unwrap();
     let t0 = envelope::now();
-    let h = &mut std::fs::OpenOptions::new().create(true).append(true).open(dir.join("history.jsonl")).unwrap();
+    let h = &mut crate::common::SplitHistory::open(dir);
     for w in ["w1", "w2"] {
         line(h, "chaos", "spawn", "event", json!({"name": w, "role": "worker", "impl": "builtin", "hid": hid}));
     }

@@ -16,7 +16,7 @@ fn a_leader_on_a_slow_clock_is_still_seen_as_the_leader() {
         &["--clock", "1", "--clock-offset", "5", "--clock-rate", "1.2", "--faults", "kill-leader=3,kill-follower=1"],
     );
     assert!(r.code == 0 || r.code == 1, "harness error\n{}", r.dump());
-    let hist = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    let hist = crate::common::history_text(&r.out.join("round-0000/history.jsonl")).unwrap();
     let mut led: HashMap<String, u32> = HashMap::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut behind: HashSet<String> = HashSet::new();

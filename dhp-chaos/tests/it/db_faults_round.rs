@@ -45,7 +45,7 @@ fn database_faults_are_injected_recorded_and_survived() {
     for k in ["db-crash", "db-terminate-backend", "db-stall"] {
         assert!(by_kind[k].as_u64().unwrap_or(0) >= 1, "no {k} injected: {by_kind:#}\n{}", r.dump());
     }
-    let hist = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    let hist = crate::common::history_text(&r.out.join("round-0000/history.jsonl")).unwrap();
     assert!(hist.contains(r#""what":"db-up""#), "the crashed server's return is recorded");
     assert!(hist.contains(r#""in_transaction":true"#), "a db-stall caught a worker inside its transaction");
     for inv in ["no-lost-commits-across-db-crash", "no-stuck-after-db-restart", "no-false-orphans"] {

@@ -44,7 +44,7 @@ fn a_full_disk_never_loses_an_acknowledged_checkpoint() {
     assert!(r.results["rounds"][0]["env"]["disk_full"].as_u64().unwrap_or(0) >= 1, "{}", r.dump());
     // the ballast really hit ENOSPC
     let round = r.out.join("round-0000");
-    let hist = std::fs::read_to_string(round.join("history.jsonl")).unwrap();
+    let hist = crate::common::history_text(&round.join("history.jsonl")).unwrap();
     assert!(
         hist.lines().any(|l| l.contains("\"disk-full\"") && l.contains("No space left on device")),
         "no disk-full fault reached ENOSPC"

@@ -36,7 +36,7 @@ fn every_failpoint_death_is_in_the_history() {
     );
     assert_eq!(r.code, 0, "{}", r.dump());
     assert!(r.violations("no-false-orphans").is_empty(), "{:#?}", r.violations("no-false-orphans"));
-    let text = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    let text = crate::common::history_text(&r.out.join("round-0000/history.jsonl")).unwrap();
     let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let chaos = |op: &'static str| events.iter().filter(move |e| e["process"] == "chaos" && e["op"] == op);
     let mut exits: HashMap<String, Vec<&Value>> = HashMap::new();

@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn lines(p: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let text = crate::common::history_text(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 

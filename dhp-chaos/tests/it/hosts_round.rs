@@ -50,7 +50,7 @@ fn three_hosts_with_partitions_hold_every_invariant() {
     }
     let svg = std::fs::read_to_string(round.join("timeline.svg")).expect("the round's hosts timeline");
     assert!(svg.contains("<title>partition "), "partitions drawn as bands across hosts");
-    let net = std::fs::read_to_string(round.join("net-history.jsonl")).expect("net history");
+    let net = crate::common::history_text(&round.join("net-history.jsonl")).expect("net history");
     assert!(net.contains("\"phase\":\"heal\""), "partitions heal: {net}");
     let ns = namespaces();
     assert!(!ns.contains(stale), "stale namespace not cleaned up: {ns}");

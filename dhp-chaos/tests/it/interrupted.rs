@@ -15,7 +15,8 @@ fn histories(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() && !p.is_symlink() {
             histories(&p, out);
-        } else if p.file_name().is_some_and(|n| n == "history.jsonl") {
+        } else if p.file_name().is_some_and(|n| n == "history.jsonl" || n.to_string_lossy().ends_with("harness.jsonl"))
+        {
             out.push(p);
         }
     }

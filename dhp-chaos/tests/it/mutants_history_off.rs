@@ -24,7 +24,9 @@ fn assert_caught(r: &Run, inv: &str, needle: &str) {
     assert!(v.iter().any(|m| m.contains(needle)), "[{inv}] expected {needle:?} in {v:#?}\n{}", r.dump());
     // the harness gave the processes no history file: none of their lines exist
     let h = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
-    assert!(h.lines().all(|l| l.contains(r#""process":"chaos""#)), "only harness lines in the history");
+    assert!(h.trim().is_empty(), "no process was given the history file: {h}");
+    let own = std::fs::read_to_string(r.out.join("round-0000/harness.jsonl")).unwrap();
+    assert!(own.lines().all(|l| l.contains(r#""process":"chaos""#)), "only harness lines in the harness's file");
 }
 
 #[test]

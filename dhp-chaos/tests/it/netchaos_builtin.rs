@@ -51,7 +51,7 @@ fn every_checkpoint_lands_on_the_peer_with_our_worker() {
 }
 
 fn fault_records(dir: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("history.jsonl"))
+    crate::common::history_text(&dir.join("history.jsonl"))
         .expect("history")
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

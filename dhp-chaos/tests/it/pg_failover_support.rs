@@ -42,7 +42,7 @@ pub fn failover_args<'a>(replication: &'a str, seed: &'a str, fault_seconds: &'a
 
 /// Every event of the round's history.
 pub fn history(round: &Path) -> Vec<Value> {
-    std::fs::read_to_string(round.join("history.jsonl"))
+    crate::common::history_text(&round.join("history.jsonl"))
         .expect("history.jsonl")
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())

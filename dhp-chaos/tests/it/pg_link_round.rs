@@ -43,7 +43,7 @@ fn db_link_faults_between_workers_and_postgres_keep_every_invariant() {
         round["faults_by_kind"],
         r.dump()
     );
-    let hist = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    let hist = crate::common::history_text(&r.out.join("round-0000/history.jsonl")).unwrap();
     let faults: Vec<serde_json::Value> = hist
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

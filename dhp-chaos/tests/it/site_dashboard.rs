@@ -56,9 +56,13 @@ fn read_event(r: &mut impl BufRead) -> Option<(String, String)> {
     }
 }
 
-fn get(addr: &str, path: &str) -> String {
+fn get(addr: &str, path: &str, token: &str) -> String {
+    raw(addr, &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n"))
+}
+
+fn raw(addr: &str, request: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("connecting to the dashboard");
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
@@ -100,23 +104,25 @@ fn the_dashboard_streams_the_round_while_it_runs() {
         }
     });
     let mut lines = Vec::new();
-    let addr = loop {
+    let (addr, token) = loop {
         let l = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| panic!("no dashboard line: {lines:#?}"));
         lines.push(l.clone());
         if let Some(rest) = l.strip_prefix("dhp-chaos: dashboard http://") {
-            break rest.split('/').next().unwrap().to_string();
+            let token = rest.split("/login?token=").nth(1).and_then(|t| t.split_whitespace().next()).unwrap();
+            break (rest.split('/').next().unwrap().to_string(), token.to_string());
         }
     };
+    assert_eq!(token.len(), 32, "a random token: {token}");
     assert!(addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"), "{addr}");
 
     // the event stream, with a plain client, reconnecting as an EventSource does (a stream
     // lasts 1 s), on a thread of its own until `done` or the server is gone
     let events: Arc<Mutex<Vec<(bool, String, String)>>> = Arc::default();
-    let (ev2, addr2, pid) = (Arc::clone(&events), addr.clone(), g.pid());
+    let (ev2, addr2, pid, token2) = (Arc::clone(&events), addr.clone(), g.pid(), token.clone());
     let collector = std::thread::spawn(move || {
         let mut statuses = Vec::new();
         while let Ok(mut s) = TcpStream::connect(&addr2) {
-            write!(s, "GET /events HTTP/1.1\r\nHost: {addr2}\r\n\r\n").unwrap();
+            write!(s, "GET /events HTTP/1.1\r\nHost: {addr2}\r\nAuthorization: Bearer {token2}\r\n\r\n").unwrap();
             s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
             let mut r = BufReader::new(s);
             let mut status = String::new();
@@ -160,10 +166,24 @@ fn the_dashboard_streams_the_round_while_it_runs() {
 
     // the page in a browser with a virtual time budget, while the round runs: the live section,
     // filled in by the events its script received
-    let state = get(&addr, "/state.json");
+    let state = get(&addr, "/state.json", &token);
     assert!(state.contains("\"round\":0"), "{state}");
-    assert!(get(&addr, "/../../etc/passwd").starts_with("HTTP/1.1 404"), "a path outside the run directory");
-    let url = format!("http://{addr}/");
+    assert!(get(&addr, "/../../etc/passwd", &token).starts_with("HTTP/1.1 404"), "a path outside the run directory");
+    // issue 47 item 3: DNS rebinding (another Host, another Origin) and no token are refused
+    let rebind =
+        format!("GET /round-0000/ HTTP/1.1\r\nHost: rebind.attacker.test\r\nAuthorization: Bearer {token}\r\n\r\n");
+    assert!(raw(&addr, &rebind).starts_with("HTTP/1.1 403"), "{}", raw(&addr, &rebind));
+    let origin = format!(
+        "GET /state.json HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://attacker.test\r\nAuthorization: Bearer {token}\r\n\r\n"
+    );
+    assert!(raw(&addr, &origin).starts_with("HTTP/1.1 403"));
+    assert!(raw(&addr, &format!("GET /round-0000/ HTTP/1.1\r\nHost: {addr}\r\n\r\n")).starts_with("HTTP/1.1 401"));
+    assert!(get(&addr, "/round-0000/", "wrong").starts_with("HTTP/1.1 401"));
+    assert!(get(&addr, "/round-0000/", &token).starts_with("HTTP/1.1 200"));
+    // a browser without the token sees nothing of the run
+    let refused = dump_dom(&format!("http://{addr}/round-0000/"), 200);
+    assert!(!refused.contains("history.jsonl") && refused.contains("login?token"), "{refused}");
+    let url = format!("http://{addr}/login?token={token}");
     let dom = dump_dom(&url, 1500);
     assert!(g.child.try_wait().unwrap().is_none(), "the round ended before the browser was done: make it longer");
     let n = check_live_dom(&dom, 9090, 2).unwrap_or_else(|e| panic!("{e}\n--- DOM\n{dom}"));

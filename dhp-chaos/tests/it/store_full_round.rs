@@ -43,7 +43,7 @@ fn a_full_store_disk_loses_nothing_acknowledged_and_the_work_completes() {
     }
     assert!(r.results["rounds"][0]["env"]["store_full"].as_u64().unwrap_or(0) >= 1, "{}", r.dump());
     let round = r.out.join("round-0000");
-    let hist = std::fs::read_to_string(round.join("history.jsonl")).unwrap();
+    let hist = crate::common::history_text(&round.join("history.jsonl")).unwrap();
     // the ballast really hit ENOSPC, and SQLite really refused a write for it
     assert!(
         hist.lines().any(|l| l.contains("\"store-full\"") && l.contains("No space left on device")),

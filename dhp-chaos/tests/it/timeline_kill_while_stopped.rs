@@ -4,7 +4,6 @@
 //! the end of the round.
 
 use serde_json::json;
-use std::io::Write;
 
 #[test]
 fn the_stopped_band_ends_at_the_watchdog_kill() {
@@ -20,9 +19,9 @@ fn the_stopped_band_ends_at_the_watchdog_kill() {
         json!({"t": t0 + 1.0, "pid": 1, "process": "chaos", "op": "fault", "type": "event", "kind": "pause", "signal": "STOP", "victim": "w1", "hid": hid, "lease_fence": 0}),
         json!({"t": t0 + 2.0, "pid": 1, "process": "chaos", "op": "exit", "type": "event", "name": "w1", "role": "worker", "hid": hid, "code": null, "signal": 9, "failpoint_fired": false, "stopped": true}),
     ];
-    let mut f = std::fs::File::create(dir.join("history.jsonl")).unwrap();
+    let mut f = crate::common::SplitHistory::open(dir);
     for l in lines {
-        writeln!(f, "{l}").unwrap();
+        f.write(&l);
     }
     dhp_chaos::timeline::write(dir).unwrap();
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
@@ -48,9 +47,9 @@ fn a_harness_kill_of_a_stopped_worker_is_not_blamed_on_the_watchdog() {
         json!({"t": t0 + 3.0, "pid": 1, "process": "chaos", "op": "fault", "type": "event", "kind": "kill-worker", "signal": "KILL", "victim": "w1", "hid": hid}),
         json!({"t": t0 + 3.001, "pid": 1, "process": "chaos", "op": "exit", "type": "event", "name": "w1", "role": "worker", "hid": hid, "signal": 9, "stopped": true}),
     ];
-    let mut f = std::fs::File::create(dir.join("history.jsonl")).unwrap();
+    let mut f = crate::common::SplitHistory::open(dir);
     for l in lines {
-        writeln!(f, "{l}").unwrap();
+        f.write(&l);
     }
     dhp_chaos::timeline::write(dir).unwrap();
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();

@@ -16,6 +16,10 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Stdout lines read ahead of a request, at most (each at most
+/// [`MAX_REPLY_LINE`]): the runner holds no more of an adapter's output.
+const PENDING_LINES: usize = 1;
+
 /// One running adapter process, the leader of its own process group:
 /// whatever it starts is killed with it.
 pub struct Adapter {
@@ -85,7 +89,12 @@ impl Adapter {
         }
         // Its own process group, so that killing the group on the way out
         // also ends whatever it started (a grandchild must not outlive the run).
-        cmd.envs(profile.env()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        cmd.envs(profile.env())
+            .env(pgroup::MARK_VAR, pgroup::mark())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
         let mut child =
             cmd.spawn().map_err(|e| AdapterError::Spawn { cmd: command.to_string(), reason: e.to_string() })?;
         pgroup::register(child.id());
@@ -95,7 +104,9 @@ impl Adapter {
             pgroup::unregister(child.id());
             return Err(AdapterError::Spawn { cmd: command.to_string(), reason: "no stdout/stderr pipe".into() });
         };
-        let (tx, rx) = mpsc::channel();
+        // bounded: an adapter that writes unsolicited lines (idle in the pool)
+        // blocks on its own stdout instead of growing the runner's memory
+        let (tx, rx) = mpsc::sync_channel(PENDING_LINES);
         std::thread::spawn(move || {
             let mut r = BufReader::new(stdout);
             loop {
@@ -198,6 +209,12 @@ impl Adapter {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Something came on stdout that no request asked for (a line, or its
+    /// end): the process is not fit for another request.
+    pub fn spoke_unasked(&self) -> bool {
+        !matches!(self.lines.try_recv(), Err(mpsc::TryRecvError::Empty))
     }
 
     /// SIGKILL the process and everything in its process group, and reap it.

@@ -60,10 +60,14 @@ impl Pool {
 
     /// An idle process, or a new one.
     pub fn get(&self) -> Result<Lease<'_>, AdapterError> {
-        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        match idle {
-            Some(a) => Ok(Lease { pool: self, adapter: Some(a) }),
-            None => self.fresh(),
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            match idle {
+                // it wrote while idle: killed (dropped), never reused
+                Some(a) if a.spoke_unasked() => drop(a),
+                Some(a) => return Ok(Lease { pool: self, adapter: Some(a) }),
+                None => return self.fresh(),
+            }
         }
     }
 
@@ -99,7 +103,7 @@ impl Pool {
     }
 
     fn put_back(&self, mut a: Adapter) {
-        if a.is_broken() {
+        if a.is_broken() || a.spoke_unasked() {
             return; // dropped: killed
         }
         // the next holder brings its own clock, if any

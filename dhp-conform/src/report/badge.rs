@@ -22,7 +22,25 @@ pub fn badge(records: &[&Record]) -> Value {
     json!({"schemaVersion": 1, "label": "DHP 1.3 conformance", "message": tally(&c), "color": color})
 }
 
-/// Write `DIR/<label>.json` for every implementation (cross pairs
+/// Longest badge file stem: far below NAME_MAX (255 bytes), whatever name
+/// an implementation gives itself (a long one must not keep its badge from
+/// being written).
+pub const MAX_STEM: usize = 64;
+
+/// `<label>.json`, the label sanitised; a label longer than [`MAX_STEM`]
+/// is cut and followed by a hash of the whole name (two long names that
+/// share a prefix keep apart).
+pub fn file_name(label: &str) -> String {
+    let clean = crate::suite::sanitize_label(label);
+    if clean.len() <= MAX_STEM {
+        return format!("{clean}.json");
+    }
+    // FNV-1a 64: stable across runs and builds (a published URL names it)
+    let h = label.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!("{}-{h:016x}.json", &clean[..MAX_STEM - 17])
+}
+
+/// Write `DIR/<label>.json` ([`file_name`]) for every implementation (cross pairs
 /// `A->B` are counted in neither: a badge judges one implementation).
 pub fn write_all(dir: &std::path::Path, records: &[Record]) -> std::io::Result<Vec<std::path::PathBuf>> {
     std::fs::create_dir_all(dir)?;
@@ -32,7 +50,7 @@ pub fn write_all(dir: &std::path::Path, records: &[Record]) -> std::io::Result<V
             continue;
         }
         let mine: Vec<&Record> = records.iter().filter(|r| r.implementation == label).collect();
-        let path = dir.join(format!("{}.json", crate::suite::sanitize_label(&label)));
+        let path = dir.join(file_name(&label));
         std::fs::write(&path, format!("{}\n", badge(&mine)))?;
         out.push(path);
     }
@@ -43,6 +61,21 @@ pub fn write_all(dir: &std::path::Path, records: &[Record]) -> std::io::Result<V
 mod tests {
     use super::*;
     use crate::suite::{Level, Outcome};
+
+    #[test]
+    fn a_long_implementation_name_gets_a_bounded_file_name() {
+        assert_eq!(file_name("dhp-rs"), "dhp-rs.json");
+        let long = "x".repeat(400);
+        let f = file_name(&long);
+        assert!(f.len() <= MAX_STEM + 5, "{f}");
+        assert_ne!(f, file_name(&format!("{long}y")), "names sharing a prefix keep apart");
+        let dir = tempfile::tempdir().unwrap();
+        let mut recs = vec![rec(Outcome::Failed("x".into()))];
+        recs[0].implementation = long;
+        let paths = write_all(dir.path(), &recs).expect("a 400-character name is written");
+        assert_eq!(paths.len(), 1);
+        assert!(paths[0].exists());
+    }
 
     fn rec(o: Outcome) -> Record {
         Record {

@@ -16,8 +16,13 @@ fn cell(r: Option<&Record>) -> &'static str {
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// Judged text (an implementation's name, an adapter's message) as inert
+/// inline Markdown; in code style through `<code>`, since a code span
+/// would take entities literally and a backtick would end it.
+use dhp_markup::markdown as esc;
+
+fn code(s: &str) -> String {
+    format!("<code>{}</code>", esc(s))
 }
 
 /// The report; `surprises` are the `--expect` mismatches, if any.
@@ -26,7 +31,7 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
     let mut o = String::from("## DHP 1.3 conformance\n\n| implementation | result |\n|---|---|\n");
     for i in &imps {
         let c = Counts::of(records.iter().filter(|r| &r.implementation == i));
-        o.push_str(&format!("| `{}` | {} |\n", esc(i), tally(&c)));
+        o.push_str(&format!("| {} | {} |\n", code(i), tally(&c)));
     }
     o.push_str(&format!("\n{} in {seconds:.1}s\n\n", Counts::of(records).line()));
     o.push_str("| assertion | level |");
@@ -49,9 +54,9 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
         o.push_str("\n### Failures\n\n");
         for r in bad {
             o.push_str(&format!(
-                "- `{}` on `{}` ({}): {}\n",
+                "- `{}` on {} ({}): {}\n",
                 r.assertion,
-                esc(&r.implementation),
+                code(&r.implementation),
                 r.outcome.word(),
                 esc(r.outcome.message().unwrap_or(""))
             ));
@@ -62,9 +67,9 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
         o.push_str("\n### Expected failures (`--expect`)\n\n");
         for r in known {
             o.push_str(&format!(
-                "- `{}` on `{}` ({}, as pinned: {}): {}\n",
+                "- `{}` on {} ({}, as pinned: {}): {}\n",
                 r.assertion,
-                esc(&r.implementation),
+                code(&r.implementation),
                 r.outcome.word(),
                 esc(r.expected.as_deref().unwrap_or("")),
                 esc(r.outcome.message().unwrap_or(""))
@@ -77,7 +82,7 @@ pub fn render(records: &[Record], seconds: f64, surprises: Option<&[(&Record, St
             o.push_str("Every outcome is as expected.\n");
         }
         for (r, why) in s {
-            o.push_str(&format!("- `{}` on `{}`: {}\n", r.assertion, esc(&r.implementation), esc(why)));
+            o.push_str(&format!("- `{}` on {}: {}\n", r.assertion, code(&r.implementation), esc(why)));
         }
     }
     o
@@ -115,8 +120,8 @@ mod tests {
 
 | implementation | result |
 |---|---|
-| `ours` | 2/2 passed |
-| `reference` | 0/1 passed, 1 failed, 1 skipped |
+| <code>ours</code> | 2/2 passed |
+| <code>reference</code> | 0/1 passed, 1 failed, 1 skipped |
 
 2 passed, 1 failed, 0 errored, 1 skipped in 12.3s
 
@@ -127,11 +132,11 @@ mod tests {
 
 ### Failures
 
-- `fencing` on `reference` (failed): stale \\| token wrote
+- `fencing` on <code>reference</code> (failed): stale &#124; token wrote
 
 ### Against the expectations
 
-- `fencing` on `reference`: expected to pass, failed
+- `fencing` on <code>reference</code>: expected to pass, failed
 ";
         assert_eq!(got, want, "\n{got}");
     }

@@ -162,20 +162,10 @@ pub fn json_summary(records: &[Record], implementations: &[(String, String)], se
     })
 }
 
+/// Judged text for XML 1.0 and HTML (junit.xml, the HTML report): the
+/// shared escaping, which also replaces characters XML 1.0 forbids.
 pub(crate) fn xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push_str(&format!("&#{};", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
+    dhp_markup::xml(s)
 }
 
 /// JUnit XML: one `<testsuite>` per implementation; failed is
@@ -382,6 +372,40 @@ mod tests {
             x.contains("<testsuites name=\"dhp-conform\" tests=\"4\" failures=\"1\" errors=\"1\" skipped=\"1\">"),
             "{x}"
         );
+    }
+
+    /// What a hostile adapter puts in its error messages.
+    const HOSTILE: &str = "\u{1b}[31mred\u{1b}[0m \u{FFFE}\u{FFFF}\u{0}\u{8} <script>alert(1)</script> \
+        <img src=x onerror=alert(1)> ![p](https://attacker.test/p.png) <details open><summary>✅ all passed \
+        `tick` | pipe \u{202E}bidi\n# heading";
+
+    #[test]
+    fn junit_is_xml_whatever_the_adapter_writes() {
+        let long = HOSTILE.repeat(200);
+        let rs = vec![
+            rec("ours", "y", Outcome::Failed(HOSTILE.into())),
+            rec("ours", "z", Outcome::Errored(long)),
+            rec("ours", "w", Outcome::Skipped(HOSTILE.into())),
+        ];
+        let x = junit(&rs);
+        let doc = roxmltree::Document::parse(&x).unwrap_or_else(|e| panic!("junit.xml does not parse: {e}\n{x}"));
+        let failure = doc.descendants().find(|n| n.has_tag_name("failure")).expect("a failure");
+        let msg = failure.attribute("message").unwrap();
+        assert!(msg.contains("<script>") && msg.contains("[31mred"), "read back as text: {msg}");
+        assert!(!msg.contains('\u{1b}') && !msg.contains('\u{FFFE}'), "{msg:?}");
+        assert!(!doc.descendants().any(|n| n.has_tag_name("script") || n.has_tag_name("img")));
+    }
+
+    #[test]
+    fn markdown_summary_shows_hostile_text_as_text() {
+        let rs = vec![rec("ours", "y", Outcome::Failed(HOSTILE.into()))];
+        let md = markdown::render(&rs, 1.0, None);
+        for raw in ["<script", "<img", "![", "<details", "<summary", "`tick`", "| pipe", "\n# heading", "\u{1b}"] {
+            assert!(!md.contains(raw), "{raw:?} raw in the summary:\n{md}");
+        }
+        assert!(md.contains("&lt;script&gt;"), "{md}");
+        let failures = md.split("### Failures").nth(1).unwrap();
+        assert_eq!(failures.trim().lines().count(), 1, "one line per failure: {failures}");
     }
 
     #[test]

@@ -6,8 +6,10 @@ mod common;
 mod pg_common;
 
 mod adapter_cannot_start;
+mod adapter_chatter;
 mod adapter_far_future_at;
 mod adapter_grandchild;
+mod adapter_helper_double_fork;
 mod adapter_helper_setsid;
 mod adapter_requests;
 mod adapter_skeleton;

@@ -45,6 +45,7 @@ mod clock_lease_expiry;
 mod clock_stall_timeout;
 mod dashboard_auth;
 mod dashboard_browser;
+mod dashboard_idle_flood;
 mod dashboard_measure;
 mod dashboard_paging;
 mod dashboard_postgres;

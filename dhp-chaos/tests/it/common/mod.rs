@@ -112,3 +112,39 @@ pub fn analyze(dir: &Path) -> (i32, String) {
     let o = Command::new(chaos_bin()).arg("analyze").arg(dir).output().expect("running dhp-chaos analyze");
     (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into())
 }
+
+/// A history file's text preceded by the harness's own file beside it
+/// (`harness.jsonl`: where the harness's `chaos` lines live).
+pub fn history_text(p: &Path) -> std::io::Result<String> {
+    let own = dhp_chaos::hist::harness_path(p);
+    let mut text = match std::fs::read_to_string(&own) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    text.push_str(&std::fs::read_to_string(p)?);
+    Ok(text)
+}
+
+/// A synthetic round's history, written the way a round writes it: the
+/// harness's lines (process `chaos`) to `harness.jsonl`, every other line
+/// to `history.jsonl`.
+pub struct SplitHistory {
+    theirs: std::fs::File,
+    own: std::fs::File,
+}
+
+impl SplitHistory {
+    pub fn open(dir: &Path) -> SplitHistory {
+        let open = |p: PathBuf| std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap();
+        let history = dir.join("history.jsonl");
+        SplitHistory { own: open(dhp_chaos::hist::harness_path(&history)), theirs: open(history) }
+    }
+
+    /// Append one line to the file its `process` belongs in.
+    pub fn write(&mut self, v: &Value) {
+        use std::io::Write;
+        let f = if v["process"] == "chaos" { &mut self.own } else { &mut self.theirs };
+        writeln!(f, "{v}").unwrap();
+    }
+}

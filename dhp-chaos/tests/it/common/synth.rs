@@ -9,7 +9,6 @@ use dhp_core::transport::log as tlog;
 use dhp_core::{testing, Config, Runner, TaskContext};
 use dhp_workload::census;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::PathBuf;
 
 pub const LO: u64 = 1000;
@@ -21,7 +20,7 @@ pub struct Synth {
     pub dir: PathBuf,
     pub runner: Runner,
     pub hid: String,
-    pub hist: std::fs::File,
+    pub hist: super::SplitHistory,
     pub pid: i64,
 }
 
@@ -49,7 +48,7 @@ impl Synth {
             "hids": [hid], "t0": t0, "t_faults_end": t0, "t_end": t0,
         });
         std::fs::write(dir.join("round.json"), serde_json::to_vec(&meta).unwrap()).unwrap();
-        let hist = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("history.jsonl")).unwrap();
+        let hist = super::SplitHistory::open(&dir);
         tlog::ship_envelope(
             &dir.join("transport").join(format!("{hid}.log")),
             &runner.envelope_bare(&hid).unwrap(),
@@ -67,7 +66,7 @@ impl Synth {
     pub fn line_at(&mut self, t: f64, process: &str, op: &str, ty: &str, extra: Value) {
         let mut v = json!({"t": t, "pid": self.pid_of(process), "process": process, "op": op, "type": ty});
         v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        writeln!(self.hist, "{v}").unwrap();
+        self.hist.write(&v);
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 

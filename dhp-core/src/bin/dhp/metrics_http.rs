@@ -1,15 +1,23 @@
 //! `--metrics ADDR`: the process's counters at `GET /metrics` in the
-//! Prometheus text format (0.0.4), served by one thread with plain
-//! blocking sockets (a scrape is one short request; a client that stalls
-//! is dropped [`IO_TIMEOUT`] after it connected). Loopback only unless
-//! `--metrics-allow-remote` (docs/observability.md).
+//! Prometheus text format (0.0.4), one thread per connection with plain
+//! blocking sockets. Bounded: at most [`MAX_CONNECTIONS`] at once (fewer
+//! when RLIMIT_NOFILE is low: [`conn_cap`]), the whole request head within
+//! [`IO_TIMEOUT`], and at the cap the oldest connection still sending its
+//! head is dropped for the new one — clients holding half-sent requests
+//! cannot keep a scrape out. Loopback only unless `--metrics-allow-remote`
+//! (docs/observability.md).
 
 use crate::failure::{usage, Failure};
 use dhp_core::metrics::{self, Families};
 use dhp_core::{Error, TransportKind};
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::time::Duration;
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Connections served at once, at most.
+const MAX_CONNECTIONS: usize = 32;
 
 /// How long one scrape may take to send its request or take the reply.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -74,12 +82,70 @@ pub fn start(args: &MetricsArgs, what: &str, families: Families) -> Result<Optio
     Ok(Some(local))
 }
 
+/// The connection cap: [`MAX_CONNECTIONS`], or a quarter of the soft
+/// RLIMIT_NOFILE when that is lower (each connection holds two
+/// descriptors; the process needs the rest), at least 2.
+fn conn_cap() -> usize {
+    usize::try_from(nofile_soft() / 4).unwrap_or(MAX_CONNECTIONS).clamp(2, MAX_CONNECTIONS)
+}
+
+/// The soft RLIMIT_NOFILE, from `/proc/self/limits` (1024 when unreadable).
+pub(crate) fn nofile_soft() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("Max open files"))?;
+            l.trim_start_matches("Max open files").split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(1024)
+}
+
+/// A connection being served: a handle to cut it, and whether its whole
+/// request head has arrived.
+struct Slot {
+    id: u64,
+    since: Instant,
+    sock: TcpStream,
+    head_done: Arc<AtomicBool>,
+}
+
 fn accept_loop(listener: TcpListener, families: Families) {
+    let slots: Arc<Mutex<Vec<Slot>>> = Arc::default();
+    let cap = conn_cap();
+    let mut next = 0u64;
     for conn in listener.incoming() {
         match conn {
             Ok(sock) => {
-                if let Err(e) = answer(sock, families) {
-                    tracing::debug!(error = %e, "metrics: scrape connection failed");
+                let mut g = slots.lock().unwrap_or_else(|e| e.into_inner());
+                if g.len() >= cap {
+                    // the oldest still sending its head makes room (a scrape sends it at once)
+                    let oldest = g.iter().enumerate().filter(|(_, s)| !s.head_done.load(Ordering::SeqCst));
+                    match oldest.min_by_key(|(_, s)| s.since).map(|(i, _)| i) {
+                        Some(i) => {
+                            let _ = g.remove(i).sock.shutdown(Shutdown::Both);
+                        }
+                        None => {
+                            drop(g);
+                            let mut sock = sock;
+                            let _ = reply(&mut sock, "503 Service Unavailable", "text/plain", b"busy\n", false);
+                            continue;
+                        }
+                    }
+                }
+                let Ok(handle) = sock.try_clone() else { continue };
+                next += 1;
+                let (id, done) = (next, Arc::new(AtomicBool::new(false)));
+                g.push(Slot { id, since: Instant::now(), sock: handle, head_done: done.clone() });
+                drop(g);
+                let mine = Arc::clone(&slots);
+                let run = move || {
+                    if let Err(e) = answer(sock, families, &done) {
+                        tracing::debug!(error = %e, "metrics: scrape connection failed");
+                    }
+                    mine.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| s.id != id);
+                };
+                if std::thread::Builder::new().name("dhp-metrics-conn".into()).spawn(run).is_err() {
+                    slots.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| s.id != id);
                 }
             }
             Err(e) => {
@@ -120,7 +186,7 @@ fn classify(head: &[u8]) -> Asked {
     }
 }
 
-fn answer(mut sock: TcpStream, families: Families) -> std::io::Result<()> {
+fn answer(mut sock: TcpStream, families: Families, head_done: &AtomicBool) -> std::io::Result<()> {
     sock.set_read_timeout(Some(IO_TIMEOUT))?;
     sock.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut head = Vec::with_capacity(512);
@@ -149,6 +215,7 @@ fn answer(mut sock: TcpStream, families: Families) -> std::io::Result<()> {
             );
         }
     }
+    head_done.store(true, Ordering::SeqCst);
     match classify(&head) {
         Asked::Metrics { head_only } => {
             let body = metrics::render(families);
@@ -187,6 +254,41 @@ mod tests {
         for bad in ["", "x", "70000", "example.com:80", "127.0.0.1", "localhost:x"] {
             assert!(parse_addr(bad, true).is_err(), "{bad}");
         }
+    }
+
+    /// 130 clients holding half-sent requests (issue 47 item 6): a scrape
+    /// is still answered at once, not after their timeouts in turn.
+    #[test]
+    fn a_scrape_is_answered_while_clients_hold_half_sent_requests() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || accept_loop(listener, Families::SUPERVISOR));
+        let mut holders = Vec::new();
+        for _ in 0..130 {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(b"GET /metr").unwrap();
+            holders.push(c);
+        }
+        for round in 0..3 {
+            let t0 = Instant::now();
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut got = String::new();
+            let _ = c.read_to_string(&mut got);
+            let took = t0.elapsed();
+            assert!(got.starts_with("HTTP/1.1 200"), "scrape {round}: {got:?} after {took:?}");
+            assert!(took < Duration::from_secs(2), "scrape {round} waited {took:?} behind the half-sent requests");
+        }
+        drop(holders);
+    }
+
+    #[test]
+    fn the_cap_stays_below_the_descriptor_limit() {
+        let cap = conn_cap();
+        let soft = nofile_soft();
+        assert!(soft != 1024 || std::fs::read_to_string("/proc/self/limits").unwrap().contains("Max open files"));
+        assert!((2..=MAX_CONNECTIONS).contains(&cap) && (cap as u64) * 2 < soft.max(8), "{cap} of {soft}");
     }
 
     #[test]

@@ -318,8 +318,20 @@ impl Journal {
         ))
     }
 
-    fn fail(&self, e: &Error) {
-        tracing::error!(error = %e, "transport: journal sync failed; no further acks until restart");
+    /// Resolves when a journal write or sync failed (never otherwise): the
+    /// journal file it hit can no longer be trusted, so the server stops.
+    pub(crate) async fn failure(&self) -> Arc<str> {
+        let mut rx = self.synced.subscribe();
+        let got = rx.wait_for(|s| s.failed.is_some()).await.ok().and_then(|s| s.failed.clone());
+        match got {
+            Some(f) => f,
+            // the sync thread is gone (a clean stop): no failure to report
+            None => std::future::pending().await,
+        }
+    }
+
+    pub(crate) fn fail(&self, e: &Error) {
+        tracing::error!(error = %e, "transport: journal sync failed; the server stops (restart it: it recovers from the journal)");
         let msg: Arc<str> = Arc::from(e.to_string());
         self.synced.send_modify(|s| s.failed = Some(msg));
     }

@@ -16,7 +16,7 @@ use super::gate::Gate;
 use super::journal::{Journal, JournalHandle, ROTATE_BYTES};
 use super::tls::ServerTls;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TransportKind};
 use hidlog::LogCache;
 use sha2::{Digest, Sha256};
 pub use stats::ServerStats;
@@ -136,9 +136,23 @@ pub async fn run(
 
 impl Prepared {
     /// Serve until `shutdown` resolves: then stop accepting, let every
-    /// connection finish the frame it is processing, and return.
+    /// connection finish the frame it is processing, and return. A failed
+    /// journal write or sync (ENOSPC, EIO) stops it the same way and
+    /// returns the error: after a failed fsync nothing more may be
+    /// acknowledged from that journal, so the process exits and its
+    /// manager restarts it, which recovers from the journal
+    /// (docs/transport.md).
     pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<ServerStats> {
         let Prepared { srv, journal } = self;
+        let shared = srv.journal.clone();
+        let failed = async move {
+            match shared {
+                Some(j) => j.failure().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(failed);
+        let mut failure: Option<Arc<str>> = None;
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         let mut last_busy_warn = None;
@@ -148,6 +162,10 @@ impl Prepared {
             tokio::select! {
                 biased;
                 _ = &mut shutdown => break,
+                f = &mut failed => {
+                    failure = Some(f);
+                    break;
+                }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {
                     if trimmer.closed(tasks.len()) {
                         super::trim::release_free_memory();
@@ -204,6 +222,12 @@ impl Prepared {
             stats.durable_acks = S::get(&s.acks);
             stats.durable_ack_ns = S::get(&s.ack_ns);
         }
+        if let Some(f) = failure {
+            return Err(Error::transport(
+                TransportKind::Journal,
+                format!("journal write or sync failed ({f}): stopped so a process manager restarts the server, which recovers from the journal"),
+            ));
+        }
         Ok(stats)
     }
 }
@@ -212,4 +236,35 @@ async fn busy(mut sock: TcpStream) {
     let _ =
         tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n"))
             .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed journal sync (ENOSPC on a real disk; here the same path,
+    /// `Journal::fail`) stops the server with an error instead of leaving
+    /// it up refusing every handoff (issue 47 item 8).
+    #[tokio::test]
+    async fn a_failed_journal_sync_stops_the_server_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = ServerConfig {
+            logdir: dir.path().join("logs"),
+            token: String::new(),
+            cfg: crate::Config::default(),
+            idle_timeout: Duration::from_secs(5),
+            fsync: true,
+            tls: None,
+        };
+        let prepared = prepare(server).unwrap();
+        let journal = prepared.srv.journal.clone().expect("a journal with fsync");
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let run = tokio::spawn(prepared.serve(listener, std::future::pending()));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!run.is_finished(), "serving");
+        journal.fail(&Error::io(dir.path(), std::io::Error::from_raw_os_error(28)));
+        let out = tokio::time::timeout(Duration::from_secs(5), run).await.expect("the server stopped").unwrap();
+        let e = out.expect_err("a failed journal is an error exit");
+        assert!(e.to_string().contains("journal write or sync failed"), "{e}");
+    }
 }

@@ -19,9 +19,12 @@ const REFUSE_WRITE: Duration = Duration::from_secs(1);
 /// Pause after a failed accept (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Connection limits (`--header-timeout`, `--max-connections`).
+/// Connection limits (`--header-timeout`, `--max-connections`; the
+/// dashboard's fixed ones).
 #[derive(Clone, Copy)]
 pub struct Limits {
+    /// The server, in log lines (`a2a`, `dashboard`).
+    pub who: &'static str,
     /// A connection must deliver each request's complete head within this
     /// long from when the server starts waiting for it (an idle keep-alive
     /// connection included), or it is closed.
@@ -56,15 +59,21 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdo
             r = listener.accept() => match r {
                 Ok((sock, _)) => sock,
                 Err(e) => {
-                    tracing::warn!(error = %e, "a2a: accept failed");
+                    tracing::warn!(error = %e, who = limits.who, "accept failed");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 }
             },
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(max = limits.max_connections, "a2a: connection cap reached; refusing a connection");
-            dhp_core::metrics::A2A_REFUSED.inc(dhp_core::metrics::Refusal::Busy as usize);
+            tracing::warn!(
+                max = limits.max_connections,
+                who = limits.who,
+                "connection cap reached; refusing a connection"
+            );
+            if limits.who == "a2a" {
+                dhp_core::metrics::A2A_REFUSED.inc(dhp_core::metrics::Refusal::Busy as usize);
+            }
             tokio::spawn(refuse(sock));
             continue;
         };

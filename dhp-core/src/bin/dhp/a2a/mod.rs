@@ -8,7 +8,7 @@
 mod card;
 mod guard;
 mod http;
-mod listen;
+pub(crate) mod listen;
 mod pool;
 mod rpc;
 mod stream;
@@ -223,7 +223,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         let _ = out.flush();
         drop(out);
         let closing = app.clone();
-        let limits = listen::Limits { header_timeout, max_connections: a.max_connections };
+        let limits = listen::Limits { who: "a2a", header_timeout, max_connections: a.max_connections };
         listen::serve(listener, http::router(app), limits, async move {
             tokio::select! {
                 _ = term.recv() => {}
