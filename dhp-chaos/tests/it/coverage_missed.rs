@@ -55,7 +55,7 @@ fn a_round_that_reached_nothing_is_not_covered_exit_4() {
     assert!(out.contains("HELD, NOT COVERED"), "{out}");
     assert!(out.contains("schedule re-derived from the seed: 1 steps, identical byte for byte"), "{out}");
     // a schedule the seed does not give back is the harness's own error
-    let h = r.out.join("round-0000/history.jsonl");
+    let h = r.out.join("round-0000/harness.jsonl");
     let text = std::fs::read_to_string(&h).unwrap();
     assert!(text.contains(r#""op":"schedule","type":"event","step":0,"interval":30.0"#), "{text}");
     std::fs::write(&h, text.replace(r#""step":0,"interval":30.0"#, r#""step":0,"interval":29.0"#)).unwrap();

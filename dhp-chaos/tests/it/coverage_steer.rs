@@ -45,7 +45,7 @@ fn steering_reaches_a_zombie_and_a_race_in_a_short_round() {
     assert!(hits(&r, "zombies") >= 1, "no woken zombie tried to write\n{}", r.dump());
     assert!(hits(&r, "races") >= 1, "no race of recoverers\n{}", r.dump());
     assert_eq!(r.totals()["invariants"]["zombies"]["status"], "held", "{}", r.dump());
-    let hist = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap();
+    let hist = std::fs::read_to_string(r.out.join("round-0000/harness.jsonl")).unwrap();
     let steers: Vec<&str> = hist.lines().filter(|l| l.contains("\"op\":\"steer\"")).collect();
     assert!(steers.iter().any(|l| l.contains("\"kind\":\"pause\"")), "{steers:#?}");
     assert!(steers.iter().any(|l| l.contains("no race of recoverers yet")), "{steers:#?}");

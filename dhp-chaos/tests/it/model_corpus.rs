@@ -101,7 +101,7 @@ fn a_round_without_its_audit_leaves_model_unchecked() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("store")).unwrap();
-    for f in ["round.json", "history.jsonl", "workload.jsonl"] {
+    for f in ["round.json", "harness.jsonl", "history.jsonl", "workload.jsonl"] {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
     }
     let mut export: Value = serde_json::from_slice(&std::fs::read(src.join("store/export.json")).unwrap()).unwrap();

@@ -137,7 +137,7 @@ fn reference_stopped_at_chunks(name: &str, mutant: Option<&str>) -> Run {
 
 /// The stop-at-chunk faults the round recorded (the harness's own lines).
 fn chunk_stops(r: &Run) -> usize {
-    let h = std::fs::read_to_string(r.out.join("round-0000/history.jsonl")).unwrap_or_default();
+    let h = std::fs::read_to_string(r.out.join("round-0000/harness.jsonl")).unwrap_or_default();
     h.lines().filter(|l| l.contains(r#""kind":"stop-at-chunk""#) && l.contains(r#""signal":"STOP""#)).count()
 }
 

@@ -51,7 +51,7 @@ fn shrink_reduces_a_skip_fence_run_to_a_replayable_schedule() {
     let o = Command::new(chaos_bin()).arg("--schedule").arg(&file).arg("--out").arg(&replay).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(matches!(o.status.code(), Some(0 | 1 | 4)), "{out}");
-    let hist = std::fs::read_to_string(replay.join("round-0000/history.jsonl")).unwrap();
+    let hist = std::fs::read_to_string(replay.join("round-0000/harness.jsonl")).unwrap();
     let scripted: Vec<&str> = hist.lines().filter(|l| l.contains(r#""op":"scripted""#)).collect();
     assert_eq!(scripted.len(), script.len(), "every scripted fault, no other\n{hist}");
     for (l, s) in scripted.iter().zip(&script) {
