@@ -50,6 +50,16 @@ pub fn kind(e: &OpError) -> &'static str {
     }
 }
 
+/// `ValidationError` or the ownership check's refusal `e`.
+fn either_or_validation(e: &OpError) -> &'static str {
+    match e {
+        OpError::FencingError => "ValidationError|FencingError",
+        OpError::LeaseLost => "ValidationError|LeaseLost",
+        OpError::StateError(_) => "ValidationError|StateError",
+        _ => "ValidationError|UnknownHandoff",
+    }
+}
+
 fn done<T>(r: Result<T, OpError>) -> Expect {
     r.map(|_| None).map_err(|e| kind(&e))
 }
@@ -212,6 +222,15 @@ impl World {
             }
             Step::NoteStep { h, w, n } => {
                 let l = self.lease(*h, *w, false);
+                if *n < 0 {
+                    // Which comes first, the argument or the ownership
+                    // check, is the implementation's choice: either
+                    // refusal is right, and neither changes anything.
+                    return one(match ops::ownership_check(&self.s, &l, now) {
+                        Ok(()) => Err("ValidationError"),
+                        Err(e) => Err(either_or_validation(&e)),
+                    });
+                }
                 one(done(ops::note_step(&mut self.s, &l, *n, now)))
             }
             Step::NoteSpend { h, w, quarters } => {
@@ -221,11 +240,17 @@ impl World {
             Step::Complete { h, w, valid } => {
                 let l = self.lease(*h, *w, false);
                 let text = result_of(*h, *valid).to_string();
+                let completed = self.status_str(*h) == "completed";
                 let r = if *valid {
                     ops::complete(&mut self.s, &l, &text, now)
                 } else {
                     ops::fail(&mut self.s, &l, "output schema", now)
                 };
+                if completed && !*valid {
+                    // PROTOCOL §4 says "completed (no-op)", state-machine.md
+                    // refuses: the first result stands either way.
+                    return one(Err("ok|StateError"));
+                }
                 one(done(r))
             }
             Step::Release { h, w } => {
