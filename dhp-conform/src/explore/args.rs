@@ -81,8 +81,13 @@ pub fn pinned(expect: &serde_json::Value, label: &str) -> Vec<(String, String)> 
     };
     for (id, pin) in pins.iter().filter(|(id, _)| id.starts_with("explore-")) {
         let why = pin["why"].as_str().unwrap_or(id).to_string();
-        for k in pin["divergences"].as_array().into_iter().flatten().filter_map(|k| k.as_str()) {
-            out.push((k.to_string(), why.clone()));
+        // each a key prefix, or {"key": prefix, "why": reason}
+        for k in pin["divergences"].as_array().into_iter().flatten() {
+            match (k.as_str(), k["key"].as_str()) {
+                (Some(key), _) => out.push((key.to_string(), why.clone())),
+                (None, Some(key)) => out.push((key.to_string(), k["why"].as_str().unwrap_or(&why).to_string())),
+                (None, None) => {}
+            }
         }
     }
     out

@@ -329,7 +329,13 @@ impl World {
             if let Ok(l) = &r {
                 self.tokens.insert((h, w), l.fence);
             }
-            out.push((w, done(r)));
+            // §13 item 12: recover of a handoff that is not orphaned is
+            // OwnershipLost in dhp-rs, StateError in the reference; both pass.
+            let e = match r {
+                Err(OpError::OwnershipLost) => Err("OwnershipLost|StateError"),
+                r => done(r),
+            };
+            out.push((w, e));
         }
         out
     }
