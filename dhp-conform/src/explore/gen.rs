@@ -296,21 +296,26 @@ impl Gen {
         // Weights steer toward the interesting: claims of pending work,
         // writes near caps, expiry then scan then racing recovers.
         let fams = families(self.f);
+        let count = |st: &str| (0..self.world.hids.len() as u8).filter(|h| self.world.status_str(*h) == st).count();
+        let (pending, running, orphaned) = (count("pending"), count("running"), count("orphaned"));
+        let absent = count("absent");
+        // Writes need running work; claims pending; recovers orphans.
+        let live = |w: u64| if running > 0 { w } else { 1 };
         let weights: Vec<(Family, u64)> = fams
             .iter()
             .map(|f| {
                 let w = match f {
-                    Family::Dispatch => 6,
-                    Family::Claim => 10,
-                    Family::Heartbeat => 6,
-                    Family::Checkpoint => 14,
-                    Family::Complete => 8,
-                    Family::Release => 5,
-                    Family::Budget => 12,
-                    Family::Scan => 12,
-                    Family::Recover => 10,
-                    Family::Suspend => 2,
-                    Family::Approvals => 6,
+                    Family::Dispatch => 2 + 10 * absent as u64,
+                    Family::Claim => 2 + 12 * pending as u64,
+                    Family::Heartbeat => live(5),
+                    Family::Checkpoint => live(12),
+                    Family::Complete => live(8),
+                    Family::Release => live(4),
+                    Family::Budget => live(12),
+                    Family::Scan => 8 + live(4),
+                    Family::Recover => 2 + 14 * orphaned as u64,
+                    Family::Suspend => 1,
+                    Family::Approvals => live(6),
                 };
                 (*f, w)
             })
@@ -352,7 +357,7 @@ impl Gen {
                 let h = self.h_in("running");
                 match self.r.below(10) {
                     0 | 1 => Step::Ack { h: self.h() },
-                    2 | 3 => Step::Complete { h, w: self.w_for(h), valid: false },
+                    2..=4 => Step::Complete { h, w: self.w_for(h), valid: false },
                     _ => Step::Complete { h, w: self.w_for(h), valid: true },
                 }
             }
@@ -423,5 +428,53 @@ impl Gen {
         } else {
             Step::Scan { s: self.r.below(u64::from(SUPERVISORS)) as u8 }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_in_every_sequence_and_the_same_seed_the_same_steps() {
+        let f = Features { approvals: true };
+        for i in 0..20 {
+            let s = sequence(7, i, 30, f);
+            assert_eq!(s, sequence(7, i, 30, f));
+            let fams: std::collections::BTreeSet<Family> = s.steps.iter().map(Step::family).collect();
+            assert_eq!(fams.len(), Family::ALL.len(), "sequence {i}: {fams:?}");
+        }
+        assert_ne!(sequence(7, 0, 30, f), sequence(8, 0, 30, f));
+    }
+
+    #[test]
+    fn writes_mostly_come_from_the_holder() {
+        // The generator steers: a fair share of completes, invalid ones
+        // included, reach a running handoff with its holder's token.
+        let f = Features { approvals: true };
+        let (mut valid_by_holder, mut invalid_by_holder) = (0, 0);
+        for i in 0..50 {
+            let s = sequence(1, i, 30, f);
+            let mut w = World::new(&s.handoffs);
+            for st in &s.steps {
+                if let Step::Complete { h, w: x, valid } = st {
+                    let by_holder = w.status_str(*h) == "running" && w.holder_index(*h) == Some(*x);
+                    if by_holder && *valid {
+                        valid_by_holder += 1;
+                    }
+                    if by_holder && !*valid {
+                        invalid_by_holder += 1;
+                    }
+                }
+                w.now += 5;
+                if let Step::Advance { secs } = st {
+                    w.now += i64::from(*secs) * 1000;
+                }
+                let winner = if let Step::Recover { ws, .. } = st { ws.first().copied() } else { None };
+                w.apply(st, winner);
+            }
+        }
+        assert!(valid_by_holder >= 20 && invalid_by_holder >= 5, "{valid_by_holder} valid, {invalid_by_holder} invalid");
+        eprintln!("{valid_by_holder} valid, {invalid_by_holder} invalid");
     }
 }
