@@ -175,12 +175,22 @@ pub fn describe(seq: &Sequence, d: Option<&Divergence>) -> String {
     out
 }
 
-/// A finding as a report message.
-pub fn message(f: &Finding, cfg_seed: u64, label: &str) -> String {
+/// What `replay --impl` takes to reach `imp` again: `ours`, `reference`,
+/// or its adapter command, quoted for a shell.
+pub fn impl_arg(imp: &Impl) -> String {
+    if matches!(imp.label.as_str(), "ours" | "reference") {
+        imp.label.clone()
+    } else {
+        format!("'{}'", imp.command.replace('\'', r"'\''"))
+    }
+}
+
+/// A finding as a report message; `imp` is what `--impl` takes.
+pub fn message(f: &Finding, cfg_seed: u64, imp: &str) -> String {
     let d = &f.divergence;
     let replay = f.replay.as_ref().map_or_else(
         || "(the replay file could not be written)".to_string(),
-        |p| format!("dhp-conform replay {} --impl {label}", p.display()),
+        |p| format!("dhp-conform replay {} --impl {imp}", p.display()),
     );
     format!(
         "divergence from the model (seed {cfg_seed}), shrunk from {} to {} steps in {} runs; reproduced {}/{}:\n{}\
@@ -225,6 +235,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         rows.push(row(PINNED_ID.into(), o));
         return rows;
     };
+    let arg = impl_arg(imp);
     let wanted = gen::families(Features { approvals: imp.has(feature::APPROVALS) });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =
@@ -233,7 +244,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         let o = if !wanted.contains(&fam) {
             Outcome::Skipped(format!("unsupported: {} does not declare feature `approvals`", imp.label))
         } else if let Some(f) = unpinned.get(&fam) {
-            Outcome::Failed(message(f, cfg.seed, &imp.label))
+            Outcome::Failed(message(f, cfg.seed, &arg))
         } else if sum.exercised.contains(&fam) {
             Outcome::Passed
         } else if !unpinned.is_empty() {
@@ -246,7 +257,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
     let pinned: Vec<String> = sum
         .findings
         .iter()
-        .filter_map(|f| f.pinned.as_ref().map(|why| format!("{} [{why}]\n{}", f.divergence.key, message(f, cfg.seed, &imp.label))))
+        .filter_map(|f| f.pinned.as_ref().map(|why| format!("{} [{why}]\n{}", f.divergence.key, message(f, cfg.seed, &arg))))
         .collect();
     let o = if pinned.is_empty() { Outcome::Passed } else { Outcome::Failed(pinned.join("\n\n")) };
     rows.push(row(PINNED_ID.into(), o));
