@@ -52,6 +52,7 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Tampered { .. } => "dispatch (tampered)",
         Step::Oversize { .. } => "dispatch (oversize)",
         Step::Claim { .. } => "claim",
+        Step::ClaimRace { .. } => "claim (race)",
         Step::Heartbeat { .. } => "heartbeat",
         Step::Checkpoint { .. } => "checkpoint",
         Step::NoteStep { .. } => "note_step",
@@ -75,7 +76,9 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Dispatch { .. } => "§6.1 dispatch stores a verified envelope; again is a no-op [idempotent-dispatch]",
         Step::Tampered { .. } => "§1.2 an envelope that does not match its id and input_hash is refused [no-crossed-inputs]",
         Step::Oversize { .. } => "§12 an envelope over DHP_MAX_ENVELOPE_BYTES is refused [oversize-rejected]",
-        Step::Claim { .. } => "§5.3 claim only in pending, one ownership row [claim-race] [wrong-state-operations]",
+        Step::Claim { .. } | Step::ClaimRace { .. } => {
+            "§5.3 claim only in pending, one ownership row, one winner [claim-race] [wrong-state-operations]"
+        }
         Step::Heartbeat { .. } => "§5.2 the ownership check, then §5.5 heartbeat [fencing] [lease-expiry-lease-lost]",
         Step::Checkpoint { .. } => "§5.2 the ownership check, then §6.2 checkpoint [fencing]",
         Step::NoteStep { .. } | Step::NoteSpend { .. } => {
@@ -140,7 +143,7 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
     let op = op_name(step);
     for (w, e) in want {
         let g = got.iter().find(|(x, _)| x == w).map(|(_, g)| g);
-        let by = if matches!(step, Step::Recover { .. }) { format!(" by w{w}") } else { String::new() };
+        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. }) { format!(" by w{w}") } else { String::new() };
         match g {
             Some(g) if matches(e, g) => {}
             Some(g) => {
@@ -208,7 +211,15 @@ pub fn observe(
     w: &World,
     refused: &BTreeSet<String>,
 ) -> Check<Option<Divergence>> {
-    let store = cx.store(root)?;
+    // The store first, before any request: what an implementation
+    // acknowledged must already be written, not flushed by the next call.
+    if let Some(db) = cx.store(root)? {
+        for (h, hid) in w.hids.iter().enumerate() {
+            if let Some(d) = stored(&db, w, hid, h)? {
+                return Ok(Some(d));
+            }
+        }
+    }
     let all: BTreeSet<&String> = w.hids.iter().chain(refused).collect();
     for (i, hid) in all.iter().enumerate() {
         let h = w.hids.iter().position(|x| x == *hid).unwrap_or(w.hids.len() + i);
@@ -229,11 +240,6 @@ pub fn observe(
         };
         for (name, v) in want {
             if let Some(d) = field(h, name, v, &got_field(&st, name)) {
-                return Ok(Some(d));
-            }
-        }
-        if let Some(db) = &store {
-            if let Some(d) = stored(db, w, hid, h)? {
                 return Ok(Some(d));
             }
         }

@@ -34,12 +34,17 @@ pub struct HandoffSpec {
 pub enum Step {
     /// Dispatch handoff `h` (again: a re-dispatch).
     Dispatch { h: u8 },
-    /// Dispatch `h`'s envelope with its inputs changed after the id.
-    Tampered { h: u8 },
+    /// Dispatch `h`'s envelope with its inputs changed after the id:
+    /// `how` 0 leaves both hashes stale, 1 re-binds `input_hash` (only
+    /// the id check catches it), 2 re-computes the id (only the input
+    /// binding catches it).
+    Tampered { h: u8, how: u8 },
     /// Dispatch an envelope over `DHP_MAX_ENVELOPE_BYTES`.
     Oversize { h: u8 },
     /// `w` claims `h`.
     Claim { h: u8, w: u8 },
+    /// Workers `ws` claim `h` at one instant, each in its own process.
+    ClaimRace { h: u8, ws: Vec<u8> },
     /// `w` heartbeats with the token it holds (or a stale one).
     Heartbeat { h: u8, w: u8, stale: bool },
     /// `w` checkpoints `{"h": h, "s": s}`.
@@ -141,7 +146,7 @@ impl Step {
     pub fn family(&self) -> Family {
         match self {
             Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } => Family::Dispatch,
-            Step::Claim { .. } => Family::Claim,
+            Step::Claim { .. } | Step::ClaimRace { .. } => Family::Claim,
             Step::Heartbeat { .. } => Family::Heartbeat,
             Step::Checkpoint { .. } => Family::Checkpoint,
             Step::Complete { .. } | Step::Ack { .. } => Family::Complete,
@@ -264,7 +269,7 @@ impl Gen {
         }
         self.world.now += 5;
         let winner = match s {
-            Step::Recover { ws, .. } => ws.first().copied(),
+            Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => ws.first().copied(),
             _ => None,
         };
         self.world.apply(s, winner);
@@ -336,13 +341,16 @@ impl Gen {
             Family::Dispatch => {
                 let h = self.h();
                 match self.r.below(10) {
-                    0 => Step::Tampered { h },
+                    0 => Step::Tampered { h, how: self.r.below(3) as u8 },
                     1 => Step::Oversize { h },
                     _ => Step::Dispatch { h },
                 }
             }
             Family::Claim => {
                 let h = self.h_in("pending");
+                if self.r.chance(25) {
+                    return Step::ClaimRace { h, ws: self.racers() };
+                }
                 Step::Claim { h, w: self.r.below(u64::from(self.workers)) as u8 }
             }
             Family::Heartbeat => {
@@ -369,15 +377,7 @@ impl Gen {
             Family::Scan => self.scan_step(),
             Family::Recover => {
                 let h = self.h_in("orphaned");
-                let n = 1 + self.r.below(u64::from(self.workers)) as usize;
-                let mut ws: Vec<u8> = (0..self.workers).collect();
-                // a shuffled prefix: distinct racers
-                for i in (1..ws.len()).rev() {
-                    let j = self.r.below(i as u64 + 1) as usize;
-                    ws.swap(i, j);
-                }
-                ws.truncate(n);
-                Step::Recover { h, ws }
+                Step::Recover { h, ws: self.racers() }
             }
             Family::Suspend => Step::Suspend { h: self.h_in("running") },
             Family::Approvals => {
@@ -385,11 +385,23 @@ impl Gen {
                 if self.r.chance(45) && self.world.approval_count(h) > 0 {
                     Step::Decide { h, nth: self.r.below(3) as u8, approve: self.r.chance(50) }
                 } else {
-                    let class = self.r.pick(&["financial", "financial", "destructive", "read", "write"]).to_string();
+                    let class = self.r.pick(&["financial", "financial", "destructive", "read", "write", "teleport"]).to_string();
                     Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 30]) }
                 }
             }
         }
+    }
+
+    /// 1 to all workers, distinct, in a random order.
+    fn racers(&mut self) -> Vec<u8> {
+        let n = 1 + self.r.below(u64::from(self.workers)) as usize;
+        let mut ws: Vec<u8> = (0..self.workers).collect();
+        for i in (1..ws.len()).rev() {
+            let j = self.r.below(i as u64 + 1) as usize;
+            ws.swap(i, j);
+        }
+        ws.truncate(n);
+        ws
     }
 
     /// Steps and spends that reach each cap, land on it, or pass it.
@@ -409,7 +421,8 @@ impl Gen {
             Step::NoteStep { h, w, n }
         } else {
             let left = spec.max_spend_quarters - used_q;
-            let quarters = match self.r.below(5) {
+            let quarters = match self.r.below(6) {
+                5 => -1,
                 0 | 1 => left.clamp(0, 4),
                 2 => left.saturating_add(1).clamp(0, 5),
                 _ => self.r.below(3) as i64,
@@ -470,7 +483,10 @@ mod tests {
                 if let Step::Advance { secs } = st {
                     w.now += i64::from(*secs) * 1000;
                 }
-                let winner = if let Step::Recover { ws, .. } = st { ws.first().copied() } else { None };
+                let winner = match st {
+                    Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => ws.first().copied(),
+                    _ => None,
+                };
                 w.apply(st, winner);
             }
         }

@@ -132,7 +132,9 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
         if pinned.is_some() && !shrunk_keys.insert(d.key.clone()) {
             continue;
         }
-        let limits = shrink::Limits { runs: 400, until: Instant::now() + Duration::from_secs(90) };
+        // A pinned divergence is listed, not hunted: a short shrink.
+        let (runs, secs) = if pinned.is_some() { (40, 15) } else { (400, 90) };
+        let limits = shrink::Limits { runs, until: Instant::now() + Duration::from_secs(secs) };
         let mut run = |s: &Sequence| {
             n += 1;
             once(cx, s, &format!("shrink{n}"))

@@ -43,6 +43,23 @@ fn envelope_spec(seq: &Sequence, h: usize) -> Value {
     spec_with(1000 + h as i64, json!({"budget": budget}))
 }
 
+/// `env` with its inputs changed: both hashes stale (`how` 0), the input
+/// hash re-bound under the old id (1), or the id recomputed over a stale
+/// input hash (2) — the three cases of the core assertion no-crossed-inputs.
+fn tampered(mut env: Value, how: u8) -> Check<Value> {
+    let oracle = |e: dhp_oracle::OracleError| Fail::Errored(e.to_string());
+    env["task"]["inputs"]["inline"]["n"] = json!(-7);
+    match how {
+        1 => env["task"]["input_hash"] = json!(dhp_oracle::input_hash(&env["task"]["inputs"]).map_err(oracle)?),
+        2 => {
+            let id = dhp_oracle::handoff_id(&env).ok_or_else(|| Fail::Errored("no spec to hash".into()))?;
+            env["handoff_id"] = json!(id.map_err(oracle)?);
+        }
+        _ => {}
+    }
+    Ok(env)
+}
+
 fn ms(secs: f64) -> i64 {
     (secs * 1000.0).round() as i64
 }
@@ -154,9 +171,11 @@ impl Runner<'_, '_> {
         let root = self.root.to_string();
         match step {
             Step::Dispatch { h } => self.call("dispatch", json!({"root": root, "envelope": self.env(*h)})),
-            Step::Tampered { h } => {
-                let mut env = self.env(*h);
-                env["task"]["inputs"]["inline"]["n"] = json!(-7);
+            Step::Tampered { h, how } => {
+                let env = tampered(self.env(*h), *how)?;
+                if *how == 2 {
+                    refused.insert(env["handoff_id"].as_str().unwrap_or_default().to_string());
+                }
                 self.call("dispatch", json!({"root": root, "envelope": env}))
             }
             Step::Oversize { h } => {
@@ -184,7 +203,8 @@ impl Runner<'_, '_> {
             Step::Ack { h } => self.call("ack", json!({"root": root, "hid": self.world.hid(*h)})),
             Step::Advance { secs } => self.advance(*secs),
             Step::Scan { s } => self.call("scan", json!({"root": root, "supervisor": format!("s{s}")})),
-            Step::Recover { h, ws } => self.recover(*h, ws),
+            Step::Recover { h, ws } => self.race("recover", *h, ws),
+            Step::ClaimRace { h, ws } => self.race("claim", *h, ws),
             Step::Suspend { h } => {
                 let path = self.cx.path(&format!("{}-bundle-{}.json", self.name, self.i));
                 self.call("suspend", json!({"root": root, "hid": self.world.hid(*h), "path": path}))
@@ -225,20 +245,20 @@ impl Runner<'_, '_> {
         Ok(vec![(0, Ok(json!({})))])
     }
 
-    /// One recoverer in this process, or several in fresh processes
-    /// released at one instant.
-    fn recover(&mut self, h: u8, ws: &[u8]) -> Check<Vec<(u8, Got)>> {
+    /// One claimer or recoverer in this process, or several in fresh
+    /// processes released at one instant.
+    fn race(&mut self, op: &str, h: u8, ws: &[u8]) -> Check<Vec<(u8, Got)>> {
         let hid = self.world.hid(h).to_string();
         let args = |w: u8| json!({"root": self.root, "worker": format!("w{w}"), "hid": hid});
         if ws.len() <= 1 {
             let w = ws.first().copied().unwrap_or(0);
-            return Ok(vec![(w, self.m.try_op("recover", args(w))?)]);
+            return Ok(vec![(w, self.m.try_op(op, args(w))?)]);
         }
         let mut racers = self.cx.fresh_many(ws.len())?;
         for r in racers.iter_mut() {
             r.open(self.root)?;
         }
-        let replies = race(&mut racers, "recover", |i| args(ws[i]))?;
+        let replies = race(&mut racers, op, |i| args(ws[i]))?;
         let mut out = Vec::new();
         for (w, r) in ws.iter().zip(replies) {
             match r {

@@ -141,7 +141,8 @@ pub fn shrink(
 fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
     match s {
         Step::Dispatch { h }
-        | Step::Tampered { h }
+        | Step::Tampered { h, .. }
+        | Step::ClaimRace { h, .. }
         | Step::Oversize { h }
         | Step::Claim { h, .. }
         | Step::Heartbeat { h, .. }
@@ -177,7 +178,7 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             | Step::Complete { w, .. }
             | Step::Release { w, .. }
             | Step::RequestApproval { w, .. } => to(w),
-            Step::Recover { ws, .. } => {
+            Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();
                 ws.retain(|x| if seen.contains(x) { false } else { seen.push(*x); true });
@@ -223,7 +224,17 @@ fn simpler(s: &Step) -> Vec<Step> {
             out.extend([1, 3, 7].into_iter().filter(|x| x < secs).map(|secs| Step::Advance { secs }));
         }
         Step::Scan { s } if *s > 0 => out.push(Step::Scan { s: 0 }),
-        Step::Tampered { h } | Step::Oversize { h } => out.push(Step::Dispatch { h: *h }),
+        Step::Tampered { h, .. } | Step::Oversize { h } => out.push(Step::Dispatch { h: *h }),
+        Step::ClaimRace { h, ws } => {
+            if ws.len() > 1 {
+                for i in 0..ws.len() {
+                    let mut v = ws.clone();
+                    v.remove(i);
+                    out.push(Step::ClaimRace { h: *h, ws: v });
+                }
+            }
+            out.extend(ws.first().map(|w| Step::Claim { h: *h, w: *w }));
+        }
         _ => {}
     }
     out

@@ -60,6 +60,16 @@ fn either_or_validation(e: &OpError) -> &'static str {
     }
 }
 
+/// `ws` with `winner` (if one of them) first.
+fn winner_first(ws: &[u8], winner: Option<u8>) -> Vec<u8> {
+    let mut order: Vec<u8> = ws.to_vec();
+    if let Some(w) = winner.filter(|w| ws.contains(w)) {
+        order.retain(|x| *x != w);
+        order.insert(0, w);
+    }
+    order
+}
+
 fn done<T>(r: Result<T, OpError>) -> Expect {
     r.map(|_| None).map_err(|e| kind(&e))
 }
@@ -235,6 +245,12 @@ impl World {
             }
             Step::NoteSpend { h, w, quarters } => {
                 let l = self.lease(*h, *w, false);
+                if *quarters < 0 {
+                    return one(match ops::ownership_check(&self.s, &l, now) {
+                        Ok(()) => Err("ValidationError"),
+                        Err(e) => Err(either_or_validation(&e)),
+                    });
+                }
                 one(done(ops::note_spend(&mut self.s, &l, quarters * 250_000, now)))
             }
             Step::Complete { h, w, valid } => {
@@ -264,12 +280,19 @@ impl World {
             Step::Advance { .. } => one(Ok(None)),
             Step::Scan { s } => one(self.scan(&format!("s{s}"))),
             Step::Recover { h, ws } => self.recover(*h, ws, winner),
+            Step::ClaimRace { h, ws } => self.claim_race(*h, ws, winner),
             Step::Suspend { h } => {
                 let id = hid(h);
                 one(done(ops::suspend(&mut self.s, &id)))
             }
             Step::RequestApproval { h, w, class, timeout_s } => {
                 let l = self.lease(*h, *w, false);
+                if !matches!(class.as_str(), "read" | "write" | "financial" | "destructive") {
+                    return one(match ops::ownership_check(&self.s, &l, now) {
+                        Ok(()) => Err("ValidationError"),
+                        Err(e) => Err(either_or_validation(&e)),
+                    });
+                }
                 let id = format!("pending-{h}-{}", self.s.approvals.len());
                 let r = ops::approval_request(&mut self.s, &l, &id, class, i64::from(*timeout_s) * 1000, now);
                 if self.s.approvals.contains_key(&id) {
@@ -313,17 +336,32 @@ impl World {
         Ok(None)
     }
 
+    /// Racing claimers: the winner's claim first, then the others'.
+    fn claim_race(&mut self, h: u8, ws: &[u8], winner: Option<u8>) -> Vec<(u8, Expect)> {
+        let hid = self.hid(h).to_string();
+        let mut out = Vec::new();
+        for w in winner_first(ws, winner) {
+            let r = ops::claim(&mut self.s, &hid, &format!("w{w}"), LEASE_TTL_MS, self.now);
+            if r.is_ok() {
+                self.tokens.insert((h, w), 0);
+            }
+            // a loser finds the row taken (OwnershipLost) or the status
+            // running (StateError), depending on which it reads first
+            let e = match r {
+                Err(OpError::StateError(_) | OpError::OwnershipLost) => Err("OwnershipLost|StateError"),
+                r => done(r),
+            };
+            out.push((w, e));
+        }
+        out
+    }
+
     /// Racing recoverers: the winner's compare-and-set first, then the
     /// others', each presenting the fence it read.
     fn recover(&mut self, h: u8, ws: &[u8], winner: Option<u8>) -> Vec<(u8, Expect)> {
         let hid = self.hid(h).to_string();
-        let mut order: Vec<u8> = ws.to_vec();
-        if let Some(w) = winner {
-            order.retain(|x| *x != w);
-            order.insert(0, w);
-        }
         let mut out = Vec::new();
-        for w in order {
+        for w in winner_first(ws, winner) {
             let seen = self.s.ownership.get(&hid).map_or(0, |o| o.fence);
             let r = ops::recover(&mut self.s, &hid, &format!("w{w}"), seen, LEASE_TTL_MS, self.now);
             if let Ok(l) = &r {

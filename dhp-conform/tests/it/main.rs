@@ -14,6 +14,7 @@ mod bad_adapters;
 mod cli_surface;
 mod conformance;
 mod expectations;
+mod explore;
 mod fuzz_adapter_replay;
 mod huge_reply_line;
 mod huge_stderr_line;
