@@ -109,8 +109,12 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
     let mut sum = Summary::default();
     let mut shrunk_keys = BTreeSet::new();
     let mut n = 0usize;
+    let wanted = gen::families(f);
     for i in 0..cfg.sequences {
-        if start.elapsed() >= cfg.time {
+        // Past --time, go on (up to twice it) only while a family has not
+        // run yet: a sequence cut short by a pinned divergence may leave one.
+        let covered = wanted.iter().all(|x| sum.exercised.contains(x));
+        if start.elapsed() >= cfg.time && (covered || start.elapsed() >= cfg.time * 2) {
             break;
         }
         let seq = gen::sequence(cfg.seed, i, cfg.steps, f);
