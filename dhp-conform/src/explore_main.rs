@@ -77,9 +77,22 @@ pub fn replay(resolve: impl Fn(&str) -> Result<(String, Option<String>), String>
         eprintln!("dhp-conform replay: the adapter `{cmd}` did not start: {e}");
         return ExitCode::from(2);
     }
-    println!("replaying {} ({} steps, found on {}, seed {}):", cli.file.display(), file.minimal.steps.len(), file.implementation, file.seed);
+    println!(
+        "replaying {} ({} steps, found on {}, seed {}):",
+        cli.file.display(),
+        file.minimal.steps.len(),
+        file.implementation,
+        file.seed
+    );
     print!("{}", explore::describe(&file.minimal, Some(&file.divergence)));
-    println!("recorded: after step {}: {} — model {}, implementation {}\nrule: {}", file.divergence.step + 1, file.divergence.what, file.divergence.want, file.divergence.got, file.divergence.rule);
+    println!(
+        "recorded: after step {}: {} — model {}, implementation {}\nrule: {}",
+        file.divergence.step + 1,
+        file.divergence.what,
+        file.divergence.want,
+        file.divergence.got,
+        file.divergence.rule
+    );
     let seen = match explore::replay::run(&imp, &file, cli.runs.max(1), &opts) {
         Ok(s) => s,
         Err(e) => {
@@ -92,7 +105,14 @@ pub fn replay(resolve: impl Fn(&str) -> Result<(String, Option<String>), String>
     let same = seen.iter().filter(|d| d.as_ref().is_some_and(|d| d.key == file.divergence.key)).count();
     for (k, d) in seen.iter().enumerate() {
         match d {
-            Some(d) => println!("run {}: after step {}: {} — model {}, implementation {}", k + 1, d.step + 1, d.what, d.want, d.got),
+            Some(d) => println!(
+                "run {}: after step {}: {} — model {}, implementation {}",
+                k + 1,
+                d.step + 1,
+                d.what,
+                d.want,
+                d.got
+            ),
             None => println!("run {}: no divergence", k + 1),
         }
     }

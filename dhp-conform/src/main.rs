@@ -367,7 +367,8 @@ fn main() -> ExitCode {
     }
     if exploring {
         for imp in &under_test {
-            let t = explore_main::trial(imp.clone(), &cli.explore, cli.expect.as_deref(), opts.clone(), records.clone());
+            let t =
+                explore_main::trial(imp.clone(), &cli.explore, cli.expect.as_deref(), opts.clone(), records.clone());
             match t {
                 Ok(t) => trials.push(t.with_kind("explore")),
                 Err(e) => {

@@ -74,7 +74,9 @@ pub fn op_name(step: &Step) -> &'static str {
 fn reply_rule(step: &Step) -> &'static str {
     match step {
         Step::Dispatch { .. } => "§6.1 dispatch stores a verified envelope; again is a no-op [idempotent-dispatch]",
-        Step::Tampered { .. } => "§1.2 an envelope that does not match its id and input_hash is refused [no-crossed-inputs]",
+        Step::Tampered { .. } => {
+            "§1.2 an envelope that does not match its id and input_hash is refused [no-crossed-inputs]"
+        }
         Step::Oversize { .. } => "§12 an envelope over DHP_MAX_ENVELOPE_BYTES is refused [oversize-rejected]",
         Step::Claim { .. } | Step::ClaimRace { .. } => {
             "§5.3 claim only in pending, one ownership row, one winner [claim-race] [wrong-state-operations]"
@@ -85,12 +87,16 @@ fn reply_rule(step: &Step) -> &'static str {
             "§6.4 usage is recorded, then checked: over budget is BudgetExceeded [no-silent-budget-overrun]"
         }
         Step::Complete { valid: true, .. } => "§6.3 complete once, the first result stands [idempotent-complete]",
-        Step::Complete { valid: false, .. } => "§6.3 a result violating the output schema fails the handoff [no-untyped-results]",
+        Step::Complete { valid: false, .. } => {
+            "§6.3 a result violating the output schema fails the handoff [no-untyped-results]"
+        }
         Step::Release { .. } => "§5.5 release by the owner [release-to-pending]",
         Step::Ack { .. } => "§6.3 ack only after completion [ack-after-complete]",
         Step::Advance { .. } => "§5 time",
         Step::Scan { .. } => "§7 a supervisor scan [leader-election]",
-        Step::Recover { .. } => "§5.4 recover: a compare-and-set on the orphaned fence, exactly one wins [exactly-one-wins]",
+        Step::Recover { .. } => {
+            "§5.4 recover: a compare-and-set on the orphaned fence, exactly one wins [exactly-one-wins]"
+        }
         Step::Suspend { .. } => "§4 suspend only running (or suspended) work [no-runner-lock-in]",
         Step::RequestApproval { .. } => "§6.6 gated classes fail closed until approved [approval-gates]",
         Step::Decide { .. } => "§6.6 only a pending approval is decided, once [approval-gates]",
@@ -143,13 +149,21 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
     let op = op_name(step);
     for (w, e) in want {
         let g = got.iter().find(|(x, _)| x == w).map(|(_, g)| g);
-        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. }) { format!(" by w{w}") } else { String::new() };
+        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. }) {
+            format!(" by w{w}")
+        } else {
+            String::new()
+        };
         match g {
             Some(g) if matches(e, g) => {}
             Some(g) => {
                 let d = Divergence::new(
                     format!("reply of {op}{by}"),
-                    format!("reply of {op}: {} vs {}", show_expect(e), g.as_ref().map_or_else(|e| e.kind.clone(), |_| "ok".into())),
+                    format!(
+                        "reply of {op}: {} vs {}",
+                        show_expect(e),
+                        g.as_ref().map_or_else(|e| e.kind.clone(), |_| "ok".into())
+                    ),
                     show_expect(e),
                     show(g),
                     reply_rule(step),
@@ -157,7 +171,13 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
                 return Some(d);
             }
             None => {
-                let d = Divergence::new(format!("reply of {op}{by}"), format!("reply of {op}: missing"), show_expect(e), "no reply".into(), reply_rule(step));
+                let d = Divergence::new(
+                    format!("reply of {op}{by}"),
+                    format!("reply of {op}: missing"),
+                    show_expect(e),
+                    "no reply".into(),
+                    reply_rule(step),
+                );
                 return Some(d);
             }
         }
@@ -167,7 +187,7 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
 
 fn field(h: usize, name: &str, want: Value, got: &Value) -> Option<Divergence> {
     (want != *got).then(|| {
-        Divergence::new(format!("h{h} {name}"), format!("{name}"), want.to_string(), got.to_string(), field_rule(name))
+        Divergence::new(format!("h{h} {name}"), name.to_string(), want.to_string(), got.to_string(), field_rule(name))
     })
 }
 
@@ -227,14 +247,26 @@ pub fn observe(
         let Some(want) = model_status(w, hid) else {
             if let Ok(v) = got {
                 let what = format!("h{h} exists");
-                return Ok(Some(Divergence::new(what, "exists".into(), "UnknownHandoff".into(), v.to_string(), field_rule("exists"))));
+                return Ok(Some(Divergence::new(
+                    what,
+                    "exists".into(),
+                    "UnknownHandoff".into(),
+                    v.to_string(),
+                    field_rule("exists"),
+                )));
             }
             continue;
         };
         let st = match got {
             Ok(v) => v,
             Err(e) => {
-                let d = Divergence::new(format!("h{h} status"), "status".into(), json!(want[0].1).to_string(), format!("{} ({})", e.kind, e.message), field_rule("status"));
+                let d = Divergence::new(
+                    format!("h{h} status"),
+                    "status".into(),
+                    json!(want[0].1).to_string(),
+                    format!("{} ({})", e.kind, e.message),
+                    field_rule("status"),
+                );
                 return Ok(Some(d));
             }
         };
@@ -260,7 +292,8 @@ fn stored(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) -> 
         return Ok(Some(d));
     }
     let rows: Vec<Value> = db.checkpoints(hid)?.into_iter().map(|c| json!([c.seq, c.state_hash])).collect();
-    let want: Vec<Value> = w.s.checkpoints.get(hid).map_or(Vec::new(), |v| v.iter().map(|c| json!([c.seq, c.hash])).collect());
+    let want: Vec<Value> =
+        w.s.checkpoints.get(hid).map_or(Vec::new(), |v| v.iter().map(|c| json!([c.seq, c.hash])).collect());
     Ok(field(h, "store checkpoints", json!(want), &json!(rows)))
 }
 
@@ -271,7 +304,8 @@ fn approvals(m: &mut crate::client::Adapter, root: &str, w: &World, hid: &str, h
         .as_array()
         .map(|a| a.iter().map(|x| json!([x["approval_id"], x["status"]])).collect())
         .unwrap_or_default();
-    let ids = w.hids.iter().position(|x| x == hid).and_then(|i| w.approvals.get(&(i as u8))).cloned().unwrap_or_default();
+    let ids =
+        w.hids.iter().position(|x| x == hid).and_then(|i| w.approvals.get(&(i as u8))).cloned().unwrap_or_default();
     let want: Vec<Value> = ids
         .iter()
         .filter_map(|id| w.s.approvals.get(id).map(|a| json!([id, format!("{:?}", a.status).to_lowercase()])))

@@ -385,7 +385,10 @@ impl Gen {
                 if self.r.chance(45) && self.world.approval_count(h) > 0 {
                     Step::Decide { h, nth: self.r.below(3) as u8, approve: self.r.chance(50) }
                 } else {
-                    let class = self.r.pick(&["financial", "financial", "destructive", "read", "write", "teleport"]).to_string();
+                    let class = self
+                        .r
+                        .pick(&["financial", "financial", "destructive", "read", "write", "teleport"])
+                        .to_string();
                     Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 30]) }
                 }
             }
@@ -490,7 +493,10 @@ mod tests {
                 w.apply(st, winner);
             }
         }
-        assert!(valid_by_holder >= 20 && invalid_by_holder >= 5, "{valid_by_holder} valid, {invalid_by_holder} invalid");
+        assert!(
+            valid_by_holder >= 20 && invalid_by_holder >= 5,
+            "{valid_by_holder} valid, {invalid_by_holder} invalid"
+        );
         eprintln!("{valid_by_holder} valid, {invalid_by_holder} invalid");
     }
 }

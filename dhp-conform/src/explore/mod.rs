@@ -263,7 +263,9 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
     let pinned: Vec<String> = sum
         .findings
         .iter()
-        .filter_map(|f| f.pinned.as_ref().map(|why| format!("{} [{why}]\n{}", f.divergence.key, message(f, cfg.seed, &arg))))
+        .filter_map(|f| {
+            f.pinned.as_ref().map(|why| format!("{} [{why}]\n{}", f.divergence.key, message(f, cfg.seed, &arg)))
+        })
         .collect();
     let o = if pinned.is_empty() { Outcome::Passed } else { Outcome::Failed(pinned.join("\n\n")) };
     rows.push(row(PINNED_ID.into(), o));

@@ -51,8 +51,12 @@ pub fn step_text(s: &Step) -> String {
     let tok = |w: &u8, stale: bool| if stale { format!("w{w} (stale fence)") } else { format!("w{w}") };
     match s {
         Step::Dispatch { h } => format!("dispatch h{h}"),
-        Step::Tampered { h, how: 1 } => format!("dispatch h{h}'s envelope with its inputs changed and input_hash re-bound"),
-        Step::Tampered { h, how: 2 } => format!("dispatch h{h}'s envelope with its inputs changed and the id recomputed"),
+        Step::Tampered { h, how: 1 } => {
+            format!("dispatch h{h}'s envelope with its inputs changed and input_hash re-bound")
+        }
+        Step::Tampered { h, how: 2 } => {
+            format!("dispatch h{h}'s envelope with its inputs changed and the id recomputed")
+        }
         Step::Tampered { h, .. } => format!("dispatch h{h}'s envelope with its inputs changed"),
         Step::Oversize { h } => format!("dispatch an envelope over DHP_MAX_ENVELOPE_BYTES (h{h}'s kind)"),
         Step::Claim { h, w } => format!("w{w} claims h{h}"),

@@ -181,7 +181,14 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();
-                ws.retain(|x| if seen.contains(x) { false } else { seen.push(*x); true });
+                ws.retain(|x| {
+                    if seen.contains(x) {
+                        false
+                    } else {
+                        seen.push(*x);
+                        true
+                    }
+                });
             }
             _ => {}
         }

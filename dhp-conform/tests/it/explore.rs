@@ -25,7 +25,8 @@ fn ours_passes_twenty_seeds() {
                     chunk
                         .iter()
                         .map(|s| {
-                            let args = ["--explore", "--seed", s, "--sequences", "2", "--steps", "25", "--format", "json"];
+                            let args =
+                                ["--explore", "--seed", s, "--sequences", "2", "--steps", "25", "--format", "json"];
                             (s.clone(), conform(&args))
                         })
                         .collect::<Vec<_>>()
@@ -46,7 +47,8 @@ fn ours_passes_twenty_seeds() {
 #[test]
 fn reference_is_green_with_its_pinned_divergences() {
     let expect = concat!(env!("CARGO_MANIFEST_DIR"), "/expectations/reference.json");
-    let args = ["--impl", "reference", "--explore", "--seed", "1", "--time", "8", "--expect", expect, "--format", "json"];
+    let args =
+        ["--impl", "reference", "--explore", "--seed", "1", "--time", "8", "--expect", expect, "--format", "json"];
     let run = conform(&args);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let rows = rows(&run);
@@ -78,7 +80,8 @@ fn caught_and_shrunk(mutant: &str, family: &str, dir: &Path) {
     let imp = mutant_adapter(mutant, "");
     let d = dir.join(mutant);
     let d = d.to_str().unwrap();
-    let run = conform(&["--impl", &imp, "--explore", "--seed", "1", "--time", "20", "--replay-dir", d, "--format", "json"]);
+    let run =
+        conform(&["--impl", &imp, "--explore", "--seed", "1", "--time", "20", "--replay-dir", d, "--format", "json"]);
     assert_eq!(run.code, 1, "{mutant} must be caught:\n{}\n{}", run.stdout, run.stderr);
     let rows = rows(&run);
     let failed: Vec<_> = rows.iter().filter(|(_, o, _)| o == "failed").collect();
