@@ -320,7 +320,7 @@ impl Gen {
                     Family::Scan => 8 + live(4),
                     Family::Recover => 2 + 14 * orphaned as u64,
                     Family::Suspend => 1,
-                    Family::Approvals => live(6),
+                    Family::Approvals => live(8),
                 };
                 (*f, w)
             })
@@ -364,8 +364,8 @@ impl Gen {
             Family::Complete => {
                 let h = self.h_in("running");
                 match self.r.below(10) {
-                    0 | 1 => Step::Ack { h: self.h() },
-                    2..=4 => Step::Complete { h, w: self.w_for(h), valid: false },
+                    0..=2 => Step::Ack { h: self.h() },
+                    3 | 4 => Step::Complete { h, w: self.w_for(h), valid: false },
                     _ => Step::Complete { h, w: self.w_for(h), valid: true },
                 }
             }
@@ -382,7 +382,7 @@ impl Gen {
             Family::Suspend => Step::Suspend { h: self.h_in("running") },
             Family::Approvals => {
                 let h = self.h_in("running");
-                if self.r.chance(45) && self.world.approval_count(h) > 0 {
+                if self.r.chance(55) && self.world.approval_count(h) > 0 {
                     Step::Decide { h, nth: self.r.below(3) as u8, approve: self.r.chance(50) }
                 } else {
                     let class = self
@@ -439,7 +439,8 @@ impl Gen {
     fn scan_step(&mut self) -> Step {
         let past_lease = (LEASE_TTL_MS / 1000) as u32 + 1;
         if self.r.chance(40) && self.advanced + 11 <= MAX_ADVANCE_S {
-            let secs = self.r.pick(&[1, 3, past_lease, past_lease, 11]);
+            // 3 + 3 around a heartbeat passes the old lease, not the new
+            let secs = self.r.pick(&[1, 3, 3, past_lease, past_lease, 11]);
             Step::Advance { secs }
         } else {
             Step::Scan { s: self.r.below(u64::from(SUPERVISORS)) as u8 }

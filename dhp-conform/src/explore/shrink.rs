@@ -246,3 +246,76 @@ fn simpler(s: &Step) -> Vec<Step> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explore::gen::{sequence, Features};
+
+    /// A fake implementation that diverges at the first claim by any
+    /// worker of a handoff dispatched before: shrinking must find the two
+    /// steps, with worker 0 and one handoff.
+    fn fake(s: &Sequence) -> Check<Option<Divergence>> {
+        let mut dispatched = std::collections::BTreeSet::new();
+        for (i, st) in s.steps.iter().enumerate() {
+            match st {
+                Step::Dispatch { h } => {
+                    dispatched.insert(*h % s.handoffs.len() as u8);
+                }
+                Step::Claim { h, .. } if dispatched.contains(&(*h % s.handoffs.len() as u8)) => {
+                    let d = Divergence {
+                        step: i,
+                        what: "reply of claim".into(),
+                        key: "reply of claim: ok vs StateError".into(),
+                        want: "ok".into(),
+                        got: "StateError".into(),
+                        rule: "§5.3".into(),
+                        timing: false,
+                    };
+                    return Ok(Some(d));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    #[test]
+    fn shrinks_to_the_two_steps_that_matter() {
+        let f = Features { approvals: true };
+        let (seq, d) = (0..50)
+            .find_map(|i| {
+                let s = sequence(11, i, 40, f);
+                let d = fake(&s).unwrap()?;
+                (d.step >= 5 && s.workers > 1).then_some((s, d))
+            })
+            .expect("a sequence with a late claim");
+        let limits = Limits { runs: 500, until: Instant::now() + std::time::Duration::from_secs(30) };
+        let out = shrink(&seq, d, limits, &mut fake).unwrap();
+        assert_eq!(out.seq.steps.len(), 2, "{:?}", out.seq.steps);
+        assert!(matches!(out.seq.steps[0], Step::Dispatch { h: 0 }), "{:?}", out.seq.steps);
+        assert!(matches!(out.seq.steps[1], Step::Claim { h: 0, w: 0 }), "{:?}", out.seq.steps);
+        assert_eq!(out.seq.handoffs.len(), 1);
+        assert_eq!(out.divergence.step, 1);
+    }
+
+    #[test]
+    fn a_different_divergence_is_not_kept() {
+        // Every candidate shows another key: nothing is dropped.
+        let seq = sequence(3, 0, 10, Features::default());
+        let d = Divergence {
+            step: seq.steps.len() - 1,
+            what: "w".into(),
+            key: "mine".into(),
+            want: "a".into(),
+            got: "b".into(),
+            rule: "r".into(),
+            timing: false,
+        };
+        let mut other =
+            |_: &Sequence| -> Check<Option<Divergence>> { Ok(Some(Divergence { key: "other".into(), ..d.clone() })) };
+        let limits = Limits { runs: 100, until: Instant::now() + std::time::Duration::from_secs(10) };
+        let out = shrink(&seq, d.clone(), limits, &mut other).unwrap();
+        assert_eq!(out.seq, seq);
+    }
+}
