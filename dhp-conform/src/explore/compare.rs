@@ -114,6 +114,7 @@ fn field_rule(field: &str) -> &'static str {
         "result" | "acked" => "§6.3 the delivered result and its ack [idempotent-complete] [ack-after-complete]",
         "error" => "§4 a failed handoff says why [no-untyped-results] [dead-letter-queue]",
         "exists" => "§6.1 only a verified, dispatched envelope is stored [no-crossed-inputs]",
+        "leadership" => "§7.1 one leader: a live term keeps others out, a leader renews its own [leader-election] [leader-renews-term]",
         _ => "§6.6 an approval's status [approval-gates]",
     }
 }
@@ -239,6 +240,14 @@ pub fn observe(
                 return Ok(Some(d));
             }
         }
+    }
+    // The leadership row: who holds it (its end is a time of the
+    // implementation's clock, compared through the scans' effects).
+    let lead = m.leadership(root)?.map(|l| l["holder"].clone());
+    let want = w.s.leadership.as_ref().map(|l| json!(l.holder));
+    if lead != want {
+        let (want, got) = (json!(want).to_string(), json!(lead).to_string());
+        return Ok(Some(Divergence::new("leadership holder".into(), "leadership".into(), want, got, field_rule("leadership"))));
     }
     let all: BTreeSet<&String> = w.hids.iter().chain(refused).collect();
     for (i, hid) in all.iter().enumerate() {

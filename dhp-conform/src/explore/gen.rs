@@ -438,6 +438,11 @@ impl Gen {
     /// term), or a scan by one of the supervisors.
     fn scan_step(&mut self) -> Step {
         let past_lease = (LEASE_TTL_MS / 1000) as u32 + 1;
+        // A lease ran out: a scan now is what the interesting cases need
+        // (orphan, DLQ at the last attempt, a follower that must not act).
+        if self.world.expired_leases() > 0 && self.r.chance(80) {
+            return Step::Scan { s: self.r.below(u64::from(SUPERVISORS)) as u8 };
+        }
         if self.r.chance(40) && self.advanced + 11 <= MAX_ADVANCE_S {
             // 3 + 3 around a heartbeat passes the old lease, not the new
             let secs = self.r.pick(&[1, 3, 3, past_lease, past_lease, 11]);

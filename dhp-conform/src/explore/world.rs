@@ -144,6 +144,11 @@ impl World {
         self.s.handoffs.get(self.hid(h)).map_or((0, 0), |x| (x.steps, x.spend_micro / 250_000))
     }
 
+    /// Live-holder leases that ran out by [`World::now`].
+    pub fn expired_leases(&self) -> usize {
+        self.s.ownership.values().filter(|o| o.holder != ORPHANED && o.lease_expires_at < self.now).count()
+    }
+
     /// Approvals `h` asked for.
     pub fn approval_count(&self, h: u8) -> usize {
         self.approvals.get(&h).map_or(0, Vec::len)
