@@ -229,7 +229,7 @@ pub fn observe(
     cx: &Ctx<'_>,
     m: &mut crate::client::Adapter,
     root: &str,
-    w: &World,
+    w: &mut World,
     refused: &BTreeSet<String>,
 ) -> Check<Option<Divergence>> {
     // The store first, before any request: what an implementation
@@ -243,11 +243,32 @@ pub fn observe(
     }
     // The leadership row: who holds it (its end is a time of the
     // implementation's clock, compared through the scans' effects).
-    let lead = m.leadership(root)?.map(|l| l["holder"].clone());
+    let row = m.leadership(root)?;
+    let lead = row.as_ref().map(|l| l["holder"].clone());
     let want = w.s.leadership.as_ref().map(|l| json!(l.holder));
     if lead != want {
         let (want, got) = (json!(want).to_string(), json!(lead).to_string());
-        return Ok(Some(Divergence::new("leadership holder".into(), "leadership".into(), want, got, field_rule("leadership"))));
+        return Ok(Some(Divergence::new(
+            "leadership holder".into(),
+            "leadership".into(),
+            want,
+            got,
+            field_rule("leadership"),
+        )));
+    }
+    // Its end. A leader may renew lazily (dhp-rs writes a new term only
+    // once less than half of DHP_LEADER_TTL_S is left), so the stored end
+    // may fall short of the model's by up to half a term; the model then
+    // adopts it. A renewal not written when due is further off.
+    if let (Some(l), Some(at)) = (w.s.leadership.as_mut(), row.as_ref().and_then(|r| r["expires_at"].as_f64())) {
+        let got = ((at - w.origin) * 1000.0).round() as i64;
+        let short = super::world::LEADER_TTL_MS / 2 + 300;
+        if got - l.expires_at < -short || got - l.expires_at > 1000 {
+            let (want, got) = (format!("{:.1} s", l.expires_at as f64 / 1e3), format!("{:.1} s", got as f64 / 1e3));
+            let what = "leadership expires_at (from the sequence's start)".to_string();
+            return Ok(Some(Divergence::new(what, "leadership term".into(), want, got, field_rule("leadership"))));
+        }
+        l.expires_at = got;
     }
     let all: BTreeSet<&String> = w.hids.iter().chain(refused).collect();
     for (i, hid) in all.iter().enumerate() {

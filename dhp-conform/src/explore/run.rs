@@ -77,6 +77,7 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
     let mut world = World::with_hids(&seq.handoffs, hids);
     let mut refused = BTreeSet::new();
     let t0 = cx.now();
+    world.origin = t0;
     let mut out = SeqResult { divergence: None, exercised: BTreeSet::new(), steps_run: 0 };
     for (i, step) in seq.steps.iter().enumerate() {
         let before = ms(cx.now() - t0);
@@ -86,7 +87,10 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
         let replies = r.send(step, &mut refused)?;
         let after = ms(cx.now() - t0);
         let timing = deadlines.iter().any(|d| *d >= before - MARGIN_MS && *d <= after + MARGIN_MS);
-        let winner = replies.iter().find(|(_, r)| r.is_ok()).map(|(w, _)| *w);
+        // The racer whose claim or recover stood: an ok, or a claim of
+        // over-budget work (it stands, and answers BudgetExceeded).
+        let stood = |r: &Got| r.as_ref().map_or_else(|e| e.kind == "BudgetExceeded", |_| true);
+        let winner = replies.iter().find(|(_, r)| stood(r)).map(|(w, _)| *w);
         world.now = before;
         let expects = world.apply(step, winner);
         if !replies.is_empty() {
@@ -99,7 +103,7 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
             }
         }
         let found = compare::replies(step, &replies, &expects)
-            .or(compare::observe(cx, &mut m, &root, &world, &refused)?)
+            .or(compare::observe(cx, &mut m, &root, &mut world, &refused)?)
             .map(|d| d.at(i, timing));
         if found.is_some() {
             out.divergence = found;

@@ -33,6 +33,8 @@ pub struct World {
     pub tokens: BTreeMap<(u8, u8), i64>,
     /// The approval ids of each handoff, oldest first.
     pub approvals: BTreeMap<u8, Vec<String>>,
+    /// The implementation's protocol clock (Unix seconds) at [`World::now`] 0.
+    pub origin: f64,
 }
 
 /// The spec error kind of a model refusal (ADAPTERS.md §2).
@@ -99,6 +101,7 @@ impl World {
             specs: specs.to_vec(),
             tokens: BTreeMap::new(),
             approvals: BTreeMap::new(),
+            origin: 0.0,
         }
     }
 
