@@ -57,6 +57,8 @@ render() {
     # Measured separately (benches/cold_build.sh: minutes of compiling),
     # dated inside; appended as it is.
     if [ -z "$QUICK" ] && [ -f "$REPO/benches/COLD_BUILD.md" ]; then cat "$REPO/benches/COLD_BUILD.md" >> "$DIR/table.md"; fi
+    # Likewise benches/model_check.sh (the large bound runs for minutes).
+    if [ -z "$QUICK" ] && [ -f "$REPO/benches/MODEL_CHECK.md" ]; then cat "$REPO/benches/MODEL_CHECK.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then

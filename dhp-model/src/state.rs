@@ -1,8 +1,8 @@
 //! The protocol's state (docs/PROTOCOL.md §3–§7), on an integer clock.
 //!
-//! Time is [`Time`]: milliseconds on the *store's* clock (§5, "Time" in
-//! docs/state-machine.md). The judge converts audited epoch seconds to it;
-//! the model checker uses small integer ticks. Integer time keeps the state
+//! Time is [`Time`]: an integer count on the *store's* clock (§5, "Time"
+//! in docs/state-machine.md) — microseconds in the judge, which converts
+//! audited epoch seconds to it, small integer ticks in the model checker. Integer time keeps the state
 //! `Eq + Hash`, which stateright needs.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-/// Milliseconds on the store's clock (or abstract ticks in the checker).
+/// The store's clock: microseconds (judge) or ticks (checker).
 pub type Time = i64;
 
 /// The ownership tombstone's holder (§5.4).

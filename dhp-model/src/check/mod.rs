@@ -8,7 +8,10 @@
 //! the clock runs) and wakes. The clock steps one tick at a time up to
 //! `max_clock`; leases last [`LEASE_TTL`] ticks, leader terms
 //! [`LEADER_TTL`]. A handoff needs `chunks` checkpoints, then completes
-//! with the hashes of its checkpoint log as its result.
+//! with the hashes of its checkpoint log as its result. A worker notes a
+//! chunk's step (§6.4) before its checkpoint, and `max_steps` is `chunks`,
+//! so a step wasted by a crash between the two overruns the budget after a
+//! recovery.
 //!
 //! [`Variant::CheckThenWrite`] splits a worker's checkpoint into a check
 //! (§5.2) and a later unchecked write, as the reference does (§13.2).
@@ -47,16 +50,39 @@ pub struct Bounds {
     pub faults: u8,
     /// Strict, or the reference's check-then-write.
     pub variant: Variant,
+    /// A planted bug, to show each property can fail (tests only).
+    pub mutant: Option<Mutant>,
+}
+
+/// A bug planted into the processes of the model (not into [`crate::ops`]),
+/// one per property, so the tests can show each property fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mutant {
+    /// The worker goes on after `BudgetExceeded` (no silent budget overrun).
+    IgnoreBudget,
+    /// The worker labels its checkpoint with another handoff's input (no crossed inputs).
+    CrossedInput,
+    /// The DLQ parks a handoff without its error (no untyped results).
+    UntypedDlq,
+    /// An orphan drops the handoff's checkpoints (no lost results).
+    OrphanDropsLog,
+    /// No worker ever recovers an orphan (every handoff ends).
+    NoRecover,
 }
 
 impl Bounds {
     /// The CI bound (seconds in a debug build).
     pub fn small(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 1, max_clock: 4, faults: 1, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 1, max_clock: 4, faults: 1, variant, mutant: None }
     }
-    /// The nightly bound.
+    /// The nightly bound: one handoff of two checkpoints, more time, two faults.
     pub fn large(variant: Variant) -> Self {
-        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 2, max_clock: 5, faults: 2, variant }
+        Bounds { workers: 2, sups: 2, handoffs: 1, chunks: 2, max_clock: 5, faults: 2, variant, mutant: None }
+    }
+    /// Two handoffs sharing the workers (hours; see benches/RESULTS.md).
+    pub fn xl(variant: Variant) -> Self {
+        Bounds { workers: 2, sups: 2, handoffs: 2, chunks: 1, max_clock: 4, faults: 1, variant, mutant: None }
     }
 }
 
@@ -67,6 +93,10 @@ pub struct Worker {
     pub lease: Option<Lease>,
     /// Check-then-write: its ownership check passed, the write is pending.
     pub checked: bool,
+    /// It noted the step of the chunk it is working on (§6.4), not yet
+    /// checkpointed: a crash now wastes that step, so a recovery can
+    /// overrun the budget.
+    pub stepped: bool,
     /// Not crashed.
     pub alive: bool,
     /// Stopped (SIGSTOP).
@@ -109,6 +139,7 @@ pub enum Action {
     Claim(u8, u8),
     Recover(u8, u8),
     Heartbeat(u8),
+    Step(u8),
     Check(u8),
     Write(u8),
     Complete(u8),
@@ -144,11 +175,14 @@ impl DhpModel {
     /// The initial store: every handoff dispatched.
     pub fn init(&self) -> Sys {
         let mut st = State::default();
-        let budget = Budget { max_steps: Some(self.b.chunks as i64 + 1), ..Budget::default() };
+        // max_attempts 1: a second orphan dead-letters, within the small
+        // bound's clock. max_steps = chunks: a step wasted by a crash
+        // between it and its checkpoint overruns the budget on recovery.
+        let budget = Budget { max_steps: Some(self.b.chunks as i64), max_attempts: 1, ..Budget::default() };
         for h in 0..self.b.handoffs {
             let _ = ops::dispatch(&mut st, &hid(h), budget.clone());
         }
-        let w = Worker { lease: None, checked: false, alive: true, paused: false };
+        let w = Worker { lease: None, checked: false, stepped: false, alive: true, paused: false };
         Sys {
             st,
             clock: 0,
@@ -195,8 +229,10 @@ impl DhpModel {
             };
             out.push(Action::Heartbeat(i));
             let done = s.st.checkpoints.get(&l.hid).map_or(0, Vec::len) >= self.b.chunks;
-            if done && !w.checked {
+            if done && !w.checked && !w.stepped {
                 out.push(Action::Complete(i));
+            } else if !w.stepped {
+                out.push(Action::Step(i));
             } else if self.b.variant == Variant::CheckThenWrite && !w.checked {
                 out.push(Action::Check(i));
             } else {
@@ -266,7 +302,7 @@ pub(crate) fn step(b: &Bounds, s: &mut Sys, a: &Action) -> bool {
         Action::Tick => s.clock += 1,
         Action::Crash(w) => {
             s.faults += 1;
-            s.workers[w as usize] = Worker { lease: None, checked: false, alive: false, paused: false };
+            s.workers[w as usize] = Worker { lease: None, checked: false, stepped: false, alive: false, paused: false };
         }
         Action::Pause(w) => {
             s.faults += 1;
@@ -284,18 +320,37 @@ pub(crate) fn step(b: &Bounds, s: &mut Sys, a: &Action) -> bool {
             let holder = s.st.ownership.get(&hid(h)).map(|o| o.holder.clone()).unwrap_or_default();
             let dead = s.workers.iter().enumerate().any(|(k, w)| !w.alive && wid(k as u8) == holder);
             let r = if dead { OrphanReason::WorkerDied } else { OrphanReason::LeaseExpired };
-            return ops::orphan(&mut s.st, &sid(i), &hid(h), r, dead, now).is_ok();
+            let ok = ops::orphan(&mut s.st, &sid(i), &hid(h), r, dead, now).is_ok();
+            if let (true, Some(ho)) = (ok, s.st.handoffs.get_mut(&hid(h))) {
+                match b.mutant {
+                    Some(Mutant::UntypedDlq) => ho.error = None,
+                    Some(Mutant::OrphanDropsLog) => drop(s.st.checkpoints.remove(&hid(h))),
+                    _ => {}
+                }
+            }
+            return ok;
         }
         Action::Kill(i, h) => return ops::budget_kill(&mut s.st, &sid(i), &hid(h), now) == Ok(true),
         Action::Claim(w, h) => {
             let l = ops::claim(&mut s.st, &hid(h), &wid(w), LEASE_TTL, now);
             s.workers[w as usize].lease = l.ok();
         }
+        Action::Recover(..) if b.mutant == Some(Mutant::NoRecover) => return false,
         Action::Recover(w, h) => {
             let f = s.st.ownership.get(&hid(h)).map_or(-1, |o| o.fence);
             s.workers[w as usize].lease = ops::recover(&mut s.st, &hid(h), &wid(w), f, LEASE_TTL, now).ok();
         }
         Action::Heartbeat(w) => worker_op(s, w, |st, l| ops::heartbeat(st, l, now).map(drop)),
+        // Over budget, the worker stops (§6.4): worker_op drops its lease.
+        Action::Step(w) => {
+            if b.mutant == Some(Mutant::IgnoreBudget) {
+                let lease = s.workers[w as usize].lease.clone();
+                let _ = lease.map(|l| ops::note_step(&mut s.st, &l, 1, now));
+            } else {
+                worker_op(s, w, |st, l| ops::note_step(st, l, 1, now));
+            }
+            s.workers[w as usize].stepped = s.workers[w as usize].lease.is_some();
+        }
         Action::Check(w) => {
             let ok = s.workers[w as usize].lease.as_ref().is_some_and(|l| ops::ownership_check(&s.st, l, now).is_ok());
             let wk = &mut s.workers[w as usize];
@@ -337,18 +392,19 @@ fn write(b: &Bounds, s: &mut Sys, w: u8) {
     let Some(l) = s.workers[w as usize].lease.clone() else { return };
     let valid = s.st.ownership.get(&l.hid).is_some_and(|o| o.holder == l.holder && o.fence == l.fence);
     let seq = s.st.next_seq(&l.hid);
-    let hash = format!("{}#{seq}", l.hid);
+    let label = if b.mutant == Some(Mutant::CrossedInput) { "h9" } else { l.hid.as_str() };
+    let hash = format!("{label}#{seq}");
     let committed = if b.variant == Variant::CheckThenWrite {
+        // The reference's step was noted (checked) by Step; its INSERT is unchecked.
         s.workers[w as usize].checked = false;
+        s.workers[w as usize].stepped = false;
         s.st.checkpoints.entry(l.hid.clone()).or_default().push(crate::state::Checkpoint { seq, hash });
-        if let Some(h) = s.st.handoffs.get_mut(&l.hid) {
-            h.steps += 1;
-        }
         true
     } else {
+        s.workers[w as usize].stepped = false;
         let ok = ops::checkpoint(&mut s.st, &l, &hash, 100, now).is_ok();
-        if !ok || ops::note_step(&mut s.st, &l, 1, now).is_err() {
-            s.workers[w as usize].lease = None; // refused, or over budget: the worker stops (§6.4)
+        if !ok {
+            s.workers[w as usize].lease = None; // fenced out: the worker stops
         }
         ok
     };

@@ -154,11 +154,15 @@ fn worker_turn(m: &DhpModel, s: &Sys, w: u8) -> Vec<Action> {
     if ops::ownership_check(&s.st, l, s.clock).is_err() {
         return vec![Action::Heartbeat(w)]; // refused: drops the lease
     }
-    if done && !wk.checked {
+    let step = if wk.stepped { None } else { Some(Action::Step(w)) };
+    if done && !wk.checked && !wk.stepped {
         vec![Action::Heartbeat(w), Action::Complete(w)]
     } else if m.b.variant == crate::judge::Variant::CheckThenWrite && !wk.checked {
-        vec![Action::Heartbeat(w), Action::Check(w), Action::Write(w)]
+        [Some(Action::Heartbeat(w)), step, Some(Action::Check(w)), Some(Action::Write(w))]
+            .into_iter()
+            .flatten()
+            .collect()
     } else {
-        vec![Action::Heartbeat(w), Action::Write(w)]
+        [Some(Action::Heartbeat(w)), step, Some(Action::Write(w))].into_iter().flatten().collect()
     }
 }

@@ -49,6 +49,12 @@ impl Facts {
         self.all.iter().any(|x| matches!(x, Fact::Died { holder: h, at: t } if h == holder && *t <= at + slack))
     }
 
+    /// `holder` died (the harness's record) strictly before `at`: it cannot
+    /// have committed anything at `at`.
+    pub fn died_before(&self, holder: &str, at: f64) -> bool {
+        self.all.iter().any(|x| matches!(x, Fact::Died { holder: h, at: t } if h == holder && *t < at))
+    }
+
     /// The (holder, fence) the harness served chunks of `hid` to in `(from, to]`.
     pub fn served(&self, hid: &str, from: f64, to: f64) -> Vec<(String, i64)> {
         let mut out: Vec<(String, i64)> = Vec::new();

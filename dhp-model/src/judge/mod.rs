@@ -19,7 +19,7 @@
 //! Cross-table rules read the other tables as they stand at the change:
 //! an orphan needs an expired lease (the store clock is the change's `at`)
 //! or a holder the harness saw die, and a live leader term; see
-//! [`facts`]'s docs for when the check-then-write variant excuses a stale
+//! the `facts` module's docs (src/judge/facts.rs) for when the check-then-write variant excuses a stale
 //! write.
 
 mod facts;
@@ -33,6 +33,7 @@ mod update;
 
 use std::collections::BTreeMap;
 
+use crate::state::ORPHANED;
 use facts::{Bump, Facts};
 use rows::{Pair, Rows};
 pub use types::{Change, Excuse, Fact, Params, Report, RowOp, Table, Variant, Violation};
@@ -106,6 +107,10 @@ pub struct Judge {
     last_ckpt_at: BTreeMap<String, f64>,
     /// Handoff writes whose writer the audit does not name.
     unnamed_writes: usize,
+    /// Checkpoints under a valid holder that no chunk fact attributes.
+    unattributed: usize,
+    /// Hids that had an ownership row in the audit (so were run here, not imported).
+    owned_ever: std::collections::BTreeSet<String>,
     flagged: usize,
     report: Report,
 }
@@ -125,6 +130,8 @@ impl Judge {
             stale: BTreeMap::new(),
             last_ckpt_at: BTreeMap::new(),
             unnamed_writes: 0,
+            unattributed: 0,
+            owned_ever: Default::default(),
             flagged: 0,
             report: Report::default(),
         }
@@ -162,7 +169,12 @@ impl Judge {
                 self.rows.apply(change);
                 self.record(v, std::slice::from_ref(change), None);
             }
-            Table::Handoffs | Table::Ownership => self.owned(change),
+            Table::Handoffs | Table::Ownership => {
+                if change.table == Table::Ownership {
+                    self.owned_ever.extend(change.hid.clone());
+                }
+                self.owned(change)
+            }
         }
     }
 
@@ -192,6 +204,12 @@ impl Judge {
             self.report.undecidable.push(format!(
                 "{} write(s) to a running handoff's counters (steps, spend) were attributed to the ownership row's holder: the audit does not name the writer or the fence it presented",
                 self.unnamed_writes
+            ));
+        }
+        if self.unattributed > 0 {
+            self.report.undecidable.push(format!(
+                "{} checkpoint(s) committed under a valid holder were taken to be that holder's: no chunk served in the harness's record names a single live writer for them, so a stale writer's checkpoint there could not be told apart",
+                self.unattributed
             ));
         }
         self.report.flagged = self.flagged;
@@ -278,7 +296,15 @@ impl Judge {
         let v = self.judge_owned(hid, mid, &after, std::slice::from_ref(c));
         if matches!(v, Verdict::Illegal { .. }) {
             (self.bumps, self.stale, self.unnamed_writes) = saved;
-            return false;
+            // A recover's first statement after an orphan whose envelope
+            // write has not come yet (the issue-11 interleaving of
+            // docs/torn-states.md): it waits for its own envelope write.
+            let recover_half =
+                c.table == Table::Ownership && mid.tomb() && after.holder().is_some_and(|h| h != ORPHANED);
+            if recover_half {
+                self.held.insert(hid.to_string(), Held { before: mid.clone(), changes: vec![c.clone()] });
+            }
+            return recover_half;
         }
         self.record(v, std::slice::from_ref(c), Some((mid.clone(), after)));
         true

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::facts::Bump;
-use super::rows::{ex, ms, Pair};
+use super::rows::{ex, tm, Pair};
 use super::tables::describe;
 use super::{Change, Judge, Verdict};
 use crate::ops::{self, Lease};
@@ -35,7 +35,7 @@ impl Judge {
     }
 
     fn skewed(&self, at: f64) -> Time {
-        ms(at - self.params.skew_s)
+        tm(at - self.params.skew_s)
     }
 
     /// Judge one operation on `hid`: the rows `b` before, `a` after.
@@ -176,7 +176,7 @@ impl Judge {
             return no_leader(hid, "the torn-state repair R2");
         }
         let mut st = self.model_led(hid, b);
-        match ops::repair_torn(&mut st, "leader", hid, true, ms(at)) {
+        match ops::repair_torn(&mut st, "leader", hid, true, tm(at)) {
             Ok(_) => self.expect_status(hid, &st, a, "repair R2"),
             Err(e) => illegal(
                 "torn-states.md R2",
@@ -206,7 +206,7 @@ impl Judge {
             return no_leader(hid, "a budget kill");
         }
         let mut st = self.model_led(hid, b);
-        match ops::budget_kill(&mut st, "leader", hid, ms(at + self.params.skew_s)) {
+        match ops::budget_kill(&mut st, "leader", hid, tm(at + self.params.skew_s)) {
             Ok(true) => self.expect_status(hid, &st, a, "budget kill"),
             Ok(false) => illegal(
                 "§7.3 only a handoff over budget is budget-killed [supervisor-budget-kill]",
@@ -253,7 +253,7 @@ impl Judge {
                 );
             }
             let mut st = self.model_led(hid, b);
-            return match ops::repair_torn(&mut st, "leader", hid, true, ms(at)) {
+            return match ops::repair_torn(&mut st, "leader", hid, true, tm(at)) {
                 Ok(_) => self.expect_status(hid, &st, a, "repair R3/R4"),
                 Err(e) => {
                     illegal("torn-states.md R3/R4", vec![format!("repair: {e}")], format!("{hid}: tombstone inserted"))
@@ -264,7 +264,7 @@ impl Judge {
             super::rows::f(o, "heartbeat_interval_s").unwrap_or(2.0) * super::rows::f(o, "max_missed").unwrap_or(3.0)
         });
         let mut st = b.model(hid, &self.rows, &self.params);
-        let got = ops::claim(&mut st, hid, &holder, ms(ttl), ms(at));
+        let got = ops::claim(&mut st, hid, &holder, tm(ttl), tm(at));
         let rule = "§5.3 claim: only a pending handoff, fence 0 [claim-race]";
         match got {
             Ok(_) | Err(ops::OpError::BudgetExceeded) => {}

@@ -8,9 +8,15 @@ use serde_json::Value;
 use super::types::Params;
 use crate::state::{Budget, Handoff, Leadership, Ownership, State, Status, Time, ORPHANED};
 
-/// Epoch seconds to the model's milliseconds.
-pub(crate) fn ms(at: f64) -> Time {
-    (at * 1000.0).round() as Time
+/// The judge's [`Time`] unit: microseconds (milliseconds rounded a lease
+/// that ran out 0.1 ms before an orphan into one that had not).
+pub(crate) const UNITS_PER_S: f64 = 1e6;
+
+/// Epoch seconds to the judge's [`Time`], clamped inside `i64` with room
+/// for a sum of two, so that a hostile row (a lease in the year 10^9, a TTL
+/// of 1e300) cannot overflow the model's arithmetic; NaN is 0.
+pub(crate) fn tm(at: f64) -> Time {
+    (at * UNITS_PER_S).round().clamp(-4e18, 4e18) as Time
 }
 
 /// The audited rows as they are after the changes fed so far.
@@ -93,14 +99,14 @@ impl Pair {
             let own = Ownership {
                 holder: s(o, "holder").unwrap_or_default().to_string(),
                 fence: i(o, "fence").unwrap_or(0),
-                lease_expires_at: ms(f(o, "lease_expires_at").unwrap_or(0.0)),
-                ttl: ms(ttl),
+                lease_expires_at: tm(f(o, "lease_expires_at").unwrap_or(0.0)),
+                ttl: tm(ttl),
             };
             st.ownership.insert(hid.to_string(), own);
         }
         st.leadership = rows.leadership.as_ref().map(|l| Leadership {
             holder: s(l, "holder").unwrap_or_default().to_string(),
-            expires_at: ms(f(l, "expires_at").unwrap_or(0.0)),
+            expires_at: tm(f(l, "expires_at").unwrap_or(0.0)),
         });
         st
     }
@@ -112,7 +118,7 @@ fn handoff(h: &Value, p: &Params) -> Handoff {
     let budget = Budget {
         max_steps: i(&b, "max_steps"),
         max_spend_micro: f(&b, "max_spend_usd").map(|x| (x * 1e6).round() as i64),
-        max_wall: f(&b, "max_wallclock_s").map(ms),
+        max_wall: f(&b, "max_wallclock_s").map(tm),
         max_attempts: i(&b, "max_attempts").map_or(p.default_max_attempts, |x| x.max(0) as u32),
         max_stall_retries: h.pointer("/execution/max_stall_retries").and_then(Value::as_u64).unwrap_or(2) as u32,
     };
@@ -123,7 +129,7 @@ fn handoff(h: &Value, p: &Params) -> Handoff {
     out.steps = e("steps").and_then(Value::as_i64).unwrap_or(0);
     out.spend_micro = e("spend_usd").and_then(Value::as_f64).map_or(0, |x| (x * 1e6).round() as i64);
     out.fence = e("fence").and_then(Value::as_i64).unwrap_or(0);
-    out.claimed_at = e("claimed_at").and_then(Value::as_f64).map(ms);
+    out.claimed_at = e("claimed_at").and_then(Value::as_f64).map(tm);
     out.runner = e("runner_id").and_then(Value::as_str).map(str::to_string);
     out.stall_count = e("stall_count").and_then(Value::as_u64).unwrap_or(0) as u32;
     out

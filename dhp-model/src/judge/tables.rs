@@ -10,6 +10,9 @@ use crate::state::{Status, ORPHANED};
 /// one-leader check allows).
 const REAP_SLACK_S: f64 = 1.0;
 
+/// The resolution of an audit row's `at` (SQLite's `julianday('now')`: 1 ms), with a margin.
+const AT_RESOLUTION_S: f64 = 0.002;
+
 impl Judge {
     /// §6.2 A checkpoint needs the current holder, its fence, a live lease,
     /// status running, and `seq = max + 1`. Rows are never rewritten, and
@@ -36,7 +39,7 @@ impl Judge {
         }
         let seq = c.new.as_ref().and_then(|n| i(n, "seq")).unwrap_or(-1);
         let since = self.last_ckpt_at.insert(hid.clone(), c.at).unwrap_or(f64::MIN);
-        if pair.status() == Some(Status::Pending) && pair.own.is_none() {
+        if pair.status() == Some(Status::Pending) && pair.own.is_none() && !self.owned_ever.contains(&hid) {
             return Verdict::Legal; // imported by ingest or resume (§8, §10): keeps its seq
         }
         let want = self.rows.last_seq.get(&hid).map_or(0, |x| x + 1);
@@ -62,8 +65,16 @@ impl Judge {
             );
             return self.stale(&hid, rule, c.seq, c.at, bump, msg);
         }
-        // The harness's chunk log names the writer when one worker was served since the last checkpoint.
-        if let [(w, wf)] = self.facts.served(&hid, since, c.at).as_slice() {
+        // The harness's chunk log names the writer when one worker, alive at
+        // the commit, was served since the last checkpoint. SQLite's `at`
+        // has millisecond resolution: a chunk stamped up to 2 ms after it
+        // may be this checkpoint's.
+        let mut served = self.facts.served(&hid, since, c.at + AT_RESOLUTION_S);
+        served.retain(|(w, _)| !self.facts.died_before(w, c.at));
+        if served.len() != 1 {
+            self.unattributed += 1;
+        }
+        if let [(w, wf)] = served.as_slice() {
             if *wf < fence {
                 let bump =
                     self.bump_of(&hid, w, *wf).unwrap_or(Bump { holder: w.clone(), fence: *wf, seq: 0, at: c.at });

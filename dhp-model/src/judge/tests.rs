@@ -355,3 +355,152 @@ fn unknown_names_are_typed_errors() {
     assert!(matches!("owner".parse::<Table>(), Err(crate::Error::UnknownTable(_))));
     assert!(matches!("upsert".parse::<RowOp>(), Err(crate::Error::UnknownRowOp(_))));
 }
+
+#[test]
+fn postgres_transactions_group_an_operation_and_a_lone_half_is_indeterminate() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w1", 0, 106.0, 100.1);
+    for (i, c) in s.out.iter_mut().enumerate() {
+        c.txn = Some([1, 2, 3, 3][i]);
+    }
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!((r.legal, r.indeterminate, r.violations.len()), (4, 0, 0), "{r:#?}");
+    // The same claim's halves in two transactions: the first is torn.
+    s.out[3].txn = Some(4);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(r.indeterminate, 1, "{r:#?}");
+}
+
+#[test]
+fn ownership_moved_without_an_orphan() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 106.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w2", 1, 106.5, 100.5);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(
+        rules(&r),
+        vec!["§5.4 ownership passes to another worker only through the orphan tombstone [fencing]"],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn a_heartbeat_after_the_lease_ran_out() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 101.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", "w1", 0, 108.0, 102.0);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(rules(&r), vec!["§5.2 LeaseLost: a write needs a live lease [lease-expiry-lease-lost]"], "{r:#?}");
+    // Under check-then-write the check may have passed before 101.0 ...
+    let r = s.judge(Variant::CheckThenWrite, vec![]);
+    assert!(r.violations.is_empty() && r.excused.len() == 1, "{r:#?}");
+    // ... unless the harness held w1 stopped from before the expiry to after it.
+    let facts = vec![
+        Fact::StoppedAtChunk { holder: "w1".into(), hid: "h".into(), fence: 0, at: 100.5 },
+        Fact::Continued { holder: "w1".into(), at: 101.9 },
+    ];
+    let r = s.judge(Variant::CheckThenWrite, facts);
+    assert_eq!(r.violations.len(), 1, "{r:#?}");
+}
+
+#[test]
+fn a_replace_without_its_insert_is_indeterminate() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.put(Table::Leadership, RowOp::Replace, None, None, 100.05);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!((r.legal, r.indeterminate), (1, 1), "{r:#?}");
+}
+
+#[test]
+fn absurd_numbers_in_rows_are_judged_not_panicked_on() {
+    let mut s = Sim::new();
+    s.l("s1", f64::MAX, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    let mut row = own("h", "w1", 0, 1e300);
+    row["heartbeat_interval_s"] = json!(1e300);
+    s.put(Table::Ownership, RowOp::Insert, Some("h"), Some(row.clone()), 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": -1e300}), 100.1);
+    s.put(Table::Ownership, RowOp::Update, Some("h"), Some(row), 101.0);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(!r.violations.is_empty(), "a term and a lease of 1e300 s are not legal: {r:#?}");
+}
+
+#[test]
+fn a_recover_between_a_reference_orphans_two_statements() {
+    // Issue 11: the reference's orphan writes the tombstone, then (later)
+    // the envelope; a recover by another implementation lands in between.
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 101.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", ORPHANED, 1, 0.0, 102.0);
+    s.o("h", "w2", 2, 108.0, 102.1);
+    s.h("h", "running", json!({"runner_id": "w2", "fence": 2, "attempt": 1}), 102.1);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!((r.indeterminate, r.legal), (1, 6), "the orphan's half is torn, the recover legal: {r:#?}");
+}
+
+#[test]
+fn a_checkpoint_after_a_release_is_not_an_import() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.ck("h", 0, 100.05); // imported before anyone ran it here: legal
+    s.o("h", "w1", 0, 106.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.h("h", "pending", json!({"fence": 0}), 100.5);
+    s.o_del("h", 100.5);
+    s.ck("h", 1, 100.7); // w1, after its release
+    let r = s.judge(Variant::Strict, vec![]);
+    assert_eq!(
+        rules(&r),
+        vec!["§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]"],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn a_lease_that_ran_out_a_tenth_of_a_millisecond_before_its_orphan() {
+    // From a reference round: lease until …04.1739, orphan committed at …04.174.
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 102.1739, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", ORPHANED, 1, 0.0, 102.174);
+    s.h("h", "orphaned", json!({"runner_id": "w1", "orphan_reason": "lease-expired"}), 102.174);
+    let r = s.judge(Variant::Strict, vec![]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
+
+#[test]
+fn a_chunk_served_to_a_dead_worker_names_no_writer() {
+    // From a mixed round: the service answered w1 once more after the kill.
+    let mut s = Sim::new();
+    stale_checkpoint(&mut s); // its last change: checkpoint seq 1 at 103.0 under w2
+    let facts = vec![served("w1", 0, 101.5), Fact::Died { holder: "w1".into(), at: 101.6 }, served("w1", 0, 101.7)];
+    let r = s.judge(Variant::Strict, facts);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}
+
+#[test]
+fn a_chunk_stamped_after_its_checkpoints_millisecond_counts() {
+    // SQLite's `at` is in whole milliseconds: w2's chunk, served 0.1 ms
+    // after the `at` of the checkpoint it became, is a candidate too.
+    let mut s = Sim::new();
+    stale_checkpoint(&mut s);
+    let r = s.judge(Variant::Strict, vec![served("w1", 0, 101.5), served("w2", 2, 103.0001)]);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+}

@@ -199,9 +199,13 @@ pub struct Params {
     pub default_max_attempts: u32,
     /// `DHP_LEADER_TTL_S` (5.0): the longest a leadership term can be.
     pub leader_ttl_s: f64,
-    /// Clock skew tolerated between the writers' clocks, seconds: an expiry
-    /// is judged expired when `at > expires_at - skew_s` (SQLite's `at` is
-    /// each writer's own clock).
+    /// Clock skew tolerated, seconds: a lease or term counts as live until
+    /// `expires_at + skew_s` for a holder's write and as expired from
+    /// `expires_at - skew_s` for a take-over. 0 on SQLite, where `at` is the
+    /// writing process's own clock at its statement; on PostgreSQL `at` is
+    /// the server's clock at commit (deferred triggers), later than the
+    /// statement's check, so pass the longest commit delay expected (tens
+    /// of ms). A faked clock (libfaketime) needs its offset here.
     pub skew_s: f64,
 }
 
@@ -251,8 +255,10 @@ pub struct Report {
     pub excused: Vec<Excuse>,
     /// Changes no legal operation explains.
     pub violations: Vec<Violation>,
-    /// Changes of an operation left incomplete at the end of the audit
-    /// (e.g. a write cut by a SIGKILL between two statements).
+    /// Changes of an operation left half done — the first of the
+    /// reference's two statements, cut by a SIGKILL or overtaken by another
+    /// operation (a torn state, docs/torn-states.md), or a REPLACE with no
+    /// INSERT after it — neither legal nor illegal (Knossos's `:info`).
     pub indeterminate: usize,
     /// What the audit could not decide, said rather than guessed.
     pub undecidable: Vec<String>,

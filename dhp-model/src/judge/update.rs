@@ -1,7 +1,7 @@
 //! Ownership row updates: heartbeat, orphan (and its repairs R1, R5), recover.
 
 use super::facts::Bump;
-use super::rows::{ms, Pair};
+use super::rows::{tm, Pair};
 use super::tables::describe;
 use super::{Judge, Verdict};
 use crate::ops::{self, Lease, OrphanReason};
@@ -54,15 +54,15 @@ impl Judge {
         let (holder, fence) = (b.holder().unwrap_or_default().to_string(), b.fence().unwrap_or(-1));
         let mut st = b.model(hid, &self.rows, &self.params);
         let lease = Lease { hid: hid.to_string(), holder: holder.clone(), fence };
-        match ops::heartbeat(&mut st, &lease, ms(at - self.params.skew_s)) {
+        match ops::heartbeat(&mut st, &lease, tm(at - self.params.skew_s)) {
             Ok(ttl) => {
                 let new = a.lease().unwrap_or(0.0);
-                if ms(new) > ms(at + self.params.skew_s) + ttl + 500 {
+                if tm(new) > tm(at + self.params.skew_s) + ttl + tm(0.5) {
                     return illegal(
                         "§5.5 a heartbeat extends the lease by the stored TTL [heartbeat-extends-lease]",
                         vec![format!(
                             "heartbeat by {holder}: lease until at most {:.3}, got {new:.3}",
-                            at + ttl as f64 / 1000.0
+                            at + ttl as f64 / super::rows::UNITS_PER_S
                         )],
                         format!("{hid}: lease extended past its TTL"),
                     );
@@ -138,7 +138,7 @@ impl Judge {
             }
         };
         let mut st = self.model_led(hid, b);
-        match ops::orphan(&mut st, "leader", hid, r, dead, ms(at + self.params.skew_s)) {
+        match ops::orphan(&mut st, "leader", hid, r, dead, tm(at + self.params.skew_s)) {
             Ok(_) => {}
             Err(e) => {
                 return illegal(
@@ -161,7 +161,7 @@ impl Judge {
     /// expired holder): the tombstone at fence + 1.
     fn repair_tomb(&mut self, hid: &str, b: &Pair, a: &Pair, at: f64, expired: bool) -> Verdict {
         let mut st = self.model_led(hid, b);
-        let now = ms(at + self.params.skew_s);
+        let now = tm(at + self.params.skew_s);
         match ops::repair_torn(&mut st, "leader", hid, true, now) {
             Ok(_) if expired => self.expect_status(hid, &st, a, "repair R1/R5"),
             Ok(_) | Err(_) => illegal(
@@ -178,7 +178,7 @@ impl Judge {
             (a.holder().unwrap_or_default().to_string(), b.fence().unwrap_or(-1), a.fence().unwrap_or(-1));
         let rule = "§5.4 recover: from the orphan tombstone, fence + 1, attempt + 1 [exactly-one-wins]";
         let mut st = b.model(hid, &self.rows, &self.params);
-        if let Err(e) = ops::recover(&mut st, hid, &nh, of, 6000, ms(at)) {
+        if let Err(e) = ops::recover(&mut st, hid, &nh, of, tm(6.0), tm(at)) {
             return illegal(
                 rule,
                 vec![format!("recover by {nh}: {e}")],

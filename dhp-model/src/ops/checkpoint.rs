@@ -3,7 +3,7 @@ use crate::state::{Checkpoint, State, Time};
 
 /// §6.2 Checkpoint: after the ownership check, a row with `seq = max + 1`
 /// (0 for the first); resets the stall clock. Returns the seq.
-/// [fencing] [no-lost-results]
+/// \[fencing\] [no-lost-results]
 ///
 /// `max_checkpoints` is `DHP_MAX_CHECKPOINTS` (`OversizePayload` in the
 /// spec, the model's `ValidationError`).

@@ -1,7 +1,7 @@
 //! Every operation of the protocol, one function each: preconditions
 //! first (a refused operation returns the spec's error kind, §11, and
 //! changes nothing), then the effect. Each cites the docs/PROTOCOL.md rule
-//! it encodes and that rule's conformance [tag].
+//! it encodes and that rule's conformance \[tag\].
 
 mod approval;
 mod budget;
@@ -88,7 +88,7 @@ pub struct Lease {
 }
 
 /// §5.2 The ownership check, in its order: the `(holder, fence)` row, then
-/// the lease, then the status. [fencing] [lease-expiry-lease-lost]
+/// the lease, then the status. \[fencing\] [lease-expiry-lease-lost]
 pub fn ownership_check(s: &State, lease: &Lease, now: Time) -> Result<(), OpError> {
     let own = s.ownership.get(&lease.hid).filter(|o| o.holder == lease.holder && o.fence == lease.fence);
     let own = own.ok_or(OpError::FencingError)?;
@@ -121,5 +121,7 @@ pub(crate) fn status_of(s: &State, hid: &str) -> Result<Status, OpError> {
     s.handoffs.get(hid).map(|h| h.status).ok_or(OpError::UnknownHandoff)
 }
 
+#[cfg(test)]
+mod ops_test;
 #[cfg(test)]
 mod table_test;
