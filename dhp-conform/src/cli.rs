@@ -227,6 +227,10 @@ pub struct Cli {
     /// Keep each assertion's temporary directory (and PostgreSQL schemas).
     #[arg(long, help_heading = "Debugging")]
     pub keep: bool,
+
+    /// `--explore` and its settings (src/explore/args.rs).
+    #[command(flatten)]
+    pub explore: crate::explore::args::ExploreArgs,
 }
 
 impl Cli {

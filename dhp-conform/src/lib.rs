@@ -38,6 +38,7 @@ pub mod cli;
 pub mod client;
 pub mod error;
 pub mod expect;
+pub mod explore;
 pub mod fuzzing;
 pub mod locate;
 pub(crate) mod ops;

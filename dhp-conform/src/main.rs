@@ -19,6 +19,8 @@
 //! start, or a report that could not be written. 101 is only ever a panic
 //! of the runner itself.
 
+mod explore_main;
+
 use clap::Parser;
 use dhp_conform::cli::{Cli, Format, EXIT_FAILED, EXIT_USAGE};
 use dhp_conform::expect::Expectations;
@@ -143,6 +145,7 @@ fn catalogue_only(cli: &Cli) -> Option<ExitCode> {
             Level::Core => core,
             Level::Extended => extended,
             Level::Cross => cross,
+            Level::Explore => false,
         })
         .filter(|e| {
             cli.filters.is_empty()
@@ -203,6 +206,9 @@ fn run_main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(REFERENCE_MODE) {
         return exec_reference_adapter(std::env::args().nth(2));
     }
+    if std::env::args().nth(1).as_deref() == Some("replay") {
+        return explore_main::replay(resolve);
+    }
     let cli = Cli::parse();
     if let Some(code) = catalogue_only(&cli) {
         return code;
@@ -217,7 +223,9 @@ fn run_main() -> ExitCode {
     let expectations = match &cli.expect {
         None => None,
         Some(path) => {
-            let ids: Vec<&str> = catalogue::entries().iter().map(|e| e.id).collect();
+            let explore_ids = dhp_conform::explore::ids();
+            let mut ids: Vec<&str> = catalogue::entries().iter().map(|e| e.id).collect();
+            ids.extend(explore_ids.iter().map(String::as_str));
             match Expectations::load(path, &ids) {
                 Ok(e) => Some(e),
                 Err(e) => {
@@ -330,11 +338,13 @@ fn run_main() -> ExitCode {
     let multi = under_test.len() > 1;
     let mut trials = Vec::new();
     let mut rows: Vec<(String, Level)> = Vec::new();
-    for a in assertions::all() {
+    let exploring = cli.explore.explore;
+    for a in if exploring { Vec::new() } else { assertions::all() } {
         let wanted = match a.level {
             Level::Core => core,
             Level::Extended => extended,
             Level::Cross => cross,
+            Level::Explore => false,
         };
         if !wanted {
             continue;
@@ -376,8 +386,21 @@ fn run_main() -> ExitCode {
             );
         }
     }
+    if exploring {
+        for imp in &under_test {
+            let t =
+                explore_main::trial(imp.clone(), &cli.explore, cli.expect.as_deref(), opts.clone(), records.clone());
+            match t {
+                Ok(t) => trials.push(t.with_kind("explore")),
+                Err(e) => {
+                    eprintln!("dhp-conform: {e}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            }
+        }
+    }
     let everyone: Vec<Arc<Impl>> = under_test.iter().chain(&partners).cloned().collect();
-    if cross && !compare && everyone.len() > 1 {
+    if cross && !compare && !exploring && everyone.len() > 1 {
         for x in assertions::cross::all() {
             for a in &everyone {
                 for b in &everyone {

@@ -209,6 +209,9 @@ pub enum Level {
     Extended,
     /// Implementation A writes, B continues.
     Cross,
+    /// `--explore`: random sequences judged by the model, one row per
+    /// operation family.
+    Explore,
 }
 
 impl Level {
@@ -218,6 +221,7 @@ impl Level {
             Level::Core => "core",
             Level::Extended => "extended",
             Level::Cross => "cross",
+            Level::Explore => "explore",
         }
     }
 }
@@ -642,6 +646,17 @@ pub fn run_one(imp: &Impl, a: &Assertion, opts: &Options) -> (Outcome, f64) {
     execute(&[imp], a.needs, opts, |work| {
         let ctx = Ctx::new(imp, work);
         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (a.run)(&ctx)));
+        (annotate(res, ctx.notes()), ctx.work)
+    })
+}
+
+/// Run `body` against `imp` as an assertion runs (handshake and feature
+/// gate, a fresh working directory, a panic reported as errored):
+/// `--explore` and `replay` run through it.
+pub fn run_body(imp: &Impl, needs: &[&str], opts: &Options, body: impl FnOnce(&Ctx<'_>) -> Check) -> (Outcome, f64) {
+    execute(&[imp], needs, opts, |work| {
+        let ctx = Ctx::new(imp, work);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&ctx)));
         (annotate(res, ctx.notes()), ctx.work)
     })
 }

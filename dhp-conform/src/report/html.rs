@@ -81,7 +81,7 @@ fn matrix(o: &mut String, records: &[Record]) {
         o.push_str(&format!("<th>{}</th>", xml(i)));
     }
     o.push_str("</tr></thead>\n<tbody>\n");
-    for level in [Level::Core, Level::Extended, Level::Cross] {
+    for level in [Level::Core, Level::Extended, Level::Cross, Level::Explore] {
         let mine: Vec<&(String, Level)> = rows.iter().filter(|(_, l)| *l == level).collect();
         if mine.is_empty() {
             continue;

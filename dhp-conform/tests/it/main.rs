@@ -19,6 +19,7 @@ mod cli_surface;
 mod conformance;
 mod docs_counts;
 mod expectations;
+mod explore;
 mod fuzz_adapter_replay;
 mod huge_reply_line;
 mod huge_stderr_line;

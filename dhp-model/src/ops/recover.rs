@@ -17,11 +17,13 @@ pub fn recover(
     now: Time,
 ) -> Result<Lease, OpError> {
     let status = status_of(s, hid)?;
-    if !is_orphaned(s, hid) {
-        return Err(OpError::OwnershipLost);
-    }
+    // The status first: PROTOCOL §4's table refuses recover of a pending
+    // or terminal handoff with StateError whatever its ownership row.
     if status == Status::Pending || status.is_terminal() {
         return Err(OpError::StateError(status));
+    }
+    if !is_orphaned(s, hid) {
+        return Err(OpError::OwnershipLost);
     }
     let own = s.ownership.get_mut(hid).ok_or(OpError::OwnershipLost)?;
     if own.fence != observed_fence {

@@ -51,6 +51,7 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
         (Mutant::IntegralFloatNotInteger, "complete") => Some(complete_refusing_integral_floats(ad, a)),
         (Mutant::SchemaDialectIgnored, "complete") => Some(complete_ignoring_dialect(ad, a)),
         (Mutant::DispatchNotIdempotent, "dispatch") => Some(dispatch_once(ad, a)),
+        (Mutant::RedispatchRequeuesTerminal, "dispatch") => Some(dispatch_requeues_terminal(ad, a)),
         (Mutant::CheckpointsNoStateUri, "load_envelope") => Some(load_without_state_uri(ad, a)),
         (Mutant::EffectsLastWriteWins, "record_effect") => Some(record_effect_overwrites(ad, a)),
         (Mutant::CapabilitiesFailOpen, "require_capability") => Some(capabilities_fail_open(ad, a)),
@@ -187,6 +188,29 @@ fn dispatch_once(ad: &mut MutantAdapter, a: &Value) -> R {
         }
     }
     ad.inner.handle("dispatch", a)
+}
+
+/// redispatch-requeues-terminal: a re-dispatch of a completed or failed
+/// handoff puts it back to pending, as if retrying from the DLQ. Only
+/// `--explore` catches it: no fixed assertion re-dispatches terminal work
+/// (PROTOCOL §4: completed and failed are terminal; §6.1: a re-dispatch
+/// changes nothing).
+fn dispatch_requeues_terminal(ad: &mut MutantAdapter, a: &Value) -> R {
+    let clock = ad.inner.cfg.clock.clone();
+    let out = ad.inner.handle("dispatch", a)?;
+    let r = ad.inner.runner(s(a, "root")?)?;
+    let hid = s(&out, "hid")?.to_string();
+    with_tx(r.store().as_ref(), Mode::Write, |tx| {
+        if let Some(mut env) = tx.envelope(&hid)? {
+            if matches!(envelope::status(&env), "completed" | "failed") {
+                env["execution"]["status"] = json!("pending");
+                tx.update_envelope(&hid, &json::dumps(&env)?, clock.now())?;
+                tx.delete_ownership(&hid)?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// checkpoints-no-state-uri: the materialized checkpoints lack state_uri.

@@ -85,6 +85,7 @@ pub(crate) enum Mutant {
     IntegralFloatNotInteger,
     SchemaDialectIgnored,
     ClockOffsetIgnored,
+    RedispatchRequeuesTerminal,
 }
 
 /// Name, mutant, what it breaks.
@@ -283,6 +284,11 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "clock-offset-ignored",
         Mutant::ClockOffsetIgnored,
         "declares clock-control but ignores clock_offset_s: its clock stays real time while the runner moves time on",
+    ),
+    (
+        "redispatch-requeues-terminal",
+        Mutant::RedispatchRequeuesTerminal,
+        "dispatching the envelope of a completed or failed handoff again puts it back to pending (a terminal handoff changes)",
     ),
 ];
 

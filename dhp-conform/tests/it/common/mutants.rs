@@ -25,6 +25,10 @@ pub fn mutants() -> Vec<(String, BTreeSet<String>)> {
     out
 }
 
+/// Mutants no fixed assertion catches, made to show that `--explore` does
+/// (tests/it/explore.rs checks that it does, and shrinks each).
+pub const EXPLORE_ONLY: &[&str] = &["redispatch-requeues-terminal"];
+
 /// Mutants that break a rule only the SQLite store has (its journal mode):
 /// on PostgreSQL they are the real adapter, so a `--store postgres://…`
 /// run leaves them out.
