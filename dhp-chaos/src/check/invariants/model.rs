@@ -135,6 +135,15 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
             let d = died.entry(victim).or_insert(t);
             *d = d.min(t);
         }
+        // the database lost or changed its primary: every session, and with
+        // it every liveness token, is gone at once; a holder of a lease or
+        // of the leadership before it is, to the protocol, gone too (§7.5)
+        if f.s("kind").is_some_and(|k| SESSIONS_CUT.contains(&k)) {
+            for h in holders_before(events, t) {
+                let d = died.entry(h).or_insert(t);
+                *d = d.min(t);
+            }
+        }
         match f.s("signal") {
             // its SIGKILL is the death; the exit is reaped a little later
             Some("KILL") => {
@@ -170,6 +179,20 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
         }));
     }
     out
+}
+
+/// Database faults that end every client session (crash, failover,
+/// switchover, the primary cut off).
+const SESSIONS_CUT: [&str; 4] = ["db-crash", "db-failover", "db-switchover", "db-primary-partition"];
+
+/// Every holder an ownership or leadership row named before `t`.
+fn holders_before(events: &[Event], t: f64) -> HashSet<&str> {
+    events
+        .iter()
+        .filter(|e| e.at <= t && (e.table == "ownership" || e.table == "leadership"))
+        .filter_map(|e| e.new.as_ref()?.get("holder")?.as_str())
+        .filter(|h| *h != "__orphaned__")
+        .collect()
 }
 
 /// The workload stamp a checkpoint INSERT carries in its state, with the
