@@ -14,12 +14,14 @@
 
 mod actions;
 mod consistency;
+mod leadership;
 #[cfg(test)]
 mod led_tests;
 mod live;
 mod quarantine;
 pub mod repair;
 mod scan_action;
+mod trace_death;
 mod tracker;
 
 use crate::config::{self, Config};
@@ -31,7 +33,7 @@ use crate::liveness;
 use crate::metrics;
 use crate::runner::{budget_violation, load, save};
 use crate::status::{Op, Status};
-use crate::store::{self, with_tx, Backend, Leadership, Mode, StoreLocation, Tx};
+use crate::store::{self, with_tx, Backend, Mode, StoreLocation, Tx};
 use actions::Actions;
 pub use actions::OnAction;
 use quarantine::per_row;
@@ -210,80 +212,6 @@ impl Supervisor {
         with_tx(self.store.as_ref(), Mode::Write, f)
     }
 
-    /// Renew leadership if held, else take it if absent or expired.
-    ///
-    /// One read settles most calls: this supervisor's term has more than
-    /// [`RENEW_WHEN_LEFT`] of the leader TTL left (it leads; nothing to
-    /// write), or another supervisor's term is live and its process not
-    /// dead (it follows). Only a renewal or a takeover takes the write lock
-    /// and re-decides under it.
-    pub fn ensure_leadership(&self) -> Result<bool> {
-        let ttl = self.cfg.leader_ttl_s;
-        let settled = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let t = self.cfg.clock.now_in(tx)?;
-            Ok(match tx.leadership()? {
-                Some(l) if l.holder == self.id => (l.expires_at - t > ttl * RENEW_WHEN_LEFT).then_some(true),
-                Some(l) => (l.expires_at >= t && !self.holder_dead(tx, &l.holder)?).then_some(false),
-                None => None,
-            })
-        })?;
-        let leader = match settled {
-            Some(leader) => leader,
-            None => self.write(|tx| {
-                let cur = tx.leadership()?;
-                let t = self.cfg.clock.now_in(tx)?;
-                let mine = match &cur {
-                    None => true,
-                    Some(l) if l.holder == self.id => true,
-                    // Expired, or the leader process died (its liveness
-                    // token dropped): take over without waiting.
-                    Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
-                };
-                if mine {
-                    tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
-                }
-                Ok(mine)
-            })?,
-        };
-        if settled.is_none() && leader {
-            metrics::LEADER_RENEWALS.inc();
-        }
-        let was = self.is_leader.swap(leader, Ordering::Relaxed);
-        if leader && !was {
-            self.metrics.leadership_changes.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(supervisor = %self.id, "became leader");
-        }
-        Ok(leader)
-    }
-
-    /// Cheap read for followers: the leader's lease expired or its process
-    /// died on this host, so a takeover attempt is worth a write.
-    pub fn leader_gone(&self) -> Result<bool> {
-        with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            Ok(match tx.leadership()? {
-                None => true,
-                Some(l) if l.holder == self.id => false,
-                Some(l) => l.expires_at < self.cfg.clock.now_in(tx)? || self.holder_dead(tx, &l.holder)?,
-            })
-        })
-    }
-
-    /// Give up leadership (clean shutdown), so a standby takes over at once.
-    pub fn resign(&self) -> Result<()> {
-        if !self.is_leader() {
-            return Ok(());
-        }
-        self.write(|tx| {
-            if let Some(l) = tx.leadership()?.filter(|l| l.holder == self.id) {
-                let t = self.cfg.clock.now_in(tx)?;
-                tx.put_leadership(&Leadership { holder: l.holder, expires_at: 0.0 }, t)?;
-            }
-            Ok(())
-        })?;
-        self.is_leader.store(false, Ordering::Relaxed);
-        Ok(())
-    }
-
     /// Orphan one handoff. `expected` guards the CAS: the orphan happens
     /// only if the ownership row still has that (holder, fence) — and, for
     /// lease expiry, only if the lease is still expired under the lock.
@@ -425,50 +353,6 @@ impl Supervisor {
             self.trace_death(store, o, reason, at);
         }
         Ok(out)
-    }
-
-    /// Emit the spans of an orphan (tracing on): the dead attempt's, with
-    /// the checkpoints it committed as events, and the orphan's own.
-    fn trace_death(&self, store: &dyn Backend, o: &Orphaning, reason: OrphanReason, at: Stamps) {
-        let Stamps { claimed_at, orphaned_at, orphan_start_ns } = at;
-        // The dead attempt ended when the orphan committed (its store time,
-        // the clock the recoverer's start is read from), not when this
-        // process got round to recording it: under load that is after the
-        // recoverer started, and the two attempts would overlap.
-        let orphan_end_ns = match orphaned_at.map(crate::trace::secs_to_ns) {
-            Some(t) if t > 0 => t,
-            _ => crate::trace::now_ns(),
-        };
-        let since_ns = claimed_at.map(crate::trace::secs_to_ns).unwrap_or(0);
-        let rows = with_tx(store, Mode::Read, |tx| tx.checkpoints(&o.hid)).unwrap_or_else(|e| {
-            tracing::debug!(error = %e, "trace: cannot read the dead attempt's checkpoints");
-            Vec::new()
-        });
-        let checkpoints = rows
-            .iter()
-            .filter(|r| r.seq < o.checkpoints)
-            .filter_map(|r| {
-                let at = chrono::DateTime::parse_from_rfc3339(&r.at).ok()?.timestamp_nanos_opt()?;
-                let at = u64::try_from(at).ok()?;
-                // `at` and the claim time come from two clocks of this
-                // host: allow a millisecond between them.
-                (at.saturating_add(1_000_000) >= since_ns).then_some((r.seq, at))
-            })
-            .collect();
-        crate::trace::attempt_died(crate::trace::Death {
-            hid: &o.hid,
-            holder: &o.previous_holder,
-            fence: o.previous_fence,
-            tomb_fence: o.fence,
-            reason: reason.as_str(),
-            dead_lettered: o.dead_lettered,
-            claimed_at,
-            attempt: o.attempt,
-            supervisor: &self.id,
-            orphan_start_ns,
-            orphan_end_ns,
-            checkpoints,
-        });
     }
 
     /// Fail a running or orphaned handoff closed for an exhausted budget.
