@@ -1,5 +1,6 @@
 //! Group commit: many dispatches, claims or checkpoints in one transaction.
 
+use crate::events::Event;
 use super::lifecycle::{append_checkpoint, claim_in, prepare_dispatch};
 use super::{budget_violation, checked_state, Runner, TaskContext};
 use crate::config::Config;
@@ -93,15 +94,13 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         }
         Ok(())
     })?;
-    let committed = out.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
-    if crate::trace::enabled() {
+    if cfg.hooks.active() {
         for (it, r) in items.iter().zip(&out) {
             if let Some(Ok(seq)) = r {
-                crate::trace::checkpoint(&it.hid, it.fence, *seq);
+                cfg.hooks.emit(Event::Checkpointed { hid: &it.hid, fence: it.fence, seq: *seq });
             }
         }
     }
-    crate::metrics::CHECKPOINTS.add(committed as u64);
     Ok(merge(prepared, out))
 }
 
