@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lists the dependencies whose enabled features differ between the builds
 # the README runs (`cargo test` of the workspace; `cargo build`/`run`/
-# `install` of dhp-core, dhp-conform, dhp-chaos, demo, benches). A crate
+# `install` of dhp-core, dhp, dhp-conform, dhp-chaos, demo, benches). A crate
 # listed here is compiled twice and recompiled on every switch between those
 # commands; add the union of its features to workspace-hack/Cargo.toml.
 # Exit 0 when nothing differs, 1 otherwise.
@@ -13,6 +13,8 @@ builds=(
     "workspace-tests:--workspace -e normal,build,dev"
     "dhp-core:-p dhp-core -e normal,build"
     "dhp-core-tests:-p dhp-core -e normal,build,dev"
+    "dhp:-p dhp -e normal,build"
+    "dhp-tests:-p dhp -e normal,build,dev"
     "dhp-conform:-p dhp-conform -e normal,build"
     "dhp-adapter:-p dhp-adapter -e normal,build"
     "dhp-chaos:-p dhp-chaos -e normal,build"

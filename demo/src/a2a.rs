@@ -35,7 +35,7 @@ fn python() -> anyhow::Result<PathBuf> {
 
 /// The A2A client script of the checkout (found at run time).
 fn client_script() -> anyhow::Result<PathBuf> {
-    Ok(dhp_testkit::locate::checkout()?.join("dhp-core/tests/py/a2a_client.py"))
+    Ok(dhp_testkit::locate::checkout()?.join("dhp/tests/py/a2a_client.py"))
 }
 
 fn status(dhp: &Path, root: &Path, hid: &str) -> Value {

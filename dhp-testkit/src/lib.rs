@@ -22,6 +22,7 @@
 
 pub mod fuzzing;
 pub mod locate;
+pub mod sizes;
 pub mod store;
 
 use std::path::PathBuf;

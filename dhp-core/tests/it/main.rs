@@ -18,6 +18,7 @@ mod clock_leadership_ttl;
 mod clock_lease_expiry;
 mod clock_stall_timeout;
 mod error_sources;
+mod events_hooks;
 mod features_production;
 mod fuzz_corpus_replay;
 mod interop_indexed_store_reference;

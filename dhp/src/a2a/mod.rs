@@ -168,6 +168,8 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     let mut supervisor = None;
     if !a.no_supervisor {
         let sup = Supervisor::new(backend.clone(), &format!("{}-sup", a.id), cfg.clone(), dir.clone())?;
+        // Its counters are what `/metrics` reports for the supervisor.
+        crate::metrics::supervisor(sup.metrics.clone());
         let stop = stop.clone();
         supervisor = Some(std::thread::spawn(move || {
             if let Err(e) = sup.watch(None, &stop, |act| tracing::info!(action = %act, "supervisor")) {

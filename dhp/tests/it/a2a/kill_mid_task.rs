@@ -28,7 +28,7 @@ fn worker_killed_mid_task_is_invisible_to_the_a2a_client() {
     let (tid, hid) = submit(&srv.url, &census_task(LO, HI, CHUNK));
 
     // The client watches from before the first claim to the end.
-    let script = dhp_testkit::checkout().join("dhp-core/tests/py/a2a_client.py");
+    let script = dhp_testkit::checkout().join("dhp/tests/py/a2a_client.py");
     let mut watcher = Command::new(dhp_testkit::python())
         .arg(&script)
         .args([srv.url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120", "--token", TEST_TOKEN])

@@ -83,7 +83,7 @@ impl Drop for Server {
 /// Run the SDK client; returns (exit code, JSON lines printed). It sends
 /// [`TEST_TOKEN`] unless `args` give a `--token` (`--token ""`: none).
 pub fn sdk(url: &str, args: &[&str]) -> (i32, Vec<Value>) {
-    let script = dhp_testkit::checkout().join("dhp-core/tests/py/a2a_client.py");
+    let script = dhp_testkit::checkout().join("dhp/tests/py/a2a_client.py");
     let mut cmd = Command::new(dhp_testkit::python());
     cmd.arg(&script).arg(url).args(args);
     if !args.contains(&"--token") {

@@ -2,7 +2,7 @@
 //! a measurement, not a check; docs/dashboard.md quotes its output):
 //!
 //! ```sh
-//! cargo test -p dhp-core --test it dashboard_measure -- --ignored --nocapture
+//! cargo test -p dhp --test it dashboard::measure -- --ignored --nocapture
 //! ```
 //!
 //! `DASH_MEASURE_N` handoffs (default 100000), `DASH_MEASURE_S` seconds per

@@ -94,7 +94,7 @@ fn ten_processes_recover_forty_handoffs_one_winner_each() {
     let mut children: Vec<_> = (0..10)
         .map(|i| {
             Command::new(&exe)
-                .args(["--exact", "pg_recover_race::race_child", "--nocapture", "--test-threads=1"])
+                .args(["--exact", "pg::recover_race::race_child", "--nocapture", "--test-threads=1"])
                 .env(CHILD_ENV, format!("r{i}"))
                 .env("DHP_PG_RACE_URL", &url)
                 .env("DHP_PG_RACE_HIDS", hids.join(","))

@@ -1,0 +1,3 @@
+//! dhp-testkit's integration tests: one binary, one module per check.
+
+mod sizes;
