@@ -12,7 +12,6 @@
 //! bounds; an observation is one linear walk over at most 16 bounds and
 //! two relaxed adds (its bucket and the sum, kept in nanoseconds).
 
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 

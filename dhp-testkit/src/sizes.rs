@@ -88,7 +88,8 @@ fn test_blocks(lines: &[&str]) -> Vec<(usize, usize)> {
                 j += 1;
             }
             let decl = lines.get(j).map_or("", |l| l.trim());
-            let is_mod = decl.starts_with("mod ") || decl.starts_with("pub mod ") || decl.starts_with("pub(crate) mod ");
+            let is_mod =
+                decl.starts_with("mod ") || decl.starts_with("pub mod ") || decl.starts_with("pub(crate) mod ");
             if is_mod && decl.ends_with('{') {
                 if let Some(end) = block_end(lines, j) {
                     out.push((i, end));
@@ -211,9 +212,8 @@ pub fn judge(found: &[Offender], allowed: &BTreeMap<(String, Item), usize>) -> V
         let key = (o.path.clone(), o.item.clone());
         match allowed.get(&key) {
             None => problems.push(format!("{}: over the limit and not in the allowlist (split it)", o.entry())),
-            Some(&max) if o.lines > max => {
-                problems.push(format!("{}: grew past its allowlist entry of {max} lines (it may only shrink)", o.entry()))
-            }
+            Some(&max) if o.lines > max => problems
+                .push(format!("{}: grew past its allowlist entry of {max} lines (it may only shrink)", o.entry())),
             Some(_) => {}
         }
         seen.insert(key);

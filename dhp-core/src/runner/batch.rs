@@ -1,10 +1,10 @@
 //! Group commit: many dispatches, claims or checkpoints in one transaction.
 
-use crate::events::Event;
 use super::lifecycle::{append_checkpoint, claim_in, prepare_dispatch};
 use super::{budget_violation, checked_state, Runner, TaskContext};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::id::HandoffId;
 use crate::lease::Lease;
 use crate::store::{Backend, Mode};

@@ -1,7 +1,6 @@
 //! Lifecycle: dispatch, claim, recover, heartbeat, checkpoint, budget
 //! counters, release, complete, ack.
 
-use crate::events::{Ended, Event, Start};
 use super::one_trip;
 use super::{
     budget_violation, check_owner_as, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
@@ -11,6 +10,7 @@ use crate::clock::Clock;
 use crate::config::{self, Config};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::events::{Ended, Event, Start};
 use crate::failpoint;
 use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
@@ -37,7 +37,8 @@ impl Runner {
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
         let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
-        let started = Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
+        let started =
+            Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
         self.cfg.hooks.emit(started);
         if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.into(), reason });

@@ -28,17 +28,17 @@ mod tracker;
 use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::events::{self, DeadLetter};
 use crate::id;
 use crate::json;
 use crate::liveness;
-use crate::events::{self, DeadLetter};
 use crate::runner::{budget_violation, load, save};
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, Mode, StoreLocation, Tx};
 use actions::Actions;
+pub use actions::OnAction;
 use metrics::bump;
 pub use metrics::{Metrics, DLQ_REPAIR};
-pub use actions::OnAction;
 use quarantine::per_row;
 use scan_action::Stamps;
 pub use scan_action::{ActionKind, Orphaning, Repair, ScanAction};
@@ -315,9 +315,11 @@ impl Supervisor {
                 bump(&self.metrics.orphans[reason.index()]);
                 let detection = match (late_s, died_after) {
                     // Negative or NaN (clock skew): zero; past Duration: the most.
-                    (Some(s), _) => {
-                        Some(Duration::try_from_secs_f64(s).unwrap_or(if s > 0.0 { Duration::MAX } else { Duration::ZERO }))
-                    }
+                    (Some(s), _) => Some(Duration::try_from_secs_f64(s).unwrap_or(if s > 0.0 {
+                        Duration::MAX
+                    } else {
+                        Duration::ZERO
+                    })),
                     (None, Some(at)) => Some(at.elapsed()),
                     (None, None) => None,
                 };

@@ -24,10 +24,7 @@ fn replay(target: &str, min: usize, f: fn(&[u8])) {
     for p in &files {
         let data = std::fs::read(p).unwrap();
         if std::panic::catch_unwind(|| f(&data)).is_err() {
-            panic!(
-                "{target}: {} crashes",
-                p.strip_prefix(dhp_testkit::checkout()).unwrap_or(Path::new("?")).display()
-            );
+            panic!("{target}: {} crashes", p.strip_prefix(dhp_testkit::checkout()).unwrap_or(Path::new("?")).display());
         }
     }
 }

@@ -67,4 +67,3 @@ pub static DASHBOARD_POLLS: Counter = Counter::new();
 pub static DASHBOARD_POLL_SECONDS: Histogram = Histogram::new(&LATENCY_BUCKETS);
 /// Delta events the poller broadcast to open pages.
 pub static DASHBOARD_EVENTS: Counter = Counter::new();
-

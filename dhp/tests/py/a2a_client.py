@@ -1,6 +1,6 @@
 """The official a2a-sdk (1.3.0) client against a `dhp a2a` server.
 
-Used by dhp-core/tests/it/a2a_*.rs and the demo's --a2a mode. Every command
+Used by dhp/tests/it/a2a/*.rs and the demo's --a2a mode. Every command
 prints JSON lines on stdout (protobuf JSON of the SDK's own objects, as
 the SDK parsed them) and exits 0; an SDK error prints one line
 {"error": <exception class>, "message": ...} and exits 1.

@@ -1,6 +1,6 @@
 """Drive an MCP server (the reference's `dhp-mcp` or our `dhp mcp`) with the
 official Python client (mcp 2.x) and print what it answered as one JSON
-object on stdout. Used by dhp-core/tests/it/mcp_*.rs.
+object on stdout. Used by dhp/tests/it/mcp/*.rs.
 
   mcp_session.py session  -- CMD... [-- DECIDER_CMD...]
         scripted session, normalized replies; approval decisions go

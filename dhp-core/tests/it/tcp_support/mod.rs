@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-
 pub const TOKEN: &str = "tcp-test-token";
 
 pub fn signal(pid: u32, sig: nix::sys::signal::Signal) {
