@@ -100,9 +100,9 @@ bash scripts/check_features.sh
 # PACKAGE:CRATES-IT-MAY-COMPILE. dhp-core's `failpoints` feature is on in the
 # workspace build and off in `cargo build -p dhp-core`, `-p dhp` and in the
 # benches (an installed `dhp` cannot be made to kill itself), so those
-# rebuild dhp-core itself (and the program, the benches) once; no dependency
-# may recompile.
-for spec in dhp-conform: demo: dhp-chaos: dhp-adapter: dhp-core:dhp-core dhp:dhp-core,dhp dhp-benches:dhp-core,dhp-benches; do
+# rebuild dhp-core itself (and the program; the benches and dhp-testkit,
+# which they link) once; no other dependency may recompile.
+for spec in dhp-conform: demo: dhp-chaos: dhp-adapter: dhp-core:dhp-core dhp:dhp-core,dhp dhp-benches:dhp-core,dhp-testkit,dhp-benches; do
     p="${spec%%:*}"
     allowed=",${spec#*:},"
     log=$(cargo build -p "$p" --locked -v 2>&1) || { echo "$log" >&2; echo "test.sh: cargo build -p $p failed" >&2; exit 1; }
