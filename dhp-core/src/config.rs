@@ -254,6 +254,16 @@ mod tests {
         assert_eq!(with(&[("DHP_LEASE_INTERVAL_S", "0.2")]).unwrap().lease_interval_s, 0.2);
     }
 
+    /// The liveness poll is a `Config` knob, read with the others (the
+    /// library reads no environment of its own).
+    #[test]
+    fn the_liveness_poll_is_read_with_the_others() {
+        assert_eq!(with(&[("DHP_LIVENESS_POLL_MS", "25")]).unwrap().liveness_poll, Duration::from_millis(25));
+        assert_eq!(with(&[("DHP_LIVENESS_POLL_MS", "0")]).unwrap().liveness_poll, Duration::from_millis(1));
+        let e = with(&[("DHP_LIVENESS_POLL_MS", "soon")]).unwrap_err().to_string();
+        assert!(e.contains("DHP_LIVENESS_POLL_MS"), "{e}");
+    }
+
     #[test]
     fn every_knob_has_an_upper_bound() {
         for (k, v) in [

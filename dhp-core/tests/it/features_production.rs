@@ -86,3 +86,34 @@ fn the_library_has_no_program_or_harness_modules() {
     }
     assert!(!src.join("bin").exists(), "dhp-core/src/bin is back: the program is the dhp crate");
 }
+
+/// The library reads no argv and no environment outside `Config::from_env`
+/// (config.rs) and the fault injection of the `failpoints` feature
+/// (failpoint.rs): the program passes everything else in.
+#[test]
+fn the_library_reads_no_argv_or_environment_of_its_own() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = vec![src.clone()];
+    let mut bad = Vec::new();
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("read src") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(&src).expect("under src").to_string_lossy().into_owned();
+            if rel == "config.rs" || rel == "failpoint.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).expect("read");
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                if ["env::args", "env::var"].iter().any(|w| code.contains(w)) {
+                    bad.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "argv or environment read outside Config:\n{}", bad.join("\n"));
+}
