@@ -23,6 +23,7 @@ impl Families {
     pub const DASHBOARD: Families = Families(16);
 
     /// Both sets.
+    #[cfg_attr(not(feature = "a2a"), allow(dead_code))] // only `dhp a2a` serves two families
     pub const fn with(self, other: Families) -> Families {
         Families(self.0 | other.0)
     }
