@@ -122,11 +122,15 @@ pub enum FaultKind {
     /// the worker could check its ownership again; SIGCONT after it was
     /// replaced, like a pause (`crate::workload::ChunkStops`).
     StopAtChunk,
+    /// `--lose-unsynced` only: the SQLite store's host crashes — every
+    /// worker and supervisor SIGKILLed, then every store file put back to
+    /// what its last fsync left (`crate::lazyfs`).
+    LoseUnsynced,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 21] = [
+    pub const ALL: [FaultKind; 22] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -148,6 +152,7 @@ impl FaultKind {
         FaultKind::DbMonitorPartition,
         FaultKind::DbStandbyLost,
         FaultKind::StopAtChunk,
+        FaultKind::LoseUnsynced,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -174,6 +179,7 @@ impl FaultKind {
             FaultKind::DbMonitorPartition => "db-monitor-partition",
             FaultKind::DbStandbyLost => "db-standby-lost",
             FaultKind::StopAtChunk => "stop-at-chunk",
+            FaultKind::LoseUnsynced => "lose-unsynced",
         }
     }
 
@@ -422,6 +428,10 @@ pub struct RoundConfig {
     /// `--store-disk`: the SQLite store's directory is a tmpfs of this many bytes.
     #[serde(default)]
     pub store_disk_bytes: Option<u64>,
+    /// `--lose-unsynced`: the SQLite store is on the harness's lazy file
+    /// system, and `lose-unsynced` faults crash it (`crate::lazyfs`).
+    #[serde(default)]
+    pub lose_unsynced: bool,
     /// Clock faults (share 0: none).
     #[serde(default)]
     pub clock: ClockFaults,

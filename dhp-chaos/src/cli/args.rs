@@ -287,7 +287,9 @@ pub struct RunArgs {
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     pub nemesis: Option<String>,
-    /// Not simulated: refused with the reason (see docs/chaos/faults.md, "Hosts and partitions").
+    /// Put the SQLite store on the harness's lazy FUSE file system and add the lose-unsynced fault (weight 6
+    /// unless --faults names it): every worker and supervisor SIGKILLed, then every store file back to its last
+    /// fsync (root, /dev/fuse; one-host SQLite rounds only; docs/chaos/faults.md).
     #[arg(long)]
     pub lose_unsynced: bool,
     /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`

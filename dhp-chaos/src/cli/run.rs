@@ -29,12 +29,15 @@ fn ship_label(s: Ship) -> &'static str {
     }
 }
 
+/// The weight `--lose-unsynced` gives its fault when `--faults` does not name it.
+const LOSE_UNSYNCED_WEIGHT: f64 = 6.0;
+
 /// Run what the flags ask for; the exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
     let (workers, supervisors) = (&a.workers, &a.supervisors);
-    if a.lose_unsynced {
+    if a.lose_unsynced && a.hosts.is_some() {
         bail!(
-            "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
+            "--lose-unsynced is not simulated under --hosts: there a host death kills processes and the kernel keeps their writes; a one-host SQLite round puts its store on the lazy file system (docs/chaos/faults.md)"
         );
     }
     if let Some(f) = &a.schedule {
@@ -104,6 +107,15 @@ pub fn run(a: RunArgs) -> Result<i32> {
         _ => a.store_disk.clone(),
     };
     let store_disk_bytes = dhp_chaos::round::store_disk_checked(store_disk.as_deref(), sqlite_only, a.io_errors)?;
+    if a.lose_unsynced {
+        if !sqlite_only {
+            bail!("--lose-unsynced puts the SQLite store on a file system that loses un-fsynced writes; it does not apply to --store postgres (its crash is db-crash)");
+        }
+        if store_disk_bytes.is_some() {
+            bail!("--lose-unsynced and --store-disk both mount a file system under the store: use one");
+        }
+        dhp_chaos::lazyfs::check_available().map_err(anyhow::Error::msg)?;
+    }
     if disk_bytes.is_some() && !ship.is_tcp() {
         bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
     }
@@ -170,6 +182,13 @@ pub fn run(a: RunArgs) -> Result<i32> {
     }
     if store_disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::StoreFull && *w > 0.0) {
         bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
+    }
+    let mut fault_mix = fault_mix;
+    if a.lose_unsynced && !fault_mix.iter().any(|(k, _)| *k == FaultKind::LoseUnsynced) {
+        fault_mix.push((FaultKind::LoseUnsynced, LOSE_UNSYNCED_WEIGHT));
+    }
+    if !a.lose_unsynced && fault_mix.iter().any(|(k, w)| *k == FaultKind::LoseUnsynced && *w > 0.0) {
+        bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
     }
     if a.workload != "service" && fault_mix.iter().any(|(k, w)| *k == FaultKind::StopAtChunk && *w > 0.0) {
         bail!("stop-at-chunk faults are placed by the harness's workload service: they need --workload service");
@@ -264,6 +283,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         transport: transport.clone(),
         disk_bytes,
         store_disk_bytes,
+        lose_unsynced: a.lose_unsynced,
         clock: dhp_chaos::config::ClockFaults {
             share: clock_share,
             max_offset_s: a.clock_offset,

@@ -33,6 +33,7 @@ mod reap;
 mod spawn;
 mod startup;
 mod steer;
+mod lazy_store;
 mod store_disk;
 mod workload;
 
@@ -189,6 +190,8 @@ pub struct Driver<'a> {
     disk_full: Option<(u64, f64)>,
     /// `--store-disk`: the tmpfs under the SQLite store, and its fill.
     store_disk: store_disk::StoreDisk,
+    /// `--lose-unsynced`: the store's lazy file system.
+    lazy: Option<crate::lazyfs::LazyMount>,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
@@ -283,6 +286,7 @@ impl<'a> Driver<'a> {
             tmpfs: None,
             disk_full: None,
             store_disk: store_disk::StoreDisk::default(),
+            lazy: None,
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -409,6 +413,7 @@ impl<'a> Driver<'a> {
         self.mount_store_disk()?;
         self.dispatch()?;
         self.install_audit()?;
+        self.mount_lazy_store()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
         if let Some(bytes) = self.cfg.disk_bytes {
@@ -598,6 +603,7 @@ impl<'a> Driver<'a> {
         if let Some(mut m) = self.tmpfs.take() {
             m.unmount()?;
         }
+        self.unmount_lazy_store()?;
         self.unmount_store_disk()?;
         if let Some(since) = self.stall_since.take() {
             self.hist.record(

@@ -28,6 +28,7 @@ mod docs_agree;
 mod failpoint_deaths;
 mod failpoints_probe;
 mod flags_validated;
+mod lazyfs_sqlite;
 mod harness_forged;
 mod hosts_death;
 mod hosts_link_round;
