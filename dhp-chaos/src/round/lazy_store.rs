@@ -21,6 +21,16 @@ use std::collections::BTreeMap;
 
 /// How long the crash waits for its victims to be reaped.
 const REAP_WAIT_S: f64 = 5.0;
+/// The fault kind of each process the crash kills (the crash itself is
+/// recorded once, as `lose-unsynced` on the store).
+pub(super) const HOST_CRASH: &str = "host-crash";
+
+/// The mounted lazy file system and when it last crashed.
+#[derive(Debug)]
+pub(super) struct LazyStore {
+    mount: LazyMount,
+    last_crash: f64,
+}
 
 impl Driver<'_> {
     /// Put the store on the lazy file system (after dispatch and the audit,
@@ -33,18 +43,18 @@ impl Driver<'_> {
         self.probe = None;
         let m = LazyMount::mount(&self.paths.store)
             .with_context(|| format!("mounting the lazy store file system on {}", self.paths.store.display()))?;
-        self.lazy = Some(m);
+        self.lazy = Some(LazyStore { mount: m, last_crash: 0.0 });
         self.hist.record("observe", json!({"what": "lazy-store-mount", "fs": "fuse"}));
         self.open_monitor()
     }
 
     /// Unmount at the end (every process gone), the store's files kept.
     pub(super) fn unmount_lazy_store(&mut self) -> Result<()> {
-        let Some(mut m) = self.lazy.take() else { return Ok(()) };
+        let Some(mut l) = self.lazy.take() else { return Ok(()) };
         self.db = None;
         self.probe = None;
-        let fsyncs = m.fsyncs();
-        m.unmount().context("unmounting the lazy store file system")?;
+        let fsyncs = l.mount.fsyncs();
+        l.mount.unmount().context("unmounting the lazy store file system")?;
         self.hist.record("observe", json!({"what": "lazy-store-unmount", "fsyncs": fsyncs}));
         Ok(())
     }
@@ -58,6 +68,11 @@ impl Driver<'_> {
         self.fault_id += 1;
         self.live.faults += 1;
         let id = self.fault_id;
+        let t = self.hist.record(
+            "fault",
+            json!({"fault_id": id, "kind": FaultKind::LoseUnsynced.name(), "signal": "CRASH", "victim": "store",
+                   "role": "disk"}),
+        );
         let users: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| {
                 let p = &self.table.procs[i];
@@ -66,7 +81,7 @@ impl Driver<'_> {
             .collect();
         for &i in &users {
             self.table.procs[i].paused = None;
-            self.signal(i, Signal::SIGKILL, FaultKind::LoseUnsynced.name(), id);
+            self.signal(i, Signal::SIGKILL, HOST_CRASH, id);
         }
         let deadline = hist::now() + REAP_WAIT_S;
         while users.iter().any(|&i| self.table.procs[i].alive()) && hist::now() < deadline {
@@ -77,8 +92,11 @@ impl Driver<'_> {
             users.iter().filter(|&&i| self.table.procs[i].alive()).map(|&i| self.table.procs[i].name.clone()).collect();
         self.db = None;
         self.probe = None;
-        let lost = match (&self.lazy, still.is_empty()) {
-            (Some(m), true) => m.crash().map_err(|e| e.to_string()),
+        let lost = match (&mut self.lazy, still.is_empty()) {
+            (Some(l), true) => {
+                l.last_crash = t;
+                l.mount.crash().map_err(|e| e.to_string())
+            }
             _ => Err(format!("not crashed: {} still alive after {REAP_WAIT_S} s", still.join(", "))),
         };
         let (files, mut error) = match lost {
@@ -93,7 +111,7 @@ impl Driver<'_> {
             }
         };
         let lost_acks = if error.is_some() { Vec::new() } else { lost_acks(&acked, &after) };
-        let fsyncs = self.lazy.as_ref().map_or(0, LazyMount::fsyncs);
+        let fsyncs = self.lazy.as_ref().map_or(0, |l| l.mount.fsyncs());
         self.hist.record(
             "observe",
             json!({"what": "lose-unsynced", "fault_id": id, "victims": users.len(), "error": error,
@@ -105,12 +123,14 @@ impl Driver<'_> {
         true
     }
 
-    /// Per handoff, the highest `next_n` the harness saw acknowledged: the
-    /// start of the last chunk its workload service served (above `lo`).
+    /// Per handoff, the highest `next_n` the harness saw acknowledged since
+    /// the last crash: the start of the last chunk its workload service
+    /// served (above `lo`).
     fn acked_before_crash(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
+        let since = self.lazy.as_ref().map_or(0.0, |l| l.last_crash);
         let Ok(Some(w)) = crate::workload::load(&self.paths.dir) else { return out };
-        for s in &w.served {
+        for s in w.served.iter().filter(|s| s.t > since) {
             let lo = self.tasks_lo(&s.hid);
             if lo.is_some_and(|lo| s.n > lo) {
                 let e = out.entry(s.hid.clone()).or_insert(0);

@@ -191,7 +191,7 @@ pub struct Driver<'a> {
     /// `--store-disk`: the tmpfs under the SQLite store, and its fill.
     store_disk: store_disk::StoreDisk,
     /// `--lose-unsynced`: the store's lazy file system.
-    lazy: Option<crate::lazyfs::LazyMount>,
+    lazy: Option<lazy_store::LazyStore>,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
