@@ -27,13 +27,13 @@ pub mod db_faults;
 mod db_link;
 mod disk;
 mod inject;
+mod lazy_store;
 mod link;
 mod monitor;
 mod reap;
 mod spawn;
 mod startup;
 mod steer;
-mod lazy_store;
 mod store_disk;
 mod workload;
 
