@@ -126,11 +126,15 @@ pub enum FaultKind {
     /// worker and supervisor SIGKILLed, then every store file put back to
     /// what its last fsync left (`crate::lazyfs`).
     LoseUnsynced,
+    /// SQLite stores with the audit: arm the next checkpoint commit (or
+    /// orphan commit); the harness SIGKILLs the worker (or leader) behind it
+    /// the moment its monitor sees that commit in the store audit.
+    KillAtCommit,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 22] = [
+    pub const ALL: [FaultKind; 23] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -153,6 +157,7 @@ impl FaultKind {
         FaultKind::DbStandbyLost,
         FaultKind::StopAtChunk,
         FaultKind::LoseUnsynced,
+        FaultKind::KillAtCommit,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -180,6 +185,7 @@ impl FaultKind {
             FaultKind::DbStandbyLost => "db-standby-lost",
             FaultKind::StopAtChunk => "stop-at-chunk",
             FaultKind::LoseUnsynced => "lose-unsynced",
+            FaultKind::KillAtCommit => "kill-at-commit",
         }
     }
 

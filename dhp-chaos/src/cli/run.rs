@@ -190,6 +190,9 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if !a.lose_unsynced && fault_mix.iter().any(|(k, w)| *k == FaultKind::LoseUnsynced && *w > 0.0) {
         bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
     }
+    if (!sqlite_only || a.no_audit) && fault_mix.iter().any(|(k, w)| *k == FaultKind::KillAtCommit && *w > 0.0) {
+        bail!("kill-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
+    }
     if a.workload != "service" && fault_mix.iter().any(|(k, w)| *k == FaultKind::StopAtChunk && *w > 0.0) {
         bail!("stop-at-chunk faults are placed by the harness's workload service: they need --workload service");
     }

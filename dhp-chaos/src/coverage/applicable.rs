@@ -99,6 +99,15 @@ impl Config {
                 Some("no failpoint the harness arms sits at this moment".into())
             }
             Column::Failpoint => None,
+            Column::AtCommit if !self.has(FaultKind::KillAtCommit) => Some("no kill-at-commit in the fault mix".into()),
+            Column::AtCommit if matches!(m, Claim | Recover) => {
+                Some("armed at checkpoint and orphan commits only (its victim holds the handoff, or leads)".into())
+            }
+            Column::AtCommit if m == CheckpointBeforeAck => Some(
+                "it fires after the commit is in the audit: placed after the ack (a committed chunk counts as acknowledged)"
+                    .into(),
+            ),
+            Column::AtCommit => None,
         }
     }
 

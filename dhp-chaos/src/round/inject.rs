@@ -100,6 +100,9 @@ impl Driver<'_> {
         if kind == FaultKind::LoseUnsynced {
             return self.inject_lose_unsynced();
         }
+        if kind == FaultKind::KillAtCommit {
+            return self.arm_at_commit();
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -180,7 +183,8 @@ impl Driver<'_> {
             | FaultKind::DiskFull
             | FaultKind::StoreFull
             | FaultKind::StopAtChunk
-            | FaultKind::LoseUnsynced => {}
+            | FaultKind::LoseUnsynced
+            | FaultKind::KillAtCommit => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

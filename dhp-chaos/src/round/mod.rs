@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod at_commit;
 mod audit;
 mod chunk_stop;
 mod clock;
@@ -192,6 +193,8 @@ pub struct Driver<'a> {
     store_disk: store_disk::StoreDisk,
     /// `--lose-unsynced`: the store's lazy file system.
     lazy: Option<lazy_store::LazyStore>,
+    /// `kill-at-commit`: the armed protocol moment.
+    at_commit: at_commit::AtCommit,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
@@ -287,6 +290,7 @@ impl<'a> Driver<'a> {
             disk_full: None,
             store_disk: store_disk::StoreDisk::default(),
             lazy: None,
+            at_commit: at_commit::AtCommit::default(),
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -496,6 +500,7 @@ impl<'a> Driver<'a> {
         }
         self.reap(true)?;
         self.monitor();
+        self.at_commit_tick();
         self.notice_self_pauses();
         self.notice_chunk_stops();
         self.wake(false);
@@ -527,6 +532,7 @@ impl<'a> Driver<'a> {
     /// Faults stop; the grace period starts.
     pub fn stop_faults(&mut self) {
         self.db_stall_disarm();
+        self.at_commit = at_commit::AtCommit::default();
         self.heal_link(true);
         self.heal_db_link(true);
         self.heal_disk(true);
@@ -543,6 +549,7 @@ impl<'a> Driver<'a> {
         }
         self.reap(true)?;
         self.monitor();
+        self.at_commit_tick();
         self.notice_self_pauses();
         self.notice_chunk_stops();
         self.wake(true);

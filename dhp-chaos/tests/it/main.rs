@@ -4,6 +4,7 @@
 
 mod common;
 
+mod at_commit_round;
 mod checker_audit;
 mod checker_detection;
 mod checker_failover;
