@@ -36,6 +36,7 @@ mod hosts_refusals;
 mod hosts_round;
 mod interrupted;
 mod lazyfs_sqlite;
+mod ledger_cli;
 mod lose_unsynced_round;
 mod model_corpus;
 mod model_mutants;
