@@ -32,6 +32,35 @@ fn ship_label(s: Ship) -> &'static str {
 /// The weight `--lose-unsynced` gives its fault when `--faults` does not name it.
 const LOSE_UNSYNCED_WEIGHT: f64 = 6.0;
 
+/// `--lose-unsynced` and `kill-at-commit`: refused where they cannot run
+/// (never imitated); `--lose-unsynced` adds its fault to the mix.
+fn store_faults_checked(
+    a: &RunArgs,
+    sqlite_only: bool,
+    store_disk: bool,
+    fault_mix: &mut Vec<(FaultKind, f64)>,
+) -> Result<()> {
+    let weighs = |mix: &[(FaultKind, f64)], kind| mix.iter().any(|(k, w)| *k == kind && *w > 0.0);
+    if a.lose_unsynced {
+        if !sqlite_only {
+            bail!("--lose-unsynced puts the SQLite store on a file system that loses un-fsynced writes; it does not apply to --store postgres (its crash is db-crash)");
+        }
+        if store_disk {
+            bail!("--lose-unsynced and --store-disk both mount a file system under the store: use one");
+        }
+        dhp_chaos::lazyfs::check_available().map_err(anyhow::Error::msg)?;
+        if !fault_mix.iter().any(|(k, _)| *k == FaultKind::LoseUnsynced) {
+            fault_mix.push((FaultKind::LoseUnsynced, LOSE_UNSYNCED_WEIGHT));
+        }
+    } else if weighs(fault_mix, FaultKind::LoseUnsynced) {
+        bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
+    }
+    if (!sqlite_only || a.no_audit) && weighs(fault_mix, FaultKind::KillAtCommit) {
+        bail!("kill-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
+    }
+    Ok(())
+}
+
 /// Run what the flags ask for; the exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
     let (workers, supervisors) = (&a.workers, &a.supervisors);
@@ -107,15 +136,6 @@ pub fn run(a: RunArgs) -> Result<i32> {
         _ => a.store_disk.clone(),
     };
     let store_disk_bytes = dhp_chaos::round::store_disk_checked(store_disk.as_deref(), sqlite_only, a.io_errors)?;
-    if a.lose_unsynced {
-        if !sqlite_only {
-            bail!("--lose-unsynced puts the SQLite store on a file system that loses un-fsynced writes; it does not apply to --store postgres (its crash is db-crash)");
-        }
-        if store_disk_bytes.is_some() {
-            bail!("--lose-unsynced and --store-disk both mount a file system under the store: use one");
-        }
-        dhp_chaos::lazyfs::check_available().map_err(anyhow::Error::msg)?;
-    }
     if disk_bytes.is_some() && !ship.is_tcp() {
         bail!("--disk puts the transport server's logs on a small disk: it needs --ship tcp or tcp-async");
     }
@@ -184,15 +204,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
     }
     let mut fault_mix = fault_mix;
-    if a.lose_unsynced && !fault_mix.iter().any(|(k, _)| *k == FaultKind::LoseUnsynced) {
-        fault_mix.push((FaultKind::LoseUnsynced, LOSE_UNSYNCED_WEIGHT));
-    }
-    if !a.lose_unsynced && fault_mix.iter().any(|(k, w)| *k == FaultKind::LoseUnsynced && *w > 0.0) {
-        bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
-    }
-    if (!sqlite_only || a.no_audit) && fault_mix.iter().any(|(k, w)| *k == FaultKind::KillAtCommit && *w > 0.0) {
-        bail!("kill-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
-    }
+    store_faults_checked(&a, sqlite_only, store_disk_bytes.is_some(), &mut fault_mix)?;
     if a.workload != "service" && fault_mix.iter().any(|(k, w)| *k == FaultKind::StopAtChunk && *w > 0.0) {
         bail!("stop-at-chunk faults are placed by the harness's workload service: they need --workload service");
     }

@@ -74,6 +74,7 @@ mod site_index;
 mod site_support;
 mod start_deaths;
 mod store_disk_refused;
+mod store_faults_refused;
 mod store_full_round;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;
