@@ -130,11 +130,14 @@ pub enum FaultKind {
     /// orphan commit); the harness SIGKILLs the worker (or leader) behind it
     /// the moment its monitor sees that commit in the store audit.
     KillAtCommit,
+    /// Like [`FaultKind::KillAtCommit`] at a checkpoint commit, with SIGSTOP:
+    /// the worker is stopped right after its commit, woken once replaced.
+    PauseAtCommit,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 23] = [
+    pub const ALL: [FaultKind; 24] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -158,6 +161,7 @@ impl FaultKind {
         FaultKind::StopAtChunk,
         FaultKind::LoseUnsynced,
         FaultKind::KillAtCommit,
+        FaultKind::PauseAtCommit,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -186,6 +190,7 @@ impl FaultKind {
             FaultKind::StopAtChunk => "stop-at-chunk",
             FaultKind::LoseUnsynced => "lose-unsynced",
             FaultKind::KillAtCommit => "kill-at-commit",
+            FaultKind::PauseAtCommit => "pause-at-commit",
         }
     }
 

@@ -55,8 +55,9 @@ fn store_faults_checked(
     } else if weighs(fault_mix, FaultKind::LoseUnsynced) {
         bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
     }
-    if (!sqlite_only || a.no_audit) && weighs(fault_mix, FaultKind::KillAtCommit) {
-        bail!("kill-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
+    let at_commit = weighs(fault_mix, FaultKind::KillAtCommit) || weighs(fault_mix, FaultKind::PauseAtCommit);
+    if (!sqlite_only || a.no_audit) && at_commit {
+        bail!("kill-at-commit and pause-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
     }
     Ok(())
 }

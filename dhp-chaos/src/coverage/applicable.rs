@@ -99,7 +99,9 @@ impl Config {
                 Some("no failpoint the harness arms sits at this moment".into())
             }
             Column::Failpoint => None,
-            Column::AtCommit if !self.has(FaultKind::KillAtCommit) => Some("no kill-at-commit in the fault mix".into()),
+            Column::AtCommit if !self.has(FaultKind::KillAtCommit) && !self.has(FaultKind::PauseAtCommit) => {
+                Some("no kill-at-commit or pause-at-commit in the fault mix".into())
+            }
             Column::AtCommit if matches!(m, Claim | Recover) => {
                 Some("armed at checkpoint and orphan commits only (its victim holds the handoff, or leads)".into())
             }

@@ -33,7 +33,7 @@ fn column(f: &Ev) -> Option<Column> {
     match (f.s("kind").unwrap_or(""), f.s("signal")) {
         ("teardown" | "resume", _) => None,
         ("failpoint", _) => Some(Column::Failpoint),
-        ("kill-at-commit", _) => Some(Column::AtCommit),
+        ("kill-at-commit" | "pause-at-commit", _) => Some(Column::AtCommit),
         (_, Some("KILL")) => Some(Column::Sigkill),
         (_, Some("STOP")) => Some(Column::Sigstop),
         _ => None,

@@ -100,8 +100,8 @@ impl Driver<'_> {
         if kind == FaultKind::LoseUnsynced {
             return self.inject_lose_unsynced();
         }
-        if kind == FaultKind::KillAtCommit {
-            return self.arm_at_commit();
+        if matches!(kind, FaultKind::KillAtCommit | FaultKind::PauseAtCommit) {
+            return self.arm_at_commit(kind);
         }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
@@ -184,7 +184,8 @@ impl Driver<'_> {
             | FaultKind::StoreFull
             | FaultKind::StopAtChunk
             | FaultKind::LoseUnsynced
-            | FaultKind::KillAtCommit => {}
+            | FaultKind::KillAtCommit
+            | FaultKind::PauseAtCommit => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

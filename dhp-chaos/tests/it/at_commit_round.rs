@@ -1,12 +1,13 @@
-//! `kill-at-commit`: the harness SIGKILLs the worker behind a checkpoint
-//! commit the moment its monitor sees the commit in the store audit. The
+//! `kill-at-commit` / `pause-at-commit`: the harness SIGKILLs (SIGSTOPs) the
+//! worker behind a checkpoint commit the moment its monitor sees the commit
+//! in the store audit. The
 //! fault record names the moment, the audit row and how long after the
 //! commit it came; the coverage matrix counts it in its `at-commit` column.
 
 use crate::common::*;
 
 #[test]
-fn a_kill_fires_at_an_audited_checkpoint_commit() {
+fn kills_and_pauses_fire_at_audited_commits() {
     let r = run_chaos(
         "at-commit",
         &[
@@ -19,7 +20,7 @@ fn a_kill_fires_at_an_audited_checkpoint_commit() {
             "--chunks",
             "80",
             "--faults",
-            "kill-worker=1,kill-at-commit=3",
+            "kill-worker=1,kill-at-commit=3,pause-at-commit=2",
             "--failpoint-rate",
             "0",
             "--allow-uncovered",
@@ -31,9 +32,15 @@ fn a_kill_fires_at_an_audited_checkpoint_commit() {
     let fired: Vec<serde_json::Value> = harness
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["op"] == "fault" && v["kind"] == "kill-at-commit")
+        .filter(|v| v["op"] == "fault" && (v["kind"] == "kill-at-commit" || v["kind"] == "pause-at-commit"))
         .collect();
-    assert!(!fired.is_empty(), "no at-commit fault fired\n{}", r.dump());
+    for (kind, signal) in [("kill-at-commit", "KILL"), ("pause-at-commit", "STOP")] {
+        assert!(
+            fired.iter().any(|f| f["kind"] == kind && f["signal"] == signal),
+            "no {kind} fired ({signal})\n{}",
+            r.dump()
+        );
+    }
     let audit = dhp_chaos::audit::read_sqlite(&r.out.join("round-0000/store/dhp.sqlite3")).unwrap().unwrap();
     for f in &fired {
         let seq = f["audit_seq"].as_i64().expect("the audit row it fired at");
