@@ -70,7 +70,14 @@ impl LazyMount {
             vec![fuser::MountOption::FSName("dhp-chaos-lazyfs".into()), fuser::MountOption::DefaultPermissions];
         cfg.acl = fuser::SessionACL::All;
         match fuser::spawn_mount(fs.clone(), dir, &cfg) {
-            Ok(session) => Ok(LazyMount { fs, session: Some(session), dir: dir.to_path_buf() }),
+            Ok(session) => {
+                // a signal or a panic detaches it (`umount -l`) with the round's other mounts
+                let _ = crate::teardown::guarded(|r| {
+                    r.mounts.insert(dir.to_path_buf());
+                    Ok(())
+                });
+                Ok(LazyMount { fs, session: Some(session), dir: dir.to_path_buf() })
+            }
             Err(e) => {
                 let _ = std::fs::remove_dir(dir);
                 let _ = std::fs::rename(&backing, dir);
@@ -93,6 +100,9 @@ impl LazyMount {
     /// Unmount and put the files back in `dir` (the checker reads them there).
     pub fn unmount(&mut self) -> io::Result<()> {
         let Some(s) = self.session.take() else { return Ok(()) };
+        crate::teardown::forget(|r| {
+            r.mounts.remove(&self.dir);
+        });
         if let Err(e) = s.umount_and_join() {
             // busy (a file still open): detach it, so no process can block
             // on a mount whose server is gone, and keep the files where they are
