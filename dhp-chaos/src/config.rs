@@ -122,11 +122,22 @@ pub enum FaultKind {
     /// the worker could check its ownership again; SIGCONT after it was
     /// replaced, like a pause (`crate::workload::ChunkStops`).
     StopAtChunk,
+    /// `--lose-unsynced` only: the SQLite store's host crashes — every
+    /// worker and supervisor SIGKILLed, then every store file put back to
+    /// what its last fsync left (`crate::lazyfs`).
+    LoseUnsynced,
+    /// SQLite stores with the audit: arm the next checkpoint commit (or
+    /// orphan commit); the harness SIGKILLs the worker (or leader) behind it
+    /// the moment its monitor sees that commit in the store audit.
+    KillAtCommit,
+    /// Like [`FaultKind::KillAtCommit`] at a checkpoint commit, with SIGSTOP:
+    /// the worker is stopped right after its commit, woken once replaced.
+    PauseAtCommit,
 }
 
 impl FaultKind {
     /// Every fault kind, in declaration order.
-    pub const ALL: [FaultKind; 21] = [
+    pub const ALL: [FaultKind; 24] = [
         FaultKind::KillWorker,
         FaultKind::KillLeader,
         FaultKind::KillFollower,
@@ -148,6 +159,9 @@ impl FaultKind {
         FaultKind::DbMonitorPartition,
         FaultKind::DbStandbyLost,
         FaultKind::StopAtChunk,
+        FaultKind::LoseUnsynced,
+        FaultKind::KillAtCommit,
+        FaultKind::PauseAtCommit,
     ];
 
     /// The kebab-case name of `--faults`, history records and reports.
@@ -174,6 +188,9 @@ impl FaultKind {
             FaultKind::DbMonitorPartition => "db-monitor-partition",
             FaultKind::DbStandbyLost => "db-standby-lost",
             FaultKind::StopAtChunk => "stop-at-chunk",
+            FaultKind::LoseUnsynced => "lose-unsynced",
+            FaultKind::KillAtCommit => "kill-at-commit",
+            FaultKind::PauseAtCommit => "pause-at-commit",
         }
     }
 
@@ -422,6 +439,10 @@ pub struct RoundConfig {
     /// `--store-disk`: the SQLite store's directory is a tmpfs of this many bytes.
     #[serde(default)]
     pub store_disk_bytes: Option<u64>,
+    /// `--lose-unsynced`: the SQLite store is on the harness's lazy file
+    /// system, and `lose-unsynced` faults crash it (`crate::lazyfs`).
+    #[serde(default)]
+    pub lose_unsynced: bool,
     /// Clock faults (share 0: none).
     #[serde(default)]
     pub clock: ClockFaults,

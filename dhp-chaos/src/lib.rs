@@ -54,6 +54,8 @@ pub mod coverage;
 pub mod error;
 pub mod hist;
 pub mod hosts;
+pub mod lazyfs;
+pub mod ledger;
 pub mod locate;
 pub mod pg;
 pub mod pg_cluster;

@@ -19,6 +19,9 @@ fn main() {
         Some(Cmd::Shrink { dir, replays, tries, budget_minutes }) => {
             cli::shrink::shrink(&dir, replays, tries, budget_minutes)
         }
+        Some(Cmd::Ledger { dirs, ledger, label, night, thresholds, regressions }) => {
+            cli::ledger::ledger(cli::ledger::LedgerArgs { dirs, ledger, label, night, thresholds, regressions })
+        }
         None => cli::run::run(cli.run),
     };
     dhp_chaos::teardown::exit(match code {

@@ -39,6 +39,13 @@
 //!   service (`DHP_WORKLOAD_URL`): it computes every chunk itself, right,
 //!   and carries no stamp — a result the harness never saw computed.
 //!
+//! - `no-fsync`: a correct, fenced worker whose checkpoints are written
+//!   through a connection at `PRAGMA synchronous=OFF`: each commit is
+//!   acknowledged without an fsync of the WAL (the durability mutant;
+//!   meant for SQLite rounds with `--lose-unsynced`). Its claim, heartbeats
+//!   and completion go through dhp-core and do sync, as do the supervisors',
+//!   so what a crash loses is the checkpoints since the last of those.
+//!
 //! - `throw-away`: asks the workload service for every chunk twice and
 //!   keeps only the second answer — work computed and thrown away, which
 //!   a killed worker of this kind leaves behind many times over (`rework`).
@@ -90,7 +97,7 @@ use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
 use dhp_core::{json, liveness, Config, Lease, Runner};
 use dhp_workload::census;
 use dhp_workload::history::History;
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -112,6 +119,7 @@ enum Mode {
     LocalCensus,
     ThrowAway,
     QuitWhenReplaced,
+    NoFsync,
 }
 
 /// The variable that names the harness's workload service (CONTRACT.md §2.1).
@@ -177,8 +185,9 @@ fn parse_args() -> Result<Args> {
         Some("cas-less-recover") => Mode::CasLessRecover,
         Some("recover-no-bump") => Mode::RecoverNoBump,
         Some("quit-when-replaced") => Mode::QuitWhenReplaced,
+        Some("no-fsync") => Mode::NoFsync,
         other => bail!(
-            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|recover-no-bump|local-census|throw-away|quit-when-replaced (got {other:?})"
+            "--mode skip-fence|complete-twice|wrong-result|ack-unshipped|ship-altered|ship-late|ack-uncommitted|wedge-on-db-error|unheld-liveness|ack-on-full|cas-less-recover|recover-no-bump|local-census|throw-away|quit-when-replaced|no-fsync (got {other:?})"
         ),
     };
     if matches!(mode, Mode::AckUnshipped | Mode::ShipAltered | Mode::ShipLate)
@@ -284,6 +293,27 @@ fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config, from_tomb
 fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
     let (text, hash) = json::state_text_and_hash(state)?;
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let seq: i64 =
+        tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
+    tx.execute(
+        "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![hid, seq, text, hash, utcnow_iso()],
+    )?;
+    tx.commit()?;
+    Ok(seq)
+}
+
+/// INSERT the next checkpoint if `holder` still holds `hid` at `fence`
+/// (checked in the same transaction), on a connection that never fsyncs.
+fn write_checkpoint_unsynced(c: &mut Connection, hid: &str, holder: &str, fence: i64, state: &Value) -> Result<i64> {
+    let (text, hash) = json::state_text_and_hash(state)?;
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let own: Option<(String, i64)> = tx
+        .query_row("SELECT holder, fence FROM ownership WHERE hid = ?1", [hid], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if own.as_ref() != Some(&(holder.to_string(), fence)) {
+        bail!("fenced: {hid} is held by {own:?}, not {holder} at fence {fence}");
+    }
     let seq: i64 =
         tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
     tx.execute(
@@ -412,6 +442,11 @@ fn run() -> Result<()> {
     // only the modes that write around the store's API open the SQLite file
     let mut conn = match a.mode {
         Mode::SkipFence | Mode::CompleteTwice => Some(db(&a.root)?),
+        Mode::NoFsync => {
+            let c = db(&a.root)?;
+            c.execute_batch("PRAGMA synchronous=OFF;")?;
+            Some(c)
+        }
         _ => None,
     };
     if matches!(a.mode, Mode::SkipFence | Mode::WedgeOnDbError) {
@@ -475,6 +510,8 @@ fn run() -> Result<()> {
         written += 1;
         let seq = if a.mode == Mode::SkipFence {
             write_checkpoint_unfenced(sql(&mut conn)?, &hid, &state)
+        } else if a.mode == Mode::NoFsync {
+            write_checkpoint_unsynced(sql(&mut conn)?, &hid, &holder, fence, &state)
         } else if a.mode == Mode::AckUncommitted && written % 3 == 0 {
             // the seq the store would have given it, never written
             Ok(runner.last_checkpoint_row(&hid)?.map_or(0, |r| r.seq + 1))
@@ -527,7 +564,9 @@ fn run() -> Result<()> {
                 s.ship_checkpoint(&hid, seq, &line)?;
             }
         }
-        if a.mode != Mode::SkipFence {
+        // (no-fsync: a step note is a synced write, which would make its
+        // checkpoint durable after all)
+        if !matches!(a.mode, Mode::SkipFence | Mode::NoFsync) {
             let _ = ctx.note_step(1);
         }
         if a.pace > 0.0 {

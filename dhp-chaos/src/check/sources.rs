@@ -71,6 +71,7 @@ pub fn needs(i: Invariant) -> (&'static [Source], &'static [Source]) {
         Invariant::Budget => (&[StoreAudit, Store], &[]),
         Invariant::ServedWork => (&[Store, Workload], &[StoreAudit]),
         Invariant::Model => (&[StoreAudit, Processes], &[Workload]),
+        Invariant::DurableAcks => (&[Workload, Processes], &[]),
     }
 }
 
@@ -168,6 +169,7 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
             some(faults("db-crash") + faults("db-failover"), "database crash(es) and failover(s)")
         }
         Invariant::NoTornAfterStoreFull => some(faults("store-full"), "store-full fault(s)"),
+        Invariant::DurableAcks => some(faults("lose-unsynced"), "lose-unsynced crash(es) of the store's host"),
         Invariant::OneLeader => {
             some(cx.ix.spawns.values().filter(|s| s.role == "supervisor").count(), "supervisor(s) spawned")
         }

@@ -89,6 +89,29 @@ pub enum Cmd {
         #[arg(long, default_value_t = 10.0, value_parser = parse::budget_minutes)]
         budget_minutes: f64,
     },
+    /// The nightly findings ledger: mark each invariant the night's runs of LABEL violated as new,
+    /// ongoing or regressed (the others of LABEL resolved), and check the coverage thresholds
+    /// (exit 1 when an applicable cell or situation was hit in too few rounds). --regressions prints
+    /// the arguments of LABEL's regression rounds, one line each (docs/chaos-coverage.md).
+    Ledger {
+        /// The night's run directories (each with results.json).
+        dirs: Vec<PathBuf>,
+        /// The ledger file (JSON; created when absent).
+        #[arg(long)]
+        ledger: PathBuf,
+        /// The nightly job's name: findings are kept per label.
+        #[arg(long)]
+        label: String,
+        /// The night's name (default: today's date, UTC).
+        #[arg(long)]
+        night: Option<String>,
+        /// Coverage thresholds (e.g. dhp-chaos/nightly-coverage.json).
+        #[arg(long)]
+        thresholds: Option<PathBuf>,
+        /// Print the label's regression rounds instead.
+        #[arg(long)]
+        regressions: bool,
+    },
 }
 
 /// The flags of a run, each checked by its value parser.
@@ -287,7 +310,9 @@ pub struct RunArgs {
     /// --failpoint-rate (0 unless failpoint is named); not with --faults.
     #[arg(long, conflicts_with = "faults")]
     pub nemesis: Option<String>,
-    /// Not simulated: refused with the reason (see docs/chaos/faults.md, "Hosts and partitions").
+    /// Put the SQLite store on the harness's lazy FUSE file system and add the lose-unsynced fault (weight 6
+    /// unless --faults names it): every worker and supervisor SIGKILLed, then every store file back to its last
+    /// fsync (root, /dev/fuse; one-host SQLite rounds only; docs/chaos/faults.md).
     #[arg(long)]
     pub lose_unsynced: bool,
     /// With --store postgres://…: the server's cluster directory (the DIR `scripts/pg.sh start`

@@ -29,12 +29,45 @@ fn ship_label(s: Ship) -> &'static str {
     }
 }
 
+/// The weight `--lose-unsynced` gives its fault when `--faults` does not name it.
+const LOSE_UNSYNCED_WEIGHT: f64 = 6.0;
+
+/// `--lose-unsynced` and `kill-at-commit`: refused where they cannot run
+/// (never imitated); `--lose-unsynced` adds its fault to the mix.
+fn store_faults_checked(
+    a: &RunArgs,
+    sqlite_only: bool,
+    store_disk: bool,
+    fault_mix: &mut Vec<(FaultKind, f64)>,
+) -> Result<()> {
+    let weighs = |mix: &[(FaultKind, f64)], kind| mix.iter().any(|(k, w)| *k == kind && *w > 0.0);
+    if a.lose_unsynced {
+        if !sqlite_only {
+            bail!("--lose-unsynced puts the SQLite store on a file system that loses un-fsynced writes; it does not apply to --store postgres (its crash is db-crash)");
+        }
+        if store_disk {
+            bail!("--lose-unsynced and --store-disk both mount a file system under the store: use one");
+        }
+        dhp_chaos::lazyfs::check_available().map_err(anyhow::Error::msg)?;
+        if !fault_mix.iter().any(|(k, _)| *k == FaultKind::LoseUnsynced) {
+            fault_mix.push((FaultKind::LoseUnsynced, LOSE_UNSYNCED_WEIGHT));
+        }
+    } else if weighs(fault_mix, FaultKind::LoseUnsynced) {
+        bail!("lose-unsynced faults crash the store's file system: they need --lose-unsynced (root, /dev/fuse)");
+    }
+    let at_commit = weighs(fault_mix, FaultKind::KillAtCommit) || weighs(fault_mix, FaultKind::PauseAtCommit);
+    if (!sqlite_only || a.no_audit) && at_commit {
+        bail!("kill-at-commit and pause-at-commit faults fire when the harness sees a commit in the SQLite store's audit: they need a SQLite store with the audit on");
+    }
+    Ok(())
+}
+
 /// Run what the flags ask for; the exit code.
 pub fn run(a: RunArgs) -> Result<i32> {
     let (workers, supervisors) = (&a.workers, &a.supervisors);
-    if a.lose_unsynced {
+    if a.lose_unsynced && a.hosts.is_some() {
         bail!(
-            "--lose-unsynced is not simulated: losing what was written but not fsynced needs a device that can drop unsynced writes on demand (dm-flakey, dm-log-writes), which this harness does not have; a host death kills processes and the kernel keeps their writes"
+            "--lose-unsynced is not simulated under --hosts: there a host death kills processes and the kernel keeps their writes; a one-host SQLite round puts its store on the lazy file system (docs/chaos/faults.md)"
         );
     }
     if let Some(f) = &a.schedule {
@@ -171,6 +204,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if store_disk_bytes.is_none() && fault_mix.iter().any(|(k, w)| *k == FaultKind::StoreFull && *w > 0.0) {
         bail!("store-full faults fill the SQLite store's disk: they need --store-disk SIZE (root)");
     }
+    let mut fault_mix = fault_mix;
+    store_faults_checked(&a, sqlite_only, store_disk_bytes.is_some(), &mut fault_mix)?;
     if a.workload != "service" && fault_mix.iter().any(|(k, w)| *k == FaultKind::StopAtChunk && *w > 0.0) {
         bail!("stop-at-chunk faults are placed by the harness's workload service: they need --workload service");
     }
@@ -264,6 +299,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         transport: transport.clone(),
         disk_bytes,
         store_disk_bytes,
+        lose_unsynced: a.lose_unsynced,
         clock: dhp_chaos::config::ClockFaults {
             share: clock_share,
             max_offset_s: a.clock_offset,

@@ -99,12 +99,22 @@ impl Config {
                 Some("no failpoint the harness arms sits at this moment".into())
             }
             Column::Failpoint => None,
+            Column::AtCommit if !self.has(FaultKind::KillAtCommit) && !self.has(FaultKind::PauseAtCommit) => {
+                Some("no kill-at-commit or pause-at-commit in the fault mix".into())
+            }
+            Column::AtCommit if matches!(m, Claim | Recover) => {
+                Some("armed at checkpoint and orphan commits only (its victim holds the handoff, or leads)".into())
+            }
+            Column::AtCommit if m == CheckpointBeforeAck => Some(
+                "it fires after the commit is in the audit: placed after the ack (a committed chunk counts as acknowledged)"
+                    .into(),
+            ),
+            Column::AtCommit => None,
         }
     }
 
     /// One tally per fault kind: every kind of `FaultKind::ALL`, the
-    /// failpoints and clock skew, and the durability fault this harness has
-    /// not got; the mix's kinds are targets.
+    /// failpoints and clock skew; the mix's kinds are targets.
     pub(super) fn fault_tallies(&self, fired: &BTreeMap<String, u64>) -> Vec<Tally> {
         let mut out: Vec<Tally> = FaultKind::ALL
             .iter()
@@ -123,7 +133,12 @@ impl Config {
                     name: name.into(),
                     hits,
                     target: in_mix,
-                    not_applicable: (!in_mix).then(|| "not in this run's fault mix".into()),
+                    not_applicable: (!in_mix).then(|| match k {
+                        FaultKind::LoseUnsynced => {
+                            "needs --lose-unsynced: a one-host SQLite store on the harness's lazy file system".into()
+                        }
+                        _ => "not in this run's fault mix".into(),
+                    }),
                     source: "harness fault records".into(),
                 }
             })
@@ -142,16 +157,6 @@ impl Config {
             target: false,
             not_applicable: (!self.clock).then(|| "--clock 0: no process runs with a skewed clock".into()),
             source: "harness spawn records (faketime)".into(),
-        });
-        out.push(Tally {
-            name: "lost-unfsynced".into(),
-            hits: 0,
-            target: false,
-            not_applicable: Some(
-                "not simulated: losing un-fsynced writes needs a device that drops them on demand (see --lose-unsynced)"
-                    .into(),
-            ),
-            source: "none".into(),
         });
         out
     }

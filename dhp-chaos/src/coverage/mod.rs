@@ -154,17 +154,20 @@ pub enum Column {
     Sigstop,
     /// A failpoint armed by the harness that killed its worker.
     Failpoint,
+    /// A SIGKILL the harness fired when it saw an armed commit in the store audit (`kill-at-commit`).
+    AtCommit,
 }
 
 impl Column {
     /// Every column, in matrix order.
-    pub const ALL: [Column; 3] = [Column::Sigkill, Column::Sigstop, Column::Failpoint];
+    pub const ALL: [Column; 4] = [Column::Sigkill, Column::Sigstop, Column::Failpoint, Column::AtCommit];
     /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
             Column::Sigkill => "SIGKILL",
             Column::Sigstop => "SIGSTOP",
             Column::Failpoint => "failpoint",
+            Column::AtCommit => "at-commit",
         }
     }
 }

@@ -33,6 +33,7 @@ fn column(f: &Ev) -> Option<Column> {
     match (f.s("kind").unwrap_or(""), f.s("signal")) {
         ("teardown" | "resume", _) => None,
         ("failpoint", _) => Some(Column::Failpoint),
+        ("kill-at-commit" | "pause-at-commit", _) => Some(Column::AtCommit),
         (_, Some("KILL")) => Some(Column::Sigkill),
         (_, Some("STOP")) => Some(Column::Sigstop),
         _ => None,
@@ -64,7 +65,8 @@ fn supervisor(cx: &Ctx<'_>, f: &Ev) -> Vec<Moment> {
     if f.get("leader").and_then(serde_json::Value::as_bool) == Some(true) {
         out.push(Moment::LeaderHandover);
     }
-    if orphan_due(cx, f.t()) {
+    // killed the moment the harness saw its orphan commit in the audit
+    if f.s("moment") == Some("orphan") || orphan_due(cx, f.t()) {
         out.push(Moment::Orphan);
     }
     out

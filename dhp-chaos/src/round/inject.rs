@@ -97,6 +97,12 @@ impl Driver<'_> {
         if kind == FaultKind::StopAtChunk {
             return self.arm_chunk_stop();
         }
+        if kind == FaultKind::LoseUnsynced {
+            return self.inject_lose_unsynced();
+        }
+        if matches!(kind, FaultKind::KillAtCommit | FaultKind::PauseAtCommit) {
+            return self.arm_at_commit(kind);
+        }
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -176,7 +182,10 @@ impl Driver<'_> {
             | FaultKind::DbLink
             | FaultKind::DiskFull
             | FaultKind::StoreFull
-            | FaultKind::StopAtChunk => {}
+            | FaultKind::StopAtChunk
+            | FaultKind::LoseUnsynced
+            | FaultKind::KillAtCommit
+            | FaultKind::PauseAtCommit => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();

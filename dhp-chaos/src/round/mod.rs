@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod at_commit;
 mod audit;
 mod chunk_stop;
 mod clock;
@@ -27,6 +28,7 @@ pub mod db_faults;
 mod db_link;
 mod disk;
 mod inject;
+mod lazy_store;
 mod link;
 mod monitor;
 mod reap;
@@ -189,6 +191,10 @@ pub struct Driver<'a> {
     disk_full: Option<(u64, f64)>,
     /// `--store-disk`: the tmpfs under the SQLite store, and its fill.
     store_disk: store_disk::StoreDisk,
+    /// `--lose-unsynced`: the store's lazy file system.
+    lazy: Option<lazy_store::LazyStore>,
+    /// `kill-at-commit`: the armed protocol moment.
+    at_commit: at_commit::AtCommit,
     /// The toxic switched on: (fault id, when to clear it, toxic).
     link_on: Option<(u64, f64, crate::proxy::Toxic)>,
     token: String,
@@ -283,6 +289,8 @@ impl<'a> Driver<'a> {
             tmpfs: None,
             disk_full: None,
             store_disk: store_disk::StoreDisk::default(),
+            lazy: None,
+            at_commit: at_commit::AtCommit::default(),
             token: format!("chaos-{:016x}", cfg.seed),
             data_version: None,
             stall_since: None,
@@ -409,6 +417,7 @@ impl<'a> Driver<'a> {
         self.mount_store_disk()?;
         self.dispatch()?;
         self.install_audit()?;
+        self.mount_lazy_store()?;
         self.t0 = self.hist.record("round", json!({"phase": "start", "seed": self.cfg.seed, "round": self.cfg.round}));
         self.write_meta(json!({}))?;
         if let Some(bytes) = self.cfg.disk_bytes {
@@ -491,6 +500,7 @@ impl<'a> Driver<'a> {
         }
         self.reap(true)?;
         self.monitor();
+        self.at_commit_tick();
         self.notice_self_pauses();
         self.notice_chunk_stops();
         self.wake(false);
@@ -522,6 +532,7 @@ impl<'a> Driver<'a> {
     /// Faults stop; the grace period starts.
     pub fn stop_faults(&mut self) {
         self.db_stall_disarm();
+        self.at_commit = at_commit::AtCommit::default();
         self.heal_link(true);
         self.heal_db_link(true);
         self.heal_disk(true);
@@ -538,6 +549,7 @@ impl<'a> Driver<'a> {
         }
         self.reap(true)?;
         self.monitor();
+        self.at_commit_tick();
         self.notice_self_pauses();
         self.notice_chunk_stops();
         self.wake(true);
@@ -598,6 +610,7 @@ impl<'a> Driver<'a> {
         if let Some(mut m) = self.tmpfs.take() {
             m.unmount()?;
         }
+        self.unmount_lazy_store()?;
         self.unmount_store_disk()?;
         if let Some(since) = self.stall_since.take() {
             self.hist.record(

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod at_commit_round;
 mod checker_audit;
 mod checker_detection;
 mod checker_failover;
@@ -34,6 +35,9 @@ mod hosts_link_round;
 mod hosts_refusals;
 mod hosts_round;
 mod interrupted;
+mod lazyfs_sqlite;
+mod ledger_cli;
+mod lose_unsynced_round;
 mod model_corpus;
 mod model_mutants;
 mod mutant_ack_on_full;
@@ -70,6 +74,7 @@ mod site_index;
 mod site_support;
 mod start_deaths;
 mod store_disk_refused;
+mod store_faults_refused;
 mod store_full_round;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;

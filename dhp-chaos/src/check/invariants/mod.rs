@@ -7,6 +7,7 @@ mod budget;
 mod checkpoints;
 mod converge;
 mod detection;
+mod durable_acks;
 mod exactly_once;
 mod failover;
 mod fencing;
@@ -84,11 +85,13 @@ pub enum Invariant {
     ServedWork,
     /// `model`: every audited change is the effect of a legal operation of dhp-model (store audit).
     Model,
+    /// `durable-acks`: a crash that loses un-fsynced writes loses nothing the store acknowledged.
+    DurableAcks,
 }
 
 impl Invariant {
     /// Every invariant, in the order the report lists them.
-    pub const ALL: [Invariant; 22] = [
+    pub const ALL: [Invariant; 23] = [
         Invariant::Outcome,
         Invariant::Result,
         Invariant::ExactlyOnce,
@@ -111,6 +114,7 @@ impl Invariant {
         Invariant::Budget,
         Invariant::ServedWork,
         Invariant::Model,
+        Invariant::DurableAcks,
     ];
 
     /// The name reports, JSON output and saved reports use.
@@ -138,6 +142,7 @@ impl Invariant {
             Invariant::Budget => "no-silent-budget-overrun",
             Invariant::ServedWork => "served-work",
             Invariant::Model => "model",
+            Invariant::DurableAcks => "durable-acks",
         }
     }
 
@@ -189,6 +194,7 @@ impl Invariant {
             Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
             Invariant::ServedWork => "every committed checkpoint carries the stamp the harness's workload service gave for exactly that chunk of that handoff, no stamp is committed twice, and the chunk was served to the holder and fence the store had when the checkpoint committed (workload record, store audit)",
             Invariant::Model => "every change the store audit recorded, in commit order, is the effect of a legal operation of the protocol's model (dhp-model) from the state just before it, given the harness's own facts (deaths, pauses, served chunks); the whole audit is consumed (store audit)",
+            Invariant::DurableAcks => "a crash of the store's host that loses every write not fsynced (lose-unsynced) loses no checkpoint the store had acknowledged: the store, read by the harness right after the crash, holds every checkpoint whose next chunk the harness's workload service had served, or the handoff is terminal (workload record, harness's own read)",
             Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
         }
     }
@@ -218,6 +224,7 @@ impl Invariant {
             Invariant::Budget => budget::check(cx),
             Invariant::ServedWork => served_work::check(cx),
             Invariant::Model => model::check(cx),
+            Invariant::DurableAcks => durable_acks::check(cx),
         }
     }
 }
