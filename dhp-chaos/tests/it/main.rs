@@ -58,6 +58,7 @@ mod pg_failover_refused;
 mod pg_failover_support;
 mod pg_failover_sync;
 mod pg_link_round;
+mod pg_auto_private;
 mod pg_private;
 mod pg_round;
 mod pg_run_secret_and_schema;
