@@ -65,6 +65,7 @@ pub mod round;
 pub mod scenario;
 pub mod shrink;
 pub mod site;
+pub mod cgroup;
 pub mod survivors;
 pub mod teardown;
 pub mod timeline;
