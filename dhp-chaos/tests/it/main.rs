@@ -60,6 +60,7 @@ mod pg_failover_sync;
 mod pg_link_round;
 mod pg_auto_private;
 mod pg_private;
+mod survivor_cgroup;
 mod pg_round;
 mod pg_run_secret_and_schema;
 mod pinned;
