@@ -47,6 +47,7 @@
 pub const CONTRACT_VERSION: u32 = 2;
 
 pub mod audit;
+pub mod cgroup;
 pub mod check;
 pub mod clock;
 pub mod config;
@@ -65,7 +66,6 @@ pub mod round;
 pub mod scenario;
 pub mod shrink;
 pub mod site;
-pub mod cgroup;
 pub mod survivors;
 pub mod teardown;
 pub mod timeline;

@@ -52,7 +52,11 @@ impl Drop for Stop {
 }
 
 fn need_root() {
-    assert_eq!(nix::unistd::geteuid().as_raw(), 0, "this test becomes `nobody` and makes namespaces: run it as root (CI does)");
+    assert_eq!(
+        nix::unistd::geteuid().as_raw(),
+        0,
+        "this test becomes `nobody` and makes namespaces: run it as root (CI does)"
+    );
 }
 
 #[test]
@@ -84,7 +88,10 @@ fn pg_auto_cluster_is_private_to_its_owner() {
     // pg_auto_failover's trusted roles: not from the root namespace
     for (i, n) in ["n0", "n1", "n2"].iter().enumerate() {
         let (h, p) = node(n, 3 + i as u8);
-        refused("pgautofailover_replicator (a superuser)", as_nobody(&tcp(&h, &p, "pgautofailover_replicator", "dhp"), None));
+        refused(
+            "pgautofailover_replicator (a superuser)",
+            as_nobody(&tcp(&h, &p, "pgautofailover_replicator", "dhp"), None),
+        );
         refused("pgautofailover_monitor", as_nobody(&tcp(&h, &p, "pgautofailover_monitor", "dhp"), None));
     }
     refused("autoctl_node", as_nobody(&tcp(&mon_host, &mon_port, "autoctl_node", "pg_auto_failover"), None));
@@ -100,7 +107,12 @@ fn pg_auto_cluster_is_private_to_its_owner() {
             .args(["-u", "postgres", "--", &psql(), &conn, "-w", "-Atc", "select 1"])
             .output()
             .unwrap();
-        assert!(owner.status.success(), "{n}: the owner through {}: {}", sock.display(), String::from_utf8_lossy(&owner.stderr));
+        assert!(
+            owner.status.success(),
+            "{n}: the owner through {}: {}",
+            sock.display(),
+            String::from_utf8_lossy(&owner.stderr)
+        );
     }
     let cat = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "cat"])
@@ -132,7 +144,11 @@ fn links(tag: &str) -> Vec<String> {
 
 fn namespaces(tag: &str) -> Vec<String> {
     let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains(&format!("dhpauto-{tag}-"))).map(String::from).collect()
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains(&format!("dhpauto-{tag}-")))
+        .map(String::from)
+        .collect()
 }
 
 #[test]

@@ -26,7 +26,11 @@ fn a_descendant_with_a_cleared_environment_is_found_killed_and_counted() {
     let w = escaping_worker(tmp.path());
     let r = crate::common::bins::run_small("env-i-survivor", 5, 2, &["--workers", &w, "--failpoint-rate", "0"]);
     assert_eq!(r.code, 1, "a survivor fails the round\n{}", r.dump());
-    assert!(!r.stderr.contains("environment marker only"), "cgroups are available here (root, cgroup v1)\n{}", r.dump());
+    assert!(
+        !r.stderr.contains("environment marker only"),
+        "cgroups are available here (root, cgroup v1)\n{}",
+        r.dump()
+    );
     let report: Value =
         serde_json::from_slice(&std::fs::read(r.out.join("round-0000/round-report.json")).unwrap()).unwrap();
     let survivors: Vec<&str> = report["survivors"].as_array().unwrap().iter().filter_map(Value::as_str).collect();

@@ -143,6 +143,7 @@ mod tcp_journal_power_loss;
 mod tcp_journal_replay_before_listen;
 mod tcp_log_cache_bounded;
 mod tcp_logdir_links;
+mod tcp_low_nofile;
 mod tcp_measure;
 mod tcp_oversize_line;
 mod tcp_preauth_lockout;
