@@ -81,6 +81,7 @@ mod mcp_session_binding;
 mod mcp_two_servers;
 mod metrics_a2a;
 mod metrics_dashboard;
+mod metrics_low_nofile;
 mod metrics_prometheus;
 mod pg_application_name;
 mod pg_bad_connection;
