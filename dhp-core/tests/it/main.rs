@@ -16,6 +16,7 @@ mod a2a_bad_input;
 mod a2a_cli_flags;
 mod a2a_connection_limits;
 mod a2a_kill_mid_task;
+mod a2a_low_nofile;
 mod a2a_restart_reference;
 mod a2a_safe_defaults;
 mod a2a_sdk_cancel;
