@@ -163,8 +163,6 @@ fn sweep_where(select: &dyn Fn(&str) -> bool) -> Vec<Survivor> {
 fn sweep_group(c: &Cgroup) -> Vec<Survivor> {
     let found = c.kill_all().into_iter().map(|(pid, cmdline)| Survivor { pid, cmdline }).collect();
     c.remove();
-    // this harness's directory too, once its last round is swept (fails while others remain)
-    let _ = std::fs::remove_dir(Path::new(crate::cgroup::FREEZER).join(base()));
     found
 }
 
