@@ -47,7 +47,6 @@
 pub const CONTRACT_VERSION: u32 = 2;
 
 pub mod audit;
-pub mod cgroup;
 pub mod check;
 pub mod clock;
 pub mod config;

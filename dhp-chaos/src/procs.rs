@@ -184,21 +184,9 @@ pub fn spawn(mut spec: Spec, logdir: &Path) -> Result<Proc> {
     secrets_to_env(&mut spec.argv, &mut spec.env);
     let (prog, args) = spec.argv.split_first().context("empty command")?;
     // registered for teardown as it starts (its group: it leads one)
-    // joins the round's cgroup before it execs: no descendant leaves it
-    let mut cmd = match crate::survivors::join_file(logdir) {
-        Some(procs) => {
-            let mut c = Command::new("/bin/sh");
-            c.args(["-c", "echo 0 > \"$0\" && exec \"$@\""]).arg(procs).arg(prog).args(args);
-            c
-        }
-        None => {
-            let mut c = Command::new(prog);
-            c.args(args);
-            c
-        }
-    };
     let child = crate::teardown::guarded(|r| {
-        let child = cmd
+        let child = Command::new(prog)
+            .args(args)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             // what `setsid` cannot shed: found by crate::survivors after the round
             .env(crate::survivors::MARK_VAR, crate::survivors::mark(logdir))

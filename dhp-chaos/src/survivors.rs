@@ -1,23 +1,18 @@
-//! Descendants that outlive a round. Every child the harness starts joins
-//! the round's own cgroup ([`join_file`], [`crate::cgroup`]) before it
-//! execs: a worker's `setsid`, double-forked or `env -i` helper leaves the
-//! harness's process groups but not the cgroup. What is in it after the
-//! round's processes were ended is frozen, killed and counted against the
-//! round (a survivor is a finding).
+//! Descendants that outlive a round. Every child the harness starts
+//! carries an environment marker ([`MARK_VAR`], [`mark`]): unique to this
+//! harness process and the round's process directory. A worker's `setsid`
+//! or double-forked helper leaves the harness's process groups but keeps
+//! the environment it inherited, so a scan of `/proc` finds it where
+//! `killpg` does not. What is found after the round's processes were ended
+//! is killed and counted against the round (a survivor is a finding).
 //!
-//! Where no cgroup v1 freezer hierarchy is writable (not root, no such
-//! mount) the fallback is an environment marker ([`MARK_VAR`], [`mark`]),
-//! unique to this harness process and the round's process directory, found
-//! by a scan of `/proc`; a descendant that clears its environment escapes
-//! it, and the harness says so on stderr once.
+//! A descendant that rewrites its own environment before exec escapes the
+//! scan; the harness does not claim more than it can see.
 
-use crate::cgroup::Cgroup;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::path::Path;
+use std::sync::OnceLock;
 
 /// The environment variable every child of the harness is given.
 pub const MARK_VAR: &str = "DHP_CHAOS_RUN";
@@ -40,69 +35,6 @@ fn token() -> &'static str {
 /// The marker value for the children whose logs go to `logdir` (one per round).
 pub fn mark(logdir: &Path) -> String {
     format!("{}:{}", token(), logdir.display())
-}
-
-/// How descendants are tracked, the first time a round asked (for people).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tracking {
-    /// Each round in its own freezer cgroup.
-    Cgroup,
-    /// The environment marker only: the reason no cgroup could be made.
-    EnvMarker(String),
-}
-
-/// The cgroups of the rounds not swept yet, by process directory; `None`
-/// once a group could not be made (every later round uses the marker).
-struct Groups {
-    by_logdir: HashMap<PathBuf, Cgroup>,
-    tracking: Option<Tracking>,
-}
-
-fn groups() -> std::sync::MutexGuard<'static, Groups> {
-    static G: OnceLock<Mutex<Groups>> = OnceLock::new();
-    let m = G.get_or_init(|| Mutex::new(Groups { by_logdir: HashMap::new(), tracking: None }));
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// This harness's directory under the freezer hierarchy.
-fn base() -> PathBuf {
-    PathBuf::from("dhp-chaos").join(token())
-}
-
-/// The `cgroup.procs` file every child of the round whose logs go to
-/// `logdir` writes `0` to before it execs (the group is made on first
-/// use); `None` where cgroups are unavailable (then the marker is all).
-pub fn join_file(logdir: &Path) -> Option<PathBuf> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let mut g = groups();
-    if let Some(c) = g.by_logdir.get(logdir) {
-        return Some(c.procs_file());
-    }
-    if matches!(g.tracking, Some(Tracking::EnvMarker(_))) {
-        return None;
-    }
-    let rel = base().join(NEXT.fetch_add(1, Ordering::SeqCst).to_string());
-    match Cgroup::create(&rel) {
-        Ok(c) => {
-            let f = c.procs_file();
-            g.by_logdir.insert(logdir.to_path_buf(), c);
-            g.tracking = Some(Tracking::Cgroup);
-            Some(f)
-        }
-        Err(e) => {
-            let why = format!("no writable cgroup v1 freezer at {}: {e}", crate::cgroup::FREEZER);
-            eprintln!(
-                "dhp-chaos: descendants tracked by an environment marker only ({why}); a descendant that clears its environment escapes the survivor sweep"
-            );
-            g.tracking = Some(Tracking::EnvMarker(why));
-            None
-        }
-    }
-}
-
-/// How descendants are tracked (`None` before any child was started).
-pub fn tracking() -> Option<Tracking> {
-    groups().tracking.clone()
 }
 
 /// Processes other than this one whose environment holds `MARK_VAR=value`
@@ -159,31 +91,15 @@ fn sweep_where(select: &dyn Fn(&str) -> bool) -> Vec<Survivor> {
     found
 }
 
-/// Freeze and kill every member of `c`, remove it; the members.
-fn sweep_group(c: &Cgroup) -> Vec<Survivor> {
-    let found = c.kill_all().into_iter().map(|(pid, cmdline)| Survivor { pid, cmdline }).collect();
-    c.remove();
-    found
-}
-
 /// End every process of the round whose children log to `logdir` that is
 /// still alive (call after the round's own children were ended); returns them.
 pub fn sweep(logdir: &Path) -> Vec<Survivor> {
-    let group = groups().by_logdir.remove(logdir);
-    if let Some(c) = group {
-        return sweep_group(&c);
-    }
     let want = mark(logdir);
     sweep_where(&|v| v == want)
 }
 
-/// End every tracked process of this harness, any round (teardown).
+/// End every marked process of this harness, any round (teardown).
 pub fn sweep_all() {
-    let all: Vec<Cgroup> = groups().by_logdir.drain().map(|(_, c)| c).collect();
-    for c in &all {
-        sweep_group(c);
-    }
-    let _ = std::fs::remove_dir(Path::new(crate::cgroup::FREEZER).join(base()));
     let prefix = format!("{}:", token());
     sweep_where(&|v| v.starts_with(&prefix));
 }

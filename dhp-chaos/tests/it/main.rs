@@ -72,6 +72,5 @@ mod site_support;
 mod start_deaths;
 mod store_disk_refused;
 mod store_full_round;
-mod survivor_cgroup;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;
