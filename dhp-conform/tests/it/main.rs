@@ -10,6 +10,7 @@ mod adapter_chatter;
 mod adapter_far_future_at;
 mod adapter_grandchild;
 mod adapter_helper_double_fork;
+mod adapter_helper_env_cleared;
 mod adapter_helper_setsid;
 mod adapter_requests;
 mod adapter_skeleton;
