@@ -14,10 +14,15 @@
 pub mod args;
 pub mod compare;
 pub mod gen;
+pub mod gen_extra;
+pub mod ids;
 pub mod replay;
 pub mod run;
+pub mod run_extra;
+pub mod ship;
 pub mod shrink;
 pub mod world;
+pub mod world_extra;
 
 use crate::check::Check;
 use crate::protocol::feature;
@@ -89,7 +94,11 @@ pub struct Summary {
 }
 
 fn features(cx: &Ctx<'_>) -> Features {
-    Features { approvals: cx.has(feature::APPROVALS) }
+    Features {
+        approvals: cx.has(feature::APPROVALS),
+        effects: cx.has(feature::EFFECTS),
+        capabilities: cx.has(feature::CAPABILITIES),
+    }
 }
 
 /// The pin of `d`, if a pinned key is a prefix of its key.
@@ -242,13 +251,17 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         return rows;
     };
     let arg = impl_arg(imp);
-    let wanted = gen::families(Features { approvals: imp.has(feature::APPROVALS) });
+    let wanted = gen::families(Features {
+        approvals: imp.has(feature::APPROVALS),
+        effects: imp.has(feature::EFFECTS),
+        capabilities: imp.has(feature::CAPABILITIES),
+    });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =
         sum.findings.iter().filter(|f| f.pinned.is_none()).map(|f| (f.family, f)).collect();
     for fam in Family::ALL {
         let o = if !wanted.contains(&fam) {
-            Outcome::Skipped(format!("unsupported: {} does not declare feature `approvals`", imp.label))
+            Outcome::Skipped(format!("unsupported: {} does not declare the feature `{}` needs", imp.label, fam.as_str()))
         } else if let Some(f) = unpinned.get(&fam) {
             Outcome::Failed(message(f, cfg.seed, &arg))
         } else if sum.exercised.contains(&fam) {

@@ -89,6 +89,28 @@ pub fn step_text(s: &Step) -> String {
         Step::Decide { h, nth, approve } => {
             format!("approval #{nth} of h{h} is {}", if *approve { "approved" } else { "denied" })
         }
+        Step::Await { h, nth } => format!("h{h}'s holder awaits approval #{nth} of h{h}"),
+        Step::BadId { h, w, how } => {
+            format!("h{h} is claimed under the worker id {:?}", super::gen_extra::bad_worker(*w, *how))
+        }
+        Step::CompleteIntegral { h, w } => format!("w{w} completes h{h} with {{\"x\": 1.0}}"),
+        Step::Resume { h, tamper } => {
+            let how = ["as written", "with its inputs changed", "with a forged checkpoint"][usize::from(*tamper % 3)];
+            format!("h{h}'s last bundle, {how}, resumes on a fresh root")
+        }
+        Step::Ship { h, how } => {
+            let ingest = ["as written", "with its envelope changed", "with a checkpoint's state changed",
+                          "with a torn line appended"];
+            match ingest.get(usize::from(*how)) {
+                Some(x) => format!("h{h} is shipped to a log, which is ingested on a fresh root {x}"),
+                None => format!("h{h} is shipped to a log that cannot be created"),
+            }
+        }
+        Step::Effect { h, w, step, r } => format!("w{w} records effect e{step} of h{h} as {{\"r\": {r}}}"),
+        Step::Capability { h, w, which } => {
+            let (d, r) = super::gen_extra::CAPABILITY[usize::from(*which) % 3];
+            format!("w{w} requires capability {d}:{r} on h{h}")
+        }
     }
 }
 

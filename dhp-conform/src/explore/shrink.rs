@@ -155,7 +155,14 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Recover { h, .. }
         | Step::Suspend { h }
         | Step::RequestApproval { h, .. }
-        | Step::Decide { h, .. } => *h = f(*h),
+        | Step::Decide { h, .. }
+        | Step::Await { h, .. }
+        | Step::BadId { h, .. }
+        | Step::CompleteIntegral { h, .. }
+        | Step::Resume { h, .. }
+        | Step::Ship { h, .. }
+        | Step::Effect { h, .. }
+        | Step::Capability { h, .. } => *h = f(*h),
         Step::Advance { .. } | Step::Scan { .. } => {}
     }
 }
@@ -177,7 +184,11 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             | Step::NoteSpend { w, .. }
             | Step::Complete { w, .. }
             | Step::Release { w, .. }
-            | Step::RequestApproval { w, .. } => to(w),
+            | Step::RequestApproval { w, .. }
+            | Step::BadId { w, .. }
+            | Step::CompleteIntegral { w, .. }
+            | Step::Effect { w, .. }
+            | Step::Capability { w, .. } => to(w),
             Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();

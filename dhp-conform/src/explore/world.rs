@@ -35,6 +35,10 @@ pub struct World {
     pub approvals: BTreeMap<u8, Vec<String>>,
     /// The implementation's protocol clock (Unix seconds) at [`World::now`] 0.
     pub origin: f64,
+    /// The last bundle suspend wrote of each handoff.
+    pub bundles: BTreeMap<u8, super::world_extra::Bundle>,
+    /// The fresh root the last resume went to (the runner's side).
+    pub side_root: Option<String>,
 }
 
 /// The spec error kind of a model refusal (ADAPTERS.md §2).
@@ -102,6 +106,8 @@ impl World {
             tokens: BTreeMap::new(),
             approvals: BTreeMap::new(),
             origin: 0.0,
+            bundles: BTreeMap::new(),
+            side_root: None,
         }
     }
 
@@ -291,7 +297,11 @@ impl World {
             Step::ClaimRace { h, ws } => self.claim_race(*h, ws, winner),
             Step::Suspend { h } => {
                 let id = hid(h);
-                one(done(ops::suspend(&mut self.s, &id)))
+                let r = done(ops::suspend(&mut self.s, &id));
+                if r.is_ok() {
+                    self.keep_bundle(*h);
+                }
+                one(r)
             }
             Step::RequestApproval { h, w, class, timeout_s } => {
                 let l = self.lease(*h, *w, false);
@@ -313,6 +323,13 @@ impl World {
                 let id = ids[usize::from(*nth) % ids.len()].clone();
                 one(Ok(Some(ops::decide(&mut self.s, &id, *approve).is_ok())))
             }
+            Step::Await { .. }
+            | Step::BadId { .. }
+            | Step::CompleteIntegral { .. }
+            | Step::Resume { .. }
+            | Step::Ship { .. }
+            | Step::Effect { .. }
+            | Step::Capability { .. } => self.apply_extra(step),
         }
     }
 

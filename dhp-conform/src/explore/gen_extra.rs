@@ -1,0 +1,78 @@
+//! Generation of the steps added after the first families: odd worker
+//! ids, an integral float result, bundles resumed (tampered or not),
+//! transport logs shipped and ingested, effects, capabilities and
+//! awaiting an approval. Each is drawn with a share of its family's steps.
+
+use super::gen::{Family, Features, Rng, Step};
+use super::world::World;
+
+/// A step of family `f` from this module, or `None` (the family's
+/// original steps). `(h, w)`: a running handoff (if any) and a worker
+/// that usually holds it.
+pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8, u8)) -> Option<Step> {
+    match f {
+        Family::Claim if r.chance(12) => Some(Step::BadId { h: pending_or(world, r, h), w, how: r.below(4) as u8 }),
+        Family::Complete if r.chance(12) => Some(Step::CompleteIntegral { h, w }),
+        Family::Suspend if !world.bundles.is_empty() && r.chance(65) => {
+            let hs: Vec<u8> = world.bundles.keys().copied().collect();
+            Some(Step::Resume { h: r.pick(&hs), tamper: r.pick(&[0, 0, 1, 2]) })
+        }
+        Family::Approvals if world.approval_count(h) > 0 && r.chance(30) => {
+            Some(Step::Await { h, nth: r.below(3) as u8 })
+        }
+        Family::Transport => {
+            // a handoff with checkpoints ships the interesting log
+            let with: Vec<u8> = (0..world.hids.len() as u8).filter(|x| world.checkpoint_count(*x) > 0).collect();
+            let h = if !with.is_empty() && r.chance(80) { r.pick(&with) } else { h };
+            Some(Step::Ship { h, how: r.pick(&[0, 0, 1, 2, 3, 4]) })
+        }
+        Family::Effects => {
+            if feats.effects && (!feats.capabilities || r.chance(60)) {
+                Some(Step::Effect { h, w, step: r.below(3) as u8, r: r.below(4) as u8 })
+            } else {
+                Some(Step::Capability { h, w, which: r.below(CAPABILITY.len() as u64) as u8 })
+            }
+        }
+        _ => None,
+    }
+}
+
+/// A pending handoff if there is one (a claim there would succeed under
+/// a good id), else `h`.
+fn pending_or(world: &World, r: &mut Rng, h: u8) -> u8 {
+    let hs: Vec<u8> = (0..world.hids.len() as u8).filter(|x| world.status_str(*x) == "pending").collect();
+    if hs.is_empty() {
+        h
+    } else {
+        r.pick(&hs)
+    }
+}
+
+/// The worker id a [`Step::BadId`] claims under: malformed (`how` 0),
+/// a good id with a trailing newline (1), reserved `__name__` (2), dots
+/// only (3). PROTOCOL §5.1 / §5.6: every one is a ValidationError.
+pub fn bad_worker(w: u8, how: u8) -> String {
+    match how % 4 {
+        0 => format!("W {w}!"),
+        1 => format!("w{w}\n"),
+        2 => format!("__w{w}__"),
+        _ => "..".to_string(),
+    }
+}
+
+/// The capabilities a [`Step::Capability`] asks for: (domain, resource).
+/// Handoff 1 declares `network: [api.example.com]`; the others none.
+pub const CAPABILITY: [(&str, &str); 3] =
+    [("network", "api.example.com"), ("network", "evil.example.com"), ("dhp", "checkpoint")];
+
+/// Whether handoff `h`'s contract declares capabilities.
+pub fn declares_capabilities(h: u8) -> bool {
+    h == 1
+}
+
+/// Whether capability `which` is granted to handoff `h` (§6.5: only
+/// what the contract declares, and the `dhp` domain; fail-closed).
+pub fn granted(h: u8, which: u8) -> bool {
+    let (domain, resource) = CAPABILITY[usize::from(which) % CAPABILITY.len()];
+    domain == "dhp" || (declares_capabilities(h) && domain == "network" && resource == "api.example.com")
+}
