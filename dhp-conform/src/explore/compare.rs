@@ -78,6 +78,7 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Ship { .. } => "ship_envelope",
         Step::Effect { .. } => "record_effect",
         Step::Capability { .. } => "require_capability",
+        Step::Retune { .. } => "lease terms rewritten",
     }
 }
 
@@ -122,6 +123,7 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Ship { .. } => "§8 shipping reports a log it cannot write [ship-failure-reported]",
         Step::Effect { .. } => "§6.5 record_effect: first write wins [effects-first-write-wins]",
         Step::Capability { .. } => "§6.5 capabilities fail closed [capabilities-fail-closed]",
+        Step::Retune { .. } => "§5.1 the ownership row stores its lease terms [heartbeat-extends-lease]",
     }
 }
 
@@ -284,7 +286,8 @@ pub fn observe(
     // Its end. A leader may renew lazily (dhp-rs writes a new term only
     // once less than half of DHP_LEADER_TTL_S is left), so the stored end
     // may fall short of the model's by up to half a term; the model then
-    // adopts it. A renewal not written when due is further off.
+    // adopts it. A renewal not written when due is further off
+    // (impl-defined: leader-renewal-time, PROTOCOL §17).
     if let (Some(l), Some(at)) = (w.s.leadership.as_mut(), row.as_ref().and_then(|r| r["expires_at"].as_f64())) {
         let got = ((at - w.origin) * 1000.0).round() as i64;
         let short = super::world::LEADER_TTL_MS / 2 + 300;
@@ -346,10 +349,39 @@ fn stored(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) -> 
     if let Some(d) = field(h, "store ownership", json!(want), &json!(own)) {
         return Ok(Some(d));
     }
+    if let Some(d) = lease_end(db, w, hid, h)? {
+        return Ok(Some(d));
+    }
     let rows: Vec<Value> = db.checkpoints(hid)?.into_iter().map(|c| json!([c.seq, c.state_hash])).collect();
     let want: Vec<Value> =
         w.s.checkpoints.get(hid).map_or(Vec::new(), |v| v.iter().map(|c| json!([c.seq, c.hash])).collect());
     Ok(field(h, "store checkpoints", json!(want), &json!(rows)))
+}
+
+/// Slack of a stored lease end against the model's: the step's own time
+/// and a loaded machine.
+const LEASE_SLACK_MS: i64 = 1500;
+
+/// A live lease's stored end against the model's: claim, recover and
+/// heartbeat set it from the row's own TTL (§5.5).
+fn lease_end(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) -> Check<Option<Divergence>> {
+    let (Some(o), Some(m)) = (db.ownership(hid)?, w.s.ownership.get(hid)) else { return Ok(None) };
+    if m.holder == dhp_model::state::ORPHANED {
+        return Ok(None);
+    }
+    let got = ((o.lease_expires_at - w.origin) * 1000.0).round() as i64;
+    if (got - m.lease_expires_at).abs() <= LEASE_SLACK_MS {
+        return Ok(None);
+    }
+    let s = |t: i64| format!("{:.1} s", t as f64 / 1e3);
+    let rule = "§5.5 claim, recover and heartbeat set lease_expires_at = now + the row's heartbeat_interval_s × max_missed [heartbeat-extends-lease]";
+    Ok(Some(Divergence::new(
+        format!("h{h} store lease_expires_at (from the sequence's start)"),
+        "store lease_expires_at".into(),
+        s(m.lease_expires_at),
+        s(got),
+        rule,
+    )))
 }
 
 /// The handoff's approvals and their statuses.

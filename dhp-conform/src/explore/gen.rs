@@ -76,7 +76,7 @@ pub enum Step {
     /// model knows it will not block: decided, or past its timeout).
     Await { h: u8, nth: u8 },
     /// `w` claims `h` under a malformed or reserved id (`how`: see
-    /// [`super::extra::bad_worker`]).
+    /// [`super::gen_extra::bad_worker`]).
     BadId { h: u8, w: u8, how: u8 },
     /// `w` completes `h` with `{"x": 1.0}` (an integer to JSON Schema).
     CompleteIntegral { h: u8, w: u8 },
@@ -90,8 +90,11 @@ pub enum Step {
     Ship { h: u8, how: u8 },
     /// `w` records effect `step` of `h` with result `{"r": r}`.
     Effect { h: u8, w: u8, step: u8, r: u8 },
-    /// `w` asks for capability `which` (see [`super::extra::CAPABILITY`]).
+    /// `w` asks for capability `which` (see [`super::gen_extra::CAPABILITY`]).
     Capability { h: u8, w: u8, which: u8 },
+    /// The runner rewrites `h`'s ownership row to lease terms of 1 s × 2
+    /// (a lease granted under another profile; `standard-store` only).
+    Retune { h: u8 },
 }
 
 /// The operation families a run reports one row each for.
@@ -175,7 +178,7 @@ impl Step {
         match self {
             Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } => Family::Dispatch,
             Step::Claim { .. } | Step::ClaimRace { .. } | Step::BadId { .. } => Family::Claim,
-            Step::Heartbeat { .. } => Family::Heartbeat,
+            Step::Heartbeat { .. } | Step::Retune { .. } => Family::Heartbeat,
             Step::Checkpoint { .. } => Family::Checkpoint,
             Step::Complete { .. } | Step::Ack { .. } | Step::CompleteIntegral { .. } => Family::Complete,
             Step::Release { .. } => Family::Release,
@@ -245,6 +248,8 @@ pub struct Features {
     pub effects: bool,
     /// `capabilities`: require_capability steps.
     pub capabilities: bool,
+    /// `standard-store`: the runner may rewrite lease terms.
+    pub store: bool,
 }
 
 /// The families a run must cover with these features.

@@ -11,6 +11,7 @@ use super::world::World;
 /// that usually holds it.
 pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8, u8)) -> Option<Step> {
     match f {
+        Family::Heartbeat if feats.store && r.chance(20) => Some(Step::Retune { h }),
         Family::Claim if r.chance(12) => Some(Step::BadId { h: pending_or(world, r, h), w, how: r.below(4) as u8 }),
         Family::Complete if r.chance(12) => Some(Step::CompleteIntegral { h, w }),
         Family::Suspend if !world.bundles.is_empty() && r.chance(65) => {

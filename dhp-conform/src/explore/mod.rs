@@ -98,6 +98,7 @@ fn features(cx: &Ctx<'_>) -> Features {
         approvals: cx.has(feature::APPROVALS),
         effects: cx.has(feature::EFFECTS),
         capabilities: cx.has(feature::CAPABILITIES),
+        store: cx.has(feature::STANDARD_STORE) || cx.has(feature::POSTGRES_STORE),
     }
 }
 
@@ -255,6 +256,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         approvals: imp.has(feature::APPROVALS),
         effects: imp.has(feature::EFFECTS),
         capabilities: imp.has(feature::CAPABILITIES),
+        store: false,
     });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =

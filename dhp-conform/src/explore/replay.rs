@@ -111,6 +111,7 @@ pub fn step_text(s: &Step) -> String {
             let (d, r) = super::gen_extra::CAPABILITY[usize::from(*which) % 3];
             format!("w{w} requires capability {d}:{r} on h{h}")
         }
+        Step::Retune { h } => format!("the runner rewrites h{h}'s ownership row to lease terms of 1 s × 2"),
     }
 }
 

@@ -39,6 +39,7 @@ pub fn handles(step: &Step) -> bool {
             | Step::Ship { .. }
             | Step::Effect { .. }
             | Step::Capability { .. }
+            | Step::Retune { .. }
     )
 }
 
@@ -97,6 +98,11 @@ pub fn send(io: &mut Io<'_, '_>, w: &mut World, step: &Step) -> Check<Vec<(u8, G
             a["domain"] = json!(domain);
             a["resource"] = json!(resource);
             one(io.m.try_op("require_capability", a)?)
+        }
+        Step::Retune { h } => {
+            let db = io.cx.store(io.root)?.ok_or_else(|| Fail::Errored("retune needs standard-store".into()))?;
+            let n = db.set_lease_terms(w.hid(*h), 1.0, 2)?;
+            one(Ok(json!({"updated": n})))
         }
         _ => Ok(Vec::new()),
     }

@@ -76,8 +76,8 @@ pub fn shipped(io: &mut Io<'_, '_>, w: &World, h: u8, how: u8) -> Check<Option<D
         if !matches!(&got, Err(e) if e.kind == "TamperError") {
             return Ok(div("reply of ingest (tampered log)", "TamperError".into(), show(got.as_ref()), INGEST));
         }
-        // nothing at or past the tampered line
-        let limit = if how == 1 { 0 } else { 1 };
+        // nothing at or past the tampered line (the first checkpoint's)
+        let limit = 0;
         return match io.m.try_op("status", json!({"root": fresh, "hid": hid}))? {
             Ok(st) if how == 1 || st["checkpoints"].as_i64().unwrap_or(99) > limit => {
                 Ok(div("handoff after a refused ingest", format!("at most {limit} checkpoints"), st.to_string(), INGEST))
@@ -104,7 +104,10 @@ pub fn shipped(io: &mut Io<'_, '_>, w: &World, h: u8, how: u8) -> Check<Option<D
 }
 
 /// The bundle of `h` resumed on the world's side root: its status there
-/// against the model's resume of the bundle on an empty store.
+/// against the model's resume of the bundle on an empty store. Other
+/// `execution` members and the checkpoints' `at` are the implementation's
+/// (impl-defined: resume-execution-members, impl-defined:
+/// resumed-checkpoint-at, PROTOCOL §17).
 pub fn resumed(io: &mut Io<'_, '_>, w: &World, h: u8) -> Check<Option<Divergence>> {
     let (Some(b), Some(root)) = (w.bundles.get(&h), w.side_root.clone()) else { return Ok(None) };
     let hid = w.hid(h).to_string();

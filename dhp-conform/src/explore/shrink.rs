@@ -162,7 +162,8 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Resume { h, .. }
         | Step::Ship { h, .. }
         | Step::Effect { h, .. }
-        | Step::Capability { h, .. } => *h = f(*h),
+        | Step::Capability { h, .. }
+        | Step::Retune { h } => *h = f(*h),
         Step::Advance { .. } | Step::Scan { .. } => {}
     }
 }

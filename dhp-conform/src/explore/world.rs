@@ -56,7 +56,8 @@ pub fn kind(e: &OpError) -> &'static str {
     }
 }
 
-/// `ValidationError` or the ownership check's refusal `e`.
+/// `ValidationError` or the ownership check's refusal `e`
+/// (impl-defined: argument-or-ownership-first, PROTOCOL §17).
 fn either_or_validation(e: &OpError) -> &'static str {
     match e {
         OpError::FencingError => "ValidationError|FencingError",
@@ -277,8 +278,8 @@ impl World {
                     ops::fail(&mut self.s, &l, "output schema", now)
                 };
                 if completed && !*valid {
-                    // PROTOCOL §4 says "completed (no-op)", state-machine.md
-                    // refuses: the first result stands either way.
+                    // impl-defined: invalid-result-after-complete (PROTOCOL
+                    // §17): a no-op or a refusal; the first result stands.
                     return one(Err("ok|StateError"));
                 }
                 one(done(r))
@@ -329,7 +330,8 @@ impl World {
             | Step::Resume { .. }
             | Step::Ship { .. }
             | Step::Effect { .. }
-            | Step::Capability { .. } => self.apply_extra(step),
+            | Step::Capability { .. }
+            | Step::Retune { .. } => self.apply_extra(step),
         }
     }
 
@@ -372,6 +374,7 @@ impl World {
             }
             // a loser finds the row taken (OwnershipLost) or the status
             // running (StateError), depending on which it reads first
+            // (impl-defined: race-loser-kind, PROTOCOL §17)
             let e = match r {
                 Err(OpError::StateError(_) | OpError::OwnershipLost) => Err("OwnershipLost|StateError"),
                 r => done(r),

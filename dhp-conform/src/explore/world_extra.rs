@@ -20,6 +20,9 @@ pub struct Bundle {
     pub path: Option<String>,
 }
 
+/// The lease a [`Step::Retune`] writes: 1 s × 2 missed.
+pub const RETUNED_TTL_MS: i64 = 2_000;
+
 /// The result a [`Step::Effect`] records.
 pub fn effect_result(r: u8) -> serde_json::Value {
     serde_json::json!({"r": r})
@@ -93,6 +96,7 @@ impl World {
                 if !self.s.handoffs.contains_key(self.hid(*h)) {
                     return one(Err("UnknownHandoff"));
                 }
+                // any refusal (impl-defined: ship-failure-kind, PROTOCOL §17)
                 one(if *how == 4 { Err("*") } else { Ok(None) })
             }
             Step::Effect { h, w, step, r } => {
@@ -100,10 +104,18 @@ impl World {
                 let text = effect_result(*r).to_string();
                 one(ops::record_effect(&mut self.s, &l, &effect_step(*step), &text, now).map(Some).map_err(|e| kind(&e)))
             }
+            Step::Retune { h } => {
+                let hid = self.hid(*h).to_string();
+                if let Some(o) = self.s.ownership.get_mut(&hid) {
+                    o.ttl = RETUNED_TTL_MS;
+                }
+                one(Ok(None))
+            }
             Step::Capability { h, w, which } => {
                 let l = self.lease_of(*h, *w);
                 // Where the ownership check sits beside the capability
-                // check is the implementation's: a refused token is either.
+                // check is the implementation's: a refused token is either
+                // (impl-defined: capability-or-ownership-first, PROTOCOL §17).
                 one(match ops::ownership_check(&self.s, &l, now) {
                     Err(e) => Err(either_denied(kind(&e))),
                     Ok(()) if granted(*h, *which) => Ok(None),
@@ -129,7 +141,7 @@ impl World {
 }
 
 /// ValidationError or the claim's own refusal (which check runs first is
-/// the implementation's).
+/// the implementation's: impl-defined: bad-id-or-state-first, PROTOCOL §17).
 fn either(k: &'static str) -> &'static str {
     match k {
         "StateError" => "ValidationError|StateError",
