@@ -1,8 +1,8 @@
 //! Canonical-JSON mutants that reach the ids (issue 45): the three bugs a
 //! clean-room implementer found pass every fixed assertion unless the
 //! adapter declares `canonical` — a float with a zero fraction written
-//! as an integer, an integer above 2^53 rounded through a double, raw
-//! non-ASCII instead of `\uXXXX`. Each mutant computes `handoff_id`,
+//! as an integer, an integer above 2^53 rounded through a double,
+//! non-ASCII written as `\uXXXX` (canonical JSON keeps it raw, §2.2). Each mutant computes `handoff_id`,
 //! `input_hash` and the `canonical` op with its bug, and verifies
 //! dispatched envelopes with it, so its own envelopes go through.
 
@@ -14,7 +14,7 @@ use dhp_core::store::{with_tx, Mode};
 use serde_json::{json, Value};
 
 pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
-    if !matches!(ad.m, Mutant::IdsFloatAsInt | Mutant::IdsBigIntRounded | Mutant::IdsRawNonAscii) {
+    if !matches!(ad.m, Mutant::IdsFloatAsInt | Mutant::IdsBigIntRounded | Mutant::IdsEscapedNonAscii) {
         return None;
     }
     match op {
@@ -38,7 +38,7 @@ fn bend(m: Mutant, v: &Value) -> Value {
                 // 1.0 → 1
                 Mutant::IdsFloatAsInt if !integral && x.fract() == 0.0 && x.abs() < 9.0e15 => Some(format!("{}", x as i64)),
                 // 9007199254740993 → 9007199254740992
-                Mutant::IdsBigIntRounded if integral && x.abs() > 9_007_199_254_740_992.0 => Some(format!("{x:.0}")),
+                Mutant::IdsBigIntRounded if integral && x.abs() >= 9_007_199_254_740_992.0 => Some(format!("{x:.0}")),
                 _ => None,
             };
             bent.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| v.clone())
@@ -47,43 +47,18 @@ fn bend(m: Mutant, v: &Value) -> Value {
     }
 }
 
-/// `\uXXXX` escapes of non-ASCII characters written as the raw character.
-fn raw_non_ascii(text: &str) -> String {
+/// Non-ASCII characters escaped as `\uXXXX` (surrogate pairs beyond
+/// the BMP), as `ensure_ascii=True` writes them; canonical JSON keeps them raw.
+fn escape_non_ascii(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut it = text.chars().peekable();
-    let hex4 = |it: &mut std::iter::Peekable<std::str::Chars<'_>>| -> Option<u32> {
-        let h: String = (0..4).filter_map(|_| it.next()).collect();
-        u32::from_str_radix(&h, 16).ok()
-    };
-    while let Some(c) = it.next() {
-        if c != '\\' {
+    for c in text.chars() {
+        if c.is_ascii() {
             out.push(c);
             continue;
         }
-        match it.next() {
-            Some('u') => {
-                let Some(u) = hex4(&mut it) else { continue };
-                let ch = if (0xD800..0xDC00).contains(&u) {
-                    // a surrogate pair: \uD83D\uDE00
-                    it.next();
-                    it.next();
-                    let lo = hex4(&mut it).unwrap_or(0xDC00);
-                    char::from_u32(0x10000 + ((u - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF))
-                } else if u >= 0x80 {
-                    char::from_u32(u)
-                } else {
-                    None
-                };
-                match ch {
-                    Some(ch) => out.push(ch),
-                    None => out.push_str(&format!("\\u{u:04x}")),
-                }
-            }
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
+        let mut units = [0u16; 2];
+        for u in c.encode_utf16(&mut units) {
+            out.push_str(&format!("\\u{:04x}", u));
         }
     }
     out
@@ -92,10 +67,10 @@ fn raw_non_ascii(text: &str) -> String {
 /// The buggy canonical bytes.
 fn canonical(m: Mutant, v: &Value) -> R<Vec<u8>> {
     let bytes = json::canonical(&bend(m, v))?;
-    if m != Mutant::IdsRawNonAscii {
+    if m != Mutant::IdsEscapedNonAscii {
         return Ok(bytes);
     }
-    Ok(raw_non_ascii(&String::from_utf8_lossy(&bytes)).into_bytes())
+    Ok(escape_non_ascii(&String::from_utf8_lossy(&bytes)).into_bytes())
 }
 
 fn ids(m: Mutant, env: &Value) -> R<(String, String)> {
@@ -129,6 +104,9 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
         return Ok(json!({"hid": hid}));
     }
     let text = super::identity::stored_text(env)?;
+    if text.len() > ad.inner.cfg.max_envelope_bytes {
+        return Err(err("OversizePayload", "envelope exceeds max_envelope_bytes"));
+    }
     with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.now()))?;
     Ok(json!({"hid": hid}))
 }

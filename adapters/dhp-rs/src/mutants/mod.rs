@@ -89,7 +89,7 @@ pub(crate) enum Mutant {
     RedispatchRequeuesTerminal,
     IdsFloatAsInt,
     IdsBigIntRounded,
-    IdsRawNonAscii,
+    IdsEscapedNonAscii,
 }
 
 /// Name, mutant, what it breaks.
@@ -305,9 +305,9 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         "canonical JSON (ids, input_hash, the canonical op) rounds an integer above 2^53 through a double",
     ),
     (
-        "ids-raw-non-ascii",
-        Mutant::IdsRawNonAscii,
-        "canonical JSON (ids, input_hash, the canonical op) writes non-ASCII characters raw instead of \\uXXXX",
+        "ids-escaped-non-ascii",
+        Mutant::IdsEscapedNonAscii,
+        "canonical JSON (ids, input_hash, the canonical op) escapes non-ASCII characters as \\uXXXX (ensure_ascii) instead of writing them raw",
     ),
 ];
 
