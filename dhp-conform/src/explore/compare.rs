@@ -79,6 +79,8 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Effect { .. } => "record_effect",
         Step::Capability { .. } => "require_capability",
         Step::Retune { .. } => "lease terms rewritten",
+        Step::Activity { .. } => "note_activity",
+        Step::Canonical { .. } => "canonical",
     }
 }
 
@@ -124,6 +126,8 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Effect { .. } => "§6.5 record_effect: first write wins [effects-first-write-wins]",
         Step::Capability { .. } => "§6.5 capabilities fail closed [capabilities-fail-closed]",
         Step::Retune { .. } => "§5.1 the ownership row stores its lease terms [heartbeat-extends-lease]",
+        Step::Activity { .. } => "§6.5 note_activity after the ownership check [stall-orphan-then-dlq]",
+        Step::Canonical { .. } => "§2.2 canonical JSON of any JSON text [canonical-vectors]",
     }
 }
 

@@ -95,6 +95,12 @@ pub enum Step {
     /// The runner rewrites `h`'s ownership row to lease terms of 1 s × 2
     /// (a lease granted under another profile; `standard-store` only).
     Retune { h: u8 },
+    /// `w` notes the same activity digest `n` times in a row (stall
+    /// detection by repeats, `stall-detection`).
+    Activity { h: u8, w: u8, n: u8 },
+    /// The `canonical` op on text `which` (see
+    /// [`super::gen_extra::CANONICAL_TEXTS`]; `canonical` only).
+    Canonical { which: u8 },
 }
 
 /// The operation families a run reports one row each for.
@@ -176,9 +182,11 @@ impl Step {
     /// The family this step exercises.
     pub fn family(&self) -> Family {
         match self {
-            Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } => Family::Dispatch,
+            Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } | Step::Canonical { .. } => {
+                Family::Dispatch
+            }
             Step::Claim { .. } | Step::ClaimRace { .. } | Step::BadId { .. } => Family::Claim,
-            Step::Heartbeat { .. } | Step::Retune { .. } => Family::Heartbeat,
+            Step::Heartbeat { .. } | Step::Retune { .. } | Step::Activity { .. } => Family::Heartbeat,
             Step::Checkpoint { .. } => Family::Checkpoint,
             Step::Complete { .. } | Step::Ack { .. } | Step::CompleteIntegral { .. } => Family::Complete,
             Step::Release { .. } => Family::Release,
@@ -250,6 +258,10 @@ pub struct Features {
     pub capabilities: bool,
     /// `standard-store`: the runner may rewrite lease terms.
     pub store: bool,
+    /// `stall-detection`: note_activity steps.
+    pub stall: bool,
+    /// `canonical`: the canonical op.
+    pub canonical: bool,
 }
 
 /// The families a run must cover with these features.

@@ -12,6 +12,10 @@ use super::world::World;
 pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8, u8)) -> Option<Step> {
     match f {
         Family::Heartbeat if feats.store && r.chance(20) => Some(Step::Retune { h }),
+        Family::Heartbeat if feats.stall && r.chance(25) => Some(Step::Activity { h, w, n: r.pick(&[1, 9, 10]) }),
+        Family::Dispatch if feats.canonical && r.chance(15) => {
+            Some(Step::Canonical { which: r.below(CANONICAL_TEXTS.len() as u64) as u8 })
+        }
         Family::Claim if r.chance(12) => Some(Step::BadId { h: pending_or(world, r, h), w, how: r.below(4) as u8 }),
         Family::Complete if r.chance(12) => Some(Step::CompleteIntegral { h, w }),
         Family::Suspend if !world.bundles.is_empty() && r.chance(65) => {
@@ -60,6 +64,21 @@ pub fn bad_worker(w: u8, how: u8) -> String {
         _ => "..".to_string(),
     }
 }
+
+/// Texts a [`Step::Canonical`] sends: what a non-canonical writer changes.
+pub const CANONICAL_TEXTS: [&str; 3] = [
+    r#"{"f": 1.0, "big": 9007199254740993, "u": "Zürich ☃ 😀", "e": 1.5e-7, "z": -0.0}"#,
+    r#"{"b": [1, 2.50, {"y": null, "x": true}], "a": "\u00e9\n\t"}"#,
+    r#"[10.0, 123456789012345678901234567890, 1e300, "\ud83d\ude00"]"#,
+];
+
+/// The digest an [`Step::Activity`] repeats.
+pub fn activity_digest(h: u8) -> String {
+    format!("digest-{h}")
+}
+
+/// `DHP_STALL_MAX_REPEATS` (default 10, the runner's profiles leave it).
+pub const STALL_MAX_REPEATS: u32 = 10;
 
 /// The capabilities a [`Step::Capability`] asks for: (domain, resource).
 /// Handoff 1 declares `network: [api.example.com]`; the others none.

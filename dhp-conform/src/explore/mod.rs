@@ -99,6 +99,8 @@ fn features(cx: &Ctx<'_>) -> Features {
         effects: cx.has(feature::EFFECTS),
         capabilities: cx.has(feature::CAPABILITIES),
         store: cx.has(feature::STANDARD_STORE) || cx.has(feature::POSTGRES_STORE),
+        stall: cx.has(feature::STALL_DETECTION),
+        canonical: cx.has(feature::CANONICAL),
     }
 }
 
@@ -257,6 +259,8 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         effects: imp.has(feature::EFFECTS),
         capabilities: imp.has(feature::CAPABILITIES),
         store: false,
+        stall: false,
+        canonical: false,
     });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =

@@ -40,6 +40,8 @@ pub fn handles(step: &Step) -> bool {
             | Step::Effect { .. }
             | Step::Capability { .. }
             | Step::Retune { .. }
+            | Step::Activity { .. }
+            | Step::Canonical { .. }
     )
 }
 
@@ -98,6 +100,19 @@ pub fn send(io: &mut Io<'_, '_>, w: &mut World, step: &Step) -> Check<Vec<(u8, G
             a["domain"] = json!(domain);
             a["resource"] = json!(resource);
             one(io.m.try_op("require_capability", a)?)
+        }
+        Step::Activity { h, w: x, n } => {
+            let mut a = token(w, &root, *h, &format!("w{x}"));
+            a["digest"] = json!(super::gen_extra::activity_digest(*h));
+            let mut last = Ok(json!({}));
+            for _ in 0..*n {
+                last = io.m.try_op("note_activity", a.clone())?;
+            }
+            one(last)
+        }
+        Step::Canonical { which } => {
+            let text = super::gen_extra::CANONICAL_TEXTS[usize::from(*which) % super::gen_extra::CANONICAL_TEXTS.len()];
+            one(io.m.try_op("canonical", json!({"text": text}))?)
         }
         Step::Retune { h } => {
             let db = io.cx.store(io.root)?.ok_or_else(|| Fail::Errored("retune needs standard-store".into()))?;
@@ -158,6 +173,13 @@ pub fn after(io: &mut Io<'_, '_>, w: &mut World, step: &Step, replies: &[(u8, Go
         Step::Resume { h, tamper: 0 } if ok => super::ship::resumed(io, w, *h),
         Step::Ship { h, how } if ok && *how != 4 => super::ship::shipped(io, w, *h, *how),
         Step::Effect { h, .. } => effects(io, w, *h),
+        Step::Activity { h, .. } if ok => {
+            let got = replies.first().and_then(|(_, r)| r.as_ref().ok()).map(|v| v["repeat_count"].clone());
+            let want = json!(w.repeats(*h));
+            let rule = "§6.5 note_activity counts repeats of the same digest in a row [stall-orphan-then-dlq]";
+            Ok((got.as_ref() != Some(&want)).then(|| div("repeat_count", want.to_string(), json!(got).to_string(), rule)).flatten())
+        }
+        Step::Canonical { which } if ok => canonical(*which, replies),
         _ => Ok(None),
     }
 }
@@ -196,6 +218,20 @@ fn bundle_hash(c: &Value) -> Value {
         Ok(h) => json!(format!("{h} (its state_hash: {})", c["state_hash"])),
         Err(e) => json!(format!("(no state: {e})")),
     }
+}
+
+/// The `canonical` op's bytes against the oracle's (§2.2).
+fn canonical(which: u8, replies: &[(u8, Got)]) -> Check<Option<Divergence>> {
+    let text = super::gen_extra::CANONICAL_TEXTS[usize::from(which) % super::gen_extra::CANONICAL_TEXTS.len()];
+    let v: Value = serde_json::from_str(text).map_err(|e| Fail::Errored(e.to_string()))?;
+    let bytes = dhp_oracle::json::canonical(&v).map_err(|e| Fail::Errored(e.to_string()))?.into_bytes();
+    let want: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let got = replies.first().and_then(|(_, r)| r.as_ref().ok()).map(|v| v["canonical_hex"].clone());
+    if got == Some(json!(want)) {
+        return Ok(None);
+    }
+    let rule = "§2.2 canonical JSON: sorted keys, no spaces, numbers as Python writes them, non-ASCII raw [canonical-vectors]";
+    Ok(div("canonical bytes", want, json!(got).to_string(), rule))
 }
 
 /// The effects rows of `h` against the model's (values compared as JSON).

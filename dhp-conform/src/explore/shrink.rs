@@ -163,8 +163,9 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Ship { h, .. }
         | Step::Effect { h, .. }
         | Step::Capability { h, .. }
-        | Step::Retune { h } => *h = f(*h),
-        Step::Advance { .. } | Step::Scan { .. } => {}
+        | Step::Retune { h }
+        | Step::Activity { h, .. } => *h = f(*h),
+        Step::Advance { .. } | Step::Scan { .. } | Step::Canonical { .. } => {}
     }
 }
 
@@ -189,7 +190,8 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             | Step::BadId { w, .. }
             | Step::CompleteIntegral { w, .. }
             | Step::Effect { w, .. }
-            | Step::Capability { w, .. } => to(w),
+            | Step::Capability { w, .. }
+            | Step::Activity { w, .. } => to(w),
             Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();

@@ -331,7 +331,9 @@ impl World {
             | Step::Ship { .. }
             | Step::Effect { .. }
             | Step::Capability { .. }
-            | Step::Retune { .. } => self.apply_extra(step),
+            | Step::Retune { .. }
+            | Step::Activity { .. }
+            | Step::Canonical { .. } => self.apply_extra(step),
         }
     }
 
@@ -358,6 +360,13 @@ impl World {
         }
         for hid in &running {
             let _ = ops::budget_kill(&mut self.s, sup, hid, now);
+        }
+        // stalled by repeated activity (§7.4), after expiry and budgets;
+        // the model's clock never reaches DHP_STALL_TIMEOUT_S
+        for hid in &running {
+            if self.stalled(hid) {
+                let _ = ops::orphan(&mut self.s, sup, hid, OrphanReason::Stalled, false, now);
+            }
         }
         let _ = ops::approval_expire(&mut self.s, sup, now);
         Ok(None)

@@ -104,6 +104,16 @@ impl World {
                 let text = effect_result(*r).to_string();
                 one(ops::record_effect(&mut self.s, &l, &effect_step(*step), &text, now).map(Some).map_err(|e| kind(&e)))
             }
+            Step::Activity { h, w, n } => {
+                let l = self.lease_of(*h, *w);
+                let d = super::gen_extra::activity_digest(*h);
+                let mut last = Ok(None);
+                for _ in 0..*n {
+                    last = done(ops::note_activity(&mut self.s, &l, &d, now));
+                }
+                one(last)
+            }
+            Step::Canonical { .. } => one(Ok(None)),
             Step::Retune { h } => {
                 let hid = self.hid(*h).to_string();
                 if let Some(o) = self.s.ownership.get_mut(&hid) {
@@ -128,6 +138,21 @@ impl World {
 
     fn lease_of(&self, h: u8, w: u8) -> Lease {
         Lease { hid: self.hid(h).to_string(), holder: format!("w{w}"), fence: self.presented_fence(h, w, false) }
+    }
+
+    /// A running handoff with a live lease whose digest repeated
+    /// `DHP_STALL_MAX_REPEATS` times.
+    pub fn stalled(&self, hid: &str) -> bool {
+        let live = self.s.ownership.get(hid).is_some_and(|o| o.holder != dhp_model::state::ORPHANED && o.lease_expires_at >= self.now);
+        let h = self.s.handoffs.get(hid);
+        let running = h.is_some_and(|h| h.status == dhp_model::state::Status::Running);
+        let repeats = h.and_then(|h| h.digest.as_ref()).map_or(0, |(_, n)| *n);
+        live && running && repeats >= super::gen_extra::STALL_MAX_REPEATS
+    }
+
+    /// The digest repeats the model counted for `h`.
+    pub fn repeats(&self, h: u8) -> u32 {
+        self.s.handoffs.get(self.hid(h)).and_then(|x| x.digest.as_ref()).map_or(0, |(_, n)| *n)
     }
 
     /// After a suspend the model accepted: the bundle it wrote.
