@@ -81,6 +81,9 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Retune { .. } => "lease terms rewritten",
         Step::Activity { .. } => "note_activity",
         Step::Canonical { .. } => "canonical",
+        Step::OpenRace { .. } => "open (race to create)",
+        Step::NewerSchema => "open (schema version 4)",
+        Step::LockedWrite { .. } => "heartbeat (write lock held)",
     }
 }
 
@@ -128,6 +131,9 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Retune { .. } => "§5.1 the ownership row stores its lease terms [heartbeat-extends-lease]",
         Step::Activity { .. } => "§6.5 note_activity after the ownership check [stall-orphan-then-dlq]",
         Step::Canonical { .. } => "§2.2 canonical JSON of any JSON text [canonical-vectors]",
+        Step::OpenRace { .. } => "§3.1 every opener of a new store opens it: the losers of the race to create it open the winner's [concurrent-create]",
+        Step::NewerSchema => "§3.1 a store whose schema_version is newer than 3 is refused, unchanged [newer-schema-refused]",
+        Step::LockedWrite { .. } => "§3.1 a writer that finds the write lock held waits for it (busy timeout) [write-lock-wait]",
     }
 }
 
@@ -181,7 +187,7 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
     let op = op_name(step);
     for (w, e) in want {
         let g = got.iter().find(|(x, _)| x == w).map(|(_, g)| g);
-        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. }) {
+        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. } | Step::OpenRace { .. }) {
             format!(" by w{w}")
         } else {
             String::new()

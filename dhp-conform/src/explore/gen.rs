@@ -101,6 +101,14 @@ pub enum Step {
     /// The `canonical` op on text `which` (see
     /// [`super::gen_extra::CANONICAL_TEXTS`]; `canonical` only).
     Canonical { which: u8 },
+    /// `n` fresh processes open one new store at one instant (§3.1).
+    OpenRace { n: u8 },
+    /// The runner marks the store schema version 4; a fresh process must
+    /// refuse to open it; the runner removes the mark (`standard-store`).
+    NewerSchema,
+    /// The runner holds the SQLite write lock for a moment while `w`
+    /// heartbeats `h`: the write waits for it (§3.1, SQLite only).
+    LockedWrite { h: u8, w: u8 },
 }
 
 /// The operation families a run reports one row each for.
@@ -133,11 +141,13 @@ pub enum Family {
     Transport,
     /// effects and capabilities.
     Effects,
+    /// the store itself: concurrent creation, a newer schema, a held write lock.
+    Store,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 13] = [
+    pub const ALL: [Family; 14] = [
         Family::Dispatch,
         Family::Claim,
         Family::Heartbeat,
@@ -151,6 +161,7 @@ impl Family {
         Family::Approvals,
         Family::Transport,
         Family::Effects,
+        Family::Store,
     ];
 
     /// The name reports use.
@@ -169,6 +180,7 @@ impl Family {
             Family::Approvals => "approvals",
             Family::Transport => "transport",
             Family::Effects => "effects",
+            Family::Store => "store",
         }
     }
 
@@ -197,6 +209,7 @@ impl Step {
             Step::RequestApproval { .. } | Step::Decide { .. } | Step::Await { .. } => Family::Approvals,
             Step::Ship { .. } => Family::Transport,
             Step::Effect { .. } | Step::Capability { .. } => Family::Effects,
+            Step::OpenRace { .. } | Step::NewerSchema | Step::LockedWrite { .. } => Family::Store,
         }
     }
 }
@@ -262,6 +275,8 @@ pub struct Features {
     pub stall: bool,
     /// `canonical`: the canonical op.
     pub canonical: bool,
+    /// The store is a SQLite file the runner can lock.
+    pub sqlite: bool,
 }
 
 /// The families a run must cover with these features.
@@ -383,6 +398,7 @@ impl Gen {
                     Family::Approvals => live(8),
                     Family::Transport => 2 + live(1),
                     Family::Effects => live(5),
+                    Family::Store => 1,
                 };
                 (*f, w)
             })
@@ -448,7 +464,7 @@ impl Gen {
                 Step::Recover { h, ws: self.racers() }
             }
             Family::Suspend => Step::Suspend { h: self.h_in("running") },
-            Family::Transport | Family::Effects => unreachable_family(),
+            Family::Transport | Family::Effects | Family::Store => unreachable_family(),
             Family::Approvals => {
                 let h = self.h_in("running");
                 if self.r.chance(55) && self.world.approval_count(h) > 0 {

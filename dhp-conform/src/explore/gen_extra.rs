@@ -31,6 +31,11 @@ pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8,
             let h = if !with.is_empty() && r.chance(80) { r.pick(&with) } else { h };
             Some(Step::Ship { h, how: r.pick(&[0, 0, 1, 2, 3, 4]) })
         }
+        Family::Store => Some(match r.below(3) {
+            0 if feats.store => Step::NewerSchema,
+            1 if feats.sqlite => Step::LockedWrite { h, w },
+            _ => Step::OpenRace { n: 2 + r.below(3) as u8 },
+        }),
         Family::Effects => {
             if feats.effects && (!feats.capabilities || r.chance(60)) {
                 Some(Step::Effect { h, w, step: r.below(3) as u8, r: r.below(4) as u8 })

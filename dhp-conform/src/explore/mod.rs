@@ -20,6 +20,7 @@ pub mod replay;
 pub mod run;
 pub mod run_extra;
 pub mod ship;
+pub mod store_steps;
 pub mod shrink;
 pub mod world;
 pub mod world_extra;
@@ -101,6 +102,7 @@ fn features(cx: &Ctx<'_>) -> Features {
         store: cx.has(feature::STANDARD_STORE) || cx.has(feature::POSTGRES_STORE),
         stall: cx.has(feature::STALL_DETECTION),
         canonical: cx.has(feature::CANONICAL),
+        sqlite: cx.has(feature::STANDARD_STORE),
     }
 }
 
@@ -261,6 +263,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         store: false,
         stall: false,
         canonical: false,
+        sqlite: false,
     });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =

@@ -42,6 +42,9 @@ pub fn handles(step: &Step) -> bool {
             | Step::Retune { .. }
             | Step::Activity { .. }
             | Step::Canonical { .. }
+            | Step::OpenRace { .. }
+            | Step::NewerSchema
+            | Step::LockedWrite { .. }
     )
 }
 
@@ -114,6 +117,7 @@ pub fn send(io: &mut Io<'_, '_>, w: &mut World, step: &Step) -> Check<Vec<(u8, G
             let text = super::gen_extra::CANONICAL_TEXTS[usize::from(*which) % super::gen_extra::CANONICAL_TEXTS.len()];
             one(io.m.try_op("canonical", json!({"text": text}))?)
         }
+        Step::OpenRace { .. } | Step::NewerSchema | Step::LockedWrite { .. } => super::store_steps::send(io, w, step),
         Step::Retune { h } => {
             let db = io.cx.store(io.root)?.ok_or_else(|| Fail::Errored("retune needs standard-store".into()))?;
             let n = db.set_lease_terms(w.hid(*h), 1.0, 2)?;

@@ -164,8 +164,9 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Effect { h, .. }
         | Step::Capability { h, .. }
         | Step::Retune { h }
-        | Step::Activity { h, .. } => *h = f(*h),
-        Step::Advance { .. } | Step::Scan { .. } | Step::Canonical { .. } => {}
+        | Step::Activity { h, .. }
+        | Step::LockedWrite { h, .. } => *h = f(*h),
+        Step::Advance { .. } | Step::Scan { .. } | Step::Canonical { .. } | Step::OpenRace { .. } | Step::NewerSchema => {}
     }
 }
 
@@ -191,7 +192,8 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             | Step::CompleteIntegral { w, .. }
             | Step::Effect { w, .. }
             | Step::Capability { w, .. }
-            | Step::Activity { w, .. } => to(w),
+            | Step::Activity { w, .. }
+            | Step::LockedWrite { w, .. } => to(w),
             Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();

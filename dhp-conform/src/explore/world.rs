@@ -333,7 +333,10 @@ impl World {
             | Step::Capability { .. }
             | Step::Retune { .. }
             | Step::Activity { .. }
-            | Step::Canonical { .. } => self.apply_extra(step),
+            | Step::Canonical { .. }
+            | Step::OpenRace { .. }
+            | Step::NewerSchema
+            | Step::LockedWrite { .. } => self.apply_extra(step),
         }
     }
 

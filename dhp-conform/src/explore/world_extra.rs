@@ -114,6 +114,12 @@ impl World {
                 one(last)
             }
             Step::Canonical { .. } => one(Ok(None)),
+            Step::OpenRace { n } => (0..*n).map(|i| (i, Ok(None))).collect(),
+            Step::NewerSchema => one(Err("ValidationError")),
+            Step::LockedWrite { h, w } => {
+                let l = self.lease_of(*h, *w);
+                one(done(ops::heartbeat(&mut self.s, &l, now)))
+            }
             Step::Retune { h } => {
                 let hid = self.hid(*h).to_string();
                 if let Some(o) = self.s.ownership.get_mut(&hid) {
