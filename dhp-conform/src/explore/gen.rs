@@ -279,6 +279,13 @@ pub struct Features {
     pub sqlite: bool,
 }
 
+impl Features {
+    /// Every feature declared (tests).
+    pub fn all() -> Features {
+        Features { approvals: true, effects: true, capabilities: true, store: true, stall: true, canonical: true, sqlite: true }
+    }
+}
+
 /// The families a run must cover with these features.
 pub fn families(f: Features) -> Vec<Family> {
     Family::ALL
@@ -544,7 +551,7 @@ mod tests {
 
     #[test]
     fn every_family_in_every_sequence_and_the_same_seed_the_same_steps() {
-        let f = Features { approvals: true };
+        let f = Features::all();
         for i in 0..20 {
             let s = sequence(7, i, 30, f);
             assert_eq!(s, sequence(7, i, 30, f));
@@ -558,7 +565,7 @@ mod tests {
     fn writes_mostly_come_from_the_holder() {
         // The generator steers: a fair share of completes, invalid ones
         // included, reach a running handoff with its holder's token.
-        let f = Features { approvals: true };
+        let f = Features::all();
         let (mut valid_by_holder, mut invalid_by_holder) = (0, 0);
         for i in 0..50 {
             let s = sequence(1, i, 30, f);

@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn shrinks_to_the_two_steps_that_matter() {
-        let f = Features { approvals: true };
+        let f = Features::all();
         let (seq, d) = (0..50)
             .find_map(|i| {
                 let s = sequence(11, i, 40, f);
