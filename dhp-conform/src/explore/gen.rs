@@ -282,7 +282,15 @@ pub struct Features {
 impl Features {
     /// Every feature declared (tests).
     pub fn all() -> Features {
-        Features { approvals: true, effects: true, capabilities: true, store: true, stall: true, canonical: true, sqlite: true }
+        Features {
+            approvals: true,
+            effects: true,
+            capabilities: true,
+            store: true,
+            stall: true,
+            canonical: true,
+            sqlite: true,
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8,
             let hs: Vec<u8> = world.bundles.keys().copied().collect();
             Some(Step::Resume { h: r.pick(&hs), tamper: r.pick(&[0, 0, 1, 2]) })
         }
-        Family::Approvals if world.approval_count(h) > 0 && r.chance(30) => {
+        Family::Approvals if world.approval_count(h) > 0 && r.chance(40) => {
             Some(Step::Await { h, nth: r.below(3) as u8 })
         }
         Family::Transport => {

@@ -21,7 +21,8 @@ const CREATED: &str = "§3 provenance.created_at is isoformat() UTC text [timest
 /// The inputs every explored handoff carries beside its `n`.
 pub fn tricky_inputs(n: i64) -> Value {
     // parsed, not built with json!: 1.0 must stay a float with its fraction
-    let text = format!(r#"{{"inline": {{"n": {n}, "f": 1.0, "big": 9007199254740993, "e": 1.5e-7, "u": "Zürich ☃ 😀"}}}}"#);
+    let text =
+        format!(r#"{{"inline": {{"n": {n}, "f": 1.0, "big": 9007199254740993, "e": 1.5e-7, "u": "Zürich ☃ 😀"}}}}"#);
     serde_json::from_str(&text).unwrap_or_else(|_| json!({"inline": {"n": n}}))
 }
 
@@ -89,7 +90,12 @@ pub fn stored(db: &crate::store_view::StoreView, w: &World, envs: &[Value]) -> C
             return Ok(div(what("envelope_json text"), plain, text, TEXT));
         }
         if v["execution"]["checkpoints"] != json!([]) {
-            return Ok(div(what("execution.checkpoints"), "[]".into(), v["execution"]["checkpoints"].to_string(), TEXT));
+            return Ok(div(
+                what("execution.checkpoints"),
+                "[]".into(),
+                v["execution"]["checkpoints"].to_string(),
+                TEXT,
+            ));
         }
         let id = oracle_id(&v);
         if id != hid || v["handoff_id"] != json!(hid) {

@@ -20,8 +20,8 @@ pub mod replay;
 pub mod run;
 pub mod run_extra;
 pub mod ship;
-pub mod store_steps;
 pub mod shrink;
+pub mod store_steps;
 pub mod world;
 pub mod world_extra;
 
@@ -270,7 +270,11 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         sum.findings.iter().filter(|f| f.pinned.is_none()).map(|f| (f.family, f)).collect();
     for fam in Family::ALL {
         let o = if !wanted.contains(&fam) {
-            Outcome::Skipped(format!("unsupported: {} does not declare the feature `{}` needs", imp.label, fam.as_str()))
+            Outcome::Skipped(format!(
+                "unsupported: {} does not declare the feature `{}` needs",
+                imp.label,
+                fam.as_str()
+            ))
         } else if let Some(f) = unpinned.get(&fam) {
             Outcome::Failed(message(f, cfg.seed, &arg))
         } else if sum.exercised.contains(&fam) {

@@ -99,8 +99,12 @@ pub fn step_text(s: &Step) -> String {
             format!("h{h}'s last bundle, {how}, resumes on a fresh root")
         }
         Step::Ship { h, how } => {
-            let ingest = ["as written", "with its envelope changed", "with a checkpoint's state changed",
-                          "with a torn line appended"];
+            let ingest = [
+                "as written",
+                "with its envelope changed",
+                "with a checkpoint's state changed",
+                "with a torn line appended",
+            ];
             match ingest.get(usize::from(*how)) {
                 Some(x) => format!("h{h} is shipped to a log, which is ingested on a fresh root {x}"),
                 None => format!("h{h} is shipped to a log that cannot be created"),

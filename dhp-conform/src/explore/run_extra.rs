@@ -181,7 +181,9 @@ pub fn after(io: &mut Io<'_, '_>, w: &mut World, step: &Step, replies: &[(u8, Go
             let got = replies.first().and_then(|(_, r)| r.as_ref().ok()).map(|v| v["repeat_count"].clone());
             let want = json!(w.repeats(*h));
             let rule = "§6.5 note_activity counts repeats of the same digest in a row [stall-orphan-then-dlq]";
-            Ok((got.as_ref() != Some(&want)).then(|| div("repeat_count", want.to_string(), json!(got).to_string(), rule)).flatten())
+            Ok((got.as_ref() != Some(&want))
+                .then(|| div("repeat_count", want.to_string(), json!(got).to_string(), rule))
+                .flatten())
         }
         Step::Canonical { which } if ok => canonical(*which, replies),
         _ => Ok(None),
@@ -196,10 +198,8 @@ fn bundle_file(w: &World, h: u8, file: &str) -> Check<Option<Divergence>> {
         Ok(d) => d,
         Err(e) => return Ok(div("bundle file", "a JSON bundle".into(), e, rule)),
     };
-    let want: Vec<Value> = w
-        .bundles
-        .get(&h)
-        .map_or(Vec::new(), |b| b.checkpoints.iter().map(|c| json!([c.seq, c.hash])).collect());
+    let want: Vec<Value> =
+        w.bundles.get(&h).map_or(Vec::new(), |b| b.checkpoints.iter().map(|c| json!([c.seq, c.hash])).collect());
     let got: Vec<Value> = doc["checkpoints"]
         .as_array()
         .map_or(Vec::new(), |a| a.iter().map(|c| json!([c["seq"], bundle_hash(c)])).collect());
@@ -234,7 +234,8 @@ fn canonical(which: u8, replies: &[(u8, Got)]) -> Check<Option<Divergence>> {
     if got == Some(json!(want)) {
         return Ok(None);
     }
-    let rule = "§2.2 canonical JSON: sorted keys, no spaces, numbers as Python writes them, non-ASCII raw [canonical-vectors]";
+    let rule =
+        "§2.2 canonical JSON: sorted keys, no spaces, numbers as Python writes them, non-ASCII raw [canonical-vectors]";
     Ok(div("canonical bytes", want, json!(got).to_string(), rule))
 }
 

@@ -79,9 +79,12 @@ pub fn shipped(io: &mut Io<'_, '_>, w: &World, h: u8, how: u8) -> Check<Option<D
         // nothing at or past the tampered line (the first checkpoint's)
         let limit = 0;
         return match io.m.try_op("status", json!({"root": fresh, "hid": hid}))? {
-            Ok(st) if how == 1 || st["checkpoints"].as_i64().unwrap_or(99) > limit => {
-                Ok(div("handoff after a refused ingest", format!("at most {limit} checkpoints"), st.to_string(), INGEST))
-            }
+            Ok(st) if how == 1 || st["checkpoints"].as_i64().unwrap_or(99) > limit => Ok(div(
+                "handoff after a refused ingest",
+                format!("at most {limit} checkpoints"),
+                st.to_string(),
+                INGEST,
+            )),
             _ => Ok(None),
         };
     }
@@ -98,7 +101,12 @@ pub fn shipped(io: &mut Io<'_, '_>, w: &World, h: u8, how: u8) -> Check<Option<D
     let got = st.as_ref().map(|v| json!([v["status"], v["checkpoints"]]));
     let want = json!(["pending", k]);
     if got.as_ref().ok() != Some(&want) {
-        return Ok(div("ingested handoff [status, checkpoints]", want.to_string(), show(got.as_ref().map_err(|e| *e)), INGEST));
+        return Ok(div(
+            "ingested handoff [status, checkpoints]",
+            want.to_string(),
+            show(got.as_ref().map_err(|e| *e)),
+            INGEST,
+        ));
     }
     Ok(None)
 }

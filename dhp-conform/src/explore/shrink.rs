@@ -166,7 +166,11 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Retune { h }
         | Step::Activity { h, .. }
         | Step::LockedWrite { h, .. } => *h = f(*h),
-        Step::Advance { .. } | Step::Scan { .. } | Step::Canonical { .. } | Step::OpenRace { .. } | Step::NewerSchema => {}
+        Step::Advance { .. }
+        | Step::Scan { .. }
+        | Step::Canonical { .. }
+        | Step::OpenRace { .. }
+        | Step::NewerSchema => {}
     }
 }
 

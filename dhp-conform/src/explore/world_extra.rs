@@ -102,7 +102,9 @@ impl World {
             Step::Effect { h, w, step, r } => {
                 let l = self.lease_of(*h, *w);
                 let text = effect_result(*r).to_string();
-                one(ops::record_effect(&mut self.s, &l, &effect_step(*step), &text, now).map(Some).map_err(|e| kind(&e)))
+                one(ops::record_effect(&mut self.s, &l, &effect_step(*step), &text, now)
+                    .map(Some)
+                    .map_err(|e| kind(&e)))
             }
             Step::Activity { h, w, n } => {
                 let l = self.lease_of(*h, *w);
@@ -149,7 +151,11 @@ impl World {
     /// A running handoff with a live lease whose digest repeated
     /// `DHP_STALL_MAX_REPEATS` times.
     pub fn stalled(&self, hid: &str) -> bool {
-        let live = self.s.ownership.get(hid).is_some_and(|o| o.holder != dhp_model::state::ORPHANED && o.lease_expires_at >= self.now);
+        let live = self
+            .s
+            .ownership
+            .get(hid)
+            .is_some_and(|o| o.holder != dhp_model::state::ORPHANED && o.lease_expires_at >= self.now);
         let h = self.s.handoffs.get(hid);
         let running = h.is_some_and(|h| h.status == dhp_model::state::Status::Running);
         let repeats = h.and_then(|h| h.digest.as_ref()).map_or(0, |(_, n)| *n);

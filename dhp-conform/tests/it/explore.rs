@@ -138,7 +138,8 @@ fn canonical_id_bugs_fail_a_fixed_assertion_without_the_canonical_feature() {
     // Issue 45: such bugs passed every fixed assertion unless the adapter
     // declared `canonical`; store-layout now recomputes the ids itself.
     for m in ["ids-float-as-int", "ids-big-int-rounded", "ids-escaped-non-ascii"] {
-        let run = conform(&["--impl", &mutant_adapter(m, "--without-feature canonical"), "store-layout", "--format", "json"]);
+        let run =
+            conform(&["--impl", &mutant_adapter(m, "--without-feature canonical"), "store-layout", "--format", "json"]);
         assert_eq!(run.code, 1, "{m}: {}\n{}", run.stdout, run.stderr);
         assert_eq!(run.with_outcome("failed").len(), 1, "{m}: {}", run.stdout);
     }

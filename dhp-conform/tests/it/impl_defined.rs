@@ -69,7 +69,10 @@ fn every_implementation_defined_point_is_accepted_where_it_says() {
         let flat = flat_source(&text);
         for (at, _) in flat.match_indices("impl-defined: ") {
             let id: String = flat[at + 14..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '-').collect();
-            assert!(ids.contains(&id), "{rel} marks `{id}` implementation-defined, which PROTOCOL.md §17 does not list");
+            assert!(
+                ids.contains(&id),
+                "{rel} marks `{id}` implementation-defined, which PROTOCOL.md §17 does not list"
+            );
         }
     }
 }

@@ -36,7 +36,9 @@ fn bend(m: Mutant, v: &Value) -> Value {
             let x = n.as_f64().unwrap_or(0.0);
             let bent = match m {
                 // 1.0 → 1
-                Mutant::IdsFloatAsInt if !integral && x.fract() == 0.0 && x.abs() < 9.0e15 => Some(format!("{}", x as i64)),
+                Mutant::IdsFloatAsInt if !integral && x.fract() == 0.0 && x.abs() < 9.0e15 => {
+                    Some(format!("{}", x as i64))
+                }
                 // 9007199254740993 → 9007199254740992
                 Mutant::IdsBigIntRounded if integral && x.abs() >= 9_007_199_254_740_992.0 => Some(format!("{x:.0}")),
                 _ => None,
