@@ -73,7 +73,7 @@ pub fn op_name(step: &Step) -> &'static str {
             1 => "claim (worker id ending in a newline)",
             _ => "claim (reserved worker id)",
         },
-        Step::CompleteIntegral { .. } => "complete (integral float)",
+        Step::CompleteIntegral { .. } => "complete (edge of its schema)",
         Step::Resume { .. } => "resume",
         Step::Ship { .. } => "ship_envelope",
         Step::Effect { .. } => "record_effect",
@@ -122,7 +122,7 @@ fn reply_rule(step: &Step) -> &'static str {
             "§5.1 a malformed, newline-ended or reserved worker id is a ValidationError [malformed-ids-rejected] [reserved-worker-ids-refused]"
         }
         Step::CompleteIntegral { .. } => {
-            "§6.3 a float with a zero fraction is an integer to JSON Schema [output-schema-reading]"
+            "§6.3 1.0 is an integer; a schema is read as the draft its $schema names [output-schema-reading]"
         }
         Step::Resume { .. } => "§10 resume verifies the bundle and carries its usage [tampered-bundle-rejected] [suspend-resume-round-trip]",
         Step::Ship { .. } => "§8 shipping reports a log it cannot write [ship-failure-reported]",

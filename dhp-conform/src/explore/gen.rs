@@ -78,7 +78,8 @@ pub enum Step {
     /// `w` claims `h` under a malformed or reserved id (`how`: see
     /// [`super::gen_extra::bad_worker`]).
     BadId { h: u8, w: u8, how: u8 },
-    /// `w` completes `h` with `{"x": 1.0}` (an integer to JSON Schema).
+    /// `w` completes `h` with the edge of its schema: `{"x": 1.0}` (an
+    /// integer), or `{"x": 0}` for the draft-04 handoff (excluded).
     CompleteIntegral { h: u8, w: u8 },
     /// The last bundle of `h` resumes on a fresh root: `tamper` 0 as
     /// written, 1 its inputs changed, 2 a forged checkpoint.

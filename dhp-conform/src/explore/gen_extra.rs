@@ -77,6 +77,26 @@ pub const CANONICAL_TEXTS: [&str; 3] = [
     r#"[10.0, 123456789012345678901234567890, 1e300, "\ud83d\ude00"]"#,
 ];
 
+/// Whether handoff `h`'s output schema is a draft-04 one (§6.3: read as
+/// the draft its `$schema` names).
+pub fn draft4_handoff(h: u8) -> bool {
+    h == 2
+}
+
+/// That schema: `x` a number above 0, exclusive by draft-04's boolean
+/// `exclusiveMinimum` (which 2020-12 does not read that way).
+pub fn draft4_schema() -> serde_json::Value {
+    serde_json::json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                       "properties": {"x": {"type": "number", "minimum": 0, "exclusiveMinimum": true}}})
+}
+
+/// The result a [`Step::CompleteIntegral`] sends: `{"x": 1.0}` (an
+/// integer), or for the draft-04 handoff `{"x": 0}` (excluded there).
+pub fn edge_result(h: u8) -> serde_json::Value {
+    let text = if draft4_handoff(h) { r#"{"x": 0}"# } else { r#"{"x": 1.0}"# };
+    serde_json::from_str(text).unwrap_or(serde_json::Value::Null)
+}
+
 /// The digest an [`Step::Activity`] repeats.
 pub fn activity_digest(h: u8) -> String {
     format!("digest-{h}")

@@ -93,7 +93,7 @@ pub fn step_text(s: &Step) -> String {
         Step::BadId { h, w, how } => {
             format!("h{h} is claimed under the worker id {:?}", super::gen_extra::bad_worker(*w, *how))
         }
-        Step::CompleteIntegral { h, w } => format!("w{w} completes h{h} with {{\"x\": 1.0}}"),
+        Step::CompleteIntegral { h, w } => format!("w{w} completes h{h} with {}", super::gen_extra::edge_result(*h)),
         Step::Resume { h, tamper } => {
             let how = ["as written", "with its inputs changed", "with a forged checkpoint"][usize::from(*tamper % 3)];
             format!("h{h}'s last bundle, {how}, resumes on a fresh root")

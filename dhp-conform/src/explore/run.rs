@@ -41,6 +41,9 @@ fn envelope_spec(seq: &Sequence, h: usize) -> Value {
         "max_attempts": b.max_attempts,
     });
     let mut extra = json!({"budget": budget, "inputs": super::ids::tricky_inputs(1000 + h as i64)});
+    if super::gen_extra::draft4_handoff(h as u8) {
+        extra["output_schema"] = super::gen_extra::draft4_schema();
+    }
     if super::gen_extra::declares_capabilities(h as u8) {
         extra["capabilities"] = json!({"network": ["api.example.com"]});
     }

@@ -82,6 +82,12 @@ impl World {
             }
             Step::CompleteIntegral { h, w } => {
                 let l = self.lease_of(*h, *w);
+                if super::gen_extra::draft4_handoff(*h) {
+                    let completed = self.status_str(*h) == "completed";
+                    let r = done(ops::fail(&mut self.s, &l, "output schema", now));
+                    // impl-defined: invalid-result-after-complete (PROTOCOL §17)
+                    return one(if completed { Err("ok|StateError") } else { r });
+                }
                 one(done(ops::complete(&mut self.s, &l, r#"{"x": 1.0}"#, now)))
             }
             Step::Resume { h, tamper } => {
