@@ -138,7 +138,7 @@ pub fn save(dir: &Path, label: &str, seed: u64, index: u64, f: &Finding, clock: 
         steps: f.minimal.steps.iter().map(step_text).collect(),
         minimal: f.minimal.clone(),
         divergence: f.divergence.clone(),
-        reproduced: format!("{}/{}", f.reproduced, super::REPRO_RUNS),
+        reproduced: format!("{}/{}", f.reproduced, f.repro_runs),
     };
     let name = format!("explore-{}-seed{seed}-{index}.json", crate::suite::sanitize_label(label));
     let path = dir.join(name);
