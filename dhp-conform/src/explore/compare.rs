@@ -83,7 +83,7 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Canonical { .. } => "canonical",
         Step::OpenRace { .. } => "open (race to create)",
         Step::NewerSchema => "open (schema version 4)",
-        Step::LockedWrite { .. } => "heartbeat (write lock held)",
+        Step::LockedWrite { .. } => "checkpoint (write lock held)",
     }
 }
 

@@ -108,7 +108,7 @@ pub enum Step {
     /// refuse to open it; the runner removes the mark (`standard-store`).
     NewerSchema,
     /// The runner holds the SQLite write lock for a moment while `w`
-    /// heartbeats `h`: the write waits for it (§3.1, SQLite only).
+    /// checkpoints `h` `{"h": h, "s": 9}`: the write waits (§3.1, SQLite only).
     LockedWrite { h: u8, w: u8 },
 }
 

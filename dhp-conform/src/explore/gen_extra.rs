@@ -16,7 +16,7 @@ pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8,
         Family::Dispatch if feats.canonical && r.chance(15) => {
             Some(Step::Canonical { which: r.below(CANONICAL_TEXTS.len() as u64) as u8 })
         }
-        Family::Claim if r.chance(12) => Some(Step::BadId { h: pending_or(world, r, h), w, how: r.below(4) as u8 }),
+        Family::Claim if r.chance(20) => Some(Step::BadId { h: pending_or(world, r, h), w, how: r.below(4) as u8 }),
         Family::Complete if r.chance(12) => Some(Step::CompleteIntegral { h, w }),
         Family::Suspend if !world.bundles.is_empty() && r.chance(65) => {
             let hs: Vec<u8> = world.bundles.keys().copied().collect();

@@ -2,7 +2,7 @@
 //! store, a store marked with a newer schema version, and a write while
 //! the runner holds the SQLite write lock. The model has no store to
 //! create or lock: each expects what §3.1 says (every opener opens; a
-//! newer schema is refused; a writer waits), and the rest of the
+//! newer schema is refused; a checkpoint waits for the lock), and the rest of the
 //! sequence goes on as if nothing happened.
 
 use super::gen::Step;
@@ -60,11 +60,11 @@ fn newer_schema(io: &mut Io<'_, '_>) -> Check<Vec<(u8, Got)>> {
 
 fn locked_write(io: &mut Io<'_, '_>, w: &World, h: u8, x: u8) -> Check<Vec<(u8, Got)>> {
     let token = json!({"root": io.root, "worker": format!("w{x}"), "hid": w.hid(h),
-                       "fence": w.presented_fence(h, x, false)});
+                       "fence": w.presented_fence(h, x, false), "state": super::world::state_of(h, 9)});
     let file = std::path::Path::new(io.root).join("dhp.sqlite3");
     if io.root.starts_with("postgres") || !file.exists() {
         // no SQLite file to lock: the write alone
-        return Ok(vec![(0, io.m.try_op("heartbeat", token)?)]);
+        return Ok(vec![(0, io.m.try_op("checkpoint", token)?)]);
     }
     let c = rusqlite::Connection::open(&file).map_err(|e| Fail::Errored(format!("{}: {e}", file.display())))?;
     c.execute_batch("BEGIN IMMEDIATE").map_err(|e| Fail::Errored(format!("taking the write lock: {e}")))?;
@@ -72,7 +72,7 @@ fn locked_write(io: &mut Io<'_, '_>, w: &World, h: u8, x: u8) -> Check<Vec<(u8, 
         std::thread::sleep(LOCK_HELD);
         c.execute_batch("COMMIT")
     });
-    let reply = io.m.try_op("heartbeat", token);
+    let reply = io.m.try_op("checkpoint", token);
     let released = holder.join().map_err(|_| Fail::Errored("the lock holder panicked".into()))?;
     released.map_err(|e| Fail::Errored(format!("releasing the write lock: {e}")))?;
     Ok(vec![(0, reply?)])

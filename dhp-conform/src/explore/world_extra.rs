@@ -126,7 +126,8 @@ impl World {
             Step::NewerSchema => one(Err("ValidationError")),
             Step::LockedWrite { h, w } => {
                 let l = self.lease_of(*h, *w);
-                one(done(ops::heartbeat(&mut self.s, &l, now)))
+                let hash = dhp_oracle::state_hash(&super::world::state_of(*h, 9)).unwrap_or_default();
+                one(done(ops::checkpoint(&mut self.s, &l, &hash, usize::MAX, now)))
             }
             Step::Retune { h } => {
                 let hid = self.hid(*h).to_string();
