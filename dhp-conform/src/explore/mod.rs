@@ -178,7 +178,7 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
             continue;
         }
         // A pinned divergence is listed, not hunted: a short shrink.
-        let (runs, secs) = if pinned.is_some() { (20, 6) } else { (400, 90) };
+        let (runs, secs) = if pinned.is_some() { (20, 6) } else { (600, 240) };
         let limits = shrink::Limits { runs, until: Instant::now() + Duration::from_secs(secs) };
         let mut run = |s: &Sequence| {
             n += 1;
