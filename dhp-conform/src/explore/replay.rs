@@ -118,7 +118,9 @@ pub fn step_text(s: &Step) -> String {
         Step::Retune { h } => format!("the runner rewrites h{h}'s ownership row to lease terms of 1 s × 2"),
         Step::OpenRace { n } => format!("{n} fresh processes open one new store at one instant"),
         Step::NewerSchema => "a fresh process opens the store marked schema version 4".to_string(),
-        Step::LockedWrite { h, w } => format!("w{w} checkpoints h{h} {{\"s\": 9}} while the runner holds the write lock"),
+        Step::LockedWrite { h, w } => {
+            format!("w{w} checkpoints h{h} {{\"s\": 9}} while the runner holds the write lock")
+        }
         Step::Activity { h, w, n } => format!("w{w} notes the same activity digest {n} time(s) on h{h}"),
         Step::Canonical { which } => {
             format!("canonical of {}", super::gen_extra::CANONICAL_TEXTS[usize::from(*which) % 3])
