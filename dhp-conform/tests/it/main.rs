@@ -25,6 +25,7 @@ mod fuzz_adapter_replay;
 mod huge_reply_line;
 mod huge_stderr_line;
 mod hung_adapter;
+mod impl_defined;
 mod mutants;
 mod mutants_not_shipped;
 mod mutation_accounting;
