@@ -31,10 +31,17 @@
 # from every standby demotes its primary after 3 s (below the 5 s: the old
 # primary is read-only before the new one takes writes).
 #
-# Authentication: the client role `postgres` uses SCRAM with a random
-# password (the URL carries it); pg_auto_failover's own roles
-# (autoctl_node, pgautofailover_monitor, pgautofailover_replicator) are
-# trusted from the cluster's private subnet only. Throwaway test clusters.
+# Authentication (issue 47: private to its owner, like pg.sh and
+# pg-cluster.sh): the client role `postgres` uses SCRAM with a random
+# password (the URL carries it; DIR/pwfile is root's, 0600, in a 0700 DIR).
+# pg_auto_failover's own roles (autoctl_node, pgautofailover_monitor and
+# pgautofailover_replicator, a SUPERUSER: pg_rewind needs one) are trusted
+# only from the four namespaces' addresses (K.2-K.5), never from K.1, the
+# root namespace where every local user's processes run. Every server's
+# Unix socket is in DIR/NODE/sock (0700, postgres), not the shared
+# /var/run/postgresql, so its `local trust` line is the owner's alone.
+# An interrupted start (Ctrl-C, SIGTERM) removes every process, namespace
+# and link it made. Throwaway test clusters.
 set -euo pipefail
 
 PGBIN="${DHP_PGBIN:-}"
@@ -79,7 +86,7 @@ install_deps() {
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-# Each server its own port (the Unix sockets of every namespace share /var/run/postgresql).
+# Each server its own port and its own socket directory (NODE/sock, 0700).
 port_of() { cat "$1/$2/port"; }
 sub() { cat "$1/subnet"; }
 ns_of() { echo "dhpauto-$(cat "$1/tag")-$2"; }
@@ -99,7 +106,8 @@ in_node() {
     shift 2
     ip netns exec "$(ns_of "$dir" "$n")" runuser -u postgres -- env \
         PATH="$PGBIN:/usr/bin:/bin" PG_CONFIG="$PGBIN/pg_config" \
-        XDG_CONFIG_HOME="$dir/$n/cfg" XDG_DATA_HOME="$dir/$n/share" XDG_RUNTIME_DIR="$dir/$n/run" "$@"
+        XDG_CONFIG_HOME="$dir/$n/cfg" XDG_DATA_HOME="$dir/$n/share" XDG_RUNTIME_DIR="$dir/$n/run" \
+        PGHOST="$dir/$n/sock" PG_REGRESS_SOCK_DIR="$dir/$n/sock" "$@"
 }
 
 mon_uri() { echo "postgres://autoctl_node@$(ip_of "$1" mon):$(port_of "$1" mon)/pg_auto_failover?sslmode=disable"; }
@@ -130,16 +138,19 @@ add_ns() {
     ip link set "$veth" up
 }
 
+# `local` is trusted: the socket is in NODE/sock (0700, postgres). The
+# manager's roles from the namespaces (K.2-K.5) only; K.1, the root
+# namespace, gets in as `postgres` with the password or not at all.
 hba() {
-    local s="$1"
-    cat <<EOF
-local all all trust
-host pg_auto_failover autoctl_node $s.0/24 trust
-host all pgautofailover_monitor $s.0/24 trust
-host replication pgautofailover_replicator $s.0/24 trust
-host all pgautofailover_replicator $s.0/24 trust
-host all all $s.0/24 scram-sha-256
-EOF
+    local s="$1" h
+    echo "local all all trust"
+    for h in 2 3 4 5; do
+        echo "host pg_auto_failover autoctl_node $s.$h/32 trust"
+        echo "host all pgautofailover_monitor $s.$h/32 trust"
+        echo "host replication pgautofailover_replicator $s.$h/32 trust"
+        echo "host all pgautofailover_replicator $s.$h/32 trust"
+    done
+    echo "host all postgres $s.0/24 scram-sha-256"
 }
 
 # Start NODE's keeper (`pg_autoctl run`) in the background, logging to NODE/keeper.log.
@@ -149,14 +160,16 @@ run_keeper() {
     ip netns exec "$(ns_of "$dir" "$n")" setsid runuser -u postgres -- env \
         PATH="$PGBIN:/usr/bin:/bin" PG_CONFIG="$PGBIN/pg_config" \
         XDG_CONFIG_HOME="$dir/$n/cfg" XDG_DATA_HOME="$dir/$n/share" XDG_RUNTIME_DIR="$dir/$n/run" \
-        pg_autoctl run --pgdata "$d" >>"$dir/$n/keeper.log" 2>&1 </dev/null &
+        PGHOST="$dir/$n/sock" PG_REGRESS_SOCK_DIR="$dir/$n/sock" pg_autoctl run --pgdata "$d" >>"$dir/$n/keeper.log" 2>&1 </dev/null &
 }
 
-# The monitor's `NAME REPORTED GOAL` lines.
+# The monitor's `NAME REPORTED GOAL` lines, asked through its private
+# socket (autoctl_node is not let in from the root namespace).
 cmd_state() {
     local dir="${1:?usage: pg-auto.sh state DIR}"
     find_pgbin
-    "$PGBIN/psql" -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 "$(mon_uri "$dir")&connect_timeout=2" \
+    in_node "$dir" mon timeout 5 psql -X -q -A -t -F ' ' -v ON_ERROR_STOP=1 -p "$(port_of "$dir" mon)" \
+        -U autoctl_node -d pg_auto_failover \
         -c "SELECT nodename, reportedstate, goalstate FROM pgautofailover.node ORDER BY nodeid"
 }
 
@@ -187,7 +200,9 @@ cmd_start() {
     install_deps
     local dir pw n s tag
     dir="$(mktemp -d /tmp/dhp-pga.XXXXXX)"
-    chmod 755 "$dir"
+    chmod 700 "$dir"
+    # the caller may need DIR to clean up after killing this script outright (SIGKILL)
+    echo "pg-auto.sh: cluster directory $dir" >&2
     pw="dhp-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
     printf '%s\n' "$pw" >"$dir/pwfile"
     chmod 600 "$dir/pwfile"
@@ -195,9 +210,17 @@ cmd_start() {
     # the tag names this cluster's namespaces and links (interface names: 15 bytes at most)
     tag="$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
     echo "$tag" >"$dir/tag"
+    local watcher=""
     if [ -n "$watch" ]; then
         setsid nohup bash "$0" _watch "$watch" "$dir" >/dev/null 2>&1 </dev/null &
+        watcher=$!
     fi
+    # Ctrl-C, SIGTERM or a failed step before the cluster is handed over:
+    # undo everything made so far (the keepers run under setsid, no signal
+    # reaches them)
+    # shellcheck disable=SC2064
+    trap "start_undo '$dir' '$watcher'" EXIT
+    trap "exit 130" INT TERM HUP
     exec 8>/tmp/dhp-pga-net.lock
     flock 8
     s="$(pick_subnet)"
@@ -207,13 +230,14 @@ cmd_start() {
     ip link set "da${tag}br" up
     exec 8>&-
     for n in mon n0 n1 n2; do
-        mkdir -p "$dir/$n/cfg" "$dir/$n/share" "$dir/$n/run"
+        mkdir -p "$dir/$n/cfg" "$dir/$n/share" "$dir/$n/run" "$dir/$n/sock"
         free_port >"$dir/$n/port"
         ip_of "$dir" "$n" >"$dir/$n/host"
         add_ns "$dir" "$n"
     done
     chown -R postgres: "$dir"
     chown root: "$dir/pwfile"
+    chmod 700 "$dir"/*/sock
     in_node "$dir" mon pg_autoctl create monitor --pgdata "$dir/mon/data" --pgport "$(port_of "$dir" mon)" \
         --hostname "$(ip_of "$dir" mon)" --no-ssl --skip-pg-hba >"$dir/mon/create.log" 2>&1 \
         || { cat "$dir/mon/create.log" >&2; exit 1; }
@@ -229,12 +253,12 @@ pgautofailover.startup_grace_period = 2000
 EOF
     run_keeper "$dir" mon
     for i in $(seq 1 150); do
-        "$PGBIN/psql" -X -q -At "$(mon_uri "$dir")&connect_timeout=1" -c "SELECT 1" >/dev/null 2>&1 && break
+        cmd_state "$dir" >/dev/null 2>&1 && break
         sleep 0.2
     done
     for n in n0 n1 n2; do
         in_node "$dir" "$n" pg_autoctl create postgres --pgdata "$dir/$n/data" --pgport "$(port_of "$dir" "$n")" \
-            --hostname "$(ip_of "$dir" "$n")" --name "$n" --dbname dhp --no-ssl --skip-pg-hba \
+            --hostname "$(ip_of "$dir" "$n")" --pghost "$dir/$n/sock" --name "$n" --dbname dhp --no-ssl --skip-pg-hba \
             --monitor "$(mon_uri "$dir")" >"$dir/$n/create.log" 2>&1 \
             || { cat "$dir/$n/create.log" >&2; exit 1; }
         in_node "$dir" "$n" pg_autoctl config set --pgdata "$dir/$n/data" timeout.network_partition_timeout 3 \
@@ -253,6 +277,7 @@ EOF
     # on stdin, not in psql's argv (world-readable in /proc while it runs)
     printf "ALTER ROLE postgres PASSWORD '%s';\n" "$pw" \
         | in_node "$dir" n0 psql -X -q -At -v ON_ERROR_STOP=1 -p "$(port_of "$dir" n0)" -U postgres -d dhp -f - >/dev/null
+    trap - EXIT INT TERM HUP
     # the password must work over TCP, or the clients cannot connect
     PGPASSWORD="$pw" "$PGBIN/psql" -X -q -At "postgres://postgres@$(ip_of "$dir" n0):$(port_of "$dir" n0)/dhp?connect_timeout=3" \
         -c "SELECT 1" >/dev/null || { echo "pg-auto.sh: the client role cannot log in over TCP" >&2; exit 1; }
@@ -350,6 +375,18 @@ cmd_stop() {
     done
     ip link del "da${tag}br" 2>/dev/null || true
     case "$dir" in /tmp/dhp-pga.*) rm -rf "$dir" ;; esac
+}
+
+# The EXIT trap of a start that did not finish (interrupted or failed):
+# end the watcher, stop what exists.
+start_undo() {
+    local rc=$? dir="$1" watcher="$2"
+    trap - EXIT INT TERM HUP
+    [ "$rc" -eq 0 ] && return 0
+    echo "pg-auto.sh: start did not finish (exit $rc); removing $dir, its namespaces and links" >&2
+    if [ -n "$watcher" ]; then kill "$watcher" 2>/dev/null || true; fi
+    # a create still running in a namespace holds it: stop kills every pid in each
+    cmd_stop "$dir"
 }
 
 cmd_watch() {

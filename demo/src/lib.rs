@@ -17,6 +17,7 @@ pub mod netns;
 pub mod pageworker;
 pub mod procs;
 pub mod record;
+pub mod slots;
 pub mod titles;
 pub mod ui;
 pub mod verify;

@@ -14,6 +14,7 @@
 //! per response on a `TCP_NODELAY` socket). One mirror can listen on several sockets (e.g. the loopback of two
 //! network namespaces) and keeps one set of counters for all of them.
 
+use crate::slots::HEAD_TIMEOUT;
 use crate::titles::{self, SplitMix64};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -245,22 +246,31 @@ impl Mirror {
             cv: Condvar::new(),
         });
         let stop = Arc::new(AtomicBool::new(false));
+        // one table for every listener: the cap is the process's
+        let slots = crate::slots::Slots::new(crate::slots::cap());
         let mut threads = Vec::new();
         let mut addrs = Vec::new();
         for l in listeners {
             addrs.push(l.local_addr()?);
             // Non-blocking accept so that drop can stop the loop.
             l.set_nonblocking(true)?;
-            let (i, stop) = (inner.clone(), stop.clone());
+            let (i, stop, slots) = (inner.clone(), stop.clone(), slots.clone());
             threads.push(std::thread::Builder::new().name("mirror-accept".into()).spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     match l.accept() {
-                        Ok((conn, _)) => {
-                            let i = i.clone();
-                            let _ = std::thread::Builder::new()
-                                .name("mirror-conn".into())
-                                .spawn(move || serve_connection(&i, conn));
-                        }
+                        Ok((mut conn, _)) => match slots.admit(&conn) {
+                            Some(ticket) => {
+                                let i = i.clone();
+                                let _ = std::thread::Builder::new()
+                                    .name("mirror-conn".into())
+                                    .spawn(move || serve_connection(&i, conn, &ticket));
+                            }
+                            None => {
+                                let _ = conn.set_nonblocking(false);
+                                let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
+                                let _ = write_response(&mut conn, 503, b"busy", false);
+                            }
+                        },
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             std::thread::sleep(Duration::from_millis(2));
                         }
@@ -365,26 +375,42 @@ fn parse_head(head: &str) -> Option<RequestHead> {
     Some(RequestHead { method: method.to_string(), target: target.to_string(), keep_alive, content_length })
 }
 
+/// Read more of a request into `buf`, waiting at most until `by` (the
+/// head deadline) or, before its first byte, [`IDLE_TIMEOUT`]; false when
+/// the client is gone or too slow.
+fn read_more(conn: &mut TcpStream, buf: &mut Vec<u8>, by: Option<Instant>) -> bool {
+    let wait = by.map_or(crate::slots::IDLE_TIMEOUT, |t| t.saturating_duration_since(Instant::now()));
+    if wait.is_zero() || conn.set_read_timeout(Some(wait)).is_err() {
+        return false;
+    }
+    let mut chunk = [0u8; 4096];
+    match conn.read(&mut chunk) {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            buf.extend_from_slice(&chunk[..n]);
+            true
+        }
+    }
+}
+
 /// HTTP/1.1 on one connection: keep-alive, each response written with a
 /// single write on a TCP_NODELAY socket (no Nagle/delayed-ACK stalls).
-fn serve_connection(inner: &Inner, mut conn: TcpStream) {
+/// Bounded (`crate::slots`): a request's head and body must arrive within
+/// [`HEAD_TIMEOUT`] of its first byte; `ticket` marks it answering.
+fn serve_connection(inner: &Inner, mut conn: TcpStream, ticket: &crate::slots::Ticket) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_nodelay(true);
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     loop {
+        let mut by = (!buf.is_empty()).then(|| Instant::now() + HEAD_TIMEOUT);
         let end = loop {
             if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break p;
             }
-            if buf.len() > MAX_HEAD {
+            if buf.len() > MAX_HEAD || !read_more(&mut conn, &mut buf, by) {
                 return;
             }
-            let mut chunk = [0u8; 4096];
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
+            by = by.or_else(|| Some(Instant::now() + HEAD_TIMEOUT));
         };
         let head = String::from_utf8_lossy(&buf[..end]).to_string();
         let mut rest = buf.split_off(end + 4);
@@ -392,19 +418,19 @@ fn serve_connection(inner: &Inner, mut conn: TcpStream) {
             let _ = write_response(&mut conn, 400, b"bad request", false);
             return;
         };
-        // Discard a request body, if any.
+        // Discard a request body, if any (within the same deadline).
         while rest.len() < req.content_length {
-            let mut chunk = [0u8; 4096];
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => rest.extend_from_slice(&chunk[..n]),
+            if !read_more(&mut conn, &mut rest, by) {
+                return;
             }
         }
         buf = rest.split_off(req.content_length);
+        ticket.answering.store(true, Ordering::SeqCst);
         let (status, body) = handle(inner, &req.method, &req.target);
         if write_response(&mut conn, status, &body, req.keep_alive).is_err() || !req.keep_alive {
             return;
         }
+        ticket.answering.store(false, Ordering::SeqCst);
     }
 }
 
@@ -412,6 +438,7 @@ fn write_response(conn: &mut TcpStream, status: u16, body: &[u8], keep_alive: bo
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
+        503 => "Service Unavailable",
         404 => "Not Found",
         _ => "Error",
     };

@@ -33,6 +33,7 @@
 
 pub mod assertions;
 pub mod catalogue;
+pub mod cgroup;
 pub mod check;
 pub mod cli;
 pub mod client;

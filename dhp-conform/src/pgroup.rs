@@ -96,9 +96,17 @@ pub fn mark() -> &'static str {
     })
 }
 
-/// SIGKILL every process but this one whose environment carries this
-/// runner's [`mark`], again until none is left (bounded); how many.
+/// SIGKILL every process left in this run's cgroup ([`crate::cgroup`]),
+/// and remove it; where no cgroup could be made, every process but this
+/// one whose environment carries this runner's [`mark`] (a helper that
+/// cleared its environment escapes that fallback), again until none is
+/// left (bounded); how many.
 pub fn sweep() -> usize {
+    if let Ok(dir) = crate::cgroup::group() {
+        let n = crate::cgroup::kill_all(dir, std::process::id() as i32);
+        let _ = std::fs::remove_dir(dir);
+        return n;
+    }
     let want = format!("{MARK_VAR}={}", mark());
     let me = std::process::id() as i32;
     let mut killed: BTreeSet<i32> = BTreeSet::new();

@@ -325,6 +325,18 @@ impl StoreView {
         Ok(())
     }
 
+    /// Remove the `schema_version` row `version` (undoing
+    /// [`StoreView::add_schema_version`]); the rows removed.
+    pub fn drop_schema_version(&self, version: i64) -> Check<u64> {
+        const SQL: &str = "DELETE FROM schema_version WHERE version = $1";
+        let n = match &self.db {
+            Db::Sqlite(conn) => conn.execute(&SQL.replace('$', "?"), params![version])? as u64,
+            Db::Postgres(c) => c.borrow_mut().execute(SQL, &[&version])?,
+        };
+        self.note(SQL, &[version.into()], n);
+        Ok(n)
+    }
+
     /// Make the store read as one of an older version: `schema_version`
     /// holds the single row `version` (the tables stay as they are; every
     /// migration to 3 is additive).

@@ -8,4 +8,5 @@ mod a2a_demo;
 mod kill_demo_mirror;
 mod kill_demo_netns;
 mod kill_demo_transport_late;
+mod mirror_bounded;
 mod usage_error;

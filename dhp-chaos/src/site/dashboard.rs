@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Connections served at once (the rest get 503).
+/// Connections served at once (a quarter of the soft RLIMIT_NOFILE when
+/// that is lower; the rest get 503).
 const MAX_CONNECTIONS: usize = 32;
 /// Faults listed in the live section (the latest).
 const LIVE_FAULTS: usize = 40;
@@ -286,10 +287,11 @@ impl Dashboard {
     pub fn run(self: &Arc<Self>, listener: TcpListener, shutdown: Arc<AtomicBool>) -> Result<()> {
         let addr = listener.local_addr().map_err(Error::io("reading the dashboard's address", "--dashboard"))?;
         listener.set_nonblocking(true).map_err(Error::io("setting up the dashboard listener", addr.to_string()))?;
+        let cap = crate::site::guard::conn_cap(MAX_CONNECTIONS);
         while !shutdown.load(Ordering::SeqCst) {
             match listener.accept() {
                 Ok((stream, _)) => {
-                    if self.active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    if self.active.fetch_add(1, Ordering::SeqCst) >= cap {
                         self.active.fetch_sub(1, Ordering::SeqCst);
                         let mut s = stream;
                         let _ = respond(&mut s, "503 Service Unavailable", "text/plain", b"too many connections\n");

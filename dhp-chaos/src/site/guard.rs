@@ -12,6 +12,18 @@ use std::time::{Duration, Instant};
 /// The whole request head (request line and headers) must arrive within
 /// this long: a client trickling bytes does not keep a connection slot.
 pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+
+/// A server's connection cap within the descriptor budget: `max`, or a
+/// quarter of the soft RLIMIT_NOFILE when that is lower (at least 1), so
+/// `accept` never takes the harness's last descriptors.
+pub fn conn_cap(max: usize) -> usize {
+    cap_for(max, dhp_core::transport::net::nofile_soft())
+}
+
+/// [`conn_cap`] under a soft RLIMIT_NOFILE of `soft`.
+pub fn cap_for(max: usize, soft: u64) -> usize {
+    usize::try_from(soft / 4).unwrap_or(max).clamp(1, max)
+}
 /// The longest request head read.
 pub const MAX_HEAD: usize = 16 * 1024;
 /// The session cookie's name.
@@ -186,6 +198,15 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cap_is_a_quarter_of_a_low_descriptor_limit() {
+        assert_eq!(cap_for(64, 1 << 20), 64);
+        assert_eq!(cap_for(64, 128), 32);
+        assert_eq!(cap_for(32, 64), 16);
+        assert_eq!(cap_for(32, 0), 1);
+        assert!(conn_cap(64) <= 64 && conn_cap(64) as u64 <= (dhp_core::transport::net::nofile_soft() / 4).max(1));
+    }
 
     fn head(target: &str, headers: &[(&str, &str)]) -> Head {
         Head {

@@ -51,8 +51,9 @@ const MAX_LINE: usize = 4096;
 /// The whole request head must arrive within this long (a client
 /// trickling bytes is dropped then), and the answer be taken within it.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at once; one more is answered 503 and closed (a
-/// worker asks one chunk at a time: a round has far fewer).
+/// Connections served at once (a quarter of the soft RLIMIT_NOFILE when
+/// that is lower); one more is answered 503 and closed (a worker asks one
+/// chunk at a time: a round has far fewer).
 const MAX_CONNECTIONS: usize = 64;
 
 /// The census of each handoff the round dispatched: hid → (lo, hi, chunk).
@@ -150,10 +151,11 @@ struct Shared {
 /// [`MAX_CONNECTIONS`] at once.
 fn run(listener: TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
     let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let cap = crate::site::guard::conn_cap(MAX_CONNECTIONS);
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((mut conn, peer)) => {
-                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                if active.fetch_add(1, Ordering::SeqCst) >= cap {
                     active.fetch_sub(1, Ordering::SeqCst);
                     let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
                     let _ = conn.write_all(

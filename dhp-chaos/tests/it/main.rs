@@ -56,6 +56,7 @@ mod netchaos_refusals;
 mod nightly_run_dir;
 mod out_not_empty;
 mod pg_auto_failover;
+mod pg_auto_private;
 mod pg_child_argv;
 mod pg_failover_async;
 mod pg_failover_refused;

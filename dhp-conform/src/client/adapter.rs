@@ -81,7 +81,14 @@ impl Adapter {
         log: Option<Arc<StderrLog>>,
     ) -> Result<Adapter, AdapterError> {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(format!("exec {command}"));
+        match crate::cgroup::group() {
+            // the run's cgroup joined before the adapter execs: no helper of it leaves
+            Ok(dir) => cmd.arg("-c").arg(format!("echo 0 > \"$0\" && exec {command}")).arg(dir.join("cgroup.procs")),
+            Err(why) => {
+                warn_marker_only(why);
+                cmd.arg("-c").arg(format!("exec {command}"))
+            }
+        };
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("DHP_") && k != "DHP_PYTHON" {
                 cmd.env_remove(&k);
@@ -251,4 +258,14 @@ impl Drop for Adapter {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Say once that helpers are tracked by the environment marker only.
+fn warn_marker_only(why: &str) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| {
+        eprintln!(
+            "dhp-conform: adapter helpers tracked by an environment marker only ({why}); a helper that clears its environment can outlive the run"
+        );
+    });
 }

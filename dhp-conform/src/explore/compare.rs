@@ -67,6 +67,23 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Suspend { .. } => "suspend",
         Step::RequestApproval { .. } => "request_approval",
         Step::Decide { .. } => "decide_approval",
+        Step::Await { .. } => "await_approval",
+        Step::BadId { how, .. } => match how % 4 {
+            0 => "claim (malformed worker id)",
+            1 => "claim (worker id ending in a newline)",
+            _ => "claim (reserved worker id)",
+        },
+        Step::CompleteIntegral { .. } => "complete (edge of its schema)",
+        Step::Resume { .. } => "resume",
+        Step::Ship { .. } => "ship_envelope",
+        Step::Effect { .. } => "record_effect",
+        Step::Capability { .. } => "require_capability",
+        Step::Retune { .. } => "lease terms rewritten",
+        Step::Activity { .. } => "note_activity",
+        Step::Canonical { .. } => "canonical",
+        Step::OpenRace { .. } => "open (race to create)",
+        Step::NewerSchema => "open (schema version 4)",
+        Step::LockedWrite { .. } => "checkpoint (write lock held)",
     }
 }
 
@@ -100,6 +117,23 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Suspend { .. } => "§4 suspend only running (or suspended) work [no-runner-lock-in]",
         Step::RequestApproval { .. } => "§6.6 gated classes fail closed until approved [approval-gates]",
         Step::Decide { .. } => "§6.6 only a pending approval is decided, once [approval-gates]",
+        Step::Await { .. } => "§6.6 await: approved passes; denied or expired is ApprovalDenied [approval-gates]",
+        Step::BadId { .. } => {
+            "§5.1 a malformed, newline-ended or reserved worker id is a ValidationError [malformed-ids-rejected] [reserved-worker-ids-refused]"
+        }
+        Step::CompleteIntegral { .. } => {
+            "§6.3 1.0 is an integer; a schema is read as the draft its $schema names [output-schema-reading]"
+        }
+        Step::Resume { .. } => "§10 resume verifies the bundle and carries its usage [tampered-bundle-rejected] [suspend-resume-round-trip]",
+        Step::Ship { .. } => "§8 shipping reports a log it cannot write [ship-failure-reported]",
+        Step::Effect { .. } => "§6.5 record_effect: first write wins [effects-first-write-wins]",
+        Step::Capability { .. } => "§6.5 capabilities fail closed [capabilities-fail-closed]",
+        Step::Retune { .. } => "§5.1 the ownership row stores its lease terms [heartbeat-extends-lease]",
+        Step::Activity { .. } => "§6.5 note_activity after the ownership check [stall-orphan-then-dlq]",
+        Step::Canonical { .. } => "§2.2 canonical JSON of any JSON text [canonical-vectors]",
+        Step::OpenRace { .. } => "§3.1 every opener of a new store opens it: the losers of the race to create it open the winner's [concurrent-create]",
+        Step::NewerSchema => "§3.1 a store whose schema_version is newer than 3 is refused, unchanged [newer-schema-refused]",
+        Step::LockedWrite { .. } => "§3.1 a writer that finds the write lock held waits for it (busy timeout) [write-lock-wait]",
     }
 }
 
@@ -129,7 +163,8 @@ fn show(g: &Got) -> String {
 fn show_expect(e: &Expect) -> String {
     match e {
         Ok(None) => "ok".into(),
-        Ok(Some(b)) => format!("ok {{\"decided\": {b}}}"),
+        Ok(Some(b)) => format!("ok {b}"),
+        Err("*") => "an error".into(),
         Err(k) => (*k).to_string(),
     }
 }
@@ -137,7 +172,9 @@ fn show_expect(e: &Expect) -> String {
 fn matches(e: &Expect, g: &Got) -> bool {
     match (e, g) {
         (Ok(None), Ok(_)) => true,
-        (Ok(Some(b)), Ok(v)) => v["decided"].as_bool() == Some(*b),
+        (Ok(Some(b)), Ok(v)) => v.get("decided").or(v.get("recorded")).and_then(Value::as_bool) == Some(*b),
+        // `*`: any refusal (which kind is the implementation's)
+        (Err("*"), Err(_)) => true,
         // `A|B`: either kind is right (an order the spec leaves open)
         (Err(k), Err(r)) => k.split('|').any(|k| r.kind == k),
         (Err(k), Ok(_)) => k.split('|').any(|k| k == "ok"),
@@ -150,7 +187,7 @@ pub fn replies(step: &Step, got: &[(u8, Got)], want: &[(u8, Expect)]) -> Option<
     let op = op_name(step);
     for (w, e) in want {
         let g = got.iter().find(|(x, _)| x == w).map(|(_, g)| g);
-        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. }) {
+        let by = if matches!(step, Step::Recover { .. } | Step::ClaimRace { .. } | Step::OpenRace { .. }) {
             format!(" by w{w}")
         } else {
             String::new()
@@ -259,7 +296,8 @@ pub fn observe(
     // Its end. A leader may renew lazily (dhp-rs writes a new term only
     // once less than half of DHP_LEADER_TTL_S is left), so the stored end
     // may fall short of the model's by up to half a term; the model then
-    // adopts it. A renewal not written when due is further off.
+    // adopts it. A renewal not written when due is further off
+    // (impl-defined: leader-renewal-time, PROTOCOL §17).
     if let (Some(l), Some(at)) = (w.s.leadership.as_mut(), row.as_ref().and_then(|r| r["expires_at"].as_f64())) {
         let got = ((at - w.origin) * 1000.0).round() as i64;
         let short = super::world::LEADER_TTL_MS / 2 + 300;
@@ -321,10 +359,39 @@ fn stored(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) -> 
     if let Some(d) = field(h, "store ownership", json!(want), &json!(own)) {
         return Ok(Some(d));
     }
+    if let Some(d) = lease_end(db, w, hid, h)? {
+        return Ok(Some(d));
+    }
     let rows: Vec<Value> = db.checkpoints(hid)?.into_iter().map(|c| json!([c.seq, c.state_hash])).collect();
     let want: Vec<Value> =
         w.s.checkpoints.get(hid).map_or(Vec::new(), |v| v.iter().map(|c| json!([c.seq, c.hash])).collect());
     Ok(field(h, "store checkpoints", json!(want), &json!(rows)))
+}
+
+/// Slack of a stored lease end against the model's: the step's own time
+/// and a loaded machine.
+const LEASE_SLACK_MS: i64 = 1500;
+
+/// A live lease's stored end against the model's: claim, recover and
+/// heartbeat set it from the row's own TTL (§5.5).
+fn lease_end(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) -> Check<Option<Divergence>> {
+    let (Some(o), Some(m)) = (db.ownership(hid)?, w.s.ownership.get(hid)) else { return Ok(None) };
+    if m.holder == dhp_model::state::ORPHANED {
+        return Ok(None);
+    }
+    let got = ((o.lease_expires_at - w.origin) * 1000.0).round() as i64;
+    if (got - m.lease_expires_at).abs() <= LEASE_SLACK_MS {
+        return Ok(None);
+    }
+    let s = |t: i64| format!("{:.1} s", t as f64 / 1e3);
+    let rule = "§5.5 claim, recover and heartbeat set lease_expires_at = now + the row's heartbeat_interval_s × max_missed [heartbeat-extends-lease]";
+    Ok(Some(Divergence::new(
+        format!("h{h} store lease_expires_at (from the sequence's start)"),
+        "store lease_expires_at".into(),
+        s(m.lease_expires_at),
+        s(got),
+        rule,
+    )))
 }
 
 /// The handoff's approvals and their statuses.

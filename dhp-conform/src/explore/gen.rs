@@ -72,6 +72,44 @@ pub enum Step {
     RequestApproval { h: u8, w: u8, class: String, timeout_s: u32 },
     /// The `nth` approval of `h` is decided.
     Decide { h: u8, nth: u8, approve: bool },
+    /// `h`'s holder awaits the `nth` approval of `h` (sent only when the
+    /// model knows it will not block: decided, or past its timeout).
+    Await { h: u8, nth: u8 },
+    /// `w` claims `h` under a malformed or reserved id (`how`: see
+    /// [`super::gen_extra::bad_worker`]).
+    BadId { h: u8, w: u8, how: u8 },
+    /// `w` completes `h` with the edge of its schema: `{"x": 1.0}` (an
+    /// integer), or `{"x": 0}` for the draft-04 handoff (excluded).
+    CompleteIntegral { h: u8, w: u8 },
+    /// The last bundle of `h` resumes on a fresh root: `tamper` 0 as
+    /// written, 1 its inputs changed, 2 a forged checkpoint.
+    Resume { h: u8, tamper: u8 },
+    /// `h` is shipped to a log (its envelope and one line per checkpoint)
+    /// and the log ingested on a fresh root: `how` 0 as written, 1 its
+    /// envelope changed, 2 a checkpoint's state changed, 3 a torn line
+    /// appended, 4 shipped to a log that cannot be created.
+    Ship { h: u8, how: u8 },
+    /// `w` records effect `step` of `h` with result `{"r": r}`.
+    Effect { h: u8, w: u8, step: u8, r: u8 },
+    /// `w` asks for capability `which` (see [`super::gen_extra::CAPABILITY`]).
+    Capability { h: u8, w: u8, which: u8 },
+    /// The runner rewrites `h`'s ownership row to lease terms of 1 s × 2
+    /// (a lease granted under another profile; `standard-store` only).
+    Retune { h: u8 },
+    /// `w` notes the same activity digest `n` times in a row (stall
+    /// detection by repeats, `stall-detection`).
+    Activity { h: u8, w: u8, n: u8 },
+    /// The `canonical` op on text `which` (see
+    /// [`super::gen_extra::CANONICAL_TEXTS`]; `canonical` only).
+    Canonical { which: u8 },
+    /// `n` fresh processes open one new store at one instant (§3.1).
+    OpenRace { n: u8 },
+    /// The runner marks the store schema version 4; a fresh process must
+    /// refuse to open it; the runner removes the mark (`standard-store`).
+    NewerSchema,
+    /// The runner holds the SQLite write lock for a moment while `w`
+    /// checkpoints `h` `{"h": h, "s": 9}`: the write waits (§3.1, SQLite only).
+    LockedWrite { h: u8, w: u8 },
 }
 
 /// The operation families a run reports one row each for.
@@ -100,11 +138,17 @@ pub enum Family {
     Suspend,
     /// approval request and decision.
     Approvals,
+    /// ship to a transport log and ingest (tampered or not).
+    Transport,
+    /// effects and capabilities.
+    Effects,
+    /// the store itself: concurrent creation, a newer schema, a held write lock.
+    Store,
 }
 
 impl Family {
     /// Every family, in report order.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 14] = [
         Family::Dispatch,
         Family::Claim,
         Family::Heartbeat,
@@ -116,6 +160,9 @@ impl Family {
         Family::Recover,
         Family::Suspend,
         Family::Approvals,
+        Family::Transport,
+        Family::Effects,
+        Family::Store,
     ];
 
     /// The name reports use.
@@ -132,6 +179,9 @@ impl Family {
             Family::Recover => "recover",
             Family::Suspend => "suspend",
             Family::Approvals => "approvals",
+            Family::Transport => "transport",
+            Family::Effects => "effects",
+            Family::Store => "store",
         }
     }
 
@@ -145,17 +195,22 @@ impl Step {
     /// The family this step exercises.
     pub fn family(&self) -> Family {
         match self {
-            Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } => Family::Dispatch,
-            Step::Claim { .. } | Step::ClaimRace { .. } => Family::Claim,
-            Step::Heartbeat { .. } => Family::Heartbeat,
+            Step::Dispatch { .. } | Step::Tampered { .. } | Step::Oversize { .. } | Step::Canonical { .. } => {
+                Family::Dispatch
+            }
+            Step::Claim { .. } | Step::ClaimRace { .. } | Step::BadId { .. } => Family::Claim,
+            Step::Heartbeat { .. } | Step::Retune { .. } | Step::Activity { .. } => Family::Heartbeat,
             Step::Checkpoint { .. } => Family::Checkpoint,
-            Step::Complete { .. } | Step::Ack { .. } => Family::Complete,
+            Step::Complete { .. } | Step::Ack { .. } | Step::CompleteIntegral { .. } => Family::Complete,
             Step::Release { .. } => Family::Release,
             Step::NoteStep { .. } | Step::NoteSpend { .. } => Family::Budget,
             Step::Advance { .. } | Step::Scan { .. } => Family::Scan,
             Step::Recover { .. } => Family::Recover,
-            Step::Suspend { .. } => Family::Suspend,
-            Step::RequestApproval { .. } | Step::Decide { .. } => Family::Approvals,
+            Step::Suspend { .. } | Step::Resume { .. } => Family::Suspend,
+            Step::RequestApproval { .. } | Step::Decide { .. } | Step::Await { .. } => Family::Approvals,
+            Step::Ship { .. } => Family::Transport,
+            Step::Effect { .. } | Step::Capability { .. } => Family::Effects,
+            Step::OpenRace { .. } | Step::NewerSchema | Step::LockedWrite { .. } => Family::Store,
         }
     }
 }
@@ -211,11 +266,47 @@ impl Rng {
 pub struct Features {
     /// `approvals`: the approvals family is generated.
     pub approvals: bool,
+    /// `effects`: record_effect steps.
+    pub effects: bool,
+    /// `capabilities`: require_capability steps.
+    pub capabilities: bool,
+    /// `standard-store`: the runner may rewrite lease terms.
+    pub store: bool,
+    /// `stall-detection`: note_activity steps.
+    pub stall: bool,
+    /// `canonical`: the canonical op.
+    pub canonical: bool,
+    /// The store is a SQLite file the runner can lock.
+    pub sqlite: bool,
+}
+
+impl Features {
+    /// Every feature declared (tests).
+    pub fn all() -> Features {
+        Features {
+            approvals: true,
+            effects: true,
+            capabilities: true,
+            store: true,
+            stall: true,
+            canonical: true,
+            sqlite: true,
+        }
+    }
 }
 
 /// The families a run must cover with these features.
 pub fn families(f: Features) -> Vec<Family> {
-    Family::ALL.into_iter().filter(|x| *x != Family::Approvals || f.approvals).collect()
+    Family::ALL
+        .into_iter()
+        .filter(|x| *x != Family::Approvals || f.approvals)
+        .filter(|x| *x != Family::Effects || f.effects || f.capabilities)
+        .collect()
+}
+
+/// gen_extra generates every step of these families.
+fn unreachable_family() -> Step {
+    Step::Scan { s: 0 }
 }
 
 /// Sequence `index` of the run seeded `seed`, `steps` long.
@@ -319,8 +410,11 @@ impl Gen {
                     Family::Budget => live(12),
                     Family::Scan => 8 + live(4),
                     Family::Recover => 2 + 14 * orphaned as u64,
-                    Family::Suspend => 1,
+                    Family::Suspend => 1 + 3 * self.world.bundles.len() as u64,
                     Family::Approvals => live(8),
+                    Family::Transport => 2 + live(1),
+                    Family::Effects => live(5),
+                    Family::Store => 1,
                 };
                 (*f, w)
             })
@@ -337,6 +431,12 @@ impl Gen {
     }
 
     fn of_family(&mut self, f: Family) -> Step {
+        // The newer steps (resume, ship, effects, odd ids, …): gen_extra.
+        let h = self.h_in("running");
+        let w = self.w_for(h);
+        if let Some(s) = super::gen_extra::step(&mut self.r, &self.world, f, self.f, (h, w)) {
+            return s;
+        }
         match f {
             Family::Dispatch => {
                 let h = self.h();
@@ -380,6 +480,7 @@ impl Gen {
                 Step::Recover { h, ws: self.racers() }
             }
             Family::Suspend => Step::Suspend { h: self.h_in("running") },
+            Family::Transport | Family::Effects | Family::Store => unreachable_family(),
             Family::Approvals => {
                 let h = self.h_in("running");
                 if self.r.chance(55) && self.world.approval_count(h) > 0 {
@@ -459,7 +560,7 @@ mod tests {
 
     #[test]
     fn every_family_in_every_sequence_and_the_same_seed_the_same_steps() {
-        let f = Features { approvals: true };
+        let f = Features::all();
         for i in 0..20 {
             let s = sequence(7, i, 30, f);
             assert_eq!(s, sequence(7, i, 30, f));
@@ -473,7 +574,7 @@ mod tests {
     fn writes_mostly_come_from_the_holder() {
         // The generator steers: a fair share of completes, invalid ones
         // included, reach a running handoff with its holder's token.
-        let f = Features { approvals: true };
+        let f = Features::all();
         let (mut valid_by_holder, mut invalid_by_holder) = (0, 0);
         for i in 0..50 {
             let s = sequence(1, i, 30, f);

@@ -14,10 +14,16 @@
 pub mod args;
 pub mod compare;
 pub mod gen;
+pub mod gen_extra;
+pub mod ids;
 pub mod replay;
 pub mod run;
+pub mod run_extra;
+pub mod ship;
 pub mod shrink;
+pub mod store_steps;
 pub mod world;
+pub mod world_extra;
 
 use crate::check::Check;
 use crate::protocol::feature;
@@ -63,8 +69,10 @@ pub struct Finding {
     pub divergence: Divergence,
     /// Steps of the sequence where it was found.
     pub found_in: usize,
-    /// How often the minimal sequence reproduced it (of [`REPRO_RUNS`]).
+    /// How often the minimal sequence reproduced it …
     pub reproduced: u32,
+    /// … of this many runs ([`REPRO_RUNS`]; fewer for a pinned one).
+    pub repro_runs: u32,
     /// Candidate runs the shrink took.
     pub shrink_runs: usize,
     /// The replay file written, if it could be.
@@ -89,7 +97,15 @@ pub struct Summary {
 }
 
 fn features(cx: &Ctx<'_>) -> Features {
-    Features { approvals: cx.has(feature::APPROVALS) }
+    Features {
+        approvals: cx.has(feature::APPROVALS),
+        effects: cx.has(feature::EFFECTS),
+        capabilities: cx.has(feature::CAPABILITIES),
+        store: cx.has(feature::STANDARD_STORE) || cx.has(feature::POSTGRES_STORE),
+        stall: cx.has(feature::STALL_DETECTION),
+        canonical: cx.has(feature::CANONICAL),
+        sqlite: cx.has(feature::STANDARD_STORE),
+    }
 }
 
 /// The pin of `d`, if a pinned key is a prefix of its key.
@@ -100,6 +116,27 @@ fn pin_of(cfg: &Config, d: &Divergence) -> Option<String> {
 /// Run a sequence on a fresh store; its divergence, if any.
 pub fn once(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<Option<Divergence>> {
     Ok(run::run_sequence(cx, seq, name)?.divergence)
+}
+
+/// `seq` run again without the step of its pinned divergence `d` (and of
+/// the pinned ones after it, up to three times), so that the families
+/// after it run too.
+fn past_pinned(cx: &Ctx<'_>, cfg: &Config, seq: &Sequence, d: &Divergence, sum: &mut Summary, i: u64) -> Check {
+    let (mut rest, mut d) = (seq.clone(), d.clone());
+    for k in 0..3 {
+        if d.step >= rest.steps.len() {
+            break;
+        }
+        rest.steps.remove(d.step);
+        let r = run::run_sequence(cx, &rest, &format!("seq{i}-past{k}"))?;
+        sum.steps += r.steps_run;
+        sum.exercised.extend(r.exercised.iter().copied());
+        match r.divergence {
+            Some(next) if pin_of(cfg, &next).is_some() => d = next,
+            _ => break,
+        }
+    }
+    Ok(())
 }
 
 /// Explore `cx`'s implementation.
@@ -133,11 +170,15 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
             }
         }
         let pinned = pin_of(cfg, &d);
+        if pinned.is_some() {
+            // the families after a known divergence are still explored
+            past_pinned(cx, cfg, &seq, &d, &mut sum, i)?;
+        }
         if pinned.is_some() && !shrunk_keys.insert(d.key.clone()) {
             continue;
         }
         // A pinned divergence is listed, not hunted: a short shrink.
-        let (runs, secs) = if pinned.is_some() { (40, 15) } else { (400, 90) };
+        let (runs, secs) = if pinned.is_some() { (20, 6) } else { (600, 240) };
         let limits = shrink::Limits { runs, until: Instant::now() + Duration::from_secs(secs) };
         let mut run = |s: &Sequence| {
             n += 1;
@@ -145,7 +186,9 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
         };
         let s = shrink::shrink(&seq, d, limits, &mut run)?;
         let mut reproduced = 0;
-        for k in 0..REPRO_RUNS {
+        // a pinned divergence is listed, not measured closely
+        let repro = if pinned.is_some() { 2 } else { REPRO_RUNS };
+        for k in 0..repro {
             if once(cx, &s.seq, &format!("repro{i}-{k}"))?.is_some_and(|x| x.key == s.divergence.key) {
                 reproduced += 1;
             }
@@ -157,6 +200,7 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
             divergence: s.divergence,
             found_in: r.steps_run,
             reproduced,
+            repro_runs: repro,
             shrink_runs: s.runs,
             replay: None,
             pinned,
@@ -205,7 +249,7 @@ pub fn message(f: &Finding, cfg_seed: u64, imp: &str) -> String {
         f.minimal.steps.len(),
         f.shrink_runs,
         f.reproduced,
-        REPRO_RUNS,
+        f.repro_runs,
         describe(&f.minimal, Some(d)),
         d.step + 1,
         d.what,
@@ -242,13 +286,25 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         return rows;
     };
     let arg = impl_arg(imp);
-    let wanted = gen::families(Features { approvals: imp.has(feature::APPROVALS) });
+    let wanted = gen::families(Features {
+        approvals: imp.has(feature::APPROVALS),
+        effects: imp.has(feature::EFFECTS),
+        capabilities: imp.has(feature::CAPABILITIES),
+        store: false,
+        stall: false,
+        canonical: false,
+        sqlite: false,
+    });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =
         sum.findings.iter().filter(|f| f.pinned.is_none()).map(|f| (f.family, f)).collect();
     for fam in Family::ALL {
         let o = if !wanted.contains(&fam) {
-            Outcome::Skipped(format!("unsupported: {} does not declare feature `approvals`", imp.label))
+            Outcome::Skipped(format!(
+                "unsupported: {} does not declare the feature `{}` needs",
+                imp.label,
+                fam.as_str()
+            ))
         } else if let Some(f) = unpinned.get(&fam) {
             Outcome::Failed(message(f, cfg.seed, &arg))
         } else if sum.exercised.contains(&fam) {

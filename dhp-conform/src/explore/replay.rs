@@ -89,6 +89,42 @@ pub fn step_text(s: &Step) -> String {
         Step::Decide { h, nth, approve } => {
             format!("approval #{nth} of h{h} is {}", if *approve { "approved" } else { "denied" })
         }
+        Step::Await { h, nth } => format!("h{h}'s holder awaits approval #{nth} of h{h}"),
+        Step::BadId { h, w, how } => {
+            format!("h{h} is claimed under the worker id {:?}", super::gen_extra::bad_worker(*w, *how))
+        }
+        Step::CompleteIntegral { h, w } => format!("w{w} completes h{h} with {}", super::gen_extra::edge_result(*h)),
+        Step::Resume { h, tamper } => {
+            let how = ["as written", "with its inputs changed", "with a forged checkpoint"][usize::from(*tamper % 3)];
+            format!("h{h}'s last bundle, {how}, resumes on a fresh root")
+        }
+        Step::Ship { h, how } => {
+            let ingest = [
+                "as written",
+                "with its envelope changed",
+                "with a checkpoint's state changed",
+                "with a torn line appended",
+            ];
+            match ingest.get(usize::from(*how)) {
+                Some(x) => format!("h{h} is shipped to a log, which is ingested on a fresh root {x}"),
+                None => format!("h{h} is shipped to a log that cannot be created"),
+            }
+        }
+        Step::Effect { h, w, step, r } => format!("w{w} records effect e{step} of h{h} as {{\"r\": {r}}}"),
+        Step::Capability { h, w, which } => {
+            let (d, r) = super::gen_extra::CAPABILITY[usize::from(*which) % 3];
+            format!("w{w} requires capability {d}:{r} on h{h}")
+        }
+        Step::Retune { h } => format!("the runner rewrites h{h}'s ownership row to lease terms of 1 s × 2"),
+        Step::OpenRace { n } => format!("{n} fresh processes open one new store at one instant"),
+        Step::NewerSchema => "a fresh process opens the store marked schema version 4".to_string(),
+        Step::LockedWrite { h, w } => {
+            format!("w{w} checkpoints h{h} {{\"s\": 9}} while the runner holds the write lock")
+        }
+        Step::Activity { h, w, n } => format!("w{w} notes the same activity digest {n} time(s) on h{h}"),
+        Step::Canonical { which } => {
+            format!("canonical of {}", super::gen_extra::CANONICAL_TEXTS[usize::from(*which) % 3])
+        }
     }
 }
 
@@ -104,7 +140,7 @@ pub fn save(dir: &Path, label: &str, seed: u64, index: u64, f: &Finding, clock: 
         steps: f.minimal.steps.iter().map(step_text).collect(),
         minimal: f.minimal.clone(),
         divergence: f.divergence.clone(),
-        reproduced: format!("{}/{}", f.reproduced, super::REPRO_RUNS),
+        reproduced: format!("{}/{}", f.reproduced, f.repro_runs),
     };
     let name = format!("explore-{}-seed{seed}-{index}.json", crate::suite::sanitize_label(label));
     let path = dir.join(name);

@@ -40,7 +40,14 @@ fn envelope_spec(seq: &Sequence, h: usize) -> Value {
         "max_wallclock_s": b.max_wallclock_s as f64,
         "max_attempts": b.max_attempts,
     });
-    spec_with(1000 + h as i64, json!({"budget": budget}))
+    let mut extra = json!({"budget": budget, "inputs": super::ids::tricky_inputs(1000 + h as i64)});
+    if super::gen_extra::draft4_handoff(h as u8) {
+        extra["output_schema"] = super::gen_extra::draft4_schema();
+    }
+    if super::gen_extra::declares_capabilities(h as u8) {
+        extra["capabilities"] = json!({"network": ["api.example.com"]});
+    }
+    spec_with(1000 + h as i64, extra)
 }
 
 /// `env` with its inputs changed: both hashes stale (`how` 0), the input
@@ -69,6 +76,12 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
     let root = cx.root(name)?;
     let mut m = cx.adapter()?;
     m.open(&root)?;
+    // The file as open left it, before any other request (journal-delete
+    // switches back at the next one).
+    let mut at_open = match cx.store(&root)? {
+        Some(db) => super::ids::stored(&db, &World::new(&[]), &[])?,
+        None => None,
+    };
     let mut envs = Vec::new();
     for h in 0..seq.handoffs.len() {
         envs.push(m.build(envelope_spec(seq, h))?);
@@ -102,15 +115,45 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
                 adopt_approval_ids(&mut m, &root, &mut world, *h)?;
             }
         }
-        let found = compare::replies(step, &replies, &expects)
-            .or(compare::observe(cx, &mut m, &root, &mut world, &refused)?)
-            .map(|d| d.at(i, timing));
+        let mut io = super::run_extra::Io { cx, m: &mut m, root: &root, name, i };
+        let found = match compare::replies(step, &replies, &expects).or(at_open.take()) {
+            Some(d) => Some(d),
+            None => own_checks(&mut io, &mut world, step, &replies, &envs)?,
+        };
+        let found = match found {
+            Some(d) => Some(d),
+            None => compare::observe(cx, &mut m, &root, &mut world, &refused)?,
+        }
+        .map(|d| d.at(i, timing));
         if found.is_some() {
             out.divergence = found;
             return Ok(out);
         }
     }
     Ok(out)
+}
+
+/// What the runner checks from what it reads itself, beyond the
+/// model's status: ids and stored text, bundles, logs, effects.
+fn own_checks(
+    io: &mut super::run_extra::Io<'_, '_>,
+    world: &mut World,
+    step: &Step,
+    replies: &[(u8, Got)],
+    envs: &[Value],
+) -> Check<Option<Divergence>> {
+    if let Some(d) = super::run_extra::after(io, world, step, replies)? {
+        return Ok(Some(d));
+    }
+    if let Some(d) = super::ids::built(world, envs) {
+        return Ok(Some(d));
+    }
+    if let Some(db) = io.cx.store(io.root)? {
+        if let Some(d) = super::ids::stored(&db, world, envs)? {
+            return Ok(Some(d));
+        }
+    }
+    super::ids::loaded(io.m, io.root, world, step)
 }
 
 /// After a request for an approval: the implementation's ids of `h`'s
@@ -173,6 +216,10 @@ impl Runner<'_, '_> {
     /// Send the requests of `step`; the replies, keyed by worker for a race.
     fn send(&mut self, step: &Step, refused: &mut BTreeSet<String>) -> Check<Vec<(u8, Got)>> {
         let root = self.root.to_string();
+        if super::run_extra::handles(step) {
+            let mut io = super::run_extra::Io { cx: self.cx, m: self.m, root: self.root, name: self.name, i: self.i };
+            return super::run_extra::send(&mut io, self.world, step);
+        }
         match step {
             Step::Dispatch { h } => self.call("dispatch", json!({"root": root, "envelope": self.env(*h)})),
             Step::Tampered { h, how } => {
@@ -224,6 +271,7 @@ impl Runner<'_, '_> {
                 let id = ids[usize::from(*nth) % ids.len()].clone();
                 self.call("decide_approval", json!({"root": root, "approval_id": id, "approved": approve}))
             }
+            _ => Ok(Vec::new()),
         }
     }
 

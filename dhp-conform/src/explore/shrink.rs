@@ -155,8 +155,22 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Recover { h, .. }
         | Step::Suspend { h }
         | Step::RequestApproval { h, .. }
-        | Step::Decide { h, .. } => *h = f(*h),
-        Step::Advance { .. } | Step::Scan { .. } => {}
+        | Step::Decide { h, .. }
+        | Step::Await { h, .. }
+        | Step::BadId { h, .. }
+        | Step::CompleteIntegral { h, .. }
+        | Step::Resume { h, .. }
+        | Step::Ship { h, .. }
+        | Step::Effect { h, .. }
+        | Step::Capability { h, .. }
+        | Step::Retune { h }
+        | Step::Activity { h, .. }
+        | Step::LockedWrite { h, .. } => *h = f(*h),
+        Step::Advance { .. }
+        | Step::Scan { .. }
+        | Step::Canonical { .. }
+        | Step::OpenRace { .. }
+        | Step::NewerSchema => {}
     }
 }
 
@@ -177,7 +191,13 @@ fn map_workers(seq: &Sequence, from: u8) -> Sequence {
             | Step::NoteSpend { w, .. }
             | Step::Complete { w, .. }
             | Step::Release { w, .. }
-            | Step::RequestApproval { w, .. } => to(w),
+            | Step::RequestApproval { w, .. }
+            | Step::BadId { w, .. }
+            | Step::CompleteIntegral { w, .. }
+            | Step::Effect { w, .. }
+            | Step::Capability { w, .. }
+            | Step::Activity { w, .. }
+            | Step::LockedWrite { w, .. } => to(w),
             Step::Recover { ws, .. } | Step::ClaimRace { ws, .. } => {
                 ws.iter_mut().for_each(to);
                 let mut seen = Vec::new();
@@ -282,7 +302,7 @@ mod tests {
 
     #[test]
     fn shrinks_to_the_two_steps_that_matter() {
-        let f = Features { approvals: true };
+        let f = Features::all();
         let (seq, d) = (0..50)
             .find_map(|i| {
                 let s = sequence(11, i, 40, f);

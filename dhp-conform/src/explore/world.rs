@@ -35,6 +35,10 @@ pub struct World {
     pub approvals: BTreeMap<u8, Vec<String>>,
     /// The implementation's protocol clock (Unix seconds) at [`World::now`] 0.
     pub origin: f64,
+    /// The last bundle suspend wrote of each handoff.
+    pub bundles: BTreeMap<u8, super::world_extra::Bundle>,
+    /// The fresh root the last resume went to (the runner's side).
+    pub side_root: Option<String>,
 }
 
 /// The spec error kind of a model refusal (ADAPTERS.md §2).
@@ -52,7 +56,8 @@ pub fn kind(e: &OpError) -> &'static str {
     }
 }
 
-/// `ValidationError` or the ownership check's refusal `e`.
+/// `ValidationError` or the ownership check's refusal `e`
+/// (impl-defined: argument-or-ownership-first, PROTOCOL §17).
 fn either_or_validation(e: &OpError) -> &'static str {
     match e {
         OpError::FencingError => "ValidationError|FencingError",
@@ -102,6 +107,8 @@ impl World {
             tokens: BTreeMap::new(),
             approvals: BTreeMap::new(),
             origin: 0.0,
+            bundles: BTreeMap::new(),
+            side_root: None,
         }
     }
 
@@ -271,8 +278,8 @@ impl World {
                     ops::fail(&mut self.s, &l, "output schema", now)
                 };
                 if completed && !*valid {
-                    // PROTOCOL §4 says "completed (no-op)", state-machine.md
-                    // refuses: the first result stands either way.
+                    // impl-defined: invalid-result-after-complete (PROTOCOL
+                    // §17): a no-op or a refusal; the first result stands.
                     return one(Err("ok|StateError"));
                 }
                 one(done(r))
@@ -291,7 +298,11 @@ impl World {
             Step::ClaimRace { h, ws } => self.claim_race(*h, ws, winner),
             Step::Suspend { h } => {
                 let id = hid(h);
-                one(done(ops::suspend(&mut self.s, &id)))
+                let r = done(ops::suspend(&mut self.s, &id));
+                if r.is_ok() {
+                    self.keep_bundle(*h);
+                }
+                one(r)
             }
             Step::RequestApproval { h, w, class, timeout_s } => {
                 let l = self.lease(*h, *w, false);
@@ -313,6 +324,8 @@ impl World {
                 let id = ids[usize::from(*nth) % ids.len()].clone();
                 one(Ok(Some(ops::decide(&mut self.s, &id, *approve).is_ok())))
             }
+            // the steps added later: world_extra.rs
+            _ => self.apply_extra(step),
         }
     }
 
@@ -340,6 +353,13 @@ impl World {
         for hid in &running {
             let _ = ops::budget_kill(&mut self.s, sup, hid, now);
         }
+        // stalled by repeated activity (§7.4), after expiry and budgets;
+        // the model's clock never reaches DHP_STALL_TIMEOUT_S
+        for hid in &running {
+            if self.stalled(hid) {
+                let _ = ops::orphan(&mut self.s, sup, hid, OrphanReason::Stalled, false, now);
+            }
+        }
         let _ = ops::approval_expire(&mut self.s, sup, now);
         Ok(None)
     }
@@ -355,6 +375,7 @@ impl World {
             }
             // a loser finds the row taken (OwnershipLost) or the status
             // running (StateError), depending on which it reads first
+            // (impl-defined: race-loser-kind, PROTOCOL §17)
             let e = match r {
                 Err(OpError::StateError(_) | OpError::OwnershipLost) => Err("OwnershipLost|StateError"),
                 r => done(r),

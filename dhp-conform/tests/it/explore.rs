@@ -38,8 +38,8 @@ fn ours_passes_twenty_seeds() {
     for (seed, run) in &runs {
         assert_eq!(run.code, 0, "seed {seed}:\n{}\n{}", run.stdout, run.stderr);
         let rows = rows(run);
-        // eleven families (ours declares approvals) and the pinned row
-        assert_eq!(rows.len(), 12, "seed {seed}: {rows:?}");
+        // fourteen families (ours declares every feature) and the pinned row
+        assert_eq!(rows.len(), 15, "seed {seed}: {rows:?}");
         assert!(rows.iter().all(|(_, o, _)| o == "passed"), "seed {seed}: {rows:?}");
     }
 }
@@ -76,12 +76,14 @@ fn shrunk_to(msg: &str) -> usize {
 
 /// `mutant` is caught by --explore alone in family `family`, shrunk to
 /// ≤ 8 steps; its replay file reproduces it, and dhp-rs passes it.
-fn caught_and_shrunk(mutant: &str, family: &str, dir: &Path) {
-    let imp = mutant_adapter(mutant, "");
+fn caught_and_shrunk(mutant: &str, family: &str, extra: &str, dir: &Path) {
+    let imp = mutant_adapter(mutant, extra);
     let d = dir.join(mutant);
     let d = d.to_str().unwrap();
-    let run =
-        conform(&["--impl", &imp, "--explore", "--seed", "1", "--time", "20", "--replay-dir", d, "--format", "json"]);
+    // a number of sequences, not a time: the verdict does not depend on
+    // the machine's load
+    let args = ["--impl", &imp, "--explore", "--seed", "1", "--sequences", "8", "--time", "300"];
+    let run = conform(&[&args[..], &["--replay-dir", d, "--format", "json"]].concat());
     assert_eq!(run.code, 1, "{mutant} must be caught:\n{}\n{}", run.stdout, run.stderr);
     let rows = rows(&run);
     let failed: Vec<_> = rows.iter().filter(|(_, o, _)| o == "failed").collect();
@@ -104,15 +106,20 @@ fn caught_and_shrunk(mutant: &str, family: &str, dir: &Path) {
 fn mutants_are_caught_shrunk_and_replayed() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("no-fence-check", "checkpoint"),
-        ("release-keeps-lease", "release"),
-        ("no-schema-validation", "complete"),
-        ("redispatch-requeues-terminal", "dispatch"),
+        ("no-fence-check", "checkpoint", ""),
+        ("release-keeps-lease", "release", ""),
+        ("no-schema-validation", "complete", ""),
+        ("redispatch-requeues-terminal", "dispatch", ""),
+        // ids recomputed from the wire and the store, without the
+        // optional `canonical` feature (issue 45, item 2)
+        ("ids-escaped-non-ascii", "dispatch", "--without-feature canonical"),
+        ("ingest-no-id-check", "transport", ""),
+        ("bundle-drops-checkpoints", "suspend", ""),
     ];
     std::thread::scope(|sc| {
-        for (m, f) in cases {
+        for (m, f, extra) in cases {
             let dir = dir.path();
-            sc.spawn(move || caught_and_shrunk(m, f, dir));
+            sc.spawn(move || caught_and_shrunk(m, f, extra, dir));
         }
     });
 }
@@ -123,6 +130,18 @@ fn the_explore_only_mutant_passes_every_fixed_assertion() {
     for m in crate::common::mutants::EXPLORE_ONLY {
         let run = conform(&["--impl", &mutant_adapter(m, ""), "--level", "extended", "--format", "json"]);
         assert_eq!(run.code, 0, "{m}: {:?}", run.with_outcome("failed"));
+    }
+}
+
+#[test]
+fn canonical_id_bugs_fail_a_fixed_assertion_without_the_canonical_feature() {
+    // Issue 45: such bugs passed every fixed assertion unless the adapter
+    // declared `canonical`; store-layout now recomputes the ids itself.
+    for m in ["ids-float-as-int", "ids-big-int-rounded", "ids-escaped-non-ascii"] {
+        let run =
+            conform(&["--impl", &mutant_adapter(m, "--without-feature canonical"), "store-layout", "--format", "json"]);
+        assert_eq!(run.code, 1, "{m}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(run.with_outcome("failed").len(), 1, "{m}: {}", run.stdout);
     }
 }
 

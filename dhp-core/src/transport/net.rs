@@ -41,6 +41,7 @@ mod sync_stats;
 mod tls;
 mod trim;
 
+pub use gate::nofile_soft;
 pub use server::{prepare, run, Prepared, ServerConfig, ServerStats};
 pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 pub use tls::{ClientTls, ServerTls};

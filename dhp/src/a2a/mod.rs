@@ -225,7 +225,9 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         let _ = out.flush();
         drop(out);
         let closing = app.clone();
-        let limits = listen::Limits { who: "a2a", header_timeout, max_connections: a.max_connections };
+        // within the descriptor budget: a quarter of the soft RLIMIT_NOFILE, as `dhp dashboard`
+        let budget = usize::try_from(crate::metrics_http::nofile_soft() / 4).unwrap_or(usize::MAX).max(1);
+        let limits = listen::Limits { who: "a2a", header_timeout, max_connections: a.max_connections.min(budget) };
         listen::serve(listener, http::router(app), limits, async move {
             tokio::select! {
                 _ = term.recv() => {}

@@ -81,7 +81,7 @@ pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
 }
 
 /// The stored form of an envelope (checkpoints emptied), as Python writes it.
-fn stored_text(env: &Value) -> R<String> {
+pub(super) fn stored_text(env: &Value) -> R<String> {
     let mut env = env.clone();
     if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
         ex.insert("checkpoints".into(), json!([]));

@@ -11,6 +11,7 @@
 
 mod approvals;
 mod budget;
+mod canonical_ids;
 mod contention;
 mod execution;
 mod identity;
@@ -86,6 +87,9 @@ pub(crate) enum Mutant {
     SchemaDialectIgnored,
     ClockOffsetIgnored,
     RedispatchRequeuesTerminal,
+    IdsFloatAsInt,
+    IdsBigIntRounded,
+    IdsEscapedNonAscii,
 }
 
 /// Name, mutant, what it breaks.
@@ -290,6 +294,21 @@ pub(crate) const ALL: &[(&str, Mutant, &str)] = &[
         Mutant::RedispatchRequeuesTerminal,
         "dispatching the envelope of a completed or failed handoff again puts it back to pending (a terminal handoff changes)",
     ),
+    (
+        "ids-float-as-int",
+        Mutant::IdsFloatAsInt,
+        "canonical JSON (ids, input_hash, the canonical op) writes a float with a zero fraction as an integer (1.0 as 1)",
+    ),
+    (
+        "ids-big-int-rounded",
+        Mutant::IdsBigIntRounded,
+        "canonical JSON (ids, input_hash, the canonical op) rounds an integer above 2^53 through a double",
+    ),
+    (
+        "ids-escaped-non-ascii",
+        Mutant::IdsEscapedNonAscii,
+        "canonical JSON (ids, input_hash, the canonical op) escapes non-ASCII characters as \\uXXXX (ensure_ascii) instead of writing them raw",
+    ),
 ];
 
 /// The mutant named `name` (as `--mutant` takes it).
@@ -335,7 +354,8 @@ impl MutantAdapter {
 
     /// This mutant's version of `op` (`None`: the real adapter's).
     fn replace(&mut self, op: &str, a: &Value) -> Option<R> {
-        identity::handle(self, op, a)
+        canonical_ids::handle(self, op, a)
+            .or_else(|| identity::handle(self, op, a))
             .or_else(|| lease::handle(self, op, a))
             .or_else(|| execution::handle(self, op, a))
             .or_else(|| budget::handle(self, op, a))

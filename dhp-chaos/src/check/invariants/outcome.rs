@@ -4,7 +4,8 @@
 use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::load::Handoff;
-use crate::check::{opt, short, TORN_START};
+use crate::check::{opt, short, CHECK_THEN_WRITE, TORN_START};
+use crate::round::ORPHANED;
 use serde_json::Value;
 
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
@@ -55,6 +56,18 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
                         });
                     if torn {
                         out.taint(hid, TORN_START);
+                    }
+                    // "orphaned" over a holder's row that was never moved: only a
+                    // supervisor that writes the envelope apart from the row leaves
+                    // this (a reference supervisor's late orphan write after a
+                    // recover took the row); our supervisors repair it, the
+                    // reference's do not (docs/torn-states.md)
+                    let late_orphan = other == "orphaned"
+                        && holder != ORPHANED
+                        && cx.ix.spawns.values().any(|s| s.role == "supervisor" && s.imp == "python")
+                        && !cx.ix.spawns.values().any(|s| s.role == "supervisor" && s.imp != "python");
+                    if late_orphan {
+                        out.taint(hid, CHECK_THEN_WRITE);
                     }
                 }
                 out.of(

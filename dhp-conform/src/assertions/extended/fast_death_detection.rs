@@ -1,4 +1,7 @@
-//! The `fast-death-detection` assertion.
+//! The `fast-death-detection` assertion. It runs only for an adapter that
+//! declares the feature: a runtime without a kernel-released lock declares
+//! none and is judged on lease expiry alone (impl-defined:
+//! liveness-without-flock, PROTOCOL §17).
 
 use super::helpers::lease_expiry;
 use crate::assertions::new_handoff;

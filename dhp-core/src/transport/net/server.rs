@@ -12,7 +12,7 @@ mod hidlog;
 mod recover;
 mod stats;
 
-use super::gate::Gate;
+use super::gate::{Gate, Limits};
 use super::journal::{Journal, JournalHandle, ROTATE_BYTES};
 use super::tls::ServerTls;
 use crate::config::Config;
@@ -26,13 +26,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-
-/// Connections served at once; more are told `server busy` and closed.
-const MAX_CONNECTIONS: usize = 4096;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -116,7 +112,7 @@ pub fn prepare(server: ServerConfig) -> Result<Prepared> {
         token_digest,
         logs: std::sync::Mutex::new(LogCache { journal: shared.clone(), ..Default::default() }),
         stats: Counters::default(),
-        gate: Default::default(),
+        gate: Arc::new(Gate::new(Limits::of_process())),
         journal: shared,
         tls,
         last_tls_warn: AtomicU64::new(0),
@@ -157,6 +153,13 @@ impl Prepared {
         let mut tasks = JoinSet::new();
         let mut last_busy_warn = None;
         let mut trimmer = super::trim::Trimmer::default();
+        let max = srv.gate.limits.connections;
+        tracing::info!(
+            max_connections = max,
+            max_unauthenticated = srv.gate.limits.unauth,
+            hello_deadline_s = super::gate::HELLO_TIMEOUT.as_secs(),
+            "transport: limits (from RLIMIT_NOFILE)"
+        );
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -174,14 +177,15 @@ impl Prepared {
                 acc = listener.accept() => match acc {
                     Ok((sock, peer)) => {
                         bump(&srv.stats.connections);
-                        if tasks.len() >= MAX_CONNECTIONS {
+                        if tasks.len() >= max {
                             bump(&srv.stats.busy_rejections);
                             crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Busy as usize);
                             if last_busy_warn.is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1)) {
                                 last_busy_warn = Some(std::time::Instant::now());
-                                tracing::warn!(%peer, max = MAX_CONNECTIONS, "transport: connection cap reached; telling new clients the server is busy");
+                                tracing::warn!(%peer, max, "transport: connection cap reached; telling new clients the server is busy");
                             }
-                            tasks.spawn(busy(sock));
+                            // no task: at the cap every descriptor a refusal held would count
+                            busy(&sock);
                         } else {
                             tasks.spawn(srv.clone().serve(sock, peer, stop_rx.clone()));
                         }
@@ -232,10 +236,10 @@ impl Prepared {
     }
 }
 
-async fn busy(mut sock: TcpStream) {
-    let _ =
-        tokio::time::timeout(Duration::from_secs(1), sock.write_all(b"{\"error\": \"server busy\", \"ok\": false}\n"))
-            .await;
+/// Tell a client over the cap the server is busy, without waiting (a
+/// fresh socket's send buffer takes the line), and close it.
+fn busy(sock: &TcpStream) {
+    let _ = sock.try_write(b"{\"error\": \"server busy\", \"ok\": false}\n");
 }
 
 #[cfg(test)]

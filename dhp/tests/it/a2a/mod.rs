@@ -4,6 +4,7 @@ mod bad_input;
 mod cli_flags;
 mod connection_limits;
 mod kill_mid_task;
+mod low_nofile;
 mod restart_reference;
 mod safe_defaults;
 mod sdk_cancel;

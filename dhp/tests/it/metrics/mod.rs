@@ -2,5 +2,6 @@
 
 mod a2a;
 mod dashboard;
+mod low_nofile;
 mod prometheus;
 mod trace_attempts;

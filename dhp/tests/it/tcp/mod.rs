@@ -19,6 +19,7 @@ mod log_relabelled_seq;
 mod log_splice_foreign_line;
 mod log_torn_ship_header;
 mod log_torn_ship_tail;
+mod low_nofile;
 mod measure;
 mod oversize_line;
 mod preauth_lockout;
