@@ -123,6 +123,15 @@ impl App {
     }
 }
 
+/// `--metrics`: the bridge's families, and the supervisor's when it runs one.
+fn start_metrics(metrics: &crate::metrics_http::MetricsArgs, no_supervisor: bool) -> Result<(), Failure> {
+    use crate::metrics::Families;
+    let families = Families::A2A.with(Families::WORKER);
+    let families = if no_supervisor { families } else { families.with(Families::SUPERVISOR) };
+    crate::metrics_http::start(metrics, "a2a", families)?;
+    Ok(())
+}
+
 pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     use std::io::Write;
     check_worker_id(&a.id)?;
@@ -158,12 +167,7 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
     crate::metrics_http::parse_addr_of(&a.metrics)?;
     let OpenedRoot { backend, dir } = open_root(&a.root, crate::create_mode(a.create))?;
     let runner = Runner::new(backend.clone(), &a.id, cfg.clone())?;
-    {
-        use crate::metrics::Families;
-        let families = Families::A2A.with(Families::WORKER);
-        let families = if a.no_supervisor { families } else { families.with(Families::SUPERVISOR) };
-        crate::metrics_http::start(&a.metrics, "a2a", families)?;
-    }
+    start_metrics(&a.metrics, a.no_supervisor)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut supervisor = None;
     if !a.no_supervisor {
