@@ -10,7 +10,7 @@ use serde_json::json;
 
 /// One call of `f`, its row as text (the lease as "expired or not": the
 /// two handoffs' leases differ by the time between their claims).
-fn call(url: &str, schema: &str, f: &str, hid: &str, holder: &str, fence: i64, i: i64, max: i64) -> String {
+fn call((url, schema): (&str, &str), f: &str, hid: &str, holder: &str, fence: i64, i: i64, max: i64) -> String {
     let q = format!(
         "SELECT ROW(r.o_holder, r.o_fence, r.o_lease < r.now_s, r.o_interval, r.o_max_missed, \
          r.h_exists, r.h_status, r.next_seq, r.inserted, r.now_s > 0)::text \
@@ -24,25 +24,25 @@ fn call(url: &str, schema: &str, f: &str, hid: &str, holder: &str, fence: i64, i
 fn sequence(r: &Runner, url: &str, schema: &str, f: &str, hid: &str, idle: &str) -> Vec<String> {
     let s = |q: String| sql(url, &q).into_iter().map(Option::unwrap_or_default).collect::<Vec<String>>();
     let mut out = vec![
-        call(url, schema, f, hid, "w1", 1, 0, 10),             // another fence
-        call(url, schema, f, hid, "w2", 0, 0, 10),             // another holder
-        call(url, schema, f, &"0".repeat(64), "w1", 0, 0, 10), // no such handoff
-        call(url, schema, f, idle, "w1", 0, 0, 10),            // never claimed
-        call(url, schema, f, hid, "w1", 0, 0, 10),
-        call(url, schema, f, hid, "w1", 0, 1, 10),
-        call(url, schema, f, hid, "w1", 0, 2, 2), // the cap
+        call((url, schema), f, hid, "w1", 1, 0, 10),             // another fence
+        call((url, schema), f, hid, "w2", 0, 0, 10),             // another holder
+        call((url, schema), f, &"0".repeat(64), "w1", 0, 0, 10), // no such handoff
+        call((url, schema), f, idle, "w1", 0, 0, 10),            // never claimed
+        call((url, schema), f, hid, "w1", 0, 0, 10),
+        call((url, schema), f, hid, "w1", 0, 1, 10),
+        call((url, schema), f, hid, "w1", 0, 2, 2), // the cap
     ];
     // The progress row missing (a store written by another implementation).
     s(format!("DELETE FROM \"{schema}\".progress WHERE hid = '{hid}'; SELECT 1"));
-    out.push(call(url, schema, f, hid, "w1", 0, 3, 10));
+    out.push(call((url, schema), f, hid, "w1", 0, 3, 10));
     s(format!("UPDATE \"{schema}\".progress SET digest_repeat_count = 5, last_digest = 'd' WHERE hid = '{hid}'"));
-    out.push(call(url, schema, f, hid, "w1", 0, 4, 10));
+    out.push(call((url, schema), f, hid, "w1", 0, 4, 10));
     // An expired lease, then a handoff no longer running.
     s(format!("UPDATE \"{schema}\".ownership SET lease_expires_at = 1 WHERE hid = '{hid}'"));
-    out.push(call(url, schema, f, hid, "w1", 0, 5, 10));
+    out.push(call((url, schema), f, hid, "w1", 0, 5, 10));
     s(format!("UPDATE \"{schema}\".ownership SET lease_expires_at = 1e12 WHERE hid = '{hid}'"));
     r.suspend(hid).unwrap();
-    out.push(call(url, schema, f, hid, "w1", 0, 6, 10));
+    out.push(call((url, schema), f, hid, "w1", 0, 6, 10));
     out.extend(s(format!(
         "SELECT string_agg(concat_ws(':', seq, state_json, state_hash, at), ',' ORDER BY seq) \
          FROM \"{schema}\".checkpoints WHERE hid = '{hid}'"
