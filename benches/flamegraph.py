@@ -2,7 +2,7 @@
 """A small flame graph from `perf script` output (no inferno or FlameGraph
 scripts on this machine): `perf script -i perf.data | benches/flamegraph.py
 TITLE > out.svg`. Stacks are folded per sample (root first), frames whose
-share is under 0.2 % are dropped; hover a box for its name and share. Also
+share is under 0.5 % are dropped; hover a box for its name and share. Also
 prints the top self-time frames to stderr."""
 
 import html
@@ -10,7 +10,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 
-MIN_SHARE = 0.002
+MIN_SHARE = 0.005
 
 
 def fold(lines):
