@@ -87,6 +87,7 @@ mod metrics_prometheus;
 mod pg_application_name;
 mod pg_bad_connection;
 mod pg_batch_abort;
+mod pg_checkpoint_v2;
 mod pg_cli;
 mod pg_clock_skew;
 mod pg_db_restart;
