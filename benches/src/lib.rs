@@ -31,6 +31,7 @@ pub mod fixture;
 pub mod group;
 pub mod measure;
 pub mod pg;
+pub mod pg_call;
 pub mod pg_limit;
 pub mod report;
 pub mod scale;

@@ -370,6 +370,20 @@ pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log:
             let run = crate::pg_limit::run_once(&limit, w, p, s.seconds, postmaster)?;
             bench[w.key()] = crate::pg_limit::run_json(&run);
         }
+        // The client's limit: pgbench calling DHP's own function.
+        let store = schema(&format!("call{p}"));
+        let hids = crate::pg_call::prepare(&limit, &store, p)?;
+        let mut calls = 0;
+        for w in crate::pg_call::WORKLOADS {
+            log(&format!("pgbench {} with {p} clients", w.key()));
+            let run = crate::pg_limit::run_once(&limit, w, p, s.seconds, postmaster)?;
+            calls += run.transactions;
+            bench[w.key()] = crate::pg_limit::run_json(&run);
+        }
+        let written = crate::pg_call::written(&store, &hids)?;
+        if written != calls {
+            return Err(Error::validation(format!("pgbench made {calls} checkpoint calls, {written} were written")));
+        }
         agg.push(json!({"processes": p, "sqlite": sqlite.rate, "postgres": pg.rate, "load_after": loadavg(),
                         "sqlite_cpu": cpu_json(&sqlite), "postgres_cpu": cpu_json(&pg), "pgbench": bench}));
     }
@@ -449,6 +463,7 @@ pub fn markdown(v: &Value) -> String {
     }
     out += &cpu_table(v);
     out += &crate::pg_limit::markdown(v);
+    out += &crate::pg_call::markdown(v);
     let k = &v["kill"];
     out += &format!(
         "\nkill -9 → orphaned (advisory-lock liveness, 30 s lease, {} kills, {} live workers alongside): \

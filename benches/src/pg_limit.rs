@@ -35,6 +35,9 @@ pub enum Workload {
     SimpleUpdate,
     /// [`ONE_TRIP_SQL`] (`-f`).
     OneTrip,
+    /// DHP's own checkpoint call, `dhp_checkpoint_v2` (`true`) or `_v1`,
+    /// one handoff per client, in DHP's store ([`crate::pg_call`]).
+    Call(bool),
 }
 
 impl Workload {
@@ -43,6 +46,8 @@ impl Workload {
         match self {
             Workload::SimpleUpdate => "simple_update",
             Workload::OneTrip => "one_trip",
+            Workload::Call(true) => "call_v2",
+            Workload::Call(false) => "call_v1",
         }
     }
 }
@@ -75,6 +80,10 @@ pub struct Target {
     env: Vec<(&'static str, String)>,
     bin: PathBuf,
     script: PathBuf,
+    /// Where [`crate::pg_call`] writes its scripts.
+    pub(crate) scratch: PathBuf,
+    /// The database of the URL (DHP's stores), for [`Workload::Call`].
+    pub(crate) store_db: Option<String>,
 }
 
 fn pg_err(what: &str) -> impl Fn(postgres::Error) -> Error + '_ {
@@ -130,7 +139,8 @@ pub fn prepare(url: &str, scratch: &Path) -> Result<Target> {
     c.batch_execute(TABLES_SQL).map_err(pg_err("creating the checkpoint-shaped tables"))?;
     let bin = pgbench_path();
     std::fs::create_dir_all(scratch).map_err(|e| Error::Io { path: scratch.to_path_buf(), source: e })?;
-    let t = Target { env, bin, script: scratch.join("one-trip.sql") };
+    let store_db = cfg.get_dbname().map(str::to_string);
+    let t = Target { env, bin, script: scratch.join("one-trip.sql"), scratch: scratch.to_path_buf(), store_db };
     std::fs::write(&t.script, ONE_TRIP_SQL).map_err(|e| Error::Io { path: t.script.clone(), source: e })?;
     let out = t.command().args(["-i", "-q", "-s", "1"]).output().map_err(|e| t.io(e))?;
     if !out.status.success() {
@@ -195,6 +205,12 @@ pub fn run_once(
     match workload {
         Workload::SimpleUpdate => cmd.arg("-N"),
         Workload::OneTrip => cmd.arg("-f").arg(&t.script),
+        Workload::Call(v2) => {
+            if let Some(db) = &t.store_db {
+                cmd.env("PGDATABASE", db);
+            }
+            cmd.arg("-f").arg(crate::pg_call::script_path(t, v2))
+        }
     };
     let me = std::process::id();
     let client0 = crate::scale::children_cpu_s(me).unwrap_or(0.0);

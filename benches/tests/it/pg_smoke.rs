@@ -33,7 +33,8 @@ fn quick_pg_section_runs_end_to_end() {
     assert!(v["ops"]["checkpoint"].as_f64().unwrap() > 0.0, "{v}");
     // The limit (issue 37): pgbench's two workloads beside each DHP run.
     for a in v["aggregate"].as_array().unwrap() {
-        for w in ["one_trip", "simple_update"] {
+        // and pgbench calling DHP's own function (issue 49), every call written
+        for w in ["one_trip", "simple_update", "call_v2", "call_v1"] {
             let run = &a["pgbench"][w];
             assert!(run["tps"].as_f64().unwrap() > 0.0 && run["transactions"].as_u64().unwrap() > 0, "{a}");
         }
@@ -48,6 +49,8 @@ fn quick_pg_section_runs_end_to_end() {
         "false orphans",
         "### Against the limit",
         "DHP / one-round-trip",
+        "### Two limits",
+        "pgbench calling `_v2`",
     ] {
         assert!(md.contains(want), "{want:?} missing from:\n{md}");
     }

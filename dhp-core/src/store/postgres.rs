@@ -207,6 +207,8 @@ pub struct PgStore {
     key: i32,
     /// The one-round-trip functions exist ([`one_trip`]).
     one_trip: AtomicBool,
+    /// `dhp_checkpoint_v2` exists ([`one_trip`]).
+    one_trip_v2: AtomicBool,
     /// A connection was made before: the next one is a reconnection.
     connected_once: AtomicBool,
 }
@@ -375,6 +377,7 @@ impl PgStore {
             pending: Arc::new(Mutex::new(None)),
             key: store_key(&loc.schema),
             one_trip: AtomicBool::new(false),
+            one_trip_v2: AtomicBool::new(false),
             connected_once: AtomicBool::new(false),
         };
         let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -384,7 +387,8 @@ impl PgStore {
         ddl::prepare(&mut t, loc, create)?;
         let one_trip = one_trip::ensure(&mut t, &loc.schema)?;
         t.commit()?;
-        store.one_trip.store(one_trip, std::sync::atomic::Ordering::Relaxed);
+        store.one_trip.store(one_trip.v1, std::sync::atomic::Ordering::Relaxed);
+        store.one_trip_v2.store(one_trip.v2, std::sync::atomic::Ordering::Relaxed);
         drop(guard);
         Ok(store)
     }

@@ -29,6 +29,7 @@ mod lifecycle;
 mod log_conflicting_duplicate;
 mod log_mixed_headers;
 mod pg_batch_abort;
+mod pg_checkpoint_v2;
 mod pg_one_trip_lock_race;
 mod pg_one_trip_refusals;
 mod pg_one_trip_upgrade;
