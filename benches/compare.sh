@@ -39,7 +39,7 @@ if [ -n "$QUICK" ]; then
 fi
 echo "compare.sh: building dhp-bench and dhp (release)" >&2
 # One cargo invocation for both binaries: one feature resolution, no rebuild.
-cargo build --release -p dhp-benches -p dhp-core --bin dhp-bench --bin dhp >&2
+cargo build --release -p dhp-benches -p dhp --bin dhp-bench --bin dhp >&2
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 BIN="$TARGET_DIR/release/dhp-bench"
 DHP="$TARGET_DIR/release/dhp"
@@ -74,7 +74,7 @@ fi
 # LTO: minutes of compiling, so not in a smoke run).
 if [ -z "$QUICK" ]; then
     echo "compare.sh: building dhp --profile min-size (fat LTO, slow)" >&2
-    cargo build --profile min-size -p dhp-core --bin dhp >&2
+    cargo build --profile min-size -p dhp --bin dhp >&2
 fi
 rm -rf "$DIR"
 mkdir -p "$DIR"

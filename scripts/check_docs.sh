@@ -26,7 +26,7 @@ REPO="$PWD"
 
 FILES=("$@")
 if [ ${#FILES[@]} -eq 0 ]; then
-    FILES=(README.md dhp-core/README.md dhp-conform/README.md dhp-chaos/README.md demo/README.md benches/README.md)
+    FILES=(README.md dhp/README.md dhp-conform/README.md dhp-chaos/README.md demo/README.md benches/README.md)
 fi
 BLOCK_TIMEOUT="${CHECK_DOCS_TIMEOUT:-900}"
 

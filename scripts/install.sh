@@ -2,7 +2,7 @@
 # The one install step: puts the user tools on PATH, i.e. in ~/.cargo/bin
 # (or $CARGO_INSTALL_ROOT/bin), and the Python reference beside them:
 #
-#   cargo install --locked --path dhp-core                           # dhp
+#   cargo install --locked --path dhp                                # dhp
 #   cargo install --locked --path dhp-conform                        # dhp-conform (the judge)
 #   cargo install --locked --path adapters/dhp-rs --bin dhp-adapter  # what `dhp-conform --impl ours` runs
 #   cargo install --locked --path dhp-chaos --bin dhp-chaos          # dhp-chaos
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 installs=(
-    "dhp-core"
+    "dhp"
     "dhp-conform"
     "adapters/dhp-rs --bin dhp-adapter"
     "dhp-chaos --bin dhp-chaos"

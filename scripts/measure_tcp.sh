@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
 export DHP_PYTHON="${DHP_PYTHON:-$PWD/.venv/bin/python}"
 export TCP_MEASURE_N="${1:-5000}"
-cargo test --release -p dhp-core --test it tcp_measure -- --ignored --nocapture 2>&1 \
+cargo test --release -p dhp --test it tcp::measure -- --ignored --nocapture 2>&1 \
     | sed -n '/checkpoints\/s over loopback/,/^  mixed.*TransportServer/p'

@@ -13,10 +13,10 @@ die() { echo "quickstart: $*" >&2; exit 1; }
 
 # The dev profile, like `cargo test` and `cargo run`: one build of every
 # dependency serves the quickstart, the tests and the harnesses.
-step "Building dhp (cargo build -p dhp-core --bin dhp)"
+step "Building dhp (cargo build -p dhp --bin dhp)"
 echo "    A first build compiles about 150 crates: minutes on a 2-core machine."
 echo "    Later runs take a second."
-cargo build --locked -p dhp-core --bin dhp
+cargo build --locked -p dhp --bin dhp
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps --locked \
     | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)"
 DHP="$TARGET_DIR/debug/dhp"

@@ -3,7 +3,7 @@
 # that fail only on a busy machine.
 #
 #   scripts/stress.sh [-n N] [--hog H] -- NEXTEST-ARGS...
-#   scripts/stress.sh -n 5 --hog 2 -- -p dhp-core -E 'test(trace_attempts)'
+#   scripts/stress.sh -n 5 --hog 2 -- -p dhp -E 'test(trace_attempts)'
 #
 # Builds once (`cargo nextest run --no-run`), then runs `cargo nextest run
 # NEXTEST-ARGS` N times (default 5) with H busy-loop processes (default: the
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
 done
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "stress.sh: -n must be a positive integer, not '$n'" >&2; exit 2; }
 [[ "$hog" =~ ^[0-9]+$ ]] || { echo "stress.sh: --hog must be a number of processes, not '$hog'" >&2; exit 2; }
-[ $# -gt 0 ] || { echo "stress.sh: no tests chosen (e.g. -- -p dhp-core -E 'test(trace_attempts)')" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "stress.sh: no tests chosen (e.g. -- -p dhp -E 'test(trace_attempts)')" >&2; exit 2; }
 cargo nextest --version >/dev/null 2>&1 || { echo "stress.sh: cargo nextest is not installed (cargo install cargo-nextest)" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."

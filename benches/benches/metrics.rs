@@ -2,15 +2,30 @@
 //! counter add and one histogram observation, uncontended and with two
 //! threads adding to the same counter, beside a whole checkpoint on the
 //! in-memory backend (the cheapest checkpoint there is, no fsync) that
-//! includes its add. `cargo bench -p dhp-benches --bench metrics`.
+//! includes its add (through the library's event hook, as the `dhp`
+//! program counts). `cargo bench -p dhp-benches --bench metrics`.
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion};
-use dhp_core::metrics::{CHECKPOINTS, SCAN_DURATION};
+use dhp_core::events::{Event, Hooks, Observer};
+use dhp_core::metrics::{Counter, Histogram, LATENCY_BUCKETS};
 use dhp_core::store::MemStore;
 use dhp_core::{envelope, Config, Runner, TaskContext};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+static CHECKPOINTS: Counter = Counter::new();
+static SCAN_DURATION: Histogram = Histogram::new(&LATENCY_BUCKETS);
+
+/// What the `dhp` program's observer does on a checkpoint (its traces off).
+struct Count;
+impl Observer for Count {
+    fn on(&self, e: &Event<'_>) {
+        if let Event::Checkpointed { .. } = e {
+            CHECKPOINTS.inc();
+        }
+    }
+}
 
 fn fresh(r: &Runner, n: u64) -> TaskContext {
     let env =
@@ -38,7 +53,7 @@ fn metrics(c: &mut Criterion) {
     g.bench_function("counter_inc_contended", |b| b.iter(|| black_box(&CHECKPOINTS).inc()));
     stop.store(true, Ordering::Relaxed);
     let _ = other.join();
-    let cfg = Config { lease_interval_s: 3600.0, ..Config::default() };
+    let cfg = Config { lease_interval_s: 3600.0, hooks: Hooks::new(Arc::new(Count)), ..Config::default() };
     let state = json!({"chunk": 17, "found": 1234, "note": "a small checkpoint state"});
     // The in-memory backend copies its state per transaction: a fresh
     // store per checkpoint (set up outside the timing) keeps it at its

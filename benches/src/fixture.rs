@@ -227,7 +227,7 @@ pub fn scan_store(root: &Path, n: usize) -> Result<()> {
 /// Make `hid` orphaned the way the supervisor does (lease expired, then
 /// the orphan CAS), ready for a recover race.
 pub fn orphan(runner: &Runner, sup: &Supervisor, hid: &str) -> Result<()> {
-    dhp_core::testing::expire_lease(runner, hid)?;
+    dhp_testkit::store::expire_lease(runner, hid)?;
     let a = sup.orphan(hid, dhp_core::supervisor::OrphanReason::LeaseExpired, None)?;
     assert_eq!(a["action"], "orphaned", "fixture orphan: {a}");
     Ok(())

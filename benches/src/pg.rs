@@ -71,7 +71,7 @@ pub fn op_rates(url: &str, n: usize) -> Result<Value> {
     // Orphan then recover each (two CAS transactions per handoff).
     let sup = dhp_core::Supervisor::open(url, "bench-sup", cfg)?;
     for h in &hids {
-        dhp_core::testing::expire_lease(&r, h)?;
+        dhp_testkit::store::expire_lease(&r, h)?;
     }
     let t = Instant::now();
     for h in &hids {

@@ -29,13 +29,13 @@ const ENV: &[(&str, &str)] = &[
 const PHASE: Duration = Duration::from_secs(120);
 
 fn python() -> anyhow::Result<PathBuf> {
-    dhp_core::locate::python(None)
+    dhp_testkit::locate::python(None)
         .map_err(|e| anyhow::anyhow!("{e} (the A2A demo also needs a2a-sdk, which scripts/setup.sh installs)"))
 }
 
 /// The A2A client script of the checkout (found at run time).
 fn client_script() -> anyhow::Result<PathBuf> {
-    Ok(dhp_core::locate::checkout()?.join("dhp-core/tests/py/a2a_client.py"))
+    Ok(dhp_testkit::locate::checkout()?.join("dhp/tests/py/a2a_client.py"))
 }
 
 fn status(dhp: &Path, root: &Path, hid: &str) -> Value {

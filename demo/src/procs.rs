@@ -109,9 +109,9 @@ pub fn page_worker_bin() -> anyhow::Result<PathBuf> {
 
 /// The `dhp` binary: `explicit` if given; else `target/<profile>/dhp` next
 /// to this executable, (re)built with cargo under `cargo run` and built when
-/// missing ([`dhp_core::locate::dhp`]). `log` reports what is done.
+/// missing ([`dhp_testkit::locate::dhp`]). `log` reports what is done.
 pub fn locate_dhp(explicit: Option<&Path>, log: &mut dyn FnMut(&str)) -> anyhow::Result<PathBuf> {
-    Ok(dhp_core::locate::dhp(explicit, log)?)
+    Ok(dhp_testkit::locate::dhp(explicit, log)?)
 }
 
 /// A free TCP port on `host` right now (bind :0 and release it).

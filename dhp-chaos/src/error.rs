@@ -44,7 +44,7 @@ pub enum Error {
     Store(#[from] dhp_core::Error),
     /// The `dhp` binary or the Python interpreter not found.
     #[error(transparent)]
-    Locate(#[from] dhp_core::locate::LocateError),
+    Locate(#[from] dhp_testkit::locate::LocateError),
     /// Something the round needs from this machine is missing or wrong
     /// (libfaketime, the reference package).
     #[error("{problem}")]

@@ -4,6 +4,7 @@
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::events::Hooks;
 use std::time::Duration;
 
 /// Upper bound of every `DHP_*_S` duration knob (one day). A lease interval
@@ -103,6 +104,12 @@ pub struct Config {
     /// Where protocol time comes from: the store's clock, or a manual one
     /// tests advance (not read from the environment).
     pub clock: Clock,
+    /// How often a leader polls liveness tokens between scans
+    /// (`DHP_LIVENESS_POLL_MS`, at least 1 ms).
+    pub liveness_poll: Duration,
+    /// Who is told of the supervisor's, runner's and transport server's
+    /// events (the `dhp` program's metrics and traces); none by default.
+    pub hooks: Hooks,
 }
 
 impl Default for Config {
@@ -120,6 +127,8 @@ impl Default for Config {
             max_checkpoints_per_handoff: 1_000_000,
             transport_max_line_bytes: 2_000_000,
             clock: Clock::Store,
+            liveness_poll: Duration::from_millis(10),
+            hooks: Hooks::default(),
         }
     }
 }
@@ -159,6 +168,8 @@ impl Config {
             max_checkpoints_per_handoff: env_num(&get, "DHP_MAX_CHECKPOINTS", d.max_checkpoints_per_handoff)?,
             transport_max_line_bytes: env_num(&get, "DHP_TRANSPORT_MAX_LINE_BYTES", d.transport_max_line_bytes)?,
             clock: Clock::Store,
+            liveness_poll: Duration::from_millis(env_num(&get, "DHP_LIVENESS_POLL_MS", 10u64)?.max(1)),
+            hooks: Hooks::default(),
         };
         c.validate()?;
         Ok(c)
@@ -241,6 +252,16 @@ mod tests {
         let e = with(&[("DHP_LEADER_TTL_S", "0.5")]).unwrap_err().to_string();
         assert!(e.contains("DHP_LEADER_TTL_S"), "{e}");
         assert_eq!(with(&[("DHP_LEASE_INTERVAL_S", "0.2")]).unwrap().lease_interval_s, 0.2);
+    }
+
+    /// The liveness poll is a `Config` knob, read with the others (the
+    /// library reads no environment of its own).
+    #[test]
+    fn the_liveness_poll_is_read_with_the_others() {
+        assert_eq!(with(&[("DHP_LIVENESS_POLL_MS", "25")]).unwrap().liveness_poll, Duration::from_millis(25));
+        assert_eq!(with(&[("DHP_LIVENESS_POLL_MS", "0")]).unwrap().liveness_poll, Duration::from_millis(1));
+        let e = with(&[("DHP_LIVENESS_POLL_MS", "soon")]).unwrap_err().to_string();
+        assert!(e.contains("DHP_LIVENESS_POLL_MS"), "{e}");
     }
 
     #[test]

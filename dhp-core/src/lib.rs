@@ -23,7 +23,7 @@
 //! let ctx = w1.claim(&hid).unwrap();
 //! ctx.checkpoint(&json!({"n": 1})).unwrap();
 //! // w1 dies here. Its lease runs out (simulated), the supervisor orphans:
-//! dhp_core::testing::expire_lease(&w1, &hid).unwrap();
+//! dhp_testkit::store::expire_lease(&w1, &hid).unwrap();
 //! let sup = Supervisor::open(dir.path(), "sup1", cfg.clone()).unwrap();
 //! assert_eq!(sup.scan().unwrap()[0].kind(), dhp_core::supervisor::ActionKind::Orphaned);
 //!
@@ -42,23 +42,22 @@
 //! durable locally; it is on the peer host only once shipped (see
 //! [`transport`]), and a recovering worker re-ships what the peer lacks.
 //!
+//! ## What is not here
+//!
+//! The `dhp` program (its command line, MCP, A2A, the dashboard, the
+//! Prometheus endpoint and OTLP export) is the `dhp` crate beside this one;
+//! it observes the supervisor and the runner through [`events`] hooks set
+//! on [`Config::hooks`]. Test machinery (store helpers that simulate time
+//! passing, the build locator, the fuzz bodies) is `dhp-testkit`. This
+//! library reads no argv and no environment outside [`Config::from_env`]
+//! (and the `failpoints` feature's `DHP_FAILPOINTS`).
+//!
 //! ## Cargo features
 //!
-//! - `cli` (default): what the `dhp` binary needs besides the protocol —
-//!   clap, signal-hook, tracing-subscriber — and `harness`. `mcp` and `a2a`
-//!   (default) add `dhp mcp` and `dhp a2a`.
-//! - `harness`: store helpers that simulate time passing (`testing`) and
-//!   the build locator of the tests (`locate`). The workload itself — the
-//!   prime-census task and the chaos checker's operation history — is not
-//!   here but in the `dhp-workload` crate, and the census worker loop lives
-//!   in the `dhp` binary (`dhp work`, `dhp a2a --workers`).
 //! - `failpoints` (never default): fault injection from the environment
 //!   (`DHP_FAILPOINTS`), for the chaos harness and the tests. Without it a
 //!   failpoint is an empty function.
-//!
-//! As a library, `dhp-core = { default-features = false }` is the protocol
-//! alone (the example above uses `testing`, so it needs `harness`).
-//!
+
 //! ## Identity, checked against the specification
 //!
 //! The worked example of `docs/PROTOCOL.md` §1.2 and §2.3 (numbers the
@@ -105,22 +104,17 @@ pub mod clock;
 pub mod config;
 pub mod envelope;
 pub mod error;
+pub mod events;
 mod failpoint;
-pub mod fuzzing;
 pub mod id;
 pub mod json;
 pub mod lease;
 pub mod liveness;
-#[cfg(feature = "harness")]
-pub mod locate;
 pub mod metrics;
 pub mod runner;
 pub mod status;
 pub mod store;
 pub mod supervisor;
-#[cfg(feature = "harness")]
-pub mod testing;
-pub mod trace;
 pub mod transport;
 
 pub use clock::Clock;

@@ -134,13 +134,6 @@ pub fn reap(root: &Path, holder: &str) -> bool {
     }
 }
 
-/// How often a leader polls tokens between scans (`DHP_LIVENESS_POLL_MS`,
-/// default 10 ms).
-pub fn poll_interval() -> Duration {
-    let ms = std::env::var("DHP_LIVENESS_POLL_MS").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(10);
-    Duration::from_millis(ms.max(1))
-}
-
 // ---- a paused process holding the store's write lock ----
 //
 // SQLite has one writer. A process stopped (SIGSTOP, a debugger) inside a

@@ -1,8 +1,12 @@
 //! # dhp-testkit — plumbing for the harness crates' tests
 //!
 //! Shared by the tests of dhp-conform, dhp-chaos, the demo and the benches
-//! (a dev-dependency only; dhp-core's own tests use `dhp_core::testing`,
-//! which this crate builds on). Everything here fails loudly with the fix
+//! and dhp-core's own: the build locator ([`locate`]: the checkout, the
+//! reference's Python, the `dhp` binary), the store helpers that simulate
+//! time passing ([`store`]) and the fuzz targets' bodies ([`fuzzing`]) —
+//! test machinery that left the protocol library (issue 46). The chaos
+//! harness, the demo and dhp-rs's adapter use the locator and the store
+//! helpers at run time too. Everything here fails loudly with the fix
 //! instead of skipping: a test never passes because something was missing.
 //!
 //! ```
@@ -16,6 +20,11 @@
 //! });
 //! ```
 
+pub mod fuzzing;
+pub mod locate;
+pub mod sizes;
+pub mod store;
+
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::OnceLock;
@@ -23,7 +32,7 @@ use std::time::{Duration, Instant};
 
 /// The dhp-rs checkout.
 pub fn checkout() -> PathBuf {
-    dhp_core::testing::repo_root()
+    locate::checkout().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The Python interpreter with the reference (dhp-protocol 1.3.0):
@@ -32,13 +41,13 @@ pub fn checkout() -> PathBuf {
 pub fn python() -> PathBuf {
     static PY: OnceLock<PathBuf> = OnceLock::new();
     PY.get_or_init(|| {
-        if let Ok(p) = dhp_core::locate::python(None) {
+        if let Ok(p) = locate::python(None) {
             return p;
         }
         let setup = checkout().join("scripts/setup.sh");
         let st = Command::new("bash").arg(&setup).status().unwrap_or_else(|e| panic!("running {setup:?}: {e}"));
         assert!(st.success(), "{} failed: the reference venv is needed", setup.display());
-        dhp_core::testing::python()
+        locate::python(None).unwrap_or_else(|e| panic!("{e}"))
     })
     .clone()
 }
@@ -50,10 +59,10 @@ pub fn dhp_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("the test executable");
-        let profile = dhp_core::locate::profile_dir(&exe).expect("target/<profile>");
+        let profile = locate::profile_dir(&exe).expect("target/<profile>");
         // DHP_TEST_PREBUILT: scripts/test.sh built every target just now
         if std::env::var_os("DHP_TEST_PREBUILT").is_none_or(|v| v.is_empty()) {
-            dhp_core::locate::cargo_build_dhp(&profile).unwrap_or_else(|e| panic!("building dhp: {e}"));
+            locate::cargo_build_dhp(&profile).unwrap_or_else(|e| panic!("building dhp: {e}"));
         }
         let p = profile.join("dhp");
         assert!(p.is_file(), "{} missing after cargo build", p.display());
@@ -70,13 +79,13 @@ pub fn dhp_bin() -> PathBuf {
 /// the workspace) nothing is built; a missing program still fails loudly.
 pub fn workspace_bin(package: &str, bin: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable");
-    let profile = dhp_core::locate::profile_dir(&exe).expect("target/<profile>");
+    let profile = locate::profile_dir(&exe).expect("target/<profile>");
     let p = profile.join(bin);
     if std::env::var_os("DHP_TEST_PREBUILT").is_none_or(|v| v.is_empty()) {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet", "-p", package, "--bin", bin]);
-        dhp_core::locate::scrub_package_env(&mut cmd);
+        locate::scrub_package_env(&mut cmd);
         match profile.file_name().and_then(|n| n.to_str()) {
             Some("debug") | None => {}
             Some("release") => {

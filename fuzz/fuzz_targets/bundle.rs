@@ -1,3 +1,3 @@
 #![no_main]
-//! See dhp_core::fuzzing::bundle and docs/fuzzing.md.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_core::fuzzing::bundle(data));
+//! See dhp_testkit::fuzzing::bundle and docs/fuzzing.md.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_testkit::fuzzing::bundle(data));

@@ -1,3 +1,3 @@
 #![no_main]
-//! See dhp_core::fuzzing::envelope_dispatch and docs/fuzzing.md.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_core::fuzzing::envelope_dispatch(data));
+//! See dhp_testkit::fuzzing::envelope_dispatch and docs/fuzzing.md.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_testkit::fuzzing::envelope_dispatch(data));

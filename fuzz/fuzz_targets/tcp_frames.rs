@@ -1,3 +1,3 @@
 #![no_main]
-//! See dhp_core::fuzzing::tcp_frames and docs/fuzzing.md.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_core::fuzzing::tcp_frames(data));
+//! See dhp_testkit::fuzzing::tcp_frames and docs/fuzzing.md.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_testkit::fuzzing::tcp_frames(data));

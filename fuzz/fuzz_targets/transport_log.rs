@@ -1,3 +1,3 @@
 #![no_main]
-//! See dhp_core::fuzzing::transport_log and docs/fuzzing.md.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_core::fuzzing::transport_log(data));
+//! See dhp_testkit::fuzzing::transport_log and docs/fuzzing.md.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| dhp_testkit::fuzzing::transport_log(data));

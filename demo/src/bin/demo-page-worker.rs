@@ -68,7 +68,7 @@ fn shipper(a: &Args, cfg: &Config) -> anyhow::Result<Option<Box<dyn Shipper>>> {
             buffer: Some(BufferLog::File(buffer)),
             call_timeout: dhp_core::config::positive_duration("--ship-timeout", a.ship_timeout, 3_600.0)?,
             cfg: cfg.clone(),
-            ..ShipperOptions::from_env(ShipMode::Sync)?
+            ..ShipperOptions::new(ShipMode::Sync, std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default(), cfg.clone())
         };
         return Ok(Some(Box::new(TcpShipper::new(addr, opts)?)));
     }

@@ -427,7 +427,7 @@ fn run() -> Result<()> {
             let opts = ShipperOptions {
                 buffer: Some(BufferLog::Dir(buf.clone())),
                 cfg: cfg.clone(),
-                ..ShipperOptions::from_env(mode)?
+                ..ShipperOptions::new(mode, std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default(), cfg.clone())
             };
             Some(Box::new(TcpShipper::new(to, opts)?))
         }

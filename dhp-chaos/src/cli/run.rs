@@ -222,7 +222,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
             dhp.display()
         );
         if failpoints_named {
-            bail!("{why}: refusing --nemesis failpoint / --failpoint-rate; pass --dhp a build with them (`cargo build -p dhp-core --bin dhp --features failpoints`), or leave failpoints out");
+            bail!("{why}: refusing --nemesis failpoint / --failpoint-rate; pass --dhp a build with them (`cargo build -p dhp --bin dhp --features dhp-core/failpoints`), or leave failpoints out");
         }
         println!("dhp-chaos: {why}; failpoint faults are off for this run (--dhp a build with them to inject them)");
         failpoint_rate = 0.0;

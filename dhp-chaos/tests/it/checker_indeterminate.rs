@@ -7,7 +7,8 @@
 use dhp_chaos::check::{check_round, RoundReport};
 use dhp_core::envelope::{self, Budget, BuildOptions};
 use dhp_core::supervisor::Supervisor;
-use dhp_core::{testing, Config, Runner, TaskContext};
+use dhp_core::{Config, Runner, TaskContext};
+use dhp_testkit::store as testing;
 use dhp_workload::census;
 use serde_json::{json, Value};
 use std::path::Path;

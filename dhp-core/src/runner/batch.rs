@@ -4,6 +4,7 @@ use super::lifecycle::{append_checkpoint, claim_in, prepare_dispatch};
 use super::{budget_violation, checked_state, Runner, TaskContext};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::id::HandoffId;
 use crate::lease::Lease;
 use crate::store::{Backend, Mode};
@@ -93,15 +94,13 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         }
         Ok(())
     })?;
-    let committed = out.iter().filter(|r| matches!(r, Some(Ok(_)))).count();
-    if crate::trace::enabled() {
+    if cfg.hooks.active() {
         for (it, r) in items.iter().zip(&out) {
             if let Some(Ok(seq)) = r {
-                crate::trace::checkpoint(&it.hid, it.fence, *seq);
+                cfg.hooks.emit(Event::Checkpointed { hid: &it.hid, fence: it.fence, seq: *seq });
             }
         }
     }
-    crate::metrics::CHECKPOINTS.add(committed as u64);
     Ok(merge(prepared, out))
 }
 

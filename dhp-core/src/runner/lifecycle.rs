@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::config::{self, Config};
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::events::{Ended, Event, Start};
 use crate::failpoint;
 use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
@@ -36,7 +37,9 @@ impl Runner {
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
         let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
-        crate::trace::attempt_started(hid.as_str(), 0, &self.id, "claim", t);
+        let started =
+            Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
+        self.cfg.hooks.emit(started);
         if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.into(), reason });
         }
@@ -90,7 +93,8 @@ impl Runner {
             save(tx, hid, &env, cfg)?;
             Ok((fence, t))
         })?;
-        crate::trace::attempt_started(hid, fence, &self.id, "recover", t);
+        let started = Event::AttemptStarted { hid, fence, holder: &self.id, how: Start::Recover, at_s: t };
+        self.cfg.hooks.emit(started);
         tracing::info!(hid = handoff.short(), runner = %self.id, fence, "recover");
         Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
     }
@@ -103,7 +107,7 @@ impl Runner {
         // manual clock keeps the transaction.
         if matches!(self.cfg.clock, Clock::Store) {
             if let Some(left) = one_trip::heartbeat(self.store.as_ref(), &self.id, hid, lease.fence())? {
-                crate::metrics::LEASE_RENEWALS.inc();
+                self.cfg.hooks.emit(Event::LeaseRenewed);
                 return Ok(left);
             }
         }
@@ -115,7 +119,7 @@ impl Runner {
             tx.update_ownership(&own, t)?;
             Ok(own.lease_expires_at - t)
         })?;
-        crate::metrics::LEASE_RENEWALS.inc();
+        self.cfg.hooks.emit(Event::LeaseRenewed);
         Ok(left)
     }
 
@@ -145,12 +149,8 @@ impl Runner {
             Some(done) => done,
             None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?,
         };
-        // One relaxed add: no lock, no allocation (docs/observability.md).
-        crate::metrics::CHECKPOINTS.inc();
-        // Tracing off: one relaxed load and a branch.
-        if crate::trace::enabled() {
-            crate::trace::checkpoint(lease.hid().as_str(), lease.fence(), row.seq);
-        }
+        // No observer: one branch (docs/observability.md).
+        self.cfg.hooks.emit(Event::Checkpointed { hid: lease.hid().as_str(), fence: lease.fence(), seq: row.seq });
         let over_budget = env.as_ref().and_then(|e| budget_violation(e, t));
         Ok(Step { hid: lease.hid().clone(), row, over_budget })
     }
@@ -205,7 +205,7 @@ impl Runner {
             save(tx, hid, &env, cfg)?;
             tx.delete_ownership(hid)
         })?;
-        crate::trace::attempt_ended(hid, lease.fence(), crate::trace::Ended::Released);
+        self.cfg.hooks.emit(Event::AttemptEnded { hid, fence: lease.fence(), how: Ended::Released });
         Ok(())
     }
 
@@ -251,8 +251,8 @@ impl Runner {
             // The failed state is committed; the error goes to the caller.
             Ok(verdict)
         })?;
-        let ended = if outcome.is_ok() { crate::trace::Ended::Completed } else { crate::trace::Ended::SchemaFailed };
-        crate::trace::attempt_ended(hid, lease.fence(), ended);
+        let how = if outcome.is_ok() { Ended::Completed } else { Ended::SchemaFailed };
+        self.cfg.hooks.emit(Event::AttemptEnded { hid, fence: lease.fence(), how });
         if outcome.is_ok() {
             failpoint::hit("complete.after_commit");
             tracing::info!(hid = lease.hid().short(), runner = %self.id, "complete");

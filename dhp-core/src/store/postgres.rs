@@ -219,20 +219,24 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// `dhp-<role>-<pid>`: the role is the process's subcommand (`work`,
-/// `supervisor`, …; `client` otherwise), so operators and the chaos harness
-/// can tell a process's backends apart in `pg_stat_activity`. A URL's own
-/// `application_name=` wins.
+static ROLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Name this process's connections `dhp-<role>-<pid>` (the `dhp` program
+/// passes its subcommand: `work`, `supervisor`, …), so operators and the
+/// chaos harness can tell a process's backends apart in
+/// `pg_stat_activity`. Set once; a role that is not 1 to 16 of `[a-z0-9-]`
+/// starting with a letter is ignored (returns false), as is a second call.
+pub fn set_application_role(role: &str) -> bool {
+    let ok = (1..=16).contains(&role.len())
+        && role.starts_with(|c: char| c.is_ascii_lowercase())
+        && role.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    ok && ROLE.set(role.to_string()).is_ok()
+}
+
+/// `dhp-<role>-<pid>` ([`set_application_role`]; `client` when unset). A
+/// URL's own `application_name=` wins.
 pub fn application_name() -> String {
-    let role = std::env::args()
-        .nth(1)
-        .filter(|a| {
-            (1..=16).contains(&a.len())
-                && a.starts_with(|c: char| c.is_ascii_lowercase())
-                && a.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        })
-        .unwrap_or_else(|| "client".into());
-    format!("dhp-{role}-{}", std::process::id())
+    format!("dhp-{}-{}", ROLE.get().map_or("client", String::as_str), std::process::id())
 }
 
 /// Every host of the URL is a Unix-socket directory (`host=/dir`, or a

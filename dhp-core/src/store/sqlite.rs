@@ -88,7 +88,6 @@ impl SqliteStore {
     /// tests count for a supervisor pass with nothing to do, instead of
     /// timing it. Instrumentation for tests and benches: every instruction
     /// then calls back. Replaces an earlier counter of this store.
-    #[cfg(feature = "harness")]
     pub fn count_vm_steps(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
         use std::sync::atomic::{AtomicU64, Ordering};
         let n = std::sync::Arc::new(AtomicU64::new(0));

@@ -218,7 +218,7 @@ impl Supervisor {
         if let ScanAction::Repaired(r) = &out {
             self.metrics.repairs.fetch_add(1, Ordering::Relaxed);
             if r.status == Status::Failed && r.status_before != Status::Failed {
-                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+                self.metrics.dlq[super::DLQ_REPAIR].fetch_add(1, Ordering::Relaxed);
             }
             tracing::warn!(hid = id::short(hid), torn = kind.as_str(), "repaired a torn state");
         }

@@ -3,7 +3,7 @@
 //! leader's liveness token shows its process gone), and resigns on a clean
 //! stop.
 
-use super::{metrics, Supervisor, RENEW_WHEN_LEFT};
+use super::{Supervisor, RENEW_WHEN_LEFT};
 use crate::error::Result;
 use crate::store::{with_tx, Leadership, Mode};
 use std::sync::atomic::Ordering;
@@ -45,7 +45,7 @@ impl Supervisor {
             })?,
         };
         if settled.is_none() && leader {
-            metrics::LEADER_RENEWALS.inc();
+            self.metrics.leader_renewals.fetch_add(1, Ordering::Relaxed);
         }
         let was = self.is_leader.swap(leader, Ordering::Relaxed);
         if leader && !was {

@@ -5,7 +5,8 @@
 
 use super::{OrphanReason, Supervisor};
 use crate::envelope::{self, BuildOptions};
-use crate::{testing, Clock, Config, Runner};
+use crate::store::{with_tx, Mode};
+use crate::{Clock, Config, Runner};
 use serde_json::json;
 
 fn setup() -> (tempfile::TempDir, Runner, Supervisor, Supervisor, std::sync::Arc<crate::clock::ManualClock>, String) {
@@ -32,7 +33,7 @@ fn a_pass_that_outlived_its_term_does_not_orphan() {
     assert!(s2.ensure_leadership().unwrap());
     let a = s1.orphan_led(&hid, OrphanReason::LeaseExpired).unwrap();
     assert_eq!(a.kind().as_str(), "not-leader", "{a:?}");
-    assert_eq!(testing::leader(&r).unwrap().unwrap().holder, "sup2");
+    assert_eq!(with_tx(r.store().as_ref(), Mode::Read, |tx| tx.leadership()).unwrap().unwrap().holder, "sup2");
     assert_ne!(r.ownership(&hid).unwrap().unwrap().holder, "__orphaned__", "nothing changed");
     // The live leader's orphan goes through.
     let a = s2.orphan_led(&hid, OrphanReason::LeaseExpired).unwrap();

@@ -169,7 +169,6 @@ impl Supervisor {
                 }
                 if let Err(e) = res {
                     self.metrics.errors.fetch_add(1, Ordering::Relaxed);
-                    crate::metrics::SCAN_ERRORS.inc();
                     tracing::error!(supervisor = %self.id, error = %e, "liveness poll failed");
                     std::thread::sleep(Duration::from_millis(100));
                 }

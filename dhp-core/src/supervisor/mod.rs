@@ -18,6 +18,7 @@ mod leadership;
 #[cfg(test)]
 mod led_tests;
 mod live;
+mod metrics;
 mod quarantine;
 pub mod repair;
 mod scan_action;
@@ -27,15 +28,17 @@ mod tracker;
 use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
+use crate::events::{self, DeadLetter};
 use crate::id;
 use crate::json;
 use crate::liveness;
-use crate::metrics;
 use crate::runner::{budget_violation, load, save};
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, Mode, StoreLocation, Tx};
 use actions::Actions;
 pub use actions::OnAction;
+use metrics::bump;
+pub use metrics::{Metrics, DLQ_REPAIR};
 use quarantine::per_row;
 use scan_action::Stamps;
 pub use scan_action::{ActionKind, Orphaning, Repair, ScanAction};
@@ -58,6 +61,18 @@ pub enum OrphanReason {
 }
 
 impl OrphanReason {
+    /// Every reason, in the order of [`OrphanReason::index`].
+    pub const ALL: [OrphanReason; 3] = [OrphanReason::LeaseExpired, OrphanReason::WorkerDied, OrphanReason::Stalled];
+
+    /// Its slot in per-reason counters.
+    pub fn index(self) -> usize {
+        match self {
+            OrphanReason::LeaseExpired => 0,
+            OrphanReason::WorkerDied => 1,
+            OrphanReason::Stalled => 2,
+        }
+    }
+
     /// The name the scan report and the history use.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -89,42 +104,6 @@ pub enum Event<'a> {
     },
 }
 
-/// Counters for health checks.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    /// Scans run.
-    pub scans: AtomicU64,
-    /// Handoffs orphaned.
-    pub orphans: AtomicU64,
-    /// Handoffs dead-lettered (status failed after max attempts).
-    pub dlq: AtomicU64,
-    /// Handoffs failed for exceeding their budget.
-    pub budget_kills: AtomicU64,
-    /// Stopped processes SIGKILLed for holding the store's write lock.
-    pub stalled_writers_killed: AtomicU64,
-    /// Times this supervisor took or lost the leadership.
-    pub leadership_changes: AtomicU64,
-    /// Scans that failed.
-    pub errors: AtomicU64,
-    /// Torn states repaired.
-    pub repairs: AtomicU64,
-    /// Rows quarantined (counted once per row and reason).
-    pub quarantined: AtomicU64,
-}
-
-impl Metrics {
-    /// The counters as a JSON object.
-    pub fn snapshot(&self) -> Value {
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        json!({
-            "scans": g(&self.scans), "orphans": g(&self.orphans), "dlq": g(&self.dlq),
-            "budget_kills": g(&self.budget_kills), "leadership_changes": g(&self.leadership_changes),
-            "stalled_writers_killed": g(&self.stalled_writers_killed),
-            "errors": g(&self.errors), "repairs": g(&self.repairs), "quarantined": g(&self.quarantined),
-        })
-    }
-}
-
 /// A supervisor process's view of one store.
 pub struct Supervisor {
     store: Arc<dyn Backend>,
@@ -132,8 +111,8 @@ pub struct Supervisor {
     id: String,
     root: Option<PathBuf>,
     is_leader: AtomicBool,
-    /// Counters for health checks.
-    pub metrics: Metrics,
+    /// Its counters (shared: a metrics endpoint reads them while it runs).
+    pub metrics: Arc<Metrics>,
     started: Instant,
     /// Quarantined hid → reason, as last reported (reported again only
     /// when the reason changes or the row recovered in between).
@@ -165,7 +144,7 @@ impl Supervisor {
             id: id.to_string(),
             root,
             is_leader: AtomicBool::new(false),
-            metrics: Metrics::default(),
+            metrics: Arc::default(),
             started: Instant::now(),
             quarantine: Mutex::new(BTreeMap::new()),
             last_pass: Mutex::new(None),
@@ -274,8 +253,8 @@ impl Supervisor {
         // Seconds between what made the handoff orphanable and the orphan
         // (store time), measured inside the orphan's transaction.
         let mut late_s = None;
-        let (traced, mut claimed_at, mut orphaned_at) = (crate::trace::enabled(), None, None);
-        let orphan_start_ns = if traced { crate::trace::now_ns() } else { 0 };
+        let (traced, mut claimed_at, mut orphaned_at) = (self.cfg.hooks.wants_deaths(), None, None);
+        let orphan_start_ns = if traced { crate::events::now_ns() } else { 0 };
         let cfg = &self.cfg;
         let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
         let out = with_tx(store, Mode::Write, |tx| {
@@ -328,19 +307,23 @@ impl Supervisor {
         match out.kind() {
             ActionKind::Dlq => {
                 let stalls = matches!(&out, ScanAction::Orphan(o) if o.stall_count.is_some());
-                metrics::DLQ.inc(usize::from(stalls));
-                self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+                let why = if stalls { DeadLetter::StallRetries } else { DeadLetter::MaxAttempts };
+                bump(&self.metrics.dlq[why as usize]);
                 tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
             }
             ActionKind::Orphaned => {
-                let r = metrics::reason_index(reason);
-                metrics::ORPHANS.inc(r);
-                match (late_s, died_after) {
-                    (Some(s), _) => metrics::DETECTION[r].observe_secs(s),
-                    (None, Some(at)) => metrics::DETECTION[r].observe(at.elapsed()),
-                    (None, None) => {}
-                }
-                self.metrics.orphans.fetch_add(1, Ordering::Relaxed);
+                bump(&self.metrics.orphans[reason.index()]);
+                let detection = match (late_s, died_after) {
+                    // Negative or NaN (clock skew): zero; past Duration: the most.
+                    (Some(s), _) => Some(Duration::try_from_secs_f64(s).unwrap_or(if s > 0.0 {
+                        Duration::MAX
+                    } else {
+                        Duration::ZERO
+                    })),
+                    (None, Some(at)) => Some(at.elapsed()),
+                    (None, None) => None,
+                };
+                self.cfg.hooks.emit(events::Event::Orphaned { reason, detection });
                 tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
             }
             _ => {}
@@ -381,9 +364,8 @@ impl Supervisor {
             Ok(ScanAction::BudgetKilled { hid: hid.to_string(), reasons: vec![reason] })
         })?;
         if out.kind() == ActionKind::BudgetKilled {
-            metrics::DLQ.inc(2);
-            self.metrics.budget_kills.fetch_add(1, Ordering::Relaxed);
-            self.metrics.dlq.fetch_add(1, Ordering::Relaxed);
+            bump(&self.metrics.budget_kills);
+            bump(&self.metrics.dlq[DeadLetter::Budget as usize]);
         }
         Ok(out)
     }
@@ -404,11 +386,10 @@ impl Supervisor {
         if !self.ensure_leadership()? {
             return Ok(Vec::new());
         }
-        self.metrics.scans.fetch_add(1, Ordering::Relaxed);
-        metrics::SCANS.inc();
+        bump(&self.metrics.scans);
         let started = Instant::now();
         let out = self.led_pass(on_action);
-        metrics::SCAN_DURATION.observe(started.elapsed());
+        self.cfg.hooks.emit(events::Event::Pass { took: started.elapsed() });
         out
     }
 
@@ -519,7 +500,7 @@ impl Supervisor {
         // Passes that reached the store, and the last failure: a watch in
         // which every pass failed returns that failure, not Ok.
         let (mut ok_passes, mut last_err) = (0u64, None);
-        let poll = liveness::poll_interval();
+        let poll = self.cfg.liveness_poll;
         let mut all = Vec::new();
         let mut next_scan = Instant::now();
         let _token: Option<Box<dyn std::any::Any>> = match &self.root {
@@ -569,8 +550,7 @@ impl Supervisor {
                         all.extend(acts);
                     }
                     Err(e) => {
-                        self.metrics.errors.fetch_add(1, Ordering::Relaxed);
-                        metrics::SCAN_ERRORS.inc();
+                        bump(&self.metrics.errors);
                         tracing::error!(supervisor = %self.id, error = %e, "scan failed");
                         last_err = Some(e);
                         // The store is unreachable (a database restarting):

@@ -7,7 +7,8 @@ use crate::pg_support;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::store::{self, Backend, MemStore, SqliteStore, StoreLocation};
 use dhp_core::supervisor::Supervisor;
-use dhp_core::{runner, testing, Config, Error, Runner};
+use dhp_core::{runner, Config, Error, Runner};
+use dhp_testkit::store as testing;
 use serde_json::json;
 use std::sync::Arc;
 

@@ -9,7 +9,8 @@
 use crate::common::SCHEMA_X;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::supervisor::{OrphanReason, Supervisor};
-use dhp_core::{testing, Config, Error, Runner};
+use dhp_core::{Config, Error, Runner};
+use dhp_testkit::store as testing;
 use serde_json::json;
 
 fn setup() -> (tempfile::TempDir, Runner, Supervisor, String) {

@@ -239,7 +239,7 @@ fn random_values_match_the_reference_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let batch = dir.path().join("batch.json");
     std::fs::write(&batch, serde_json::to_string(&texts).unwrap()).unwrap();
-    let out = Command::new(dhp_core::testing::python())
+    let out = Command::new(dhp_testkit::python())
         .args(["-c", PY, batch.to_str().unwrap(), CREATED_AT])
         .output()
         .expect("run the reference");

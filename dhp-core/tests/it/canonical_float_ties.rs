@@ -21,7 +21,7 @@ fn halfway_floats_print_as_python_does() {
         }
     }
     let text = format!("[{}]", lits.join(", "));
-    let out = Command::new(dhp_core::testing::python())
+    let out = Command::new(dhp_testkit::python())
         .args(["-c", "import sys, json; from dhp import envelope as E; sys.stdout.write(E.canonical(json.loads(sys.argv[1])).decode())", &text])
         .output()
         .expect("run the reference");

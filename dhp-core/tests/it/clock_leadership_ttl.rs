@@ -2,7 +2,8 @@
 //! a follower cannot take over before, and can after, with nothing sleeping.
 
 use dhp_core::supervisor::Supervisor;
-use dhp_core::{testing, Clock, Config, Runner};
+use dhp_core::{Clock, Config, Runner};
+use dhp_testkit::store as testing;
 
 #[test]
 fn a_follower_takes_over_only_once_the_leader_ttl_has_passed() {

@@ -71,7 +71,7 @@ fn the_reference_works_a_store_with_the_extra_indexes() {
     // The reference records the steps and raises BudgetExceeded.
     let (_, v) = refctl(&["note-step", root, &over, "--runner", "py-w", "--fence", &f, "--n", "2"], &[]);
     assert_eq!(v["error_kind"], "BudgetExceeded", "{v}");
-    dhp_core::testing::expire_leadership(&r).unwrap(); // the reference's supervisor leads now
+    dhp_testkit::store::expire_leadership(&r).unwrap(); // the reference's supervisor leads now
     let v = refctl_ok(&["scan", root, "--sup", "py-sup"], &[]);
     let acts = v["actions"].as_array().unwrap();
     let action = |h: &str| acts.iter().find(|a| a["hid"] == h).map(|a| a["action"].as_str().unwrap().to_string());
@@ -88,7 +88,7 @@ fn the_reference_works_a_store_with_the_extra_indexes() {
     let late = py_dispatch(root, 4, None);
     py_claim(root, &late);
     refctl_ok(&["expire", root, &late], &[]);
-    dhp_core::testing::expire_leadership(&r).unwrap();
+    dhp_testkit::store::expire_leadership(&r).unwrap();
     let acts = sup.scan().unwrap();
     assert!(acts.iter().any(|a| a.hid() == late.as_str() && a.kind().as_str() == "orphaned"), "{acts:?}");
     assert_eq!(r.status(&ours).unwrap()["status"], "running", "our live lease is untouched");

@@ -4,7 +4,8 @@ use crate::common::*;
 use dhp_core::clock::ManualClock;
 use dhp_core::envelope::{self, BuildOptions};
 use dhp_core::supervisor::{OrphanReason, Supervisor};
-use dhp_core::{testing, Clock, Config, Error, Runner, TaskContext};
+use dhp_core::{Clock, Config, Error, Runner, TaskContext};
+use dhp_testkit::store as testing;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -8,7 +8,8 @@
 use crate::pg_support;
 
 use dhp_core::store::{self, Backend, StoreLocation};
-use dhp_core::{testing, Config, Error, Lease, Runner};
+use dhp_core::{Config, Error, Lease, Runner};
+use dhp_testkit::store as testing;
 use serde_json::json;
 use std::sync::Arc;
 

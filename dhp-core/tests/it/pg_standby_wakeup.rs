@@ -36,7 +36,7 @@ fn standby_is_woken_by_notify_not_by_polling() {
         assert!(Instant::now() < end, "the standby did not start listening within 30 s");
         std::thread::sleep(Duration::from_millis(5));
     }
-    dhp_core::testing::expire_lease(&w1, &hid).unwrap();
+    dhp_testkit::store::expire_lease(&w1, &hid).unwrap();
     let sup = Supervisor::open(&url, "sup", cfg).unwrap();
     let t0 = Instant::now();
     assert_eq!(sup.scan().unwrap()[0].kind().as_str(), "orphaned");

@@ -35,7 +35,7 @@ fn expired_lease_among_many_live_ones_is_found_through_the_index() {
     }
     let sup = Supervisor::open(dir.path(), "sup", cfg()).unwrap();
     assert!(sup.scan().unwrap().is_empty(), "nothing to do yet");
-    dhp_core::testing::expire_lease(&r, &hids[77]).unwrap();
+    dhp_testkit::store::expire_lease(&r, &hids[77]).unwrap();
     let acts = sup.scan().unwrap();
     assert_eq!(actions_for(&acts, &hids[77]), ["orphaned"], "{acts:?}");
     assert_eq!(acts.len(), 1, "only the expired lease: {acts:?}");

@@ -5,7 +5,8 @@
 //! `PRAGMA data_version` on another connection (it moves whenever some
 //! other connection commits).
 
-use dhp_core::{testing, Clock, Config, Runner, Supervisor};
+use dhp_core::{Clock, Config, Runner, Supervisor};
+use dhp_testkit::store as testing;
 
 #[test]
 fn a_leader_writes_only_when_its_term_needs_renewing() {

@@ -31,7 +31,7 @@ fn copy_taken_while_held(dir: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(&orig).unwrap();
     std::fs::create_dir_all(&copy).unwrap();
     drop(WriterQueue::open(&orig).expect("the queue file is made and initialised"));
-    let mut holder = Command::new(dhp_core::testing::python())
+    let mut holder = Command::new(dhp_testkit::python())
         .args(["-c", HOLD, orig.to_str().unwrap()])
         .stdout(Stdio::piped())
         .spawn()

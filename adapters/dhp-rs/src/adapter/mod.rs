@@ -215,7 +215,7 @@ impl Adapter {
             }
             "leadership" => {
                 let r = self.runner(s(a, "root")?)?;
-                let l = dhp_core::testing::leader(&r)?;
+                let l = dhp_testkit::store::leader(&r)?;
                 Ok(json!({"leadership": l.map(|l| json!({"holder": l.holder, "expires_at": l.expires_at}))}))
             }
             "ensure_leadership" => {
@@ -225,11 +225,11 @@ impl Adapter {
             "scan" => self.scan(a),
             "expire_lease" => {
                 let r = self.runner(s(a, "root")?)?;
-                Ok(json!({"updated": dhp_core::testing::expire_lease(&r, &self.id_arg(a, "hid")?)?}))
+                Ok(json!({"updated": dhp_testkit::store::expire_lease(&r, &self.id_arg(a, "hid")?)?}))
             }
             "expire_leadership" => {
                 let r = self.runner(s(a, "root")?)?;
-                Ok(json!({"updated": dhp_core::testing::expire_leadership(&r)?}))
+                Ok(json!({"updated": dhp_testkit::store::expire_leadership(&r)?}))
             }
             "ship_envelope" => {
                 let r = self.runner(s(a, "root")?)?;

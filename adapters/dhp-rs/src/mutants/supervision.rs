@@ -31,7 +31,7 @@ fn lead_without_renewing(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
     let (root, id) = (s(a, "root")?, s(a, "supervisor")?);
     let r = ad.inner.runner(root)?;
-    if dhp_core::testing::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > clock.now()) {
+    if dhp_testkit::store::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > clock.now()) {
         return Ok(json!({"leader": true}));
     }
     ad.inner.handle("ensure_leadership", a)
@@ -42,8 +42,8 @@ fn lead_without_renewing(ad: &mut MutantAdapter, a: &Value) -> R {
 fn take_leadership(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
     let (root, id) = (s(a, "root")?, s(a, "supervisor")?);
     let r = ad.inner.runner(root)?;
-    if dhp_core::testing::leader(&r)?.is_some_and(|l| l.holder != id) {
-        dhp_core::testing::expire_leadership(&r)?;
+    if dhp_testkit::store::leader(&r)?.is_some_and(|l| l.holder != id) {
+        dhp_testkit::store::expire_leadership(&r)?;
     }
     ad.inner.handle(op, a)
 }

@@ -5,16 +5,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub fn dhp_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dhp"))
-}
-
-/// Run `dhp ARGS --json`; returns (exit code, stdout JSON, stderr).
-pub fn dhp(args: &[&str], env: &[(&str, &str)]) -> (i32, Value, String) {
-    let out = Command::new(dhp_bin()).args(args).arg("--json").envs(env.iter().copied()).output().expect("run dhp");
-    parse_out(out)
-}
-
 fn parse_out(out: Output) -> (i32, Value, String) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = stdout.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
@@ -22,12 +12,12 @@ fn parse_out(out: Output) -> (i32, Value, String) {
 }
 
 pub fn refctl_path() -> PathBuf {
-    dhp_core::testing::repo_root().join("scripts/pyref/refctl.py")
+    dhp_testkit::checkout().join("scripts/pyref/refctl.py")
 }
 
 /// Run the reference through refctl; returns (exit code, JSON reply).
 pub fn refctl(args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    let out = Command::new(dhp_core::testing::python())
+    let out = Command::new(dhp_testkit::python())
         .arg(refctl_path())
         .args(args)
         .envs(env.iter().copied())
@@ -49,7 +39,7 @@ pub fn refctl_ok(args: &[&str], env: &[(&str, &str)]) -> Value {
 
 /// Run a snippet of Python with the reference importable.
 pub fn python(code: &str) -> String {
-    let out = Command::new(dhp_core::testing::python()).arg("-c").arg(code).output().expect("run python");
+    let out = Command::new(dhp_testkit::python()).arg("-c").arg(code).output().expect("run python");
     assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 fn pg_sh() -> PathBuf {
-    dhp_core::testing::repo_root().join("scripts/pg.sh")
+    dhp_testkit::checkout().join("scripts/pg.sh")
 }
 
 /// A cluster started by scripts/pg.sh: `(data dir, URL)`.

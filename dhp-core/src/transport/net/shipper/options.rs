@@ -87,14 +87,9 @@ impl Default for ShipperOptions {
 }
 
 impl ShipperOptions {
-    /// Defaults, with the token from `DHP_TRANSPORT_TOKEN` and limits from
-    /// the `DHP_*` environment.
-    pub fn from_env(mode: ShipMode) -> Result<Self> {
-        Ok(ShipperOptions {
-            token: std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default(),
-            mode,
-            cfg: Config::from_env()?,
-            ..Default::default()
-        })
+    /// Defaults, with `token` (the program reads it from
+    /// `DHP_TRANSPORT_TOKEN`) and limits from `cfg`.
+    pub fn new(mode: ShipMode, token: String, cfg: Config) -> Self {
+        ShipperOptions { token, mode, cfg, ..Default::default() }
     }
 }

@@ -1,0 +1,9 @@
+//! The `dhp` program's dashboard scenarios.
+
+mod auth;
+mod browser;
+mod idle_flood;
+mod measure;
+mod paging;
+mod postgres;
+mod read_only;
