@@ -297,6 +297,7 @@ fn the_report_lists_every_invariant_by_its_name_in_order() {
             "no-silent-budget-overrun",
             "served-work",
             "model",
+            "durable-acks",
         ]
     );
     for (i, v) in Invariant::ALL.iter().zip(&r.invariants) {
