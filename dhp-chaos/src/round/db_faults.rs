@@ -163,6 +163,10 @@ pub(super) struct DbState {
     pub(super) failover: super::db_failover::FailoverState,
     /// A pg_auto_failover fault under way (`db_auto.rs`).
     pub(super) auto: super::db_auto::AutoState,
+    /// A database fault drawn while another was under way: fired as soon as
+    /// the database is back, so which kinds fire does not depend on how
+    /// long a failover took (at most one waits; a later draw is dropped).
+    pub(super) deferred: Option<FaultKind>,
 }
 
 #[derive(Debug)]
@@ -214,6 +218,30 @@ impl Driver<'_> {
         self.db_state.down.is_some()
             || (self.db_state.failover.busy() && !self.db_state.failover.promoted())
             || self.db_state.auto.unwritable()
+    }
+
+    /// A database fault drawn now: injected, or deferred while the database
+    /// is down or failing over (recorded, fired by [`Self::db_deferred_tick`]).
+    pub(super) fn draw_db(&mut self, kind: FaultKind) {
+        if !self.db_down() {
+            self.inject_db(kind);
+            return;
+        }
+        let kept = self.db_state.deferred.is_none();
+        if kept {
+            self.db_state.deferred = Some(kind);
+        }
+        self.hist.record("fault-deferred", json!({"kind": kind.name(), "kept": kept}));
+    }
+
+    /// Fire a deferred database fault once the database is back.
+    pub(super) fn db_deferred_tick(&mut self) {
+        if self.db_down() {
+            return;
+        }
+        if let Some(kind) = self.db_state.deferred.take() {
+            self.inject_db(kind);
+        }
     }
 
     /// Inject one database fault of `kind`; false when nothing was eligible.

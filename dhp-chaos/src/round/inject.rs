@@ -52,6 +52,7 @@ impl Driver<'_> {
 
     pub(super) fn inject(&mut self) {
         let now = hist::now();
+        self.db_deferred_tick();
         if now < self.next_fault {
             return;
         }
@@ -79,7 +80,7 @@ impl Driver<'_> {
     /// eligible at this moment; false when there was none.
     pub fn inject_kind(&mut self, kind: FaultKind) -> bool {
         if kind.is_db() {
-            self.inject_db(kind);
+            self.draw_db(kind);
             return true;
         }
         if kind == FaultKind::Link {
