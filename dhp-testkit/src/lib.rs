@@ -3,7 +3,8 @@
 //! Shared by the tests of dhp-conform, dhp-chaos, the demo and the benches
 //! and dhp-core's own: the build locator ([`locate`]: the checkout, the
 //! reference's Python, the `dhp` binary), the store helpers that simulate
-//! time passing ([`store`]) and the fuzz targets' bodies ([`fuzzing`]) —
+//! time passing ([`store`]), PostgreSQL for tests ([`pg`]), torn store states
+//! ([`torn`]) and the fuzz targets' bodies ([`fuzzing`]) —
 //! test machinery that left the protocol library (issue 46). The chaos
 //! harness, the demo and dhp-rs's adapter use the locator and the store
 //! helpers at run time too. Everything here fails loudly with the fix
@@ -22,8 +23,10 @@
 
 pub mod fuzzing;
 pub mod locate;
+pub mod pg;
 pub mod sizes;
 pub mod store;
+pub mod torn;
 
 use std::path::PathBuf;
 use std::process::{Child, Command};

@@ -3,9 +3,9 @@
 //! Helpers shared by the scenarios are the `*_support`/`common` modules.
 
 mod common;
-mod pg_support;
+use dhp_testkit::pg as pg_support;
 mod tcp_support;
-mod torn_support;
+use dhp_testkit::torn as torn_support;
 
 mod approval_unknown_status;
 mod backends;

@@ -10,9 +10,8 @@ mod common;
 mod dashboard_support;
 mod mcp_support;
 mod metrics_support;
-mod pg_support;
+use dhp_testkit::pg as pg_support;
 mod tcp_support;
-mod torn_support;
 
 mod a2a;
 mod cli;

@@ -2,15 +2,13 @@
 //! server), else one throwaway cluster per test binary, started by
 //! `scripts/pg.sh` and torn down when the binary exits. If PostgreSQL cannot
 //! be started the test fails: it never skips.
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 fn pg_sh() -> PathBuf {
-    dhp_testkit::checkout().join("scripts/pg.sh")
+    crate::checkout().join("scripts/pg.sh")
 }
 
 /// A cluster started by scripts/pg.sh: `(data dir, URL)`.

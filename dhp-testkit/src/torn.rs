@@ -1,8 +1,6 @@
-//! Shared by the torn_*.rs tests: a store with one handoff, and raw SQL to
+//! Shared by the torn_*.rs tests of dhp-core and dhp: a store with one handoff, and raw SQL to
 //! put it into the state another implementation's crash or race leaves
 //! (the only way such a state arises: our own writes are one transaction).
-#![allow(dead_code)]
-
 use dhp_core::envelope::{self, now, BuildOptions, ORPHANED_HOLDER};
 use dhp_core::supervisor::Supervisor;
 use dhp_core::{Config, Runner};
@@ -19,6 +17,12 @@ pub struct Fx {
     pub dir: tempfile::TempDir,
     pub hid: String,
     pub r: Runner,
+}
+
+impl Default for Fx {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Fx {
