@@ -3,7 +3,8 @@
 //! Shared by the tests of dhp-conform, dhp-chaos, the demo and the benches
 //! and dhp-core's own: the build locator ([`locate`]: the checkout, the
 //! reference's Python, the `dhp` binary), the store helpers that simulate
-//! time passing ([`store`]), PostgreSQL for tests ([`pg`]), torn store states
+//! time passing ([`store`]), PostgreSQL for tests ([`pg`]), the reference and store dumps for
+//! integration tests ([`helpers`]), torn store states
 //! ([`torn`]) and the fuzz targets' bodies ([`fuzzing`]) —
 //! test machinery that left the protocol library (issue 46). The chaos
 //! harness, the demo and dhp-rs's adapter use the locator and the store
@@ -22,6 +23,7 @@
 //! ```
 
 pub mod fuzzing;
+pub mod helpers;
 pub mod locate;
 pub mod pg;
 pub mod sizes;

@@ -2,7 +2,7 @@
 //! binary per scenario cost minutes), one scenario per module file.
 //! Helpers shared by the scenarios are the `*_support`/`common` modules.
 
-mod common;
+use dhp_testkit::helpers as common;
 use dhp_testkit::pg as pg_support;
 mod tcp_support;
 use dhp_testkit::torn as torn_support;

@@ -1,23 +1,24 @@
-//! Shared helpers for dhp-core's integration tests.
-#![allow(dead_code)]
+//! Helpers shared by dhp-core's and dhp's integration tests: the reference
+//! through refctl, Python snippets, store dumps, races and waits.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn parse_out(out: Output) -> (i32, Value, String) {
+/// An exit code, the last stdout line as JSON, and stderr.
+pub fn parse_out(out: Output) -> (i32, Value, String) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = stdout.lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or(Value::Null);
     (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 pub fn refctl_path() -> PathBuf {
-    dhp_testkit::checkout().join("scripts/pyref/refctl.py")
+    crate::checkout().join("scripts/pyref/refctl.py")
 }
 
 /// Run the reference through refctl; returns (exit code, JSON reply).
 pub fn refctl(args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
-    let out = Command::new(dhp_testkit::python())
+    let out = Command::new(crate::python())
         .arg(refctl_path())
         .args(args)
         .envs(env.iter().copied())
@@ -39,7 +40,7 @@ pub fn refctl_ok(args: &[&str], env: &[(&str, &str)]) -> Value {
 
 /// Run a snippet of Python with the reference importable.
 pub fn python(code: &str) -> String {
-    let out = Command::new(dhp_testkit::python()).arg("-c").arg(code).output().expect("run python");
+    let out = Command::new(crate::python()).arg("-c").arg(code).output().expect("run python");
     assert!(out.status.success(), "python failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
