@@ -36,6 +36,9 @@ pub fn ledger(a: LedgerArgs) -> Result<i32> {
     if a.dirs.is_empty() {
         bail!("dhp-chaos ledger: give the night's run directories (or --regressions)");
     }
+    // every input is read before the ledger is written: a bad thresholds
+    // file must not leave the night half recorded
+    let thresholds = a.thresholds.as_ref().map(|tp| Thresholds::load(tp).map(|t| (tp, t))).transpose()?;
     let night = a.night.unwrap_or_else(|| chrono::Utc::now().format("%Y-%m-%d").to_string());
     let mut failed = Vec::new();
     let mut rounds = Vec::new();
@@ -56,8 +59,7 @@ pub fn ledger(a: LedgerArgs) -> Result<i32> {
         a.label,
         rounds.len()
     );
-    let Some(tp) = &a.thresholds else { return Ok(0) };
-    let t = Thresholds::load(tp)?;
+    let Some((tp, t)) = thresholds else { return Ok(0) };
     let mut missed = 0;
     for s in t.measure(&rounds).iter().filter(|s| s.min_share > 0.0) {
         let mark = if s.missed() { "MISSED" } else { "ok" };

@@ -64,3 +64,37 @@ fn the_ledger_tracks_findings_across_nights_and_the_thresholds_fail_the_night() 
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("nightly-coverage.json");
     dhp_chaos::ledger::thresholds::Thresholds::load(&committed).unwrap();
 }
+
+/// A ledger, a run's results or a thresholds file that is not what it
+/// should be is a usage error naming the file, and the ledger is untouched.
+#[test]
+fn bad_input_is_refused_and_the_ledger_is_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("ledger.json");
+    let lf = file.to_str().unwrap();
+    let n1 = night(t.path(), "n1", true, &[1]);
+    let n1 = n1.to_str().unwrap();
+    assert_eq!(ledger(&["--ledger", lf, "--label", "ours", "--night", "n1", n1]).0, 0);
+    let kept = std::fs::read(&file).unwrap();
+
+    let torn = t.path().join("torn");
+    std::fs::create_dir_all(&torn).unwrap();
+    std::fs::write(torn.join("results.json"), "{\"rounds\": [").unwrap();
+    let th = t.path().join("th.json");
+    std::fs::write(&th, json!({"cells": {"renew/SIGKILL": 1.5}}).to_string()).unwrap();
+    for args in [
+        vec!["--ledger", lf, "--label", "ours", "--night", "n2", torn.to_str().unwrap()],
+        vec!["--ledger", lf, "--label", "ours", "--thresholds", th.to_str().unwrap(), n1],
+    ] {
+        let (code, out) = ledger(&args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(!out.contains("panicked"), "{out}");
+        assert_eq!(std::fs::read(&file).unwrap(), kept, "{args:?} changed the ledger");
+    }
+    let bad = t.path().join("bad.json");
+    std::fs::write(&bad, "not json").unwrap();
+    let (code, out) = ledger(&["--ledger", bad.to_str().unwrap(), "--label", "ours", "--night", "n1", n1]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("bad.json"), "the error names the file: {out}");
+    assert_eq!(std::fs::read(&bad).unwrap(), b"not json", "a ledger that cannot be read is not overwritten");
+}
