@@ -42,8 +42,10 @@ measure() {
     rm -rf "${T:?}/$dir"
 }
 echo "cold_build.sh: cargo build -p dhp-conform from an empty target dir" >&2
+# shellcheck disable=SC2016  # backquotes are Markdown here
 measure '`cargo build --locked -p dhp-conform`' conform cargo build --locked -p dhp-conform
 echo "cold_build.sh: scripts/quickstart.sh from an empty target dir" >&2
+# shellcheck disable=SC2016
 measure '`scripts/quickstart.sh` (build of `dhp` + the kill/recover walk-through)' quickstart bash scripts/quickstart.sh
 
 {

@@ -62,7 +62,10 @@ render() {
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
-    [ -f "$DIR/header.md" ] && [ -f "$DIR/ours.json" ] || { echo "compare.sh: no full run in $DIR to re-render" >&2; exit 1; }
+    if [ ! -f "$DIR/header.md" ] || [ ! -f "$DIR/ours.json" ]; then
+        echo "compare.sh: no full run in $DIR to re-render" >&2
+        exit 1
+    fi
     render "benches/compare.sh"
     cat "$DIR/header.md" "$DIR/table.md" > "$REPO/benches/RESULTS.md"
     cat "$DIR/table.md"
@@ -116,6 +119,7 @@ scale_section() {
     # writer processes, kill -9 -> orphaned at 100k running.
     local sizes=()
     if [ -n "$QUICK" ]; then
+        # shellcheck disable=SC2054  # the commas are inside flag values
         sizes=(--sizes 200,1000 --big 5000 --big-running 200 --procs 1,4 --seconds 1 --kills 3 --kill-running 1000 --reps 3)
     fi
     mkdir -p "$DIR/scale"

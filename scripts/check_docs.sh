@@ -54,7 +54,7 @@ for f in README.md */README.md */*/README.md docs/*.md docs/*/*.md dhp-conform/A
     done
 done > "$WORK/links.txt"
 if [ -s "$WORK/links.txt" ]; then bad "broken links:"; cat "$WORK/links.txt" >&2; fi
-if grep -n -E '\.\./shared|/work/|example\.invalid' README.md */README.md docs/*.md docs/*/*.md Cargo.toml */Cargo.toml >"$WORK/foreign.txt" 2>/dev/null; then
+if grep -n -E '\.\./shared|/work/|example\.invalid' -- README.md ./*/README.md docs/*.md docs/*/*.md Cargo.toml ./*/Cargo.toml >"$WORK/foreign.txt" 2>/dev/null; then
     bad "references to paths outside the repository or placeholders:"
     cat "$WORK/foreign.txt" >&2
 fi
@@ -127,7 +127,7 @@ for f in "${FILES[@]}"; do
         if TMPDIR="$tmp" timeout "$BLOCK_TIMEOUT" bash -euo pipefail "$block" >"$block.log" 2>&1; then
             echo "check_docs:   ok ($((SECONDS - start)) s)" >&2
             if [ -n "$(ls -A "$tmp")" ]; then
-                bad "$f example $i left temporary files behind: $(ls -A "$tmp" | head -5 | tr '\n' ' ')"
+                bad "$f example $i left temporary files behind: $(find "$tmp" -mindepth 1 -maxdepth 1 -printf '%f ' | head -c 300)"
             fi
         else
             rc=$?

@@ -51,7 +51,7 @@ for t in "${targets[@]}"; do
     cp -r "fuzz/corpus/$t/." "$work/" 2>/dev/null || true
     cp -r "fuzz/regressions/$t/." "$work/" 2>/dev/null || true
     log="$scratch/$t.log"
-    echo "fuzz.sh: $t for ${secs}s ($(ls "$work" | wc -l) seed inputs)"
+    echo "fuzz.sh: $t for ${secs}s ($(find "$work" -mindepth 1 -maxdepth 1 | wc -l) seed inputs)"
     set +e
     par=()
     # With -jobs, libFuzzer writes each worker's output to ./fuzz-N.log.
@@ -69,7 +69,7 @@ for t in "${targets[@]}"; do
         summary+=("$t: CRASH (exit $rc) after $execs runs; see fuzz/artifacts/$t/ and the log below")
         grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -20 >&2 || true
     else
-        summary+=("$t: ok, $execs runs, coverage ${cov:-?} edges, corpus $(ls "$work" | wc -l)")
+        summary+=("$t: ok, $execs runs, coverage ${cov:-?} edges, corpus $(find "$work" -mindepth 1 -maxdepth 1 | wc -l)")
     fi
 done
 echo "fuzz.sh: summary (${secs}s per target)"

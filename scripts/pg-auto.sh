@@ -48,7 +48,7 @@ PGBIN="${DHP_PGBIN:-}"
 find_pgbin() {
     if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ]; then return 0; fi
     local d
-    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
         if [ -x "$d/initdb" ]; then PGBIN="$d"; return 0; fi
     done
     return 1
@@ -61,26 +61,19 @@ need_root() {
     fi
 }
 
-install_deps() {
+# Installs happen in scripts/services.sh (CI's scripts/test.sh runs it),
+# never here: this script also runs from inside dhp-chaos.
+need_tools() {
     need_root
-    local pkgs=""
-    find_pgbin || pkgs="$pkgs postgresql"
-    command -v pg_autoctl >/dev/null 2>&1 || pkgs="$pkgs postgresql-15-auto-failover"
-    command -v iptables >/dev/null 2>&1 || pkgs="$pkgs iptables"
-    command -v ip >/dev/null 2>&1 || pkgs="$pkgs iproute2"
-    if [ -n "$pkgs" ]; then
-        export DEBIAN_FRONTEND=noninteractive
-        exec 9>/tmp/dhp-deb.lock
-        flock 9
-        echo "pg-auto.sh: installing$pkgs" >&2
-        apt-get update -qq >&2
-        # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $pkgs >&2
-        exec 9>&-
+    local missing=""
+    find_pgbin || missing="$missing postgresql"
+    command -v pg_autoctl >/dev/null 2>&1 || missing="$missing pg_autoctl(postgresql-NN-auto-failover)"
+    command -v iptables >/dev/null 2>&1 || missing="$missing iptables"
+    command -v ip >/dev/null 2>&1 || missing="$missing ip(iproute2)"
+    if [ -n "$missing" ]; then
+        echo "pg-auto.sh: missing$missing: run scripts/services.sh as root (it installs them)" >&2
+        exit 1
     fi
-    find_pgbin || { echo "pg-auto.sh: no initdb after installing postgresql" >&2; exit 1; }
-    command -v pg_autoctl >/dev/null 2>&1 \
-        || { echo "pg-auto.sh: no pg_autoctl after installing postgresql-15-auto-failover" >&2; exit 1; }
 }
 
 free_port() {
@@ -114,9 +107,16 @@ mon_uri() { echo "postgres://autoctl_node@$(ip_of "$1" mon):$(port_of "$1" mon)/
 
 # A free /24 under 10.78 (one per cluster: several may run at once).
 pick_subnet() {
-    local k
+    local k addrs
+    # read whole first: `ip … | grep -q` under pipefail fails whenever grep
+    # stops reading before ip has written everything (SIGPIPE), which with
+    # many interfaces took a subnet already in use
+    addrs="$(ip -o addr show)"
     for k in $(seq 1 250); do
-        if ! ip -o addr show | grep -q " 10\.78\.$k\.1/"; then echo "10.78.$k"; return 0; fi
+        case "$addrs" in
+            *" 10.78.$k.1/"*) ;;
+            *) echo "10.78.$k"; return 0 ;;
+        esac
     done
     echo "pg-auto.sh: no free 10.78.K.0/24 subnet" >&2
     exit 1
@@ -155,7 +155,8 @@ hba() {
 
 # Start NODE's keeper (`pg_autoctl run`) in the background, logging to NODE/keeper.log.
 run_keeper() {
-    local dir="$1" n="$2" d="$dir/$2/data"
+    local dir="$1" n="$2" d
+    d="$dir/$n/data"
     [ "$n" = mon ] && d="$dir/mon/data"
     ip netns exec "$(ns_of "$dir" "$n")" setsid runuser -u postgres -- env \
         PATH="$PGBIN:/usr/bin:/bin" PG_CONFIG="$PGBIN/pg_config" \
@@ -176,8 +177,8 @@ cmd_state() {
 # Wait (SECS at most) until the formation is whole: one primary, every
 # other node secondary, reported = goal.
 wait_whole() {
-    local dir="$1" secs="$2" i s
-    for i in $(seq 1 $((secs * 5))); do
+    local dir="$1" secs="$2" s
+    for _ in $(seq 1 $((secs * 5))); do
         s="$(cmd_state "$dir" 2>/dev/null || true)"
         if [ "$(echo "$s" | awk '$2==$3 && ($2=="primary"){p++} $2==$3 && $2=="secondary"{q++} END{print p+0, q+0}')" = "1 2" ]; then
             return 0
@@ -197,8 +198,8 @@ cmd_start() {
             *) echo "pg-auto.sh start: unknown option $1" >&2; exit 2 ;;
         esac
     done
-    install_deps
-    local dir pw n s tag
+    need_tools
+    local dir pw n s tag st
     dir="$(mktemp -d /tmp/dhp-pga.XXXXXX)"
     chmod 700 "$dir"
     # the caller may need DIR to clean up after killing this script outright (SIGKILL)
@@ -252,7 +253,7 @@ pgautofailover.primary_demote_timeout = 5000
 pgautofailover.startup_grace_period = 2000
 EOF
     run_keeper "$dir" mon
-    for i in $(seq 1 150); do
+    for _ in $(seq 1 150); do
         cmd_state "$dir" >/dev/null 2>&1 && break
         sleep 0.2
     done
@@ -268,8 +269,9 @@ EOF
         fi
         run_keeper "$dir" "$n"
         # one node at a time: the first becomes the primary, the others its standbys
-        for i in $(seq 1 300); do
-            cmd_state "$dir" 2>/dev/null | grep -Eq "^$n (single|primary|secondary) (single|primary|secondary)$" && break
+        for _ in $(seq 1 300); do
+            st="$(cmd_state "$dir" 2>/dev/null || true)"
+            grep -Eq "^$n (single|primary|secondary) (single|primary|secondary)$" <<<"$st" && break
             sleep 0.2
         done
     done
@@ -277,10 +279,11 @@ EOF
     # on stdin, not in psql's argv (world-readable in /proc while it runs)
     printf "ALTER ROLE postgres PASSWORD '%s';\n" "$pw" \
         | in_node "$dir" n0 psql -X -q -At -v ON_ERROR_STOP=1 -p "$(port_of "$dir" n0)" -U postgres -d dhp -f - >/dev/null
-    trap - EXIT INT TERM HUP
-    # the password must work over TCP, or the clients cannot connect
+    # the password must work over TCP, or the clients cannot connect (a
+    # failure here still removes the cluster: the EXIT trap is still set)
     PGPASSWORD="$pw" "$PGBIN/psql" -X -q -At "postgres://postgres@$(ip_of "$dir" n0):$(port_of "$dir" n0)/dhp?connect_timeout=3" \
         -c "SELECT 1" >/dev/null || { echo "pg-auto.sh: the client role cannot log in over TCP" >&2; exit 1; }
+    trap - EXIT INT TERM HUP
     local hosts=""
     for n in n0 n1 n2; do hosts="$hosts${hosts:+,}$(ip_of "$dir" "$n"):$(port_of "$dir" "$n")"; done
     echo "$dir postgres://postgres:$pw@$hosts/dhp?target_session_attrs=read-write"
@@ -290,24 +293,27 @@ cmd_kill_host() {
     local dir="${1:?usage: pg-auto.sh kill-host DIR NODE}" n="${2:?NODE}" ns pids
     ns="$(ns_of "$dir" "$n")"
     pids="$(ip netns pids "$ns" | tr '\n' ' ')"
-    # shellcheck disable=SC2086
-    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+    if [ -n "$pids" ]; then
+        # shellcheck disable=SC2086  # one word per pid
+        kill -9 $pids 2>/dev/null || true
+    fi
     echo "$pids" >"$dir/$n/killed"
     echo "killed $n ($pids)"
 }
 
 cmd_start_host() {
-    local dir="${1:?usage: pg-auto.sh start-host DIR NODE}" n="${2:?NODE}" ns i
+    local dir="${1:?usage: pg-auto.sh start-host DIR NODE}" n="${2:?NODE}" ns
     find_pgbin
     ns="$(ns_of "$dir" "$n")"
-    for i in $(seq 1 50); do [ -z "$(ip netns pids "$ns")" ] && break; sleep 0.1; done
+    for _ in $(seq 1 50); do [ -z "$(ip netns pids "$ns")" ] && break; sleep 0.1; done
     # the killed processes gone from /proc, not only from the namespace: a
     # zombie not yet reaped by init passes kill(pid, 0), and pg_autoctl and
     # the postmaster would take their old pidfiles for a live instance
-    local p left
-    for i in $(seq 1 100); do
+    local p left killed
+    for _ in $(seq 1 100); do
         left=""
-        for p in $(cat "$dir/$n/killed" 2>/dev/null); do [ -e "/proc/$p" ] && left="$left $p"; done
+        read -ra killed <"$dir/$n/killed" 2>/dev/null || killed=()
+        for p in "${killed[@]}"; do [ -e "/proc/$p" ] && left="$left $p"; done
         [ -z "$left" ] && break
         sleep 0.1
     done
@@ -352,18 +358,20 @@ cmd_switchover() {
 }
 
 cmd_stop() {
-    local dir="${1:?usage: pg-auto.sh stop DIR}" n ns tag pids all="" p i
+    local dir="${1:?usage: pg-auto.sh stop DIR}" n ns tag pids all="" p
     [ -f "$dir/tag" ] || return 0
     tag="$(cat "$dir/tag")"
     for n in n0 n1 n2 mon; do
         ns="dhpauto-$tag-$n"
         pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
-        # shellcheck disable=SC2086
-        [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+        if [ -n "$pids" ]; then
+            # shellcheck disable=SC2086  # one word per pid
+            kill -9 $pids 2>/dev/null || true
+        fi
         all="$all $pids"
     done
     # gone from /proc (reaped), or a namespace may still be held
-    for i in $(seq 1 50); do
+    for _ in $(seq 1 50); do
         p=""
         for n in $all; do [ -e "/proc/$n" ] && p=1; done
         [ -z "$p" ] && break

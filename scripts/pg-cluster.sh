@@ -28,29 +28,25 @@
 #   scripts/pg-cluster.sh stop DIR       stop every node and remove DIR.
 #
 # Every failure exits non-zero. Needs the Debian `postgresql` package
-# (installed by scripts/pg.sh's rules when missing, as root).
+# (scripts/services.sh installs it, as root).
 set -euo pipefail
 
 PGBIN="${DHP_PGBIN:-}"
 find_pgbin() {
     if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ]; then return 0; fi
     local d
-    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
         if [ -x "$d/initdb" ]; then PGBIN="$d"; return 0; fi
     done
     return 1
 }
 
+# Installs happen in scripts/services.sh, never here: this script also
+# runs from inside dhp-chaos.
 install_deps() {
     if ! find_pgbin; then
-        if [ "$(id -u)" -ne 0 ]; then
-            echo "pg-cluster.sh: missing postgresql and not root: apt-get install postgresql" >&2
-            exit 1
-        fi
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq postgresql >&2
-        find_pgbin || { echo "pg-cluster.sh: no initdb after installing postgresql" >&2; exit 1; }
+        echo "pg-cluster.sh: PostgreSQL is missing: run scripts/services.sh as root (it installs it)" >&2
+        exit 1
     fi
 }
 
@@ -148,8 +144,8 @@ cmd_start() {
 
 # Wait (30 s at most) until primary P has N streaming standbys.
 wait_streaming() {
-    local dir="$1" p="$2" want="$3" i got
-    for i in $(seq 1 300); do
+    local dir="$1" p="$2" want="$3" got
+    for _ in $(seq 1 300); do
         got="$(q "$dir" "$p" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'" 2>/dev/null || echo 0)"
         if [ "$got" -ge "$want" ]; then return 0; fi
         sleep 0.1
@@ -159,12 +155,12 @@ wait_streaming() {
 }
 
 cmd_detach() {
-    local dir="${1:?usage: pg-cluster.sh detach DIR}" p s a i
+    local dir="${1:?usage: pg-cluster.sh detach DIR}" p s a
     find_pgbin
     read -r p s a <"$dir/roles"
     q "$dir" "$s" "ALTER SYSTEM SET primary_conninfo = ''" >/dev/null
     q "$dir" "$s" "SELECT pg_reload_conf()" >/dev/null
-    for i in $(seq 1 100); do
+    for _ in $(seq 1 100); do
         if [ "$(q "$dir" "$s" "SELECT count(*) FROM pg_stat_wal_receiver")" = 0 ]; then
             echo "detached $s"
             return 0

@@ -24,8 +24,9 @@
 # group-commit knobs (`commit_delay`, `commit_siblings`; default: the
 # server's, 0 and 5). fsync and synchronous_commit always stay on.
 #
-# Installs the Debian `postgresql` package (and `faketime`, which the clock
-# skew test needs, and `openssl` for --tls) if missing. initdb refuses to run as root, so as root the
+# Needs the Debian `postgresql` package (and `faketime`, which the clock
+# skew test needs, and `openssl` for --tls): scripts/services.sh installs
+# them; here a missing one is an error naming it. initdb refuses to run as root, so as root the
 # server runs as the `postgres` user. Every failure exits non-zero: tests
 # never skip because PostgreSQL is missing.
 set -euo pipefail
@@ -34,27 +35,22 @@ PGBIN="${DHP_PGBIN:-}"
 find_pgbin() {
     if [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ]; then return 0; fi
     local d
-    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    for d in $(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V -r); do
         if [ -x "$d/initdb" ]; then PGBIN="$d"; return 0; fi
     done
     return 1
 }
 
+# Installs happen in scripts/services.sh (CI's scripts/test.sh runs it),
+# never here: this script also runs from inside dhp-chaos.
 install_deps() {
     local need=()
     find_pgbin || need+=(postgresql)
     command -v faketime >/dev/null 2>&1 || need+=(faketime)
     command -v openssl >/dev/null 2>&1 || need+=(openssl)
     if [ ${#need[@]} -gt 0 ]; then
-        if [ "$(id -u)" -ne 0 ]; then
-            echo "pg.sh: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
-            exit 1
-        fi
-        echo "pg.sh: installing ${need[*]}" >&2
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq >&2
-        apt-get install -y -qq "${need[@]}" >&2
-        find_pgbin || { echo "pg.sh: no initdb after installing postgresql" >&2; exit 1; }
+        echo "pg.sh: missing ${need[*]}: run scripts/services.sh as root (it installs them)" >&2
+        exit 1
     fi
 }
 

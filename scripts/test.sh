@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PHASES=(fmt venv postgres build clippy tests doctests no-recompile docs)
+PHASES=(fmt venv services shellcheck postgres build clippy tests doctests no-recompile docs)
 declare -a DONE=()
 T0=$SECONDS
 CURRENT=""
@@ -64,6 +64,15 @@ export DHP_PYTHON="$PWD/.venv/bin/python"
 # One throwaway PostgreSQL cluster for every test (fails the run if it
 # cannot start; stopped when this script exits). DHP_TEST_PG_URL set by the
 # caller uses that server instead.
+# Every Debian tool the tests use (PostgreSQL, pg_auto_failover, faketime,
+# iptables, Chromium, Prometheus, shellcheck, ...) is installed here, once:
+# no test and no installed program installs anything.
+phase services "the Debian tools the tests need (scripts/services.sh)"
+bash scripts/services.sh >/dev/null
+
+phase shellcheck "shellcheck of every shell script"
+git ls-files -z '*.sh' .ci/run | xargs -0 shellcheck
+
 phase postgres "a throwaway PostgreSQL cluster"
 if [ -z "${DHP_TEST_PG_URL:-}" ]; then
     pg_out="$(bash scripts/pg.sh start --watch $$ | tail -1)"

@@ -67,16 +67,8 @@ pub fn check_support() -> Result<()> {
     sh(&["ip", "netns", "list"])
         .context("--hosts needs `ip netns` (iproute2) and network namespace support; not available here")?;
     if sh(&["iptables", "-V"]).is_err() {
-        // CI is a clean machine: install it the way scripts/netns.sh does
-        eprintln!("dhp-chaos: iptables is missing; installing it (apt-get install -y iptables)");
-        let ok = Command::new("apt-get")
-            .args(["install", "-y", "-q", "iptables"])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok || sh(&["iptables", "-V"]).is_err() {
-            bail!("--hosts needs iptables for partitions, and `apt-get install -y iptables` did not provide it");
-        }
+        // installs belong to the project's setup script, not to the harness
+        bail!("--hosts needs iptables for partitions, and it is missing: install Debian's iptables (the project's scripts/services.sh does, as root)");
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! What the report-site tests share: headless Chromium (installed by
-//! `scripts/deb.sh chromium` when missing; a test fails, never skips,
-//! when it cannot be had), and small readers of the DOM it dumps.
+//! What the report-site tests share: headless Chromium (found by
+//! `scripts/deb.sh chromium`, installed by scripts/services.sh; a test
+//! fails, never skips, when it is missing), and small readers of the DOM it dumps.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -273,7 +273,7 @@ pub fn wait_some<T>(what: &str, secs: f64, mut f: impl FnMut() -> Option<T>) -> 
     }
 }
 
-/// The Chromium `scripts/deb.sh chromium` installs (or finds): its path.
+/// The Chromium `scripts/deb.sh chromium` finds (scripts/services.sh installs it): its path.
 pub fn chromium() -> PathBuf {
     let script = dhp_testkit::checkout().join("scripts/deb.sh");
     let out = Command::new("bash").arg(&script).arg("chromium").output().expect("run scripts/deb.sh");

@@ -92,8 +92,8 @@ pub fn metrics_addr(stderr: ChildStderr) -> String {
     rx.recv_timeout(Duration::from_secs(60)).expect("the process printed its --metrics address")
 }
 
-/// The repository's `scripts/deb.sh TOOL`: installs a missing Debian tool
-/// or fails loudly; returns its path.
+/// The repository's `scripts/deb.sh TOOL`: the path of a Debian tool
+/// scripts/services.sh installed, or a loud failure.
 pub fn deb_tool(tool: &str) -> PathBuf {
     let script = dhp_testkit::checkout().join("scripts/deb.sh");
     let out = Command::new("bash").arg(script).arg(tool).output().expect("run scripts/deb.sh");
