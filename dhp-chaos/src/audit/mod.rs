@@ -20,7 +20,9 @@
 //!   done, so `seq` order is commit order across concurrent transactions
 //!   (the lock never waits while holding anything the others need: at that
 //!   point the transaction has no statement left). `at` is the server's
-//!   `clock_timestamp()`, `xid` the transaction id.
+//!   `clock_timestamp()` at commit, `xid` the transaction id and `began`
+//!   its `transaction_timestamp()`: the writer's checks ran between the
+//!   two, and a loaded server can put a lease's length between them.
 //!
 //! A row replaced by SQLite's `INSERT OR REPLACE` / `REPLACE INTO` is
 //! recorded as op `REPLACE` (the row as it was, `new` NULL) just before the
@@ -75,6 +77,11 @@ pub struct Event {
     /// transaction are one operation); `None` on SQLite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xid: Option<i64>,
+    /// PostgreSQL: when that transaction began (`transaction_timestamp()`,
+    /// the server's clock), the earliest its ownership check can have run;
+    /// `None` on SQLite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began: Option<f64>,
 }
 
 impl Event {

@@ -17,6 +17,8 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     seq BIGSERIAL PRIMARY KEY, tbl TEXT NOT NULL, op TEXT NOT NULL, hid TEXT,
     old_json TEXT, new_json TEXT, at DOUBLE PRECISION NOT NULL, xid BIGINT
 );
+-- the transaction's start (audits installed before this column had none)
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS began DOUBLE PRECISION;
 CREATE OR REPLACE FUNCTION {TABLE}_row(t TEXT, r JSONB) RETURNS JSONB LANGUAGE plpgsql AS $f$
 DECLARE env JSONB;
 BEGIN
@@ -35,9 +37,10 @@ BEGIN
     PERFORM pg_advisory_xact_lock({LOCK_CLASS}, hashtext(current_schema()));
     IF TG_OP <> 'INSERT' THEN o := {TABLE}_row(TG_TABLE_NAME, to_jsonb(OLD)); END IF;
     IF TG_OP <> 'DELETE' THEN n := {TABLE}_row(TG_TABLE_NAME, to_jsonb(NEW)); END IF;
-    INSERT INTO {TABLE} (tbl, op, hid, old_json, new_json, at, xid)
+    INSERT INTO {TABLE} (tbl, op, hid, old_json, new_json, at, xid, began)
     VALUES (TG_TABLE_NAME, TG_OP, COALESCE(n->>'hid', o->>'hid'), o::text, n::text,
-            extract(epoch FROM clock_timestamp()), txid_current());
+            extract(epoch FROM clock_timestamp()), txid_current(),
+            extract(epoch FROM transaction_timestamp()));
     RETURN NULL;
 END $f$;
 "#
@@ -70,7 +73,7 @@ pub fn export(c: &mut postgres::Client) -> Result<Option<Value>> {
         return Ok(None);
     }
     let rows = c
-        .query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at, xid FROM {TABLE} ORDER BY seq"), &[])
+        .query(&format!("SELECT seq, tbl, op, hid, old_json, new_json, at, xid, began FROM {TABLE} ORDER BY seq"), &[])
         .map_err(|source| Error::Postgres { doing: "reading the store audit".into(), source })?;
     let parse = |t: Option<String>| t.map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::String(t)));
     let events: Vec<Value> = rows
@@ -85,6 +88,7 @@ pub fn export(c: &mut postgres::Client) -> Result<Option<Value>> {
                 new: parse(r.get(5)),
                 at: r.get(6),
                 xid: r.get(7),
+                began: r.get(8),
             })
         })
         .collect();

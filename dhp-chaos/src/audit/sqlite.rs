@@ -147,6 +147,7 @@ fn read_from(c: &Connection) -> rusqlite::Result<Option<Vec<Event>>> {
                 new: parse(r.get(5)?),
                 at: r.get(6)?,
                 xid: None,
+                began: None,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

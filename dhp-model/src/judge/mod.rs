@@ -111,6 +111,10 @@ pub struct Judge {
     unattributed: usize,
     /// Hids that had an ownership row in the audit (so were run here, not imported).
     owned_ever: std::collections::BTreeSet<String>,
+    /// The operation being judged: the earliest moment its writer's
+    /// ownership check can have run ([`Change::check_at`] of its first
+    /// change); a holder's lease is judged live or not at this moment.
+    check_at: Option<f64>,
     flagged: usize,
     report: Report,
 }
@@ -130,6 +134,7 @@ impl Judge {
             stale: BTreeMap::new(),
             last_ckpt_at: BTreeMap::new(),
             unnamed_writes: 0,
+            check_at: None,
             unattributed: 0,
             owned_ever: Default::default(),
             flagged: 0,

@@ -38,12 +38,22 @@ impl Judge {
         tm(at - self.params.skew_s)
     }
 
+    /// When a holder's write of the operation at `at` is judged — a worker
+    /// under its lease, a supervisor under its leader term: the start of
+    /// its transaction when the audit knows it (the check ran between that
+    /// and the commit; a lease or term live then may have passed it), else
+    /// `at`. What a take-over needs expired is judged at `at`, the commit.
+    pub(super) fn held_at(&self, at: f64) -> f64 {
+        self.check_at.map_or(at, |b| b.min(at))
+    }
+
     /// Judge one operation on `hid`: the rows `b` before, `a` after.
     pub(super) fn judge_owned(&mut self, hid: &str, b: &Pair, a: &Pair, changes: &[Change]) -> Verdict {
         let (Some(first), Some(last)) = (changes.first(), changes.last()) else { return Verdict::Legal };
         // The first statement carries the operation's checks (the reference
         // writes its second one later).
         let (at, seq) = (first.at, last.seq);
+        self.check_at = first.began_at;
         if let Some(v) = self.terminal(hid, b, a) {
             return self.stale_completion(hid, b, a, at, seq, v);
         }
@@ -146,7 +156,8 @@ impl Judge {
         use Status::*;
         let (Some(sb), Some(sa)) = (b.status(), a.status()) else { return Verdict::Legal };
         let err = a.exec_s("error").unwrap_or_default().to_string();
-        let owner_ok = b.own.is_some() && !b.tomb() && b.lease().is_some_and(|l| l + self.params.skew_s >= at);
+        let owner_ok =
+            b.own.is_some() && !b.tomb() && b.lease().is_some_and(|l| l + self.params.skew_s >= self.held_at(at));
         match (sb, sa) {
             _ if moved(b, a, "attempt") || (moved(b, a, "fence") && sa != Failed) => illegal(
                 "§5.3 only recover and resume add to attempt; only claim and recover set the fence",
@@ -201,7 +212,7 @@ impl Judge {
     /// R2 (docs/torn-states.md): a settled tombstone beside pending or
     /// running becomes orphaned, or the DLQ.
     fn repair_status(&mut self, hid: &str, b: &Pair, a: &Pair, at: f64) -> Verdict {
-        if !self.rows.leader_live(at, &self.params) {
+        if !self.rows.leader_live(self.held_at(at), &self.params) {
             return no_leader(hid, "the torn-state repair R2");
         }
         let mut st = self.model_led(hid, b);
@@ -231,7 +242,7 @@ impl Judge {
 
     /// §7.3 A budget kill needs a live leader term and a handoff over budget.
     fn kill(&mut self, hid: &str, b: &Pair, a: &Pair, at: f64) -> Verdict {
-        if !self.rows.leader_live(at, &self.params) {
+        if !self.rows.leader_live(self.held_at(at), &self.params) {
             return no_leader(hid, "a budget kill");
         }
         let mut st = self.model_led(hid, b);
@@ -271,7 +282,7 @@ impl Judge {
         let fence = a.fence().unwrap_or(-1);
         if holder == ORPHANED {
             let ef = exec(b).and_then(|e| e.get("fence")).and_then(Value::as_i64).unwrap_or(0);
-            if !self.rows.leader_live(at, &self.params) {
+            if !self.rows.leader_live(self.held_at(at), &self.params) {
                 return no_leader(hid, "the lost-row repair R3/R4");
             }
             if fence != ef + 1 {
@@ -346,7 +357,7 @@ impl Judge {
             Completed => "complete",
             _ => "fail",
         };
-        match ops::ownership_check(&st, &lease, self.skewed(at)) {
+        match ops::ownership_check(&st, &lease, self.skewed(self.held_at(at))) {
             Ok(()) => {}
             Err(ops::OpError::LeaseLost) => {
                 let bump = Bump { holder: holder.clone(), fence, seq: 0, at: b.lease().unwrap_or(at) };

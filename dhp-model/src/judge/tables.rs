@@ -46,16 +46,18 @@ impl Judge {
         let (holder, fence) = (pair.holder().unwrap_or("nobody").to_string(), pair.fence().unwrap_or(-1));
         let valid = pair.own.is_some()
             && !pair.tomb()
-            && pair.lease().is_some_and(|l| l + self.params.skew_s >= c.at)
+            && pair.lease().is_some_and(|l| l + self.params.skew_s >= c.check_at())
             && pair.status() == Some(Status::Running);
         let rule = "§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]";
         if !valid {
-            let bump = self.last_bump(&hid, c.at).unwrap_or(Bump {
-                holder: holder.clone(),
-                fence,
-                seq: 0,
-                at: pair.lease().unwrap_or(c.at),
-            });
+            let expiry = Bump { holder: holder.clone(), fence, seq: 0, at: pair.lease().unwrap_or(c.at) };
+            // The harness's record names the writer: the holder itself, at
+            // its fence, writing after its lease ran out (the bump that
+            // matters is the expiry), or an earlier holder
+            let by_holder = pair.own.is_some()
+                && !pair.tomb()
+                && self.facts.carried_by(&hid, seq).is_some_and(|(w, f)| w == holder && f == fence);
+            let bump = if by_holder { expiry } else { self.last_bump(&hid, c.at).unwrap_or(expiry) };
             let msg = format!(
                 "checkpoint seq {seq} of {hid} committed while the store showed {} (status {:?}): a write without a valid fence, presumably {}'s (fence {})",
                 describe(&pair),

@@ -11,6 +11,8 @@ struct Sim {
     rows: Rows,
     seq: i64,
     out: Vec<Change>,
+    /// PostgreSQL: the transaction id and start given to the next changes.
+    pg: Option<(i64, f64)>,
 }
 
 fn own(hid: &str, holder: &str, fence: i64, lease: f64) -> Value {
@@ -34,7 +36,7 @@ fn lead(holder: &str, exp: f64) -> Value {
 
 impl Sim {
     fn new() -> Self {
-        Sim { rows: Rows::default(), seq: 0, out: Vec::new() }
+        Sim { rows: Rows::default(), seq: 0, out: Vec::new(), pg: None }
     }
     fn put(&mut self, table: Table, op: RowOp, hid: Option<&str>, new: Option<Value>, at: f64) {
         self.seq += 1;
@@ -46,7 +48,8 @@ impl Sim {
             Table::Checkpoints => None,
         };
         let old = if op == RowOp::Insert { None } else { old };
-        let c = Change { seq: self.seq, table, op, hid: hid.map(str::to_string), old, new, at, txn: None };
+        let (txn, began_at) = (self.pg.map(|p| p.0), self.pg.map(|p| p.1));
+        let c = Change { seq: self.seq, table, op, hid: hid.map(str::to_string), old, new, at, txn, began_at };
         self.rows.apply(&c);
         self.out.push(c);
     }
@@ -524,4 +527,97 @@ fn checkpoints_before_the_audit_are_seeded() {
     let mut j = Judge::new(Variant::Strict, Params::default());
     j.seed_checkpoints("h", 13);
     assert_eq!(rules(&j.run(s.out.clone(), vec![])).len(), 1, "a gap after the seeded prefix is still wrong");
+}
+
+/// A PostgreSQL checkpoint transaction (checkpoint, steps, lease renewal)
+/// whose check ran under a live lease but whose commit (`at`, deferred
+/// triggers) came after the lease's end: a loaded server held it between
+/// the two. Judged at the transaction's start it is legal; without that
+/// start, or with a start after the lease ended, it is a stale write.
+#[test]
+fn a_commit_after_the_lease_is_judged_at_the_transactions_start() {
+    let run = |began: Option<f64>| {
+        let mut s = Sim::new();
+        s.l("s1", 105.0, 100.0);
+        s.h("h", "pending", json!({}), 100.0);
+        s.o("h", "w1", 0, 106.0, 100.1);
+        s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": 100.1}), 100.1);
+        s.pg = began.map(|b| (7, b));
+        s.ck("h", 0, 106.4);
+        s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": 100.1, "steps": 1}), 106.4);
+        s.o("h", "w1", 0, 112.4, 106.4);
+        s.pg = None;
+        s.judge(Variant::Strict, vec![])
+    };
+    let r = run(Some(105.8));
+    assert!(r.violations.is_empty(), "began under the lease: {r:#?}");
+    for began in [None, Some(106.2)] {
+        let r = run(began);
+        assert!(
+            rules(&r).contains(&"§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]"),
+            "began {began:?}: {r:#?}"
+        );
+    }
+}
+
+/// The supervisor's side of the same delay: an orphan whose transaction
+/// began inside its leader term (where its term check ran) and committed
+/// after the term's end is the leader's; one that began after it is not.
+#[test]
+fn an_orphan_is_judged_under_the_term_its_transaction_began_in() {
+    let run = |began: Option<f64>| {
+        let mut s = Sim::new();
+        s.l("s1", 105.0, 100.0);
+        s.h("h", "pending", json!({}), 100.0);
+        s.o("h", "w1", 0, 104.0, 100.1);
+        s.h("h", "running", json!({"runner_id": "w1", "fence": 0, "claimed_at": 100.1}), 100.1);
+        s.pg = began.map(|b| (9, b));
+        s.o("h", ORPHANED, 1, 0.0, 105.6);
+        s.h("h", "orphaned", json!({"runner_id": "w1", "fence": 0, "orphan_reason": "lease-expired"}), 105.6);
+        s.pg = None;
+        s.judge(Variant::Strict, vec![])
+    };
+    let r = run(Some(104.9));
+    assert!(r.violations.is_empty(), "began inside the term: {r:#?}");
+    for began in [None, Some(105.2)] {
+        let r = run(began);
+        assert!(
+            rules(&r).contains(&"§7.1 an orphan needs a live leader term [leader-election]"),
+            "began {began:?}: {r:#?}"
+        );
+    }
+}
+
+/// A holder's checkpoint committed after its own lease ran out (no other
+/// holder since), the chunk it carries served to that holder before the
+/// expiry: the strict model calls it a write without a live lease, by that
+/// holder; check-then-write (§13.2) excuses it (the check could have passed
+/// before the expiry) — but not when the chunk came after the expiry.
+#[test]
+fn a_holders_checkpoint_after_its_lease_is_attributed_to_it() {
+    let run = |v: Variant, served_at: f64| {
+        let mut s = Sim::new();
+        s.l("s1", 105.0, 100.0);
+        s.h("h", "pending", json!({}), 100.0);
+        s.o("h", "w0", 0, 100.6, 100.1);
+        s.h("h", "running", json!({"runner_id": "w0", "fence": 0, "claimed_at": 100.1}), 100.1);
+        s.o("h", ORPHANED, 1, 0.0, 101.0);
+        s.h("h", "orphaned", json!({"runner_id": "w0", "fence": 0, "orphan_reason": "lease-expired"}), 101.0);
+        s.o("h", "w1", 2, 103.0, 101.5);
+        s.h("h", "running", json!({"runner_id": "w1", "fence": 2, "attempt": 1, "claimed_at": 101.5}), 101.5);
+        s.ck("h", 0, 103.3);
+        let carried = Fact::CarriedBy { holder: "w1".into(), hid: "h".into(), seq: 0, fence: 2, at: served_at };
+        Judge::new(v, Params::default()).run(s.out.clone(), vec![served("w1", 2, served_at), carried])
+    };
+    let r = run(Variant::Strict, 102.5);
+    assert_eq!(rules(&r), vec!["§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]"]);
+    assert!(r.violations[0].message.contains("presumably w1's (fence 2)"), "{r:#?}");
+    let r = run(Variant::CheckThenWrite, 102.5);
+    assert!(r.violations.is_empty() && r.excused.len() == 1, "{r:#?}");
+    let r = run(Variant::CheckThenWrite, 103.1);
+    assert_eq!(
+        rules(&r),
+        vec!["§5.2 a checkpoint needs the current holder, fence and a live lease [fencing]"],
+        "{r:#?}"
+    );
 }

@@ -111,6 +111,23 @@ pub struct Change {
     /// PostgreSQL transaction id, when known: changes with the same txn are
     /// one operation. `None` on SQLite.
     pub txn: Option<i64>,
+    /// When the change's transaction began (PostgreSQL's
+    /// `transaction_timestamp()`), epoch seconds, when the audit knows it:
+    /// the earliest moment the writer's ownership check can have run. On
+    /// PostgreSQL `at` is taken at commit (deferred triggers), and a loaded
+    /// machine can hold a transaction between its check and its commit for
+    /// longer than a lease; a holder's write counts as under a live lease
+    /// when the lease was live at this moment. `None`: `at` is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_at: Option<f64>,
+}
+
+impl Change {
+    /// The moment a holder's ownership check is judged at: the start of its
+    /// transaction when known, else the change's own time.
+    pub fn check_at(&self) -> f64 {
+        self.began_at.map_or(self.at, |b| b.min(self.at))
+    }
 }
 
 /// A process fact the harness owns, with the harness's wall time (epoch s).
@@ -221,8 +238,10 @@ pub struct Params {
     /// `expires_at - skew_s` for a take-over. 0 on SQLite, where `at` is the
     /// writing process's own clock at its statement; on PostgreSQL `at` is
     /// the server's clock at commit (deferred triggers), later than the
-    /// statement's check, so pass the longest commit delay expected (tens
-    /// of ms). A faked clock (libfaketime) needs its offset here.
+    /// statement's check — a change's `began_at` (its transaction's start,
+    /// which dhp-chaos's audit records) bounds the check from below, so a
+    /// holder's write is judged there and no commit delay need be passed.
+    /// A faked clock (libfaketime) needs its offset here.
     pub skew_s: f64,
 }
 

@@ -54,7 +54,7 @@ impl Judge {
         let (holder, fence) = (b.holder().unwrap_or_default().to_string(), b.fence().unwrap_or(-1));
         let mut st = b.model(hid, &self.rows, &self.params);
         let lease = Lease { hid: hid.to_string(), holder: holder.clone(), fence };
-        match ops::heartbeat(&mut st, &lease, tm(at - self.params.skew_s)) {
+        match ops::heartbeat(&mut st, &lease, tm(self.held_at(at) - self.params.skew_s)) {
             Ok(ttl) => {
                 let new = a.lease().unwrap_or(0.0);
                 if tm(new) > tm(at + self.params.skew_s) + ttl + tm(0.5) {
@@ -104,7 +104,7 @@ impl Judge {
                 format!("{hid}: orphaned from fence {of} to {nf}"),
             );
         }
-        if !self.rows.leader_live(at, &self.params) {
+        if !self.rows.leader_live(self.held_at(at), &self.params) {
             return illegal(
                 "§7.1 an orphan needs a live leader term [leader-election]",
                 vec![format!(

@@ -80,6 +80,7 @@ fn a_leader_take_by_insert_or_replace_inside_a_live_term() {
             new,
             at,
             txn: None,
+            began_at: None,
         };
         let take = json!({"id": 1, "holder": "sup-js", "expires_at": at + 5.0, "updated_at": at});
         let (rep, ins) = (mk(RowOp::Replace, old, None), mk(RowOp::Insert, None, Some(take)));

@@ -108,6 +108,7 @@ pub(crate) fn changes(events: &[Event]) -> Result<Vec<Change>, String> {
                 new: e.new.clone(),
                 at: e.at,
                 txn: e.xid,
+                began_at: e.began,
             })
         })
         .collect()
