@@ -166,10 +166,21 @@ mod tests {
         panic!("no pid in {}", file.display());
     }
 
+    /// Killed and removed however the test ends.
+    struct Scoped(Group);
+
+    impl Drop for Scoped {
+        fn drop(&mut self) {
+            self.0.kill_all();
+            self.0.remove();
+        }
+    }
+
     #[test]
     fn a_member_that_clears_its_environment_and_leaves_its_session_is_killed() {
         let rel = PathBuf::from(format!("dhp-chaos-unit-{}", std::process::id()));
-        let g = Group::create(&rel).expect("a writable cgroup2 hierarchy with cgroup.kill, as root");
+        let scoped = Scoped(Group::create(&rel).expect("a writable cgroup2 hierarchy with cgroup.kill, as root"));
+        let g = &scoped.0;
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pid");
         // double fork: a setsid grandchild with an empty environment; the child exits
@@ -199,7 +210,8 @@ mod tests {
 
     #[test]
     fn a_child_that_cannot_join_is_not_started() {
-        let g = Group { path: PathBuf::from("/nonexistent"), procs: CString::new("/nonexistent/cgroup.procs").unwrap() };
+        let g =
+            Group { path: PathBuf::from("/nonexistent"), procs: CString::new("/nonexistent/cgroup.procs").unwrap() };
         let mut cmd = Command::new("/bin/true");
         g.join_on_exec(&mut cmd);
         assert!(cmd.status().is_err());

@@ -37,11 +37,8 @@ fn a_descendant_with_an_empty_environment_is_ended_and_counted_against_the_round
     let pids = tmp.path().join("escaped.pids");
     let w = escaping_worker(tmp.path(), &pids);
     let r = crate::common::bins::run_small("env-cleared-survivor", 7, 4, &["--workers", &w, "--failpoint-rate", "0"]);
-    let escaped: Vec<i64> = std::fs::read_to_string(&pids)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
+    let escaped: Vec<i64> =
+        std::fs::read_to_string(&pids).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect();
     let alive: Vec<i64> = escaped.iter().copied().filter(|p| runs(*p)).collect();
     // end them whatever the verdict, so that a failing run leaves nothing behind
     for p in &alive {
@@ -54,7 +51,10 @@ fn a_descendant_with_an_empty_environment_is_ended_and_counted_against_the_round
         serde_json::from_slice(&std::fs::read(r.out.join("round-0000/round-report.json")).unwrap()).unwrap();
     let survivors: Vec<&str> = report["survivors"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     for p in &escaped {
-        assert!(survivors.iter().any(|s| s.starts_with(&format!("pid {p} ")) && s.contains("sleep 300")), "{p}: {survivors:?}");
+        assert!(
+            survivors.iter().any(|s| s.starts_with(&format!("pid {p} ")) && s.contains("sleep 300")),
+            "{p}: {survivors:?}"
+        );
     }
     assert!(r.stdout.contains("[survivor]"), "{}", r.dump());
 }
