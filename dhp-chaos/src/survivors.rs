@@ -92,6 +92,15 @@ pub fn join(cmd: &mut Command, logdir: &Path) -> bool {
     }
 }
 
+/// How descendants are tracked, for the harness's record: `cgroup`, or
+/// `environment marker only (<why no cgroup>)`.
+pub fn tracked_by() -> String {
+    match &groups().none {
+        None => "cgroup".into(),
+        Some(why) => format!("environment marker only ({why})"),
+    }
+}
+
 /// Processes other than this one whose environment holds `MARK_VAR=value`
 /// for a value `select` accepts (zombies excluded: they are already dead).
 fn scan(select: &dyn Fn(&str) -> bool) -> Vec<Survivor> {

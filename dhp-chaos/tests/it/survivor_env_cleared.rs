@@ -57,4 +57,12 @@ fn a_descendant_with_an_empty_environment_is_ended_and_counted_against_the_round
         );
     }
     assert!(r.stdout.contains("[survivor]"), "{}", r.dump());
+    // the harness's record says which net found them
+    let own = std::fs::read_to_string(r.out.join("round-0000/harness.jsonl")).unwrap();
+    let swept: Vec<Value> = own
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["what"] == "descendants-swept")
+        .collect();
+    assert!(swept.len() == 1 && swept[0]["tracked_by"] == "cgroup", "{own}");
 }
