@@ -48,13 +48,23 @@ impl Group {
         let mnt = unified_mount().ok_or("no cgroup2 (unified) hierarchy mounted")?;
         let path = mnt.join(rel);
         std::fs::create_dir_all(&path).map_err(|e| format!("making {}: {e}", path.display()))?;
-        if !path.join("cgroup.kill").exists() {
+        Group::open(&path).inspect_err(|_| {
             let _ = std::fs::remove_dir(&path);
-            return Err(format!("{} has no cgroup.kill (kernel before 5.14)", path.display()));
+        })
+    }
+
+    /// An existing group at `path` (an absolute directory).
+    ///
+    /// # Errors
+    ///
+    /// Not a cgroup with `cgroup.kill` (a kernel before 5.14).
+    pub fn open(path: &Path) -> Result<Group, String> {
+        if !path.join("cgroup.kill").exists() {
+            return Err(format!("{} is not a cgroup with cgroup.kill", path.display()));
         }
         let procs = CString::new(path.join("cgroup.procs").as_os_str().as_bytes())
             .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
-        Ok(Group { path, procs })
+        Ok(Group { path: path.to_path_buf(), procs })
     }
 
     /// Its directory.

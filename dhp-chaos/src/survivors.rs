@@ -59,7 +59,32 @@ fn groups() -> MutexGuard<'static, Groups> {
 
 /// This harness's directory in the cgroup hierarchy.
 fn base() -> PathBuf {
-    PathBuf::from("dhp-chaos").join(token())
+    PathBuf::from("dhp-chaos").join(format!("{}-{}", std::process::id(), token()))
+}
+
+/// End what an earlier harness that did not finish (SIGKILLed, or
+/// interrupted while its children were still zombies) left in its groups
+/// under `root` (`<mount>/dhp-chaos`): a directory `<pid>-<token>` whose
+/// pid no longer runs is killed and removed. A pid that runs (maybe
+/// reused) is left alone. Returns the processes ended.
+fn end_stale(root: &Path) -> Vec<Survivor> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir(root) else { return found };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split_once('-').and_then(|(p, _)| p.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() || !e.path().is_dir() {
+            continue;
+        }
+        let subs = std::fs::read_dir(e.path()).map(|d| d.flatten().map(|s| s.path()).collect::<Vec<_>>());
+        for sub in subs.unwrap_or_default().into_iter().filter(|p| p.is_dir()) {
+            if let Ok(c) = Group::open(&sub) {
+                found.extend(sweep_group(&c));
+            }
+        }
+        let _ = std::fs::remove_dir(e.path());
+    }
+    found
 }
 
 /// Make `cmd`'s child join the cgroup of the round whose children log to
@@ -75,7 +100,20 @@ pub fn join(cmd: &mut Command, logdir: &Path) -> bool {
     if g.none.is_some() {
         return false;
     }
-    match Group::create(&base().join(NEXT.fetch_add(1, Ordering::SeqCst).to_string())) {
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    if n == 0 {
+        if let Some(m) = crate::cgroup::unified_mount() {
+            let stale = end_stale(&m.join("dhp-chaos"));
+            if !stale.is_empty() {
+                eprintln!(
+                    "dhp-chaos: ended {} process(es) an earlier run that did not finish left behind: {}",
+                    stale.len(),
+                    stale.iter().map(|s| format!("{} ({})", s.pid, s.cmdline)).collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+    }
+    match Group::create(&base().join(n.to_string())) {
         Ok(c) => {
             c.join_on_exec(cmd);
             g.by_logdir.insert(logdir.to_path_buf(), c);
@@ -201,6 +239,31 @@ pub fn sweep_all() {
 mod tests {
     use super::*;
     use std::process::Command;
+
+    #[test]
+    fn a_dead_harness_group_is_ended_and_removed() {
+        let mnt = crate::cgroup::unified_mount().expect("a cgroup2 hierarchy");
+        let root = mnt.join(format!("dhp-chaos-stale-unit-{}", std::process::id()));
+        // a pid that ran and was reaped: its harness is gone
+        let mut dead = Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let stale = root.join(format!("{dead_pid}-x"));
+        let g = Group::create(&stale.join("0").strip_prefix(&mnt).unwrap().to_path_buf()).unwrap();
+        let mut cmd = Command::new("sleep");
+        cmd.arg("60");
+        g.join_on_exec(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        // a live harness's group (this process) is left alone
+        let mine = root.join(format!("{}-y", std::process::id()));
+        std::fs::create_dir_all(&mine).unwrap();
+        let found = end_stale(&root);
+        let _ = child.wait();
+        assert_eq!(found.iter().map(|s| s.pid as u32).collect::<Vec<_>>(), vec![child.id()], "{found:?}");
+        assert!(!stale.exists() && mine.exists());
+        std::fs::remove_dir(&mine).unwrap();
+        std::fs::remove_dir(&root).unwrap();
+    }
 
     #[test]
     fn a_setsid_grandchild_is_found_and_ended() {
