@@ -249,7 +249,7 @@ mod tests {
         let dead_pid = dead.id();
         dead.wait().unwrap();
         let stale = root.join(format!("{dead_pid}-x"));
-        let g = Group::create(&stale.join("0").strip_prefix(&mnt).unwrap().to_path_buf()).unwrap();
+        let g = Group::create(stale.join("0").strip_prefix(&mnt).unwrap()).unwrap();
         let mut cmd = Command::new("sleep");
         cmd.arg("60");
         g.join_on_exec(&mut cmd);
