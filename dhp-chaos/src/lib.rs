@@ -47,6 +47,7 @@
 pub const CONTRACT_VERSION: u32 = 2;
 
 pub mod audit;
+pub mod cgroup;
 pub mod check;
 pub mod clock;
 pub mod config;

@@ -184,11 +184,14 @@ pub fn spawn(mut spec: Spec, logdir: &Path) -> Result<Proc> {
     secrets_to_env(&mut spec.argv, &mut spec.env);
     let (prog, args) = spec.argv.split_first().context("empty command")?;
     // registered for teardown as it starts (its group: it leads one)
+    let mut cmd = Command::new(prog);
+    // no descendant leaves the round's cgroup (setsid, double fork, env -i)
+    crate::survivors::join(&mut cmd, logdir);
     let child = crate::teardown::guarded(|r| {
-        let child = Command::new(prog)
+        let child = cmd
             .args(args)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            // what `setsid` cannot shed: found by crate::survivors after the round
+            // the second net, where no cgroup can be made (crate::survivors)
             .env(crate::survivors::MARK_VAR, crate::survivors::mark(logdir))
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))

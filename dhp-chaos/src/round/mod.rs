@@ -604,6 +604,7 @@ impl<'a> Driver<'a> {
         for s in crate::survivors::sweep(&self.paths.procs) {
             self.hist.record("observe", json!({"what": "survivor", "survivor_pid": s.pid, "cmdline": s.cmdline}));
         }
+        self.hist.record("observe", json!({"what": "descendants-swept", "tracked_by": crate::survivors::tracked_by()}));
         // every connection through it is closed; its ack record is complete
         self.proxy = None;
         self.db_proxy = None;

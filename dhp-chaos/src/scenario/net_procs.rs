@@ -354,6 +354,7 @@ impl<'a> Stage<'a> {
         for s in crate::survivors::sweep(&self.paths.procs) {
             self.hist.record("observe", json!({"what": "survivor", "survivor_pid": s.pid, "cmdline": s.cmdline}));
         }
+        self.hist.record("observe", json!({"what": "descendants-swept", "tracked_by": crate::survivors::tracked_by()}));
         Ok(())
     }
 

@@ -77,5 +77,6 @@ mod start_deaths;
 mod store_disk_refused;
 mod store_faults_refused;
 mod store_full_round;
+mod survivor_env_cleared;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;
