@@ -39,12 +39,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A failure of dhp-core's store or runner.
-    #[error(transparent)]
-    Store(#[from] dhp_core::Error),
     /// The `dhp` binary or the Python interpreter not found.
     #[error(transparent)]
-    Locate(#[from] dhp_testkit::locate::LocateError),
+    Locate(#[from] dhp_kit::locate::LocateError),
     /// Something the round needs from this machine is missing or wrong
     /// (libfaketime, the reference package).
     #[error("{problem}")]

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 pub const SHIM: &str = include_str!("../python/chaos_shim.py");
 
 /// `--python`, else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python`
-/// ([`dhp_testkit::locate::python`]).
+/// ([`dhp_kit::locate::python`]).
 pub fn interpreter(explicit: Option<&Path>) -> Result<PathBuf> {
-    Ok(dhp_testkit::locate::python(explicit)?)
+    Ok(dhp_kit::locate::python(explicit)?)
 }
 
 /// The directory of the installed reference package (`dhp/`), checked to

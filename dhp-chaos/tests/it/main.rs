@@ -5,11 +5,6 @@
 mod common;
 
 mod at_commit_round;
-mod checker_audit;
-mod checker_detection;
-mod checker_failover;
-mod checker_indeterminate;
-mod checker_rules;
 mod ci_rounds;
 mod clock_leader_probe;
 mod clock_libfaketime;
