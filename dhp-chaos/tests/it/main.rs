@@ -74,3 +74,4 @@ mod store_faults_refused;
 mod store_full_round;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;
+mod transport_reader_interop;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 /// Why `lines` (parsed by [`oracle::log::parse`]) would not ingest as
 /// handoff `hid`, beyond the first header and the state hashes (which the
 /// caller checks): one message per fault, empty when it would.
-pub(crate) fn faults(lines: &[oracle::log::Line], hid: &str) -> Vec<String> {
+pub fn faults(lines: &[oracle::log::Line], hid: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut first_header = true;
     // seq → the state's computed hash, first copy
