@@ -112,7 +112,8 @@ fn logs_of_dhp_and_of_the_reference_read_clean_and_damage_is_named() {
     assert!(f.iter().any(|m| m.contains("seq 3 does not follow seq 2")), "{f:?}");
     // a reference seq shipped again with another state
     let state = json!({"next_n": 99, "count": 0, "total": 0});
-    let again = json!({"type": "checkpoint", "seq": 2, "state": state, "state_hash": oracle::state_hash(&state).unwrap()});
+    let again =
+        json!({"type": "checkpoint", "seq": 2, "state": state, "state_hash": oracle::state_hash(&state).unwrap()});
     let f = faults_of(&ref_log, &[again], &ref_hid);
     assert_eq!(f, ["seq 2 appears with two different states"]);
     // the reference's header appended to our log

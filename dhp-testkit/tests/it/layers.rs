@@ -85,8 +85,12 @@ fn pulled(meta: &Value, root: &str) -> BTreeSet<String> {
         .iter()
         .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
         .collect();
-    let nodes: BTreeMap<&str, &Value> =
-        meta["resolve"]["nodes"].as_array().expect("resolve").iter().filter_map(|n| Some((n["id"].as_str()?, n))).collect();
+    let nodes: BTreeMap<&str, &Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .expect("resolve")
+        .iter()
+        .filter_map(|n| Some((n["id"].as_str()?, n)))
+        .collect();
     let start = name_of.iter().find(|(_, n)| **n == root).map(|(id, _)| *id).expect("the root package");
     let mut seen: BTreeSet<&str> = BTreeSet::new();
     let mut todo = vec![(start, true)];
@@ -116,7 +120,10 @@ fn the_judges_link_no_implementation_not_even_in_their_tests() {
         let p = pulled(&meta, judge);
         assert!(p.contains("serde_json"), "{judge}: the walk found its dependencies ({p:?})");
         for implementation in ["dhp-core", "dhp-testkit", "dhp-adapter", "dhp-chaos-mutants", "dhp"] {
-            assert!(!p.contains(implementation), "{judge} links {implementation} (cargo tree -p {judge} -i {implementation})");
+            assert!(
+                !p.contains(implementation),
+                "{judge} links {implementation} (cargo tree -p {judge} -i {implementation})"
+            );
         }
     }
 }

@@ -42,4 +42,3 @@ fn a_forged_harness_line_in_the_history_does_not_flip_the_verdict() {
     let fencing = forged.invariants.iter().find(|i| i.name == "fencing").unwrap();
     assert!(fencing.notes.iter().any(|n| n.contains("forged")), "{:#?}", fencing.notes);
 }
-
