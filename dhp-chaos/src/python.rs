@@ -5,9 +5,9 @@
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
-/// The shim (see `python/chaos_shim.py`): runs the reference's script
+/// The shim (see `adapters/reference/chaos/chaos_shim.py`): runs the reference's script
 /// unchanged after wrapping Runner3/Supervisor3 methods to record history.
-pub const SHIM: &str = include_str!("../python/chaos_shim.py");
+pub const SHIM: &str = include_str!("../../adapters/reference/chaos/chaos_shim.py");
 
 /// `--python`, else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python`
 /// ([`dhp_kit::locate::python`]).
