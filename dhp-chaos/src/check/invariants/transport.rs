@@ -54,7 +54,7 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
             oracle::log::Line::Skipped(_) => skipped += 1,
             oracle::log::Line::Envelope(e) if !env_seen => {
                 env_seen = true;
-                if e["handoff_id"].as_str() != Some(hid) || !oracle::id_verifies(&e) {
+                if e["handoff_id"].as_str() != Some(hid) || !oracle::id_verifies(e) {
                     out.of(
                         hid,
                         format!("{}: [{label}] transport envelope does not verify as this handoff", short(hid)),
