@@ -225,6 +225,20 @@ fn split_fields(line: &str) -> Vec<(String, bool)> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn passwords_split_off_urls() {
+        assert_eq!(
+            split_password("postgres://u:p%40w@h/db?schema=s"),
+            ("postgres://u@h/db?schema=s".into(), Some("p@w".into()))
+        );
+        assert_eq!(
+            split_password("postgres://u@h/db?password=x&a=1"),
+            ("postgres://u@h/db?a=1".into(), Some("x".into()))
+        );
+        assert_eq!(split_password("postgres://u@h/db"), ("postgres://u@h/db".into(), None));
+        assert_eq!(split_password("/tmp/x"), ("/tmp/x".into(), None));
+    }
+
     fn t(host: &str, port: &str, db: &str, user: &str) -> Target {
         Target { host: host.into(), port: port.into(), dbname: db.into(), user: user.into() }
     }
