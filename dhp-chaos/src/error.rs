@@ -1,4 +1,4 @@
-//! The library's error. The binaries (`main.rs` and `src/bin/*`) report
+//! The library's error. The binary (`main.rs`) reports
 //! it through anyhow with `{:#}`, which prints each variant's message and
 //! then its source's, so a message does not repeat its source. The
 //! modules that still build their errors with anyhow internally are listed
