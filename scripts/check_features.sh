@@ -22,6 +22,7 @@ builds=(
     "dhp-conform:-p dhp-conform -e normal,build"
     "dhp-adapter:-p dhp-adapter -e normal,build"
     "dhp-chaos:-p dhp-chaos -e normal,build"
+    "dhp-chaos-mutants:-p dhp-chaos-mutants -e normal,build"
     "demo:-p demo -e normal,build"
     "benches:-p dhp-benches -e normal,build"
 )

@@ -1,4 +1,4 @@
-//! The library's error. The binaries (`main.rs` and `src/bin/*`) report
+//! The library's error. The binary (`main.rs`) reports
 //! it through anyhow with `{:#}`, which prints each variant's message and
 //! then its source's, so a message does not repeat its source. The
 //! modules that still build their errors with anyhow internally are listed
@@ -39,12 +39,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A failure of dhp-core's store or runner.
-    #[error(transparent)]
-    Store(#[from] dhp_core::Error),
     /// The `dhp` binary or the Python interpreter not found.
     #[error(transparent)]
-    Locate(#[from] dhp_testkit::locate::LocateError),
+    Locate(#[from] dhp_kit::locate::LocateError),
     /// Something the round needs from this machine is missing or wrong
     /// (libfaketime, the reference package).
     #[error("{problem}")]

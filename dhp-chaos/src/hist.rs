@@ -12,7 +12,6 @@
 //! harness's own lines are read (CONTRACT.md §4).
 
 use crate::error::{Error, Result};
-use dhp_core::supervisor::ActionKind;
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -21,7 +20,32 @@ use std::path::{Path, PathBuf};
 
 /// Wall-clock seconds since the Unix epoch (same clock as every process).
 pub fn now() -> f64 {
-    dhp_core::envelope::now()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// The `action` of a `supervise` line that the checker acts on
+/// (CONTRACT.md §4: `orphaned` or `dlq`, the orphan rule's two outcomes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    /// Orphaned: a standby may recover it.
+    Orphaned,
+    /// Dead-lettered (status failed).
+    Dlq,
+}
+
+impl ActionKind {
+    /// The action's text in a history line.
+    pub fn parse(s: &str) -> Option<ActionKind> {
+        match s {
+            "orphaned" => Some(ActionKind::Orphaned),
+            "dlq" => Some(ActionKind::Dlq),
+            _ => None,
+        }
+    }
+    /// An orphan or a dead-letter: the orphan rule's two outcomes.
+    pub fn is_orphan_rule(self) -> bool {
+        matches!(self, ActionKind::Orphaned | ActionKind::Dlq)
+    }
 }
 
 /// The harness's own file beside the history file `history`:
@@ -104,9 +128,9 @@ impl Ev {
         self.v.get(k).and_then(Value::as_i64)
     }
     /// A `supervise` line's `action`, typed; `None` when absent or not one
-    /// dhp-rs knows (a foreign supervisor's line is untrusted text).
+    /// the checker acts on (a foreign supervisor's line is untrusted text).
     pub fn action(&self) -> Option<ActionKind> {
-        self.s("action").and_then(|a| a.parse().ok())
+        self.s("action").and_then(ActionKind::parse)
     }
     /// Field `k` as a `u64`, if it is one.
     pub fn u(&self, k: &str) -> Option<u64> {

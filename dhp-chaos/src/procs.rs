@@ -343,7 +343,7 @@ pub(crate) fn secrets_to_env(argv: &mut [String], env: &mut Vec<(String, String)
         if !(lower.starts_with("postgres://") || lower.starts_with("postgresql://")) {
             continue;
         }
-        let (bare, password) = dhp_core::store::location::split_password(a);
+        let (bare, password) = dhp_secrets::passfile::split_password(a);
         if let Some(pw) = password {
             *a = bare;
             env.retain(|(k, _)| k != "PGPASSWORD");

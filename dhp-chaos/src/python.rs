@@ -5,14 +5,14 @@
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
-/// The shim (see `python/chaos_shim.py`): runs the reference's script
+/// The shim (see `adapters/reference/chaos/chaos_shim.py`): runs the reference's script
 /// unchanged after wrapping Runner3/Supervisor3 methods to record history.
-pub const SHIM: &str = include_str!("../python/chaos_shim.py");
+pub const SHIM: &str = include_str!("../../adapters/reference/chaos/chaos_shim.py");
 
 /// `--python`, else `$DHP_PYTHON`, else `<checkout>/.venv/bin/python`
-/// ([`dhp_testkit::locate::python`]).
+/// ([`dhp_kit::locate::python`]).
 pub fn interpreter(explicit: Option<&Path>) -> Result<PathBuf> {
-    Ok(dhp_testkit::locate::python(explicit)?)
+    Ok(dhp_kit::locate::python(explicit)?)
 }
 
 /// The directory of the installed reference package (`dhp/`), checked to

@@ -401,7 +401,7 @@ pub fn write(dir: &Path) -> Result<()> {
                 close(&mut segs, &mut open, hid, t, Some(e.s("holder").unwrap_or(e.process())));
             }
             ("supervise", "ok") => {
-                let dlq = e.action() == Some(dhp_core::supervisor::ActionKind::Dlq);
+                let dlq = e.action() == Some(crate::hist::ActionKind::Dlq);
                 let shape = if dlq { "■" } else { "◆" };
                 let _ = writeln!(
                     marks,

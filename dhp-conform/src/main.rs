@@ -107,9 +107,9 @@ fn to_trial_result(o: &Outcome) -> Result<Completion, Failed> {
 
 /// First argument that turns this binary into the reference's adapter
 /// (`--impl reference`): `__reference-adapter PYTHON` runs
-/// `adapters/python_ref.py`, embedded at build time, with PYTHON.
+/// `adapters/reference/python_ref.py`, embedded at build time, with PYTHON.
 const REFERENCE_MODE: &str = "__reference-adapter";
-const PYTHON_REF_ADAPTER: &str = include_str!("../adapters/python_ref.py");
+const PYTHON_REF_ADAPTER: &str = include_str!("../../adapters/reference/python_ref.py");
 
 /// Replace this process with `PYTHON -c <the reference adapter>`; returns
 /// only when that cannot start.

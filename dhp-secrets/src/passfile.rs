@@ -13,6 +13,41 @@
 
 use std::path::{Path, PathBuf};
 
+/// A `postgres://` URL without its password (the user info's and any
+/// `password=` query parameter), and that password, percent-decoded, for
+/// `PGPASSWORD`: what a harness puts on a child's command line and in its
+/// environment, so the secret is never in an argv (`/proc/PID/cmdline` is
+/// world-readable). A URL without a password comes back unchanged.
+pub fn split_password(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_string(), None) };
+    let auth_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (auth, tail) = rest.split_at(auth_len);
+    let mut password = None;
+    let auth = match auth.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, pw)) => {
+                password = Some(percent_decode(pw).unwrap_or_else(|| pw.to_string()));
+                format!("{user}@{host}")
+            }
+            None => auth.to_string(),
+        },
+        None => auth.to_string(),
+    };
+    let (path, query) = match tail.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (tail, None),
+    };
+    let mut kept = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("password", v)) => password = Some(percent_decode(v).unwrap_or_else(|| v.to_string())),
+            _ => kept.push(pair),
+        }
+    }
+    let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
+    (format!("{scheme}://{auth}{path}{query}"), password.filter(|p| !p.is_empty()))
+}
+
 /// A URL without its `passfile=` parameter, and that parameter's path
 /// (percent-decoded): the client library refuses parameters it does not
 /// know, and the password file is read here, not by it.
@@ -189,6 +224,20 @@ fn split_fields(line: &str) -> Vec<(String, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_split_off_urls() {
+        assert_eq!(
+            split_password("postgres://u:p%40w@h/db?schema=s"),
+            ("postgres://u@h/db?schema=s".into(), Some("p@w".into()))
+        );
+        assert_eq!(
+            split_password("postgres://u@h/db?password=x&a=1"),
+            ("postgres://u@h/db?a=1".into(), Some("x".into()))
+        );
+        assert_eq!(split_password("postgres://u@h/db"), ("postgres://u@h/db".into(), None));
+        assert_eq!(split_password("/tmp/x"), ("/tmp/x".into(), None));
+    }
 
     fn t(host: &str, port: &str, db: &str, user: &str) -> Target {
         Target { host: host.into(), port: port.into(), dbname: db.into(), user: user.into() }

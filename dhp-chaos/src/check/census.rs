@@ -1,7 +1,8 @@
 //! The census a correct run computes, recomputed from scratch by the
 //! checker's own sieve (not dhp-core's: a bug in the workers' census must
 //! not also be in the number they are checked against). Pinned to known
-//! prime counts and sums, and to dhp-core's census, in the tests below.
+//! prime counts and sums, and to the census the workers run
+//! (dhp-workload), in the tests below.
 
 use serde_json::{json, Value};
 
@@ -77,7 +78,7 @@ mod tests {
     }
 
     #[test]
-    fn agrees_with_dhp_core_on_chunks_and_results() {
+    fn agrees_with_the_workers_census_on_chunks_and_results() {
         for (lo, hi, chunk) in [(0, 1000, 7), (1000, 1500, 100), (5_000_000, 5_003_000, 250), (999_983, 1_000_100, 1)] {
             let mut n = lo;
             while n < hi {

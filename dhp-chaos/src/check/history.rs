@@ -1,8 +1,7 @@
 //! The history index: protocol operations paired invoke → outcome, orphans,
 //! spawns, faults and observations, from `history.jsonl`.
 
-use crate::hist::{Ev, History};
-use dhp_core::supervisor::ActionKind;
+use crate::hist::{ActionKind, Ev, History};
 use std::collections::{HashMap, HashSet};
 
 /// A protocol operation: its invoke and (if recorded) its outcome.

@@ -5,7 +5,21 @@
 
 use dhp_chaos::config::{parse_fault_mix, FaultKind, Impl, Ship};
 use dhp_chaos::scenario::Scenario;
-use dhp_core::config::{fmt_num, MAX_KNOB_S, MAX_LEASE_MISSED};
+
+/// The bounds every `dhp` process puts on `DHP_*_S` and
+/// `DHP_LEASE_MAX_MISSED` (dhp-core/src/config.rs): the harness passes these
+/// knobs on, so it refuses what they would.
+const MAX_KNOB_S: f64 = 86_400.0;
+const MAX_LEASE_MISSED: i64 = 1_000;
+
+/// A number for a message: `1e308`, not 309 digits.
+fn fmt_num(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
 
 /// A finite number in `[lo, hi]`, or `(lo, hi]` when `open`.
 fn number_in(s: &str, lo: f64, hi: f64, open: bool, unit: &str) -> Result<f64, String> {

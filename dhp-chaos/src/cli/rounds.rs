@@ -128,8 +128,9 @@ pub fn run_rounds(
     dash: Option<&Dashboard>,
 ) -> Result<(i32, report::Totals)> {
     let seed = tmpl.seed;
-    let budget =
-        dhp_core::config::duration_from_secs("--budget-minutes (as seconds)", a.budget_minutes * 60.0, 7.0 * 86_400.0)?;
+    // parse::budget_minutes bounds it; try_ refuses rather than panics anyway
+    let budget = Duration::try_from_secs_f64(a.budget_minutes * 60.0)
+        .map_err(|e| anyhow::anyhow!("--budget-minutes {}: {e}", a.budget_minutes))?;
     let t_start = Instant::now();
     let mut reports: Vec<RoundReport> = Vec::new();
     let mut harness_error: Option<anyhow::Error> = None;

@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The reference's worker for this scenario (see its docstring).
-pub(super) const NET_WORKER: &str = include_str!("../../python/net_worker.py");
+pub(super) const NET_WORKER: &str = include_str!("../../../adapters/reference/chaos/net_worker.py");
 /// The reference's TransportServer as the peer (`--transport python`).
-pub(super) const NET_PEER: &str = include_str!("../../python/net_peer.py");
+pub(super) const NET_PEER: &str = include_str!("../../../adapters/reference/chaos/net_peer.py");
 
 /// `--transport python`: the reference's TransportServer is the peer.
 pub(super) fn python_peer(cfg: &RoundConfig) -> bool {

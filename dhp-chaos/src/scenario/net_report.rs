@@ -238,7 +238,9 @@ fn build(
         checkpoints_per_round: o.checkpoints,
         workers: cfg.workers.label(),
         transport: match &cfg.transport {
-            _ if super::net_procs::python_peer(cfg) => "the reference's TransportServer (python/net_peer.py)".into(),
+            _ if super::net_procs::python_peer(cfg) => {
+                "the reference's TransportServer (adapters/reference/chaos/net_peer.py)".into()
+            }
             Some(t) => t.join(" "),
             None => "dhp transport".into(),
         },

@@ -17,7 +17,19 @@ pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 /// quarter of the soft RLIMIT_NOFILE when that is lower (at least 1), so
 /// `accept` never takes the harness's last descriptors.
 pub fn conn_cap(max: usize) -> usize {
-    cap_for(max, dhp_core::transport::net::nofile_soft())
+    cap_for(max, nofile_soft())
+}
+
+/// This process's soft RLIMIT_NOFILE, from `/proc/self/limits` (1024 when
+/// it cannot be read).
+pub fn nofile_soft() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("Max open files"))?;
+            l.trim_start_matches("Max open files").split_whitespace().next()?.parse().ok()
+        })
+        .unwrap_or(1024)
 }
 
 /// [`conn_cap`] under a soft RLIMIT_NOFILE of `soft`.
@@ -205,7 +217,7 @@ mod tests {
         assert_eq!(cap_for(64, 128), 32);
         assert_eq!(cap_for(32, 64), 16);
         assert_eq!(cap_for(32, 0), 1);
-        assert!(conn_cap(64) <= 64 && conn_cap(64) as u64 <= (dhp_core::transport::net::nofile_soft() / 4).max(1));
+        assert!(conn_cap(64) <= 64 && conn_cap(64) as u64 <= (nofile_soft() / 4).max(1));
     }
 
     fn head(target: &str, headers: &[(&str, &str)]) -> Head {

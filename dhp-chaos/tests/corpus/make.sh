@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the planted-bug entries of this corpus (README.md): run each
 # mutant round of tests/it/model_mutants.rs once, then trim.py it.
-#   bash dhp-chaos/tests/corpus/make.sh   (from the repository root, after cargo build -p dhp-chaos --bins)
+#   bash dhp-chaos/tests/corpus/make.sh   (from the repository root, after cargo build -p dhp-chaos -p dhp-chaos-mutants --bins)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${CARGO_TARGET_DIR:-target}/debug

@@ -109,7 +109,7 @@ fn sigint_ends_every_child_of_a_sqlite_round() {
 
 #[test]
 fn sigterm_ends_every_child_of_a_postgres_round() {
-    let url = dhp_testkit::pg_url();
+    let url = dhp_kit::pg_url();
     let (code, _, pids, _) = interrupt("term-pg", &["--handoffs", "2", "--store", &url], 4, Signal::SIGTERM);
     assert_eq!(code, 143);
     assert_none_alive("postgres", &pids);

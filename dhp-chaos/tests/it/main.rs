@@ -5,11 +5,6 @@
 mod common;
 
 mod at_commit_round;
-mod checker_audit;
-mod checker_detection;
-mod checker_failover;
-mod checker_indeterminate;
-mod checker_rules;
 mod ci_rounds;
 mod clock_leader_probe;
 mod clock_libfaketime;
@@ -80,3 +75,4 @@ mod store_full_round;
 mod survivor_env_cleared;
 mod timeline_hostile;
 mod timeline_kill_while_stopped;
+mod transport_reader_interop;

@@ -44,34 +44,28 @@ fn every_corpus_round_is_judged_as_recorded() {
     }
 }
 
-/// `dhp-chaos audit install|export` on a store of one's own: the export is
-/// what dhp-model's judge reads, a correct run judges legal, and a take of
-/// a live leadership term with `INSERT OR REPLACE` (seen as REPLACE) not.
+/// `dhp-chaos audit install|export` on a store of one's own (written here
+/// by the `dhp` program, run as a process): the export is what dhp-model's
+/// judge reads, a correct run judges legal, and a take of a live leadership
+/// term with `INSERT OR REPLACE` (seen as REPLACE) not.
 #[test]
 fn an_implementers_store_is_judged_from_the_exported_audit() {
-    use dhp_core::{envelope, Config, Runner};
     use dhp_model::judge::{Change, Judge, Params, Variant};
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
-    let runner = Runner::open(&store, "me", Config::default()).unwrap();
-    let env = envelope::build(
-        dhp_workload::census::KIND,
-        dhp_workload::census::inputs(10, 30, 10),
-        dhp_workload::census::output_schema(),
-        Default::default(),
-    )
-    .unwrap();
-    let hid = runner.dispatch(&env).unwrap();
-    let cli = |args: &[&str]| {
-        let o = std::process::Command::new(crate::common::chaos_bin()).args(args).arg(&store).output().unwrap();
+    let run = |program: &std::path::Path, args: &[&str]| {
+        let o = std::process::Command::new(program).args(args).output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8(o.stdout).unwrap()
     };
+    let dhp = crate::common::dhp_bin();
+    let s = store.to_str().unwrap();
+    let out = run(&dhp, &["--json", "dispatch", "--create", s, "--census", "10,30,10"]);
+    let hid = serde_json::from_str::<Value>(&out).unwrap()["hid"].as_str().unwrap().to_string();
+    let cli = |args: &[&str]| run(&crate::common::chaos_bin(), &[args, &[s]].concat());
     cli(&["audit", "install"]);
-    let mut ctx = runner.with_id("w1").unwrap().claim(&hid).unwrap();
-    ctx.checkpoint(&serde_json::json!({"next_n": 20, "count": 4, "total": 60})).unwrap();
-    ctx.complete(&serde_json::json!({"lo": 10, "hi": 30, "prime_count": 6, "prime_sum": 112, "chunks_done": 2}))
-        .unwrap();
+    // claim, two checkpoints, complete
+    run(&dhp, &["work", s, "--runner", "w1", "claim", &hid, "--pace", "0"]);
     let judge = |text: &str| {
         let changes: Vec<Change> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         Judge::new(Variant::Strict, Params::default()).run(changes, Vec::new())
@@ -80,7 +74,7 @@ fn an_implementers_store_is_judged_from_the_exported_audit() {
     assert!(r.consumed >= 4 && r.violations.is_empty() && r.all_judged(), "{r:#?}");
 
     let c = rusqlite::Connection::open(store.join("dhp.sqlite3")).unwrap();
-    let now = envelope::now();
+    let now = dhp_chaos::hist::now();
     let take = "INSERT OR REPLACE INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3)";
     c.execute(take, rusqlite::params!["sup-a", now + 5.0, now]).unwrap();
     c.execute(take, rusqlite::params!["sup-b", now + 5.0, now + 0.01]).unwrap();

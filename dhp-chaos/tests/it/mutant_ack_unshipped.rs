@@ -1,6 +1,6 @@
 //! sync-ack catches a shipper that acknowledges checkpoints the peer never
 //! received: the mutant worker writes every line to its local buffer only
-//! and goes on as if the peer had acked it (src/bin/mutant-worker.rs).
+//! and goes on as if the peer had acked it (adapters/dhp-rs-chaos/src/bin/mutant-worker.rs).
 use crate::common::*;
 
 #[test]

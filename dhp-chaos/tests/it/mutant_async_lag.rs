@@ -1,5 +1,5 @@
 //! async-lag catches a worker whose shipper runs ahead of the bound it was
-//! given (src/bin/mutant-shipper.rs: `dhp work` with --ship-max-lag raised
+//! given (adapters/dhp-rs-chaos/src/bin/mutant-shipper.rs: `dhp work` with --ship-max-lag raised
 //! to a million) while latency and blackhole toxics hold the acks back.
 use crate::common::*;
 

@@ -1,11 +1,12 @@
 //! peer-acks catches a transport server that acknowledges checkpoints it
-//! never wrote (src/bin/mutant-transport.rs: every seq 2 mod 4), behind the
+//! never wrote (adapters/dhp-rs-chaos/src/bin/mutant-transport.rs: every seq 2 mod 4), behind the
 //! link proxy, with link faults on.
 use crate::common::*;
 
 #[test]
 fn a_server_acking_unwritten_lines_is_caught_by_peer_acks() {
-    let t = env!("CARGO_BIN_EXE_mutant-transport");
+    let t = mutant("mutant-transport").display().to_string();
+    let t = t.as_str();
     let r = bins::run_small(
         "mutant-peer-acks",
         11,

@@ -1,5 +1,5 @@
 //! The checker is tested: rounds run with deliberately broken workers
-//! (src/bin/mutant-worker.rs, which writes straight into the SQLite store)
+//! (adapters/dhp-rs-chaos/src/bin/mutant-worker.rs, which writes straight into the SQLite store)
 //! must be reported as violations, by the right invariant.
 use crate::common::*;
 

@@ -8,7 +8,7 @@ use crate::common::bins::{mutant_worker, run_small};
 use crate::common::*;
 
 fn mutant_supervisor(mode: &str) -> String {
-    format!("{} --mode {mode}", env!("CARGO_BIN_EXE_mutant-supervisor"))
+    format!("{} --mode {mode}", mutant("mutant-supervisor").display())
 }
 
 /// A small round with history off, plus `extra`.

@@ -1,12 +1,13 @@
 //! The net-chaos scenario fails when the peer breaks the promise: behind the
-//! relay, src/bin/mutant-transport.rs acknowledges every checkpoint but
+//! relay, adapters/dhp-rs-chaos/src/bin/mutant-transport.rs acknowledges every checkpoint but
 //! never writes seq 2 mod 4. Our worker goes on after each ack (synchronous
 //! shipping), so seq 2 of every handoff is missing on the peer.
 use crate::common::*;
 
 #[test]
 fn a_peer_that_acks_then_drops_fails_the_scenario() {
-    let t = env!("CARGO_BIN_EXE_mutant-transport");
+    let t = mutant("mutant-transport").display().to_string();
+    let t = t.as_str();
     let r = run_chaos("netchaos-mutant", &["--scenario", "net-chaos", "--seed", "17", "--transport", t]);
     assert_eq!(r.code, 1, "{}", r.dump());
     let nc = &r.results["net_chaos"];

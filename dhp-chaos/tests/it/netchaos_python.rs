@@ -1,5 +1,5 @@
 //! `--scenario net-chaos` with the reference's worker (dhp-protocol 1.3.0:
-//! Runner3 with `dhp.net.NetShipper`, python/net_worker.py) against our
+//! Runner3 with `dhp.net.NetShipper`, adapters/reference/chaos/net_worker.py) against our
 //! `dhp transport` peer. The reference commits, then ships, and a worker
 //! that takes a handoff over does not re-ship what the peer lacks: in the
 //! round whose victim is killed with its frame in flight, the peer never

@@ -1,6 +1,6 @@
 //! `--scenario net-chaos` with the reference on both ends: its worker
-//! (Runner3 + `dhp.net.NetShipper`, python/net_worker.py) shipping to its
-//! own `dhp.net.TransportServer` (python/net_peer.py, `--transport python`).
+//! (Runner3 + `dhp.net.NetShipper`, adapters/reference/chaos/net_worker.py) shipping to its
+//! own `dhp.net.TransportServer` (adapters/reference/chaos/net_peer.py, `--transport python`).
 //! The reference's server takes any seq, so only the seq whose frame was in
 //! flight when its worker was killed is missing — the reference's standby
 //! never re-ships it: 23/24, not the 24/24 its README reports.

@@ -22,7 +22,7 @@ fn processes() -> Vec<(u32, String)> {
 
 #[test]
 fn no_child_of_a_postgres_round_has_the_password_in_its_argv() {
-    let url = dhp_testkit::pg_url();
+    let url = dhp_kit::pg_url();
     let (_, rest) = url.split_once("://").unwrap();
     let (auth, tail) = rest.split_once('@').expect("the test server's URL has credentials");
     let password = auth.split_once(':').expect("the test server's URL has a password").1.to_string();

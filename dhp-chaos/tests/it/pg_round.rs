@@ -7,7 +7,7 @@ use crate::common::*;
 // Seed 4242 once looked like a zombie write: a worker SIGSTOPped right after
 // sending a checkpoint read its Ok after its replacement, although the
 // server had committed the row before the orphan (the checker now judges
-// that by the store's commit order; tests/it/checker_rules.rs).
+// that by the store's commit order; adapters/dhp-rs-chaos/tests/it/checker_rules.rs).
 #[test]
 fn postgres_short_round_holds_and_reanalyzes_without_the_cluster() {
     let r = run_chaos(

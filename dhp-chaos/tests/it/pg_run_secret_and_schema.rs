@@ -28,7 +28,7 @@ fn schemas(url: &str, seed: u64) -> Vec<String> {
 
 #[test]
 fn no_file_of_a_postgres_run_holds_its_password_and_runs_do_not_share_a_schema() {
-    let url = dhp_testkit::pg_url();
+    let url = dhp_kit::pg_url();
     let (_, rest) = url.split_once("://").unwrap();
     let userinfo = rest.split_once('@').expect("the test URL has user:password@").0;
     let secret = userinfo.split_once(':').expect("the test URL has a password").1.to_string();

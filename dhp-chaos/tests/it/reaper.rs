@@ -28,7 +28,7 @@ fn an_exit_reaped_by_a_signal_attempt_is_still_reported() {
     );
     table.procs.push(procs::spawn(spec, logs.path()).unwrap());
     let pid = table.procs[0].pid;
-    dhp_testkit::wait_until(Duration::from_secs(10), "the child died", || zombie(pid));
+    dhp_kit::wait_until(Duration::from_secs(10), "the child died", || zombie(pid));
     // the injector picks it: the signal finds it dead (and reaps it)
     assert!(!table.procs[0].signal(Signal::SIGKILL), "a dead child is not signalled");
     assert!(!table.procs[0].killed_by_harness);

@@ -93,7 +93,7 @@ fn the_dashboard_streams_the_round_while_it_runs() {
     .arg(dhp_bin())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let mut g = dhp_testkit::ProcessGroup::spawn(cmd);
+    let mut g = dhp_kit::ProcessGroup::spawn(cmd);
     let stdout = g.child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
@@ -131,7 +131,7 @@ fn the_dashboard_streams_the_round_while_it_runs() {
             }
             statuses.push(status);
             while let Some((name, data)) = read_event(&mut r) {
-                let running = dhp_testkit::alive(pid);
+                let running = dhp_kit::alive(pid);
                 let done = name == "done";
                 ev2.lock().unwrap().push((running, name, data));
                 if done {
@@ -150,7 +150,7 @@ fn the_dashboard_streams_the_round_while_it_runs() {
             .filter(|v| v["round"] == 0)
             .collect()
     };
-    dhp_testkit::wait_until(Duration::from_secs(120), "live events with faults while the round runs", || {
+    dhp_kit::wait_until(Duration::from_secs(120), "live events with faults while the round runs", || {
         let l = live(&events.lock().unwrap());
         l.len() >= 3 && l.last().is_some_and(|v| v["faults"].as_u64().unwrap_or(0) > 0)
     });

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 pub fn chromium() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let script = dhp_testkit::checkout().join("scripts/deb.sh");
+        let script = dhp_kit::checkout().join("scripts/deb.sh");
         let o = Command::new("bash").arg(&script).arg("chromium").output().expect("running scripts/deb.sh");
         assert!(
             o.status.success(),
@@ -35,7 +35,7 @@ fn run_chromium(args: &[String], url: &str, timeout: Duration) -> String {
         .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut g = dhp_testkit::ProcessGroup::spawn(cmd);
+    let mut g = dhp_kit::ProcessGroup::spawn(cmd);
     let mut stdout = g.child.stdout.take().expect("chromium's stdout");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();

@@ -81,7 +81,7 @@ fn our_adapter_refuses_malformed_requests() {
 
 #[test]
 fn reference_adapter_refuses_malformed_requests() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/adapters/python_ref.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../adapters/reference/python_ref.py");
     check(&python(), &[script]);
 }
 

@@ -131,40 +131,9 @@ pub fn redact(url: &str) -> String {
     mask_secrets(url)
 }
 
-/// A `postgres://` URL without its password (the user info's and any
-/// `password=` query parameter), and that password, percent-decoded, for
-/// `PGPASSWORD`: what a harness puts on a child's command line and in its
-/// environment, so the secret is never in an argv (`/proc/PID/cmdline` is
-/// world-readable). A URL without a password comes back unchanged.
-pub fn split_password(url: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_string(), None) };
-    let auth_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (auth, tail) = rest.split_at(auth_len);
-    let mut password = None;
-    let auth = match auth.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, pw)) => {
-                password = Some(percent_decode(pw).unwrap_or_else(|| pw.to_string()));
-                format!("{user}@{host}")
-            }
-            None => auth.to_string(),
-        },
-        None => auth.to_string(),
-    };
-    let (path, query) = match tail.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (tail, None),
-    };
-    let mut kept = Vec::new();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        match pair.split_once('=') {
-            Some(("password", v)) => password = Some(percent_decode(v).unwrap_or_else(|| v.to_string())),
-            _ => kept.push(pair),
-        }
-    }
-    let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
-    (format!("{scheme}://{auth}{path}{query}"), password.filter(|p| !p.is_empty()))
-}
+// The one copy lives in dhp-secrets: the harnesses (dhp-chaos) use it
+// without linking dhp-core.
+pub use dhp_secrets::passfile::split_password;
 
 fn location_err(input: &str, reason: impl Into<String>) -> Error {
     Error::StoreLocation { location: redact(input), reason: reason.into() }

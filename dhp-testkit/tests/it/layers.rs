@@ -14,18 +14,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-core", &["dhp-secrets"]),
     // The program on it.
     ("dhp", &["dhp-core", "dhp-workload", "workspace-hack"]),
-    // dhp-rs under test.
+    // dhp-rs under test: the adapter and the chaos mutants.
     ("dhp-adapter", &["dhp-core", "dhp-testkit"]),
-    // The judges link no implementation...
+    ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-secrets", "workspace-hack"]),
+    // The judges link no implementation.
     ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "conform-hack"]),
-    // ...except dhp-chaos today: dhp-core goes in issue 46's step 2.
-    ("dhp-chaos", &["dhp-core", "dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-testkit", "dhp-workload"]),
+    ("dhp-chaos", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-workload"]),
     ("dhp-oracle", &[]),
     ("dhp-model", &[]),
     ("dhp-workload", &[]),
     ("dhp-secrets", &[]),
     ("dhp-markup", &[]),
-    ("dhp-testkit", &["dhp-core", "workspace-hack"]),
+    ("dhp-testkit", &["dhp-core", "dhp-kit", "workspace-hack"]),
+    // The test machinery that links no implementation (the judges use it).
+    ("dhp-kit", &["workspace-hack"]),
     ("demo", &["dhp-core", "dhp-testkit", "dhp-workload"]),
     ("dhp-benches", &["dhp-core", "dhp-testkit", "dhp-workload"]),
     ("workspace-hack", &["conform-hack"]),
@@ -63,4 +65,65 @@ fn every_crate_depends_only_on_what_the_architecture_allows() {
         }
     }
     assert!(bad.is_empty(), "dependencies docs/architecture.md does not allow: {bad:?}");
+}
+
+/// Judges that must not link dhp-core in any build of theirs, their tests
+/// included (`cargo tree -p CRATE` shows no dhp-core): a checker that runs
+/// the judged's code can share its bugs. (dhp-oracle's and dhp-conform's
+/// tests do link it, to pin both to the same vectors and to run dhp-rs's
+/// adapter: test-only edges.)
+const UNLINKED: &[&str] = &["dhp-chaos"];
+
+/// Every package `root` pulls in, from the resolve of the full `cargo
+/// metadata`: `root`'s dependencies of every kind (tests included), then
+/// the normal and build dependencies of those (a dependency's own
+/// dev-dependencies are not built).
+fn pulled(meta: &Value, root: &str) -> BTreeSet<String> {
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let nodes: BTreeMap<&str, &Value> = meta["resolve"]["nodes"]
+        .as_array()
+        .expect("resolve")
+        .iter()
+        .filter_map(|n| Some((n["id"].as_str()?, n)))
+        .collect();
+    let start = name_of.iter().find(|(_, n)| **n == root).map(|(id, _)| *id).expect("the root package");
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut todo = vec![(start, true)];
+    while let Some((id, is_root)) = todo.pop() {
+        for d in nodes[id]["deps"].as_array().into_iter().flatten() {
+            let dev_only = d["dep_kinds"].as_array().into_iter().flatten().all(|k| k["kind"] == "dev");
+            let pkg = d["pkg"].as_str().unwrap_or_default();
+            if (is_root || !dev_only) && seen.insert(pkg) {
+                todo.push((pkg, false));
+            }
+        }
+    }
+    seen.into_iter().filter_map(|id| name_of.get(id).map(|n| n.to_string())).collect()
+}
+
+#[test]
+fn the_judges_link_no_implementation_not_even_in_their_tests() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+        .current_dir(dhp_testkit::checkout())
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+    for judge in UNLINKED {
+        let p = pulled(&meta, judge);
+        assert!(p.contains("serde_json"), "{judge}: the walk found its dependencies ({p:?})");
+        for implementation in ["dhp-core", "dhp-testkit", "dhp-adapter", "dhp-chaos-mutants", "dhp"] {
+            assert!(
+                !p.contains(implementation),
+                "{judge} links {implementation} (cargo tree -p {judge} -i {implementation})"
+            );
+        }
+    }
 }

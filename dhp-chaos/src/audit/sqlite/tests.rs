@@ -4,12 +4,21 @@
 use super::{install, read, PENDING};
 use rusqlite::Connection;
 
-/// A store with the reference's tables (dhp-core's DDL) and the audit.
+/// The reference's DDL as docs/PROTOCOL.md §3.1 gives it (the spec's text,
+/// not an implementation's).
+fn spec_ddl() -> &'static str {
+    const DOC: &str = include_str!("../../../../docs/PROTOCOL.md");
+    let s = &DOC[DOC.find("### 3.1 SQLite").expect("PROTOCOL.md §3.1")..];
+    let a = s.find("```sql\n").expect("§3.1's sql block") + "```sql\n".len();
+    &s[a..a + s[a..].find("```").expect("the block's end")]
+}
+
+/// A store with the reference's tables and the audit.
 fn store() -> (tempfile::TempDir, std::path::PathBuf) {
     let d = tempfile::tempdir().expect("tempdir");
     let db = d.path().join("dhp.sqlite3");
     let c = Connection::open(&db).expect("open");
-    c.execute_batch(dhp_core::store::sqlite::SCHEMA_SQL).expect("schema");
+    c.execute_batch(spec_ddl()).expect("schema");
     drop(c);
     install(&db).expect("install");
     (d, db)

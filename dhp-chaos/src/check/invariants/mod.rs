@@ -27,6 +27,7 @@ mod store_full;
 mod stuck_after_restart;
 mod sync_ack;
 mod transport;
+pub(crate) mod transport_links;
 mod zombies;
 
 pub(crate) use outcome::dlq_park;

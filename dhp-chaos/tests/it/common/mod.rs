@@ -4,7 +4,6 @@
 pub mod bins;
 mod db_mutant;
 pub mod hosts;
-pub mod synth;
 #[allow(unused_imports)]
 pub use db_mutant::*;
 
@@ -16,19 +15,27 @@ pub fn chaos_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dhp-chaos"))
 }
 
+/// A mutant program of adapters/dhp-rs-chaos (`mutant-worker`,
+/// `mutant-supervisor`, `mutant-transport`, `mutant-shipper`):
+/// `target/<profile>/NAME`, built with cargo (dhp-kit) — the judge's
+/// package does not hold the implementations it judges.
+pub fn mutant(name: &str) -> PathBuf {
+    dhp_kit::workspace_bin("dhp-chaos-mutants", name)
+}
+
 pub fn mutant_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_mutant-worker"))
+    mutant("mutant-worker")
 }
 
-/// `target/<profile>/dhp`, built once per test process (dhp-testkit).
+/// `target/<profile>/dhp`, built once per test process (dhp-kit).
 pub fn dhp_bin() -> PathBuf {
-    dhp_testkit::dhp_bin()
+    dhp_kit::dhp_bin()
 }
 
-/// The reference venv's interpreter (dhp-testkit: made by scripts/setup.sh
+/// The reference venv's interpreter (dhp-kit: made by scripts/setup.sh
 /// when missing; a test fails when it cannot be made, it never skips).
 pub fn python() -> PathBuf {
-    dhp_testkit::python()
+    dhp_kit::python()
 }
 
 pub struct Run {

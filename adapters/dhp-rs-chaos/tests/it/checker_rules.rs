@@ -150,6 +150,34 @@ fn a_committed_seq_missing_from_the_transport_log_is_a_violation_for_ours_and_a_
     }
 }
 
+/// A log whose lines each agree with the store but that an ingest must
+/// refuse (docs/log-chain.md): seq 2 shipped again bound to another
+/// handoff, or linked to a state seq 1 never had. Only the transport
+/// invariant's ingestability check sees it; a clean log has none of it.
+#[test]
+fn a_log_that_would_not_ingest_is_a_transport_violation() {
+    let other = "b".repeat(64);
+    for (what, hid_of, prev) in [("another handoff", Some(other.as_str()), None), ("relinked", None, Some("c"))] {
+        let mut s = Synth::new();
+        let mut c1 = s.claimed_by("w1", "builtin");
+        s.work("w1", &c1, LO, HI);
+        s.complete("w1", &mut c1);
+        assert!(violations(&s.check(), "transport").is_empty(), "{:#?}", all_violations(&s.check()));
+        let path = s.dir.join("transport").join(format!("{}.log", s.hid));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line = text.lines().find(|l| l.contains("\"seq\": 2,")).unwrap();
+        let mut rec: Value = serde_json::from_str(line).unwrap();
+        rec["hid"] = json!(hid_of.unwrap_or(&s.hid));
+        if let Some(p) = prev {
+            rec["prev"] = json!(p.repeat(64));
+        }
+        std::fs::write(&path, format!("{text}{rec}\n")).unwrap();
+        let v = violations(&s.check(), "transport");
+        let want = if prev.is_some() { "seq 2 does not follow seq 1" } else { "seq 2 belongs to handoff bbbbbbbb" };
+        assert!(v.iter().any(|m| m.contains("would not ingest") && m.contains(want)), "{what}: {v:#?}");
+    }
+}
+
 #[test]
 fn a_handoff_left_running_is_stuck() {
     let mut s = Synth::new();

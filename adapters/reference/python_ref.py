@@ -7,7 +7,7 @@ One JSON request per line on stdin, one JSON reply per line on stdout, in
 order; logs go to stderr; exit at EOF or after "shutdown". Run it with the
 interpreter that has the reference installed:
 
-    .venv/bin/python dhp-conform/adapters/python_ref.py     # (bash scripts/setup.sh)
+    .venv/bin/python adapters/reference/python_ref.py     # (bash scripts/setup.sh)
     cargo run -p dhp-conform -- --impl reference
 
 Every operation is a direct call into the reference's public or

@@ -350,7 +350,7 @@ fn list_without_lock(root: &Path, holder: &str) -> Result<()> {
         dhp_core::store::StoreLocation::Postgres(p) => p,
         _ => bail!("unheld-liveness needs a PostgreSQL store"),
     };
-    let mut c = dhp_chaos::pg::connect(&loc.url, &loc.schema, Duration::from_secs(5))?;
+    let mut c = pg_connect(&loc.url, &loc.schema)?;
     let key = dhp_core::store::postgres::live::lock_key(&loc.schema, holder);
     c.execute(
         "INSERT INTO liveness (holder, lock_key, published_at) VALUES ($1, $2, extract(epoch FROM clock_timestamp())::float8) \
@@ -358,6 +358,21 @@ fn list_without_lock(root: &Path, holder: &str) -> Result<()> {
         &[&holder, &key],
     )?;
     Ok(())
+}
+
+/// A connection to the store's database with `search_path` at its schema,
+/// the password found as `dhp` finds it (the URL's, else PGPASSWORD, else
+/// the password file).
+fn pg_connect(url: &str, schema: &str) -> Result<postgres::Client> {
+    let (bare, passfile) = dhp_secrets::passfile::split_passfile(url);
+    let mut cfg: postgres::Config = bare.parse().context("parsing the store's URL")?;
+    dhp_secrets::passfile::fill_password(&mut cfg, passfile.as_deref());
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(Duration::from_secs(5));
+    }
+    let mut c = cfg.connect(postgres::NoTls).context("connecting to the store's database")?;
+    c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
+    Ok(c)
 }
 
 fn main() {

@@ -7,7 +7,7 @@
 //! ```
 //! // A directory that is not a checkout is refused with the way out.
 //! let dir = tempfile::tempdir().unwrap();
-//! let err = dhp_testkit::locate::checkout_from(&[dir.path()]).unwrap_err();
+//! let err = dhp_kit::locate::checkout_from(&[dir.path()]).unwrap_err();
 //! assert!(err.to_string().contains("DHP_CHECKOUT"));
 //! ```
 
