@@ -30,19 +30,23 @@ fn runs_installer(line: &str) -> bool {
     if l.starts_with('#') || l.starts_with("//") || l.starts_with("echo") || l.starts_with("printf") {
         return false;
     }
-    let rust = ["Command::new(\"apt-get\")", "Command::new(\"apt\")", "Command::new(\"dpkg\")", "Command::new(\"pip\")"];
+    let rust =
+        ["Command::new(\"apt-get\")", "Command::new(\"apt\")", "Command::new(\"dpkg\")", "Command::new(\"pip\")"];
     if rust.iter().any(|r| l.contains(r)) {
         return true;
     }
     // a shell command: its first word after a separator, past sudo, env,
     // VAR=value and $VARS (`$AS_ROOT env DEBIAN_FRONTEND=… apt-get install`)
     l.split(['&', '|', ';']).any(|part| {
-        let mut words = part
-            .split_whitespace()
-            .map(|w| w.trim_start_matches("$(").trim_start_matches('('))
-            .skip_while(|w| matches!(*w, "sudo" | "env" | "exec" | "if" | "!" | "-n") || w.contains('=') || w.starts_with('$'));
+        let mut words =
+            part.split_whitespace().map(|w| w.trim_start_matches("$(").trim_start_matches('(')).skip_while(|w| {
+                matches!(*w, "sudo" | "env" | "exec" | "if" | "!" | "-n") || w.contains('=') || w.starts_with('$')
+            });
         let (cmd, arg) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-        matches!((cmd, arg), ("apt-get" | "apt", "install" | "update" | "-y") | ("dpkg", "-i") | ("pip" | "pip3", "install"))
+        matches!(
+            (cmd, arg),
+            ("apt-get" | "apt", "install" | "update" | "-y") | ("dpkg", "-i") | ("pip" | "pip3", "install")
+        )
     })
 }
 
