@@ -365,7 +365,9 @@ impl Journal {
             g.synced = g.synced.max(pos);
             g.synced_at_ns = at_ns;
             let synced = g.synced;
-            g.waiters.extract_if(.., |w| w.pos <= synced).collect()
+            let (ready, held) = std::mem::take(&mut g.waiters).into_iter().partition(|w| w.pos <= synced);
+            g.waiters = held;
+            ready
         };
         for w in ready {
             let _ = w.tx.send(at_ns);
