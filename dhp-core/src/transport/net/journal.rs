@@ -37,7 +37,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 /// A journal file past this size is rotated and checkpointed.
 pub(crate) const ROTATE_BYTES: u64 = 32 << 20;
@@ -49,16 +49,13 @@ const HEADER: &str = "dhp-transport-journal 1\n";
 const PREFIX: &str = "journal-";
 const SUFFIX: &str = ".dhpj";
 
-/// What the sync thread has made durable: every byte of the journal's
-/// logical stream below `pos`, unless a sync failed (then nothing more is
-/// ever acknowledged: after a failed fsync the page cache cannot be
-/// trusted).
-#[derive(Debug, Clone, Default)]
-struct Synced {
+/// A connection waiting for its held acks: released (sent the end time of
+/// the sync, [`SyncStats::now_ns`]) by the first sync that covers `pos`,
+/// and by no other — a sync wakes only the connections it acknowledges.
+/// Dropped unsent when the journal fails or stops.
+struct Waiter {
     pos: u64,
-    /// When the sync that made `pos` durable ended ([`SyncStats::now_ns`]).
-    at_ns: u64,
-    failed: Option<Arc<str>>,
+    tx: oneshot::Sender<u64>,
 }
 
 struct Inner {
@@ -76,8 +73,13 @@ struct Inner {
     torn: bool,
     /// Handoffs whose log got lines recorded in the current file.
     dirty: HashSet<String>,
-    /// The sync thread's view of `Synced::pos`.
+    /// What the sync thread has made durable: every byte of the stream
+    /// below this, unless a sync failed (see [`Journal::failed`]).
     synced: u64,
+    /// When the sync that made `synced` durable ended.
+    synced_at_ns: u64,
+    /// Connections whose acks wait for a sync past `synced`.
+    waiters: Vec<Waiter>,
     /// Records written since the sync thread last took the pending ones.
     pending: Pending,
     /// The sync thread sleeps on `wake` (an append must notify it).
@@ -89,7 +91,9 @@ pub(crate) struct Journal {
     dir: PathBuf,
     inner: Mutex<Inner>,
     wake: Condvar,
-    synced: watch::Sender<Synced>,
+    /// Set once a journal write or sync failed: nothing more is ever
+    /// acknowledged (after a failed fsync the page cache cannot be trusted).
+    failed: watch::Sender<Option<Arc<str>>>,
     /// Test failpoint: pause before each journal sync.
     pause: Duration,
     rotate_bytes: u64,
@@ -167,6 +171,10 @@ pub(crate) fn records(path: &Path) -> Result<(Vec<(String, String)>, usize)> {
         }
     }
     Ok((out, 0))
+}
+
+fn sync_failed(f: &str) -> Error {
+    Error::transport(TransportKind::Journal, format!("journal sync failed: {f}"))
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
@@ -253,7 +261,7 @@ impl Journal {
     /// Record `line` of handoff `hid`; returns the stream position the
     /// sync thread must pass before the line may be acknowledged.
     pub(crate) fn append(&self, hid: &str, line: &str) -> Result<u64> {
-        if let Some(f) = &self.synced.borrow().failed {
+        if let Some(f) = &*self.failed.borrow() {
             return Err(Error::transport(TransportKind::Journal, format!("journal sync failed earlier: {f}")));
         }
         let mut rec = String::with_capacity(hid.len() + line.len() + 12);
@@ -304,25 +312,34 @@ impl Journal {
     /// Wait until the stream is durable up to `pos`; returns when the sync
     /// that made it so ended ([`SyncStats::now_ns`]).
     pub(crate) async fn wait(&self, pos: u64) -> Result<u64> {
-        let mut rx = self.synced.subscribe();
-        let s = rx
-            .wait_for(|s| s.pos >= pos || s.failed.is_some())
-            .await
-            .map_err(|_| Error::transport(TransportKind::Journal, "journal sync thread stopped"))?;
-        if s.pos >= pos {
-            return Ok(s.at_ns);
+        let rx = {
+            let mut g = self.lock();
+            if g.synced >= pos {
+                return Ok(g.synced_at_ns);
+            }
+            // Checked under the lock [`Journal::fail`] takes to drop the
+            // waiters: a waiter is either refused here or dropped there.
+            if let Some(f) = &*self.failed.borrow() {
+                return Err(sync_failed(f));
+            }
+            let (tx, rx) = oneshot::channel();
+            g.waiters.push(Waiter { pos, tx });
+            rx
+        };
+        match rx.await {
+            Ok(at_ns) => Ok(at_ns),
+            Err(_) => match &*self.failed.borrow() {
+                Some(f) => Err(sync_failed(f)),
+                None => Err(Error::transport(TransportKind::Journal, "journal sync thread stopped")),
+            },
         }
-        Err(Error::transport(
-            TransportKind::Journal,
-            format!("journal sync failed: {}", s.failed.as_deref().unwrap_or("?")),
-        ))
     }
 
     /// Resolves when a journal write or sync failed (never otherwise): the
     /// journal file it hit can no longer be trusted, so the server stops.
     pub(crate) async fn failure(&self) -> Arc<str> {
-        let mut rx = self.synced.subscribe();
-        let got = rx.wait_for(|s| s.failed.is_some()).await.ok().and_then(|s| s.failed.clone());
+        let mut rx = self.failed.subscribe();
+        let got = rx.wait_for(Option::is_some).await.ok().and_then(|f| f.clone());
         match got {
             Some(f) => f,
             // the sync thread is gone (a clean stop): no failure to report
@@ -333,16 +350,28 @@ impl Journal {
     pub(crate) fn fail(&self, e: &Error) {
         tracing::error!(error = %e, "transport: journal sync failed; the server stops (restart it: it recovers from the journal)");
         let msg: Arc<str> = Arc::from(e.to_string());
-        self.synced.send_modify(|s| s.failed = Some(msg));
+        self.failed.send_modify(|f| *f = Some(msg));
+        // Their acks never leave: each waiting connection closes.
+        let dropped = std::mem::take(&mut self.lock().waiters);
+        drop(dropped);
     }
 
+    /// The stream is durable below `pos`: release the waiters it covers
+    /// (outside the lock; appends go on meanwhile).
     fn publish(&self, pos: u64) {
-        self.lock().synced = pos;
         let at_ns = self.stats.now_ns();
-        self.synced.send_modify(|s| {
-            s.pos = s.pos.max(pos);
-            s.at_ns = at_ns;
-        });
+        let ready: Vec<Waiter> = {
+            let mut g = self.lock();
+            g.synced = g.synced.max(pos);
+            g.synced_at_ns = at_ns;
+            let synced = g.synced;
+            let (ready, held) = std::mem::take(&mut g.waiters).into_iter().partition(|w| w.pos <= synced);
+            g.waiters = held;
+            ready
+        };
+        for w in ready {
+            let _ = w.tx.send(at_ns);
+        }
     }
 
     /// The sync thread: one `fdatasync` covers whatever is pending.
@@ -462,12 +491,14 @@ impl JournalHandle {
                 torn: false,
                 dirty: HashSet::new(),
                 synced: 0,
+                synced_at_ns: 0,
+                waiters: Vec::new(),
                 pending: Pending::default(),
                 waiting: false,
                 stop: false,
             }),
             wake: Condvar::new(),
-            synced: watch::Sender::new(Synced::default()),
+            failed: watch::Sender::new(None),
             pause,
             rotate_bytes,
             stats: SyncStats::default(),
@@ -499,7 +530,7 @@ impl JournalHandle {
             let _ = t.join();
         }
         let j = &self.journal;
-        if let Some(f) = &j.synced.borrow().failed {
+        if let Some(f) = &*j.failed.borrow() {
             return Err(Error::transport(TransportKind::Journal, format!("journal not checkpointed: {f}")));
         }
         let (path, dirty) = {
@@ -629,6 +660,39 @@ mod tests {
         let (recs, bad) = records(&path).unwrap();
         assert_eq!((recs.len(), bad), (n, 0));
         h.close().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_sync_releases_only_the_waiters_it_covers() {
+        // Each sync waits 300 ms first: the waiters register before it.
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::from_millis(300), ROTATE_BYTES).unwrap();
+        let j = h.journal.clone();
+        let hid = "e".repeat(64);
+        let waiter = |pos: u64| {
+            let j = j.clone();
+            tokio::spawn(async move { j.wait(pos).await })
+        };
+        let p1 = j.append(&hid, "{\"seq\": 0}").unwrap();
+        let (w1, beyond) = (waiter(p1), waiter(p1 + 1));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!w1.is_finished(), "released before the sync covering it");
+        w1.await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!beyond.is_finished(), "released by a sync that does not cover it");
+        let p2 = j.append(&hid, "{\"seq\": 1}").unwrap();
+        assert!(p2 > p1);
+        beyond.await.unwrap().unwrap();
+        assert!(j.wait(p2).await.is_ok(), "covered already: no wait");
+        // A failure before the sync: the waiter gets the error, never an ack.
+        let p3 = j.append(&hid, "{\"seq\": 2}").unwrap();
+        let w3 = waiter(p3);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        j.fail(&Error::io(dir.path(), std::io::Error::from_raw_os_error(5)));
+        let e = w3.await.unwrap().unwrap_err().to_string();
+        assert!(e.contains("journal sync failed"), "{e}");
+        assert!(j.wait(p3).await.is_err());
+        drop(h);
     }
 
     #[test]
