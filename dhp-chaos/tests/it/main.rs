@@ -10,6 +10,7 @@ mod checker_detection;
 mod checker_failover;
 mod checker_indeterminate;
 mod checker_rules;
+mod checker_standby_redo;
 mod ci_rounds;
 mod clock_leader_probe;
 mod clock_libfaketime;

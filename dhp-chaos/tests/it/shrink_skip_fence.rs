@@ -32,7 +32,11 @@ fn shrink_reduces_a_skip_fence_run_to_a_replayable_schedule() {
     );
     assert_eq!(r.code, 1, "the mutant must fail the run\n{}", r.dump());
     let o = Command::new(chaos_bin())
-        .args(["shrink", "--replays", "3", "--tries", "2", "--budget-minutes", "1"])
+        // a budget in rounds, not minutes: under load (rounds of 7 s instead of
+        // 3.5 s, and more faults drawn in the longer run) one minute stopped at
+        // 4 of 15 faults; 16 reductions reach 3 or fewer (the minutes only cap a
+        // machine far slower than that)
+        .args(["shrink", "--replays", "3", "--tries", "2", "--budget-rounds", "16", "--budget-minutes", "5"])
         .arg(&r.out)
         .output()
         .unwrap();
