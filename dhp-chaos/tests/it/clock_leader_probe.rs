@@ -14,10 +14,13 @@ fn a_leader_on_a_slow_clock_is_still_seen_as_the_leader() {
     // under load). With the default 0.15–0.55 s and 3 of 4 kills the
     // leader's, terms lasted ~0.45 s, about 4 scans of 0.11 s: no leader
     // reached 5 passes in a run at load ~19 (66 kills, at most 4 passes).
+    // And enough of them: about 40% of the supervisors run behind, and which
+    // one takes over is the OS's choice; 80 chunks (a 13 s fault phase, 7
+    // leaders) once had no slow-clock leader, 200 give some 16 terms.
     let r = bins::run_small(
         "clock-leader-probe",
         16,
-        80,
+        200,
         &[
             "--clock",
             "1",
