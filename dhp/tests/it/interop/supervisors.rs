@@ -102,7 +102,16 @@ fn rust_supervisor_orphans_a_killed_python_worker() {
     let mut w = Command::new(dhp_testkit::python());
     w.arg(refctl_path())
         .args(["census", root, &hid, "--runner", "py-w1", "--mode", "claim", "--chunk", "100", "--pace", "0.01"]);
-    let mut w = spawn(w);
+    // a 4 s lease: the reference worker heartbeats between chunks, and its
+    // 1 s one ran out before 20 checkpoints at a load of 47 (it must still
+    // run out well within the 15 s the orphan is waited for)
+    let mut w = w
+        .envs(LEASE.iter().copied())
+        .envs([("DHP_LEASE_INTERVAL_S", "2"), ("DHP_LEASE_MAX_MISSED", "2")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
     wait_for("python checkpoints", 30.0, || checkpoints(&r, &hid) >= 20);
     kill9(&mut w);
 

@@ -85,7 +85,7 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     assert_eq!(r.ownership(&hid).unwrap().unwrap().holder, "__orphaned__");
 
     // The reference's worker recovers (fence 4) and finishes from the last checkpoint.
-    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], LEASE);
+    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], &long);
     assert_eq!(v["fence"], 4, "{v}");
     let st = r.status(&hid).unwrap();
     assert_eq!(st["status"], "completed", "{st}");
