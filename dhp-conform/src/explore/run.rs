@@ -138,7 +138,7 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
         };
         let found = match found {
             Some(d) => Some(d),
-            None => compare::observe(cx, &mut m, &root, &mut world, &refused)?,
+            None => compare::observe(cx, &mut m, &root, &mut world, &refused, lag)?,
         }
         .map(|d| d.at(i, timing));
         if found.is_some() {
@@ -360,5 +360,12 @@ mod tests {
             !near_deadline(&[10_400], 10_000, 10_050, 5_000),
             "the model's is the earliest the implementation's can be"
         );
+    }
+
+    #[test]
+    fn a_stamp_may_be_as_late_as_the_longest_step() {
+        use super::super::compare::late;
+        assert_eq!(late(0, 1500), 1500, "a quick sequence: the fixed slack");
+        assert_eq!(late(2_000, 1500), 2_300, "a 2 s step: its length and the margin");
     }
 }
