@@ -16,8 +16,8 @@ fn main() {
     let code = match cli.cmd {
         Some(Cmd::Analyze { dir, timeline }) => cli::analyze::analyze(&dir, timeline),
         Some(Cmd::Audit { action, store }) => cli::audit::audit(&action, &store),
-        Some(Cmd::Shrink { dir, replays, tries, budget_minutes }) => {
-            cli::shrink::shrink(&dir, replays, tries, budget_minutes)
+        Some(Cmd::Shrink { dir, replays, tries, budget_minutes, budget_rounds }) => {
+            cli::shrink::shrink(&dir, replays, tries, budget_minutes, budget_rounds)
         }
         Some(Cmd::Ledger { dirs, ledger, label, night, thresholds, regressions }) => {
             cli::ledger::ledger(cli::ledger::LedgerArgs { dirs, ledger, label, night, thresholds, regressions })

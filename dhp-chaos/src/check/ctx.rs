@@ -162,6 +162,18 @@ impl<'a> Ctx<'a> {
         self.meta["standby_of"]["ingested"][hid].as_i64().unwrap_or(0)
     }
 
+    /// This round's host died and `hid` went to the standby: how many of
+    /// the peer log's checkpoints the standby ingested (the lines from that
+    /// seq on are the standby's, checked in its round). `None`: not moved,
+    /// or a run recorded before the count was (then only the store's top
+    /// seq may be the standby's).
+    pub(crate) fn standby_ingested(&self, hid: &str) -> Option<i64> {
+        if !self.moved_to_standby(hid) {
+            return None;
+        }
+        self.meta["host_death"]["ingested"][hid].as_i64()
+    }
+
     /// This round's host died and `hid` was handed to the standby (whose
     /// later checkpoints continue the same peer log).
     pub(crate) fn moved_to_standby(&self, hid: &str) -> bool {

@@ -88,6 +88,10 @@ pub enum Cmd {
         /// Stop reducing after this many minutes (the final replays still run).
         #[arg(long, default_value_t = 10.0, value_parser = parse::budget_minutes)]
         budget_minutes: f64,
+        /// Stop reducing after this many replay rounds (the first replays of the recorded schedule
+        /// and the final replays not counted): a budget that does not shrink on a busy machine
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10000))]
+        budget_rounds: Option<u32>,
     },
     /// The nightly findings ledger: mark each invariant the night's runs of LABEL violated as new,
     /// ongoing or regressed (the others of LABEL resolved), and check the coverage thresholds

@@ -76,7 +76,7 @@ fn failing_round(run: &Path) -> Result<(PathBuf, RoundReport, String)> {
 }
 
 /// `dhp-chaos shrink RUN_DIR`.
-pub fn shrink(run: &Path, replays: u32, tries: u32, budget_minutes: f64) -> Result<i32> {
+pub fn shrink(run: &Path, replays: u32, tries: u32, budget_minutes: f64, budget_rounds: Option<u32>) -> Result<i32> {
     let t = Instant::now();
     let (dir, _, inv) = failing_round(run)?;
     let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("round.json"))?)
@@ -103,10 +103,15 @@ pub fn shrink(run: &Path, replays: u32, tries: u32, budget_minutes: f64) -> Resu
         return Ok(1);
     }
     let budget = budget_minutes * 60.0;
+    let first = rp.n;
     'outer: loop {
         for (what, cand) in shrink::reductions(&cfg) {
             if t.elapsed().as_secs_f64() > budget {
                 println!("  budget of {budget_minutes} min spent: keeping the smallest so far");
+                break 'outer;
+            }
+            if let Some(b) = budget_rounds.filter(|b| rp.n - first >= *b) {
+                println!("  budget of {b} round(s) spent: keeping the smallest so far");
                 break 'outer;
             }
             let n0 = rp.n;

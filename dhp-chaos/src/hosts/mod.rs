@@ -242,10 +242,12 @@ impl<'a> Nemesis<'a> {
             .filter(|(_, h)| counts.contains_key(h))
             .map(|(i, h)| (*i as u32, h.clone(), counts[h]))
             .collect();
-        drivers[d].extra_meta = json!({"host_death": {"t": t, "fault_id": fault_id, "standby": format!("../h{k}s"),
-            "moved": taken.iter().map(|x| &x.1).collect::<Vec<_>>(), "lost": lost.clone()}});
         let ingested: serde_json::Map<String, serde_json::Value> =
             taken.iter().map(|(_, h, c)| (h.clone(), json!(c))).collect();
+        // the peer's lines from `ingested` on are the standby's, not this host's
+        drivers[d].extra_meta = json!({"host_death": {"t": t, "fault_id": fault_id, "standby": format!("../h{k}s"),
+            "moved": taken.iter().map(|x| &x.1).collect::<Vec<_>>(), "lost": lost.clone(),
+            "ingested": ingested.clone()}});
         sb.start_standby(
             &taken,
             json!({"dir": format!("../h{k}"), "t_death": t, "ingested": ingested, "lost": lost.clone()}),

@@ -9,11 +9,30 @@ use std::collections::{HashMap, HashSet};
 
 #[test]
 fn a_leader_on_a_slow_clock_is_still_seen_as_the_leader() {
+    // Terms long enough to be seen: a supervisor kill every 0.6–1.2 s, half
+    // of them the leader's (a term of ~1.8 s: 5 scans even at 0.3 s a scan
+    // under load). With the default 0.15–0.55 s and 3 of 4 kills the
+    // leader's, terms lasted ~0.45 s, about 4 scans of 0.11 s: no leader
+    // reached 5 passes in a run at load ~19 (66 kills, at most 4 passes).
+    // And enough of them: about 40% of the supervisors run behind, and which
+    // one takes over is the OS's choice; 80 chunks (a 13 s fault phase, 7
+    // leaders) once had no slow-clock leader, 200 give some 16 terms.
     let r = bins::run_small(
         "clock-leader-probe",
         16,
-        80,
-        &["--clock", "1", "--clock-offset", "5", "--clock-rate", "1.2", "--faults", "kill-leader=3,kill-follower=1"],
+        200,
+        &[
+            "--clock",
+            "1",
+            "--clock-offset",
+            "5",
+            "--clock-rate",
+            "1.2",
+            "--faults",
+            "kill-leader=1,kill-follower=1",
+            "--fault-interval",
+            "0.6,1.2",
+        ],
     );
     assert!(r.code == 0 || r.code == 1, "harness error\n{}", r.dump());
     let hist = crate::common::history_text(&r.out.join("round-0000/history.jsonl")).unwrap();

@@ -1,10 +1,18 @@
 //! A round whose coverage targets are missed ends HELD, NOT COVERED with
 //! exit 4 (not ALL INVARIANTS HELD), `analyze` agrees, and only
 //! `--allow-uncovered` turns it into exit 0 — naming what was not covered.
-//! The round never sees a fault: its interval (30 s) outlasts its work.
+//! The round never sees a fault: its interval (30 s) outlasts its work. Nor
+//! does its worker's lease run out on its own: 5 missed heartbeats of 2 s
+//! (the rounds' 3 of 0.2 s expired under load, at a load of ~20: the worker
+//! quit with LeaseLost, the handoff was orphaned and recovered, and the round
+//! covered orphan-expiry/orphan-death without a fault).
 use crate::common::*;
 
-const ROUND: [&str; 16] = [
+const ROUND: [&str; 20] = [
+    "--lease-interval",
+    "2",
+    "--lease-max-missed",
+    "5",
     "--seed",
     "44",
     "--handoffs",

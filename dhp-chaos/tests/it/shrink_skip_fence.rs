@@ -28,11 +28,19 @@ fn shrink_reduces_a_skip_fence_run_to_a_replayable_schedule() {
             "0.3,0.6",
             "--failpoint-rate",
             "0",
+            // faults for 3 s only (5-8 of them): the fault phase otherwise
+            // lasts as long as the work, and a loaded machine's run drew 40
+            "--fault-seconds",
+            "3",
         ],
     );
     assert_eq!(r.code, 1, "the mutant must fail the run\n{}", r.dump());
     let o = Command::new(chaos_bin())
-        .args(["shrink", "--replays", "3", "--tries", "2", "--budget-minutes", "1"])
+        // a budget in rounds, not minutes: under load (rounds of 7-12 s instead
+        // of 3.5 s) one minute stopped at 4 of 15 faults; 16 reductions of at
+        // most 8 faults reach 3 or fewer (the minutes only cap a machine far
+        // slower than that)
+        .args(["shrink", "--replays", "3", "--tries", "2", "--budget-rounds", "16", "--budget-minutes", "5"])
         .arg(&r.out)
         .output()
         .unwrap();

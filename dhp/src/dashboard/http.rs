@@ -327,8 +327,8 @@ async fn handoffs(app: &Arc<App>, params: &[(String, String)]) -> Response {
     };
     let live = app.live.clone();
     let f = filter.clone();
-    match blocking(move || live.view.page(&f, after.as_deref(), limit)).await {
-        Ok((rows, next)) => axum::Json(json!({"rows": rows, "next_after": next})).into_response(),
+    match blocking(move || live.page(&f, after.as_deref(), limit)).await {
+        Ok(page) => axum::Json(page).into_response(),
         Err(r) => r,
     }
 }

@@ -3,9 +3,11 @@
 //! nothing was committed), keeps the counts by status and the owners it
 //! saw, and broadcasts one delta event that every open page receives.
 //! The store's cost therefore follows the rate of change, not the number
-//! of handoffs or of open pages.
+//! of handoffs or of open pages. A page of handoffs is read with a
+//! catch-up of the same poller ([`Live::page`]), so the counts a page shows
+//! beside its rows are never older than the rows.
 
-use dhp_core::store::dashboard_view::{Row, View, Watermark, STATUSES};
+use dhp_core::store::dashboard_view::{Filter, Row, View, Watermark, STATUSES};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,6 +137,9 @@ impl State {
 /// The shared state and the event channel.
 pub struct Live {
     pub view: Arc<View>,
+    /// Where the poller has read up to; held for a whole catch-up (read,
+    /// count, broadcast), so catch-ups are one at a time and in `seq` order.
+    wm: Mutex<Watermark>,
     state: Mutex<State>,
     events: broadcast::Sender<Arc<String>>,
 }
@@ -142,7 +147,7 @@ pub struct Live {
 impl Live {
     /// Read every handoff's status once (the status index), the leader
     /// and the liveness tokens, and a watermark at the present.
-    pub fn start(view: Arc<View>) -> dhp_core::error::Result<(Arc<Live>, Watermark)> {
+    pub fn start(view: Arc<View>) -> dhp_core::error::Result<Arc<Live>> {
         let mut st = State::default();
         let wm = view.watermark()?;
         let mut pairs = Vec::new();
@@ -157,7 +162,7 @@ impl Live {
         }
         st.liveness = view.liveness();
         let (events, _) = broadcast::channel(CHANNEL);
-        Ok((Arc::new(Live { view, state: Mutex::new(st), events }), wm))
+        Ok(Arc::new(Live { view, wm: Mutex::new(wm), state: Mutex::new(st), events }))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -180,14 +185,32 @@ impl Live {
     }
 
     /// Poll until `stop`; each tick that found something sends one event.
-    pub fn poll(self: Arc<Self>, mut wm: Watermark, every: Duration, stop: Arc<AtomicBool>) {
+    pub fn poll(self: Arc<Self>, every: Duration, stop: Arc<AtomicBool>) {
         while !stop.load(Ordering::SeqCst) {
             std::thread::sleep(every);
+            let mut wm = self.wm.lock().unwrap_or_else(|p| p.into_inner());
             self.tick(&mut wm);
         }
     }
 
-    fn tick(&self, wm: &mut Watermark) {
+    /// A page of handoffs and the summary (counts) to show beside it: the
+    /// page is read, then the poller catches up (one tick, broadcast as
+    /// usual), so the summary counts every change the rows show.
+    /// `changed`: the handoffs that tick read, as they are now — a page
+    /// applies them to `rows` as it would that tick's delta, and then shows
+    /// the store as of the summary's `seq`.
+    pub fn page(&self, filter: &Filter, after: Option<&str>, limit: usize) -> dhp_core::error::Result<Value> {
+        let mut wm = self.wm.lock().unwrap_or_else(|p| p.into_inner());
+        let (rows, next) = self.view.page(filter, after, limit)?;
+        let (changed, truncated) = self.tick(&mut wm);
+        Ok(
+            json!({"rows": rows, "next_after": next, "summary": self.summary(), "changed": changed, "truncated": truncated}),
+        )
+    }
+
+    /// Read what changed since `wm`, count it, broadcast it; returns the
+    /// changed rows it read and whether there were more.
+    fn tick(&self, wm: &mut Watermark) -> (Vec<Row>, bool) {
         let started = std::time::Instant::now();
         let delta = self.view.changes(wm);
         let leader = self.view.leadership();
@@ -235,7 +258,7 @@ impl Live {
             changed = true;
         }
         if !changed {
-            return;
+            return (rows, truncated);
         }
         st.seq += 1;
         let mut ev = st.summary();
@@ -246,5 +269,6 @@ impl Live {
         // no page open: nobody to tell
         let _ = self.events.send(Arc::new(ev.to_string()));
         crate::metrics::DASHBOARD_EVENTS.inc();
+        (rows, truncated)
     }
 }

@@ -117,7 +117,7 @@ pub fn serve(a: DashboardArgs, _cfg: Config) -> Result<Output, Failure> {
                 a.host
             ))));
         }
-        let (live, wm) = {
+        let live = {
             let v = view.clone();
             tokio::task::spawn_blocking(move || live::Live::start(v))
                 .await
@@ -127,7 +127,7 @@ pub fn serve(a: DashboardArgs, _cfg: Config) -> Result<Output, Failure> {
             let (live, stop) = (live.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("dhp-dashboard-poll".into())
-                .spawn(move || live.poll(wm, every, stop))
+                .spawn(move || live.poll(every, stop))
                 .map_err(|e| start_err("cannot start the poller", e))?;
         }
         let (close_tx, closing) = tokio::sync::watch::channel(false);

@@ -12,3 +12,4 @@ mod checker_failover;
 mod checker_forged;
 mod checker_indeterminate;
 mod checker_rules;
+mod checker_standby_redo;

@@ -35,8 +35,11 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
         out.checked += 1;
         let mut lines = lines;
-        if cx.moved_to_standby(hid) && lines.len() > store.len() {
-            // the standby continued this log after the host died (checked there)
+        // the standby continued this log after the host died (checked there)
+        let standby_from = cx.standby_ingested(hid);
+        if let Some(n) = standby_from {
+            lines.truncate(n.max(0) as usize);
+        } else if cx.moved_to_standby(hid) && lines.len() > store.len() {
             lines.truncate(store.len());
         }
         let mut bad = Vec::new();
@@ -60,7 +63,13 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         }
         let (n_log, n_store) = (lines.len(), store.len());
         if bad.is_empty() && n_log < n_store {
-            if f.h.status == "failed" && n_log + 1 == n_store {
+            if standby_from.is_some() {
+                out.note(format!(
+                    "{}: seqs {n_log}..{} were committed when its host died, before they reached the peer; the standby redid them (checked by failover)",
+                    short(hid),
+                    n_store - 1
+                ));
+            } else if f.h.status == "failed" && n_log + 1 == n_store {
                 out.note(format!("{}: DLQ handoff's last seq never shipped (its writer died first)", short(hid)));
             } else {
                 bad.push(format!("the peer has {n_log} of the store's {n_store} checkpoints"));

@@ -81,6 +81,14 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
                             short(hid)
                         ),
                     ),
+                    // this host committed it but had not shipped it when it died: the
+                    // standby ingested the seqs below and redid this one (checked there)
+                    Some(c) if c.state_hash != hash && label != "local buffer" && redone_by_standby(cx, hid, seq) => {
+                        out.note(format!(
+                            "{}: [{label}] seq {seq} is the standby's redo of a chunk this host committed but never shipped (checked in the standby's round)",
+                            short(hid)
+                        ))
+                    }
                     Some(c) if c.state_hash != hash => out.of(
                         hid,
                         format!("{}: [{label}] transport seq {seq} differs from the store's seq {seq}", short(hid)),
@@ -133,6 +141,12 @@ fn one_log(cx: &Ctx<'_>, hid: &str, f: &Facts<'_>, dir: &Path, label: &str, out:
     for fault in super::transport_links::faults(&lines, hid) {
         out.of(hid, format!("{}: [{label}] the transport log would not ingest: {fault}", short(hid)));
     }
+}
+
+/// The peer log's line for `seq` was written by the standby that took
+/// `hid` over when this round's host died: the standby ingested fewer.
+pub(super) fn redone_by_standby(cx: &Ctx<'_>, hid: &str, seq: i64) -> bool {
+    cx.standby_ingested(hid).is_some_and(|n| seq >= n)
 }
 
 /// A seq our worker committed but died before shipping is re-shipped by

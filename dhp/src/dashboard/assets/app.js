@@ -5,7 +5,11 @@
 (function () {
   const STATUSES = ["pending", "running", "suspended", "orphaned", "completed", "failed"];
   const LIMIT = 50;
-  const state = { status: "", q: "", pageStarts: [""], next: null, rows: new Map(), selected: null, summary: null };
+  // Deltas kept to replay on a page read before them but answered after.
+  const RECENT = 64;
+  // seq: the newest poll the rows and counts shown reflect (a page's or a delta's).
+  const state = { status: "", q: "", pageStarts: [""], next: null, rows: new Map(), selected: null, summary: null,
+    seq: 0, recent: [], loads: 0, streamed: false };
   const $ = (id) => document.getElementById(id);
   const el = (tag, text, attrs) => {
     const e = document.createElement(tag);
@@ -62,15 +66,33 @@
     $("next").disabled = !state.next;
   }
 
-  async function loadPage() {
+  // The rows and the counts come from one catch-up of the server's poller
+  // (the page's `summary` and the `changed` rows read with it): the page
+  // never shows a count older than its rows ("running 0" beside a running row).
+  async function loadPage(retry) {
+    const load = ++state.loads;
     const after = state.pageStarts[state.pageStarts.length - 1];
     const p = new URLSearchParams({ limit: String(LIMIT) });
     if (state.status) p.set("status", state.status);
     if (state.q) p.set("q", state.q);
     if (after) p.set("after", after);
     const page = await api("/api/handoffs?" + p);
+    if (load !== state.loads) return; // a newer load was asked for
     state.rows = new Map(page.rows.map((r) => [r.hid, r]));
     state.next = page.next_after;
+    const s = page.summary;
+    applyRows(page.changed || []);
+    if (s.seq >= state.seq) {
+      state.seq = s.seq;
+      state.summary = s;
+      renderMeta();
+    } else {
+      // deltas after the page's catch-up arrived first: replay them on it
+      const later = state.recent.filter((d) => d.seq > s.seq);
+      if (later.length !== state.seq - s.seq || later.some((d) => d.truncated)) { loadPage(); return; }
+      for (const d of later) applyRows(d.rows);
+    }
+    if (page.truncated && !retry) { loadPage(true); return; }
     render();
     document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
     if (!document.body.dataset.firstRowsMs) document.body.dataset.firstRowsMs = String(performance.now());
@@ -105,14 +127,12 @@
     renderStatuses();
   }
 
-  function applyDelta(d) {
-    state.summary = d;
-    renderMeta();
-    if (d.truncated) { loadPage(); return; }
+  // Changed rows into the shown page; true if rows came or went.
+  function applyRows(rows) {
     const body = $("handoffs").tBodies[0];
     const first = state.pageStarts[state.pageStarts.length - 1];
     let structural = false;
-    for (const r of d.rows || []) {
+    for (const r of rows) {
       const had = state.rows.has(r.hid);
       const inRange = r.hid > first && (!state.next || r.hid <= state.next);
       if (had && !matches(r)) { state.rows.delete(r.hid); structural = true; }
@@ -121,10 +141,23 @@
         const tr = body.querySelector(`tr[data-hid="${r.hid}"]`);
         if (tr) { rowCells(tr, r); tr.classList.remove("flash"); void tr.offsetWidth; tr.classList.add("flash"); }
       } else if (matches(r) && inRange) { state.rows.set(r.hid, r); structural = true; }
-      if (r.hid === state.selected) showDetail(r.hid);
     }
+    return structural;
+  }
+
+  function applyDelta(d) {
+    // a delta at or before the shown page's catch-up: its rows and counts are in it
+    if (d.seq > state.seq) {
+      state.seq = d.seq;
+      state.recent.push({ seq: d.seq, rows: d.rows || [], truncated: d.truncated });
+      if (state.recent.length > RECENT) state.recent.shift();
+      state.summary = d;
+      renderMeta();
+      if (d.truncated) loadPage();
+      else if (applyRows(d.rows || [])) render();
+    }
+    for (const r of d.rows || []) if (r.hid === state.selected) showDetail(r.hid);
     if (d.approvals_changed && state.selected) showDetail(state.selected);
-    if (structural) render();
     document.body.dataset.seq = String(d.seq);
   }
 
@@ -182,7 +215,13 @@
 
   function connect() {
     const es = new EventSource("/api/events");
-    es.addEventListener("summary", (e) => { state.summary = JSON.parse(e.data); renderMeta(); $("conn").dataset.state = "live"; $("conn").textContent = "live"; });
+    es.addEventListener("summary", (e) => {
+      const s = JSON.parse(e.data);
+      // a reconnect may reach a restarted server, whose seq starts again;
+      // the first stream may start before the first page's catch-up
+      if (state.streamed || s.seq >= state.seq) { state.summary = s; state.seq = s.seq; state.recent = []; renderMeta(); }
+      state.streamed = true;
+      $("conn").dataset.state = "live"; $("conn").textContent = "live"; });
     es.addEventListener("delta", (e) => applyDelta(JSON.parse(e.data)));
     es.addEventListener("resync", () => { loadPage(); if (state.selected) showDetail(state.selected); });
     es.onerror = () => { $("conn").dataset.state = "down"; $("conn").textContent = "reconnecting…"; };

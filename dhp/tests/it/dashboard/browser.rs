@@ -71,12 +71,22 @@ fn the_page_follows_a_handoff_through_kill_orphan_and_recovery() {
     let mut w1 = start(&["work", root, "--runner", "w1", "claim", &hid, "--pace", "0.02"]);
     // filter: running shows only the claimed handoff
     b.eval("document.querySelector('button[data-filter=running]').click(); true");
-    wait_some("the running filter shows only the claimed handoff", 20.0, || {
-        let t = table(&mut b);
-        (t == vec![(hid.clone(), "running".to_string())]).then_some(())
+    // the table and the filter's count in one look (the page changes both in
+    // one task): whenever the table shows the running handoff, the count
+    // says so too — the page reads them together (dashboard::page_counts)
+    let running = vec![(hid.clone(), "running".to_string())];
+    wait_some("the running filter shows only the claimed handoff, counted", 20.0, || {
+        let v = b.peek(
+            "[[...document.querySelectorAll('#handoffs tbody tr')].map(tr => [tr.dataset.hid, tr.dataset.status]), \
+              document.querySelector('button[data-filter=running]').textContent]",
+        );
+        let t: Vec<(String, String)> = serde_json::from_value(v[0].clone()).unwrap_or_default();
+        let label = &v[1];
+        if t == running {
+            assert_eq!(label, "running 1", "the count on the filter beside the running row");
+        }
+        (t == running).then_some(())
     });
-    let label = b.eval("document.querySelector('button[data-filter=running]').textContent");
-    assert_eq!(label, "running 1", "the count on the filter");
     b.screenshot(&out.join("2-filtered-running.png"));
     b.eval("document.querySelector('button[data-filter=pending]').click(); true");
     wait_some("the pending filter", 20.0, || {

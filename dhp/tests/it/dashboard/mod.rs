@@ -4,6 +4,7 @@ mod auth;
 mod browser;
 mod idle_flood;
 mod measure;
+mod page_counts;
 mod paging;
 mod postgres;
 mod read_only;

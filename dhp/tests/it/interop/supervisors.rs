@@ -14,6 +14,12 @@ const LEASE: &[(&str, &str)] = &[
     ("DHP_LEADER_TTL_S", "1.0"),
 ];
 
+/// The recovering worker's own lease. No supervisor runs any more, so its
+/// length decides nothing but whether a late heartbeat on a loaded machine
+/// loses it: the reference worker heartbeats between chunks, and a 1 s lease
+/// (LEASE) ran out under load (LeaseLost, "supervisor owns this handoff now").
+const RECOVER_LEASE: &[(&str, &str)] = &[("DHP_LEASE_INTERVAL_S", "5"), ("DHP_LEASE_MAX_MISSED", "3")];
+
 fn wait_for(what: &str, secs: f64, mut f: impl FnMut() -> bool) {
     let end = Instant::now()
         + dhp_core::config::duration_from_secs("wait", secs, 600.0).expect("a test wait of at most 600 s");
@@ -80,7 +86,7 @@ fn python_supervisor_orphans_a_killed_rust_worker() {
     eprintln!("python supervisor orphaned the rust worker's handoff {latency:?} after the kill");
 
     let before = checkpoints(&r, &hid);
-    let (code, v, err) = dhp(&["work", root, "--runner", "rs-w2", "recover", &hid], LEASE);
+    let (code, v, err) = dhp(&["work", root, "--runner", "rs-w2", "recover", &hid], RECOVER_LEASE);
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["resumed_from"].as_u64().unwrap(), 1000 + 100 * before as u64, "resumed at the last checkpoint");
     assert_correct(&r, &hid);
@@ -96,7 +102,16 @@ fn rust_supervisor_orphans_a_killed_python_worker() {
     let mut w = Command::new(dhp_testkit::python());
     w.arg(refctl_path())
         .args(["census", root, &hid, "--runner", "py-w1", "--mode", "claim", "--chunk", "100", "--pace", "0.01"]);
-    let mut w = spawn(w);
+    // a 4 s lease: the reference worker heartbeats between chunks, and its
+    // 1 s one ran out before 20 checkpoints at a load of 47 (it must still
+    // run out well within the 15 s the orphan is waited for)
+    let mut w = w
+        .envs(LEASE.iter().copied())
+        .envs([("DHP_LEASE_INTERVAL_S", "2"), ("DHP_LEASE_MAX_MISSED", "2")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
     wait_for("python checkpoints", 30.0, || checkpoints(&r, &hid) >= 20);
     kill9(&mut w);
 
@@ -109,7 +124,8 @@ fn rust_supervisor_orphans_a_killed_python_worker() {
     assert!(s.wait().unwrap().success(), "supervisor exits 0 on SIGTERM");
 
     let before = checkpoints(&r, &hid);
-    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w2", "--mode", "recover", "--chunk", "100"], LEASE);
+    let v =
+        refctl_ok(&["census", root, &hid, "--runner", "py-w2", "--mode", "recover", "--chunk", "100"], RECOVER_LEASE);
     assert_eq!(v["completed"], true, "{v}");
     assert!(v["checkpoints"].as_i64().unwrap() == 300 - before, "python resumed at the last checkpoint: {v}");
     assert_correct(&r, &hid);

@@ -43,8 +43,11 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     let (code, v, err) = dhp(&["dispatch", root, "--census", "1000,3000,100"], &[]);
     assert_eq!(code, 0, "{err}");
     let hid = v["hid"].as_str().unwrap().to_string();
+    // rs-w1's lease is expired by hand below: a short one only risked a late
+    // heartbeat under load (LeaseLost at a load of 40)
+    let long = [("DHP_LEASE_INTERVAL_S", "5"), ("DHP_LEASE_MAX_MISSED", "3")];
     let (code, _, err) =
-        dhp(&["work", root, "--runner", "rs-w1", "claim", &hid, "--stop-after", "2", "--no-liveness"], LEASE);
+        dhp(&["work", root, "--runner", "rs-w1", "claim", &hid, "--stop-after", "2", "--no-liveness"], &long);
     assert_eq!(code, 3, "{err}");
     refctl_ok(&["expire", root, &hid], &[]);
 
@@ -82,7 +85,7 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     assert_eq!(r.ownership(&hid).unwrap().unwrap().holder, "__orphaned__");
 
     // The reference's worker recovers (fence 4) and finishes from the last checkpoint.
-    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], LEASE);
+    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], &long);
     assert_eq!(v["fence"], 4, "{v}");
     let st = r.status(&hid).unwrap();
     assert_eq!(st["status"], "completed", "{st}");

@@ -53,7 +53,10 @@ fn a_reference_claim_killed_between_its_writes_is_repaired_and_finished_by_the_r
     assert_eq!(acts[0]["torn"], "torn-claim");
     assert_eq!(acts[0]["fence"], 1);
 
-    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], LEASE);
+    // the recovering reference worker's own lease: nothing watches it any
+    // more, and a 0.5 s one ran out under load (LeaseLost at a load of 40)
+    let long = [("DHP_LEASE_INTERVAL_S", "5"), ("DHP_LEASE_MAX_MISSED", "3")];
+    let v = refctl_ok(&["census", root, &hid, "--runner", "py-w", "--mode", "recover"], &long);
     assert_eq!(v["fence"], 2, "{v}");
     let st = r.status(&hid).unwrap();
     assert_eq!(st["status"], "completed", "{st}");

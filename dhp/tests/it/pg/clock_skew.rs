@@ -35,8 +35,23 @@ fn spawn(offset: Option<&str>, args: &[&str]) -> Group {
         None => Command::new(dhp_bin()),
     };
     // Own process group: faketime runs dhp as its child, and kill -9 must
-    // reach dhp itself.
-    Group(cmd.args(args).envs(LEASE).process_group(0).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())
+    // reach dhp itself. Its stderr is kept for a failure's message.
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let child = cmd
+        .args(args)
+        .envs(LEASE)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    Group(child, err)
+}
+
+/// Whether the child still runs, and what it wrote to stderr.
+fn said(g: &mut Group) -> String {
+    let state = g.0.try_wait().map(|s| s.map_or("running".to_string(), |s| format!("exited: {s}")));
+    format!("{state:?}; stderr: {}", std::fs::read_to_string(g.1.path()).unwrap_or_default())
 }
 
 /// SIGKILL the whole group of a spawned child and reap it.
@@ -47,7 +62,7 @@ fn kill9(c: &mut Child) {
 
 /// Kills its process group when dropped, so a failing assertion leaves no
 /// process behind.
-struct Group(Child);
+struct Group(Child, tempfile::NamedTempFile);
 
 impl Drop for Group {
     fn drop(&mut self) {
@@ -83,8 +98,9 @@ fn supervisor_an_hour_ahead_does_not_orphan_a_live_worker() {
     let hid = census(&url, 3_000_000);
     let r = Runner::open(&url, "observer", Config::default()).unwrap();
     // Lease-only (no liveness token): the lease times alone decide.
-    let w = spawn(None, &["work", &url, "--runner", "w", "claim", &hid, "--pace", "0.05", "--no-liveness"]);
-    assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)));
+    let mut w = spawn(None, &["work", &url, "--runner", "w", "claim", &hid, "--pace", "0.05", "--no-liveness"]);
+    // (failed once under load, the worker's stderr then discarded: now shown)
+    assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)), "worker: {}", said(&mut w));
     let tmp = tempfile::tempdir().unwrap();
     let hist = tmp.path().join("sup.history");
     let sup = spawn(Some("+1h"), &["supervisor", &url, "sup-ahead", "60", "--history", hist.to_str().unwrap()]);
@@ -104,7 +120,7 @@ fn dead_worker_an_hour_ahead_is_orphaned_when_its_lease_runs_out() {
     let hid = census(&url, 4_000_000);
     let r = Runner::open(&url, "observer", Config::default()).unwrap();
     let mut w = spawn(Some("+1h"), &["work", &url, "--runner", "w", "claim", &hid, "--pace", "0.05", "--no-liveness"]);
-    assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)));
+    assert!(wait_for(20.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)), "worker: {}", said(&mut w));
     let at = r.last_checkpoint_row(&hid).unwrap().unwrap().at;
     let real_hour = chrono::Utc::now().format("%H").to_string().parse::<u32>().unwrap();
     assert_eq!(hour_of(&at), (real_hour + 1) % 24, "the worker's clock is an hour ahead ({at})");
