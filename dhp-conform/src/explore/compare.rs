@@ -79,6 +79,8 @@ pub fn op_name(step: &Step) -> &'static str {
         Step::Effect { .. } => "record_effect",
         Step::Capability { .. } => "require_capability",
         Step::Retune { .. } => "lease terms rewritten",
+        Step::Lead { .. } => "ensure_leadership",
+        Step::Crash { .. } => "claim (by a process then killed)",
         Step::Activity { .. } => "note_activity",
         Step::Canonical { .. } => "canonical",
         Step::OpenRace { .. } => "open (race to create)",
@@ -129,6 +131,8 @@ fn reply_rule(step: &Step) -> &'static str {
         Step::Effect { .. } => "§6.5 record_effect: first write wins [effects-first-write-wins]",
         Step::Capability { .. } => "§6.5 capabilities fail closed [capabilities-fail-closed]",
         Step::Retune { .. } => "§5.1 the ownership row stores its lease terms [heartbeat-extends-lease]",
+        Step::Lead { .. } => "§7.1 one leader: a live term keeps others out, a leader renews its own [leader-election] [leader-renews-term]",
+        Step::Crash { .. } => "§5.3 claim only in pending [claim-race] [wrong-state-operations]",
         Step::Activity { .. } => "§6.5 note_activity after the ownership check [stall-orphan-then-dlq]",
         Step::Canonical { .. } => "§2.2 canonical JSON of any JSON text [canonical-vectors]",
         Step::OpenRace { .. } => "§3.1 every opener of a new store opens it: the losers of the race to create it open the winner's [concurrent-create]",
@@ -172,7 +176,9 @@ fn show_expect(e: &Expect) -> String {
 fn matches(e: &Expect, g: &Got) -> bool {
     match (e, g) {
         (Ok(None), Ok(_)) => true,
-        (Ok(Some(b)), Ok(v)) => v.get("decided").or(v.get("recorded")).and_then(Value::as_bool) == Some(*b),
+        (Ok(Some(b)), Ok(v)) => {
+            v.get("decided").or(v.get("recorded")).or(v.get("leader")).and_then(Value::as_bool) == Some(*b)
+        }
         // `*`: any refusal (which kind is the implementation's)
         (Err("*"), Err(_)) => true,
         // `A|B`: either kind is right (an order the spec leaves open)

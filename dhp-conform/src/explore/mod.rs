@@ -13,6 +13,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod focus;
 pub mod gen;
 pub mod gen_extra;
 pub mod ids;
@@ -105,6 +106,7 @@ fn features(cx: &Ctx<'_>) -> Features {
         stall: cx.has(feature::STALL_DETECTION),
         canonical: cx.has(feature::CANONICAL),
         sqlite: cx.has(feature::STANDARD_STORE),
+        liveness: cx.has(feature::FAST_DEATH_DETECTION),
     }
 }
 
@@ -294,6 +296,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         stall: false,
         canonical: false,
         sqlite: false,
+        liveness: false,
     });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =

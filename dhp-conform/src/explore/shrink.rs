@@ -163,11 +163,13 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Ship { h, .. }
         | Step::Effect { h, .. }
         | Step::Capability { h, .. }
-        | Step::Retune { h }
+        | Step::Retune { h, .. }
+        | Step::Crash { h }
         | Step::Activity { h, .. }
         | Step::LockedWrite { h, .. } => *h = f(*h),
         Step::Advance { .. }
         | Step::Scan { .. }
+        | Step::Lead { .. }
         | Step::Canonical { .. }
         | Step::OpenRace { .. }
         | Step::NewerSchema => {}
