@@ -120,16 +120,21 @@ pub fn once(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<Option<Divergence
     Ok(run::run_sequence(cx, seq, name)?.divergence)
 }
 
-/// `seq` run again without the step of its pinned divergence `d` (and of
-/// the pinned ones after it, up to three times), so that the families
-/// after it run too.
+/// `seq` run again without the step of its pinned divergence `d` and the
+/// later steps that send the same request (and so for the pinned ones
+/// after it, up to three times), so that the families after it run too.
 fn past_pinned(cx: &Ctx<'_>, cfg: &Config, seq: &Sequence, d: &Divergence, sum: &mut Summary, i: u64) -> Check {
     let (mut rest, mut d) = (seq.clone(), d.clone());
     for k in 0..3 {
         if d.step >= rest.steps.len() {
             break;
         }
-        rest.steps.remove(d.step);
+        let op = compare::op_name(&rest.steps[d.step]);
+        let mut k2 = 0;
+        rest.steps.retain(|x| {
+            k2 += 1;
+            k2 <= d.step || compare::op_name(x) != op
+        });
         let r = run::run_sequence(cx, &rest, &format!("seq{i}-past{k}"))?;
         sum.steps += r.steps_run;
         sum.exercised.extend(r.exercised.iter().copied());

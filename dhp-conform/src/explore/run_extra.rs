@@ -46,7 +46,6 @@ pub fn handles(step: &Step) -> bool {
             | Step::NewerSchema
             | Step::LockedWrite { .. }
             | Step::Lead { .. }
-            | Step::Crash { .. }
     )
 }
 
@@ -127,17 +126,6 @@ pub fn send(io: &mut Io<'_, '_>, w: &mut World, step: &Step) -> Check<Vec<(u8, G
         }
         Step::Lead { s } => {
             one(io.m.try_op("ensure_leadership", json!({"root": root, "supervisor": format!("s{s}")}))?)
-        }
-        Step::Crash { h } => {
-            // the token is published before the claim (ADAPTERS.md
-            // liveness_publish); the kill waits for the process to be reaped
-            let worker = super::focus::crash_worker();
-            let mut p = io.cx.fresh()?;
-            p.open(&root)?;
-            p.op("liveness_publish", json!({"root": root, "worker": worker}))?;
-            let got = p.try_op("claim", json!({"root": root, "worker": worker, "hid": w.hid(*h)}))?;
-            p.kill();
-            one(got)
         }
         _ => Ok(Vec::new()),
     }
