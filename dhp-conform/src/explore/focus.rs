@@ -279,10 +279,10 @@ mod tests {
                     w.now += i64::from(*secs) * 1000;
                 }
                 let hit = match st {
-                    Step::Scan { .. } if w.running().iter().any(|h| w.stalled_by_age(&w.hid(*h).to_string())) => {
+                    Step::Scan { .. } if w.running().iter().any(|h| w.stalled_by_age(w.hid(*h))) => {
                         Some("scan of a stall by age")
                     }
-                    Step::Scan { .. } if w.running().iter().any(|h| w.stalled(&w.hid(*h).to_string())) => {
+                    Step::Scan { .. } if w.running().iter().any(|h| w.stalled(w.hid(*h))) => {
                         Some("scan of a stall by repeats")
                     }
                     Step::Scan { .. } if w.dead_holder() => Some("scan of a dead holder"),
