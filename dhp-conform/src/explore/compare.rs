@@ -307,7 +307,7 @@ pub fn observe(
     if let (Some(l), Some(at)) = (w.s.leadership.as_mut(), row.as_ref().and_then(|r| r["expires_at"].as_f64())) {
         let got = ((at - w.origin) * 1000.0).round() as i64;
         let short = super::world::LEADER_TTL_MS / 2 + 300;
-        if got - l.expires_at < -short || got - l.expires_at > 1000 {
+        if got - l.expires_at < -short || got - l.expires_at > 1000 + w.step_ms.max(0) {
             let (want, got) = (format!("{:.1} s", l.expires_at as f64 / 1e3), format!("{:.1} s", got as f64 / 1e3));
             let what = "leadership expires_at (from the sequence's start)".to_string();
             return Ok(Some(Divergence::new(what, "leadership term".into(), want, got, field_rule("leadership"))));
@@ -386,7 +386,8 @@ fn lease_end(db: &crate::store_view::StoreView, w: &World, hid: &str, h: usize) 
         return Ok(None);
     }
     let got = ((o.lease_expires_at - w.origin) * 1000.0).round() as i64;
-    if (got - m.lease_expires_at).abs() <= LEASE_SLACK_MS {
+    let late = w.step_ms.max(0);
+    if got - m.lease_expires_at >= -LEASE_SLACK_MS && got - m.lease_expires_at <= LEASE_SLACK_MS + late {
         return Ok(None);
     }
     let s = |t: i64| format!("{:.1} s", t as f64 / 1e3);

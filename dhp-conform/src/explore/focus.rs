@@ -128,9 +128,28 @@ impl World {
         self.running().into_iter().any(|h| self.holder_index(h).is_some_and(|w| self.dead.contains(&w)))
     }
 
+    /// The leader whose live term is due for renewal (under 2 s left of
+    /// `DHP_LEADER_TTL_S`): its `ensure_leadership` must write a new term.
+    fn renewal_due(&self) -> Option<u8> {
+        let l = self.s.leadership.as_ref()?;
+        let left = l.expires_at - self.now;
+        let s = l.holder.strip_prefix('s')?.parse().ok()?;
+        (0..2000).contains(&left).then_some(s)
+    }
+
+    /// A running handoff whose holder repeated its digest, not yet up to
+    /// the limit.
+    fn repeating(&self) -> Option<(u8, u8, u8)> {
+        self.running().into_iter().find_map(|h| {
+            let n = self.repeats(h);
+            let left = super::gen_extra::STALL_MAX_REPEATS.checked_sub(n).filter(|l| n > 0 && *l > 0)?;
+            Some((h, self.holder_index(h)?, left as u8))
+        })
+    }
+
     /// Extra weight for the scan family: something a scan must act on.
     pub fn scan_interest(&self) -> u64 {
-        let due = self.overdue_approval() || self.stall_due() || self.dead_holder();
+        let due = self.overdue_approval() || self.stall_due() || self.dead_holder() || self.renewal_due().is_some();
         (if due { 25 } else { 0 }) + (if self.outlives_stall() || self.wall_jump().is_some() { 40 } else { 0 })
     }
 
@@ -152,7 +171,7 @@ impl World {
 
     /// Extra weight for the heartbeat family: long terms to apply.
     pub fn heartbeat_interest(&self) -> u64 {
-        if self.long_terms_unused().is_some() {
+        if self.long_terms_unused().is_some() || self.repeating().is_some() {
             40
         } else {
             0
@@ -190,6 +209,9 @@ impl World {
 /// A step at what makes the scan family interesting now, if anything does.
 pub fn scan_step(r: &mut Rng, w: &World, sups: u8, liveness: bool) -> Option<Step> {
     let s = r.below(u64::from(sups)) as u8;
+    if let Some(s) = w.renewal_due().filter(|_| r.chance(60)) {
+        return Some(Step::Lead { s });
+    }
     if (w.overdue_approval() || w.stall_due() || w.dead_holder()) && r.chance(80) {
         return Some(Step::Scan { s });
     }
@@ -232,8 +254,21 @@ pub fn approval_step(r: &mut Rng, w: &World) -> Option<Step> {
     Some(if decide { Step::Decide { h, nth, approve: r.chance(50) } } else { Step::Await { h, nth } })
 }
 
-/// The holder's heartbeat that applies long lease terms.
-pub fn heartbeat_step(r: &mut Rng, w: &World) -> Option<Step> {
+/// The holder's heartbeat that applies long lease terms (or rewrites
+/// the terms first, under `standard-store`).
+pub fn heartbeat_step(r: &mut Rng, w: &World, store: bool) -> Option<Step> {
+    // long terms for a checkpointed handoff: its checkpoint may then age
+    // past the stall horizon under a live lease
+    if store && !w.outlives_stall() && w.long_terms_unused().is_none() && r.chance(25) {
+        let ready: Vec<u8> = w.running().into_iter().filter(|h| w.checkpoint_count(*h) > 0).collect();
+        if !ready.is_empty() {
+            return Some(Step::Retune { h: r.pick(&ready), long: true });
+        }
+    }
+    // the holder repeats its digest up to the stall limit
+    if let Some((h, x, n)) = w.repeating().filter(|_| r.chance(70)) {
+        return Some(Step::Activity { h, w: x, n });
+    }
     let h = w.long_terms_unused().filter(|_| r.chance(70))?;
     Some(Step::Heartbeat { h, w: w.holder_index(h)?, stale: false })
 }
@@ -301,6 +336,7 @@ mod tests {
                     {
                         Some("decision of a decided approval")
                     }
+                    Step::Lead { .. } if w.renewal_due().is_some() => Some("ensure_leadership when due"),
                     Step::Lead { .. } => Some("ensure_leadership"),
                     _ => None,
                 };
@@ -329,6 +365,7 @@ mod tests {
             "await of an expired approval",
             "decision of a decided approval",
             "ensure_leadership",
+            "ensure_leadership when due",
         ] {
             assert!(m.get(k).is_some_and(|n| *n > 0), "{k}: {m:?}");
         }

@@ -424,7 +424,7 @@ impl Gen {
                 let w = match f {
                     Family::Dispatch => 2 + 10 * absent as u64,
                     Family::Claim => 2 + 12 * pending as u64,
-                    Family::Heartbeat => live(5) + self.world.heartbeat_interest(),
+                    Family::Heartbeat => live(8) + self.world.heartbeat_interest(),
                     Family::Checkpoint => live(12) + self.world.checkpoint_interest(),
                     Family::Complete => live(8),
                     Family::Release => live(4),
@@ -457,7 +457,7 @@ impl Gen {
             Family::Scan => super::focus::scan_step(&mut self.r, &self.world, SUPERVISORS, self.f.liveness),
             Family::Approvals => super::focus::approval_step(&mut self.r, &self.world),
             Family::Budget => super::focus::budget_step(&mut self.r, &self.world),
-            Family::Heartbeat => super::focus::heartbeat_step(&mut self.r, &self.world),
+            Family::Heartbeat => super::focus::heartbeat_step(&mut self.r, &self.world, self.f.store),
             Family::Checkpoint => super::focus::checkpoint_step(&mut self.r, &self.world),
             _ => None,
         };
@@ -522,7 +522,7 @@ impl Gen {
                         .r
                         .pick(&["financial", "financial", "destructive", "read", "write", "teleport"])
                         .to_string();
-                    Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 30]) }
+                    Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 1, 30]) }
                 }
             }
         }

@@ -42,6 +42,9 @@ pub struct World {
     /// Workers whose liveness token a killed process left free, until a
     /// leader's scan orphans what they held and reaps the token (§7.5).
     pub dead: BTreeSet<u8>,
+    /// How long the last step took, ms: how much later than the model's
+    /// time the implementation may have stamped what it wrote.
+    pub step_ms: i64,
 }
 
 /// The spec error kind of a model refusal (ADAPTERS.md §2).
@@ -113,6 +116,7 @@ impl World {
             bundles: BTreeMap::new(),
             side_root: None,
             dead: BTreeSet::new(),
+            step_ms: 0,
         }
     }
 
