@@ -37,6 +37,16 @@ impl Divergence {
         Divergence { step: 0, what, key, want, got, rule: rule.to_string(), timing: false }
     }
 
+    /// Whether `other` shows the same divergence: the same key, or for a
+    /// reply the same request and the same answer of the model, refused
+    /// by another answer (a mutant may answer `ok` or `LeaseLost` to a
+    /// stale token depending on how much time passed: both break the rule).
+    pub fn same_as(&self, other: &Divergence) -> bool {
+        let model_side =
+            |k: &str| k.starts_with("reply of ").then(|| k.split(" vs ").next().map(String::from)).flatten();
+        self.key == other.key || model_side(&self.key).is_some_and(|m| Some(m) == model_side(&other.key))
+    }
+
     /// At step `i`, with the clock-race flag.
     pub fn at(mut self, i: usize, timing: bool) -> Divergence {
         self.step = i;

@@ -170,12 +170,22 @@ impl World {
     }
 
     /// Extra weight for the heartbeat family: long terms to apply.
-    pub fn heartbeat_interest(&self) -> u64 {
+    pub fn heartbeat_interest(&self, store: bool) -> u64 {
         if self.long_terms_unused().is_some() || self.repeating().is_some() {
             40
+        } else if store && self.retune_ready() {
+            10
         } else {
             0
         }
+    }
+
+    /// Under `standard-store`, a checkpointed running handoff whose lease
+    /// terms could be made long (none is yet).
+    fn retune_ready(&self) -> bool {
+        !self.outlives_stall()
+            && self.long_terms_unused().is_none()
+            && self.running().into_iter().any(|h| self.checkpoint_count(h) > 0)
     }
 
     /// A running handoff under a lease that outlives the stall horizon
@@ -259,7 +269,7 @@ pub fn approval_step(r: &mut Rng, w: &World) -> Option<Step> {
 pub fn heartbeat_step(r: &mut Rng, w: &World, store: bool) -> Option<Step> {
     // long terms for a checkpointed handoff: its checkpoint may then age
     // past the stall horizon under a live lease
-    if store && !w.outlives_stall() && w.long_terms_unused().is_none() && r.chance(25) {
+    if store && w.retune_ready() && r.chance(40) {
         let ready: Vec<u8> = w.running().into_iter().filter(|h| w.checkpoint_count(*h) > 0).collect();
         if !ready.is_empty() {
             return Some(Step::Retune { h: r.pick(&ready), long: true });

@@ -424,7 +424,7 @@ impl Gen {
                 let w = match f {
                     Family::Dispatch => 2 + 10 * absent as u64,
                     Family::Claim => 2 + 12 * pending as u64,
-                    Family::Heartbeat => live(8) + self.world.heartbeat_interest(),
+                    Family::Heartbeat => live(8) + self.world.heartbeat_interest(self.f.store),
                     Family::Checkpoint => live(12) + self.world.checkpoint_interest(),
                     Family::Complete => live(8),
                     Family::Release => live(4),

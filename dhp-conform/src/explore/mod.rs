@@ -196,7 +196,7 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
         // a pinned divergence is listed, not measured closely
         let repro = if pinned.is_some() { 2 } else { REPRO_RUNS };
         for k in 0..repro {
-            if once(cx, &s.seq, &format!("repro{i}-{k}"))?.is_some_and(|x| x.key == s.divergence.key) {
+            if once(cx, &s.seq, &format!("repro{i}-{k}"))?.is_some_and(|x| x.same_as(&s.divergence)) {
                 reproduced += 1;
             }
         }
