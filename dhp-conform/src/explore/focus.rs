@@ -289,6 +289,19 @@ pub fn checkpoint_step(r: &mut Rng, w: &World) -> Option<Step> {
     Some(Step::Checkpoint { h, w: w.holder_index(h)?, stale: false, s: 1 })
 }
 
+/// A suspend of a running handoff that used some budget, or a resume (as
+/// written) of a bundle that carries usage: usage must survive the round
+/// trip (§10).
+pub fn suspend_step(r: &mut Rng, w: &World) -> Option<Step> {
+    let carried: Vec<u8> =
+        w.bundles.iter().filter(|(_, b)| b.handoff.steps > 0 || b.handoff.spend_micro > 0).map(|(h, _)| *h).collect();
+    if !carried.is_empty() && r.chance(50) {
+        return Some(Step::Resume { h: r.pick(&carried), tamper: 0 });
+    }
+    let used: Vec<u8> = w.running().into_iter().filter(|h| w.usage(*h) != (0, 0)).collect();
+    (!used.is_empty() && r.chance(60)).then(|| Step::Suspend { h: r.pick(&used) })
+}
+
 /// A budget step by the holder of a handoff over its wall-clock budget.
 pub fn budget_step(r: &mut Rng, w: &World) -> Option<Step> {
     let over = w.over_wall();

@@ -459,6 +459,7 @@ impl Gen {
             Family::Budget => super::focus::budget_step(&mut self.r, &self.world),
             Family::Heartbeat => super::focus::heartbeat_step(&mut self.r, &self.world, self.f.store),
             Family::Checkpoint => super::focus::checkpoint_step(&mut self.r, &self.world),
+            Family::Suspend => super::focus::suspend_step(&mut self.r, &self.world),
             _ => None,
         };
         if let Some(s) = focused {
