@@ -150,13 +150,33 @@ impl World {
     /// Extra weight for the scan family: something a scan must act on.
     pub fn scan_interest(&self) -> u64 {
         let due = self.overdue_approval() || self.stall_due() || self.dead_holder() || self.renewal_due().is_some();
-        (if due { 25 } else { 0 }) + (if self.outlives_stall() || self.wall_jump().is_some() { 40 } else { 0 })
+        (if due { 25 } else { 0 })
+            + (if self.outlives_stall() || self.wall_jump().is_some() || self.approval_jump().is_some() {
+                40
+            } else {
+                0
+            })
     }
 
     /// Extra weight for the approvals family.
     pub fn approval_interest(&self) -> u64 {
         let open = if self.open_approvals().is_empty() { 0 } else { 10 };
         open + if self.settled_approvals().is_empty() { 0 } else { 25 }
+    }
+
+    /// Whole seconds that take a pending approval of a running handoff
+    /// past its timeout by about a second while the lease still runs.
+    fn approval_jump(&self) -> Option<u32> {
+        self.running().into_iter().find_map(|h| {
+            let lease = self.lease_left(h)?;
+            let ids = self.approvals.get(&h)?;
+            ids.iter().find_map(|id| {
+                let a = self.s.approvals.get(id).filter(|a| a.status == ApprovalStatus::Pending)?;
+                let left = a.expires_at - self.now;
+                let secs = (left + 1999) / 1000;
+                (left >= 0 && secs * 1000 + 800 <= lease).then_some(secs as u32)
+            })
+        })
     }
 
     /// A running handoff whose row holds long lease terms (a long
@@ -223,12 +243,19 @@ pub fn scan_step(r: &mut Rng, w: &World, sups: u8, liveness: bool) -> Option<Ste
         return Some(Step::Lead { s });
     }
     if (w.overdue_approval() || w.stall_due() || w.dead_holder()) && r.chance(80) {
+        // by the supervisor whose scan acts: the live leader, if any
+        let now = w.now;
+        let lead = w.s.leadership.as_ref().filter(|l| l.expires_at >= now);
+        let s = lead.and_then(|l| l.holder.strip_prefix('s')?.parse().ok()).unwrap_or(s);
         return Some(Step::Scan { s });
     }
     if w.outlives_stall() && r.chance(70) {
         return Some(Step::Advance { secs: STALL_JUMP_S });
     }
     if let Some(secs) = w.wall_jump().filter(|_| r.chance(80)) {
+        return Some(Step::Advance { secs });
+    }
+    if let Some(secs) = w.approval_jump().filter(|_| r.chance(60)) {
         return Some(Step::Advance { secs });
     }
     // a worker process that dies holding a token; a supervisor asking
