@@ -340,7 +340,8 @@ impl World {
 
     /// A supervisor pass (§7): renew or take the term, else an empty scan;
     /// orphan expired leases of the handoffs running when it read, then
-    /// fail those over budget (dhp-rs's order, §7.3), then expire approvals.
+    /// those a dead token holder held (§7.5), then fail those over budget
+    /// (dhp-rs's order, §7.3), then stalls, then expire approvals.
     fn scan(&mut self, sup: &str) -> Expect {
         let now = self.now;
         if ops::leader_acquire(&mut self.s, sup, LEADER_TTL_MS, now).is_err() {
