@@ -102,7 +102,7 @@ pub fn replay(resolve: impl Fn(&str) -> Result<(String, Option<String>), String>
         }
     };
     imp.shutdown();
-    let same = seen.iter().filter(|d| d.as_ref().is_some_and(|d| d.key == file.divergence.key)).count();
+    let same = seen.iter().filter(|d| d.as_ref().is_some_and(|d| d.same_as(&file.divergence))).count();
     for (k, d) in seen.iter().enumerate() {
         match d {
             Some(d) => println!(

@@ -8,9 +8,15 @@ use serde::{Deserialize, Serialize};
 
 /// Supervisors a sequence uses (`s0`, `s1`).
 pub const SUPERVISORS: u8 = 2;
-/// The most clock a sequence moves on, seconds: well under
-/// `DHP_STALL_TIMEOUT_S` (120 s), which the model does not age into.
+/// The most clock a sequence moves on in small moves, seconds (one jump
+/// past the stall horizon, [`STALL_JUMP_S`], comes on top).
 pub const MAX_ADVANCE_S: u32 = 90;
+/// A jump just past `DHP_STALL_TIMEOUT_S` (120 s): a checkpoint under a
+/// lease long enough to outlive it is stalled by age at the next scan.
+pub const STALL_JUMP_S: u32 = 121;
+/// The worker index of the processes a [`Step::Crash`] kills: no other
+/// step claims under it, so only crashed processes ever publish its token.
+pub const CRASH_W: u8 = 9;
 
 /// A handoff's contract budget, as the sequence dispatches it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,8 +100,13 @@ pub enum Step {
     /// `w` asks for capability `which` (see [`super::gen_extra::CAPABILITY`]).
     Capability { h: u8, w: u8, which: u8 },
     /// The runner rewrites `h`'s ownership row to lease terms of 1 s × 2
-    /// (a lease granted under another profile; `standard-store` only).
-    Retune { h: u8 },
+    /// (a lease granted under another profile; `standard-store` only), or
+    /// with `long` to 100 s × 2 (a lease that outlives the stall horizon).
+    Retune {
+        h: u8,
+        #[serde(default)]
+        long: bool,
+    },
     /// `w` notes the same activity digest `n` times in a row (stall
     /// detection by repeats, `stall-detection`).
     Activity { h: u8, w: u8, n: u8 },
@@ -110,6 +121,12 @@ pub enum Step {
     /// The runner holds the SQLite write lock for a moment while `w`
     /// checkpoints `h` `{"h": h, "s": 9}`: the write waits (§3.1, SQLite only).
     LockedWrite { h: u8, w: u8 },
+    /// Supervisor `s` asks for leadership (`ensure_leadership`): renew its
+    /// own term, else take an absent or expired one.
+    Lead { s: u8 },
+    /// A fresh process publishes a liveness token for worker
+    /// [`CRASH_W`], claims `h`, and is SIGKILLed (`fast-death-detection`).
+    Crash { h: u8 },
 }
 
 /// The operation families a run reports one row each for.
@@ -204,7 +221,7 @@ impl Step {
             Step::Complete { .. } | Step::Ack { .. } | Step::CompleteIntegral { .. } => Family::Complete,
             Step::Release { .. } => Family::Release,
             Step::NoteStep { .. } | Step::NoteSpend { .. } => Family::Budget,
-            Step::Advance { .. } | Step::Scan { .. } => Family::Scan,
+            Step::Advance { .. } | Step::Scan { .. } | Step::Lead { .. } | Step::Crash { .. } => Family::Scan,
             Step::Recover { .. } => Family::Recover,
             Step::Suspend { .. } | Step::Resume { .. } => Family::Suspend,
             Step::RequestApproval { .. } | Step::Decide { .. } | Step::Await { .. } => Family::Approvals,
@@ -278,6 +295,8 @@ pub struct Features {
     pub canonical: bool,
     /// The store is a SQLite file the runner can lock.
     pub sqlite: bool,
+    /// `fast-death-detection`: crashed token holders.
+    pub liveness: bool,
 }
 
 impl Features {
@@ -291,6 +310,7 @@ impl Features {
             stall: true,
             canonical: true,
             sqlite: true,
+            liveness: true,
         }
     }
 }
@@ -317,7 +337,8 @@ pub fn sequence(seed: u64, index: u64, steps: usize, f: Features) -> Sequence {
         .map(|_| HandoffSpec {
             max_steps: r.pick(&[2, 3, 5, 100]),
             max_spend_quarters: r.pick(&[2, 3, 4, 400]),
-            max_wallclock_s: r.pick(&[10, 600, 600]),
+            // 3 s runs out within one lease: usage noted after it is over
+            max_wallclock_s: r.pick(&[3, 10, 600]),
             max_attempts: r.pick(&[1, 2, 3]),
         })
         .collect::<Vec<_>>();
@@ -403,15 +424,15 @@ impl Gen {
                 let w = match f {
                     Family::Dispatch => 2 + 10 * absent as u64,
                     Family::Claim => 2 + 12 * pending as u64,
-                    Family::Heartbeat => live(5),
-                    Family::Checkpoint => live(12),
+                    Family::Heartbeat => live(8) + self.world.heartbeat_interest(self.f.store),
+                    Family::Checkpoint => live(12) + self.world.checkpoint_interest(),
                     Family::Complete => live(8),
                     Family::Release => live(4),
-                    Family::Budget => live(12),
-                    Family::Scan => 8 + live(4),
+                    Family::Budget => live(12) + self.world.budget_interest(),
+                    Family::Scan => 8 + live(4) + self.world.scan_interest(),
                     Family::Recover => 2 + 14 * orphaned as u64,
                     Family::Suspend => 1 + 3 * self.world.bundles.len() as u64,
-                    Family::Approvals => live(8),
+                    Family::Approvals => live(8) + self.world.approval_interest(),
                     Family::Transport => 2 + live(1),
                     Family::Effects => live(5),
                     Family::Store => 1,
@@ -432,6 +453,18 @@ impl Gen {
 
     fn of_family(&mut self, f: Family) -> Step {
         // The newer steps (resume, ship, effects, odd ids, …): gen_extra.
+        let focused = match f {
+            Family::Scan => super::focus::scan_step(&mut self.r, &self.world, SUPERVISORS, self.f.liveness),
+            Family::Approvals => super::focus::approval_step(&mut self.r, &self.world),
+            Family::Budget => super::focus::budget_step(&mut self.r, &self.world),
+            Family::Heartbeat => super::focus::heartbeat_step(&mut self.r, &self.world, self.f.store),
+            Family::Checkpoint => super::focus::checkpoint_step(&mut self.r, &self.world),
+            Family::Suspend => super::focus::suspend_step(&mut self.r, &self.world),
+            _ => None,
+        };
+        if let Some(s) = focused {
+            return s;
+        }
         let h = self.h_in("running");
         let w = self.w_for(h);
         if let Some(s) = super::gen_extra::step(&mut self.r, &self.world, f, self.f, (h, w)) {
@@ -490,7 +523,7 @@ impl Gen {
                         .r
                         .pick(&["financial", "financial", "destructive", "read", "write", "teleport"])
                         .to_string();
-                    Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 30]) }
+                    Step::RequestApproval { h, w: self.w_for(h), class, timeout_s: self.r.pick(&[1, 1, 30]) }
                 }
             }
         }
@@ -546,7 +579,7 @@ impl Gen {
         }
         if self.r.chance(40) && self.advanced + 11 <= MAX_ADVANCE_S {
             // 3 + 3 around a heartbeat passes the old lease, not the new
-            let secs = self.r.pick(&[1, 3, 3, past_lease, past_lease, 11]);
+            let secs = self.r.pick(&[1, 3, 3, 5, past_lease, past_lease, 11]);
             Step::Advance { secs }
         } else {
             Step::Scan { s: self.r.below(u64::from(SUPERVISORS)) as u8 }

@@ -11,8 +11,9 @@ use super::world::World;
 /// that usually holds it.
 pub fn step(r: &mut Rng, world: &World, f: Family, feats: Features, (h, w): (u8, u8)) -> Option<Step> {
     match f {
-        Family::Heartbeat if feats.store && r.chance(20) => Some(Step::Retune { h }),
-        Family::Heartbeat if feats.stall && r.chance(25) => Some(Step::Activity { h, w, n: r.pick(&[1, 9, 10]) }),
+        Family::Heartbeat if feats.store && r.chance(30) => Some(Step::Retune { h, long: r.chance(60) }),
+        // up to the repeat limit often enough that a scan meets it
+        Family::Heartbeat if feats.stall && r.chance(50) => Some(Step::Activity { h, w, n: r.pick(&[1, 9, 10, 10]) }),
         Family::Dispatch if feats.canonical && r.chance(15) => {
             Some(Step::Canonical { which: r.below(CANONICAL_TEXTS.len() as u64) as u8 })
         }

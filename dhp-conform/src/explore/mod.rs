@@ -13,6 +13,7 @@
 
 pub mod args;
 pub mod compare;
+pub mod focus;
 pub mod gen;
 pub mod gen_extra;
 pub mod ids;
@@ -105,6 +106,7 @@ fn features(cx: &Ctx<'_>) -> Features {
         stall: cx.has(feature::STALL_DETECTION),
         canonical: cx.has(feature::CANONICAL),
         sqlite: cx.has(feature::STANDARD_STORE),
+        liveness: cx.has(feature::FAST_DEATH_DETECTION),
     }
 }
 
@@ -118,16 +120,21 @@ pub fn once(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<Option<Divergence
     Ok(run::run_sequence(cx, seq, name)?.divergence)
 }
 
-/// `seq` run again without the step of its pinned divergence `d` (and of
-/// the pinned ones after it, up to three times), so that the families
-/// after it run too.
+/// `seq` run again without the step of its pinned divergence `d` and the
+/// later steps that send the same request (and so for the pinned ones
+/// after it, up to three times), so that the families after it run too.
 fn past_pinned(cx: &Ctx<'_>, cfg: &Config, seq: &Sequence, d: &Divergence, sum: &mut Summary, i: u64) -> Check {
     let (mut rest, mut d) = (seq.clone(), d.clone());
     for k in 0..3 {
         if d.step >= rest.steps.len() {
             break;
         }
-        rest.steps.remove(d.step);
+        let op = compare::op_name(&rest.steps[d.step]);
+        let mut k2 = 0;
+        rest.steps.retain(|x| {
+            k2 += 1;
+            k2 <= d.step || compare::op_name(x) != op
+        });
         let r = run::run_sequence(cx, &rest, &format!("seq{i}-past{k}"))?;
         sum.steps += r.steps_run;
         sum.exercised.extend(r.exercised.iter().copied());
@@ -189,7 +196,7 @@ pub fn explore(cx: &Ctx<'_>, cfg: &Config, label: &str) -> Check<Summary> {
         // a pinned divergence is listed, not measured closely
         let repro = if pinned.is_some() { 2 } else { REPRO_RUNS };
         for k in 0..repro {
-            if once(cx, &s.seq, &format!("repro{i}-{k}"))?.is_some_and(|x| x.key == s.divergence.key) {
+            if once(cx, &s.seq, &format!("repro{i}-{k}"))?.is_some_and(|x| x.same_as(&s.divergence)) {
                 reproduced += 1;
             }
         }
@@ -294,6 +301,7 @@ pub fn records(imp: &Impl, cfg: &Config, opts: &Options) -> Vec<Record> {
         stall: false,
         canonical: false,
         sqlite: false,
+        liveness: false,
     });
     let mut rows = Vec::new();
     let unpinned: BTreeMap<Family, &Finding> =

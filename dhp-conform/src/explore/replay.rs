@@ -115,7 +115,15 @@ pub fn step_text(s: &Step) -> String {
             let (d, r) = super::gen_extra::CAPABILITY[usize::from(*which) % 3];
             format!("w{w} requires capability {d}:{r} on h{h}")
         }
-        Step::Retune { h } => format!("the runner rewrites h{h}'s ownership row to lease terms of 1 s × 2"),
+        Step::Retune { h, long } => {
+            let terms = if *long { "100 s × 2" } else { "1 s × 2" };
+            format!("the runner rewrites h{h}'s ownership row to lease terms of {terms}")
+        }
+        Step::Lead { s } => format!("s{s} asks for leadership (ensure_leadership)"),
+        Step::Crash { h } => {
+            let w = super::focus::crash_worker();
+            format!("a fresh process publishes {w}'s liveness token, claims h{h} as {w}, and is SIGKILLed")
+        }
         Step::OpenRace { n } => format!("{n} fresh processes open one new store at one instant"),
         Step::NewerSchema => "a fresh process opens the store marked schema version 4".to_string(),
         Step::LockedWrite { h, w } => {

@@ -108,8 +108,11 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
         let before = ms(cx.now() - t0);
         let deadlines = world.deadlines();
         world.now = before;
-        let mut r = Runner { cx, m: &mut m, root: &root, world: &mut world, envs: &envs, name, i };
+        let mut r = Runner { cx, m: &mut m, root: &root, world: &mut world, envs: &envs, name, i, fired: None };
         let replies = r.send(step, &mut refused)?;
+        // a step that starts processes first is judged from when its
+        // request went out, not from the processes' start-up
+        let fired = r.fired.map(|t| ms(t - t0));
         let after = ms(cx.now() - t0);
         if !matches!(step, Step::Advance { .. }) {
             // (a clock move is no delay: it moves both sides' clocks)
@@ -120,7 +123,11 @@ pub fn run_sequence(cx: &Ctx<'_>, seq: &Sequence, name: &str) -> Check<SeqResult
         // over-budget work (it stands, and answers BudgetExceeded).
         let stood = |r: &Got| r.as_ref().map_or_else(|e| e.kind == "BudgetExceeded", |_| true);
         let winner = replies.iter().find(|(_, r)| stood(r)).map(|(w, _)| *w);
-        world.now = before;
+        world.now = fired.unwrap_or(before);
+        // a loaded machine answers late: what the implementation stamped
+        // may be as late as the step took
+        // (a clock move writes nothing)
+        world.step_ms = if matches!(step, Step::Advance { .. }) { 0 } else { after - world.now };
         let expects = world.apply(step, winner);
         if !replies.is_empty() {
             out.exercised.insert(step.family());
@@ -204,6 +211,8 @@ struct Runner<'r, 'a> {
     envs: &'r [Value],
     name: &'r str,
     i: usize,
+    /// When a step that starts processes sent its request (protocol clock).
+    fired: Option<f64>,
 }
 
 /// A reply as the comparison reads it: ok with its result, or an error.
@@ -272,6 +281,7 @@ impl Runner<'_, '_> {
             Step::Scan { s } => self.call("scan", json!({"root": root, "supervisor": format!("s{s}")})),
             Step::Recover { h, ws } => self.race("recover", *h, ws),
             Step::ClaimRace { h, ws } => self.race("claim", *h, ws),
+            Step::Crash { h } => self.crash(*h),
             Step::Suspend { h } => {
                 let path = self.cx.path(&format!("{}-bundle-{}.json", self.name, self.i));
                 self.call("suspend", json!({"root": root, "hid": self.world.hid(*h), "path": path}))
@@ -313,6 +323,20 @@ impl Runner<'_, '_> {
         Ok(vec![(0, Ok(json!({})))])
     }
 
+    /// A fresh process publishes the crash worker's liveness token (before
+    /// its claim, as ADAPTERS.md `liveness_publish` asks), claims `h`, and
+    /// is SIGKILLed; the kill waits until the process is reaped.
+    fn crash(&mut self, h: u8) -> Check<Vec<(u8, Got)>> {
+        let worker = super::focus::crash_worker();
+        let mut p = self.cx.fresh()?;
+        p.open(self.root)?;
+        p.op("liveness_publish", json!({"root": self.root, "worker": worker}))?;
+        self.fired = Some(self.cx.now());
+        let got = p.try_op("claim", json!({"root": self.root, "worker": worker, "hid": self.world.hid(h)}))?;
+        p.kill();
+        Ok(vec![(0, got)])
+    }
+
     /// One claimer or recoverer in this process, or several in fresh
     /// processes released at one instant.
     fn race(&mut self, op: &str, h: u8, ws: &[u8]) -> Check<Vec<(u8, Got)>> {
@@ -326,6 +350,7 @@ impl Runner<'_, '_> {
         for r in racers.iter_mut() {
             r.open(self.root)?;
         }
+        self.fired = Some(self.cx.now());
         let replies = race(&mut racers, op, |i| args(ws[i]))?;
         let mut out = Vec::new();
         for (w, r) in ws.iter().zip(replies) {

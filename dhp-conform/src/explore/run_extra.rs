@@ -45,6 +45,7 @@ pub fn handles(step: &Step) -> bool {
             | Step::OpenRace { .. }
             | Step::NewerSchema
             | Step::LockedWrite { .. }
+            | Step::Lead { .. }
     )
 }
 
@@ -118,10 +119,13 @@ pub fn send(io: &mut Io<'_, '_>, w: &mut World, step: &Step) -> Check<Vec<(u8, G
             one(io.m.try_op("canonical", json!({"text": text}))?)
         }
         Step::OpenRace { .. } | Step::NewerSchema | Step::LockedWrite { .. } => super::store_steps::send(io, w, step),
-        Step::Retune { h } => {
+        Step::Retune { h, long } => {
             let db = io.cx.store(io.root)?.ok_or_else(|| Fail::Errored("retune needs standard-store".into()))?;
-            let n = db.set_lease_terms(w.hid(*h), 1.0, 2)?;
+            let n = db.set_lease_terms(w.hid(*h), if *long { 100.0 } else { 1.0 }, 2)?;
             one(Ok(json!({"updated": n})))
+        }
+        Step::Lead { s } => {
+            one(io.m.try_op("ensure_leadership", json!({"root": root, "supervisor": format!("s{s}")}))?)
         }
         _ => Ok(Vec::new()),
     }

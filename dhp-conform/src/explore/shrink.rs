@@ -31,7 +31,6 @@ pub struct Shrunk {
 
 struct Shrinker<'f> {
     run: &'f mut dyn FnMut(&Sequence) -> Check<Option<Divergence>>,
-    key: String,
     best: Sequence,
     div: Divergence,
     runs: usize,
@@ -50,7 +49,7 @@ impl Shrinker<'_> {
         }
         self.runs += 1;
         match (self.run)(&cand)? {
-            Some(d) if d.key == self.key && !d.timing => {
+            Some(d) if d.same_as(&self.div) && !d.timing => {
                 let mut cand = cand;
                 cand.steps.truncate(d.step + 1);
                 self.best = cand;
@@ -126,7 +125,7 @@ pub fn shrink(
 ) -> Check<Shrunk> {
     let mut best = seq.clone();
     best.steps.truncate(div.step + 1);
-    let mut s = Shrinker { run, key: div.key.clone(), best, div, runs: 0, limits };
+    let mut s = Shrinker { run, best, div, runs: 0, limits };
     loop {
         let a = s.drop_chunks()?;
         let b = s.merge()?;
@@ -163,11 +162,13 @@ fn map_h(s: &mut Step, f: impl Fn(u8) -> u8) {
         | Step::Ship { h, .. }
         | Step::Effect { h, .. }
         | Step::Capability { h, .. }
-        | Step::Retune { h }
+        | Step::Retune { h, .. }
+        | Step::Crash { h }
         | Step::Activity { h, .. }
         | Step::LockedWrite { h, .. } => *h = f(*h),
         Step::Advance { .. }
         | Step::Scan { .. }
+        | Step::Lead { .. }
         | Step::Canonical { .. }
         | Step::OpenRace { .. }
         | Step::NewerSchema => {}
@@ -337,5 +338,23 @@ mod tests {
         let limits = Limits { runs: 100, until: Instant::now() + std::time::Duration::from_secs(10) };
         let out = shrink(&seq, d.clone(), limits, &mut other).unwrap();
         assert_eq!(out.seq, seq);
+    }
+
+    #[test]
+    fn a_reply_refused_another_way_is_the_same_divergence() {
+        let d = |key: &str| Divergence {
+            step: 0,
+            what: "reply of checkpoint".into(),
+            key: key.into(),
+            want: "FencingError".into(),
+            got: "x".into(),
+            rule: "r".into(),
+            timing: false,
+        };
+        let lost = d("reply of checkpoint: FencingError vs LeaseLost");
+        assert!(lost.same_as(&d("reply of checkpoint: FencingError vs ok")));
+        assert!(!lost.same_as(&d("reply of checkpoint: ok vs LeaseLost")));
+        assert!(!lost.same_as(&d("reply of heartbeat: FencingError vs ok")));
+        assert!(!d("status").same_as(&d("fence")));
     }
 }

@@ -7,7 +7,7 @@ use super::gen::{HandoffSpec, Step};
 use dhp_model::ops::{self, Lease, OpError, OrphanReason};
 use dhp_model::state::{Budget, State, Time, ORPHANED};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The lease the runner's default profile gives (2 s × 3 missed).
 pub const LEASE_TTL_MS: Time = 6_000;
@@ -39,6 +39,12 @@ pub struct World {
     pub bundles: BTreeMap<u8, super::world_extra::Bundle>,
     /// The fresh root the last resume went to (the runner's side).
     pub side_root: Option<String>,
+    /// Workers whose liveness token a killed process left free, until a
+    /// leader's scan orphans what they held and reaps the token (§7.5).
+    pub dead: BTreeSet<u8>,
+    /// How long the last step took, ms: how much later than the model's
+    /// time the implementation may have stamped what it wrote.
+    pub step_ms: i64,
 }
 
 /// The spec error kind of a model refusal (ADAPTERS.md §2).
@@ -109,6 +115,8 @@ impl World {
             origin: 0.0,
             bundles: BTreeMap::new(),
             side_root: None,
+            dead: BTreeSet::new(),
+            step_ms: 0,
         }
     }
 
@@ -190,6 +198,7 @@ impl World {
             if let (Some(c), Some(m)) = (h.claimed_at, h.budget.max_wall) {
                 d.push(c + m);
             }
+            d.extend(h.last_checkpoint_at.map(|t| t + super::focus::STALL_TIMEOUT_MS));
         }
         d
     }
@@ -331,7 +340,8 @@ impl World {
 
     /// A supervisor pass (§7): renew or take the term, else an empty scan;
     /// orphan expired leases of the handoffs running when it read, then
-    /// fail those over budget (dhp-rs's order, §7.3), then expire approvals.
+    /// those a dead token holder held (§7.5), then fail those over budget
+    /// (dhp-rs's order, §7.3), then stalls, then expire approvals.
     fn scan(&mut self, sup: &str) -> Expect {
         let now = self.now;
         if ops::leader_acquire(&mut self.s, sup, LEADER_TTL_MS, now).is_err() {
@@ -350,13 +360,24 @@ impl World {
                 let _ = ops::orphan(&mut self.s, sup, hid, OrphanReason::LeaseExpired, false, now);
             }
         }
+        // a holder whose token is free died (§7.5): all it held is
+        // orphaned, and its token reaped
+        for hid in &running {
+            let dead = self.s.ownership.get(hid).is_some_and(|o| {
+                o.holder.strip_prefix('w').and_then(|x| x.parse::<u8>().ok()).is_some_and(|w| self.dead.contains(&w))
+            });
+            if dead {
+                let _ = ops::orphan(&mut self.s, sup, hid, OrphanReason::WorkerDied, true, now);
+            }
+        }
+        self.dead.clear();
         for hid in &running {
             let _ = ops::budget_kill(&mut self.s, sup, hid, now);
         }
-        // stalled by repeated activity (§7.4), after expiry and budgets;
-        // the model's clock never reaches DHP_STALL_TIMEOUT_S
+        // stalled by repeated activity or by the age of the last
+        // checkpoint (§7.4), after expiry, deaths and budgets
         for hid in &running {
-            if self.stalled(hid) {
+            if self.stalled(hid) || self.stalled_by_age(hid) {
                 let _ = ops::orphan(&mut self.s, sup, hid, OrphanReason::Stalled, false, now);
             }
         }

@@ -23,6 +23,9 @@ pub struct Bundle {
 /// The lease a [`Step::Retune`] writes: 1 s × 2 missed.
 pub const RETUNED_TTL_MS: i64 = 2_000;
 
+/// The lease a long [`Step::Retune`] writes: 100 s × 2, past the stall horizon.
+pub const LONG_TTL_MS: i64 = 200_000;
+
 /// The result a [`Step::Effect`] records.
 pub fn effect_result(r: u8) -> serde_json::Value {
     serde_json::json!({"r": r})
@@ -129,12 +132,28 @@ impl World {
                 let hash = dhp_oracle::state_hash(&super::world::state_of(*h, 9)).unwrap_or_default();
                 one(done(ops::checkpoint(&mut self.s, &l, &hash, usize::MAX, now)))
             }
-            Step::Retune { h } => {
+            Step::Retune { h, long } => {
                 let hid = self.hid(*h).to_string();
                 if let Some(o) = self.s.ownership.get_mut(&hid) {
-                    o.ttl = RETUNED_TTL_MS;
+                    o.ttl = if *long { LONG_TTL_MS } else { RETUNED_TTL_MS };
                 }
                 one(Ok(None))
+            }
+            Step::Lead { s } => {
+                let sup = format!("s{s}");
+                one(Ok(Some(ops::leader_acquire(&mut self.s, &sup, super::world::LEADER_TTL_MS, now).is_ok())))
+            }
+            Step::Crash { h } => {
+                // the claim as any claim; the token it published is free
+                // once the process is killed
+                let hid = self.hid(*h).to_string();
+                let w = super::gen::CRASH_W;
+                let r = ops::claim(&mut self.s, &hid, &format!("w{w}"), LEASE_TTL_MS, now);
+                if r.is_ok() {
+                    self.tokens.insert((*h, w), 0);
+                }
+                self.dead.insert(w);
+                one(done(r))
             }
             Step::Capability { h, w, which } => {
                 let l = self.lease_of(*h, *w);

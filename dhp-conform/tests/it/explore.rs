@@ -130,6 +130,10 @@ fn mutants_are_caught_shrunk_and_replayed() {
         ("ids-escaped-non-ascii", "dispatch", "--without-feature canonical"),
         ("ingest-no-id-check", "transport", ""),
         ("bundle-drops-checkpoints", "suspend", ""),
+        // a worker process killed holding its liveness token; a leader
+        // asked for its term (ensure_leadership) that does not renew it
+        ("no-liveness", "scan", ""),
+        ("leader-never-renews", "scan", ""),
     ];
     std::thread::scope(|sc| {
         for (m, f, extra) in cases {
