@@ -83,17 +83,6 @@ pub const SHORT: &[(&str, &str)] = &[
     ("DHP_LEADER_TTL_S", "1.0"),
 ];
 
-/// Wait (real time) until `cond` holds; panics after `secs`. For
-/// conditions other processes bring about: a fixed sleep instead could
-/// end before they did, and a negative check after it pass vacuously.
-pub fn wait_until(what: &str, secs: f64, mut cond: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
-    while !cond() {
-        assert!(std::time::Instant::now() < end, "not {what} within {secs} s");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-}
-
 /// Start a race: wait until every racer process has said it is ready
 /// (`ready(i)` exists), then create `barrier`, which they wait for. A racer
 /// that exits before it is ready, or a timeout, fails the test, after the
@@ -138,5 +127,7 @@ pub fn wait_for_passes(history: &Path, process: &str, n: usize, secs: f64) {
             .count()
     };
     let base = passes();
-    wait_until(&format!("{n} more passes of {process}"), secs, || passes() >= base + n);
+    crate::wait_until(std::time::Duration::from_secs_f64(secs), &format!("{n} more passes of {process}"), || {
+        passes() >= base + n
+    });
 }

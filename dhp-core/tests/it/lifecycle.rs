@@ -95,7 +95,11 @@ fn heartbeat_extends_and_background_heartbeat_keeps_a_slow_worker() {
     for _ in 0..12 {
         hand.advance(0.1);
         let now = hand.now();
-        wait_until("the background heartbeat renewed the lease", 10.0, || lease_end() >= now + 0.4);
+        dhp_testkit::wait_until(
+            std::time::Duration::from_secs_f64(10.0),
+            "the background heartbeat renewed the lease",
+            || lease_end() >= now + 0.4,
+        );
         assert!(sup.scan().unwrap().is_empty(), "a heartbeating worker is not orphaned");
     }
     ctx.checkpoint(&json!({"s": 1})).unwrap();

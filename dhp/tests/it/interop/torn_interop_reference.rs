@@ -69,7 +69,9 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     assert!(code != 0 && v["error"].as_str().unwrap().contains("status is orphaned"), "{v}");
     // The reference's supervisor does not act on it, though rs-R's lease
     // ran out (waited for, so the check is not vacuous).
-    wait_until("rs-R's lease ran out", 10.0, || dhp_core::envelope::now() > own.lease_expires_at);
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(10.0), "rs-R's lease ran out", || {
+        dhp_core::envelope::now() > own.lease_expires_at
+    });
     let v = refctl_ok(&["scan", root, "--sup", "py-sup2"], LEASE);
     assert_eq!(v["actions"], serde_json::json!([]), "{v}");
     let leader = dhp_testkit::store::leader(&r).unwrap().map(|l| l.holder);

@@ -83,7 +83,7 @@ fn prometheus_stores_exactly_the_orphans_and_transport_lines_the_harness_caused(
         .enumerate()
         .map(|(i, h)| spawn(&["work", root, "--runner", &format!("wd{i}"), "claim", h, "--pace", "0.02"], "10"))
         .collect();
-    wait_until("both workers checkpointed", 60.0, || {
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(60.0), "both workers checkpointed", || {
         died.iter().all(|h| r.status(h).unwrap()["checkpoints"].as_i64() >= Some(2))
     });
     for w in &mut workers {
@@ -97,11 +97,11 @@ fn prometheus_stores_exactly_the_orphans_and_transport_lines_the_harness_caused(
         let ctx = me.claim(h.as_str()).unwrap();
         ctx.checkpoint(&json!({"n": 1})).unwrap();
     }
-    wait_until("all five orphaned", 60.0, || {
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(60.0), "all five orphaned", || {
         died.iter().chain(&expired).all(|h| r.status(h).unwrap()["status"] == "orphaned")
     });
     // The history line of an orphan is written just after its commit.
-    wait_until("five orphans in the history", 30.0, || {
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(30.0), "five orphans in the history", || {
         history_orphans(&hist, "worker-died") + history_orphans(&hist, "lease-expired") >= 5
     });
     assert_eq!(history_orphans(&hist, "worker-died"), 2);

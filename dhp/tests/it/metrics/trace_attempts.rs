@@ -177,10 +177,14 @@ fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_o
     wait_for_passes(&hist, "sup", 2, 30.0);
     let r = Runner::open(root, "observer", Config::default()).unwrap();
     let mut w1 = spawn(&["work", root, "--runner", "w1", "claim", &hid, "--pace", "0.05"], &endpoint, "dhp-w1", &[]);
-    wait_until("w1 checkpointed", 60.0, || r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3));
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(60.0), "w1 checkpointed", || {
+        r.status(&hid).unwrap()["checkpoints"].as_i64() >= Some(3)
+    });
     w1.0.kill().unwrap();
     w1.0.wait().unwrap();
-    wait_until("orphaned", 30.0, || r.status(&hid).unwrap()["status"] == "orphaned");
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(30.0), "orphaned", || {
+        r.status(&hid).unwrap()["status"] == "orphaned"
+    });
     let end = Instant::now() + Duration::from_secs(30);
     while !stopped(sup.0.id()) {
         assert!(Instant::now() < end, "the supervisor never reached orphan.before_trace");
@@ -196,10 +200,14 @@ fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_o
     assert_eq!(total, 40);
     // w2 exported at its exit; the supervisor has not (one-hour delay).
     let sup_spans = || got.lock().unwrap().spans.iter().filter(|(svc, _)| svc == "dhp-sup").count();
-    wait_until("w2's span", 10.0, || got.lock().unwrap().spans.iter().any(|(svc, _)| svc == "dhp-w2"));
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(10.0), "w2's span", || {
+        got.lock().unwrap().spans.iter().any(|(svc, _)| svc == "dhp-w2")
+    });
     assert_eq!(sup_spans(), 0, "the supervisor exported before its flush");
     crate::metrics_support::term(&mut sup);
-    wait_until("the supervisor's flushed spans", 10.0, || sup_spans() >= 2);
+    dhp_testkit::wait_until(std::time::Duration::from_secs_f64(10.0), "the supervisor's flushed spans", || {
+        sup_spans() >= 2
+    });
 
     let g = got.lock().unwrap();
     assert!(g.bad.is_empty(), "{:?}", g.bad);

@@ -21,7 +21,7 @@ fn run(extra: &[&str]) -> (Duration, usize) {
     c.send_json(&cp_frame(0, &json!({"s": 0})));
     let t0 = Instant::now();
     // Wait until the line is written, then check no ack is there yet.
-    wait_until("line in log", Duration::from_secs(5), || log_seqs(&srv.log(&hid)) == vec![0]);
+    dhp_testkit::wait_until(Duration::from_secs(5), "line in log", || log_seqs(&srv.log(&hid)) == vec![0]);
     c.w.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let early = match c.r.fill_buf() {
         Ok(b) => b.len(),

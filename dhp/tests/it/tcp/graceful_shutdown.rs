@@ -72,7 +72,7 @@ fn run_stops_on_its_shutdown_future() {
     });
     // Wait until the server has stopped reading from it (it is stuck
     // writing replies nobody reads).
-    wait_until("the server to block on the deaf client", Duration::from_secs(20), || {
+    dhp_testkit::wait_until(Duration::from_secs(20), "the server to block on the deaf client", || {
         blocked.load(std::sync::atomic::Ordering::SeqCst)
     });
 
@@ -126,7 +126,7 @@ fn sigterm_and_sigint_mid_stream_exit_zero() {
             }
         });
         let log = srv.logdir.clone();
-        wait_until("some checkpoints", Duration::from_secs(10), || {
+        dhp_testkit::wait_until(Duration::from_secs(10), "some checkpoints", || {
             std::fs::read_dir(&log).map(|d| d.count() > 0).unwrap_or(false)
                 && std::fs::read_dir(&log).unwrap().next().map(|e| line_count(&e.unwrap().path()) > 50).unwrap_or(false)
         });

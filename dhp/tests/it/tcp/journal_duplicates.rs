@@ -33,7 +33,9 @@ fn acked_duplicates_are_journaled() {
     std::fs::write(srv.log(&hid), b"").unwrap();
 
     srv.restart();
-    wait_until("the replay", Duration::from_secs(10), || srv.stderr_text().contains("replayed the journal"));
+    dhp_testkit::wait_until(Duration::from_secs(10), "the replay", || {
+        srv.stderr_text().contains("replayed the journal")
+    });
     assert_eq!(log_seqs(&srv.log(&hid)), vec![0, 1, 2]);
     let rep = ingest_ours(&tmp.path().join("fresh"), &srv.log(&hid));
     assert_eq!(rep["handoff_id"], hid);

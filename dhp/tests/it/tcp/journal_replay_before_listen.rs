@@ -41,13 +41,13 @@ fn listening_is_announced_after_the_replay() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    wait_until("the server stopped inside the replay", Duration::from_secs(20), || state(pid) == 'T');
+    dhp_testkit::wait_until(Duration::from_secs(20), "the server stopped inside the replay", || state(pid) == 'T');
     let announced = std::fs::read_to_string(&out_path).unwrap();
     assert_eq!(announced, "", "nothing is announced before the replay has run");
 
     signal(pid, nix::sys::signal::Signal::SIGCONT);
     let mut line = String::new();
-    wait_until("the listening line", Duration::from_secs(20), || {
+    dhp_testkit::wait_until(Duration::from_secs(20), "the listening line", || {
         line = std::fs::read_to_string(&out_path).unwrap();
         line.ends_with('\n')
     });

@@ -15,7 +15,7 @@ fn server_sigkilled_mid_stream_and_restarted() {
     let worker =
         spawn_work(&root, "w1", &hid, &["--ship-to", &srv.addr(), "--ship-mode", "sync", "--pace", "0.002"], &tok());
 
-    wait_until("60 checkpoints on the server", Duration::from_secs(30), || log_seqs(&log).len() >= 60);
+    dhp_testkit::wait_until(Duration::from_secs(30), "60 checkpoints on the server", || log_seqs(&log).len() >= 60);
     srv.kill9();
     std::thread::sleep(Duration::from_millis(400));
     // Sync mode: while the server is down the worker can commit at most one
@@ -25,7 +25,7 @@ fn server_sigkilled_mid_stream_and_restarted() {
     assert!(local <= peer + 1, "worker ran ahead of the peer: store {local}, peer {peer}");
     srv.restart();
 
-    wait_until("160 checkpoints on the server", Duration::from_secs(30), || log_seqs(&log).len() >= 160);
+    dhp_testkit::wait_until(Duration::from_secs(30), "160 checkpoints on the server", || log_seqs(&log).len() >= 160);
     srv.restart(); // SIGKILL and immediately back
 
     let (code, out, err) = finish(worker, Duration::from_secs(60));

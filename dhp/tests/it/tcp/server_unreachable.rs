@@ -28,7 +28,7 @@ fn server_unreachable_then_back() {
     assert!(!log.exists(), "nothing can have been shipped yet");
     srv.restart();
 
-    wait_until("50 checkpoints on the server", Duration::from_secs(30), || log_seqs(&log).len() >= 50);
+    dhp_testkit::wait_until(Duration::from_secs(30), "50 checkpoints on the server", || log_seqs(&log).len() >= 50);
     srv.kill9();
     let down_at = Instant::now();
     std::thread::sleep(Duration::from_millis(3000));

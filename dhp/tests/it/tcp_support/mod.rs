@@ -378,15 +378,6 @@ pub fn py_script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(name)
 }
 
-/// Poll `cond` every 10 ms until it holds; panic with `what` after `d`.
-pub fn wait_until(what: &str, d: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + d;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {d:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 pub fn tok() -> [(&'static str, &'static str); 1] {
     [("DHP_TRANSPORT_TOKEN", TOKEN)]
 }

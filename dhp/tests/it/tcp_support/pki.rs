@@ -225,7 +225,7 @@ pub fn ship_fails(addr: &str, tls: Option<ClientTls>) -> dhp_core::Error {
 
 /// Wait for the server's warning about a failed TLS connection.
 pub fn await_tls_warning(srv: &super::Server) {
-    super::wait_until("the server's TLS warning", std::time::Duration::from_secs(10), || {
+    dhp_testkit::wait_until(std::time::Duration::from_secs(10), "the server's TLS warning", || {
         let t = srv.stderr_text();
         t.contains("WARN") && t.contains("TLS failed")
     });
