@@ -365,18 +365,9 @@ mod tests {
         }
     }
 
+    // split_password itself is tested where it lives (dhp-secrets::passfile)
     #[test]
-    fn passwords_split_off_urls() {
-        assert_eq!(
-            split_password("postgres://u:p%40w@h/db?schema=s"),
-            ("postgres://u@h/db?schema=s".into(), Some("p@w".into()))
-        );
-        assert_eq!(
-            split_password("postgres://u@h/db?password=x&a=1"),
-            ("postgres://u@h/db?a=1".into(), Some("x".into()))
-        );
-        assert_eq!(split_password("postgres://u@h/db"), ("postgres://u@h/db".into(), None));
-        assert_eq!(split_password("/tmp/x"), ("/tmp/x".into(), None));
+    fn passfiles_split_off_urls() {
         assert_eq!(pg("postgres://h/db?passfile=%2Ftmp%2Fpw&schema=s").passfile.as_deref(), Some(Path::new("/tmp/pw")));
         assert_eq!(pg("postgres://h/db?passfile=%2Ftmp%2Fpw").url, "postgres://h/db");
     }
