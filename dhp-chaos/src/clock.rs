@@ -13,15 +13,6 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Where Debian's and upstream's installs put the library.
-const LIB_DIRS: [&str; 5] = [
-    "/usr/lib/x86_64-linux-gnu/faketime",
-    "/usr/lib/aarch64-linux-gnu/faketime",
-    "/usr/lib/faketime",
-    "/usr/local/lib/faketime",
-    "/usr/lib64/faketime",
-];
-
 /// libfaketime's shared object (`$DHP_CHAOS_LIBFAKETIME`, or the usual
 /// install locations); an error that says how to install it otherwise.
 pub fn libfaketime() -> Result<PathBuf> {
@@ -36,17 +27,14 @@ pub fn libfaketime() -> Result<PathBuf> {
             problem: "is not a file",
         });
     }
-    for d in LIB_DIRS {
-        let p = PathBuf::from(d).join("libfaketime.so.1");
-        if p.is_file() {
-            return Ok(p);
-        }
+    if let Some(p) = dhp_kit::faketime::find_library() {
+        return Ok(p);
     }
     Err(Error::Environment {
         problem: format!(
             "clock faults need libfaketime, which was not found (searched {}): install the Debian package \
-             `faketime` (apt-get install faketime; scripts/setup.sh does it as root) or set DHP_CHAOS_LIBFAKETIME",
-            LIB_DIRS.join(", ")
+             `faketime` (scripts/services.sh installs it, as root) or set DHP_CHAOS_LIBFAKETIME",
+            dhp_kit::faketime::LIB_DIRS.join(", ")
         ),
     })
 }

@@ -187,6 +187,10 @@ pub fn spawn(mut spec: Spec, logdir: &Path) -> Result<Proc> {
     let mut cmd = Command::new(prog);
     // no descendant leaves the round's cgroup (setsid, double fork, env -i)
     crate::survivors::join(&mut cmd, logdir);
+    if spec.env.iter().any(|(k, _)| k == "LD_PRELOAD") {
+        // a SIGKILLed faked process of this pid may have left libfaketime's files
+        dhp_kit::faketime::clear_stale_on_exec(&mut cmd);
+    }
     let child = crate::teardown::guarded(|r| {
         let child = cmd
             .args(args)

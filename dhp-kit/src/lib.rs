@@ -19,6 +19,7 @@
 //! });
 //! ```
 
+pub mod faketime;
 pub mod locate;
 
 use std::path::PathBuf;
