@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use crate::state::ORPHANED;
 use facts::{Bump, Facts};
 use rows::{Pair, Rows};
-pub use types::{Change, Excuse, Fact, Params, Report, RowOp, Table, Variant, Violation};
+pub use types::{Change, Excuse, Fact, Params, ProcClock, Report, RowOp, Table, Variant, Violation};
 
 /// How far ahead of a change the facts after it are fed by [`merged`],
 /// seconds: the harness records a death after reaping the process, when

@@ -76,7 +76,7 @@ impl Judge {
             Some(n) => Some(n),
             None => {
                 let mut served = self.facts.served(&hid, since, c.at + AT_RESOLUTION_S);
-                served.retain(|(w, _)| !self.facts.died_before(w, c.at));
+                served.retain(|(w, _)| !self.facts.died_before(w, self.params.real_at(w, c.at)));
                 if served.len() != 1 {
                     self.unattributed += 1;
                 }
@@ -142,7 +142,9 @@ impl Judge {
         let Some(old) = old else { return Some(Verdict::Legal) }; // a take of an absent row
         let oh = s(&old, "holder").unwrap_or_default();
         let exp = f(&old, "expires_at").unwrap_or(0.0);
-        if oh == nh || exp < c.at + self.params.skew_s || self.facts.died_by(oh, c.at, REAP_SLACK_S) {
+        // the taker's `at` is in its own clock, the death in the harness's
+        let dead = self.facts.died_by(oh, self.params.real_at(&nh, c.at), REAP_SLACK_S);
+        if oh == nh || exp < c.at + self.params.skew_s || dead {
             return Some(Verdict::Legal);
         }
         let how = if c.op == RowOp::Insert { "INSERT OR REPLACE" } else { "UPDATE" };

@@ -244,6 +244,25 @@ fn leader_take_inside_a_live_term_via_replace() {
     assert!(r.violations.is_empty() && r.legal == 3, "{r:#?}");
 }
 
+/// s1 dies (harness clock 101.0) inside its term; s2, whose faked clock
+/// runs 3 s behind, takes the leadership at 99.0 on its clock — 102.0 on
+/// the harness's. Judged on s2's own clock the take would come before the
+/// death; with s2's clock known it comes after it.
+#[test]
+fn a_take_on_a_clock_behind_is_judged_on_the_harness_clock() {
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.put(Table::Leadership, RowOp::Replace, None, None, 99.0);
+    s.put(Table::Leadership, RowOp::Insert, None, Some(lead("s2", 104.0)), 99.0);
+    let died = || vec![Fact::Died { holder: "s1".into(), at: 101.0 }];
+    let blind = Judge::new(Variant::Strict, Params::default()).run(s.out.clone(), died());
+    assert_eq!(rules(&blind), vec!["§7.1 a leader take needs an absent or expired term [leader-election]"]);
+    let mut p = Params::default();
+    p.clocks.insert("s2".into(), ProcClock { started: 90.0, offset_s: -3.0, rate: 1.0 });
+    let r = Judge::new(Variant::Strict, p).run(s.out.clone(), died());
+    assert!(r.violations.is_empty(), "{r:#?}");
+}
+
 /// w1 is orphaned (fence 0 → tombstone 1), w2 recovers (fence 2), then w1's
 /// stale checkpoint lands (the chunk log names w1 with fence 0).
 fn stale_checkpoint(s: &mut Sim) {

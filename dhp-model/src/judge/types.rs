@@ -6,6 +6,7 @@
 //! merges both by time / commit order and feeds them to a
 //! [`Judge`](super::Judge).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -243,11 +244,44 @@ pub struct Params {
     /// holder's write is judged there and no commit delay need be passed.
     /// A faked clock (libfaketime) needs its offset here.
     pub skew_s: f64,
+    /// Processes whose clock the harness faked, by worker or supervisor
+    /// id. The store keeps their times in their own clock (SQLite's `at` is
+    /// the writer's); the judge puts a time on the harness's clock with
+    /// this before comparing it with a [`Fact`] (a death, a served chunk).
+    #[serde(default)]
+    pub clocks: BTreeMap<String, ProcClock>,
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params { default_max_attempts: 3, leader_ttl_s: 5.0, skew_s: 0.0 }
+        Params { default_max_attempts: 3, leader_ttl_s: 5.0, skew_s: 0.0, clocks: BTreeMap::new() }
+    }
+}
+
+impl Params {
+    /// `at`, read from `writer`'s clock, on the harness's clock.
+    pub fn real_at(&self, writer: &str, at: f64) -> f64 {
+        self.clocks.get(writer).map_or(at, |c| c.real(at))
+    }
+}
+
+/// A faked clock: `started + offset_s + rate × (real − started)`, as
+/// libfaketime runs it from the process's start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProcClock {
+    /// When the process started, on the harness's clock.
+    pub started: f64,
+    /// Seconds ahead (negative: behind) at start.
+    pub offset_s: f64,
+    /// Seconds of its clock per real second.
+    pub rate: f64,
+}
+
+impl ProcClock {
+    /// A time this clock showed, on the real clock.
+    pub fn real(&self, t: f64) -> f64 {
+        let rate = if self.rate.is_finite() && self.rate > 0.0 { self.rate } else { 1.0 };
+        self.started + (t - self.started - self.offset_s) / rate
     }
 }
 

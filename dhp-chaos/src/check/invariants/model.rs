@@ -14,7 +14,7 @@ use crate::audit::Event;
 use crate::check::ctx::Ctx;
 use crate::check::findings::Findings;
 use crate::check::CHECK_THEN_WRITE;
-use dhp_model::judge::{Change, Fact, Judge, Params, Report, Table, Variant, Violation};
+use dhp_model::judge::{Change, Fact, Judge, Params, ProcClock, Report, Table, Variant, Violation};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -90,6 +90,11 @@ fn params(cx: &Ctx<'_>) -> Params {
     }
     if let Some(m) = cx.meta["config"]["max_attempts"].as_u64() {
         p.default_max_attempts = u32::try_from(m).unwrap_or(u32::MAX);
+    }
+    // faked clocks (the harness's spawn records): their times go back to
+    // the harness's clock before they meet a fact
+    for (name, (started, skew)) in &cx.ix.skews {
+        p.clocks.insert(name.clone(), ProcClock { started: *started, offset_s: skew.offset_s, rate: skew.rate });
     }
     p
 }
