@@ -1,5 +1,6 @@
 //! dhp-core's integration tests: one test binary (building and linking one
-//! binary per scenario cost minutes), one scenario per module file.
+//! binary per scenario cost minutes), one scenario per module file, in a folder
+//! per area (the protocol's own scenarios at the top).
 //! Helpers shared by the scenarios are the `*_support`/`common` modules.
 
 use dhp_testkit::helpers as common;
@@ -10,52 +11,20 @@ use dhp_testkit::torn as torn_support;
 mod approval_unknown_status;
 mod backends;
 mod budget_kill_orphaned;
-mod canonical_differential;
-mod canonical_float_ties;
+mod canonical;
 mod checkpoint_progress_row;
 mod checkpoint_wal_frames;
-mod clock_leadership_ttl;
-mod clock_lease_expiry;
-mod clock_stall_timeout;
+mod clock;
 mod error_sources;
 mod events_hooks;
 mod features_production;
 mod fuzz_corpus_replay;
-mod interop_indexed_store_reference;
-mod interop_logs_bundles;
-mod interop_store_py_to_rs;
-mod interop_store_rs_to_py;
+mod interop;
 mod lifecycle;
-mod log_conflicting_duplicate;
-mod log_mixed_headers;
-mod pg_batch_abort;
-mod pg_checkpoint_v2;
-mod pg_one_trip_lock_race;
-mod pg_one_trip_refusals;
-mod pg_one_trip_upgrade;
-mod pg_standby_wakeup;
-mod pg_tls_require;
-mod scale_consistency_watch;
-mod scale_dead_holder_among_many;
-mod scale_deadline_lease;
-mod scale_deadline_stall;
-mod scale_deadline_wallclock;
-mod scale_expired_lease_index;
-mod scale_first_checkpoint_stall;
-mod scale_leader_renewal;
-mod scale_noop_pass_reads;
-mod scale_writer_queue_stale;
+mod log;
+mod pg;
+mod scale;
 mod sqlite_group_commit_synced;
-mod tcp_group_commit_stats;
-mod tcp_log_cache_bounded;
-mod tcp_logdir_links;
-mod torn_claim;
-mod torn_complete;
-mod torn_consistent;
-mod torn_lost_row;
-mod torn_mem_backend;
-mod torn_orphan;
-mod torn_orphan_unwritten;
-mod torn_release;
-mod transport_error_kinds;
+mod tcp;
+mod torn;
 mod vectors;

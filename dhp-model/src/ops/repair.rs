@@ -6,7 +6,7 @@ use crate::state::{Ownership, State, Status, Time, ORPHANED};
 /// `settled`: the ownership row was last written at least a lease TTL ago
 /// (R2 waits for it). Returns the repair's name; a consistent handoff (or
 /// one that must still wait) is refused with `StateError` and unchanged.
-/// [—] (dhp-core/tests/it/torn_*.rs)
+/// [—] (dhp-core/tests/it/torn/)
 pub fn repair_torn(s: &mut State, sup: &str, hid: &str, settled: bool, now: Time) -> Result<&'static str, OpError> {
     require_leader(s, sup, now)?;
     let status = status_of(s, hid)?;

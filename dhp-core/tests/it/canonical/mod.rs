@@ -1,0 +1,4 @@
+//! Canonical JSON against the reference's, bytes for bytes.
+
+mod differential;
+mod float_ties;
