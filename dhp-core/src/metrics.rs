@@ -1,9 +1,8 @@
-//! Process-wide counters and histograms: the primitives, and the transport
-//! server's counts (`dhp transport` serves them at `GET /metrics`; the
-//! `dhp` program renders them, docs/observability.md). The supervisor and
-//! the runner count nothing here: they report through [`crate::events`].
-//! (The transport server also keeps per-server counts, `ServerStats`:
-//! folding these into them is left to a later step.)
+//! Counters and histograms: the primitives. Nothing counts twice: the
+//! supervisor and the runner report through [`crate::events`], the
+//! transport server keeps its own counts (`ServerStats`, read live through
+//! `transport::net::StatsHandle`), and the `dhp` program renders them at
+//! `GET /metrics` (docs/observability.md).
 //!
 //! Every count is a relaxed atomic add on a `static`: no lock, no
 //! allocation, no branch on whether anything is scraping. A labelled
@@ -160,8 +159,6 @@ impl Histogram {
     }
 }
 
-// --- transport server ---
-
 /// Why a server refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -175,17 +172,6 @@ pub enum Refusal {
     Tls = 3,
 }
 
-/// Lines the transport server handled, by result.
-pub static TRANSPORT_LINES: LabeledCounter<3> = LabeledCounter::new("result", ["appended", "duplicate", "refused"]);
-/// Journal `fdatasync` calls that covered lines.
-pub static TRANSPORT_SYNCS: Counter = Counter::new();
-/// Time inside each of those syncs.
-pub static TRANSPORT_SYNC_SECONDS: Histogram = Histogram::new(&SYNC_BUCKETS);
-/// Checkpoint acknowledgements sent (`{"ok": true, "seq": N}`).
-pub static TRANSPORT_ACKS: Counter = Counter::new();
-
-/// Connections refused by `dhp transport`, by reason.
-pub static TRANSPORT_REFUSED: LabeledCounter<4> = LabeledCounter::new("reason", ["busy", "hello", "evicted", "tls"]);
 #[cfg(test)]
 mod tests {
     use super::*;

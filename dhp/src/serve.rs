@@ -144,6 +144,7 @@ pub fn transport_server(a: TransportArgs, cfg: Config) -> Result<Output, Failure
         // that succeeds) means a recovered server.
         let server = net::ServerConfig { logdir, token, cfg, idle_timeout, fsync: !no_fsync, tls };
         let prepared = net::prepare(server)?;
+        crate::metrics::transport(prepared.stats_handle());
         let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await.map_err(|e| {
             Error::transport_from(TransportKind::Start, format!("cannot listen on {host}:{port}: {e}"), e)
         })?;

@@ -42,7 +42,7 @@ mod tls;
 mod trim;
 
 pub use gate::nofile_soft;
-pub use server::{prepare, run, Prepared, ServerConfig, ServerStats};
+pub use server::{prepare, run, Prepared, ServerConfig, ServerStats, StatsHandle};
 pub use shipper::{BufferLog, ShipMode, ShipperOptions, TcpShipper};
 pub use tls::{ClientTls, ServerTls};
 

@@ -62,6 +62,35 @@ fn labeled_counts(out: &mut String, name: &str, help: &str, label: &str, values:
     }
 }
 
+/// The transport server's counts: its own (zeros before it registered).
+fn transport_counts(o: &mut String) {
+    static NO_SYNCS: Histogram = Histogram::new(&SYNC_BUCKETS);
+    let h = transport_stats();
+    let s = h.map(|h| h.now()).unwrap_or_default();
+    labeled_counts(
+        o,
+        "dhp_transport_lines_total",
+        "Envelope and checkpoint lines the transport server handled, by result.",
+        "result",
+        &["appended", "duplicate", "refused"],
+        &[s.envelopes + s.checkpoints_appended, s.checkpoints_duplicate, s.frames_rejected],
+    );
+    count(o, "dhp_transport_syncs_total", "Journal fdatasync calls that covered lines.", s.journal_syncs);
+    let syncs = h.and_then(|h| h.sync_seconds()).unwrap_or(&NO_SYNCS);
+    histogram(o, "dhp_transport_sync_seconds", "Time inside each journal fdatasync.", syncs);
+    // every checkpoint line appended or found already there is acknowledged
+    let acks = s.checkpoints_appended + s.checkpoints_duplicate;
+    count(o, "dhp_transport_acks_total", "Checkpoint acknowledgements sent.", acks);
+    labeled_counts(
+        o,
+        "dhp_transport_connections_refused_total",
+        "Connections the transport server refused or closed before their hello, by reason.",
+        "reason",
+        &["busy", "hello", "evicted", "tls"],
+        &[s.busy_rejections, s.hellos_rejected, s.unauthenticated_evicted, s.tls_failures],
+    );
+}
+
 /// The supervisor's counts: its own counters (zeros before it registered).
 fn supervisor_counts(o: &mut String) {
     let g = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
@@ -132,21 +161,7 @@ pub fn render(families: Families) -> String {
         );
     }
     if families.has(Families::TRANSPORT) {
-        labeled(
-            &mut o,
-            "dhp_transport_lines_total",
-            "Envelope and checkpoint lines the transport server handled, by result.",
-            &TRANSPORT_LINES,
-        );
-        counter(&mut o, "dhp_transport_syncs_total", "Journal fdatasync calls that covered lines.", &TRANSPORT_SYNCS);
-        histogram(&mut o, "dhp_transport_sync_seconds", "Time inside each journal fdatasync.", &TRANSPORT_SYNC_SECONDS);
-        counter(&mut o, "dhp_transport_acks_total", "Checkpoint acknowledgements sent.", &TRANSPORT_ACKS);
-        labeled(
-            &mut o,
-            "dhp_transport_connections_refused_total",
-            "Connections the transport server refused or closed before their hello, by reason.",
-            &TRANSPORT_REFUSED,
-        );
+        transport_counts(&mut o);
     }
     if families.has(Families::A2A) {
         labeled(&mut o, "dhp_a2a_tasks_total", "A2A task state changes made by this server, by state.", &A2A_TASKS);
@@ -400,7 +415,6 @@ mod tests {
         supervisor(m);
         DETECTION[1].observe_secs(0.004);
         SCAN_DURATION.observe_secs(0.3);
-        TRANSPORT_SYNC_SECONDS.observe_secs(2.0);
         let text = render(all());
         let fams = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         for name in [

@@ -5,8 +5,8 @@
 //! every metric). The supervisor's counts are its own counters
 //! ([`dhp_core::supervisor::Metrics`], registered with [`supervisor`]);
 //! latencies and the runner's counts come from the library's event hooks
-//! ([`crate::observe`]); the transport server's counts are dhp-core's
-//! ([`crate::metrics`]).
+//! ([`crate::observe`]); the transport server's are the server's own
+//! (`ServerStats`, registered with [`transport`]).
 //!
 //! Only [`render`] allocates (the text it returns), on the scraping thread.
 
@@ -27,6 +27,17 @@ pub fn supervisor(m: Arc<SupervisorMetrics>) {
 
 fn supervisor_metrics() -> Option<&'static SupervisorMetrics> {
     SUPERVISOR.get().map(|m| m.as_ref())
+}
+
+static TRANSPORT: OnceLock<dhp_core::transport::net::StatsHandle> = OnceLock::new();
+
+/// The counters of this process's transport server, for [`render`] (once).
+pub fn transport(h: dhp_core::transport::net::StatsHandle) {
+    let _ = TRANSPORT.set(h);
+}
+
+fn transport_stats() -> Option<&'static dhp_core::transport::net::StatsHandle> {
+    TRANSPORT.get()
 }
 
 /// The orphan reasons, in label order.

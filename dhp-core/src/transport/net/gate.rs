@@ -162,7 +162,6 @@ impl Gate {
     /// flood the log too.
     fn evicted(&self, ip: IpAddr) {
         let n = self.evictions.fetch_add(1, Ordering::Relaxed) + 1;
-        crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Evicted as usize);
         if self.warn_now() {
             tracing::warn!(
                 newest_peer = %ip,

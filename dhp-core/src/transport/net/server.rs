@@ -120,6 +120,13 @@ pub fn prepare(server: ServerConfig) -> Result<Prepared> {
     Ok(Prepared { srv, journal })
 }
 
+impl Prepared {
+    /// A handle to read this server's counters while it serves.
+    pub fn stats_handle(&self) -> StatsHandle {
+        StatsHandle(self.srv.clone())
+    }
+}
+
 /// [`prepare`], then [`Prepared::serve`] on a listener bound beforehand
 /// (connections that arrive during the replay wait in its backlog).
 pub async fn run(
@@ -179,7 +186,6 @@ impl Prepared {
                         bump(&srv.stats.connections);
                         if tasks.len() >= max {
                             bump(&srv.stats.busy_rejections);
-                            crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Busy as usize);
                             if last_busy_warn.is_none_or(|t: std::time::Instant| t.elapsed() >= Duration::from_secs(1)) {
                                 last_busy_warn = Some(std::time::Instant::now());
                                 tracing::warn!(%peer, max, "transport: connection cap reached; telling new clients the server is busy");
@@ -209,23 +215,7 @@ impl Prepared {
                 tracing::error!(error = %e, "transport: journal checkpoint at shutdown failed; it is replayed on the next start");
             }
         }
-        let mut stats = srv.stats.snapshot();
-        stats.unauthenticated_evicted = srv.gate.evictions.load(Ordering::Relaxed);
-        {
-            let cache = srv.logs.lock().unwrap_or_else(|p| p.into_inner());
-            stats.logs_cached = cache.map.len() as u64;
-            stats.logs_evicted = cache.evicted;
-        }
-        if let Some(j) = &srv.journal {
-            use super::sync_stats::SyncStats as S;
-            let s = &j.stats;
-            stats.journal_syncs = S::get(&s.syncs);
-            stats.journal_lines_synced = S::get(&s.records);
-            stats.journal_sync_ns = S::get(&s.sync_ns);
-            stats.journal_wait_ns = S::get(&s.wait_ns);
-            stats.durable_acks = S::get(&s.acks);
-            stats.durable_ack_ns = S::get(&s.ack_ns);
-        }
+        let stats = snapshot(&srv);
         if let Some(f) = failure {
             return Err(Error::transport(
                 TransportKind::Journal,
@@ -233,6 +223,53 @@ impl Prepared {
             ));
         }
         Ok(stats)
+    }
+}
+
+/// What `srv` counted so far.
+fn snapshot(srv: &Srv) -> ServerStats {
+    let mut stats = srv.stats.snapshot();
+    stats.unauthenticated_evicted = srv.gate.evictions.load(Ordering::Relaxed);
+    {
+        let cache = srv.logs.lock().unwrap_or_else(|p| p.into_inner());
+        stats.logs_cached = cache.map.len() as u64;
+        stats.logs_evicted = cache.evicted;
+    }
+    if let Some(j) = &srv.journal {
+        use super::sync_stats::SyncStats as S;
+        let s = &j.stats;
+        stats.journal_syncs = S::get(&s.syncs);
+        stats.journal_lines_synced = S::get(&s.records);
+        stats.journal_sync_ns = S::get(&s.sync_ns);
+        stats.journal_wait_ns = S::get(&s.wait_ns);
+        stats.durable_acks = S::get(&s.acks);
+        stats.durable_ack_ns = S::get(&s.ack_ns);
+    }
+    stats
+}
+
+/// A running server's counters, read while it serves (`dhp transport`'s
+/// `/metrics`): the same counts [`Prepared::serve`] returns at the end,
+/// kept once.
+#[derive(Clone)]
+pub struct StatsHandle(Arc<Srv>);
+
+impl std::fmt::Debug for StatsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatsHandle").field("logdir", &self.0.cfg.logdir).finish()
+    }
+}
+
+impl StatsHandle {
+    /// The counts so far.
+    pub fn now(&self) -> ServerStats {
+        snapshot(&self.0)
+    }
+
+    /// Time inside each journal `fdatasync` that covered lines; `None`
+    /// without a journal (`fsync` off).
+    pub fn sync_seconds(&self) -> Option<&crate::metrics::Histogram> {
+        self.0.journal.as_ref().map(|j| &j.stats.sync_seconds)
     }
 }
 

@@ -2,6 +2,7 @@
 //! sync thread and the connections keep, reported in `ServerStats` (the
 //! figures docs/transport.md explains come from them).
 
+use crate::metrics::{Histogram, SYNC_BUCKETS};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -21,6 +22,8 @@ pub(crate) struct SyncStats {
     /// that covered them to their write to the socket returning.
     pub(crate) acks: AtomicU64,
     pub(crate) ack_ns: AtomicU64,
+    /// Time inside each of those syncs, as a histogram.
+    pub(crate) sync_seconds: Histogram,
 }
 
 impl Default for SyncStats {
@@ -33,6 +36,7 @@ impl Default for SyncStats {
             wait_ns: AtomicU64::new(0),
             acks: AtomicU64::new(0),
             ack_ns: AtomicU64::new(0),
+            sync_seconds: Histogram::new(&SYNC_BUCKETS),
         }
     }
 }
@@ -71,8 +75,7 @@ impl SyncStats {
         add(&self.records, p.n);
         add(&self.sync_ns, took_ns);
         add(&self.wait_ns, u64::try_from(waited).unwrap_or(u64::MAX));
-        crate::metrics::TRANSPORT_SYNCS.inc();
-        crate::metrics::TRANSPORT_SYNC_SECONDS.observe_secs(took_ns as f64 / 1e9);
+        self.sync_seconds.observe_secs(took_ns as f64 / 1e9);
     }
 
     /// A batch of held acks left `ns` after the sync covering it ended.

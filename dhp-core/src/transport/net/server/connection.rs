@@ -27,7 +27,6 @@ const SKIP_FACTOR: usize = 4;
 impl Srv {
     fn tls_failed(&self, peer: SocketAddr, why: &str) {
         bump(&self.stats.tls_failures);
-        crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Tls as usize);
         if once_per_second(&self.last_tls_warn) {
             tracing::warn!(%peer, error = why, "transport: TLS failed (further ones this second not logged)");
         }

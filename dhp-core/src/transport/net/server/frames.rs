@@ -39,12 +39,10 @@ pub(super) fn ok(body: Value) -> Reply {
 }
 
 pub(super) fn refuse(msg: impl Into<String>) -> Reply {
-    crate::metrics::TRANSPORT_LINES.inc(2);
     Reply { body: json!({"ok": false, "error": msg.into()}), close: false, durable: false }
 }
 
 pub(super) fn refuse_and_close(msg: impl Into<String>) -> Reply {
-    crate::metrics::TRANSPORT_LINES.inc(2);
     Reply { body: json!({"ok": false, "error": msg.into()}), close: true, durable: false }
 }
 
@@ -166,7 +164,6 @@ impl Srv {
         match r {
             Ok(None) => {
                 bump(&self.stats.envelopes);
-                crate::metrics::TRANSPORT_LINES.inc(0);
                 Reply { durable: true, ..ok(json!({"ok": true})) }
             }
             Ok(Some(m)) => refuse(m),
@@ -248,14 +245,11 @@ impl Srv {
         match r {
             Ok(Ok(appended)) => {
                 bump(if appended { &self.stats.checkpoints_appended } else { &self.stats.checkpoints_duplicate });
-                crate::metrics::TRANSPORT_LINES.inc(usize::from(!appended));
-                crate::metrics::TRANSPORT_ACKS.inc();
                 // A duplicate too: the earlier copy may not be synced yet.
                 Reply { durable: true, ..ok(json!({"ok": true, "seq": seq})) }
             }
             Ok(Err(Ok(SeqRefusal::Gap { next }))) => {
                 bump(&self.stats.checkpoints_gap);
-                crate::metrics::TRANSPORT_LINES.inc(2);
                 tracing::info!(hid = &s.hid[..12], seq, expect_seq = next, "transport: checkpoint past a gap refused");
                 Reply {
                     body: json!({"ok": false, "error": format!("gap: expected seq {next}, got {seq}"), "expect_seq": next}),
@@ -265,7 +259,6 @@ impl Srv {
             }
             Ok(Err(Ok(SeqRefusal::Conflict { next }))) => {
                 bump(&self.stats.checkpoints_conflict);
-                crate::metrics::TRANSPORT_LINES.inc(2);
                 tracing::warn!(hid = &s.hid[..12], seq, "transport: conflicting checkpoint refused");
                 Reply {
                     body: json!({

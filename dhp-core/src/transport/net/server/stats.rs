@@ -1,4 +1,6 @@
-//! What a server counts while it runs, and the summary it returns.
+//! What a server counts while it runs, and the summary it returns — the
+//! one count of each event: `dhp transport`'s `/metrics` reads the same
+//! counters through a [`super::StatsHandle`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -81,10 +83,9 @@ pub(super) fn bump(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A refused hello: the server's own count and the process metric.
+/// A refused hello.
 pub(super) fn hello_refused(c: &Counters) {
     bump(&c.hellos_rejected);
-    crate::metrics::TRANSPORT_REFUSED.inc(crate::metrics::Refusal::Hello as usize);
 }
 
 impl Counters {
