@@ -13,7 +13,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // unification of workspace-hack, which would pull the harnesses' crates).
     ("dhp-core", &["dhp-secrets"]),
     // The program on it.
-    ("dhp", &["dhp-core", "dhp-workload", "workspace-hack"]),
+    ("dhp", &["dhp-core", "dhp-workload", "dhp-http", "workspace-hack"]),
     // dhp-rs under test: the adapter and the chaos mutants.
     ("dhp-adapter", &["dhp-core", "dhp-testkit"]),
     ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-secrets", "workspace-hack"]),
@@ -25,6 +25,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-workload", &[]),
     ("dhp-secrets", &[]),
     ("dhp-markup", &[]),
+    // The one HTTP server stack and its shared limits (every server).
+    ("dhp-http", &[]),
     ("dhp-testkit", &["dhp-core", "dhp-kit", "workspace-hack"]),
     // The test machinery that links no implementation (the judges use it).
     ("dhp-kit", &["workspace-hack"]),
