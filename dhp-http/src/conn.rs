@@ -98,22 +98,47 @@ async fn connection(sock: TcpStream, router: Router, limits: Limits, entry: Entr
     }
 }
 
-/// See [`crate::serve`].
-pub(crate) async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
+/// See [`crate::serve`]: one connection table (and cap) for every
+/// listener.
+pub(crate) async fn serve(
+    listeners: Vec<TcpListener>,
+    router: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
     let table = Arc::new(Table::default());
     let cap = limits.cap();
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (tx, mut accepted) = tokio::sync::mpsc::channel::<TcpStream>(64);
+    let accepting: Vec<_> = listeners
+        .into_iter()
+        .map(|l| {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                loop {
+                    match l.accept().await {
+                        Ok((sock, _)) => {
+                            if tx.send(sock).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, who = limits.who, "accept failed");
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
     tokio::pin!(shutdown);
     loop {
         let sock = tokio::select! {
             _ = &mut shutdown => break,
-            r = listener.accept() => match r {
-                Ok((sock, _)) => sock,
-                Err(e) => {
-                    tracing::warn!(error = %e, who = limits.who, "accept failed");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                    continue;
-                }
+            s = accepted.recv() => match s {
+                Some(sock) => sock,
+                None => break,
             },
         };
         let Some(entry) = table.admit(cap, limits.at_cap == AtCap::MakeRoom) else {
@@ -132,7 +157,11 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, limits: Limits,
             table.leave(id);
         });
     }
-    drop(listener);
+    // the listeners close with their tasks
+    for a in accepting {
+        a.abort();
+    }
+    drop(accepted);
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(GRACE, async {
         while table.open() > 0 {

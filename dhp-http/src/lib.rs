@@ -109,7 +109,18 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) {
-    conn::serve(listener, router, limits, shutdown).await
+    conn::serve(vec![listener], router, limits, shutdown).await
+}
+
+/// [`serve`] on several listeners (e.g. the loopbacks of two network
+/// namespaces) with one connection table: the cap is the server's.
+pub async fn serve_all(
+    listeners: Vec<tokio::net::TcpListener>,
+    router: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    conn::serve(listeners, router, limits, shutdown).await
 }
 
 /// A server running on a thread of its own (for programs without a
@@ -132,22 +143,24 @@ impl Background {
     }
 }
 
-/// Serve `router` on a blocking `listener` the caller bound, from a new
-/// thread named `thread` with a runtime of its own.
+/// Serve `router` on blocking `listeners` the caller bound (one table for
+/// all), from a new thread named `thread` with a runtime of its own.
 pub fn spawn(
-    listener: std::net::TcpListener,
+    listeners: Vec<std::net::TcpListener>,
     router: Router,
     limits: Limits,
     thread: &str,
 ) -> std::io::Result<Background> {
-    listener.set_nonblocking(true)?;
+    for l in &listeners {
+        l.set_nonblocking(true)?;
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new().name(thread.into()).spawn(move || {
         rt.block_on(async move {
-            match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => {
-                    serve(l, router, limits, async move {
+            match listeners.into_iter().map(tokio::net::TcpListener::from_std).collect() {
+                Ok(ls) => {
+                    serve_all(ls, router, limits, async move {
                         // a dropped handle (Err) leaves the server running
                         if stopped.await.is_err() {
                             std::future::pending::<()>().await;

@@ -71,7 +71,7 @@ pub fn start(args: &MetricsArgs, what: &str, families: Families) -> Result<Optio
         .local_addr()
         .map_err(|e| Error::transport_from(TransportKind::Start, format!("--metrics: listener address: {e}"), e))?;
     // the server lives as long as the process (its handle is dropped)
-    dhp_http::spawn(listener, router(families), LIMITS, "dhp-metrics").map_err(|e| {
+    dhp_http::spawn(vec![listener], router(families), LIMITS, "dhp-metrics").map_err(|e| {
         Error::transport_from(TransportKind::Start, format!("--metrics: cannot start its server: {e}"), e)
     })?;
     crate::out::stderr_line(&format!("dhp {what}: metrics on http://{local}/metrics"));
@@ -112,7 +112,7 @@ mod tests {
     fn serve(families: Families) -> SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        std::mem::forget(dhp_http::spawn(listener, router(families), LIMITS, "test-metrics").unwrap());
+        let _running = dhp_http::spawn(vec![listener], router(families), LIMITS, "test-metrics").unwrap();
         addr
     }
 

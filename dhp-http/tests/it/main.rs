@@ -25,5 +25,5 @@ pub fn server(limits: Limits) -> (SocketAddr, Background) {
         .route("/echo", post(|b: dhp_http::axum::body::Bytes| async move { format!("{} bytes", b.len()) }));
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
-    (addr, dhp_http::spawn(l, router, limits, "test-http").unwrap())
+    (addr, dhp_http::spawn(vec![l], router, limits, "test-http").unwrap())
 }

@@ -30,7 +30,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-testkit", &["dhp-core", "dhp-kit", "workspace-hack"]),
     // The test machinery that links no implementation (the judges use it).
     ("dhp-kit", &["workspace-hack"]),
-    ("demo", &["dhp-core", "dhp-testkit", "dhp-workload"]),
+    ("demo", &["dhp-core", "dhp-testkit", "dhp-workload", "dhp-http"]),
     ("dhp-benches", &["dhp-core", "dhp-testkit", "dhp-workload"]),
     ("workspace-hack", &["conform-hack"]),
     ("conform-hack", &[]),
