@@ -4,12 +4,14 @@
 use crate::cap::{Entry, Table};
 use crate::{AtCap, Limits};
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{header, HeaderValue, Request, Response, StatusCode};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +53,9 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
 }
 
 /// One request through the body limit and the request timeout.
-async fn answer(mut router: Router, req: Request<Incoming>, limits: Limits) -> Response<Body> {
+/// The peer's address is the request's `ConnectInfo<SocketAddr>`.
+async fn answer(mut router: Router, mut req: Request<Incoming>, limits: Limits, peer: SocketAddr) -> Response<Body> {
+    req.extensions_mut().insert(ConnectInfo(peer));
     let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limits.max_body as u64) {
         return plain(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
@@ -69,11 +73,12 @@ async fn answer(mut router: Router, req: Request<Incoming>, limits: Limits) -> R
 /// the server stops (then it finishes its request gracefully).
 async fn connection(sock: TcpStream, router: Router, limits: Limits, entry: Entry, mut stop: watch::Receiver<bool>) {
     let busy = entry.busy;
+    let Ok(peer) = sock.peer_addr() else { return };
     let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
         let (router, busy) = (router.clone(), busy.clone());
         async move {
             busy.store(true, Ordering::SeqCst);
-            let r = answer(router, req, limits).await;
+            let r = answer(router, req, limits, peer).await;
             busy.store(false, Ordering::SeqCst);
             Ok::<_, Infallible>(r)
         }

@@ -14,6 +14,8 @@
 //! - a request body of at most [`MAX_BODY`] bytes (`413`);
 //! - a response head within [`REQUEST_TIMEOUT`] (`503`; streamed bodies such
 //!   as server-sent events go on after their head).
+//!
+//! A handler finds the peer's address as `axum::extract::ConnectInfo<SocketAddr>`.
 
 mod cap;
 mod conn;
@@ -173,4 +175,25 @@ pub fn spawn(
         })
     })?;
     Ok(Background { stop: Some(stop), thread: Some(thread) })
+}
+
+/// A response body fed from a channel, one frame per message, ended when
+/// the sender is dropped (a server-sent event stream written by a thread:
+/// a send fails once the client is gone).
+pub fn channel_body(rx: tokio::sync::mpsc::Receiver<axum::body::Bytes>) -> axum::body::Body {
+    axum::body::Body::new(Channel(rx))
+}
+
+struct Channel(tokio::sync::mpsc::Receiver<axum::body::Bytes>);
+
+impl hyper::body::Body for Channel {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
 }

@@ -19,7 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-secrets", "workspace-hack"]),
     // The judges link no implementation.
     ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "conform-hack"]),
-    ("dhp-chaos", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-workload"]),
+    ("dhp-chaos", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-workload", "dhp-http"]),
     ("dhp-oracle", &[]),
     ("dhp-model", &[]),
     ("dhp-workload", &[]),
