@@ -70,10 +70,7 @@ fn no_http_is_written_by_hand_on_std_net() {
             found.push(rel);
         }
     }
-    assert!(
-        found.is_empty(),
-        "HTTP written by hand on std::net (serve it with dhp-http, ask with ureq): {found:#?}"
-    );
+    assert!(found.is_empty(), "HTTP written by hand on std::net (serve it with dhp-http, ask with ureq): {found:#?}");
     for (a, _) in ALLOWED {
         assert!(root.join(a).is_file(), "{a} is allowed but gone: drop it from ALLOWED");
     }
@@ -90,7 +87,8 @@ fn the_detector_sees_hand_written_servers_and_clients_only() {
         write!(c, \"GET /chunk?hid={hid} HTTP/1.1\\r\\nHost: {}\\r\\n\\r\\n\", h);\n";
     assert!(hand_written_http(client));
     // a head reader without the version literal
-    let reader = "fn read_head(s: &std::net::TcpStream) {\n    while !buf.windows(4).any(|w| w == b\"\\r\\n\\r\\n\") {}\n}\n";
+    let reader =
+        "fn read_head(s: &std::net::TcpStream) {\n    while !buf.windows(4).any(|w| w == b\"\\r\\n\\r\\n\") {}\n}\n";
     assert!(hand_written_http(reader));
     // the same in a unit-test module, in comments, or on tokio: allowed
     let test_only = format!("fn f() {{}}\n#[cfg(test)]\nmod tests {{\n{server}}}\n");
