@@ -10,19 +10,22 @@
 //! [`Mirror::release_hold`] — so a worker killed meanwhile dies with its
 //! request in flight, provably.
 //!
-//! The HTTP/1.1 server is a small one of its own (keep-alive, one write
-//! per response on a `TCP_NODELAY` socket). One mirror can listen on several sockets (e.g. the loopback of two
-//! network namespaces) and keeps one set of counters for all of them.
+//! The HTTP server is the project's one stack (dhp-http) under its shared
+//! limits; at the cap the oldest connection not being answered is closed
+//! for a newcomer, so idle or trickling clients cannot keep a page worker
+//! out. One mirror can listen on several sockets (e.g. the loopback of two
+//! network namespaces) and keeps one set of counters, and one connection
+//! cap, for all of them.
 
-use crate::slots::HEAD_TIMEOUT;
 use crate::titles::{self, SplitMix64};
+use dhp_http::axum::http::{header, HeaderValue, Method, StatusCode, Uri};
+use dhp_http::axum::response::Response;
+use dhp_http::axum::Router;
+use dhp_http::{AtCap, Background, Limits};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The path prefix of the summary endpoint.
@@ -223,8 +226,7 @@ struct Inner {
 /// A running mirror.
 pub struct Mirror {
     inner: Arc<Inner>,
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    server: Option<Background>,
     addrs: Vec<SocketAddr>,
 }
 
@@ -245,41 +247,16 @@ impl Mirror {
             hold: Mutex::new(HoldState::default()),
             cv: Condvar::new(),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        // one table for every listener: the cap is the process's
-        let slots = crate::slots::Slots::new(crate::slots::cap());
-        let mut threads = Vec::new();
-        let mut addrs = Vec::new();
-        for l in listeners {
-            addrs.push(l.local_addr()?);
-            // Non-blocking accept so that drop can stop the loop.
-            l.set_nonblocking(true)?;
-            let (i, stop, slots) = (inner.clone(), stop.clone(), slots.clone());
-            threads.push(std::thread::Builder::new().name("mirror-accept".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    match l.accept() {
-                        Ok((mut conn, _)) => match slots.admit(&conn) {
-                            Some(ticket) => {
-                                let i = i.clone();
-                                let _ = std::thread::Builder::new()
-                                    .name("mirror-conn".into())
-                                    .spawn(move || serve_connection(&i, conn, &ticket));
-                            }
-                            None => {
-                                let _ = conn.set_nonblocking(false);
-                                let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
-                                let _ = write_response(&mut conn, 503, b"busy", false);
-                            }
-                        },
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                    }
-                }
-            })?);
-        }
-        Ok(Mirror { inner, stop, threads, addrs })
+        let addrs = listeners.iter().map(TcpListener::local_addr).collect::<std::io::Result<Vec<_>>>()?;
+        // a held request is answered when released (or at its timeout)
+        let slowest = inner.cfg.hold_timeout + Duration::from_millis(inner.cfg.max_delay_ms) + Duration::from_secs(5);
+        let limits = Limits {
+            at_cap: AtCap::MakeRoom,
+            request_timeout: dhp_http::REQUEST_TIMEOUT.max(slowest),
+            ..Limits::new("mirror")
+        };
+        let server = dhp_http::spawn(listeners, router(inner.clone()), limits, "mirror")?;
+        Ok(Mirror { inner, server: Some(server), addrs })
     }
 
     /// Bind `127.0.0.1:0` in the current network namespace.
@@ -338,123 +315,39 @@ impl Mirror {
 impl Drop for Mirror {
     fn drop(&mut self) {
         self.release_hold();
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        if let Some(s) = self.server.take() {
+            s.stop();
         }
     }
 }
 
-/// Largest request head the mirror reads.
-const MAX_HEAD: usize = 16 * 1024;
-
-/// One parsed request head.
-struct RequestHead {
-    method: String,
-    target: String,
-    keep_alive: bool,
-    content_length: usize,
+/// Every request, answered by [`handle`] on a blocking thread (it may
+/// wait for a held request's release).
+fn router(inner: Arc<Inner>) -> Router {
+    Router::new().fallback(move |method: Method, uri: Uri| {
+        let inner = inner.clone();
+        async move {
+            let target = uri.path_and_query().map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
+            let answered = tokio::task::spawn_blocking(move || handle(&inner, method.as_str(), &target)).await;
+            let (status, body) = answered.unwrap_or_else(|_| (500, b"{}".to_vec()));
+            respond(status, body)
+        }
+    })
 }
 
-fn parse_head(head: &str) -> Option<RequestHead> {
-    let mut lines = head.split("\r\n");
-    let mut parts = lines.next()?.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    let mut keep_alive = version == "HTTP/1.1";
-    let mut content_length = 0;
-    for l in lines {
-        let Some((k, v)) = l.split_once(':') else { continue };
-        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
-        match k.as_str() {
-            "connection" if v.contains("close") => keep_alive = false,
-            "connection" if v.contains("keep-alive") => keep_alive = true,
-            "content-length" => content_length = v.parse().ok()?,
-            _ => {}
-        }
-    }
-    Some(RequestHead { method: method.to_string(), target: target.to_string(), keep_alive, content_length })
-}
-
-/// Read more of a request into `buf`, waiting at most until `by` (the
-/// head deadline) or, before its first byte, [`IDLE_TIMEOUT`]; false when
-/// the client is gone or too slow.
-fn read_more(conn: &mut TcpStream, buf: &mut Vec<u8>, by: Option<Instant>) -> bool {
-    let wait = by.map_or(crate::slots::IDLE_TIMEOUT, |t| t.saturating_duration_since(Instant::now()));
-    if wait.is_zero() || conn.set_read_timeout(Some(wait)).is_err() {
-        return false;
-    }
-    let mut chunk = [0u8; 4096];
-    match conn.read(&mut chunk) {
-        Ok(0) | Err(_) => false,
-        Ok(n) => {
-            buf.extend_from_slice(&chunk[..n]);
-            true
-        }
-    }
-}
-
-/// HTTP/1.1 on one connection: keep-alive, each response written with a
-/// single write on a TCP_NODELAY socket (no Nagle/delayed-ACK stalls).
-/// Bounded (`crate::slots`): a request's head and body must arrive within
-/// [`HEAD_TIMEOUT`] of its first byte; `ticket` marks it answering.
-fn serve_connection(inner: &Inner, mut conn: TcpStream, ticket: &crate::slots::Ticket) {
-    let _ = conn.set_nonblocking(false);
-    let _ = conn.set_nodelay(true);
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    loop {
-        let mut by = (!buf.is_empty()).then(|| Instant::now() + HEAD_TIMEOUT);
-        let end = loop {
-            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break p;
-            }
-            if buf.len() > MAX_HEAD || !read_more(&mut conn, &mut buf, by) {
-                return;
-            }
-            by = by.or_else(|| Some(Instant::now() + HEAD_TIMEOUT));
-        };
-        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-        let mut rest = buf.split_off(end + 4);
-        let Some(req) = parse_head(&head) else {
-            let _ = write_response(&mut conn, 400, b"bad request", false);
-            return;
-        };
-        // Discard a request body, if any (within the same deadline).
-        while rest.len() < req.content_length {
-            if !read_more(&mut conn, &mut rest, by) {
-                return;
-            }
-        }
-        buf = rest.split_off(req.content_length);
-        ticket.answering.store(true, Ordering::SeqCst);
-        let (status, body) = handle(inner, &req.method, &req.target);
-        if write_response(&mut conn, status, &body, req.keep_alive).is_err() || !req.keep_alive {
-            return;
-        }
-        ticket.answering.store(false, Ordering::SeqCst);
-    }
-}
-
-fn write_response(conn: &mut TcpStream, status: u16, body: &[u8], keep_alive: bool) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        503 => "Service Unavailable",
-        404 => "Not Found",
-        _ => "Error",
-    };
-    let mut out = format!(
-        "HTTP/1.1 {status} {reason}\r\n\
-         Content-Type: application/json; charset=utf-8; profile=\"https://www.mediawiki.org/wiki/Specs/Summary/1.5.0\"\r\n\
-         Content-Length: {}\r\n\
-         Connection: {}\r\n\
-         Server: dhp-demo-mirror\r\n\r\n",
-        body.len(),
-        if keep_alive { "keep-alive" } else { "close" }
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    conn.write_all(&out)?;
-    conn.flush()
+/// A response as Wikipedia's summary endpoint sends it.
+fn respond(status: u16, body: Vec<u8>) -> Response {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(
+            "application/json; charset=utf-8; profile=\"https://www.mediawiki.org/wiki/Specs/Summary/1.5.0\"",
+        ),
+    );
+    h.insert(header::SERVER, HeaderValue::from_static("dhp-demo-mirror"));
+    r
 }
 
 /// Answer one request: (status, body). Counts it, holds it if asked to.
@@ -504,6 +397,7 @@ fn handle(inner: &Inner, method: &str, target: &str) -> (u16, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
 
     fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
         let mut s = std::net::TcpStream::connect(addr).unwrap();

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod faketime;
+pub mod http_limits;
 pub mod locate;
 
 use std::path::PathBuf;

@@ -1,17 +1,26 @@
 //! The client of a harness's workload service (`dhp work --workload URL`,
 //! `DHP_WORKLOAD_URL`): get each census chunk's count and sum from the
 //! service instead of sieving it, and carry the service's stamp in the
-//! checkpoint (dhp-chaos/CONTRACT.md §2.1). One plain HTTP/1.1 GET per chunk.
+//! checkpoint (dhp-chaos/CONTRACT.md §2.1). One HTTP GET per chunk, with
+//! the project's one HTTP client (ureq); feature `client` (the judge,
+//! dhp-chaos, needs only [`CREDENTIAL_ENV`], not an HTTP client).
 
+#[cfg(feature = "client")]
 use crate::error::{Error, Result, ServiceFailure};
+#[cfg(feature = "client")]
 use serde_json::Value;
-use std::io::{Read, Write};
+#[cfg(feature = "client")]
+use std::io::Read;
+#[cfg(feature = "client")]
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+#[cfg(feature = "client")]
 use std::time::Duration;
 
 /// Longest wait for the service to connect or answer.
+#[cfg(feature = "client")]
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest answer read.
+#[cfg(feature = "client")]
 const MAX_ANSWER: u64 = 64 * 1024;
 
 /// The environment variable holding this process's credential for the
@@ -20,14 +29,18 @@ const MAX_ANSWER: u64 = 64 * 1024;
 pub const CREDENTIAL_ENV: &str = "DHP_WORKLOAD_CREDENTIAL";
 
 /// A workload service at `http://HOST:PORT`.
+#[cfg(feature = "client")]
 #[derive(Clone)]
 pub struct Workload {
     addr: SocketAddr,
     host: String,
+    /// One request per connection (the service closes each).
+    agent: ureq::Agent,
     /// This process's credential ([`CREDENTIAL_ENV`]), if it was given one.
     credential: Option<String>,
 }
 
+#[cfg(feature = "client")]
 impl std::fmt::Debug for Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // the credential is a secret: never printed
@@ -46,6 +59,7 @@ pub struct Chunk {
     pub stamp: String,
 }
 
+#[cfg(feature = "client")]
 impl Workload {
     /// Parse `http://HOST:PORT[/]`; refused (kind Address) otherwise.
     pub fn parse(url: &str) -> Result<Workload> {
@@ -72,7 +86,13 @@ impl Workload {
         let credential = std::env::var(CREDENTIAL_ENV)
             .ok()
             .filter(|c| !c.is_empty() && c.len() <= 256 && c.bytes().all(|b| b.is_ascii_graphic()));
-        Ok(Workload { addr, host: host.to_string(), credential })
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(TIMEOUT)
+            .timeout_read(TIMEOUT)
+            .timeout_write(TIMEOUT)
+            .redirects(0)
+            .build();
+        Ok(Workload { addr, host: host.to_string(), agent, credential })
     }
 
     /// Connect once and hang up: the service is there (before a worker
@@ -93,29 +113,26 @@ impl Workload {
             detail: format!("{what}: {e}"),
             source: Some(e),
         };
-        let mut c = TcpStream::connect_timeout(&self.addr, TIMEOUT).map_err(io)?;
-        c.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
-        c.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
         // hid and holder are validated ids (hex, and the id alphabet of §1.2): no escaping needed
-        let auth = self.credential.as_ref().map(|c| format!("Authorization: Bearer {c}\r\n")).unwrap_or_default();
-        write!(
-            c,
-            "GET /chunk?hid={hid}&n={n}&end={end}&holder={holder}&fence={fence} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
-            self.host
-        )
-        .map_err(io)?;
-        let mut raw = Vec::new();
-        c.take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
-        let text = String::from_utf8_lossy(&raw);
+        let url = format!("http://{}/chunk?hid={hid}&n={n}&end={end}&holder={holder}&fence={fence}", self.host);
+        let mut req = self.agent.get(&url).set("Connection", "close");
+        if let Some(c) = &self.credential {
+            req = req.set("Authorization", &format!("Bearer {c}"));
+        }
         let refused = |why: String| Error::Service {
             failure: ServiceFailure::Refused,
             detail: format!("{what}: {why}"),
             source: None,
         };
-        let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| refused("no HTTP answer".into()))?;
-        let status = head.split_whitespace().nth(1).unwrap_or("");
-        let v: Value = serde_json::from_str(body).map_err(|_| refused(format!("answer {status} is not JSON")))?;
-        if status != "200" {
+        let (status, resp) = match req.call() {
+            Ok(r) => (r.status(), r),
+            Err(ureq::Error::Status(code, r)) => (code, r),
+            Err(ureq::Error::Transport(t)) => return Err(io(std::io::Error::other(t.to_string()))),
+        };
+        let mut raw = Vec::new();
+        resp.into_reader().take(MAX_ANSWER).read_to_end(&mut raw).map_err(io)?;
+        let v: Value = serde_json::from_slice(&raw).map_err(|_| refused(format!("answer {status} is not JSON")))?;
+        if status != 200 {
             return Err(refused(format!("{status}: {}", v["error"].as_str().unwrap_or("no reason given"))));
         }
         match (v["count"].as_u64(), v["sum"].as_u64(), v["stamp"].as_str()) {
@@ -125,7 +142,7 @@ impl Workload {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "client"))]
 mod tests {
     use super::*;
 

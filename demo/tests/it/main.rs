@@ -9,4 +9,5 @@ mod kill_demo_mirror;
 mod kill_demo_netns;
 mod kill_demo_transport_late;
 mod mirror_bounded;
+mod mirror_limits;
 mod usage_error;

@@ -8,29 +8,31 @@
 //! reload, no script but the page's own. `/state.json` is the live
 //! state, and every other path a file of the run directory, read-only.
 //!
-//! Every request passes [`super::guard`] first: its head whole within
-//! [`super::guard::HEAD_DEADLINE`], a loopback (or `--allow-host`) Host and
+//! Served by the project's one HTTP stack (dhp-http) under its shared
+//! limits (connection cap, head size and deadline, ...). Every request
+//! passes [`super::guard`] first: a loopback (or `--allow-host`) Host and
 //! Origin, and the token (Bearer, or the cookie `/login?token=T` sets).
 //!
 //! The caller binds the listener (so a test can bind port 0) and runs
 //! [`Dashboard::run`] on a thread of its own until `shutdown` is set.
 
 use super::esc;
-use super::guard::{self, Guard, Verdict};
+use super::guard::{Guard, Head, Verdict};
 use crate::error::{Error, Result};
 use crate::round::Live;
+use dhp_http::axum::body::{Body, Bytes};
+use dhp_http::axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use dhp_http::axum::response::Response;
+use dhp_http::axum::Router;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Connections served at once (a quarter of the soft RLIMIT_NOFILE when
-/// that is lower; the rest get 503).
-const MAX_CONNECTIONS: usize = 32;
 /// Faults listed in the live section (the latest).
 const LIVE_FAULTS: usize = 40;
 /// How often an event stream looks for news.
@@ -141,18 +143,12 @@ pub struct Dashboard {
     guard: Guard,
     run_dir: Mutex<PathBuf>,
     inner: Mutex<Inner>,
-    active: AtomicUsize,
 }
 
 impl Dashboard {
     /// A dashboard of the run directory `run_dir`, answering what `guard` lets through.
     pub fn new(run_dir: &Path, guard: Guard) -> Arc<Dashboard> {
-        Arc::new(Dashboard {
-            guard,
-            run_dir: Mutex::new(run_dir.to_path_buf()),
-            inner: Mutex::new(Inner::default()),
-            active: AtomicUsize::new(0),
-        })
+        Arc::new(Dashboard { guard, run_dir: Mutex::new(run_dir.to_path_buf()), inner: Mutex::new(Inner::default()) })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -286,95 +282,116 @@ impl Dashboard {
     /// loopback port, 0 included) and runs this on a thread of its own.
     pub fn run(self: &Arc<Self>, listener: TcpListener, shutdown: Arc<AtomicBool>) -> Result<()> {
         let addr = listener.local_addr().map_err(Error::io("reading the dashboard's address", "--dashboard"))?;
-        listener.set_nonblocking(true).map_err(Error::io("setting up the dashboard listener", addr.to_string()))?;
-        let cap = crate::site::guard::conn_cap(MAX_CONNECTIONS);
-        while !shutdown.load(Ordering::SeqCst) {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    if self.active.fetch_add(1, Ordering::SeqCst) >= cap {
-                        self.active.fetch_sub(1, Ordering::SeqCst);
-                        let mut s = stream;
-                        let _ = respond(&mut s, "503 Service Unavailable", "text/plain", b"too many connections\n");
-                        continue;
-                    }
-                    let me = Arc::clone(self);
-                    let stop = Arc::clone(&shutdown);
-                    std::thread::spawn(move || {
-                        let _ = me.serve(stream, &stop);
-                        me.active.fetch_sub(1, Ordering::SeqCst);
-                    });
+        let setup = Error::io("setting up the dashboard listener", addr.to_string());
+        listener.set_nonblocking(true).map_err(setup)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::io("starting the dashboard's runtime", addr.to_string()))?;
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::from_std(listener)
+                .map_err(Error::io("setting up the dashboard listener", addr.to_string()))?;
+            let stop = Arc::clone(&shutdown);
+            let stopped = async move {
+                while !stop.load(Ordering::SeqCst) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-        // let the event streams send their last event and close
-        let until = Instant::now() + Duration::from_secs(2);
-        while self.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(())
+            };
+            // then the event streams send their last event and close
+            let limits = dhp_http::Limits::new("chaos-dashboard");
+            dhp_http::serve(l, self.router(shutdown), limits, stopped).await;
+            Ok(())
+        })
     }
 
-    fn serve(&self, stream: TcpStream, shutdown: &AtomicBool) -> std::io::Result<()> {
-        stream.set_nonblocking(false)?;
-        stream.set_write_timeout(Some(guard::HEAD_DEADLINE))?;
-        let mut s = stream;
-        let Some(head) = guard::read_head(&s) else {
-            return respond(&mut s, "408 Request Timeout", "text/plain", b"no whole request head in time\n");
+    /// Every request, judged and answered on a blocking thread (pages are
+    /// rendered from the run directory's files).
+    fn router(self: &Arc<Self>, shutdown: Arc<AtomicBool>) -> Router {
+        let me = Arc::clone(self);
+        let any = move |method: Method, uri: Uri, headers: HeaderMap| {
+            let (me, shutdown) = (Arc::clone(&me), Arc::clone(&shutdown));
+            async move {
+                let head = Head {
+                    method: method.as_str().to_string(),
+                    target: uri.path_and_query().map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string()),
+                    headers: headers
+                        .iter()
+                        .map(|(k, v)| {
+                            (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).trim().to_string())
+                        })
+                        .collect(),
+                };
+                let answered = tokio::task::spawn_blocking(move || me.answer(&head, &shutdown)).await;
+                answered
+                    .unwrap_or_else(|_| respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", b"failed\n".to_vec()))
+            }
         };
-        match self.guard.judge(&head) {
+        dhp_http::close_after_each(Router::new().fallback(any))
+    }
+
+    fn answer(self: &Arc<Self>, head: &Head, shutdown: &Arc<AtomicBool>) -> Response {
+        match self.guard.judge(head) {
             Verdict::Allowed => {}
             Verdict::WrongHost => {
                 return respond(
-                    &mut s,
-                    "403 Forbidden",
+                    StatusCode::FORBIDDEN,
                     "text/plain",
-                    b"this dashboard answers to loopback names only\n",
+                    b"this dashboard answers to loopback names only\n".to_vec(),
                 )
             }
             Verdict::Unauthorized => {
                 return respond(
-                    &mut s,
-                    "401 Unauthorized",
+                    StatusCode::UNAUTHORIZED,
                     "text/plain",
-                    b"open the URL dhp-chaos printed (/login?token=...), or send 'Authorization: Bearer <token>'\n",
+                    b"open the URL dhp-chaos printed (/login?token=...), or send 'Authorization: Bearer <token>'\n"
+                        .to_vec(),
                 )
             }
             Verdict::Login => {
-                let head = format!(
-                    "HTTP/1.1 303 See Other\r\nLocation: /\r\nSet-Cookie: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    self.guard.set_cookie()
-                );
-                return s.write_all(head.as_bytes());
+                let mut r = respond(StatusCode::SEE_OTHER, "text/plain", Vec::new());
+                r.headers_mut().insert(header::LOCATION, HeaderValue::from_static("/"));
+                if let Ok(c) = HeaderValue::from_str(&self.guard.set_cookie()) {
+                    r.headers_mut().insert(header::SET_COOKIE, c);
+                }
+                return r;
             }
         }
         let (method, target) = (head.method.as_str(), head.target.as_str());
         if method != "GET" && method != "HEAD" {
-            return respond(&mut s, "405 Method Not Allowed", "text/plain", b"only GET\n");
+            return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", b"only GET\n".to_vec());
         }
         let path = target.split(['?', '#']).next().unwrap_or("/");
         match path {
-            "/" | "/index.html" => {
-                let page = super::render(&self.dir(), Some(&self.live_section()));
-                match page {
-                    Ok(p) => respond(&mut s, "200 OK", "text/html; charset=utf-8", p.as_bytes()),
-                    Err(e) => respond(&mut s, "500 Internal Server Error", "text/plain", e.chain().as_bytes()),
-                }
-            }
+            "/" | "/index.html" => match super::render(&self.dir(), Some(&self.live_section())) {
+                Ok(p) => respond(StatusCode::OK, "text/html; charset=utf-8", p.into_bytes()),
+                Err(e) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.chain().into_bytes()),
+            },
             "/state.json" => {
                 let body = serde_json::to_vec(&self.snapshot().0).unwrap_or_default();
-                respond(&mut s, "200 OK", "application/json", &body)
+                respond(StatusCode::OK, "application/json", body)
             }
-            "/events" => self.events(&mut s, shutdown),
-            _ => self.file(&mut s, path),
+            "/events" => self.events(shutdown),
+            _ => self.file(path),
         }
     }
 
-    fn events(&self, s: &mut TcpStream, shutdown: &AtomicBool) -> std::io::Result<()> {
-        s.write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\nretry: 500\n\n",
-        )?;
+    /// `/events`: a stream written by a thread of its own until it has
+    /// lasted [`STREAM`], the run ended, or the client is gone.
+    fn events(self: &Arc<Self>, shutdown: &Arc<AtomicBool>) -> Response {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+        let (me, shutdown) = (Arc::clone(self), Arc::clone(shutdown));
+        std::thread::spawn(move || me.stream(&tx, &shutdown));
+        let mut r = Response::new(dhp_http::channel_body(rx));
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    }
+
+    fn stream(&self, tx: &tokio::sync::mpsc::Sender<Bytes>, shutdown: &AtomicBool) {
+        let send = |text: String| tx.blocking_send(Bytes::from(text)).is_ok();
+        if !send("retry: 500\n\n".into()) {
+            return;
+        }
         let (mut seen, mut seen_rounds) = (u64::MAX, None::<u64>);
         let mut last_sent = Instant::now();
         let began = Instant::now();
@@ -383,36 +400,41 @@ impl Dashboard {
             if v != seen {
                 seen = v;
                 let data = serde_json::to_string(&state).unwrap_or_default();
-                s.write_all(format!("event: live\ndata: {data}\n\n").as_bytes())?;
+                if !send(format!("event: live\ndata: {data}\n\n")) {
+                    return;
+                }
                 last_sent = Instant::now();
             }
-            if seen_rounds.is_some_and(|r| r != rv) {
-                s.write_all(format!("event: rounds\ndata: {}\n\n", state.rounds_done).as_bytes())?;
+            if seen_rounds.is_some_and(|r| r != rv) && !send(format!("event: rounds\ndata: {}\n\n", state.rounds_done))
+            {
+                return;
             }
             seen_rounds = Some(rv);
             if let Some(code) = state.exit_code {
-                s.write_all(format!("event: done\ndata: {code}\n\n").as_bytes())?;
-                return s.flush();
+                send(format!("event: done\ndata: {code}\n\n"));
+                return;
             }
             if last_sent.elapsed() > Duration::from_secs(10) {
                 // a comment keeps proxies and clients from timing the stream out
-                s.write_all(b": keep-alive\n\n")?;
+                if !send(": keep-alive\n\n".into()) {
+                    return;
+                }
                 last_sent = Instant::now();
             }
-            s.flush()?;
             if shutdown.load(Ordering::SeqCst) || began.elapsed() >= STREAM {
-                return Ok(());
+                return;
             }
             std::thread::sleep(TICK);
         }
     }
 
     /// A file (or a directory listing) of the run directory; nothing outside it.
-    fn file(&self, s: &mut TcpStream, path: &str) -> std::io::Result<()> {
+    fn file(&self, path: &str) -> Response {
+        let not_found = || respond(StatusCode::NOT_FOUND, "text/plain", b"not found\n".to_vec());
         let dir = self.dir();
         let rel = Path::new(path.trim_start_matches('/'));
         if rel.components().any(|c| !matches!(c, Component::Normal(_))) || path.contains('%') {
-            return respond(s, "404 Not Found", "text/plain", b"not found\n");
+            return not_found();
         }
         let full = dir.join(rel);
         let inside = match (full.canonicalize(), dir.canonicalize()) {
@@ -420,10 +442,11 @@ impl Dashboard {
             _ => false,
         };
         if !inside {
-            return respond(s, "404 Not Found", "text/plain", b"not found\n");
+            return not_found();
         }
         if full.is_dir() {
-            let mut names: Vec<String> = std::fs::read_dir(&full)?
+            let Ok(entries) = std::fs::read_dir(&full) else { return not_found() };
+            let mut names: Vec<String> = entries
                 .filter_map(|e| e.ok())
                 .map(|e| {
                     let n = e.file_name().to_string_lossy().into_owned();
@@ -445,7 +468,7 @@ impl Dashboard {
                     .map(|n| format!("<li><a href=\"{}{}\">{}</a></li>", esc(&base), esc(n), esc(n)))
                     .collect::<String>()
             );
-            return respond(s, "200 OK", "text/html; charset=utf-8", body.as_bytes());
+            return respond(StatusCode::OK, "text/html; charset=utf-8", body.into_bytes());
         }
         let ctype = match full.extension().and_then(|e| e.to_str()) {
             Some("html") => "text/html; charset=utf-8",
@@ -455,8 +478,8 @@ impl Dashboard {
             _ => "text/plain; charset=utf-8",
         };
         match std::fs::read(&full) {
-            Ok(b) => respond(s, "200 OK", ctype, &b),
-            Err(_) => respond(s, "404 Not Found", "text/plain", b"not found\n"),
+            Ok(b) => respond(StatusCode::OK, ctype, b),
+            Err(_) => not_found(),
         }
     }
 
@@ -550,16 +573,13 @@ const LIVE_SCRIPT: &str = r#"<script>
 </script>
 "#;
 
-fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &[u8]) -> std::io::Result<()> {
-    s.write_all(
-        format!(
-            "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
-            body.len()
-        )
-        .as_bytes(),
-    )?;
-    s.write_all(body)?;
-    s.flush()
+/// An answer of `ctype` that no cache keeps.
+fn respond(status: StatusCode, ctype: &'static str, body: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }
 
 #[cfg(test)]

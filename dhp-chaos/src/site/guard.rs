@@ -1,47 +1,13 @@
-//! Who `--dashboard` answers: a request head read whole before a deadline,
-//! a Host (and Origin, when sent) naming a loopback address or an
+//! Who `--dashboard` answers: a Host (and Origin, when sent) naming a loopback address or an
 //! `--allow-host` name (DNS rebinding), and the dashboard's token — as
 //! `Authorization: Bearer T`, or the session cookie `/login?token=T` sets.
 //! The run directory holds the store, the process logs and the history: a
 //! page of another origin, or another local user, reads none of it.
 
-use std::io::Read;
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
-/// The whole request head (request line and headers) must arrive within
-/// this long: a client trickling bytes does not keep a connection slot.
-pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
-
-/// A server's connection cap within the descriptor budget: `max`, or a
-/// quarter of the soft RLIMIT_NOFILE when that is lower (at least 1), so
-/// `accept` never takes the harness's last descriptors.
-pub fn conn_cap(max: usize) -> usize {
-    cap_for(max, nofile_soft())
-}
-
-/// This process's soft RLIMIT_NOFILE, from `/proc/self/limits` (1024 when
-/// it cannot be read).
-pub fn nofile_soft() -> u64 {
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|t| {
-            let l = t.lines().find(|l| l.starts_with("Max open files"))?;
-            l.trim_start_matches("Max open files").split_whitespace().next()?.parse().ok()
-        })
-        .unwrap_or(1024)
-}
-
-/// [`conn_cap`] under a soft RLIMIT_NOFILE of `soft`.
-pub fn cap_for(max: usize, soft: u64) -> usize {
-    usize::try_from(soft / 4).unwrap_or(max).clamp(1, max)
-}
-/// The longest request head read.
-pub const MAX_HEAD: usize = 16 * 1024;
 /// The session cookie's name.
 pub const COOKIE: &str = "dhpchaos_session";
 
-/// A request head.
+/// A request head (as the HTTP stack parsed it).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Head {
     /// `GET`, `HEAD`, …
@@ -57,34 +23,6 @@ impl Head {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
-}
-
-/// Read a request head from `s` by [`HEAD_DEADLINE`]: `None` when it did
-/// not come whole in time, or was too long or not HTTP.
-pub fn read_head(s: &TcpStream) -> Option<Head> {
-    let deadline = Instant::now() + HEAD_DEADLINE;
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    let mut r = s;
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
-        let left = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero())?;
-        s.set_read_timeout(Some(left)).ok()?;
-        let n = r.read(&mut chunk).ok()?;
-        if n == 0 || buf.len() + n > MAX_HEAD {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let mut lines = text.lines();
-    let mut first = lines.next()?.split_whitespace();
-    let (method, target) = (first.next()?.to_string(), first.next()?.to_string());
-    let headers = lines
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Some(Head { method, target, headers })
 }
 
 /// The names the dashboard answers to, and its secrets.
@@ -211,15 +149,6 @@ impl Guard {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_cap_is_a_quarter_of_a_low_descriptor_limit() {
-        assert_eq!(cap_for(64, 1 << 20), 64);
-        assert_eq!(cap_for(64, 128), 32);
-        assert_eq!(cap_for(32, 64), 16);
-        assert_eq!(cap_for(32, 0), 1);
-        assert!(conn_cap(64) <= 64 && conn_cap(64) as u64 <= (nofile_soft() / 4).max(1));
-    }
-
     fn head(target: &str, headers: &[(&str, &str)]) -> Head {
         Head {
             method: "GET".into(),
@@ -258,30 +187,5 @@ mod tests {
         );
         // a token of its own when none is given
         assert_eq!(Guard::new(&[], None).token().len(), 32);
-    }
-
-    #[test]
-    fn a_trickled_head_is_cut_at_the_deadline() {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let t = std::thread::spawn(move || {
-            let mut c = TcpStream::connect(addr).unwrap();
-            for b in b"GET / HTTP/1.1\r\nHost: localhost\r\n" {
-                if std::io::Write::write_all(&mut c, &[*b]).is_err() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(300));
-            }
-        });
-        let (s, _) = l.accept().unwrap();
-        let t0 = Instant::now();
-        assert_eq!(read_head(&s), None);
-        let took = t0.elapsed();
-        assert!(
-            took >= HEAD_DEADLINE - Duration::from_millis(100) && took < HEAD_DEADLINE + Duration::from_secs(2),
-            "{took:?}"
-        );
-        drop(s);
-        t.join().unwrap();
     }
 }

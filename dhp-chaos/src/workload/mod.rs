@@ -11,7 +11,9 @@
 //! `GET /chunk?hid=H&n=N&end=E&holder=W&fence=F` with
 //! `Authorization: Bearer CRED` → `200 {"count": C, "sum": S, "stamp":
 //! "…"}`; anything else → `400`/`403`/`404` `{"error": …}`. One request per
-//! connection (`Connection: close`), plain HTTP/1.1.
+//! connection (`Connection: close`), HTTP/1.1 on the project's one stack
+//! (dhp-http) under its shared limits: a connection over the cap is
+//! answered 503 and closed, a request head must arrive within 5 s.
 //!
 //! Who asks is the harness's knowledge, not the asker's word: every worker
 //! is spawned with its own unguessable credential ([`CREDENTIAL_ENV`], in
@@ -28,16 +30,19 @@ pub use stop::{ChunkStop, ChunkStops, STOP_AT_CHUNK};
 
 use crate::check::census::primes_in;
 use crate::error::{Error, Result};
+use dhp_http::axum::extract::ConnectInfo;
+use dhp_http::axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use dhp_http::axum::response::{IntoResponse, Response};
+use dhp_http::axum::Router;
+use dhp_http::{Background, Limits};
 use rand::RngCore;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The file a round's service appends its record to.
 pub const FILE: &str = "workload.jsonl";
@@ -46,15 +51,10 @@ pub const ENV: &str = "DHP_WORKLOAD_URL";
 /// The environment variable that gives one worker its credential.
 pub const CREDENTIAL_ENV: &str = dhp_workload::client::CREDENTIAL_ENV;
 
-/// Longest request line or header the service reads.
-const MAX_LINE: usize = 4096;
 /// The whole request head must arrive within this long (a client
-/// trickling bytes is dropped then), and the answer be taken within it.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at once (a quarter of the soft RLIMIT_NOFILE when
-/// that is lower); one more is answered 503 and closed (a worker asks one
-/// chunk at a time: a round has far fewer).
-const MAX_CONNECTIONS: usize = 64;
+/// trickling bytes is dropped then): the shared limit.
+#[cfg(test)]
+const IO_TIMEOUT: std::time::Duration = dhp_http::HEADER_TIMEOUT;
 
 /// The census of each handoff the round dispatched: hid → (lo, hi, chunk).
 pub type Tasks = HashMap<String, (u64, u64, u64)>;
@@ -64,8 +64,7 @@ pub struct Service {
     url: String,
     stops: ChunkStops,
     shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: Option<Background>,
 }
 
 impl Service {
@@ -75,8 +74,6 @@ impl Service {
         let path = dir.join(FILE);
         let file = File::options().create(true).append(true).open(&path).map_err(Error::io("creating", &path))?;
         let addr = listener.local_addr().map_err(Error::io("reading the address of", &path))?;
-        listener.set_nonblocking(true).map_err(Error::io("configuring the listener of", &path))?;
-        let stop = Arc::new(AtomicBool::new(false));
         let stops = ChunkStops::default();
         let shared = Arc::new(Shared {
             tasks: Mutex::new(tasks),
@@ -85,13 +82,9 @@ impl Service {
             stops: stops.clone(),
             creds: Mutex::default(),
         });
-        let flag = stop.clone();
-        let served = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("workload".into())
-            .spawn(move || run(listener, &flag, &served))
+        let server = dhp_http::spawn(vec![listener], router(shared.clone()), Limits::new("workload"), "workload")
             .map_err(Error::io("starting the service for", &path))?;
-        Ok(Service { url: format!("http://{addr}"), stops, stop, thread: Some(thread), shared })
+        Ok(Service { url: format!("http://{addr}"), stops, server: Some(server), shared })
     }
 
     /// Serve one more handoff (a round extended by `--steer`).
@@ -129,9 +122,8 @@ impl Service {
 
 impl Drop for Service {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(s) = self.server.take() {
+            s.stop();
         }
     }
 }
@@ -147,122 +139,36 @@ struct Shared {
     creds: Mutex<HashMap<String, String>>,
 }
 
-/// Accept until `stop`; each connection on its own thread, at most
-/// [`MAX_CONNECTIONS`] at once.
-fn run(listener: TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
-    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let cap = crate::site::guard::conn_cap(MAX_CONNECTIONS);
-    while !stop.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((mut conn, peer)) => {
-                if active.fetch_add(1, Ordering::SeqCst) >= cap {
-                    active.fetch_sub(1, Ordering::SeqCst);
-                    let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
-                    let _ = conn.write_all(
-                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
-                    continue;
-                }
-                let (s, a) = (shared.clone(), active.clone());
-                let spawned = std::thread::Builder::new().name("workload-conn".into()).spawn(move || {
-                    let _ = serve(conn, &peer.to_string(), &s);
-                    a.fetch_sub(1, Ordering::SeqCst);
-                });
-                if spawned.is_err() {
-                    active.fetch_sub(1, Ordering::SeqCst);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(2)),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+/// Every request: a `GET` is [`answer`]ed on a blocking thread (it
+/// appends to the record, may SIGSTOP a worker, sieves the chunk), from
+/// the bearer credential and the peer's address; anything else is 400.
+fn router(shared: Arc<Shared>) -> Router {
+    let any = move |ConnectInfo(peer): ConnectInfo<SocketAddr>, method: Method, uri: Uri, headers: HeaderMap| {
+        let shared = shared.clone();
+        async move {
+            let cred = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().strip_prefix("Bearer "))
+                .map(|c| c.trim().to_string());
+            let target = uri.path_and_query().map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
+            let (status, body) = if method == Method::GET {
+                let asked = move || answer(&target, &peer.to_string(), cred.as_deref(), &shared);
+                let done = tokio::task::spawn_blocking(asked).await;
+                done.unwrap_or_else(|_| (500, json!({"error": "the service failed answering"})))
+            } else {
+                (400, json!({"error": "want GET /chunk?hid=…&n=…&end=…&holder=…&fence=…"}))
+            };
+            reply(status, &body)
         }
-    }
-}
-
-fn serve(conn: TcpStream, peer: &str, shared: &Shared) -> std::io::Result<()> {
-    conn.set_nonblocking(false)?;
-    conn.set_read_timeout(Some(IO_TIMEOUT))?;
-    conn.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut reader = BufReader::new(Deadline { s: conn.try_clone()?, until: std::time::Instant::now() + IO_TIMEOUT });
-    let mut line = String::new();
-    let (status, body) = match read_line(&mut reader, &mut line) {
-        Ok(()) => {
-            let target = request_target(&line);
-            // the headers, up to the blank line: only the credential is read
-            let mut h = String::new();
-            let mut cred = None;
-            loop {
-                h.clear();
-                if read_line(&mut reader, &mut h).is_err() || h.trim_end().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.split_once(':') {
-                    if k.trim().eq_ignore_ascii_case("authorization") {
-                        cred = v.trim().strip_prefix("Bearer ").map(|c| c.trim().to_string());
-                    }
-                }
-            }
-            match target {
-                Some(t) => answer(t, peer, cred.as_deref(), shared),
-                None => (400, json!({"error": "want GET /chunk?hid=…&n=…&end=…&holder=…&fence=…"})),
-            }
-        }
-        Err(why) => (400, json!({"error": why})),
     };
-    let text = body.to_string();
-    let reason = match status {
-        200 => "OK",
-        403 => "Forbidden",
-        404 => "Not Found",
-        _ => "Bad Request",
-    };
-    let mut w = conn;
-    write!(
-        w,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-        text.len()
-    )?;
-    w.flush()
+    dhp_http::close_after_each(Router::new().fallback(any))
 }
 
-/// A socket whose reads all end by one deadline: each read waits at most
-/// the time left, so a trickling client cannot stretch the request head.
-struct Deadline {
-    s: TcpStream,
-    until: std::time::Instant,
-}
-
-impl Read for Deadline {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.until.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        self.s.set_read_timeout(Some(left))?;
-        self.s.read(buf)
-    }
-}
-
-/// One CRLF- or LF-terminated line of at most [`MAX_LINE`] bytes.
-fn read_line(r: &mut impl BufRead, out: &mut String) -> std::result::Result<(), String> {
-    let mut buf = Vec::new();
-    let n = r.by_ref().take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).map_err(|e| format!("reading: {e}"))?;
-    if n == 0 {
-        return Err("empty request".into());
-    }
-    if n > MAX_LINE {
-        return Err(format!("request line longer than {MAX_LINE} bytes"));
-    }
-    *out = String::from_utf8(buf).map_err(|_| "request is not UTF-8".to_string())?;
-    Ok(())
-}
-
-/// The target of `GET TARGET HTTP/1.x`.
-fn request_target(line: &str) -> Option<&str> {
-    let mut parts = line.split_whitespace();
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("GET"), Some(t), Some(v)) if v.starts_with("HTTP/1.") => Some(t),
-        _ => None,
-    }
+/// A JSON answer.
+fn reply(status: u16, body: &Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
 /// Check a chunk request against the round's tasks, serve and record it.

@@ -1,5 +1,7 @@
 use super::*;
 use std::io::Read;
+use std::net::TcpStream;
+use std::time::Duration;
 
 fn get_as(url: &str, target: &str, cred: Option<&str>) -> (u16, Value) {
     let addr = url.trim_start_matches("http://");

@@ -29,6 +29,7 @@ mod hosts_death;
 mod hosts_link_round;
 mod hosts_refusals;
 mod hosts_round;
+mod http_limits;
 mod interrupted;
 mod lazyfs_sqlite;
 mod ledger_cli;

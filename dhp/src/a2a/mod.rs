@@ -8,7 +8,6 @@
 mod card;
 mod guard;
 mod http;
-pub(crate) mod listen;
 mod pool;
 mod rpc;
 mod stream;
@@ -123,6 +122,20 @@ impl App {
     }
 }
 
+/// The shared HTTP limits but for the flags (the cap stays within the
+/// descriptor budget: a quarter of the soft RLIMIT_NOFILE); bodies over
+/// `--max-body` get a JSON-RPC error of their own (http.rs).
+fn limits(header_timeout: Duration, max_connections: usize, block_timeout: Duration) -> dhp_http::Limits {
+    dhp_http::Limits {
+        header_timeout,
+        max_connections,
+        max_body: MAX_BODY_LIMIT,
+        request_timeout: dhp_http::REQUEST_TIMEOUT + block_timeout,
+        on_refuse: Some(|| crate::metrics::A2A_REFUSED.inc(crate::metrics::Refusal::Busy as usize)),
+        ..dhp_http::Limits::new("a2a")
+    }
+}
+
 /// `--metrics`: the bridge's families, and the supervisor's when it runs one.
 fn start_metrics(metrics: &crate::metrics_http::MetricsArgs, no_supervisor: bool) -> Result<(), Failure> {
     use crate::metrics::Families;
@@ -229,10 +242,8 @@ pub fn serve(a: A2aArgs, cfg: Config) -> Result<Output, Failure> {
         let _ = out.flush();
         drop(out);
         let closing = app.clone();
-        // within the descriptor budget: a quarter of the soft RLIMIT_NOFILE, as `dhp dashboard`
-        let budget = usize::try_from(crate::metrics_http::nofile_soft() / 4).unwrap_or(usize::MAX).max(1);
-        let limits = listen::Limits { who: "a2a", header_timeout, max_connections: a.max_connections.min(budget) };
-        listen::serve(listener, http::router(app), limits, async move {
+        let limits = limits(header_timeout, a.max_connections, block_timeout);
+        dhp_http::serve(listener, http::router(app), limits, async move {
             tokio::select! {
                 _ = term.recv() => {}
                 _ = int.recv() => {}

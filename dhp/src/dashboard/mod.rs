@@ -159,26 +159,6 @@ pub fn serve(a: DashboardArgs, _cfg: Config) -> Result<Output, Failure> {
     Ok((json!({"stopped": true}), "dhp dashboard: stopped".into()))
 }
 
-/// Connections the dashboard serves at once (open pages hold one each,
-/// for their event stream), at most; a quarter of the soft RLIMIT_NOFILE
-/// when that is lower ([`limits`]).
-pub const MAX_CONNECTIONS: usize = 128;
-/// A connection must deliver each request's whole head within this long.
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The dashboard's bounds: idle or trickling connections are closed after
-/// [`HEADER_TIMEOUT`], and at most [`MAX_CONNECTIONS`] (fewer under a low
-/// `ulimit -n`: the process keeps three quarters of its descriptors) are
-/// open at once, one more answered 503.
-fn limits() -> crate::a2a::listen::Limits {
-    let budget = usize::try_from(crate::metrics_http::nofile_soft() / 4).unwrap_or(MAX_CONNECTIONS);
-    crate::a2a::listen::Limits {
-        who: "dashboard",
-        header_timeout: HEADER_TIMEOUT,
-        max_connections: budget.clamp(1, MAX_CONNECTIONS),
-    }
-}
-
 /// Serve the dashboard on `listener` until `shutdown` resolves (the
 /// caller binds, so tests listen on port 0).
 pub async fn run(
@@ -186,6 +166,8 @@ pub async fn run(
     app: Arc<http::App>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    crate::a2a::listen::serve(listener, http::router(app), limits(), shutdown).await;
+    // the shared limits: 128 connections at most (open pages hold one each,
+    // for their event stream), each request head within 5 s, 503 over the cap
+    dhp_http::serve(listener, http::router(app), dhp_http::Limits::new("dashboard"), shutdown).await;
     Ok(())
 }

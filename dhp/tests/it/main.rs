@@ -16,6 +16,7 @@ mod tcp_support;
 mod a2a;
 mod cli;
 mod dashboard;
+mod http_limits;
 mod interop;
 mod mcp;
 mod metrics;
