@@ -150,6 +150,13 @@ fn orphan_without_a_leader_term() {
     });
     let r = s.judge(Variant::Strict, vec![]);
     assert!(rules(&r).iter().any(|x| x.starts_with("§7.1 an orphan needs a live leader term")), "{r:#?}");
+    // The reference checks its term, then writes (§13.8): a live last
+    // leader explains it; one the harness saw die before cannot have.
+    let r = s.judge(Variant::CheckThenWrite, vec![]);
+    assert!(r.violations.is_empty(), "{r:#?}");
+    assert!(r.excused.iter().any(|e| e.rule.starts_with("§7.1 an orphan needs a live leader term")), "{r:#?}");
+    let r = s.judge(Variant::CheckThenWrite, vec![Fact::Died { holder: "s1".into(), at: 107.95 }]);
+    assert!(rules(&r).iter().any(|x| x.starts_with("§7.1 an orphan needs a live leader term")), "{r:#?}");
 }
 
 #[test]

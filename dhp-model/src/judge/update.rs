@@ -3,7 +3,7 @@
 use super::facts::Bump;
 use super::rows::{tm, Pair};
 use super::tables::describe;
-use super::{Judge, Verdict};
+use super::{Judge, Variant, Verdict};
 use crate::ops::{self, Lease, OrphanReason};
 use crate::state::{Status, ORPHANED};
 
@@ -104,9 +104,12 @@ impl Judge {
                 format!("{hid}: orphaned from fence {of} to {nf}"),
             );
         }
-        if !self.rows.leader_live(self.held_at(at), &self.params) {
+        let term_rule = "§7.1 an orphan needs a live leader term [leader-election]";
+        let live = self.rows.leader_live(self.held_at(at), &self.params);
+        let late_term = if live { None } else { self.late_term_excuse(at) };
+        if !live && late_term.is_none() {
             return illegal(
-                "§7.1 an orphan needs a live leader term [leader-election]",
+                term_rule,
                 vec![format!(
                     "orphan of {oh}: only the leader acts, and the leadership row shows {}",
                     self.rows
@@ -151,12 +154,39 @@ impl Judge {
             }
         }
         let v = self.expect_status(hid, &st, a, "orphan");
+        if let (Verdict::Legal, Some(why)) = (&v, late_term) {
+            return Verdict::Excused { rule: term_rule.to_string(), why };
+        }
         if v == Verdict::Legal && r == OrphanReason::Stalled {
             return Verdict::Undecidable(format!(
                 "{hid} orphaned from {oh} for a stall under a live lease: the stall clock (the progress table) is not audited"
             ));
         }
         v
+    }
+
+    /// In the check-then-write variant: why an orphan committed after the
+    /// leader's term ended is the reference's weakness (PROTOCOL §13.8: it
+    /// checks its term at a scan's start, in a statement of its own, and
+    /// writes its orphans later — past the term when the scan was held up,
+    /// e.g. by a stopped worker's write lock); `None` in the strict model,
+    /// without a leadership row, or when the last leader had died before
+    /// the orphan (then someone else wrote it).
+    fn late_term_excuse(&self, at: f64) -> Option<String> {
+        if self.variant != Variant::CheckThenWrite {
+            return None;
+        }
+        let l = self.rows.leadership.as_ref()?;
+        let holder = l["holder"].as_str()?;
+        let ends = l["expires_at"].as_f64()?;
+        if self.facts.died_before(holder, self.params.real_at(holder, at)) {
+            return None;
+        }
+        Some(format!(
+            "{holder}'s term ended at {ends:.3}, {:.3}s before this orphan, and no one took it since; {holder} was alive: \
+             the reference checks its leadership and writes in separate statements (PROTOCOL §13.8)",
+            at - ends
+        ))
     }
 
     /// R1 (pending beside an expired holder) and R5 (orphaned beside an
