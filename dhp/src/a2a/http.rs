@@ -141,7 +141,12 @@ pub async fn create_task(app: &Arc<App>, params: &Value) -> Result<(String, Valu
     blocking(move || {
         let (tid, _) = a.bridge.submit(&sub)?;
         let mut task = a.bridge.task(&tid)?;
-        if task["metadata"]["dhp_status"] == dhp_core::Status::Pending.as_str() {
+        // The Task this request made is SUBMITTED, even when a pool worker
+        // claimed it before it was read back (a loaded machine: the first
+        // streamed event read WORKING once); a stream then reports WORKING
+        // as its next change. A handoff already ended keeps its state.
+        let st = &task["metadata"]["dhp_status"];
+        if st == dhp_core::Status::Pending.as_str() || st == dhp_core::Status::Running.as_str() {
             task["status"]["state"] = json!(tasks::SUBMITTED);
         }
         Ok((tid, task))
