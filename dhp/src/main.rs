@@ -29,6 +29,7 @@ mod out;
 mod serve;
 mod trace;
 mod work;
+mod ride;
 mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};
