@@ -215,7 +215,7 @@ impl Ride {
             }
         }
         let seen = self.read_back()?;
-        tracing::info!(waited_s = t0.elapsed().as_secs_f64(), "reconnected to the database");
+        tracing::warn!(waited_s = t0.elapsed().as_secs_f64(), "reconnected to the database; going on");
         Ok(seen)
     }
 
