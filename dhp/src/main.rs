@@ -26,10 +26,10 @@ mod metrics;
 mod metrics_http;
 mod observe;
 mod out;
+mod ride;
 mod serve;
 mod trace;
 mod work;
-mod ride;
 mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};

@@ -91,7 +91,8 @@ impl Ride {
             .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(10));
         let stop = Arc::new(AtomicBool::new(false));
-        let (runner, lease, renewed, flag) = (self.runner.clone(), self.lease.clone(), self.renewed.clone(), stop.clone());
+        let (runner, lease, renewed, flag) =
+            (self.runner.clone(), self.lease.clone(), self.renewed.clone(), stop.clone());
         let handle = std::thread::Builder::new()
             .name("dhp-hb-ride".into())
             .spawn(move || {
@@ -126,7 +127,13 @@ impl Ride {
 
     /// Checkpoint `state` (one step) after the row `prev` (the last seq
     /// this lease knows), riding through a lost server (see the module).
-    pub fn checkpoint(&self, ctx: &TaskContext, token: Option<&PgToken>, state: &Value, prev: Option<i64>) -> Result<Step> {
+    pub fn checkpoint(
+        &self,
+        ctx: &TaskContext,
+        token: Option<&PgToken>,
+        state: &Value,
+        prev: Option<i64>,
+    ) -> Result<Step> {
         loop {
             let sent = Instant::now();
             let lost = match ctx.checkpoint_step(state, 1) {
@@ -141,10 +148,9 @@ impl Ride {
             if !self.still_held(&seen) {
                 continue; // the normal call refuses it with the typed error
             }
-            let next = prev.map_or(0, |p| p + 1);
-            match seen.last {
-                Some(row) if row.seq == next && json::parse(&row.state_json)? == *state => {
-                    tracing::info!(seq = row.seq, "the checkpoint in flight was committed");
+            match settle(seen.last, prev, state)? {
+                Settled::Committed(row) => {
+                    tracing::warn!(seq = row.seq, "the checkpoint in flight was committed");
                     // Its steps were counted in the same transaction.
                     let over_budget = match ctx.note_step(0) {
                         Err(Error::BudgetExceeded { reason, .. }) => Some(reason),
@@ -152,14 +158,7 @@ impl Ride {
                     };
                     return Ok(Step { hid: ctx.hid().clone(), row, over_budget });
                 }
-                Some(ref row) if row.seq >= next => {
-                    return Err(Error::validation(format!(
-                        "checkpoint {} of {} appeared under this worker's lease while it was away",
-                        row.seq,
-                        ctx.hid()
-                    )))
-                }
-                _ => tracing::info!(seq = next, "the checkpoint in flight was not committed; writing it again"),
+                Settled::NotCommitted => tracing::warn!("the checkpoint in flight was not committed; writing it again"),
             }
         }
     }
@@ -223,8 +222,38 @@ impl Ride {
     fn read_back(&self) -> Result<Seen> {
         let hid = self.lease.hid().as_str();
         with_tx(self.runner.store().as_ref(), Mode::Write, |tx| {
-            Ok(Seen { status: tx.status(hid)?, ownership: tx.ownership(hid)?, last: tx.last_checkpoint(hid)?, now: tx.now()? })
+            Ok(Seen {
+                status: tx.status(hid)?,
+                ownership: tx.ownership(hid)?,
+                last: tx.last_checkpoint(hid)?,
+                now: tx.now()?,
+            })
         })
+    }
+}
+
+/// What became of a checkpoint whose call failed.
+#[derive(Debug, PartialEq)]
+enum Settled {
+    /// The row after `prev` holds this state: it was committed.
+    Committed(CheckpointRow),
+    /// The last row is still `prev`: nothing was written.
+    NotCommitted,
+}
+
+/// Settle a checkpoint of `state` after row `prev` from the last row read
+/// back under the handoff's lock while this worker still holds the lease
+/// with its fence (so no one else wrote since).
+fn settle(last: Option<CheckpointRow>, prev: Option<i64>, state: &Value) -> Result<Settled> {
+    let next = prev.map_or(0, |p| p + 1);
+    match last {
+        Some(row) if row.seq == next && json::parse(&row.state_json)? == *state => Ok(Settled::Committed(row)),
+        None if prev.is_none() => Ok(Settled::NotCommitted),
+        Some(row) if Some(row.seq) == prev => Ok(Settled::NotCommitted),
+        other => Err(Error::validation(format!(
+            "the last checkpoint read back is {:?}, after {prev:?} under this worker's lease: not its own",
+            other.map(|r| r.seq)
+        ))),
     }
 }
 
@@ -245,4 +274,31 @@ fn sleep_unless(stop: &AtomicBool, d: Duration) -> bool {
         std::thread::sleep(left.min(Duration::from_millis(50)));
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(seq: i64, state: &Value) -> CheckpointRow {
+        let text = json::dumps_sorted(state).unwrap();
+        CheckpointRow { seq, state_json: text, state_hash: String::new(), at: String::new() }
+    }
+
+    #[test]
+    fn a_checkpoint_in_flight_is_settled_by_the_row_read_back() {
+        let (a, b) = (json!({"next_n": 200}), json!({"next_n": 300}));
+        // committed: the next seq holds this very state
+        assert_eq!(settle(Some(row(3, &b)), Some(2), &b).unwrap(), Settled::Committed(row(3, &b)));
+        assert_eq!(settle(Some(row(0, &a)), None, &a).unwrap(), Settled::Committed(row(0, &a)));
+        // not committed: the seq did not move
+        assert_eq!(settle(Some(row(2, &a)), Some(2), &b).unwrap(), Settled::NotCommitted);
+        assert_eq!(settle(None, None, &a).unwrap(), Settled::NotCommitted);
+        // anything else is not this worker's doing: never taken as its own
+        assert!(settle(Some(row(3, &a)), Some(2), &b).is_err(), "another state at the next seq");
+        assert!(settle(Some(row(5, &b)), Some(2), &b).is_err(), "rows beyond the next");
+        assert!(settle(None, Some(2), &b).is_err(), "rows gone");
+        assert!(settle(Some(row(1, &a)), Some(2), &b).is_err(), "fewer rows");
+    }
 }

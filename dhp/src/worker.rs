@@ -5,15 +5,15 @@
 //! dhp-workload crate; this loop drives it through the protocol library's
 //! public API only, as a foreign worker would.
 
+use crate::ride::Ride;
 use dhp_core::error::{Error, Result};
 use dhp_core::id::HandoffId;
 use dhp_core::json;
 use dhp_core::liveness;
 use dhp_core::runner::{Runner, TaskContext};
+use dhp_core::store::postgres::live::PgToken;
 use dhp_core::transport::chain::Chain;
 use dhp_core::transport::{catch_up, Shipper};
-use crate::ride::Ride;
-use dhp_core::store::postgres::live::PgToken;
 use dhp_workload::census;
 use dhp_workload::history::History;
 use serde_json::{json, Value};
@@ -128,7 +128,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let holder = runner.id().to_string();
     // The backend's own token (PostgreSQL: an advisory lock any host's
     // supervisor can test), else a same-host flock under the store root.
-    let _token: Option<Box<dyn std::any::Any>> = if opts.liveness {
+    let token: Option<Box<dyn std::any::Any>> = if opts.liveness {
         let published = match runner.store().publish_liveness(&holder) {
             Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
             Ok(None) => match &opts.root {
@@ -174,7 +174,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let fence = ctx.fence();
     h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
     // On a database store the worker rides through a lost server (crate::ride).
-    let pg_token = _token.as_ref().and_then(|t| t.downcast_ref::<PgToken>());
+    let pg_token = token.as_ref().and_then(|t| t.downcast_ref::<PgToken>());
     let mut ride = opts.root.is_none().then(|| Ride::new(&ctx, claimed));
     match &mut ride {
         Some(r) if opts.background_heartbeat => r.start_heartbeat()?,

@@ -68,7 +68,11 @@ fn wait_for(secs: f64, mut f: impl FnMut() -> bool) -> bool {
 #[test]
 fn a_worker_rides_through_a_pg_auto_failover_switchover_without_being_orphaned() {
     let uid = Command::new("id").arg("-u").output().expect("id -u");
-    assert_eq!(String::from_utf8_lossy(&uid.stdout).trim(), "0", "pg-auto.sh makes network namespaces: run as root (CI does)");
+    assert_eq!(
+        String::from_utf8_lossy(&uid.stdout).trim(),
+        "0",
+        "pg-auto.sh makes network namespaces: run as root (CI does)"
+    );
     let me = std::process::id().to_string();
     let o = Command::new("bash").arg(script()).args(["start", "--watch", &me]).output().expect("running pg-auto.sh");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -145,13 +149,12 @@ fn a_worker_rides_through_a_pg_auto_failover_switchover_without_being_orphaned()
 
     // The pause: the longest wait between two acknowledgements around the switchover.
     let t = acks(&w_hist);
-    let pause = t
-        .windows(2)
-        .filter(|w| w[1] > switch_start && w[0] < switch_end)
-        .map(|w| w[1] - w[0])
-        .fold(0.0, f64::max);
+    let pause =
+        t.windows(2).filter(|w| w[1] > switch_start && w[0] < switch_end).map(|w| w[1] - w[0]).fold(0.0, f64::max);
     let switch_s = switch_end - switch_start;
-    println!("switchover (pg_autoctl perform switchover --wait) {switch_s:.2} s; acknowledged-checkpoint pause {pause:.2} s");
+    println!(
+        "switchover (pg_autoctl perform switchover --wait) {switch_s:.2} s; acknowledged-checkpoint pause {pause:.2} s"
+    );
     assert!(pause > 0.2, "the switchover paused the checkpoints ({pause:.2} s): it did happen under the worker");
     assert!(pause < switch_s + 1.0, "pause {pause:.2} s, switchover {switch_s:.2} s");
 }
