@@ -197,19 +197,21 @@ impl Ride {
     /// the liveness lock, and read the handoff back; `lost` when the lease
     /// ran out first.
     fn back(&self, token: Option<&PgToken>, lost: Error) -> Result<Seen> {
-        let deadline = self.deadline();
         tracing::warn!(error = %lost, "lost the database server; reconnecting within the lease");
         let t0 = Instant::now();
         loop {
+            // A lease already run out (a process stopped past it) rides nothing.
+            if Instant::now() >= self.deadline() {
+                return Err(lost);
+            }
             match self.read_back() {
                 Ok(_) => break,
-                Err(e) if e.is_server_lost() && Instant::now() + RETRY < deadline => std::thread::sleep(RETRY),
-                Err(e) if e.is_server_lost() => return Err(lost),
+                Err(e) if e.is_server_lost() => std::thread::sleep(RETRY),
                 Err(e) => return Err(e),
             }
         }
         if let Some(t) = token {
-            if !t.retaken(deadline) {
+            if !t.retaken(self.deadline()) {
                 tracing::warn!("liveness lock not taken again within the lease; going on lease-only");
             }
         }
