@@ -7,7 +7,7 @@
 //! on: it is never orphaned, its fence and attempt stay the same, and the
 //! acknowledged checkpoints pause for about as long as the switchover keeps
 //! every host from taking writes (measured from the worker's history and
-//! printed). Needs root (namespaces), as CI runs.
+//! printed). The supervisor goes on too. Needs root (namespaces), as CI runs.
 use crate::common::*;
 use crate::pg_support::with_schema;
 use dhp_core::{Config, Runner};
@@ -90,7 +90,7 @@ fn a_worker_rides_through_a_pg_auto_failover_switchover_without_being_orphaned()
     let (sup_hist, sup_err) = (logs.path().join("sup.hist"), logs.path().join("sup.err"));
     let (w_hist, w_err) = (logs.path().join("w.hist"), logs.path().join("w.err"));
     let file = |p: &Path| std::fs::File::create(p).unwrap();
-    let _sup = Kill(
+    let mut sup = Kill(
         Command::new(dhp_bin())
             .args(["supervisor", &url, "sup", "300", "--history"])
             .arg(&sup_hist)
@@ -133,6 +133,8 @@ fn a_worker_rides_through_a_pg_auto_failover_switchover_without_being_orphaned()
         logs_of()
     );
     assert!(worker.0.try_wait().unwrap().is_none(), "the worker rode through, it did not exit\n{}", logs_of());
+    // The supervisor reconnected too (it keeps or retakes leadership by the usual rules).
+    assert!(sup.0.try_wait().unwrap().is_none(), "the supervisor rode through too\n{}", logs_of());
     let werr = std::fs::read_to_string(&w_err).unwrap_or_default();
     assert!(werr.contains("reconnected to the database"), "the switchover did break its connection\n{werr}");
 
