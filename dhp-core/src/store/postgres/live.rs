@@ -11,8 +11,11 @@
 //! every running holder in ONE query per poll ([`DEAD_HOLDERS_SQL`]).
 //!
 //! A holder whose own connection to the database breaks (the database
-//! restarted, a partition) loses its lock as if it had died: its handoffs
-//! are orphaned and fenced, and its next write fails with a typed error.
+//! restarted, failed over, a partition) loses its lock as if it had died;
+//! its keeper takes it again once a server takes writes ([`PgToken::retaken`]
+//! lets a worker that rides through wait for that). If a leader orphaned its
+//! handoffs meanwhile, they are fenced and its next write fails with a
+//! typed error.
 
 use super::PgStore;
 use crate::envelope::check_worker_id;
