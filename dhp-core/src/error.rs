@@ -399,6 +399,11 @@ impl From<postgres::Error> for Error {
     }
 }
 
+/// SQLSTATEs of a server that no longer takes this client's writes:
+/// read_only_sql_transaction, admin_shutdown, crash_shutdown,
+/// cannot_connect_now (starting up, or in recovery).
+const SERVER_LOST_STATES: [&str; 4] = ["25006", "57P01", "57P02", "57P03"];
+
 /// The engine-neutral kind of a PostgreSQL failure: a client-side failure
 /// (no server error) is the connection's.
 fn pg_kind(e: &postgres::Error) -> StoreErrorKind {
@@ -568,6 +573,23 @@ impl Error {
         match self {
             Error::Store { kind, .. } => Some(*kind),
             _ => None,
+        }
+    }
+
+    /// The call failed because this client lost its database server, not
+    /// because of anything it asked: the connection broke (or could not be
+    /// made), or the server no longer takes writes — read-only, in recovery
+    /// (a demoted primary, a standby), shutting down. A new connection,
+    /// perhaps to another host of a multi-host URL, may succeed; whether a
+    /// write in flight was committed is unknown until it is read back.
+    pub fn is_server_lost(&self) -> bool {
+        match self {
+            Error::Store { kind: StoreErrorKind::Connection, .. } => true,
+            Error::Store { source, .. } => source
+                .downcast_ref::<postgres::Error>()
+                .and_then(postgres::Error::code)
+                .is_some_and(|c| SERVER_LOST_STATES.contains(&c.code())),
+            _ => false,
         }
     }
 

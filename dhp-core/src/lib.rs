@@ -111,6 +111,7 @@ pub mod json;
 pub mod lease;
 pub mod liveness;
 pub mod metrics;
+mod plain_schema;
 pub mod runner;
 pub mod status;
 pub mod store;

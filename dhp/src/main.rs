@@ -26,9 +26,11 @@ mod metrics;
 mod metrics_http;
 mod observe;
 mod out;
+mod ride;
 mod serve;
 mod trace;
 mod work;
+mod work_cli;
 mod worker;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -201,7 +203,10 @@ type Output = (Value, String);
 
 fn main() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // A worker's command line is parsed without building every other
+    // subcommand's arguments (see work_cli).
+    let parsed = work_cli::parse(&args).map(Ok).unwrap_or_else(|| Cli::try_parse_from(&args));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => match failure::from_clap(&e) {
             Some(f) => f.exit(failure::wants_json(&args)),

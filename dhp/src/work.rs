@@ -24,18 +24,21 @@ pub const MAX_PACE_S: f64 = 3_600.0;
 pub const MAX_SHIP_TIMEOUT_S: f64 = 3_600.0;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[cfg_attr(test, derive(Debug))]
 pub enum StartArg {
     Claim,
     Recover,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+#[cfg_attr(test, derive(Debug))]
 pub enum ShipModeArg {
     Sync,
     Async,
 }
 
 #[derive(clap::Args)]
+#[cfg_attr(test, derive(Debug))]
 pub struct WorkArgs {
     /// Store directory (must hold a store).
     root: PathBuf,

@@ -5,11 +5,13 @@
 //! dhp-workload crate; this loop drives it through the protocol library's
 //! public API only, as a foreign worker would.
 
+use crate::ride::Ride;
 use dhp_core::error::{Error, Result};
 use dhp_core::id::HandoffId;
 use dhp_core::json;
 use dhp_core::liveness;
 use dhp_core::runner::{Runner, TaskContext};
+use dhp_core::store::postgres::live::PgToken;
 use dhp_core::transport::chain::Chain;
 use dhp_core::transport::{catch_up, Shipper};
 use dhp_workload::census;
@@ -126,7 +128,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let holder = runner.id().to_string();
     // The backend's own token (PostgreSQL: an advisory lock any host's
     // supervisor can test), else a same-host flock under the store root.
-    let _token: Option<Box<dyn std::any::Any>> = if opts.liveness {
+    let token: Option<Box<dyn std::any::Any>> = if opts.liveness {
         let published = match runner.store().publish_liveness(&holder) {
             Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
             Ok(None) => match &opts.root {
@@ -157,6 +159,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         Start::Recover => "recover",
     };
     h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    let claimed = Instant::now();
     let ctx = match opts.start {
         Start::Claim => runner.claim(&hid),
         Start::Recover => runner.recover(&hid),
@@ -170,8 +173,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     };
     let fence = ctx.fence();
     h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
-    if opts.background_heartbeat {
-        ctx.start_heartbeat(None);
+    // On a database store the worker rides through a lost server (crate::ride).
+    let pg_token = token.as_ref().and_then(|t| t.downcast_ref::<PgToken>());
+    let mut ride = opts.root.is_none().then(|| Ride::new(&ctx, claimed));
+    match &mut ride {
+        Some(r) if opts.background_heartbeat => r.start_heartbeat()?,
+        None if opts.background_heartbeat => ctx.start_heartbeat(None),
+        _ => {}
     }
     let (lo, hi, chunk) = match checked {
         Some(range) => range,
@@ -196,6 +204,8 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let last = runner.last_checkpoint_row(&hid)?;
     // Shipped lines name their handoff and predecessor (docs/log-chain.md).
     let mut chain = Chain::after(&hid, last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
+    // The last seq under this lease: what settles a checkpoint in flight.
+    let mut prev = last.as_ref().map(|r| r.seq);
     let last = last.map(|r| json::parse(&r.state_json)).transpose()?;
     let (mut next, mut count, mut total) = match last {
         None => (lo, 0u64, 0u64),
@@ -231,7 +241,11 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
             state["stamp"] = json!(stamp);
         }
         h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
-        let step = match ctx.checkpoint_step(&state, 1) {
+        let step = match &ride {
+            Some(r) => r.checkpoint(&ctx, pg_token, &state, prev),
+            None => ctx.checkpoint_step(&state, 1),
+        };
+        let step = match step {
             Ok(step) => step,
             Err(e) => {
                 hist_err(h, "checkpoint", &e, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
@@ -239,6 +253,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
             }
         };
         let seq = step.seq();
+        prev = Some(seq);
         h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
         dhp_core::failpoint_hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
@@ -261,7 +276,11 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total,
                         "chunks_done": (hi - lo).div_ceil(chunk)});
     h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-    if let Err(e) = ctx.complete(&result) {
+    let completed = match &mut ride {
+        Some(r) => r.complete(&mut ctx, pg_token, &result),
+        None => ctx.complete(&result),
+    };
+    if let Err(e) = completed {
         hist_err(h, "complete", &e, json!({"hid": hid, "holder": holder, "fence": fence}));
         return Err(e);
     }

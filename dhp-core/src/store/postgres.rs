@@ -464,8 +464,11 @@ impl Backend for PgStore {
                 // the server aborted one; nothing of it was written.
                 (Err(e), deadlocked) if (deadlocked || is_deadlock(&e)) && attempt < DEADLOCK_RETRIES => attempt += 1,
                 (Err(e), _) => {
-                    if guard.as_ref().is_some_and(|c| c.client.is_closed()) {
-                        *guard = None; // reconnect on the next call
+                    // Reconnect on the next call: the connection broke, or
+                    // its server no longer takes writes (demoted, in
+                    // recovery): the next may find the new primary.
+                    if e.is_server_lost() || guard.as_ref().is_some_and(|c| c.client.is_closed()) {
+                        *guard = None;
                     }
                     return Err(e);
                 }

@@ -11,8 +11,11 @@
 //! every running holder in ONE query per poll ([`DEAD_HOLDERS_SQL`]).
 //!
 //! A holder whose own connection to the database breaks (the database
-//! restarted, a partition) loses its lock as if it had died: its handoffs
-//! are orphaned and fenced, and its next write fails with a typed error.
+//! restarted, failed over, a partition) loses its lock as if it had died;
+//! its keeper takes it again once a server takes writes ([`PgToken::retaken`]
+//! lets a worker that rides through wait for that). If a leader orphaned its
+//! handoffs meanwhile, they are fenced and its next write fails with a
+//! typed error.
 
 use super::PgStore;
 use crate::envelope::check_worker_id;
@@ -72,6 +75,10 @@ pub const FORGET_DEAD_SQL: &str = concat!("DELETE FROM liveness lv WHERE lv.hold
 pub struct PgToken {
     holder: String,
     stop: Arc<AtomicBool>,
+    /// The keeper's view: its connection held the lock at the last ping.
+    held: Arc<AtomicBool>,
+    /// Set to make the keeper ping (and retake) now rather than at its next tick.
+    nudge: Arc<AtomicBool>,
     keeper: Option<JoinHandle<()>>,
 }
 
@@ -111,13 +118,34 @@ impl PgToken {
             )));
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let (held, nudge) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
         let reconnect = store.connector();
-        let (who, flag) = (holder.to_string(), stop.clone());
+        let who = holder.to_string();
+        let flags = Flags { stop: stop.clone(), held: held.clone(), nudge: nudge.clone() };
         let keeper = std::thread::Builder::new()
             .name("dhp-liveness".into())
-            .spawn(move || keep(client, reconnect, &who, key, &flag))
+            .spawn(move || keep(client, reconnect, &who, key, &flags))
             .map_err(|e| Error::validation_from(format!("cannot start the liveness keeper: {e}"), e))?;
-        Ok(PgToken { holder: holder.to_string(), stop, keeper: Some(keeper) })
+        Ok(PgToken { holder: holder.to_string(), stop, held, nudge, keeper: Some(keeper) })
+    }
+
+    /// Wait until the keeper holds the lock again (after a broken
+    /// connection: a restarted server or a new primary has no advisory
+    /// locks), pinging at once rather than at its next tick; false when it
+    /// does not by `until`.
+    pub fn retaken(&self, until: std::time::Instant) -> bool {
+        self.nudge.store(true, Ordering::SeqCst);
+        // The keeper clears the nudge once it has pinged.
+        while self.nudge.load(Ordering::SeqCst) || !self.held.load(Ordering::SeqCst) {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            if !self.nudge.load(Ordering::SeqCst) {
+                self.nudge.store(true, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
     }
 
     /// The holder this token speaks for.
@@ -126,15 +154,23 @@ impl PgToken {
     }
 }
 
+/// The keeper's signals (see [`PgToken`]).
+struct Flags {
+    stop: Arc<AtomicBool>,
+    held: Arc<AtomicBool>,
+    nudge: Arc<AtomicBool>,
+}
+
 /// The keeper loop: hold the lock until `stop`, re-taking it after a
 /// broken connection; on stop, unlist and unlock.
-fn keep(client: Client, reconnect: impl Fn() -> Result<Client>, holder: &str, key: i64, stop: &AtomicBool) {
+fn keep(client: Client, reconnect: impl Fn() -> Result<Client>, holder: &str, key: i64, flags: &Flags) {
+    let Flags { stop, held, nudge } = flags;
     let mut conn = Some(client);
     let tick = Duration::from_millis(50);
     'keep: loop {
-        // Sleep a ping interval, waking at once on stop.
+        // Sleep a ping interval, waking at once on stop or a nudge.
         let mut slept = Duration::ZERO;
-        while slept < PING {
+        while slept < PING && !nudge.load(Ordering::SeqCst) {
             if stop.load(Ordering::SeqCst) {
                 break 'keep;
             }
@@ -142,20 +178,21 @@ fn keep(client: Client, reconnect: impl Fn() -> Result<Client>, holder: &str, ke
             slept += tick;
         }
         let alive = conn.as_mut().is_some_and(|c| !c.is_closed() && c.simple_query("SELECT 1").is_ok());
-        if alive {
-            continue;
-        }
-        conn = None;
-        if let Ok(mut c) = reconnect() {
-            match take(&mut c, holder, key) {
-                Ok(true) => {
-                    tracing::info!(holder, "liveness lock taken again after a broken connection");
-                    conn = Some(c);
+        if !alive {
+            conn = None;
+            if let Ok(mut c) = reconnect() {
+                match take(&mut c, holder, key) {
+                    Ok(true) => {
+                        tracing::info!(holder, "liveness lock taken again after a broken connection");
+                        conn = Some(c);
+                    }
+                    Ok(false) => tracing::warn!(holder, "liveness lock held by another session; running lease-only"),
+                    Err(e) => tracing::debug!(error = %e, "liveness lock not retaken yet"),
                 }
-                Ok(false) => tracing::warn!(holder, "liveness lock held by another session; running lease-only"),
-                Err(e) => tracing::debug!(error = %e, "liveness lock not retaken yet"),
             }
         }
+        held.store(conn.is_some(), Ordering::SeqCst);
+        nudge.store(false, Ordering::SeqCst);
     }
     if let Some(mut c) = conn {
         // Unlist first, so no one sees a listed holder without its lock.

@@ -322,10 +322,12 @@ impl PgStore {
                 Ok(None)
             }
             Err(e) => {
-                if conn.client.is_closed() {
-                    *guard = None; // reconnect on the next call
+                let e = Error::from(e);
+                // Reconnect on the next call (see `PgStore::transact`).
+                if e.is_server_lost() || conn.client.is_closed() {
+                    *guard = None;
                 }
-                Err(Error::from(e))
+                Err(e)
             }
         }
     }

@@ -25,14 +25,18 @@ use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStor
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The connector handed to `postgres::Config::connect`.
 #[derive(Clone)]
 pub struct MakeRustls {
-    config: Arc<ClientConfig>,
+    /// Built at open when the location verifies certificates (so a bad
+    /// `sslrootcert` is refused at once); else at the first handshake: a
+    /// server that declines TLS (the usual `prefer` against a plain server)
+    /// costs no TLS set-up, whose code is a worker's program text.
+    config: Arc<OnceLock<Arc<ClientConfig>>>,
 }
 
 impl std::fmt::Debug for MakeRustls {
@@ -65,7 +69,6 @@ fn roots(loc: &PgLocation, path: &std::path::Path) -> Result<RootCertStore> {
 impl MakeRustls {
     /// The TLS client for `loc` (its `sslmode` and `sslrootcert`).
     pub fn new(loc: &PgLocation) -> Result<Self> {
-        let provider = provider();
         let tls_err =
             |e: rustls::Error| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") };
         let verify = match (loc.sslmode, &loc.sslrootcert) {
@@ -73,24 +76,41 @@ impl MakeRustls {
             (SslMode::VerifyCa | SslMode::Require, Some(p)) => Some((p, false)),
             _ => None,
         };
-        let (chain, check_name) = match verify {
-            Some((path, check_name)) => {
-                let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(loc, path)?), provider.clone())
-                    .build()
-                    .map_err(|e| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") })?;
-                (Some(webpki), check_name)
-            }
-            None => (None, false),
-        };
-        let verifier = Arc::new(Verifier { chain, check_name, provider: provider.clone() });
-        let config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(tls_err)?
-            .dangerous()
-            .with_custom_certificate_verifier(verifier)
-            .with_no_client_auth();
-        Ok(MakeRustls { config: Arc::new(config) })
+        let config = Arc::new(OnceLock::new());
+        if let Some((path, check_name)) = verify {
+            let provider = provider();
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots(loc, path)?), provider.clone())
+                .build()
+                .map_err(|e| Error::StoreLocation { location: loc.to_string(), reason: format!("TLS: {e}") })?;
+            let built = client_config(Some(webpki), check_name, provider).map_err(tls_err)?;
+            let _ = config.set(Arc::new(built));
+        }
+        Ok(MakeRustls { config })
     }
+}
+
+/// The client configuration of a certificate check (`None`: any certificate).
+fn client_config(
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    check_name: bool,
+    provider: Arc<CryptoProvider>,
+) -> std::result::Result<ClientConfig, rustls::Error> {
+    let verifier = Arc::new(Verifier { chain, check_name, provider: provider.clone() });
+    Ok(ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth())
+}
+
+/// The configuration, built now if it was left to the first handshake
+/// (no certificate check: it depends on nothing but the provider).
+fn config_of(slot: &OnceLock<Arc<ClientConfig>>) -> io::Result<Arc<ClientConfig>> {
+    if let Some(c) = slot.get() {
+        return Ok(c.clone());
+    }
+    let built = client_config(None, false, provider()).map_err(|e| io::Error::other(format!("TLS: {e}")))?;
+    Ok(slot.get_or_init(|| Arc::new(built)).clone())
 }
 
 /// The server-certificate check of an `sslmode`. The handshake signatures
@@ -174,7 +194,7 @@ where
 
 /// One handshake.
 pub struct RustlsConnect {
-    config: Arc<ClientConfig>,
+    config: Arc<OnceLock<Arc<ClientConfig>>>,
     /// The name to verify, or why the host has none.
     name: std::result::Result<ServerName<'static>, String>,
 }
@@ -188,8 +208,8 @@ where
     type Future = Pin<Box<dyn Future<Output = io::Result<RustlsStream<S>>> + Send>>;
 
     fn connect(self, stream: S) -> Self::Future {
-        let connector = tokio_rustls::TlsConnector::from(self.config);
         Box::pin(async move {
+            let connector = tokio_rustls::TlsConnector::from(config_of(&self.config)?);
             let name = self.name.map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             connector.connect(name, stream).await.map(RustlsStream)
         })

@@ -13,6 +13,8 @@ mod liveness;
 mod multi_host;
 mod password_sources;
 mod recover_race;
+mod ride_lost_reply;
+mod ride_switchover;
 mod secret_masking;
 mod stopped_in_tx;
 mod tls_plain_server;
