@@ -9,8 +9,9 @@
 //! - [`history`]: the optional operation-history lines a worker or
 //!   supervisor may write for dhp-chaos (dhp-chaos/history.schema.json).
 //!   The checker treats them as detail, never as proof.
-//! - [`client`]: the client of dhp-chaos's workload service, which serves
-//!   each chunk's count and sum and records who asked for it.
+//! - [`client`]: what the client of dhp-chaos's workload service (which
+//!   serves each chunk's count and sum and records who asked for it) and
+//!   the service agree on; the client is the crate dhp-workload-client.
 
 pub mod census;
 pub mod client;

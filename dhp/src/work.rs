@@ -126,7 +126,7 @@ pub fn work(a: WorkArgs, cfg: Config) -> Result<Output, Failure> {
         reach_transport(addr, t)?;
     }
     let workload =
-        a.workload.as_deref().map(dhp_workload::client::Workload::parse).transpose().map_err(worker::workload_error)?;
+        a.workload.as_deref().map(dhp_workload_client::Workload::parse).transpose().map_err(worker::workload_error)?;
     if let Some(w) = &workload {
         w.reach().map_err(worker::workload_error)?;
     }

@@ -52,7 +52,7 @@ pub struct WorkOptions {
     pub background_heartbeat: bool,
     /// Get each chunk from a harness's workload service (and carry its
     /// stamp in the checkpoint) instead of sieving it here.
-    pub workload: Option<dhp_workload::client::Workload>,
+    pub workload: Option<dhp_workload_client::Workload>,
 }
 
 /// What a run did.
@@ -126,27 +126,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = HandoffId::parse(&opts.hid)?;
     let h = &opts.history;
     let holder = runner.id().to_string();
-    // The backend's own token (PostgreSQL: an advisory lock any host's
-    // supervisor can test), else a same-host flock under the store root.
-    let token: Option<Box<dyn std::any::Any>> = if opts.liveness {
-        let published = match runner.store().publish_liveness(&holder) {
-            Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
-            Ok(None) => match &opts.root {
-                Some(root) => liveness::publish(root, &holder).map(|t| Box::new(t) as Box<dyn std::any::Any>),
-                None => Err(Error::validation("no store directory for a liveness token")),
-            },
-            Err(e) => Err(e),
-        };
-        match published {
-            Ok(t) => Some(t),
-            Err(e) => {
-                tracing::warn!(error = %e, "running without a liveness token (lease-only)");
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let token = if opts.liveness { liveness_token(runner, &opts, &holder) } else { None };
     // Inputs are immutable (content-addressed): a census out of bounds is
     // refused before it is claimed, so it stays pending. An unknown handoff
     // or one that is no census at all is left to the claim to report.
@@ -154,25 +134,8 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         Some(range) => Some(check_range(range)?),
         None => None,
     };
-    let op = match opts.start {
-        Start::Claim => "claim",
-        Start::Recover => "recover",
-    };
-    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
-    let claimed = Instant::now();
-    let ctx = match opts.start {
-        Start::Claim => runner.claim(&hid),
-        Start::Recover => runner.recover(&hid),
-    };
-    let mut ctx: TaskContext = match ctx {
-        Ok(c) => c,
-        Err(e) => {
-            hist_err(h, op, &e, json!({"hid": hid, "holder": holder}));
-            return Err(e);
-        }
-    };
+    let (mut ctx, claimed) = take(runner, &opts, &hid, &holder)?;
     let fence = ctx.fence();
-    h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
     // On a database store the worker rides through a lost server (crate::ride).
     let pg_token = token.as_ref().and_then(|t| t.downcast_ref::<PgToken>());
     let mut ride = opts.root.is_none().then(|| Ride::new(&ctx, claimed));
@@ -207,29 +170,13 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     // The last seq under this lease: what settles a checkpoint in flight.
     let mut prev = last.as_ref().map(|r| r.seq);
     let last = last.map(|r| json::parse(&r.state_json)).transpose()?;
-    let (mut next, mut count, mut total) = match last {
-        None => (lo, 0u64, 0u64),
-        Some(st) => (
-            st.get("next_n").and_then(Value::as_u64).unwrap_or(lo),
-            st.get("count").and_then(Value::as_u64).unwrap_or(0),
-            st.get("total").and_then(Value::as_u64).unwrap_or(0),
-        ),
-    };
+    let (mut next, mut count, mut total) = resume_point(last.as_ref(), lo);
     let resumed_from = next;
     let started = Instant::now();
     let mut done = 0u64;
     while next < hi {
         let end = next.saturating_add(chunk).min(hi);
-        let (c, s, stamp) = match &opts.workload {
-            Some(w) => {
-                let got = w.chunk(hid.as_str(), next, end, &holder, fence).map_err(workload_error)?;
-                (got.count, got.sum, Some(got.stamp))
-            }
-            None => {
-                let (c, s) = census::chunk(next, end);
-                (c, s, None)
-            }
-        };
+        let (c, s, stamp) = compute_chunk(&opts, &hid, (next, end), &holder, fence)?;
         // A checkpoint written by someone else may hold any counts.
         let (Some(c2), Some(t2)) = (count.checked_add(c), total.checked_add(s)) else {
             return Err(Error::validation(format!("prime.census counters overflow at next_n={next}")));
@@ -290,6 +237,86 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         "resumed_from": resumed_from, "chunks_this_run": done,
         "elapsed_s": started.elapsed().as_secs_f64(),
     })))
+}
+
+/// This worker's liveness token: the backend's own (PostgreSQL: an
+/// advisory lock any host's supervisor can test), else a same-host flock
+/// under the store root; none (lease-only, said) when neither can be had.
+fn liveness_token(runner: &Runner, opts: &WorkOptions, holder: &str) -> Option<Box<dyn std::any::Any>> {
+    let published = match runner.store().publish_liveness(holder) {
+        Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
+        Ok(None) => match &opts.root {
+            Some(root) => liveness::publish(root, holder).map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            None => Err(Error::validation("no store directory for a liveness token")),
+        },
+        Err(e) => Err(e),
+    };
+    match published {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::warn!(error = %e, "running without a liveness token (lease-only)");
+            None
+        }
+    }
+}
+
+/// Claim or recover `hid` (recorded in the history), and when it was asked.
+fn take(runner: &Runner, opts: &WorkOptions, hid: &HandoffId, holder: &str) -> Result<(TaskContext, Instant)> {
+    let h = &opts.history;
+    let op = match opts.start {
+        Start::Claim => "claim",
+        Start::Recover => "recover",
+    };
+    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    let claimed = Instant::now();
+    let ctx = match opts.start {
+        Start::Claim => runner.claim(hid),
+        Start::Recover => runner.recover(hid),
+    };
+    match ctx {
+        Ok(c) => {
+            h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": c.fence()}));
+            Ok((c, claimed))
+        }
+        Err(e) => {
+            hist_err(h, op, &e, json!({"hid": hid, "holder": holder}));
+            Err(e)
+        }
+    }
+}
+
+/// Where a census resumes: (next_n, count, total) of the last checkpoint,
+/// or the start of the range.
+fn resume_point(last: Option<&Value>, lo: u64) -> (u64, u64, u64) {
+    match last {
+        None => (lo, 0, 0),
+        Some(st) => (
+            st.get("next_n").and_then(Value::as_u64).unwrap_or(lo),
+            st.get("count").and_then(Value::as_u64).unwrap_or(0),
+            st.get("total").and_then(Value::as_u64).unwrap_or(0),
+        ),
+    }
+}
+
+/// One chunk's count and sum: from the workload service (with its stamp)
+/// when there is one, else sieved here.
+fn compute_chunk(
+    opts: &WorkOptions,
+    hid: &HandoffId,
+    (next, end): (u64, u64),
+    holder: &str,
+    fence: i64,
+) -> Result<(u64, u64, Option<String>)> {
+    match &opts.workload {
+        Some(w) => {
+            let got = w.chunk(hid.as_str(), next, end, holder, fence).map_err(workload_error)?;
+            Ok((got.count, got.sum, Some(got.stamp)))
+        }
+        None => {
+            let (c, s) = census::chunk(next, end);
+            Ok((c, s, None))
+        }
+    }
 }
 
 #[cfg(test)]

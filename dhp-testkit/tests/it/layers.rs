@@ -13,16 +13,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // unification of workspace-hack, which would pull the harnesses' crates).
     ("dhp-core", &["dhp-secrets"]),
     // The program on it.
-    ("dhp", &["dhp-core", "dhp-workload", "dhp-http", "workspace-hack"]),
+    ("dhp", &["dhp-core", "dhp-workload", "dhp-workload-client", "dhp-http", "workspace-hack"]),
     // dhp-rs under test: the adapter and the chaos mutants.
     ("dhp-adapter", &["dhp-core", "dhp-testkit"]),
-    ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-secrets", "workspace-hack"]),
+    ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-workload-client", "dhp-secrets", "workspace-hack"]),
     // The judges link no implementation.
     ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "conform-hack"]),
     ("dhp-chaos", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-workload", "dhp-http"]),
     ("dhp-oracle", &[]),
     ("dhp-model", &[]),
     ("dhp-workload", &[]),
+    ("dhp-workload-client", &["dhp-workload"]),
     ("dhp-secrets", &[]),
     ("dhp-markup", &[]),
     // The one HTTP server stack and its shared limits (every server).

@@ -490,7 +490,7 @@ fn run() -> Result<()> {
         }
     };
     let service = match std::env::var(WORKLOAD_ENV) {
-        Ok(url) if a.mode != Mode::LocalCensus => Some(dhp_workload::client::Workload::parse(&url)?),
+        Ok(url) if a.mode != Mode::LocalCensus => Some(dhp_workload_client::Workload::parse(&url)?),
         _ => None,
     };
     while next < hi {
