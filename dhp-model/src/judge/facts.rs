@@ -49,6 +49,14 @@ impl Facts {
         self.all.iter().any(|x| matches!(x, Fact::Died { holder: h, at: t } if h == holder && *t <= at + slack))
     }
 
+    /// `holder`'s liveness token may have been missing at `at` (a cut link,
+    /// `slack` either side).
+    pub fn token_lost(&self, holder: &str, at: f64, slack: f64) -> bool {
+        self.all.iter().any(|x| {
+            matches!(x, Fact::TokenLost { holder: h, at: from, until } if h == holder && *from <= at + slack && at <= *until + slack)
+        })
+    }
+
     /// `holder` died (the harness's record) strictly before `at`: it cannot
     /// have committed anything at `at`.
     pub fn died_before(&self, holder: &str, at: f64) -> bool {

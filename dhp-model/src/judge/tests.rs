@@ -172,6 +172,13 @@ fn orphan_of_a_live_lease_and_live_holder() {
     // ... unless the harness saw the holder die.
     let r = s.judge(Variant::Strict, vec![Fact::Died { holder: "w1".into(), at: 105.5 }]);
     assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    // ... or cut its link then (its token may be gone; it lives on) ...
+    let cut = |at: f64, until: f64| vec![Fact::TokenLost { holder: "w1".into(), at, until }];
+    let r = s.judge(Variant::Strict, cut(105.5, 106.5));
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    // ... but not a link cut and retaken long before.
+    let r = s.judge(Variant::Strict, cut(100.0, 103.0));
+    assert!(rules(&r).iter().any(|x| x.starts_with("§7.2 an orphan needs an expired lease")), "{r:#?}");
 }
 
 #[test]

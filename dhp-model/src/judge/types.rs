@@ -144,6 +144,20 @@ pub enum Fact {
         /// When.
         at: f64,
     },
+    /// The harness cut, stalled or slowed the link of the process running
+    /// as `holder` to the store from `at` until `until`: its sessions may
+    /// end, its liveness token with them, so to the protocol (§7.5) it may
+    /// be taken for dead then (a `worker-died` orphan is legal), while it
+    /// lives and may write again afterwards (fenced if it was orphaned).
+    TokenLost {
+        /// Worker id.
+        holder: String,
+        /// When the fault began.
+        at: f64,
+        /// When its token may be missing until (the heal, plus the time a
+        /// worker takes to retake it).
+        until: f64,
+    },
     /// The harness SIGSTOPped the process.
     Stopped {
         /// Worker or supervisor id.
@@ -205,6 +219,7 @@ impl Fact {
     pub fn at(&self) -> f64 {
         match self {
             Fact::Died { at, .. }
+            | Fact::TokenLost { at, .. }
             | Fact::Stopped { at, .. }
             | Fact::Continued { at, .. }
             | Fact::ChunkServed { at, .. }

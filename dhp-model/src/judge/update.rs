@@ -124,7 +124,8 @@ impl Judge {
         let expired = b.lease().is_some_and(|l| l < at + self.params.skew_s);
         // `at` is the orphaning leader's clock, the death the harness's
         let leader = self.rows.leadership.as_ref().and_then(|l| l["holder"].as_str()).unwrap_or_default();
-        let dead = self.facts.died_by(&oh, self.params.real_at(leader, at), FACT_SLACK_S);
+        let real = self.params.real_at(leader, at);
+        let dead = self.facts.died_by(&oh, real, FACT_SLACK_S) || self.facts.token_lost(&oh, real, FACT_SLACK_S);
         let reason = a.exec_s("orphan_reason").unwrap_or_default();
         let r = match (b.status(), expired, dead, reason) {
             (Some(Status::Pending | Status::Orphaned), ..) => return self.repair_tomb(hid, b, a, at, expired),

@@ -145,11 +145,12 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
         // it every liveness token, is gone at once; a holder of a lease or
         // of the leadership before it is, to the protocol, gone too (§7.5)
         if f.s("kind").is_some_and(|k| SESSIONS_CUT.contains(&k)) {
-            for h in holders_before(events, t) {
+            for h in holders_before(events, t, &["ownership", "leadership"]) {
                 let d = died.entry(h).or_insert(t);
                 *d = d.min(t);
             }
         }
+
         match f.s("signal") {
             // its SIGKILL is the death; the exit is reaped a little later
             Some("KILL") => {
@@ -167,6 +168,18 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
         }
     }
     out.extend(died.into_iter().map(|(h, at)| Fact::Died { holder: h.to_string(), at }));
+    // A toxic that breaks the workers' database link (only theirs:
+    // supervisors connect directly) ends their sessions, the liveness
+    // lock's too: a worker riding through it is alive, but to the protocol
+    // (§7.5) may be taken for dead until it retakes its lock — the same
+    // window the no-false-orphans invariant allows (crate::check::db_link).
+    let t_end = cx.meta["t_end"].as_f64().unwrap_or(f64::INFINITY);
+    for w in crate::check::db_link::windows(cx.ix, t_end).iter().filter(|w| w.cuts) {
+        for h in holders_before(events, w.t, &["ownership"]) {
+            let until = w.heal + crate::check::db_link::RETAKE_S;
+            out.push(Fact::TokenLost { holder: h.to_string(), at: w.t, until });
+        }
+    }
     if let Some(w) = &cx.workload {
         // stamp → (hid, seq) of the checkpoint that carries it
         let carried: HashMap<String, (String, i64)> = events.iter().filter_map(carried).collect();
@@ -191,11 +204,11 @@ fn facts(cx: &Ctx<'_>, events: &[Event]) -> Vec<Fact> {
 /// switchover, the primary cut off).
 const SESSIONS_CUT: [&str; 4] = ["db-crash", "db-failover", "db-switchover", "db-primary-partition"];
 
-/// Every holder an ownership or leadership row named before `t`.
-fn holders_before(events: &[Event], t: f64) -> HashSet<&str> {
+/// Every holder a row of `tables` (ownership, leadership) named before `t`.
+fn holders_before<'a>(events: &'a [Event], t: f64, tables: &[&str]) -> HashSet<&'a str> {
     events
         .iter()
-        .filter(|e| e.at <= t && (e.table == "ownership" || e.table == "leadership"))
+        .filter(|e| e.at <= t && tables.contains(&e.table.as_str()))
         .filter_map(|e| e.new.as_ref()?.get("holder")?.as_str())
         .filter(|h| *h != "__orphaned__")
         .collect()
