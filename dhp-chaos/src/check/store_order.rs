@@ -14,7 +14,8 @@ impl Ctx<'_> {
     /// `op` (a checkpoint of fence `fence`) committed a row that precedes,
     /// in the store's commit order, the orphan that took fence `fence` away.
     ///
-    /// Provable only from the orphan's own record: its transaction counted
+    /// Provable from the store audit (the row's INSERT before the fence
+    /// bump, in commit order), else from the orphan's own record: its transaction counted
     /// the checkpoints committed before it (`checkpoints`, the next seq), and
     /// it names the fence it superseded (`previous_fence`). The op's row is
     /// the one at the seq its `ok` reported, and must hold the chunk the op
@@ -28,6 +29,20 @@ impl Ctx<'_> {
         let row_is_ops = self.store.get(&op.hid).is_some_and(|h| {
             h.ckpts.iter().any(|c| c.seq == seq && op.next_n.is_none_or(|n| c.state["next_n"].as_u64() == Some(n)))
         });
+        if !row_is_ops {
+            return false;
+        }
+        // The store audit (the harness's own record) orders the row's
+        // INSERT and the fence bump: it decides when it has both — also
+        // when the orphaning supervisor was killed before its own record
+        // (an at-commit kill).
+        if let Some(a) = self.audit {
+            let bump = a.superseded(&op.hid, &op.process, fence).map(|(_, s)| s);
+            let ins = a.checkpoint_inserts(&op.hid).find(|e| e.new_i("seq") == Some(seq)).map(|e| e.seq);
+            if let (Some(bump), Some(ins)) = (bump, ins) {
+                return ins < bump;
+            }
+        }
         let before = self
             .ix
             .orphans
@@ -35,7 +50,7 @@ impl Ctx<'_> {
             .filter(|o| o.hid == op.hid && o.previous_fence == Some(fence))
             .filter_map(|o| o.checkpoints)
             .min();
-        row_is_ops && before.is_some_and(|c| seq < c)
+        before.is_some_and(|c| seq < c)
     }
 
     /// Some supervisor recorded the orphan that took fence `fence` of `hid`

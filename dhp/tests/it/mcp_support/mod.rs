@@ -19,7 +19,21 @@ pub fn ours_decider(root: &Path) -> Vec<String> {
 }
 
 /// The reference's server (`dhp-mcp --root ROOT`, i.e. `dhp.mcp_server`).
+/// The store is created first, by the reference, in this process: two of
+/// its servers started at once on a fresh root (a session and its decider)
+/// race to create it, and one is refused with `database is locked`
+/// (PROTOCOL §13.16; failed a CI run once).
 pub fn reference(root: &Path) -> Vec<String> {
+    let made = Command::new(dhp_testkit::python())
+        .args(["-c", "import sys, dhp; dhp.Store(sys.argv[1])"])
+        .arg(root)
+        .output()
+        .expect("run python");
+    assert!(
+        made.status.success(),
+        "the reference could not create its store: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     vec![
         dhp_testkit::python().display().to_string(),
         "-m".into(),
