@@ -47,7 +47,7 @@
 pub const CONTRACT_VERSION: u32 = 2;
 
 pub mod audit;
-pub mod cgroup;
+pub use dhp_procs::cgroup;
 pub mod check;
 pub mod clock;
 pub mod config;

@@ -13,8 +13,6 @@
 //! it can see.
 
 use crate::cgroup::Group;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -139,56 +137,9 @@ pub fn tracked_by() -> String {
     }
 }
 
-/// Processes other than this one whose environment holds `MARK_VAR=value`
-/// for a value `select` accepts (zombies excluded: they are already dead).
-fn scan(select: &dyn Fn(&str) -> bool) -> Vec<Survivor> {
-    let me = std::process::id() as i32;
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let prefix = format!("{MARK_VAR}=");
-    let mut out = Vec::new();
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        if pid == me || zombie(pid) {
-            continue;
-        }
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
-        let marked = env
-            .split(|b| *b == 0)
-            .filter_map(|kv| std::str::from_utf8(kv).ok())
-            .any(|kv| kv.strip_prefix(&prefix).is_some_and(select));
-        if marked {
-            out.push(Survivor { pid, cmdline: crate::cgroup::cmdline(pid) });
-        }
-    }
-    out
-}
-
-fn zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])))
-        .unwrap_or(true)
-}
-
-/// Find and SIGKILL every process still carrying a marker `select` accepts,
-/// again until none is left (one may fork while the scan runs; bounded).
+/// Find and SIGKILL every process still carrying a marker `select` accepts.
 fn sweep_where(select: &dyn Fn(&str) -> bool) -> Vec<Survivor> {
-    let mut found: Vec<Survivor> = Vec::new();
-    for _ in 0..20 {
-        let now = scan(select);
-        if now.is_empty() {
-            break;
-        }
-        for s in now {
-            let _ = kill(Pid::from_raw(s.pid), Signal::SIGCONT);
-            let _ = kill(Pid::from_raw(s.pid), Signal::SIGKILL);
-            if !found.iter().any(|f| f.pid == s.pid) {
-                found.push(s);
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    found
+    dhp_procs::marker::sweep(MARK_VAR, select).into_iter().map(|(pid, cmdline)| Survivor { pid, cmdline }).collect()
 }
 
 /// Kill every member of `c` and remove it; the members.
@@ -289,7 +240,7 @@ mod tests {
         assert_eq!(found.iter().map(|s| s.pid).collect::<Vec<_>>(), vec![pid], "{found:?}");
         assert!(found[0].cmdline.contains("sleep 60"), "{found:?}");
         std::thread::sleep(std::time::Duration::from_millis(100));
-        assert!(zombie(pid), "pid {pid} still runs");
+        assert!(dhp_procs::zombie(pid), "pid {pid} still runs");
         assert!(sweep(dir.path()).is_empty());
     }
 }

@@ -11,8 +11,6 @@
 //! so no child can slip in between the kill and the exit.
 
 use anyhow::{bail, Result};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,8 +75,9 @@ pub fn teardown_all() {
 
 fn tear(r: &mut Registry) {
     for &g in &r.pgids {
-        let _ = killpg(Pid::from_raw(g), Signal::SIGCONT);
-        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+        if let Ok(g) = u32::try_from(g) {
+            dhp_procs::kill_group(g);
+        }
     }
     r.pgids.clear();
     // descendants that left the groups (setsid, double fork)

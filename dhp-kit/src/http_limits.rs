@@ -87,7 +87,9 @@ pub fn over_the_cap(addr: SocketAddr, path: &str, cap: usize, makes_room: bool) 
 }
 
 /// A held connection the server answered `503` (it was over the cap).
-fn refused(s: &TcpStream) -> bool {
+/// Did the server answer this held connection with 503 (refused at its
+/// connection cap)? Waits at most 100 ms for the answer.
+pub fn refused(s: &TcpStream) -> bool {
     let mut buf = [0u8; 64];
     let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
     let n = (&*s).read(&mut buf).unwrap_or(0);

@@ -24,7 +24,7 @@ pub mod http_limits;
 pub mod locate;
 
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -127,42 +127,7 @@ pub fn wait_until(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool)
     }
 }
 
-/// Is `pid` a live process (not a zombie)?
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with('Z')))
-        .unwrap_or(false)
-}
-
-/// A child started in a process group of its own; dropping the guard
-/// SIGKILLs the whole group (grandchildren included) and reaps the child,
-/// so a failing test leaves nothing running.
-pub struct ProcessGroup {
-    pub child: Child,
-}
-
-impl ProcessGroup {
-    pub fn spawn(mut cmd: Command) -> ProcessGroup {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-        ProcessGroup { child }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
-}
+pub use dhp_procs::{alive, ProcessGroup};
 
 #[cfg(test)]
 mod tests {

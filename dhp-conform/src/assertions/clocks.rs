@@ -83,6 +83,9 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
     let dated = cx.now();
     ensure_eq!(db.set_last_checkpoint_at(&soon, dated - 118.0)?, 1, "progress rows dated back");
     m.heartbeat(&t_soon)?;
+    // heartbeats are not progress (§7.4) but keep the fresh one's lease: a
+    // slow run (a loaded machine) must not see it orphaned for its lease
+    m.heartbeat(&t_fresh)?;
     let acts = m.scan(&root, "s1")?;
     ensure!(
         action_for(&acts, &soon).is_none(),
@@ -95,6 +98,7 @@ pub fn stall_by_age(cx: &Ctx<'_>) -> Check {
         serde_json::Value::from(acts.clone())
     );
     cx.wait_until(dated + 3.0);
+    m.heartbeat(&t_fresh)?;
     let acts = m.scan(&root, "s1")?;
     ensure_eq!(
         action_for(&acts, &soon),

@@ -83,7 +83,10 @@ impl Adapter {
         let mut cmd = Command::new("sh");
         match crate::cgroup::group() {
             // the run's cgroup joined before the adapter execs: no helper of it leaves
-            Ok(dir) => cmd.arg("-c").arg(format!("echo 0 > \"$0\" && exec {command}")).arg(dir.join("cgroup.procs")),
+            Ok(g) => {
+                g.join_on_exec(&mut cmd);
+                cmd.arg("-c").arg(format!("exec {command}"))
+            }
             Err(why) => {
                 warn_marker_only(why);
                 cmd.arg("-c").arg(format!("exec {command}"))

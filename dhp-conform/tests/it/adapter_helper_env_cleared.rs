@@ -24,7 +24,7 @@ fn a_helper_that_clears_its_environment_does_not_outlive_the_run() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(
         !run.stderr.contains("environment marker only"),
-        "cgroups are available here (root, cgroup v1)\n{}",
+        "cgroups are available here (root, a cgroup2 hierarchy with cgroup.kill)\n{}",
         run.stderr
     );
     let pids: Vec<u32> = std::fs::read_to_string(&pidfile).unwrap().lines().map(|l| l.parse().unwrap()).collect();

@@ -158,6 +158,20 @@ impl Judge {
         let err = a.exec_s("error").unwrap_or_default().to_string();
         let owner_ok =
             b.own.is_some() && !b.tomb() && b.lease().is_some_and(|l| l + self.params.skew_s >= self.held_at(at));
+        if moved(b, a, "attempt") || moved(b, a, "fence") {
+            if let Some(bump) = self.stale_writer(hid, b, a) {
+                // a fenced-out holder wrote its own view of the row back
+                let msg = format!(
+                    "{hid} written back to {}'s view (fence {}, attempt {}) while the store showed {}",
+                    bump.holder,
+                    bump.fence,
+                    a.attempt(),
+                    describe(b)
+                );
+                let rule = "§5.2 a worker writes only with the current fence and a live lease [fencing]";
+                return self.stale(hid, rule, seq, at, bump, msg);
+            }
+        }
         match (sb, sa) {
             _ if moved(b, a, "attempt") || (moved(b, a, "fence") && sa != Failed) => illegal(
                 "§5.3 only recover and resume add to attempt; only claim and recover set the fence",
@@ -200,6 +214,17 @@ impl Judge {
 
     /// The holder a stale write on `hid` presumably came from: the last one
     /// fenced out, else the current holder whose lease ran out.
+    /// The bump that fenced out the runner and fence the row after names,
+    /// when they are not the ownership row's: a stale holder's write.
+    fn stale_writer(&self, hid: &str, b: &Pair, a: &Pair) -> Option<Bump> {
+        let runner = a.exec_s("runner_id")?;
+        let fence = a.handoff.as_ref().and_then(|h| ex(h, "fence")?.as_i64())?;
+        if b.holder() == Some(runner) && b.fence() == Some(fence) {
+            return None;
+        }
+        self.bump_of(hid, runner, fence)
+    }
+
     fn bump_for(&self, hid: &str, b: &Pair, at: f64) -> Bump {
         self.last_bump(hid, at).unwrap_or(Bump {
             holder: b.holder().unwrap_or("nobody").to_string(),

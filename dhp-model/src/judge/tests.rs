@@ -334,6 +334,39 @@ fn check_then_write_excuses_only_what_it_can_explain() {
 }
 
 #[test]
+fn a_stale_holder_writing_its_own_view_back_is_a_stale_write() {
+    // w1 (fence 0, attempt 0), fenced out by the orphan at 102.0, writes its
+    // whole envelope back over w2's (fence 2, attempt 1): the reference's
+    // separate check and write under load (a fresh-clone CI round, seed 6161)
+    let written_back = |runner: &str| {
+        let mut s = Sim::new();
+        s.l("s1", 105.0, 100.0);
+        s.h("h", "pending", json!({}), 100.0);
+        s.o("h", "w1", 0, 101.0, 100.1);
+        s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+        s.o("h", ORPHANED, 1, 0.0, 102.0);
+        s.h("h", "orphaned", json!({"runner_id": "w1", "orphan_reason": "lease-expired"}), 102.0);
+        s.o("h", "w2", 2, 108.0, 102.5);
+        s.h("h", "running", json!({"runner_id": "w2", "fence": 2, "attempt": 1}), 102.5);
+        s.h("h", "running", json!({"runner_id": runner, "fence": 0}), 103.5);
+        s
+    };
+    let s = written_back("w1");
+    let fencing = "§5.2 a worker writes only with the current fence and a live lease [fencing]";
+    let r = s.judge(Variant::Strict, vec![served("w1", 0, 101.9)]);
+    assert_eq!(rules(&r), vec![fencing], "{r:#?}");
+    assert!(r.violations[0].message.contains("w1's view"), "{r:#?}");
+    let r = s.judge(Variant::CheckThenWrite, vec![served("w1", 0, 101.9)]);
+    assert!(r.violations.is_empty() && r.excused.len() == 1, "{r:#?}");
+    // served after the bump: its check came after it, nothing excuses the write
+    let r = s.judge(Variant::CheckThenWrite, vec![served("w1", 0, 102.8)]);
+    assert_eq!(rules(&r), vec![fencing], "{r:#?}");
+    // a view no holder ever had is not a stale write: attempt and fence moved in place
+    let r = written_back("w9").judge(Variant::CheckThenWrite, vec![]);
+    assert_eq!(rules(&r), vec!["§5.3 only recover and resume add to attempt; only claim and recover set the fence"]);
+}
+
+#[test]
 fn a_second_stale_write_is_not_excused() {
     let mut s = Sim::new();
     s.l("s1", 105.0, 100.0);

@@ -18,8 +18,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-adapter", &["dhp-core", "dhp-testkit"]),
     ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-workload-client", "dhp-secrets", "workspace-hack"]),
     // The judges link no implementation.
-    ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "conform-hack"]),
-    ("dhp-chaos", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-workload", "dhp-http"]),
+    ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-procs", "conform-hack"]),
+    (
+        "dhp-chaos",
+        &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-procs", "dhp-workload", "dhp-http"],
+    ),
     ("dhp-oracle", &[]),
     ("dhp-model", &[]),
     ("dhp-workload", &[]),
@@ -30,7 +33,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("dhp-http", &[]),
     ("dhp-testkit", &["dhp-core", "dhp-kit", "workspace-hack"]),
     // The test machinery that links no implementation (the judges use it).
-    ("dhp-kit", &["workspace-hack"]),
+    ("dhp-kit", &["dhp-procs", "workspace-hack"]),
+    // Ending what the judged started: process groups and trees, cgroups, markers.
+    ("dhp-procs", &[]),
     ("demo", &["dhp-core", "dhp-testkit", "dhp-workload", "dhp-http"]),
     ("dhp-benches", &["dhp-core", "dhp-testkit", "dhp-workload"]),
     ("workspace-hack", &["conform-hack"]),

@@ -3,6 +3,7 @@
 //! counts exactly those, with the supervisor and worker families beside.
 use crate::a2a_support::*;
 use crate::metrics_support::{free_port, http_get};
+use dhp_testkit::http_limits::refused;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -66,13 +67,4 @@ fn a2a_metrics_count_submits_cancels_and_refused_connections() {
     assert_eq!(get("dhp_checkpoints_total"), 0.0);
     assert!(get("dhp_scans_total") >= 1.0);
     assert!(!s.keys().any(|k| k.starts_with("dhp_transport_")));
-}
-
-/// A held connection the server answered `503` (over the cap).
-fn refused(c: &std::net::TcpStream) -> bool {
-    use std::io::Read;
-    let mut buf = [0u8; 64];
-    let _ = c.set_read_timeout(Some(Duration::from_millis(100)));
-    let n = (&*c).read(&mut buf).unwrap_or(0);
-    String::from_utf8_lossy(&buf[..n]).contains(" 503 ")
 }

@@ -1,13 +1,14 @@
-//! A harness-owned cgroup (the unified, v2 hierarchy) per round. Every
-//! child of the round joins it between fork and exec ([`Group::join_on_exec`]),
-//! and a process cannot leave its cgroup by `setsid`, a double fork or an
-//! empty environment (it would have to write another group's
-//! `cgroup.procs`). At the round's end what is still in it is a survivor:
-//! listed, then ended at once by `cgroup.kill` (which also takes a child
-//! forked while the kill runs), and the group removed.
+//! A harness-owned cgroup (the unified, v2 hierarchy): dhp-chaos makes one
+//! per round, dhp-conform one per run. Every child joins it between fork
+//! and exec ([`Group::join_on_exec`]), and a process cannot leave its
+//! cgroup by `setsid`, a double fork or an empty environment (it would
+//! have to write another group's `cgroup.procs`). At the end what is still
+//! in it is listed, then ended at once by `cgroup.kill` (which also takes a
+//! child forked while the kill runs), and the group removed.
 //!
 //! The group has no controllers: membership costs the judged nothing.
 
+use crate::cmdline;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::ffi::CString;
@@ -120,18 +121,6 @@ impl Group {
     }
 }
 
-/// A process's command line, arguments joined by spaces (for people).
-pub fn cmdline(pid: i32) -> String {
-    let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let line = String::from_utf8_lossy(&cmd).split('\0').collect::<Vec<_>>().join(" ").trim().to_string();
-    if !line.is_empty() {
-        return line;
-    }
-    // empty while it execs: its name, as ps shows it
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    format!("[{}]", comm.trim())
-}
-
 #[allow(unsafe_code)]
 mod join {
     use nix::libc;
@@ -188,7 +177,7 @@ mod tests {
 
     #[test]
     fn a_member_that_clears_its_environment_and_leaves_its_session_is_killed() {
-        let rel = PathBuf::from(format!("dhp-chaos-unit-{}", std::process::id()));
+        let rel = PathBuf::from(format!("dhp-procs-unit-{}", std::process::id()));
         let scoped = Scoped(Group::create(&rel).expect("a writable cgroup2 hierarchy with cgroup.kill, as root"));
         let g = &scoped.0;
         let dir = tempfile::tempdir().unwrap();
