@@ -131,6 +131,9 @@ impl Judge {
             ));
         }
         if sb == Some(Status::Completed) && sa != sb {
+            if let Some(why) = self.over_a_stale_completion(hid, b) {
+                return Some(Verdict::Excused { rule: "§4 completed is terminal [idempotent-complete]".into(), why });
+            }
             return Some(illegal(
                 "§4 completed is terminal [idempotent-complete]",
                 vec![format!(
@@ -214,6 +217,26 @@ impl Judge {
 
     /// The holder a stale write on `hid` presumably came from: the last one
     /// fenced out, else the current holder whose lease ran out.
+    /// Check-then-write (§13.2) only: the completion this write undoes was
+    /// itself a fenced-out holder's stale write, so the writer's status
+    /// check (orphaned, say, for a recover) could have passed before that
+    /// completion landed. The stale completion is reported on its own
+    /// (the exactly-once and fencing invariants).
+    fn over_a_stale_completion(&self, hid: &str, b: &Pair) -> Option<String> {
+        if self.variant != Variant::CheckThenWrite {
+            return None;
+        }
+        let runner = b.exec_s("runner_id")?;
+        let fence = b.handoff.as_ref().and_then(|h| ex(h, "fence")?.as_i64())?;
+        // a bump fenced its writer out: a completion is terminal, so no bump
+        // follows a completion by the holder of the time
+        let bump = self.bump_of(hid, runner, fence)?;
+        Some(format!(
+            "{runner}'s completion (fence {fence}) was a stale write, its fence bumped at audit seq {} ({:.3}); this write's own check could have passed before it landed: the reference checks and writes in separate statements (PROTOCOL §13.2)",
+            bump.seq, bump.at
+        ))
+    }
+
     /// The bump that fenced out the runner and fence the row after names,
     /// when they are not the ownership row's: a stale holder's write.
     fn stale_writer(&self, hid: &str, b: &Pair, a: &Pair) -> Option<Bump> {

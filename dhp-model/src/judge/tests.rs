@@ -367,6 +367,30 @@ fn a_stale_holder_writing_its_own_view_back_is_a_stale_write() {
 }
 
 #[test]
+fn a_recover_over_a_stale_completion_is_check_then_write() {
+    // w1 (fence 0) is orphaned; its stale completion lands over the
+    // tombstone; w2's recover, whose status check saw orphaned, then writes
+    // running over it (the reference under load: seed 31 of pinned.rs)
+    let mut s = Sim::new();
+    s.l("s1", 105.0, 100.0);
+    s.h("h", "pending", json!({}), 100.0);
+    s.o("h", "w1", 0, 101.0, 100.1);
+    s.h("h", "running", json!({"runner_id": "w1", "fence": 0}), 100.1);
+    s.o("h", ORPHANED, 1, 0.0, 102.0);
+    s.h("h", "orphaned", json!({"runner_id": "w1", "orphan_reason": "lease-expired"}), 102.0);
+    let done = json!({"runner_id": "w1", "fence": 0, "completed_at": "2026-01-01T00:00:00+00:00"});
+    s.h("h", "completed", done, 102.2);
+    s.o("h", "w2", 2, 108.0, 102.5);
+    s.h("h", "running", json!({"runner_id": "w2", "fence": 2, "attempt": 1}), 102.5);
+    let facts = vec![served("w1", 0, 101.9)];
+    let r = s.judge(Variant::CheckThenWrite, facts.clone());
+    assert!(r.violations.is_empty(), "{r:#?}");
+    assert!(r.excused.iter().any(|e| e.why.contains("stale write")), "{r:#?}");
+    let r = s.judge(Variant::Strict, facts);
+    assert!(rules(&r).contains(&"§4 completed is terminal [idempotent-complete]"), "{r:#?}");
+}
+
+#[test]
 fn a_second_stale_write_is_not_excused() {
     let mut s = Sim::new();
     s.l("s1", 105.0, 100.0);
