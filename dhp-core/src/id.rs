@@ -58,13 +58,6 @@ impl AsRef<str> for HandoffId {
     }
 }
 
-impl std::ops::Deref for HandoffId {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl PartialEq<str> for HandoffId {
     fn eq(&self, other: &str) -> bool {
         self.0 == other

@@ -149,7 +149,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         None => check_range(census_fields(&runner.envelope_bare(&hid)?)?)?,
     };
     if let Some(s) = opts.shipper.as_deref_mut() {
-        let n = match catch_up(s, runner, &hid) {
+        let n = match catch_up(s, runner, hid.as_str()) {
             Ok(n) => n,
             Err(e) => {
                 // Nothing computed yet: hand the handoff back instead of
@@ -166,7 +166,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     }
     let last = runner.last_checkpoint_row(&hid)?;
     // Shipped lines name their handoff and predecessor (docs/log-chain.md).
-    let mut chain = Chain::after(&hid, last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
+    let mut chain = Chain::after(hid.as_str(), last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
     // The last seq under this lease: what settles a checkpoint in flight.
     let mut prev = last.as_ref().map(|r| r.seq);
     let last = last.map(|r| json::parse(&r.state_json)).transpose()?;
@@ -206,7 +206,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         if let Some(s) = opts.shipper.as_deref_mut() {
             // Ship the committed row itself: its text, hash and `at`.
             let line = chain.line_of_row(&step.row)?;
-            s.ship_checkpoint(&hid, seq, &line)?;
+            s.ship_checkpoint(hid.as_str(), seq, &line)?;
         }
         done += 1;
         step.enforce_budget()?;

@@ -22,7 +22,7 @@ impl Runner {
             out.clear();
             for p in &prepared {
                 out.push(match p {
-                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now).map(|_| hid.to_string())),
+                    Ok((hid, text)) => Some(tx.insert_envelope(hid.as_str(), text, now).map(|_| hid.to_string())),
                     Err(_) => None,
                 });
             }
@@ -40,7 +40,9 @@ impl Runner {
             envs.clear();
             for hid in &parsed {
                 envs.push(match hid {
-                    Ok(hid) => Some(claim_in(tx, &self.cfg, &self.id, hid).map(|(env, t)| (hid.clone(), env, t))),
+                    Ok(hid) => {
+                        Some(claim_in(tx, &self.cfg, &self.id, hid.as_str()).map(|(env, t)| (hid.clone(), env, t)))
+                    }
                     Err(_) => None,
                 });
             }

@@ -26,7 +26,7 @@ impl Runner {
     pub fn dispatch(&self, env: &Value) -> Result<String> {
         let (hid, text) = prepare_dispatch(env, &self.cfg)?;
         self.write(|tx| {
-            tx.insert_envelope(&hid, &text, self.cfg.clock.now())?;
+            tx.insert_envelope(hid.as_str(), &text, self.cfg.clock.now())?;
             Ok(())
         })?;
         tracing::info!(hid = hid.short(), kind = ?env.pointer("/task/kind"), "dispatch");
@@ -36,7 +36,7 @@ impl Runner {
     /// Claim a pending handoff: ownership row with fence 0, status running.
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
-        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
+        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid.as_str()))?;
         let started =
             Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
         self.cfg.hooks.emit(started);
@@ -311,7 +311,7 @@ impl Runner {
 pub(super) fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(HandoffId, String)> {
     let hid = HandoffId::parse(&envelope::verify(env)?)?;
     if Status::of(env) != Some(Status::Pending) {
-        return Err(state_err(&hid, "dispatch", "envelope not pending"));
+        return Err(state_err(hid.as_str(), "dispatch", "envelope not pending"));
     }
     Ok((hid, envelope_text(env, cfg)?))
 }
