@@ -122,7 +122,7 @@ pub use clock::Clock;
 pub use config::Config;
 pub use error::{Error, Result, StoreErrorKind, TransportKind};
 pub use id::HandoffId;
-pub use lease::Lease;
+pub use lease::{Fence, Lease};
 pub use runner::{Runner, TaskContext};
 pub use status::Status;
 pub use supervisor::Supervisor;

@@ -305,11 +305,11 @@ fn compute_chunk(
     hid: &HandoffId,
     (next, end): (u64, u64),
     holder: &str,
-    fence: i64,
+    fence: dhp_core::Fence,
 ) -> Result<(u64, u64, Option<String>)> {
     match &opts.workload {
         Some(w) => {
-            let got = w.chunk(hid.as_str(), next, end, holder, fence).map_err(workload_error)?;
+            let got = w.chunk(hid.as_str(), next, end, holder, fence.get()).map_err(workload_error)?;
             Ok((got.count, got.sum, Some(got.stamp)))
         }
         None => {

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::id::HandoffId;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::store::{Backend, Mode};
 use serde_json::Value;
@@ -54,7 +55,7 @@ impl Runner {
                 let (hid, env, t) = claimed?;
                 match budget_violation(&env, t) {
                     Some(reason) => Err(Error::BudgetExceeded { hid: hid.into(), reason }),
-                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0))),
+                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, Fence::FIRST))),
                 }
             })
             .collect())
@@ -69,7 +70,7 @@ pub struct CheckpointItem {
     /// The worker id presenting the token: must be the current owner.
     pub holder: String,
     /// The fencing token presented: must be the current fence.
-    pub fence: i64,
+    pub fence: Fence,
     /// The state to append: a JSON object within `max_checkpoint_bytes`.
     pub state: Value,
 }

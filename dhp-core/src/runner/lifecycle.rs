@@ -14,6 +14,7 @@ use crate::events::{Ended, Event, Start};
 use crate::failpoint;
 use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
 use crate::store::{CheckpointRow, Ownership, Tx};
@@ -37,14 +38,19 @@ impl Runner {
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
         let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid.as_str()))?;
-        let started =
-            Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
+        let started = Event::AttemptStarted {
+            hid: hid.as_str(),
+            fence: Fence::FIRST,
+            holder: &self.id,
+            how: Start::Claim,
+            at_s: t,
+        };
         self.cfg.hooks.emit(started);
         if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.into(), reason });
         }
         tracing::info!(hid = hid.short(), runner = %self.id, fence = 0, "claim");
-        Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0)))
+        Ok(TaskContext::new(self.clone(), Lease::granted(hid, Fence::FIRST)))
     }
 
     /// Recover an orphaned handoff: CAS on the observed fence, so of N
@@ -70,7 +76,7 @@ impl Runner {
                 });
             };
             let t = self.now_in(tx)?;
-            let fence = own.fence + 1;
+            let fence = own.fence.next();
             tx.update_ownership(
                 &Ownership {
                     hid: hid.to_string(),
@@ -95,7 +101,7 @@ impl Runner {
         })?;
         let started = Event::AttemptStarted { hid, fence, holder: &self.id, how: Start::Recover, at_s: t };
         self.cfg.hooks.emit(started);
-        tracing::info!(hid = handoff.short(), runner = %self.id, fence, "recover");
+        tracing::info!(hid = handoff.short(), runner = %self.id, %fence, "recover");
         Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
     }
 
@@ -327,7 +333,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
     let own = Ownership {
         hid: hid.to_string(),
         holder: holder.to_string(),
-        fence: 0,
+        fence: Fence::FIRST,
         lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
         heartbeat_interval_s: cfg.lease_interval_s,
         max_missed: cfg.lease_max_missed,

@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::envelope::{self, check_worker_id};
 use crate::error::{Error, Result};
 use crate::json;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, BudgetUsage, Mode, Ownership, StoreLocation, Tx};
@@ -222,7 +223,7 @@ fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &str, lease: &Lease) ->
 
 /// The fence and lease checks on an ownership row read at store time `t`
 /// (shared by the transactions and the one-round-trip writes).
-fn owner_checks(holder: &str, hid: &str, fence: i64, own: Option<Ownership>, t: f64) -> Result<()> {
+fn owner_checks(holder: &str, hid: &str, fence: Fence, own: Option<Ownership>, t: f64) -> Result<()> {
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
             if o.lease_expires_at < t {

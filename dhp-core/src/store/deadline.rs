@@ -169,7 +169,7 @@ impl Backend for Deadline {
         self.inner.checkpoint_once(req)
     }
 
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(&self, holder: &str, hid: &str, fence: crate::lease::Fence) -> Result<Option<HeartbeatOnce>> {
         let _call = self.dog.call();
         self.inner.heartbeat_once(holder, hid, fence)
     }

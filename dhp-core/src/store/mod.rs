@@ -26,6 +26,7 @@ pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
+use crate::lease::Fence;
 use crate::status::{ApprovalOp, ApprovalStatus, Status};
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ pub struct Ownership {
     /// The runner holding the lease.
     pub holder: String,
     /// The fencing token: grows by one with every claim or recovery.
-    pub fence: i64,
+    pub fence: Fence,
     /// When the lease runs out (store clock, Unix seconds).
     pub lease_expires_at: f64,
     /// The holder's heartbeat interval in seconds.
@@ -184,7 +185,7 @@ pub struct CheckpointReq<'a> {
     /// The handoff.
     pub hid: &'a str,
     /// The fencing token presented.
-    pub fence: i64,
+    pub fence: Fence,
     /// `json.dumps(state, sort_keys=True)`.
     pub state_json: &'a str,
     /// SHA-256 (hex) of `state_json`.
@@ -266,7 +267,7 @@ pub trait Backend: Send + Sync {
     /// A heartbeat (owner checks, lease extended by its interval × max
     /// missed) as one transaction in one round trip; `Ok(None)`: not
     /// offered, as for [`Backend::checkpoint_once`].
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(&self, holder: &str, hid: &str, fence: Fence) -> Result<Option<HeartbeatOnce>> {
         let _ = (holder, hid, fence);
         Ok(None)
     }

@@ -198,12 +198,22 @@ impl Supervisor {
     /// Returns the action's JSON ([`ScanAction::to_json`]), as the
     /// conformance adapter's mutants and the benchmarks' fixtures consume
     /// it; [`Supervisor::orphan_action`] returns it typed.
-    pub fn orphan(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<Value> {
+    pub fn orphan(
+        &self,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, crate::lease::Fence)>,
+    ) -> Result<Value> {
         self.orphan_action(hid, reason, expected).map(|a| a.to_json())
     }
 
     /// [`Supervisor::orphan`], typed.
-    pub fn orphan_action(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<ScanAction> {
+    pub fn orphan_action(
+        &self,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, crate::lease::Fence)>,
+    ) -> Result<ScanAction> {
         self.orphan_in(self.store.as_ref(), hid, reason, expected)
     }
 
@@ -214,7 +224,7 @@ impl Supervisor {
         store: &dyn Backend,
         hid: &str,
         reason: OrphanReason,
-        expected: Option<(&str, i64)>,
+        expected: Option<(&str, crate::lease::Fence)>,
     ) -> Result<ScanAction> {
         self.orphan_detected(store, hid, reason, expected, None, false)
     }
@@ -245,7 +255,7 @@ impl Supervisor {
         store: &dyn Backend,
         hid: &str,
         reason: OrphanReason,
-        expected: Option<(&str, i64)>,
+        expected: Option<(&str, crate::lease::Fence)>,
         died_after: Option<Instant>,
         led: bool,
     ) -> Result<ScanAction> {
@@ -281,7 +291,7 @@ impl Supervisor {
             let previous = (own.holder.clone(), own.fence);
             orphaned_at = Some(t);
             own.holder = ORPHANED_HOLDER.into();
-            own.fence += 1;
+            own.fence = own.fence.next();
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;
