@@ -121,7 +121,7 @@ pub mod transport;
 pub use clock::Clock;
 pub use config::Config;
 pub use error::{Error, Result, StoreErrorKind, TransportKind};
-pub use id::HandoffId;
+pub use id::{HandoffId, WorkerId};
 pub use lease::{Fence, Lease};
 pub use runner::{Runner, TaskContext};
 pub use status::Status;

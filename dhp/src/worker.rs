@@ -126,7 +126,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = HandoffId::parse(&opts.hid)?;
     let h = &opts.history;
     let holder = runner.id().to_string();
-    let token = if opts.liveness { liveness_token(runner, &opts, &holder) } else { None };
+    let token = if opts.liveness { liveness_token(runner, &opts, runner.id()) } else { None };
     // Inputs are immutable (content-addressed): a census out of bounds is
     // refused before it is claimed, so it stays pending. An unknown handoff
     // or one that is no census at all is left to the claim to report.
@@ -242,7 +242,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
 /// This worker's liveness token: the backend's own (PostgreSQL: an
 /// advisory lock any host's supervisor can test), else a same-host flock
 /// under the store root; none (lease-only, said) when neither can be had.
-fn liveness_token(runner: &Runner, opts: &WorkOptions, holder: &str) -> Option<Box<dyn std::any::Any>> {
+fn liveness_token(runner: &Runner, opts: &WorkOptions, holder: &dhp_core::WorkerId) -> Option<Box<dyn std::any::Any>> {
     let published = match runner.store().publish_liveness(holder) {
         Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
         Ok(None) => match &opts.root {

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::id::HandoffId;
+use crate::id::WorkerId;
 use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::store::{Backend, Mode};
@@ -75,6 +76,10 @@ pub struct CheckpointItem {
     pub state: Value,
 }
 
+/// A batch item checked before the transaction: the holder, its lease,
+/// and the state's text and hash.
+type Prepared = (WorkerId, Lease, (String, String));
+
 /// Group commit: append one checkpoint per item — of any handoffs and
 /// holders — in ONE write transaction, hence one fsync. Each item gets the
 /// checks of [`Runner::checkpoint`] and its own seq or error; `Err` only
@@ -82,15 +87,22 @@ pub struct CheckpointItem {
 pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
     // Parse and hash outside the write lock, as Runner::checkpoint does.
     // Each item presents a token from its own holder, not one of ours.
-    let prepared: Vec<Result<(Lease, (String, String))>> =
-        items.iter().map(|it| Ok((Lease::presented(&it.hid, it.fence)?, checked_state(&it.state, cfg)?))).collect();
+    // Ids are checked per item as the hid is: a malformed one is that
+    // item's ValidationError (docs/PROTOCOL.md §1.2).
+    let prepared: Vec<Result<Prepared>> = items
+        .iter()
+        .map(|it| {
+            let lease = Lease::presented(&it.hid, it.fence)?;
+            Ok((WorkerId::parse(&it.holder)?, lease, checked_state(&it.state, cfg)?))
+        })
+        .collect();
     let mut out = Vec::with_capacity(items.len());
     store.transact(Mode::Write, &mut |tx| {
         out.clear();
-        for (it, p) in items.iter().zip(&prepared) {
+        for p in &prepared {
             out.push(match p {
-                Ok((lease, (text, hash))) => {
-                    Some(append_checkpoint(tx, cfg, &it.holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
+                Ok((holder, lease, (text, hash))) => {
+                    Some(append_checkpoint(tx, cfg, holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
                 }
                 Err(_) => None,
             });

@@ -12,6 +12,7 @@ use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::events::{Ended, Event, Start};
 use crate::failpoint;
+use crate::id::WorkerId;
 use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
 use crate::lease::Fence;
@@ -41,7 +42,7 @@ impl Runner {
         let started = Event::AttemptStarted {
             hid: hid.as_str(),
             fence: Fence::FIRST,
-            holder: &self.id,
+            holder: self.id.as_str(),
             how: Start::Claim,
             at_s: t,
         };
@@ -80,7 +81,7 @@ impl Runner {
             tx.update_ownership(
                 &Ownership {
                     hid: hid.to_string(),
-                    holder: self.id.clone(),
+                    holder: self.id.to_string(),
                     fence,
                     lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
                     heartbeat_interval_s: cfg.lease_interval_s,
@@ -99,7 +100,7 @@ impl Runner {
             save(tx, hid, &env, cfg)?;
             Ok((fence, t))
         })?;
-        let started = Event::AttemptStarted { hid, fence, holder: &self.id, how: Start::Recover, at_s: t };
+        let started = Event::AttemptStarted { hid, fence, holder: self.id.as_str(), how: Start::Recover, at_s: t };
         self.cfg.hooks.emit(started);
         tracing::info!(hid = handoff.short(), runner = %self.id, %fence, "recover");
         Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
@@ -324,7 +325,7 @@ pub(super) fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(HandoffId, 
 
 /// The claim CAS inside a transaction; returns the claimed envelope and
 /// the store's time of the claim.
-pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<(Value, f64)> {
+pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, hid: &str) -> Result<(Value, f64)> {
     let mut env = load(tx, hid)?;
     let Some(next) = Status::of(&env).and_then(|s| s.after(Op::Claim)) else {
         return Err(state_err(hid, "claim", format!("status is {}", envelope::status(&env))));
@@ -358,7 +359,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
 pub(super) fn append_checkpoint(
     tx: &mut dyn Tx,
     cfg: &Config,
-    holder: &str,
+    holder: &WorkerId,
     lease: &Lease,
     text: &str,
     hash: &str,

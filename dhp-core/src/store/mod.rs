@@ -26,6 +26,7 @@ pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
+use crate::id::WorkerId;
 use crate::lease::Fence;
 use crate::status::{ApprovalOp, ApprovalStatus, Status};
 use serde_json::Value;
@@ -181,7 +182,7 @@ pub type EnvelopeBump<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
 /// A checkpoint for [`Backend::checkpoint_once`].
 pub struct CheckpointReq<'a> {
     /// The runner presenting the lease.
-    pub holder: &'a str,
+    pub holder: &'a WorkerId,
     /// The handoff.
     pub hid: &'a str,
     /// The fencing token presented.
@@ -247,7 +248,7 @@ pub trait Backend: Send + Sync {
     /// supervisors can test ([`Tx::dead_holders`]); dropping it withdraws
     /// it. `Ok(None)`: the backend has none (same-host `flock` tokens under
     /// the store directory are then used, see [`crate::liveness`]).
-    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+    fn publish_liveness(&self, holder: &WorkerId) -> Result<Option<LivenessToken>> {
         let _ = holder;
         Ok(None)
     }
@@ -267,7 +268,7 @@ pub trait Backend: Send + Sync {
     /// A heartbeat (owner checks, lease extended by its interval × max
     /// missed) as one transaction in one round trip; `Ok(None)`: not
     /// offered, as for [`Backend::checkpoint_once`].
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: Fence) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(&self, holder: &WorkerId, hid: &str, fence: Fence) -> Result<Option<HeartbeatOnce>> {
         let _ = (holder, hid, fence);
         Ok(None)
     }

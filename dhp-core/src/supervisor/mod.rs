@@ -30,6 +30,7 @@ use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::events::{self, DeadLetter};
 use crate::id;
+use crate::id::WorkerId;
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
@@ -108,7 +109,7 @@ pub enum Event<'a> {
 pub struct Supervisor {
     store: Arc<dyn Backend>,
     cfg: Config,
-    id: String,
+    id: WorkerId,
     root: Option<PathBuf>,
     is_leader: AtomicBool,
     /// Its counters (shared: a metrics endpoint reads them while it runs).
@@ -136,12 +137,12 @@ impl Supervisor {
     /// A supervisor over any backend. `root`, when given, is where worker
     /// liveness tokens are looked for (same-host fast detection).
     pub fn new(store: Arc<dyn Backend>, id: &str, cfg: Config, root: Option<PathBuf>) -> Result<Self> {
-        check_worker_id(id)?;
+        let id = WorkerId::parse(id)?;
         cfg.validate()?;
         Ok(Supervisor {
             store,
             cfg,
-            id: id.to_string(),
+            id,
             root,
             is_leader: AtomicBool::new(false),
             metrics: Arc::default(),
@@ -178,7 +179,7 @@ impl Supervisor {
     }
 
     /// This supervisor's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &WorkerId {
         &self.id
     }
 

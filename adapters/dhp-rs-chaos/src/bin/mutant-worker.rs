@@ -398,9 +398,9 @@ fn run() -> Result<()> {
         None
     } else if a.liveness && a.mode != Mode::WedgeOnDbError {
         // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
-        match runner.store().publish_liveness(&a.runner) {
+        match runner.store().publish_liveness(runner.id()) {
             Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
-            Ok(None) => liveness::publish(&a.root, &a.runner).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            Ok(None) => liveness::publish(&a.root, runner.id()).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
             Err(_) => None,
         }
     } else {

@@ -334,7 +334,7 @@ impl PgStore {
 
     pub(super) fn checkpoint_call(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
         let item = item_key(req.hid);
-        let (hid, holder, fence, max) = (req.hid, req.holder, req.fence.get(), req.max_checkpoints);
+        let (hid, holder, fence, max) = (req.hid, req.holder.as_str(), req.fence.get(), req.max_checkpoints);
         let (state, hash, at) = (req.state_json, req.state_hash, req.at);
         let r = match req.bump {
             None => {
