@@ -112,7 +112,12 @@ fn group_commit(c: &mut Criterion) {
                 k += 1;
                 let items: Vec<Item> = hids
                     .iter()
-                    .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: fixture::small_state(k) })
+                    .map(|h| Item {
+                        hid: h.clone(),
+                        holder: "w1".into(),
+                        fence: 0.into(),
+                        state: fixture::small_state(k),
+                    })
                     .collect();
                 for res in group::checkpoint_many(r.store().as_ref(), &cfg, &items).unwrap() {
                     res.unwrap();

@@ -79,7 +79,7 @@ pub fn claimed(root: &Path, worker: &str, i: u64) -> Result<(Runner, String, i64
     let r = Runner::open(root, worker, bench_config())?;
     let hid = r.dispatch(&sdk_envelope(i)?)?;
     let ctx = r.claim(&hid)?;
-    let fence = ctx.fence();
+    let fence = ctx.fence().get();
     drop(ctx);
     Ok((r, hid, fence))
 }

@@ -33,7 +33,7 @@ pub fn dispatch_many(r: &Runner, envs: &[Value]) -> Result<Vec<Result<String>>> 
 
 /// [`Runner::claim_many`] for `holder`, returning each fence.
 pub fn claim_many(r: &Runner, holder: &str, hids: &[String]) -> Result<Vec<Result<i64>>> {
-    Ok(r.with_id(holder)?.claim_many(hids)?.into_iter().map(|c| c.map(|c| c.fence())).collect())
+    Ok(r.with_id(holder)?.claim_many(hids)?.into_iter().map(|c| c.map(|c| c.fence().get())).collect())
 }
 
 type Reply = SyncSender<Result<i64>>;
@@ -153,9 +153,9 @@ mod tests {
         let f2 = r2.claim(&h2).unwrap().fence();
         let cfg = fixture::bench_config();
         let items = vec![
-            Item { hid: h1.clone(), holder: "w1".into(), fence: f1, state: fixture::small_state(1) },
+            Item { hid: h1.clone(), holder: "w1".into(), fence: f1.into(), state: fixture::small_state(1) },
             Item { hid: h2.clone(), holder: "w2".into(), fence: f2, state: fixture::small_state(2) },
-            Item { hid: h1.clone(), holder: "w1".into(), fence: f1, state: fixture::small_state(3) },
+            Item { hid: h1.clone(), holder: "w1".into(), fence: f1.into(), state: fixture::small_state(3) },
             Item { hid: h2.clone(), holder: "w1".into(), fence: f2, state: fixture::small_state(4) },
         ];
         let out = checkpoint_many(r.store().as_ref(), &cfg, &items).unwrap();
@@ -212,7 +212,12 @@ mod tests {
                 let handle = gc.handle();
                 s.spawn(move || {
                     for k in 0..5 {
-                        let it = Item { hid: h.clone(), holder: "w".into(), fence: 0, state: fixture::small_state(k) };
+                        let it = Item {
+                            hid: h.clone(),
+                            holder: "w".into(),
+                            fence: 0.into(),
+                            state: fixture::small_state(k),
+                        };
                         assert_eq!(handle.checkpoint(it).unwrap(), k as i64);
                     }
                 });

@@ -103,7 +103,7 @@ pub fn fill(root: &Path, first: u64, running: usize, completed: usize) -> Result
 /// the returned value lives: the liveness poll tests them as it would the
 /// tokens of [`HOLDERS`] live worker processes.
 pub fn hold_tokens(root: &Path) -> Result<Vec<liveness::Token>> {
-    (0..HOLDERS).map(|i| liveness::publish(root, &format!("w-{i}"))).collect()
+    (0..HOLDERS).map(|i| liveness::publish(root, &dhp_core::WorkerId::parse(&format!("w-{i}"))?)).collect()
 }
 
 /// CPU used by process `pid` so far, in seconds (utime + stime).

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+/// The fence of a first claim, as the fixtures' items present it.
+const F0: dhp_core::Fence = dhp_core::Fence::FIRST;
+
 /// How much of everything to run.
 #[derive(Debug, Clone)]
 pub struct Sizes {
@@ -279,7 +282,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let tx_rate = rate(s.rounds, s.group_iters, |_| {
             let items: Vec<Item> = hids
                 .iter()
-                .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: fixture::small_state(n) })
+                .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: fixture::small_state(n) })
                 .collect();
             n += 1;
             for res in group::checkpoint_many(r0.store().as_ref(), &cfg, &items)? {
@@ -315,7 +318,7 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
                         for k in 0..iters {
                             let st = fixture::small_state(k as u64);
                             let res = if grouped {
-                                handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: 0, state: st })
+                                handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: st })
                             } else {
                                 Lease::presented(h, 0).and_then(|l| r0.checkpoint(&l, &st))
                             };

@@ -107,7 +107,7 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
     let hid = opts.hid.clone();
     let pid = std::process::id();
     // Same-host liveness: a supervisor on this host notices our death at once.
-    let _token = match liveness::publish(&opts.root, &opts.worker_id) {
+    let _token = match dhp_core::WorkerId::parse(&opts.worker_id).and_then(|w| liveness::publish(&opts.root, &w)) {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("demo-page-worker: running lease-only: {e}");

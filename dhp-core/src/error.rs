@@ -184,9 +184,9 @@ pub enum Error {
         /// The runner that presented the fence.
         holder: String,
         /// The fencing token presented.
-        presented: i64,
+        presented: crate::lease::Fence,
         /// The current fencing token, if the handoff is owned.
-        current: Option<i64>,
+        current: Option<crate::lease::Fence>,
         /// The current holder, if the handoff is owned.
         current_holder: Option<String>,
     },

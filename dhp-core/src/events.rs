@@ -6,6 +6,7 @@
 //!
 //! [`Config::hooks`]: crate::Config::hooks
 
+use crate::lease::Fence;
 use crate::supervisor::OrphanReason;
 use std::fmt;
 use std::sync::Arc;
@@ -75,9 +76,9 @@ pub struct Death<'a> {
     /// The dead attempt's holder.
     pub holder: &'a str,
     /// The dead attempt's fence.
-    pub fence: i64,
+    pub fence: Fence,
     /// The tombstone's fence.
-    pub tomb_fence: i64,
+    pub tomb_fence: Fence,
     /// Why it was orphaned (`lease-expired`, ...).
     pub reason: &'static str,
     /// Whether it was dead-lettered instead of orphaned.
@@ -122,7 +123,7 @@ pub enum Event<'a> {
         /// The handoff.
         hid: &'a str,
         /// Its fence.
-        fence: i64,
+        fence: Fence,
         /// The worker.
         holder: &'a str,
         /// Claim or recover.
@@ -135,7 +136,7 @@ pub enum Event<'a> {
         /// The handoff.
         hid: &'a str,
         /// The attempt's fence.
-        fence: i64,
+        fence: Fence,
         /// The checkpoint's seq.
         seq: i64,
     },
@@ -144,7 +145,7 @@ pub enum Event<'a> {
         /// The handoff.
         hid: &'a str,
         /// The attempt's fence.
-        fence: i64,
+        fence: Fence,
         /// How.
         how: Ended,
     },

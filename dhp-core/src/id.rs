@@ -1,6 +1,7 @@
-//! [`HandoffId`]: a handoff id validated once, where it enters the API.
+//! [`HandoffId`] and [`WorkerId`]: ids validated once, where they enter
+//! the API.
 
-use crate::envelope::check_hid;
+use crate::envelope::{check_hid, check_worker_id};
 use crate::error::Result;
 use std::fmt;
 
@@ -58,13 +59,6 @@ impl AsRef<str> for HandoffId {
     }
 }
 
-impl std::ops::Deref for HandoffId {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
 impl PartialEq<str> for HandoffId {
     fn eq(&self, other: &str) -> bool {
         self.0 == other
@@ -92,6 +86,82 @@ impl From<HandoffId> for String {
 impl From<&HandoffId> for String {
     fn from(h: &HandoffId) -> String {
         h.0.clone()
+    }
+}
+
+/// A worker's (or supervisor's) id: 1–128 characters of `[A-Za-z0-9_.-]`,
+/// not reserved (`__name__`, only dots: docs/PROTOCOL.md §1.2), checked
+/// when made. What a runner writes as an ownership row's `holder` and
+/// names its liveness token by; rows read back keep their holder as text,
+/// since the tombstone and ids the reference accepts are not `WorkerId`s.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerId(String);
+
+impl WorkerId {
+    /// Check `id` and keep it.
+    pub fn parse(id: &str) -> Result<Self> {
+        check_worker_id(id)?;
+        Ok(WorkerId(id.to_string()))
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl serde::Serialize for WorkerId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WorkerId({})", self.0)
+    }
+}
+
+impl AsRef<str> for WorkerId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for WorkerId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for WorkerId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+/// A stored holder against a worker: the same text.
+impl PartialEq<WorkerId> for String {
+    fn eq(&self, other: &WorkerId) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<&WorkerId> for String {
+    fn eq(&self, other: &&WorkerId) -> bool {
+        *self == other.0
+    }
+}
+
+impl From<&WorkerId> for String {
+    fn from(w: &WorkerId) -> String {
+        w.0.clone()
     }
 }
 
@@ -144,6 +214,22 @@ mod tests {
         assert_eq!(text.to_handoff_id().unwrap(), h);
         for bad in ["", "AB".repeat(32).as_str(), &text[..63], "../etc/passwd"] {
             assert!(matches!(HandoffId::parse(bad), Err(Error::MalformedId { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn worker_ids_are_checked_once_and_compare_as_their_text() {
+        let w = WorkerId::parse("w-1.x_2").unwrap();
+        assert_eq!((w.as_str(), w.to_string()), ("w-1.x_2", "w-1.x_2".to_string()));
+        assert_eq!(serde_json::json!({"holder": w}), serde_json::json!({"holder": "w-1.x_2"}));
+        let (same, other) = ("w-1.x_2".to_string(), "w".to_string());
+        let by_ref: &WorkerId = &w;
+        assert!(same == w && same == by_ref && w == "w-1.x_2" && other != w);
+        for bad in ["", "a b", "w1\n", "__orphaned__", "__x__", "..", &"a".repeat(129)] {
+            assert!(matches!(WorkerId::parse(bad), Err(Error::MalformedId { .. })), "{bad:?}");
+        }
+        for fine in ["__w", "w__", ".w", "a..b", &"a".repeat(128)] {
+            assert!(WorkerId::parse(fine).is_ok(), "{fine:?}");
         }
     }
 }

@@ -18,6 +18,7 @@
 
 use crate::envelope::check_worker_id;
 use crate::error::{Error, Result};
+use crate::id::WorkerId;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -38,8 +39,8 @@ pub struct Token {
 }
 
 /// Take the token for `worker_id`. Fails if another live process holds it.
-pub fn publish(root: &Path, worker_id: &str) -> Result<Token> {
-    check_worker_id(worker_id)?;
+pub fn publish(root: &Path, worker_id: &WorkerId) -> Result<Token> {
+    let worker_id = worker_id.as_str();
     let dir = root.join(DIR);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = token_path(root, worker_id);
@@ -234,9 +235,10 @@ mod tests {
     fn token_lifecycle() {
         let d = tempfile::tempdir().unwrap();
         assert!(!is_dead(d.path(), "w1"), "no token means lease-only, not dead");
-        let t = publish(d.path(), "w1").unwrap();
+        let w1 = WorkerId::parse("w1").unwrap();
+        let t = publish(d.path(), &w1).unwrap();
         assert!(!is_dead(d.path(), "w1"));
-        assert!(publish(d.path(), "w1").is_err());
+        assert!(publish(d.path(), &w1).is_err());
         drop(t);
         assert!(!is_dead(d.path(), "w1"), "clean exit removes the token");
     }

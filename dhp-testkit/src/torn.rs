@@ -98,7 +98,7 @@ impl Fx {
 
     /// (holder, fence) of the ownership row.
     pub fn row(&self) -> Option<(String, i64)> {
-        self.r.ownership(&self.hid).unwrap().map(|o| (o.holder, o.fence))
+        self.r.ownership(&self.hid).unwrap().map(|o| (o.holder, o.fence.get()))
     }
 
     pub fn supervisor(&self) -> Supervisor {
@@ -116,7 +116,7 @@ impl Fx {
     pub fn recover_and_complete(&self, above: i64) {
         let w = self.r.with_id("w-after").unwrap();
         let mut ctx = w.recover(&self.hid).unwrap();
-        assert!(ctx.fence() > above, "fence {} must be above {above}", ctx.fence());
+        assert!(ctx.fence().get() > above, "fence {} must be above {above}", ctx.fence());
         ctx.checkpoint(&json!({"after": true})).unwrap();
         ctx.complete(&json!({"x": 1})).unwrap();
         assert_eq!(self.status(), "completed");

@@ -244,7 +244,7 @@ pub fn ingest(root: &Path, logs: &[PathBuf], mode: OpenMode, cfg: Config) -> Res
     // while it holds the write lock, a supervisor's stalled-writer watchdog
     // may SIGKILL it (the ingest is idempotent; run it again). It owns no
     // handoff, so its death orphans nothing.
-    let _token = dir.as_deref().and_then(|d| match dhp_core::liveness::publish(d, &ingest_token_name()) {
+    let _token = dir.as_deref().and_then(|d| match dhp_core::WorkerId::parse(&ingest_token_name()).and_then(|w| dhp_core::liveness::publish(d, &w)) {
         Ok(t) => Some(t),
         Err(e) => {
             tracing::warn!(error = %e, "dhp ingest: no liveness token (a stop while writing would stall the store)");

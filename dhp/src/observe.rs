@@ -21,12 +21,12 @@ impl Observer for Program {
             Event::LeaseRenewed => metrics::LEASE_RENEWALS.inc(),
             Event::Checkpointed { hid, fence, seq } => {
                 metrics::CHECKPOINTS.inc();
-                trace::checkpoint(hid, fence, seq);
+                trace::checkpoint(hid, fence.get(), seq);
             }
             Event::AttemptStarted { hid, fence, holder, how, at_s } => {
-                trace::attempt_started(hid, fence, holder, how, at_s)
+                trace::attempt_started(hid, fence.get(), holder, how, at_s)
             }
-            Event::AttemptEnded { hid, fence, how } => trace::attempt_ended(hid, fence, how),
+            Event::AttemptEnded { hid, fence, how } => trace::attempt_ended(hid, fence.get(), how),
             Event::AttemptDied(d) => trace::attempt_died(d),
         }
     }

@@ -126,7 +126,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     let hid = HandoffId::parse(&opts.hid)?;
     let h = &opts.history;
     let holder = runner.id().to_string();
-    let token = if opts.liveness { liveness_token(runner, &opts, &holder) } else { None };
+    let token = if opts.liveness { liveness_token(runner, &opts, runner.id()) } else { None };
     // Inputs are immutable (content-addressed): a census out of bounds is
     // refused before it is claimed, so it stays pending. An unknown handoff
     // or one that is no census at all is left to the claim to report.
@@ -149,7 +149,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         None => check_range(census_fields(&runner.envelope_bare(&hid)?)?)?,
     };
     if let Some(s) = opts.shipper.as_deref_mut() {
-        let n = match catch_up(s, runner, &hid) {
+        let n = match catch_up(s, runner, hid.as_str()) {
             Ok(n) => n,
             Err(e) => {
                 // Nothing computed yet: hand the handoff back instead of
@@ -166,7 +166,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     }
     let last = runner.last_checkpoint_row(&hid)?;
     // Shipped lines name their handoff and predecessor (docs/log-chain.md).
-    let mut chain = Chain::after(&hid, last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
+    let mut chain = Chain::after(hid.as_str(), last.as_ref().map(|r| (r.seq, r.state_hash.clone())));
     // The last seq under this lease: what settles a checkpoint in flight.
     let mut prev = last.as_ref().map(|r| r.seq);
     let last = last.map(|r| json::parse(&r.state_json)).transpose()?;
@@ -206,7 +206,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         if let Some(s) = opts.shipper.as_deref_mut() {
             // Ship the committed row itself: its text, hash and `at`.
             let line = chain.line_of_row(&step.row)?;
-            s.ship_checkpoint(&hid, seq, &line)?;
+            s.ship_checkpoint(hid.as_str(), seq, &line)?;
         }
         done += 1;
         step.enforce_budget()?;
@@ -242,7 +242,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
 /// This worker's liveness token: the backend's own (PostgreSQL: an
 /// advisory lock any host's supervisor can test), else a same-host flock
 /// under the store root; none (lease-only, said) when neither can be had.
-fn liveness_token(runner: &Runner, opts: &WorkOptions, holder: &str) -> Option<Box<dyn std::any::Any>> {
+fn liveness_token(runner: &Runner, opts: &WorkOptions, holder: &dhp_core::WorkerId) -> Option<Box<dyn std::any::Any>> {
     let published = match runner.store().publish_liveness(holder) {
         Ok(Some(t)) => Ok(t as Box<dyn std::any::Any>),
         Ok(None) => match &opts.root {
@@ -305,11 +305,11 @@ fn compute_chunk(
     hid: &HandoffId,
     (next, end): (u64, u64),
     holder: &str,
-    fence: i64,
+    fence: dhp_core::Fence,
 ) -> Result<(u64, u64, Option<String>)> {
     match &opts.workload {
         Some(w) => {
-            let got = w.chunk(hid.as_str(), next, end, holder, fence).map_err(workload_error)?;
+            let got = w.chunk(hid.as_str(), next, end, holder, fence.get()).map_err(workload_error)?;
             Ok((got.count, got.sum, Some(got.stamp)))
         }
         None => {

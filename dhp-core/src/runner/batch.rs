@@ -6,6 +6,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::id::HandoffId;
+use crate::id::WorkerId;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::store::{Backend, Mode};
 use serde_json::Value;
@@ -22,7 +24,7 @@ impl Runner {
             out.clear();
             for p in &prepared {
                 out.push(match p {
-                    Ok((hid, text)) => Some(tx.insert_envelope(hid, text, now).map(|_| hid.to_string())),
+                    Ok((hid, text)) => Some(tx.insert_envelope(hid.as_str(), text, now).map(|_| hid.to_string())),
                     Err(_) => None,
                 });
             }
@@ -40,7 +42,9 @@ impl Runner {
             envs.clear();
             for hid in &parsed {
                 envs.push(match hid {
-                    Ok(hid) => Some(claim_in(tx, &self.cfg, &self.id, hid).map(|(env, t)| (hid.clone(), env, t))),
+                    Ok(hid) => {
+                        Some(claim_in(tx, &self.cfg, &self.id, hid.as_str()).map(|(env, t)| (hid.clone(), env, t)))
+                    }
                     Err(_) => None,
                 });
             }
@@ -52,7 +56,7 @@ impl Runner {
                 let (hid, env, t) = claimed?;
                 match budget_violation(&env, t) {
                     Some(reason) => Err(Error::BudgetExceeded { hid: hid.into(), reason }),
-                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0))),
+                    None => Ok(TaskContext::new(self.clone(), Lease::granted(hid, Fence::FIRST))),
                 }
             })
             .collect())
@@ -67,10 +71,14 @@ pub struct CheckpointItem {
     /// The worker id presenting the token: must be the current owner.
     pub holder: String,
     /// The fencing token presented: must be the current fence.
-    pub fence: i64,
+    pub fence: Fence,
     /// The state to append: a JSON object within `max_checkpoint_bytes`.
     pub state: Value,
 }
+
+/// A batch item checked before the transaction: the holder, its lease,
+/// and the state's text and hash.
+type Prepared = (WorkerId, Lease, (String, String));
 
 /// Group commit: append one checkpoint per item — of any handoffs and
 /// holders — in ONE write transaction, hence one fsync. Each item gets the
@@ -79,15 +87,22 @@ pub struct CheckpointItem {
 pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointItem]) -> Result<Vec<Result<i64>>> {
     // Parse and hash outside the write lock, as Runner::checkpoint does.
     // Each item presents a token from its own holder, not one of ours.
-    let prepared: Vec<Result<(Lease, (String, String))>> =
-        items.iter().map(|it| Ok((Lease::presented(&it.hid, it.fence)?, checked_state(&it.state, cfg)?))).collect();
+    // Ids are checked per item as the hid is: a malformed one is that
+    // item's ValidationError (docs/PROTOCOL.md §1.2).
+    let prepared: Vec<Result<Prepared>> = items
+        .iter()
+        .map(|it| {
+            let lease = Lease::presented(&it.hid, it.fence)?;
+            Ok((WorkerId::parse(&it.holder)?, lease, checked_state(&it.state, cfg)?))
+        })
+        .collect();
     let mut out = Vec::with_capacity(items.len());
     store.transact(Mode::Write, &mut |tx| {
         out.clear();
-        for (it, p) in items.iter().zip(&prepared) {
+        for p in &prepared {
             out.push(match p {
-                Ok((lease, (text, hash))) => {
-                    Some(append_checkpoint(tx, cfg, &it.holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
+                Ok((holder, lease, (text, hash))) => {
+                    Some(append_checkpoint(tx, cfg, holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
                 }
                 Err(_) => None,
             });

@@ -38,6 +38,6 @@ impl Runner {
     /// The capability audit trail of a handoff.
     pub fn capability_audit(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<Vec<CapabilityAudit>> {
         let hid = hid.to_handoff_id()?;
-        self.read(|tx| tx.capability_audit(&hid))
+        self.read(|tx| tx.capability_audit(hid.as_str()))
     }
 }

@@ -4,6 +4,7 @@ use super::{Runner, Step};
 use crate::config;
 use crate::error::Result;
 use crate::id::HandoffId;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use serde_json::Value;
 use std::sync::mpsc;
@@ -35,7 +36,7 @@ impl TaskContext {
     }
 
     /// The fencing token granted by the claim (0) or recovery (previous + 1).
-    pub fn fence(&self) -> i64 {
+    pub fn fence(&self) -> Fence {
         self.lease.fence()
     }
 

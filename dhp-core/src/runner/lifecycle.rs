@@ -12,8 +12,10 @@ use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::events::{Ended, Event, Start};
 use crate::failpoint;
+use crate::id::WorkerId;
 use crate::id::{HandoffId, ToHandoffId};
 use crate::json;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
 use crate::store::{CheckpointRow, Ownership, Tx};
@@ -26,7 +28,7 @@ impl Runner {
     pub fn dispatch(&self, env: &Value) -> Result<String> {
         let (hid, text) = prepare_dispatch(env, &self.cfg)?;
         self.write(|tx| {
-            tx.insert_envelope(&hid, &text, self.cfg.clock.now())?;
+            tx.insert_envelope(hid.as_str(), &text, self.cfg.clock.now())?;
             Ok(())
         })?;
         tracing::info!(hid = hid.short(), kind = ?env.pointer("/task/kind"), "dispatch");
@@ -36,15 +38,20 @@ impl Runner {
     /// Claim a pending handoff: ownership row with fence 0, status running.
     pub fn claim(&self, hid: &(impl ToHandoffId + ?Sized)) -> Result<TaskContext> {
         let hid = hid.to_handoff_id()?;
-        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, &hid))?;
-        let started =
-            Event::AttemptStarted { hid: hid.as_str(), fence: 0, holder: &self.id, how: Start::Claim, at_s: t };
+        let (env, t) = self.write(|tx| claim_in(tx, &self.cfg, &self.id, hid.as_str()))?;
+        let started = Event::AttemptStarted {
+            hid: hid.as_str(),
+            fence: Fence::FIRST,
+            holder: self.id.as_str(),
+            how: Start::Claim,
+            at_s: t,
+        };
         self.cfg.hooks.emit(started);
         if let Some(reason) = budget_violation(&env, t) {
             return Err(Error::BudgetExceeded { hid: hid.into(), reason });
         }
         tracing::info!(hid = hid.short(), runner = %self.id, fence = 0, "claim");
-        Ok(TaskContext::new(self.clone(), Lease::granted(hid, 0)))
+        Ok(TaskContext::new(self.clone(), Lease::granted(hid, Fence::FIRST)))
     }
 
     /// Recover an orphaned handoff: CAS on the observed fence, so of N
@@ -70,11 +77,11 @@ impl Runner {
                 });
             };
             let t = self.now_in(tx)?;
-            let fence = own.fence + 1;
+            let fence = own.fence.next();
             tx.update_ownership(
                 &Ownership {
                     hid: hid.to_string(),
-                    holder: self.id.clone(),
+                    holder: self.id.to_string(),
                     fence,
                     lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
                     heartbeat_interval_s: cfg.lease_interval_s,
@@ -93,9 +100,9 @@ impl Runner {
             save(tx, hid, &env, cfg)?;
             Ok((fence, t))
         })?;
-        let started = Event::AttemptStarted { hid, fence, holder: &self.id, how: Start::Recover, at_s: t };
+        let started = Event::AttemptStarted { hid, fence, holder: self.id.as_str(), how: Start::Recover, at_s: t };
         self.cfg.hooks.emit(started);
-        tracing::info!(hid = handoff.short(), runner = %self.id, fence, "recover");
+        tracing::info!(hid = handoff.short(), runner = %self.id, %fence, "recover");
         Ok(TaskContext::new(self.clone(), Lease::granted(handoff, fence)))
     }
 
@@ -311,14 +318,14 @@ impl Runner {
 pub(super) fn prepare_dispatch(env: &Value, cfg: &Config) -> Result<(HandoffId, String)> {
     let hid = HandoffId::parse(&envelope::verify(env)?)?;
     if Status::of(env) != Some(Status::Pending) {
-        return Err(state_err(&hid, "dispatch", "envelope not pending"));
+        return Err(state_err(hid.as_str(), "dispatch", "envelope not pending"));
     }
     Ok((hid, envelope_text(env, cfg)?))
 }
 
 /// The claim CAS inside a transaction; returns the claimed envelope and
 /// the store's time of the claim.
-pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -> Result<(Value, f64)> {
+pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, hid: &str) -> Result<(Value, f64)> {
     let mut env = load(tx, hid)?;
     let Some(next) = Status::of(&env).and_then(|s| s.after(Op::Claim)) else {
         return Err(state_err(hid, "claim", format!("status is {}", envelope::status(&env))));
@@ -327,7 +334,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
     let own = Ownership {
         hid: hid.to_string(),
         holder: holder.to_string(),
-        fence: 0,
+        fence: Fence::FIRST,
         lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
         heartbeat_interval_s: cfg.lease_interval_s,
         max_missed: cfg.lease_max_missed,
@@ -352,7 +359,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &str, hid: &str) -
 pub(super) fn append_checkpoint(
     tx: &mut dyn Tx,
     cfg: &Config,
-    holder: &str,
+    holder: &WorkerId,
     lease: &Lease,
     text: &str,
     hash: &str,

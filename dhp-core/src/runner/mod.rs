@@ -26,7 +26,9 @@ pub use lifecycle::Step;
 use crate::config::Config;
 use crate::envelope::{self, check_worker_id};
 use crate::error::{Error, Result};
+use crate::id::WorkerId;
 use crate::json;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::status::{Op, Status};
 use crate::store::{self, with_tx, Backend, BudgetUsage, Mode, Ownership, StoreLocation, Tx};
@@ -39,7 +41,7 @@ use std::sync::Arc;
 pub struct Runner {
     store: Arc<dyn Backend>,
     cfg: Config,
-    id: String,
+    id: WorkerId,
 }
 
 impl std::fmt::Debug for Runner {
@@ -143,9 +145,9 @@ impl BudgetUsage {
 impl Runner {
     /// A runner over any backend.
     pub fn new(store: Arc<dyn Backend>, worker_id: &str, cfg: Config) -> Result<Self> {
-        check_worker_id(worker_id)?;
+        let id = WorkerId::parse(worker_id)?;
         cfg.validate()?;
-        Ok(Runner { store, cfg, id: worker_id.to_string() })
+        Ok(Runner { store, cfg, id })
     }
 
     /// Open the store at `root` — a directory (SQLite) or a `postgres://`
@@ -165,7 +167,7 @@ impl Runner {
     }
 
     /// This runner's worker id (the lease holder name).
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &WorkerId {
         &self.id
     }
 
@@ -181,8 +183,8 @@ impl Runner {
 
     /// The same store under another worker id.
     pub fn with_id(&self, worker_id: &str) -> Result<Runner> {
-        check_worker_id(worker_id)?;
-        Ok(Runner { store: self.store.clone(), cfg: self.cfg.clone(), id: worker_id.to_string() })
+        let id = WorkerId::parse(worker_id)?;
+        Ok(Runner { store: self.store.clone(), cfg: self.cfg.clone(), id })
     }
 
     fn write<R>(&self, f: impl FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
@@ -209,7 +211,7 @@ impl Runner {
 
 /// Inside a transaction: `holder` presenting `lease` is the current owner,
 /// its lease is live and the handoff's status admits a write.
-fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &str, lease: &Lease) -> Result<()> {
+fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, lease: &Lease) -> Result<()> {
     let (hid, fence) = (lease.hid().as_str(), lease.fence());
     let own = tx.ownership(hid)?;
     let t = match &own {
@@ -222,7 +224,7 @@ fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &str, lease: &Lease) ->
 
 /// The fence and lease checks on an ownership row read at store time `t`
 /// (shared by the transactions and the one-round-trip writes).
-fn owner_checks(holder: &str, hid: &str, fence: i64, own: Option<Ownership>, t: f64) -> Result<()> {
+fn owner_checks(holder: &WorkerId, hid: &str, fence: Fence, own: Option<Ownership>, t: f64) -> Result<()> {
     match &own {
         Some(o) if o.holder == holder && o.fence == fence => {
             if o.lease_expires_at < t {

@@ -9,12 +9,14 @@
 use super::{envelope_text, exec_mut, owner_checks, running_check};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::id::WorkerId;
 use crate::json;
+use crate::lease::Fence;
 use crate::lease::Lease;
 use crate::store::{Backend, CheckpointReq, CheckpointRow, OwnerSeen};
 use serde_json::Value;
 
-fn judge(holder: &str, hid: &str, fence: i64, seen: OwnerSeen) -> Result<()> {
+fn judge(holder: &WorkerId, hid: &str, fence: Fence, seen: OwnerSeen) -> Result<()> {
     owner_checks(holder, hid, fence, seen.ownership, seen.now)?;
     running_check(hid, seen.status)
 }
@@ -31,7 +33,7 @@ fn disagree(hid: &str, op: &str, refusal: Error) -> Error {
 pub(super) fn checkpoint(
     store: &dyn Backend,
     cfg: &Config,
-    holder: &str,
+    holder: &WorkerId,
     lease: &Lease,
     text: &str,
     hash: &str,
@@ -89,7 +91,7 @@ pub(super) fn checkpoint(
 
 /// `Ok(None)`: not offered, or left to the generic transaction; else the
 /// seconds until the new lease expires.
-pub(super) fn heartbeat(store: &dyn Backend, holder: &str, hid: &str, fence: i64) -> Result<Option<f64>> {
+pub(super) fn heartbeat(store: &dyn Backend, holder: &WorkerId, hid: &str, fence: Fence) -> Result<Option<f64>> {
     let Some(o) = store.heartbeat_once(holder, hid, fence)? else {
         return Ok(None);
     };

@@ -158,7 +158,7 @@ impl Backend for Deadline {
         self.inner.describe()
     }
 
-    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+    fn publish_liveness(&self, holder: &crate::id::WorkerId) -> Result<Option<LivenessToken>> {
         // a new connection: its handshake can hang behind the same link
         let _call = self.dog.connecting();
         self.inner.publish_liveness(holder)
@@ -169,7 +169,12 @@ impl Backend for Deadline {
         self.inner.checkpoint_once(req)
     }
 
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(
+        &self,
+        holder: &crate::id::WorkerId,
+        hid: &str,
+        fence: crate::lease::Fence,
+    ) -> Result<Option<HeartbeatOnce>> {
         let _call = self.dog.call();
         self.inner.heartbeat_once(holder, hid, fence)
     }

@@ -26,6 +26,8 @@ pub mod root;
 pub mod sqlite;
 
 use crate::error::Result;
+use crate::id::WorkerId;
+use crate::lease::Fence;
 use crate::status::{ApprovalOp, ApprovalStatus, Status};
 use serde_json::Value;
 
@@ -47,7 +49,7 @@ pub struct Ownership {
     /// The runner holding the lease.
     pub holder: String,
     /// The fencing token: grows by one with every claim or recovery.
-    pub fence: i64,
+    pub fence: Fence,
     /// When the lease runs out (store clock, Unix seconds).
     pub lease_expires_at: f64,
     /// The holder's heartbeat interval in seconds.
@@ -180,11 +182,11 @@ pub type EnvelopeBump<'a> = &'a mut dyn FnMut(&str) -> Option<String>;
 /// A checkpoint for [`Backend::checkpoint_once`].
 pub struct CheckpointReq<'a> {
     /// The runner presenting the lease.
-    pub holder: &'a str,
+    pub holder: &'a WorkerId,
     /// The handoff.
     pub hid: &'a str,
     /// The fencing token presented.
-    pub fence: i64,
+    pub fence: Fence,
     /// `json.dumps(state, sort_keys=True)`.
     pub state_json: &'a str,
     /// SHA-256 (hex) of `state_json`.
@@ -246,7 +248,7 @@ pub trait Backend: Send + Sync {
     /// supervisors can test ([`Tx::dead_holders`]); dropping it withdraws
     /// it. `Ok(None)`: the backend has none (same-host `flock` tokens under
     /// the store directory are then used, see [`crate::liveness`]).
-    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+    fn publish_liveness(&self, holder: &WorkerId) -> Result<Option<LivenessToken>> {
         let _ = holder;
         Ok(None)
     }
@@ -266,7 +268,7 @@ pub trait Backend: Send + Sync {
     /// A heartbeat (owner checks, lease extended by its interval × max
     /// missed) as one transaction in one round trip; `Ok(None)`: not
     /// offered, as for [`Backend::checkpoint_once`].
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(&self, holder: &WorkerId, hid: &str, fence: Fence) -> Result<Option<HeartbeatOnce>> {
         let _ = (holder, hid, fence);
         Ok(None)
     }

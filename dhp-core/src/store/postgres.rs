@@ -485,12 +485,17 @@ impl Backend for PgStore {
         self.checkpoint_call(req)
     }
 
-    fn heartbeat_once(&self, holder: &str, hid: &str, fence: i64) -> Result<Option<HeartbeatOnce>> {
+    fn heartbeat_once(
+        &self,
+        holder: &crate::id::WorkerId,
+        hid: &str,
+        fence: crate::lease::Fence,
+    ) -> Result<Option<HeartbeatOnce>> {
         let item = item_key(hid);
-        self.heartbeat_call(&[&self.key, &item, &hid, &holder, &fence], hid)
+        self.heartbeat_call(&[&self.key, &item, &hid, &holder.as_str(), &fence.get()], hid)
     }
 
-    fn publish_liveness(&self, holder: &str) -> Result<Option<LivenessToken>> {
+    fn publish_liveness(&self, holder: &crate::id::WorkerId) -> Result<Option<LivenessToken>> {
         let token = live::PgToken::publish(self, holder)?;
         Ok(Some(Box::new(token)))
     }

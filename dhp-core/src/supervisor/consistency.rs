@@ -171,7 +171,7 @@ impl Supervisor {
                     // Take it from the (expired) holder: tombstone, fence+1.
                     let mut o = own.clone().ok_or_else(|| Error::validation("ownership row vanished"))?;
                     o.holder = ORPHANED_HOLDER.into();
-                    o.fence += 1;
+                    o.fence = o.fence.next();
                     o.lease_expires_at = 0.0;
                     tx.update_ownership(&o, t)?;
                     orphan_env = kind == Torn::Claim;
@@ -184,7 +184,7 @@ impl Supervisor {
                     let o = Ownership {
                         hid: hid.to_string(),
                         holder: ORPHANED_HOLDER.into(),
-                        fence: last + 1,
+                        fence: crate::lease::Fence::new(last).next(),
                         lease_expires_at: 0.0,
                         heartbeat_interval_s: cfg.lease_interval_s,
                         max_missed: cfg.lease_max_missed,

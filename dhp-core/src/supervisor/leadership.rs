@@ -39,7 +39,7 @@ impl Supervisor {
                     Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
                 };
                 if mine {
-                    tx.put_leadership(&Leadership { holder: self.id.clone(), expires_at: t + ttl }, t)?;
+                    tx.put_leadership(&Leadership { holder: self.id.to_string(), expires_at: t + ttl }, t)?;
                 }
                 Ok(mine)
             })?,

@@ -30,6 +30,7 @@ use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::events::{self, DeadLetter};
 use crate::id;
+use crate::id::WorkerId;
 use crate::json;
 use crate::liveness;
 use crate::runner::{budget_violation, load, save};
@@ -108,7 +109,7 @@ pub enum Event<'a> {
 pub struct Supervisor {
     store: Arc<dyn Backend>,
     cfg: Config,
-    id: String,
+    id: WorkerId,
     root: Option<PathBuf>,
     is_leader: AtomicBool,
     /// Its counters (shared: a metrics endpoint reads them while it runs).
@@ -136,12 +137,12 @@ impl Supervisor {
     /// A supervisor over any backend. `root`, when given, is where worker
     /// liveness tokens are looked for (same-host fast detection).
     pub fn new(store: Arc<dyn Backend>, id: &str, cfg: Config, root: Option<PathBuf>) -> Result<Self> {
-        check_worker_id(id)?;
+        let id = WorkerId::parse(id)?;
         cfg.validate()?;
         Ok(Supervisor {
             store,
             cfg,
-            id: id.to_string(),
+            id,
             root,
             is_leader: AtomicBool::new(false),
             metrics: Arc::default(),
@@ -178,7 +179,7 @@ impl Supervisor {
     }
 
     /// This supervisor's id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &WorkerId {
         &self.id
     }
 
@@ -198,12 +199,22 @@ impl Supervisor {
     /// Returns the action's JSON ([`ScanAction::to_json`]), as the
     /// conformance adapter's mutants and the benchmarks' fixtures consume
     /// it; [`Supervisor::orphan_action`] returns it typed.
-    pub fn orphan(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<Value> {
+    pub fn orphan(
+        &self,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, crate::lease::Fence)>,
+    ) -> Result<Value> {
         self.orphan_action(hid, reason, expected).map(|a| a.to_json())
     }
 
     /// [`Supervisor::orphan`], typed.
-    pub fn orphan_action(&self, hid: &str, reason: OrphanReason, expected: Option<(&str, i64)>) -> Result<ScanAction> {
+    pub fn orphan_action(
+        &self,
+        hid: &str,
+        reason: OrphanReason,
+        expected: Option<(&str, crate::lease::Fence)>,
+    ) -> Result<ScanAction> {
         self.orphan_in(self.store.as_ref(), hid, reason, expected)
     }
 
@@ -214,7 +225,7 @@ impl Supervisor {
         store: &dyn Backend,
         hid: &str,
         reason: OrphanReason,
-        expected: Option<(&str, i64)>,
+        expected: Option<(&str, crate::lease::Fence)>,
     ) -> Result<ScanAction> {
         self.orphan_detected(store, hid, reason, expected, None, false)
     }
@@ -245,7 +256,7 @@ impl Supervisor {
         store: &dyn Backend,
         hid: &str,
         reason: OrphanReason,
-        expected: Option<(&str, i64)>,
+        expected: Option<(&str, crate::lease::Fence)>,
         died_after: Option<Instant>,
         led: bool,
     ) -> Result<ScanAction> {
@@ -281,7 +292,7 @@ impl Supervisor {
             let previous = (own.holder.clone(), own.fence);
             orphaned_at = Some(t);
             own.holder = ORPHANED_HOLDER.into();
-            own.fence += 1;
+            own.fence = own.fence.next();
             own.lease_expires_at = 0.0;
             tx.update_ownership(&own, t)?;
             let mut env = load(tx, hid)?;

@@ -159,7 +159,7 @@ mod tests {
         Ownership {
             hid: "h".into(),
             holder: holder.into(),
-            fence: 3,
+            fence: crate::lease::Fence::new(3),
             lease_expires_at: expires,
             heartbeat_interval_s: 2.0,
             max_missed: 3,

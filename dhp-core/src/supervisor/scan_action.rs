@@ -12,6 +12,7 @@
 use super::repair::Torn;
 use super::OrphanReason;
 use crate::error::{Error, Result};
+use crate::lease::Fence;
 use crate::status::Status;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
@@ -155,9 +156,9 @@ pub struct Orphaning {
     /// The holder that lost it.
     pub previous_holder: String,
     /// Its fence.
-    pub previous_fence: i64,
+    pub previous_fence: Fence,
     /// The tombstone's fence (previous + 1).
-    pub fence: i64,
+    pub fence: Fence,
     /// `true`: dead-lettered (status failed); `false`: orphaned.
     pub dead_lettered: bool,
     /// The envelope's attempt count.
@@ -178,7 +179,7 @@ pub struct Repair {
     /// The ownership row's holder before, if there was a row.
     pub holder_before: Option<String>,
     /// Its fence.
-    pub fence_before: Option<i64>,
+    pub fence_before: Option<Fence>,
     /// The attempt count, when the repair went through the orphan rule.
     pub attempt: Option<i64>,
     /// The status after.
@@ -186,7 +187,7 @@ pub struct Repair {
     /// The holder after (the tombstone), if a row is left.
     pub holder: Option<String>,
     /// Its fence.
-    pub fence: Option<i64>,
+    pub fence: Option<Fence>,
 }
 
 /// One action of a supervisor pass.
@@ -314,8 +315,8 @@ impl ScanAction {
                 checkpoints: int("checkpoints")?,
                 reason: text("reason")?.parse()?,
                 previous_holder: text("previous_holder")?.to_string(),
-                previous_fence: int("previous_fence")?,
-                fence: int("fence")?,
+                previous_fence: int("previous_fence")?.into(),
+                fence: int("fence")?.into(),
                 dead_lettered: kind == ActionKind::Dlq,
                 attempt: int("attempt")?,
                 stall_count: opt_int("stall_count")?,
@@ -333,11 +334,11 @@ impl ScanAction {
                 torn: text("torn")?.parse()?,
                 status_before: text("status_before")?.parse()?,
                 holder_before: opt_text("holder_before")?,
-                fence_before: opt_int("fence_before")?,
+                fence_before: opt_int("fence_before")?.map(Fence::new),
                 attempt: opt_int("attempt")?,
                 status: text("status")?.parse()?,
                 holder: opt_text("holder")?,
-                fence: opt_int("fence")?,
+                fence: opt_int("fence")?.map(Fence::new),
             }),
             ActionKind::Quarantined => ScanAction::Quarantined { hid, reason: text("reason")?.to_string() },
             kind => ScanAction::Untouched { hid, kind },
@@ -390,8 +391,8 @@ mod tests {
             checkpoints: 4,
             reason: OrphanReason::Stalled,
             previous_holder: "w1".into(),
-            previous_fence: 2,
-            fence: 3,
+            previous_fence: Fence::new(2),
+            fence: Fence::new(3),
             dead_lettered: true,
             attempt: 1,
             stall_count: Some(3),
@@ -401,11 +402,11 @@ mod tests {
             torn: Torn::Claim,
             status_before: Status::Pending,
             holder_before: Some("w".into()),
-            fence_before: Some(5),
+            fence_before: Some(Fence::new(5)),
             attempt: Some(0),
             status: Status::Orphaned,
             holder: Some("__orphaned__".into()),
-            fence: Some(6),
+            fence: Some(Fence::new(6)),
         };
         vec![
             ScanAction::Orphan(orphan.clone()),

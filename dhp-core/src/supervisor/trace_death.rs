@@ -43,7 +43,7 @@ impl Supervisor {
             dead_lettered: o.dead_lettered,
             claimed_at,
             attempt: o.attempt,
-            supervisor: &self.id,
+            supervisor: self.id.as_str(),
             orphan_start_ns,
             orphan_end_ns,
             checkpoints,

@@ -147,7 +147,7 @@ fn scenario_extras(store: Arc<dyn Backend>) -> Vec<String> {
         .chain(std::iter::once(runner::CheckpointItem {
             hid: hids[0].clone(),
             holder: "w1".into(),
-            fence: 7,
+            fence: dhp_core::Fence::new(7),
             state: json!({}),
         }))
         .collect();

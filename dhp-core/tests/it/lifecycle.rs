@@ -270,10 +270,30 @@ fn batches_share_one_transaction_and_keep_per_item_errors() {
     assert_eq!(ctxs[1].as_ref().unwrap_err().kind(), "UnknownHandoff");
     let (a, b) = (ctxs[0].as_ref().unwrap(), ctxs[2].as_ref().unwrap());
     let items = vec![
-        dhp_core::runner::CheckpointItem { hid: a.hid().into(), holder: "w".into(), fence: 0, state: json!({"s": 1}) },
-        dhp_core::runner::CheckpointItem { hid: b.hid().into(), holder: "w".into(), fence: 7, state: json!({"s": 1}) },
-        dhp_core::runner::CheckpointItem { hid: b.hid().into(), holder: "w".into(), fence: 0, state: json!([1]) },
-        dhp_core::runner::CheckpointItem { hid: a.hid().into(), holder: "w".into(), fence: 0, state: json!({"s": 2}) },
+        dhp_core::runner::CheckpointItem {
+            hid: a.hid().into(),
+            holder: "w".into(),
+            fence: 0.into(),
+            state: json!({"s": 1}),
+        },
+        dhp_core::runner::CheckpointItem {
+            hid: b.hid().into(),
+            holder: "w".into(),
+            fence: 7.into(),
+            state: json!({"s": 1}),
+        },
+        dhp_core::runner::CheckpointItem {
+            hid: b.hid().into(),
+            holder: "w".into(),
+            fence: 0.into(),
+            state: json!([1]),
+        },
+        dhp_core::runner::CheckpointItem {
+            hid: a.hid().into(),
+            holder: "w".into(),
+            fence: 0.into(),
+            state: json!({"s": 2}),
+        },
     ];
     let seqs = dhp_core::runner::checkpoint_many(r.store().as_ref(), &Config::default(), &items).unwrap();
     assert_eq!(seqs[0].as_ref().unwrap(), &0);

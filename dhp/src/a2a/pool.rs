@@ -33,11 +33,13 @@ pub fn run(w: &Runner, root: Option<&Path>, pace: Duration, stop: &AtomicBool) {
                     workload: None,
                 };
                 match worker::run_census(w, opts) {
-                    Ok(_) => tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id(), "census completed"),
+                    Ok(_) => {
+                        tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id().as_str(), "census completed")
+                    }
                     // Lost races and fenced-off runs (cancel, orphaned
                     // while paused) end here; the store decides the rest.
                     Err(e) => {
-                        tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id(), error = %e, "census run ended")
+                        tracing::info!(hid = dhp_core::id::short(&hid), worker = w.id().as_str(), error = %e, "census run ended")
                     }
                 }
             }

@@ -238,7 +238,7 @@ impl Bridge {
             if let Some(own) = tx.ownership(&hid)? {
                 let tomb = Ownership {
                     holder: ORPHANED_HOLDER.to_string(),
-                    fence: own.fence + 1,
+                    fence: own.fence.next(),
                     lease_expires_at: 0.0,
                     ..own
                 };

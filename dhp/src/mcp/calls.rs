@@ -64,7 +64,7 @@ fn lease_of(r: &Runner, hid: &str, worker: &str) -> Result<Lease, Error> {
             hid: hid.to_string(),
             holder: worker.to_string(),
             // No fence presented: server::message words this case.
-            presented: -1,
+            presented: dhp_core::Fence::new(-1),
             current: o.as_ref().map(|o| o.fence),
             current_holder: o.map(|o| o.holder),
         }),

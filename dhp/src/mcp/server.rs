@@ -35,7 +35,7 @@ fn failure(e: &Error) -> Value {
 /// words instead of printing the sentinel.
 fn message(e: &Error) -> String {
     match e {
-        Error::StaleFence { hid, holder, presented: -1, .. } => {
+        Error::StaleFence { hid, holder, presented, .. } if presented.get() == -1 => {
             format!("{holder} does not hold {}", hid.get(..12).unwrap_or(hid))
         }
         e => e.to_string(),

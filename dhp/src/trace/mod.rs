@@ -316,7 +316,7 @@ pub(crate) fn attempt_died(d: &Death<'_>) {
     let dropped = d.checkpoints.len().saturating_sub(MAX_EVENTS);
     let events: Vec<Event> = d.checkpoints.iter().skip(dropped).map(|(seq, t)| checkpoint_event(*seq, *t)).collect();
     let outcome = if d.dead_lettered { "dead-letter" } else { "death" };
-    let attempt = attempt_span_id(hid, d.fence);
+    let attempt = attempt_span_id(hid, d.fence.get());
     emit(Span {
         trace_id: trace_id(hid),
         span_id: attempt,
@@ -325,9 +325,9 @@ pub(crate) fn attempt_died(d: &Death<'_>) {
         end_ns: d.orphan_end_ns.max(start_ns),
         attrs: vec![
             ("dhp.handoff_id", Value::Str(hid.to_string())),
-            ("dhp.fence", Value::Int(d.fence)),
+            ("dhp.fence", Value::Int(d.fence.get())),
             ("dhp.worker", Value::Str(d.holder.to_string())),
-            ("dhp.attempt.start", Value::Str(if d.fence == 0 { "claim" } else { "recover" }.into())),
+            ("dhp.attempt.start", Value::Str(if d.fence.get() == 0 { "claim" } else { "recover" }.into())),
             ("dhp.attempt.outcome", Value::Str(outcome.into())),
             ("dhp.attempt.closed_by", Value::Str(format!("supervisor {}", d.supervisor))),
             ("dhp.orphan.reason", Value::Str(d.reason.into())),
@@ -335,15 +335,15 @@ pub(crate) fn attempt_died(d: &Death<'_>) {
         events,
         dropped_events: u32::try_from(dropped).unwrap_or(u32::MAX),
         links: vec![Link {
-            trace_id: orphan_trace_id(hid, d.tomb_fence),
-            span_id: orphan_span_id(hid, d.tomb_fence),
+            trace_id: orphan_trace_id(hid, d.tomb_fence.get()),
+            span_id: orphan_span_id(hid, d.tomb_fence.get()),
             attrs: vec![("dhp.link", Value::Str("orphan".into()))],
         }],
         status: SpanStatus::Error(format!("{outcome}: {}", d.reason)),
     });
     emit(Span {
-        trace_id: orphan_trace_id(hid, d.tomb_fence),
-        span_id: orphan_span_id(hid, d.tomb_fence),
+        trace_id: orphan_trace_id(hid, d.tomb_fence.get()),
+        span_id: orphan_span_id(hid, d.tomb_fence.get()),
         name: if d.dead_lettered { "dhp.dead_letter" } else { "dhp.orphan" },
         start_ns: d.orphan_start_ns,
         end_ns: d.orphan_end_ns.max(d.orphan_start_ns),
@@ -351,8 +351,8 @@ pub(crate) fn attempt_died(d: &Death<'_>) {
             ("dhp.handoff_id", Value::Str(hid.to_string())),
             ("dhp.orphan.reason", Value::Str(d.reason.into())),
             ("dhp.previous_holder", Value::Str(d.holder.to_string())),
-            ("dhp.previous_fence", Value::Int(d.fence)),
-            ("dhp.fence", Value::Int(d.tomb_fence)),
+            ("dhp.previous_fence", Value::Int(d.fence.get())),
+            ("dhp.fence", Value::Int(d.tomb_fence.get())),
             ("dhp.attempt", Value::Int(d.attempt)),
             ("dhp.supervisor", Value::Str(d.supervisor.to_string())),
             ("dhp.dead_lettered", Value::Bool(d.dead_lettered)),

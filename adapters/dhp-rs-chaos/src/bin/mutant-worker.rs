@@ -234,7 +234,7 @@ fn still_mine_now(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyho
 
 /// The store still names `holder` with `fence` as the handoff's owner.
 fn still_mine(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyhow::Result<bool> {
-    Ok(runner.ownership(hid)?.is_some_and(|o| o.holder == holder && o.fence == fence))
+    Ok(runner.ownership(hid)?.is_some_and(|o| o.holder == holder && o.fence.get() == fence))
 }
 
 fn db(root: &Path) -> Result<Connection> {
@@ -398,9 +398,9 @@ fn run() -> Result<()> {
         None
     } else if a.liveness && a.mode != Mode::WedgeOnDbError {
         // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
-        match runner.store().publish_liveness(&a.runner) {
+        match runner.store().publish_liveness(runner.id()) {
             Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
-            Ok(None) => liveness::publish(&a.root, &a.runner).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            Ok(None) => liveness::publish(&a.root, runner.id()).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
             Err(_) => None,
         }
     } else {
@@ -494,7 +494,7 @@ fn run() -> Result<()> {
         _ => None,
     };
     while next < hi {
-        if a.mode == Mode::QuitWhenReplaced && !still_mine_now(&runner, &hid, &holder, fence)? {
+        if a.mode == Mode::QuitWhenReplaced && !still_mine_now(&runner, &hid, &holder, fence.get())? {
             // like a worker whose heartbeat notices the lost lease first:
             // it leaves without asking for work or writing
             h.record("exit", "info", json!({"hid": hid, "reason": "replaced"}));
@@ -504,9 +504,9 @@ fn run() -> Result<()> {
         let (c, s, stamp) = match &service {
             Some(w) => {
                 if a.mode == Mode::ThrowAway {
-                    w.chunk(&hid, next, end, &holder, fence)?;
+                    w.chunk(&hid, next, end, &holder, fence.get())?;
                 }
-                let got = w.chunk(&hid, next, end, &holder, fence)?;
+                let got = w.chunk(&hid, next, end, &holder, fence.get())?;
                 (got.count, got.sum, Some(got.stamp))
             }
             None => {
@@ -526,7 +526,7 @@ fn run() -> Result<()> {
         let seq = if a.mode == Mode::SkipFence {
             write_checkpoint_unfenced(sql(&mut conn)?, &hid, &state)
         } else if a.mode == Mode::NoFsync {
-            write_checkpoint_unsynced(sql(&mut conn)?, &hid, &holder, fence, &state)
+            write_checkpoint_unsynced(sql(&mut conn)?, &hid, &holder, fence.get(), &state)
         } else if a.mode == Mode::AckUncommitted && written % 3 == 0 {
             // the seq the store would have given it, never written
             Ok(runner.last_checkpoint_row(&hid)?.map_or(0, |r| r.seq + 1))

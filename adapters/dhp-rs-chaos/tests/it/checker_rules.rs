@@ -250,9 +250,9 @@ fn gap_then_successor(successor_impl: &str) -> RoundReport {
     let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 200);
     let n = LO + 300;
-    s.checkpoint_line("w1", "invoke", c1.fence(), n, json!({}));
+    s.checkpoint_line("w1", "invoke", c1.fence().get(), n, json!({}));
     let seq = c1.checkpoint(&Synth::state(n)).unwrap();
-    s.checkpoint_line("w1", "ok", c1.fence(), n, json!({"seq": seq}));
+    s.checkpoint_line("w1", "ok", c1.fence().get(), n, json!({"seq": seq}));
     s.fault("w1", "failpoint", "KILL", json!({"fault_id": 1}));
     s.orphan();
     s.finished_by("w2", successor_impl, n);

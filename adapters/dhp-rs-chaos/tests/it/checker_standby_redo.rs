@@ -18,9 +18,9 @@ fn died_before_shipping(ingested: Option<u64>) -> Vec<String> {
     let c1 = s.claimed_by("w1", "builtin");
     s.work("w1", &c1, LO, LO + 300);
     let st = Synth::state(LO + 400);
-    s.checkpoint_line("w1", "invoke", c1.fence(), LO + 400, json!({}));
+    s.checkpoint_line("w1", "invoke", c1.fence().get(), LO + 400, json!({}));
     let seq = c1.checkpoint(&st).unwrap();
-    s.checkpoint_line("w1", "ok", c1.fence(), LO + 400, json!({"seq": seq}));
+    s.checkpoint_line("w1", "ok", c1.fence().get(), LO + 400, json!({"seq": seq}));
     assert_eq!(seq, 3);
     let mut redo = st.clone();
     redo["redone_by"] = json!("the standby");

@@ -259,7 +259,7 @@ impl Adapter {
                 Ok(json!({"handoff_id": envelope::handoff_id(&env)?, "input_hash": envelope::input_hash(&inputs)?}))
             }
             "liveness_publish" => {
-                let w = self.id_arg(a, "worker")?;
+                let w = dhp_core::WorkerId::parse(&self.id_arg(a, "worker")?)?;
                 // the backend's own token (PostgreSQL: an advisory lock), else a flock file
                 let own = self.runner(s(a, "root")?)?.store().publish_liveness(&w)?;
                 let token = match own {

@@ -51,7 +51,7 @@ fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
     let worker = r.id().to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let own = tx.ownership(&hid)?;
-        if !own.is_some_and(|o| o.holder == worker && o.fence == fence) {
+        if !own.is_some_and(|o| o.holder == worker && o.fence.get() == fence) {
             return Ok(false);
         }
         let Some(mut env) = tx.envelope(&hid)? else { return Ok(false) };

@@ -63,7 +63,7 @@ fn overwrite_owner(ad: &MutantAdapter, r: &Runner, hid: &str, fence: i64, recove
         let own = Ownership {
             hid: hid.to_string(),
             holder: r.id().to_string(),
-            fence,
+            fence: fence.into(),
             lease_expires_at: t + cfg.lease_ttl_s(),
             heartbeat_interval_s: cfg.lease_interval_s,
             max_missed: cfg.lease_max_missed,
@@ -110,8 +110,8 @@ fn recover_non_atomic(ad: &mut MutantAdapter, a: &Value) -> R {
     }
     let own = r.ownership(hid)?.filter(|o| o.holder == ORPHANED_HOLDER);
     let Some(own) = own else { return Err(err("OwnershipLost", "not orphaned")) };
-    overwrite_owner(ad, &r, hid, own.fence + 1, true)?;
-    Ok(json!({"fence": own.fence + 1}))
+    overwrite_owner(ad, &r, hid, own.fence.get() + 1, true)?;
+    Ok(json!({"fence": own.fence.get() + 1}))
 }
 
 /// recover-pending: recover of a pending handoff takes it over.
@@ -151,10 +151,10 @@ fn heartbeat_noop(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
     let (r, hid, fence) = ad.inner.token(a)?;
     match r.ownership(&hid)? {
-        Some(o) if o.holder == r.id() && o.fence == fence && o.lease_expires_at < clock.now() => {
+        Some(o) if o.holder == r.id() && o.fence.get() == fence && o.lease_expires_at < clock.now() => {
             Err(err("LeaseLost", "lease expired"))
         }
-        Some(o) if o.holder == r.id() && o.fence == fence => {
+        Some(o) if o.holder == r.id() && o.fence.get() == fence => {
             Ok(json!({"expires_in_s": o.lease_expires_at - clock.now()}))
         }
         _ => Err(err("FencingError", "stale token")),

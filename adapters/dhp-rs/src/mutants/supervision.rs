@@ -74,7 +74,7 @@ fn orphan_without_dlq(r: &Runner, hid: &str) -> R {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(mut own) = tx.ownership(hid)? else { return Ok(()) };
         own.holder = ORPHANED_HOLDER.into();
-        own.fence += 1;
+        own.fence = own.fence.next();
         own.lease_expires_at = 0.0;
         tx.update_ownership(&own, t)?;
         if let Some(mut env) = tx.envelope(hid)? {

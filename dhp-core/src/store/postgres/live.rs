@@ -18,8 +18,8 @@
 //! typed error.
 
 use super::PgStore;
-use crate::envelope::check_worker_id;
 use crate::error::{Error, Result};
+use crate::id::WorkerId;
 use postgres::Client;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -107,8 +107,8 @@ fn take(client: &mut Client, holder: &str, key: i64) -> Result<bool> {
 impl PgToken {
     /// Take the lock for `holder` on a new connection and list it. Fails if
     /// another live session holds it (the same id running elsewhere).
-    pub fn publish(store: &PgStore, holder: &str) -> Result<Self> {
-        check_worker_id(holder)?;
+    pub fn publish(store: &PgStore, holder: &WorkerId) -> Result<Self> {
+        let holder = holder.as_str();
         let key = lock_key(&store.location().schema, holder);
         let mut client = store.connect()?;
         if !take(&mut client, holder, key)? {

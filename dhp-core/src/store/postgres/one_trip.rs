@@ -284,7 +284,7 @@ fn seen(r: &Row, hid: &str) -> OwnerSeen {
         ownership: holder.map(|holder| Ownership {
             hid: hid.to_string(),
             holder,
-            fence: r.get("o_fence"),
+            fence: crate::lease::Fence::new(r.get("o_fence")),
             lease_expires_at: r.get("o_lease"),
             heartbeat_interval_s: r.get("o_interval"),
             max_missed: r.get("o_max_missed"),
@@ -334,7 +334,7 @@ impl PgStore {
 
     pub(super) fn checkpoint_call(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
         let item = item_key(req.hid);
-        let (hid, holder, fence, max) = (req.hid, req.holder, req.fence, req.max_checkpoints);
+        let (hid, holder, fence, max) = (req.hid, req.holder.as_str(), req.fence.get(), req.max_checkpoints);
         let (state, hash, at) = (req.state_json, req.state_hash, req.at);
         let r = match req.bump {
             None => {

@@ -72,7 +72,7 @@ fn ownership_row(r: &Row) -> Ownership {
     Ownership {
         hid: r.get(0),
         holder: r.get(1),
-        fence: r.get(2),
+        fence: crate::lease::Fence::new(r.get(2)),
         lease_expires_at: r.get(3),
         heartbeat_interval_s: r.get(4),
         max_missed: r.get(5),
@@ -392,7 +392,7 @@ impl Tx for PgTx<'_> {
         let n = self.execute(
             "INSERT INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (hid) DO NOTHING",
-            &[&o.hid, &o.holder, &o.fence, &o.lease_expires_at, &o.heartbeat_interval_s, &o.max_missed, &now],
+            &[&o.hid, &o.holder, &o.fence.get(), &o.lease_expires_at, &o.heartbeat_interval_s, &o.max_missed, &now],
         )?;
         Ok(n > 0)
     }
@@ -402,7 +402,7 @@ impl Tx for PgTx<'_> {
         let n = self.execute(
             "UPDATE ownership SET holder=$2, fence=$3, lease_expires_at=$4, heartbeat_interval_s=$5, \
              max_missed=$6, updated_at=$7 WHERE hid=$1",
-            &[&o.hid, &o.holder, &o.fence, &o.lease_expires_at, &o.heartbeat_interval_s, &o.max_missed, &now],
+            &[&o.hid, &o.holder, &o.fence.get(), &o.lease_expires_at, &o.heartbeat_interval_s, &o.max_missed, &now],
         )?;
         Ok(n > 0)
     }

@@ -7,7 +7,7 @@ pub(super) fn ownership_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Ownership
     Ok(Ownership {
         hid: r.get(0)?,
         holder: r.get(1)?,
-        fence: r.get(2)?,
+        fence: crate::lease::Fence::new(r.get(2)?),
         lease_expires_at: r.get(3)?,
         heartbeat_interval_s: r.get(4)?,
         max_missed: r.get(5)?,
@@ -109,7 +109,7 @@ pub(super) fn pairing_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Pairing> {
         Some(holder) => Some(Ownership {
             hid: r.get(0)?,
             holder,
-            fence: r.get(3)?,
+            fence: crate::lease::Fence::new(r.get(3)?),
             lease_expires_at: r.get(4)?,
             heartbeat_interval_s: r.get(5)?,
             max_missed: r.get(6)?,

@@ -238,7 +238,7 @@ impl Tx for SqliteTx<'_> {
             .execute(params![
                 o.hid,
                 o.holder,
-                o.fence,
+                o.fence.get(),
                 o.lease_expires_at,
                 o.heartbeat_interval_s,
                 o.max_missed,
@@ -257,7 +257,7 @@ impl Tx for SqliteTx<'_> {
             .execute(params![
                 o.hid,
                 o.holder,
-                o.fence,
+                o.fence.get(),
                 o.lease_expires_at,
                 o.heartbeat_interval_s,
                 o.max_missed,

@@ -6,6 +6,7 @@
 //! caller binds its listener (and announces the address) in between, so
 //! no client can reach a server whose journal is not replayed yet.
 
+mod client_frame;
 mod connection;
 mod frames;
 mod hidlog;

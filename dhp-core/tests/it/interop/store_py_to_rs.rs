@@ -33,7 +33,7 @@ fn python_half_worked_store_is_finished_by_rust() {
 
     let r = Runner::open(root, "rs-w", Config::default()).unwrap();
     let mut ctx = r.recover(&hid).unwrap();
-    assert_eq!(ctx.fence(), 2, "claim 0, orphan 1, recover 2 as in the reference");
+    assert_eq!(ctx.fence().get(), 2, "claim 0, orphan 1, recover 2 as in the reference");
     let last = r.last_checkpoint(&hid).unwrap().unwrap();
     assert_eq!(last["i"], 2);
     assert_eq!(last["big"].to_string(), "1180591620717411303424");

@@ -32,7 +32,7 @@ fn only_the_dead_holders_handoffs_are_orphaned_and_its_token_is_reaped() {
             // and no process holds its lock.
             std::fs::write(root.join(liveness::DIR).join("w13.lock"), b"").unwrap();
         } else {
-            tokens.push(liveness::publish(root, &holder).unwrap());
+            tokens.push(liveness::publish(root, r.id()).unwrap());
         }
         by_holder.push((holder, mine));
     }
@@ -61,7 +61,7 @@ fn only_the_dead_holders_handoffs_are_orphaned_and_its_token_is_reaped() {
     assert!(liveness::dead_tokens(root).is_empty());
     assert!(sup.dead_workers().unwrap().is_empty());
     // A new process may publish the reaped id again.
-    let again = liveness::publish(root, "w13").unwrap();
+    let again = liveness::publish(root, &dhp_core::WorkerId::parse("w13").unwrap()).unwrap();
     assert!(!liveness::is_dead(root, "w13"));
     drop(again);
     drop(tokens);

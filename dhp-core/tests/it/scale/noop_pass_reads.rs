@@ -28,7 +28,7 @@ struct Fixture {
     sup: Supervisor,
     hand: Arc<ManualClock>,
     /// (hid, fence) of every running handoff.
-    held: Vec<(String, i64)>,
+    held: Vec<(String, dhp_core::Fence)>,
 }
 
 /// `n` running handoffs, each with a checkpoint (so each has a stall
@@ -44,7 +44,7 @@ fn fixture(n: usize) -> Fixture {
         .map(|i| envelope::build("t", json!({"inline": {"i": i}}), json!({}), BuildOptions::default()).unwrap())
         .collect();
     let hids: Vec<String> = runner.dispatch_many(&envs).unwrap().into_iter().map(Result::unwrap).collect();
-    let held: Vec<(String, i64)> = runner
+    let held: Vec<(String, dhp_core::Fence)> = runner
         .claim_many(&hids)
         .unwrap()
         .into_iter()

@@ -26,7 +26,7 @@ fn torn_claim_and_torn_orphan_are_repaired_on_the_memory_backend() {
             let row = Ownership {
                 hid: hid.clone(),
                 holder: "gone".into(),
-                fence: 2,
+                fence: dhp_core::Fence::new(2),
                 lease_expires_at: now() - 1.0,
                 heartbeat_interval_s: 0.1,
                 max_missed: 2,
@@ -54,9 +54,9 @@ fn torn_claim_and_torn_orphan_are_repaired_on_the_memory_backend() {
     assert!(torn.contains(&"torn-claim") && torn.contains(&"torn-orphan"), "{acts:?}");
     for hid in &hids {
         let own = r.ownership(hid).unwrap().unwrap();
-        assert_eq!((own.holder.as_str(), own.fence), (ORPHANED_HOLDER, 3));
+        assert_eq!((own.holder.as_str(), own.fence.get()), (ORPHANED_HOLDER, 3));
         let mut ctx = r.with_id("w2").unwrap().recover(hid).unwrap();
-        assert_eq!(ctx.fence(), 4);
+        assert_eq!(ctx.fence().get(), 4);
         ctx.complete(&json!({})).unwrap();
     }
     assert_eq!(sup.metrics.repairs.load(std::sync::atomic::Ordering::Relaxed), 2);

@@ -18,7 +18,7 @@ fn torn_orphan_is_repaired_after_the_lease_and_never_unfences_the_holder() {
     fx.tombstone(1, 1.0);
     fx.set_status("orphaned");
     let ctx = r.recover(&fx.hid).unwrap();
-    assert_eq!(ctx.fence(), 2);
+    assert_eq!(ctx.fence().get(), 2);
     // ... and the late orphan write said "orphaned" again.
     fx.set_status("orphaned");
     assert!(matches!(r.recover(&fx.hid), Err(Error::OwnershipLost { .. })), "stuck: not orphaned");

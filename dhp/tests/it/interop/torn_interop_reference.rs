@@ -62,7 +62,7 @@ fn reference_orphan_racing_our_recover_is_repaired_and_the_reference_finishes() 
     let r = Runner::open(root, "observer", Config::default()).unwrap();
     assert_eq!(r.status(&hid).unwrap()["status"], "orphaned");
     let own = r.ownership(&hid).unwrap().unwrap();
-    assert_eq!((own.holder.as_str(), own.fence), ("rs-R", 2));
+    assert_eq!((own.holder.as_str(), own.fence.get()), ("rs-R", 2));
     let (code, v) = refctl(&["recover", root, &hid, "--runner", "py-x"], LEASE);
     assert!(code != 0 && v["error"].as_str().unwrap().contains("not orphaned"), "{v}");
     let (code, v) = refctl(&["claim", root, &hid, "--runner", "py-x"], LEASE);

@@ -46,7 +46,7 @@ fn a_token_taken_between_poll_and_read_is_not_orphaned() {
         assert!(sup.try_wait().unwrap().is_none(), "the supervisor exited");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _token = liveness::publish(dir.path(), "w1").unwrap();
+    let _token = liveness::publish(dir.path(), &dhp_core::WorkerId::parse("w1").unwrap()).unwrap();
     let w1 = Runner::open(root, "w1", Config::default()).unwrap();
     let ctx = w1.claim(&hid).unwrap();
     kill(Pid::from_raw(sup.id() as i32), Signal::SIGCONT).unwrap();

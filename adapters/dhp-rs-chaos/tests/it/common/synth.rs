@@ -153,9 +153,9 @@ impl Synth {
         while n < upto {
             n += CHUNK;
             let st = Self::state(n);
-            self.checkpoint_line(name, "invoke", ctx.fence(), n, json!({}));
+            self.checkpoint_line(name, "invoke", ctx.fence().get(), n, json!({}));
             let seq = ctx.checkpoint(&st).unwrap();
-            self.checkpoint_line(name, "ok", ctx.fence(), n, json!({"seq": seq}));
+            self.checkpoint_line(name, "ok", ctx.fence().get(), n, json!({"seq": seq}));
             self.ship(seq, &st);
         }
     }

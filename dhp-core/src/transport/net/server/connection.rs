@@ -92,203 +92,271 @@ impl Srv {
         peer: SocketAddr,
         pass: Pass,
         hello_by: tokio::time::Instant,
-        mut probe: bool,
-        mut shutdown: watch::Receiver<bool>,
+        probe: bool,
+        shutdown: watch::Receiver<bool>,
     ) where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let idle = self.cfg.idle_timeout;
-        let max = self.cfg.cfg.transport_max_line_bytes;
-        let mut rd = BufReader::with_capacity(64 * 1024, rd);
-        let mut wr = BufWriter::with_capacity(16 * 1024, wr);
-        let mut buf = Vec::new();
-        let mut session: Option<Session> = None;
-        let mut bad_streak = 0u32;
-        // Replies not yet written, and whether any waits for a log sync.
-        let mut pending: Vec<u8> = Vec::new();
-        // Journal position the held replies wait for.
-        let mut need: Option<u64> = None;
-        // Held until the hello succeeds: a short deadline and a tiny line
-        // cap, and the gate may close us to make room for a newcomer.
-        let mut pass = Some(pass);
+        let mut c = Conn {
+            rd: BufReader::with_capacity(64 * 1024, rd),
+            wr: BufWriter::with_capacity(16 * 1024, wr),
+            buf: Vec::new(),
+            peer,
+            session: None,
+            bad_streak: 0,
+            pending: Vec::new(),
+            need: None,
+            pass: Some(pass),
+            hello_by,
+            probe,
+            shutdown,
+        };
         loop {
-            if session.is_some() {
-                pass = None;
-            }
-            // A big frame's buffer is not kept by an idle connection.
-            if buf.capacity() > (1 << 16) {
-                buf = Vec::new();
-            }
-            let (limit, wait) = match &pass {
-                Some(_) => {
-                    (max.min(PRE_HELLO_MAX_LINE), hello_by.saturating_duration_since(tokio::time::Instant::now()))
-                }
-                None => (max, idle),
-            };
-            let evict = pass.as_ref().map(|p| p.evict.clone());
-            let got = tokio::select! {
-                biased;
-                _ = shutdown.wait_for(|stop| *stop) => break,
-                _ = async {
-                    match &evict {
-                        Some(n) => n.notified().await,
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    tracing::debug!(%peer, "transport: closed before hello to make room");
-                    break;
-                }
-                r = tokio::time::timeout(wait, async {
-                    if std::mem::take(&mut probe) {
-                        let first = rd.fill_buf().await?.first().copied();
-                        if first.is_some_and(tls::looks_like_tls) {
-                            return Ok(None);
-                        }
-                    }
-                    read_frame_async(&mut rd, &mut buf, limit).await.map(Some)
-                }) => r,
-            };
-            let got = match got {
-                Ok(Ok(None)) => {
-                    self.tls_failed(peer, "a TLS ClientHello on this plaintext port");
-                    break;
-                }
-                Ok(Ok(Some(f))) => Ok(Ok(f)),
-                Ok(Err(e)) => Ok(Err(e)),
-                Err(t) => Err(t),
-            };
-
-            let reply = match got {
-                Err(_) => {
-                    bump(&self.stats.idle_timeouts);
-                    tracing::debug!(%peer, "transport: idle timeout");
-                    break;
-                }
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "transport: read failed");
-                    break;
-                }
-                Ok(Ok(Frame::Eof)) => break,
-                Ok(Ok(Frame::Partial)) => {
-                    bump(&self.stats.partial_lines);
-                    tracing::info!(%peer, bytes = buf.len(), "transport: connection closed mid-line (discarded)");
-                    break;
-                }
-                Ok(Ok(Frame::TooLong | Frame::Overrun)) if pass.is_some() => {
-                    bump(&self.stats.lines_too_long);
-                    hello_refused(&self.stats);
-                    if self.gate.warn_now() {
-                        tracing::warn!(%peer, limit, "transport: line before hello exceeds its cap (further ones this second not logged)");
-                    }
-                    refuse_and_close(format!("line before hello exceeds {limit} bytes"))
-                }
-                Ok(Ok(Frame::TooLong)) => {
-                    bump(&self.stats.lines_too_long);
-                    tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
-                    refuse(format!("line exceeds max line bytes ({max})"))
-                }
-                Ok(Ok(Frame::Overrun)) => {
-                    bump(&self.stats.lines_too_long);
-                    tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
-                    let msg = format!("line exceeds max line bytes ({max})");
-                    // Discard the rest without buffering it, so the frames
-                    // after it still get their replies in order.
-                    let skipped = tokio::select! {
-                        biased;
-                        _ = shutdown.wait_for(|stop| *stop) => false,
-                        r = tokio::time::timeout(idle, skip_line_async(&mut rd, max.saturating_mul(SKIP_FACTOR).max(1 << 20))) => matches!(r, Ok(Ok(true))),
-                    };
-                    if skipped {
-                        refuse(msg)
-                    } else {
-                        refuse_and_close(msg)
-                    }
-                }
-                Ok(Ok(Frame::Line)) => {
-                    if buf.iter().all(u8::is_ascii_whitespace) {
-                        // No reply; but held replies must not wait on it.
-                        Reply { body: Value::Null, close: false, durable: false }
-                    } else {
-                        self.frame(&mut session, &buf).await
-                    }
-                }
-            };
-
-            if reply.body.is_null() {
-                // A blank line: nothing to say.
-            } else if reply.body["ok"] == true {
-                bad_streak = 0;
-            } else {
-                bump(&self.stats.frames_rejected);
-                bad_streak += 1;
-            }
-            if !reply.body.is_null() {
-                let text = match json::dumps_sorted(&reply.body) {
-                    Ok(t) => t,
-                    Err(_) => "{\"error\": \"internal error\", \"ok\": false}".to_string(),
-                };
-                pending.extend_from_slice(text.as_bytes());
-                pending.push(b'\n');
-            }
-            if reply.durable {
-                need = self.journal.as_ref().map(|j| j.position());
-            }
-            // Hold replies while the client has more complete frames queued
-            // (pipelining): one sync and one write for many acks.
-            let more = rd.buffer().contains(&b'\n')
-                && !reply.close
-                && bad_streak < MAX_BAD_STREAK
-                && pending.len() < (1 << 16)
-                && !*shutdown.borrow();
-            if more || pending.is_empty() {
-                continue;
-            }
-            // When the sync covering the held acks ended (fsync only).
-            let mut synced_at = None;
-            if let (Some(pos), Some(j)) = (need.take(), &self.journal) {
-                match j.wait(pos).await {
-                    Ok(at) => synced_at = Some((j, at)),
-                    Err(e) => {
-                        // No ack for lines that may not be durable: the
-                        // client reconnects and re-sends (deduplicated).
-                        tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
-                        break;
-                    }
-                }
-            }
-            let write = tokio::time::timeout(idle, async {
-                wr.write_all(&pending).await?;
-                wr.flush().await?;
-                std::io::Result::Ok(())
-            });
-            // A client that does not take its reply does not hold up a
-            // shutdown for more than a second (the frame itself is done).
-            let wrote = tokio::select! {
-                r = write => matches!(r, Ok(Ok(()))),
-                _ = async {
-                    let _ = shutdown.wait_for(|stop| *stop).await;
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                } => false,
-            };
-            pending.clear();
-            if let (Some((j, at)), true) = (synced_at, wrote) {
-                j.stats.acked(j.stats.now_ns().saturating_sub(at));
-            }
-            if !wrote {
-                tracing::debug!(%peer, "transport: client not reading replies; closing");
-                break;
-            }
-            if reply.close || bad_streak >= MAX_BAD_STREAK {
+            let Some(got) = self.read_line(&mut c).await else { break };
+            let Some(reply) = self.answer(&mut c, got).await else { break };
+            if !self.send(&mut c, reply).await {
                 break;
             }
         }
+        let idle = self.cfg.idle_timeout;
         let _ = tokio::time::timeout(Duration::from_secs(1).min(idle), async {
-            let _ = wr.flush().await;
-            let _ = wr.shutdown().await;
+            let _ = c.wr.flush().await;
+            let _ = c.wr.shutdown().await;
         })
         .await;
     }
+
+    /// The line cap now: tiny before the hello.
+    fn line_limit<R, W>(&self, c: &Conn<R, W>) -> usize {
+        let max = self.cfg.cfg.transport_max_line_bytes;
+        if c.pass.is_some() {
+            max.min(PRE_HELLO_MAX_LINE)
+        } else {
+            max
+        }
+    }
+
+    /// Wait for the next line (within the hello deadline before the hello,
+    /// the idle timeout after). `None`: the connection ends (shutdown,
+    /// evicted before its hello, a TLS ClientHello on a plaintext port).
+    async fn read_line<R, W>(&self, c: &mut Conn<R, W>) -> Option<Got>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        if c.session.is_some() {
+            c.pass = None;
+        }
+        // A big frame's buffer is not kept by an idle connection.
+        if c.buf.capacity() > (1 << 16) {
+            c.buf = Vec::new();
+        }
+        let limit = self.line_limit(c);
+        let wait = match &c.pass {
+            Some(_) => c.hello_by.saturating_duration_since(tokio::time::Instant::now()),
+            None => self.cfg.idle_timeout,
+        };
+        let evict = c.pass.as_ref().map(|p| p.evict.clone());
+        let peer = c.peer;
+        let (rd, buf, probe) = (&mut c.rd, &mut c.buf, &mut c.probe);
+        let got = tokio::select! {
+            biased;
+            _ = c.shutdown.wait_for(|stop| *stop) => return None,
+            _ = async {
+                match &evict {
+                    Some(n) => n.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                tracing::debug!(%peer, "transport: closed before hello to make room");
+                return None;
+            }
+            r = tokio::time::timeout(wait, async {
+                if std::mem::take(probe) {
+                    let first = rd.fill_buf().await?.first().copied();
+                    if first.is_some_and(tls::looks_like_tls) {
+                        return Ok(None);
+                    }
+                }
+                read_frame_async(rd, buf, limit).await.map(Some)
+            }) => r,
+        };
+        Some(match got {
+            Ok(Ok(None)) => {
+                self.tls_failed(c.peer, "a TLS ClientHello on this plaintext port");
+                return None;
+            }
+            Ok(Ok(Some(f))) => Ok(Ok(f)),
+            Ok(Err(e)) => Ok(Err(e)),
+            Err(t) => Err(t),
+        })
+    }
+
+    /// The reply to what was read; `None`: the connection ends without one.
+    async fn answer<R, W>(&self, c: &mut Conn<R, W>, got: Got) -> Option<Reply>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let (peer, max, limit) = (c.peer, self.cfg.cfg.transport_max_line_bytes, self.line_limit(c));
+        Some(match got {
+            Err(_) => {
+                bump(&self.stats.idle_timeouts);
+                tracing::debug!(%peer, "transport: idle timeout");
+                return None;
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "transport: read failed");
+                return None;
+            }
+            Ok(Ok(Frame::Eof)) => return None,
+            Ok(Ok(Frame::Partial)) => {
+                bump(&self.stats.partial_lines);
+                tracing::info!(%peer, bytes = c.buf.len(), "transport: connection closed mid-line (discarded)");
+                return None;
+            }
+            Ok(Ok(Frame::TooLong | Frame::Overrun)) if c.pass.is_some() => {
+                bump(&self.stats.lines_too_long);
+                hello_refused(&self.stats);
+                if self.gate.warn_now() {
+                    tracing::warn!(%peer, limit, "transport: line before hello exceeds its cap (further ones this second not logged)");
+                }
+                refuse_and_close(format!("line before hello exceeds {limit} bytes"))
+            }
+            Ok(Ok(Frame::TooLong)) => {
+                bump(&self.stats.lines_too_long);
+                tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
+                refuse(format!("line exceeds max line bytes ({max})"))
+            }
+            Ok(Ok(Frame::Overrun)) => {
+                bump(&self.stats.lines_too_long);
+                tracing::warn!(%peer, max, "transport: line exceeds max line bytes");
+                let msg = format!("line exceeds max line bytes ({max})");
+                // Discard the rest without buffering it, so the frames
+                // after it still get their replies in order.
+                let skip = skip_line_async(&mut c.rd, max.saturating_mul(SKIP_FACTOR).max(1 << 20));
+                let skipped = tokio::select! {
+                    biased;
+                    _ = c.shutdown.wait_for(|stop| *stop) => false,
+                    r = tokio::time::timeout(self.cfg.idle_timeout, skip) => matches!(r, Ok(Ok(true))),
+                };
+                if skipped {
+                    refuse(msg)
+                } else {
+                    refuse_and_close(msg)
+                }
+            }
+            Ok(Ok(Frame::Line)) if c.buf.iter().all(u8::is_ascii_whitespace) => {
+                // No reply; but held replies must not wait on it.
+                Reply { body: Value::Null, close: false, durable: false }
+            }
+            Ok(Ok(Frame::Line)) => self.frame(&mut c.session, &c.buf).await,
+        })
+    }
+
+    /// Queue a reply and, unless more complete frames are waiting
+    /// (pipelining: one sync and one write for many acks), write what is
+    /// held once the journal sync covers it. `false`: the connection ends.
+    async fn send<R, W>(&self, c: &mut Conn<R, W>, reply: Reply) -> bool
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        if reply.body.is_null() {
+            // A blank line: nothing to say.
+        } else if reply.body["ok"] == true {
+            c.bad_streak = 0;
+        } else {
+            bump(&self.stats.frames_rejected);
+            c.bad_streak += 1;
+        }
+        if !reply.body.is_null() {
+            let text = match json::dumps_sorted(&reply.body) {
+                Ok(t) => t,
+                Err(_) => "{\"error\": \"internal error\", \"ok\": false}".to_string(),
+            };
+            c.pending.extend_from_slice(text.as_bytes());
+            c.pending.push(b'\n');
+        }
+        if reply.durable {
+            c.need = self.journal.as_ref().map(|j| j.position());
+        }
+        let more = c.rd.buffer().contains(&b'\n')
+            && !reply.close
+            && c.bad_streak < MAX_BAD_STREAK
+            && c.pending.len() < (1 << 16)
+            && !*c.shutdown.borrow();
+        if more || c.pending.is_empty() {
+            return true;
+        }
+        let peer = c.peer;
+        // When the sync covering the held acks ended (fsync only).
+        let mut synced_at = None;
+        if let (Some(pos), Some(j)) = (c.need.take(), &self.journal) {
+            match j.wait(pos).await {
+                Ok(at) => synced_at = Some((j, at)),
+                Err(e) => {
+                    // No ack for lines that may not be durable: the
+                    // client reconnects and re-sends (deduplicated).
+                    tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
+                    return false;
+                }
+            }
+        }
+        let (wr, pending) = (&mut c.wr, &c.pending);
+        let write = tokio::time::timeout(self.cfg.idle_timeout, async {
+            wr.write_all(pending).await?;
+            wr.flush().await?;
+            std::io::Result::Ok(())
+        });
+        let shutdown = &mut c.shutdown;
+        // A client that does not take its reply does not hold up a
+        // shutdown for more than a second (the frame itself is done).
+        let wrote = tokio::select! {
+            r = write => matches!(r, Ok(Ok(()))),
+            _ = async {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            } => false,
+        };
+        c.pending.clear();
+        if let (Some((j, at)), true) = (synced_at, wrote) {
+            j.stats.acked(j.stats.now_ns().saturating_sub(at));
+        }
+        if !wrote {
+            tracing::debug!(%peer, "transport: client not reading replies; closing");
+            return false;
+        }
+        !(reply.close || c.bad_streak >= MAX_BAD_STREAK)
+    }
+}
+
+/// What reading a line gave: a frame, a read error, or the timeout.
+type Got = Result<std::io::Result<Frame>, tokio::time::error::Elapsed>;
+
+/// One connection's state between its frames.
+struct Conn<R, W> {
+    rd: BufReader<R>,
+    wr: BufWriter<W>,
+    /// The line being read.
+    buf: Vec<u8>,
+    peer: SocketAddr,
+    /// Set by a good hello.
+    session: Option<Session>,
+    /// Rejected frames in a row.
+    bad_streak: u32,
+    /// Replies not yet written.
+    pending: Vec<u8>,
+    /// Journal position the held replies wait for.
+    need: Option<u64>,
+    /// Held until the hello succeeds: a short deadline and a tiny line
+    /// cap, and the gate may close us to make room for a newcomer.
+    pass: Option<Pass>,
+    hello_by: tokio::time::Instant,
+    /// Look for a TLS ClientHello before the first line.
+    probe: bool,
+    shutdown: watch::Receiver<bool>,
 }
 
 /// Close a connection whose TLS handshake failed without resetting it:

@@ -2,13 +2,13 @@
 //! header, and checkpoints (appended only right after the unbroken run of
 //! seqs; a duplicate is acked again, a gap or a conflict refused).
 
+use super::client_frame::{CheckpointFrame, ClientFrame, FrameError, Hello};
 use super::hidlog::HidLog;
 use super::stats::{bump, hello_refused};
 use super::Srv;
 use crate::config::Config;
 use crate::envelope::{self, utcnow_iso};
 use crate::error::{Error, Result};
-use crate::json;
 use crate::runner::checked_state;
 use crate::transport::chain;
 use crate::transport::log;
@@ -94,17 +94,13 @@ impl Srv {
         bool::from(got.ct_eq(want))
     }
 
-    async fn hello(&self, msg: &Value) -> (Reply, Option<Session>) {
-        if msg.get("type").and_then(Value::as_str) != Some("hello") {
-            hello_refused(&self.stats);
-            return (refuse_and_close("want hello"), None);
-        }
-        if !self.token_ok(msg.get("token").and_then(Value::as_str)) {
+    async fn hello(&self, msg: Hello) -> (Reply, Option<Session>) {
+        if !self.token_ok(msg.token.as_deref()) {
             hello_refused(&self.stats);
             tracing::warn!("transport: rejected a client (bad token)");
             return (refuse_and_close("bad token"), None);
         }
-        let hid = msg.get("handoff_id").and_then(Value::as_str).unwrap_or("");
+        let hid = msg.handoff_id.as_deref().unwrap_or("");
         let log = match envelope::check_hid(hid).and_then(|_| self.hid_log(hid)) {
             Ok(l) => l,
             Err(e) => {
@@ -132,8 +128,7 @@ impl Srv {
         }
     }
 
-    async fn envelope(&self, s: &Session, msg: &Value) -> Reply {
-        let env = msg.get("envelope").cloned().unwrap_or(Value::Null);
+    async fn envelope(&self, s: &Session, env: Value) -> Reply {
         let hid = match envelope::verify(&env) {
             Ok(h) => h,
             Err(Error::Tamper { detail: m, .. }) => return refuse(format!("envelope identity failed: {m}")),
@@ -171,31 +166,29 @@ impl Srv {
         }
     }
 
-    async fn checkpoint(&self, s: &Session, msg: &Value) -> Reply {
-        if let Some(h) = msg.get("handoff_id") {
-            if h.as_str() != Some(s.hid.as_str()) {
+    async fn checkpoint(&self, s: &Session, msg: CheckpointFrame) -> Reply {
+        if let Some(h) = &msg.handoff_id {
+            if h.as_deref() != Some(s.hid.as_str()) {
                 return refuse("checkpoint is for a different handoff than the hello");
             }
         }
-        let seq = msg.get("seq").filter(|v| v.is_number()).and_then(Value::as_i64).filter(|s| *s >= 0);
-        let state = msg.get("state").filter(|v| v.is_object());
-        let (Some(seq), Some(state)) = (seq, state) else {
+        let (Some(seq), Some(state)) = (msg.seq, &msg.state) else {
             return refuse("bad checkpoint frame");
         };
         let hash = match checked_state(state, &self.cfg.cfg) {
             Ok((_, h)) => h,
             Err(e) => return refuse(e.to_string()),
         };
-        if msg.get("state_hash").and_then(Value::as_str) != Some(hash.as_str()) {
+        if msg.state_hash.as_deref() != Some(hash.as_str()) {
             return refuse("hash mismatch");
         }
         // A bound frame (docs/log-chain.md) keeps its binding in the log.
-        let prev = match chain::claimed_prev(msg, &s.hid, seq) {
+        let prev = match chain::claimed_prev(&msg.binding, &s.hid, seq) {
             Ok(p) => p.map(str::to_string),
             Err(e) => return refuse(format!("binding mismatch: {e}")),
         };
-        let bound = msg.get("hid").is_some() || prev.is_some();
-        let at = msg.get("at").and_then(Value::as_str).map_or_else(utcnow_iso, str::to_string);
+        let bound = msg.binding.get("hid").is_some() || prev.is_some();
+        let at = msg.at.clone().unwrap_or_else(utcnow_iso);
         let line = if bound {
             chain::bound_checkpoint_line(&s.hid, seq, state, &hash, prev.as_deref(), &at)
         } else {
@@ -277,22 +270,26 @@ impl Srv {
 
     /// Answer one complete line.
     pub(super) async fn frame(&self, session: &mut Option<Session>, raw: &[u8]) -> Reply {
-        let msg = match json::parse_bytes(raw) {
-            Ok(v) if v.is_object() => v,
-            Ok(_) => return self.bad(session, "bad frame: not a JSON object".into()),
-            Err(e) => return self.bad(session, format!("bad frame: {e}")),
+        let frame = match ClientFrame::parse(raw) {
+            Ok(f) => Ok(f),
+            Err(e @ (FrameError::NotJson(_) | FrameError::NotObject)) => return self.bad(session, e.to_string()),
+            Err(e @ FrameError::UnknownType) => Err(e),
         };
         let Some(s) = session.as_ref() else {
-            let (reply, s) = self.hello(&msg).await;
+            let Ok(ClientFrame::Hello(hello)) = frame else {
+                hello_refused(&self.stats);
+                return refuse_and_close("want hello");
+            };
+            let (reply, s) = self.hello(hello).await;
             *session = s;
             return reply;
         };
-        match msg.get("type").and_then(Value::as_str) {
-            Some("envelope") => self.envelope(s, &msg).await,
-            Some("checkpoint") => self.checkpoint(s, &msg).await,
-            Some("bye") => Reply { body: json!({"ok": true}), close: true, durable: false },
-            Some("hello") => refuse("already said hello"),
-            _ => refuse("unknown type"),
+        match frame {
+            Ok(ClientFrame::Envelope(env)) => self.envelope(s, env).await,
+            Ok(ClientFrame::Checkpoint(c)) => self.checkpoint(s, c).await,
+            Ok(ClientFrame::Bye) => Reply { body: json!({"ok": true}), close: true, durable: false },
+            Ok(ClientFrame::Hello(_)) => refuse("already said hello"),
+            Err(e) => refuse(e.to_string()),
         }
     }
 
