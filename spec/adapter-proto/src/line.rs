@@ -41,12 +41,15 @@ impl RequestLine {
             .get("id")
             .and_then(Value::as_u64)
             .ok_or_else(|| ProtoError::BadMember("id must be an integer from 0".into()))?;
-        let name = obj.get("op").and_then(Value::as_str).ok_or_else(|| ProtoError::BadMember("op must be a string".into()))?;
+        let name =
+            obj.get("op").and_then(Value::as_str).ok_or_else(|| ProtoError::BadMember("op must be a string".into()))?;
         let op = Op::from_name(name).ok_or_else(|| ProtoError::UnknownOp(name.to_string()))?;
         let args = obj.get("args").cloned().ok_or_else(|| ProtoError::BadMember("args is missing".into()))?;
         let number = |key: &str| match obj.get(key) {
             None => Ok(None),
-            Some(v) => v.as_f64().map(Some).ok_or_else(|| ProtoError::BadMember(format!("{key} must be a number, not {v}"))),
+            Some(v) => {
+                v.as_f64().map(Some).ok_or_else(|| ProtoError::BadMember(format!("{key} must be a number, not {v}")))
+            }
         };
         let (at, clock_offset_s) = (number("at")?, number("clock_offset_s")?);
         if let Some(k) = obj.keys().find(|k| !["id", "op", "args", "at", "clock_offset_s"].contains(&k.as_str())) {
@@ -99,7 +102,10 @@ impl ReplyLine {
             .get("id")
             .and_then(Value::as_u64)
             .ok_or_else(|| ProtoError::BadMember("id must be an integer from 0".into()))?;
-        let ok = obj.get("ok").and_then(Value::as_bool).ok_or_else(|| ProtoError::BadMember("ok must be a boolean".into()))?;
+        let ok = obj
+            .get("ok")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| ProtoError::BadMember("ok must be a boolean".into()))?;
         let (key, outcome) = if ok {
             let r = obj.get("result").and_then(Value::as_object);
             ("result", Ok(r.ok_or_else(|| ProtoError::BadMember("result must be an object".into()))?.clone()))

@@ -69,9 +69,7 @@ pub fn request(op: Op) -> Request {
         Op::Ingest => Request::Ingest(args::Ingest { root: "/r".into(), log: "/l".into() }),
         Op::Suspend => Request::Suspend(args::Suspend { root: "/r".into(), hid: "h1".into(), path: "/b".into() }),
         Op::Resume => Request::Resume(args::Resume { root: "/r".into(), path: "/b".into() }),
-        Op::RecordEffect => {
-            Request::RecordEffect(held!(RecordEffect { step_id: "s".into(), result: json!({"r": 1}) }))
-        }
+        Op::RecordEffect => Request::RecordEffect(held!(RecordEffect { step_id: "s".into(), result: json!({"r": 1}) })),
         Op::EffectDone => Request::EffectDone(held!(EffectDone { step_id: "s".into() })),
         Op::NoteActivity => Request::NoteActivity(held!(NoteActivity { digest: "d".into() })),
         Op::RequireCapability => {
@@ -152,11 +150,9 @@ pub fn response(op: Op) -> Response {
         Op::ExpireLeadership => Response::ExpireLeadership(results::Updated { updated: false }),
         Op::ShipEnvelope => Response::ShipEnvelope(done),
         Op::ShipCheckpoint => Response::ShipCheckpoint(done),
-        Op::Ingest => Response::Ingest(results::Ingest {
-            handoff_id: "h1".into(),
-            checkpoints_ingested: 2,
-            lines_skipped: 0,
-        }),
+        Op::Ingest => {
+            Response::Ingest(results::Ingest { handoff_id: "h1".into(), checkpoints_ingested: 2, lines_skipped: 0 })
+        }
         Op::Suspend => Response::Suspend(results::Suspend { bytes: 100 }),
         Op::Resume => Response::Resume(results::Hid { hid: "h1".into() }),
         Op::RecordEffect => Response::RecordEffect(results::Recorded { recorded: true }),
