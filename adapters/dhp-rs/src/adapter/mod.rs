@@ -56,18 +56,25 @@ pub(crate) fn bad(message: impl Into<String>) -> AErr {
 
 pub(crate) type R<T = Value> = Result<T, AErr>;
 
+// The mutants' readers of args they forge or rewrite as JSON (the real
+// adapter reads the typed request).
+
+/// `args.key` as a string.
 pub(crate) fn s<'a>(a: &'a Value, key: &str) -> R<&'a str> {
     a.get(key).and_then(Value::as_str).ok_or_else(|| bad(format!("args.{key} must be a string")))
 }
 
+/// `args.key` as an integer.
 pub(crate) fn i(a: &Value, key: &str) -> R<i64> {
     a.get(key).and_then(Value::as_i64).ok_or_else(|| bad(format!("args.{key} must be an integer")))
 }
 
+/// `args.key` as a number.
 pub(crate) fn f(a: &Value, key: &str) -> R<f64> {
     a.get(key).and_then(Value::as_f64).ok_or_else(|| bad(format!("args.{key} must be a number")))
 }
 
+/// `args.key`, any JSON.
 pub(crate) fn v<'a>(a: &'a Value, key: &str) -> R<&'a Value> {
     a.get(key).ok_or_else(|| bad(format!("args.{key} is missing")))
 }
