@@ -84,8 +84,7 @@ fn variant(cx: &Ctx<'_>) -> Variant {
 
 /// The store's configuration, from the round's `round.json`.
 fn params(cx: &Ctx<'_>) -> Params {
-    let mut p = Params::default();
-    p.leader_ttl_s = cx.cfg.timing.leader_ttl_s;
+    let mut p = Params { leader_ttl_s: cx.cfg.timing.leader_ttl_s, ..Params::default() };
     if let Ok(m) = u64::try_from(cx.cfg.max_attempts) {
         p.default_max_attempts = u32::try_from(m).unwrap_or(u32::MAX);
     }
