@@ -5,8 +5,9 @@
 use super::faults::{self, FaultWalk};
 use super::history::{Index, Op};
 use super::load::{Ckpt, Handoff};
+use super::saved_config::SavedConfig;
 use super::CHECK_THEN_WRITE;
-use crate::config::{RoundConfig, Ship};
+use crate::config::Ship;
 use crate::round::Paths;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -17,7 +18,7 @@ pub struct Ctx<'a> {
     pub(crate) meta: &'a Value,
     /// The round's configuration as the harness saved it (`round.json`'s
     /// `config`), typed: its defaults are the configuration's own.
-    pub(crate) cfg: &'a RoundConfig,
+    pub(crate) cfg: &'a SavedConfig,
     pub(crate) ix: &'a Index<'a>,
     pub(crate) store: &'a BTreeMap<String, Handoff>,
     /// The handoffs the round dispatched, in dispatch order.
@@ -121,7 +122,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn new(
         dir: &std::path::Path,
         meta: &'a Value,
-        cfg: &'a RoundConfig,
+        cfg: &'a SavedConfig,
         ix: &'a Index<'a>,
         store: &'a BTreeMap<String, Handoff>,
         audit: Option<&'a super::audit::AuditIx>,

@@ -103,7 +103,7 @@ fn db_link_facts(cx: &Ctx<'_>, out: &mut EnvFacts) {
         return;
     }
     let timing = &cx.cfg.timing;
-    let ttl = timing.lease_interval_s * timing.lease_max_missed as f64;
+    let ttl = timing.lease_interval_s * timing.lease_max_missed;
     out.db_link_orphans = cx
         .ix
         .orphans

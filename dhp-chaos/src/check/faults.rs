@@ -58,7 +58,7 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
     // the longest a live leader may take to orphan a lease that stopped being renewed: the lease
     // runs out, a leaderless gap ends (leader TTL), a scan finds it; a supervisor on a faked clock
     // reads the expiry up to the clock offset late
-    let detect_bound = timing.lease_interval_s * timing.lease_max_missed as f64
+    let detect_bound = timing.lease_interval_s * timing.lease_max_missed
         + leader_ttl
         + 2.0 * scan
         + if clock.share > 0.0 { clock.max_offset_s } else { 0.0 };

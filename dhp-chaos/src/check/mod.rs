@@ -28,6 +28,7 @@ mod invariants;
 mod landing;
 mod load;
 mod report;
+mod saved_config;
 mod sources;
 mod store_order;
 
@@ -42,10 +43,11 @@ pub(crate) use report::stats;
 pub use report::{FaultLatency, Latencies, Rework, RoundReport, Stalls, Stats, Verdict, Zombies};
 pub use sources::Source;
 
-use crate::config::{Impl, RoundConfig};
+use crate::config::Impl;
 use crate::error::{Error, Result};
 use crate::hist;
 use crate::round::Paths;
+use saved_config::SavedConfig;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -67,7 +69,7 @@ pub const CHECK_THEN_WRITE: &str =
 fn with_partitions(
     mut by_kind: std::collections::BTreeMap<String, u64>,
     ix: &history::Index<'_>,
-    cfg: &RoundConfig,
+    cfg: &SavedConfig,
 ) -> std::collections::BTreeMap<String, u64> {
     let Some(me) = cfg.host.as_ref().map(|h| u64::from(h.index)) else { return by_kind };
     for e in ix.nemesis.iter().filter(|e| e.s("phase") == Some("start")) {
@@ -177,8 +179,8 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         dir: dir.display().to_string(),
         seed: cfg.seed,
         round: cfg.round,
-        workers: impl_label(&cfg.workers),
-        supervisors: impl_label(&cfg.supervisors),
+        workers: impl_label(cfg.workers.as_ref()),
+        supervisors: impl_label(cfg.supervisors.as_ref()),
         replay: cfg.replay.clone(),
         handoffs: cx.hids.len(),
         completed: census_handoffs().filter(|h| h.status == "completed").count(),
@@ -224,12 +226,13 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     })
 }
 
-fn impl_label(i: &Impl) -> String {
+fn impl_label(i: Option<&Impl>) -> String {
     match i {
-        Impl::Builtin => "builtin".into(),
-        Impl::Python => "python".into(),
-        Impl::Mixed => "mixed".into(),
-        Impl::Cmd(argv) => format!("cmd:{}", argv.join(" ")),
+        Some(Impl::Builtin) => "builtin".into(),
+        Some(Impl::Python) => "python".into(),
+        Some(Impl::Mixed) => "mixed".into(),
+        Some(Impl::Cmd(argv)) => format!("cmd:{}", argv.join(" ")),
+        None => "?".into(),
     }
 }
 
@@ -250,7 +253,7 @@ pub(crate) fn short(h: &str) -> &str {
 
 /// The round's configuration from its `round.json` (`path`), typed: a
 /// `config` that is not one is the round file's error, not a default.
-pub(crate) fn round_config(meta: &Value, path: &Path) -> Result<RoundConfig> {
+pub(crate) fn round_config(meta: &Value, path: &Path) -> Result<SavedConfig> {
     serde_json::from_value(meta["config"].clone()).map_err(|source| Error::Json { path: path.to_path_buf(), source })
 }
 

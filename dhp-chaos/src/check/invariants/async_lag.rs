@@ -16,8 +16,10 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
         out.note("not a tcp-async round: no lag bound".into());
         return out;
     }
-    // a round.json without one ran with the default (config.rs)
-    let max_lag = cx.cfg.ship_max_lag;
+    let Some(max_lag) = cx.cfg.ship_max_lag else {
+        out.note("the round recorded no --ship-max-lag".into());
+        return out;
+    };
     let Some(acks) = &cx.acks else {
         out.note("no proxy record (proxy.jsonl): a round from before the link proxy".into());
         return out;
