@@ -116,24 +116,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         }
     }
     let mut invariants: Vec<Verdict> = checked.into_iter().map(|(i, f)| f.file(i, &taint)).collect();
-    if history.malformed > 0 {
-        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
-            v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
-        }
-    }
-    if history.off_schema > 0 {
-        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
-            v.notes.push(format!("{} history line(s) off spec/chaos/history.schema.json", history.off_schema));
-        }
-    }
-    if history.forged > 0 {
-        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
-            v.notes.push(format!(
-                "{} history line(s) claiming to be the harness's (process `chaos`) ignored: forged by a process under test",
-                history.forged
-            ));
-        }
-    }
+    history_notes(&mut invariants, &history);
 
     let have = sources::available(&cx);
     for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
@@ -224,6 +207,29 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         survivors,
         held,
     })
+}
+
+/// The history's troubles, noted on the fencing verdict: lines that were
+/// not JSON objects, lines off the history schema, forged harness lines.
+fn history_notes(invariants: &mut [Verdict], history: &hist::History) {
+    if history.malformed > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
+        }
+    }
+    if history.off_schema > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!("{} history line(s) off spec/chaos/history.schema.json", history.off_schema));
+        }
+    }
+    if history.forged > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!(
+                "{} history line(s) claiming to be the harness's (process `chaos`) ignored: forged by a process under test",
+                history.forged
+            ));
+        }
+    }
 }
 
 fn impl_label(i: Option<&Impl>) -> String {
