@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dhp-conform adapter for the Python reference implementation
-(dhp-protocol 1.3.0). The protocol is documented in ../ADAPTERS.md and
-its messages in ../schema/.
+(dhp-protocol 1.3.0). The protocol is documented in dhp-conform/ADAPTERS.md
+and its messages in spec/adapter/ (JSON Schemas).
 
 One JSON request per line on stdin, one JSON reply per line on stdout, in
 order; logs go to stderr; exit at EOF or after "shutdown". Run it with the

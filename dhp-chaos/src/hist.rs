@@ -12,6 +12,7 @@
 //! harness's own lines are read (CONTRACT.md §4).
 
 use crate::error::{Error, Result};
+use dhp_workload::history::{Kind, Line, HARNESS};
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -88,11 +89,9 @@ impl Writer {
 
     /// Record a harness event stamped `t` (epoch seconds) instead of now.
     pub fn record_at(&mut self, t: f64, op: &str, fields: Value) {
-        let mut line = json!({"t": t, "pid": self.pid, "process": "chaos", "op": op, "type": "event"});
-        if let (Some(m), Value::Object(extra)) = (line.as_object_mut(), fields) {
-            m.extend(extra);
-        }
-        let mut text = line.to_string();
+        let mut line = Line::new(HARNESS, op, Kind::Event, fields);
+        (line.t, line.pid) = (t, i64::from(self.pid));
+        let mut text = line.to_value().to_string();
         text.push('\n');
         // One write per line; a failure here is a harness error surfaced later
         // by the checker as missing events, never silently "passing".
@@ -178,6 +177,9 @@ pub struct History {
     /// Lines of `history.jsonl` claiming to be the harness's (process
     /// `chaos`): written by a process under test, dropped.
     pub forged: usize,
+    /// Lines kept that break spec/chaos/history.schema.json (read as
+    /// [`Line`]): detail only, so they stay, and are counted.
+    pub off_schema: usize,
 }
 
 /// Read a history file and the harness's own file beside it, putting the
@@ -198,6 +200,7 @@ pub fn load(path: &Path) -> Result<History> {
         Err(e) => return Err(Error::io("reading the harness's history", &own_path)(e)),
     };
     unskew(&own, &mut theirs);
+    h.off_schema = own.iter().chain(&theirs).filter(|e| Line::parse(&e.v).is_err()).count();
     h.events = own;
     h.events.extend(theirs);
     h.events.sort_by(|a, b| a.t().total_cmp(&b.t()));

@@ -63,7 +63,7 @@ const ABOUT: &str = "Conformance runner for DHP 1.3 (Durable Handoff Protocol) i
 const LONG_ABOUT: &str = "Conformance runner for DHP 1.3 (Durable Handoff Protocol) implementations.
 
 It judges an implementation through an adapter: a process that answers JSON-lines requests on \
-stdin/stdout (dhp-conform/ADAPTERS.md, with JSON Schemas in dhp-conform/schema/). Each assertion checks \
+stdin/stdout (dhp-conform/ADAPTERS.md, with JSON Schemas in spec/adapter/). Each assertion checks \
 one protocol rule — the reference's ten (core), the extended level, and with two or more implementations \
 the cross level, where one implementation continues another's store, log or bundle. Outcomes are \
 passed, failed (a rule was broken), errored (the adapter exchange broke: no verdict) and skipped (an \

@@ -1,8 +1,8 @@
 //! # dhp-conform — conformance runner for DHP 1.3 implementations
 //!
 //! An implementation is reached through an *adapter*: a process that
-//! speaks JSON lines on stdin/stdout (see `ADAPTERS.md` and the schemas in
-//! `schema/`). The runner checks the reference's ten assertions, an
+//! speaks JSON lines on stdin/stdout (see `ADAPTERS.md`, the schemas in
+//! `spec/adapter/` and their types in `dhp-adapter-proto`). The runner checks the reference's ten assertions, an
 //! extended level and a cross-implementation level against it, through the
 //! adapter and — for implementations on the standard store — by reading
 //! the SQLite file and transport logs itself.

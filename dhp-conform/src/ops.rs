@@ -2,7 +2,8 @@
 
 use crate::check::{kind_in, Check, Fail};
 use crate::client::{Adapter, ErrorReply, Reply};
-use serde_json::{json, Value};
+use dhp_adapter_proto::{args, Op, Request, Response};
+use serde_json::{json, Map, Value};
 
 /// A worker's hold on a handoff: what claim/recover hand out.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,27 +39,37 @@ pub(crate) fn action_for<'a>(actions: &'a [Value], hid: &str) -> Option<&'a str>
     actions.iter().find(|a| a["hid"] == hid).and_then(|a| a["action"].as_str())
 }
 
-fn field<'a>(v: &'a Value, op: &str, key: &str) -> Check<&'a Value> {
-    v.get(key).ok_or_else(|| Fail::Errored(format!("{op} result has no {key:?}")))
+/// Ask `$ad` the typed request `$v($a)`; its typed result.
+macro_rules! ask {
+    ($ad:expr, $v:ident($a:expr)) => {
+        match $ad.ask_typed(Request::$v($a))? {
+            Response::$v(r) => r,
+            other => return Err(Fail::Errored(format!("{} answered as {}", Op::$v, other.op()))),
+        }
+    };
 }
 
-fn int(v: &Value, op: &str, key: &str) -> Check<i64> {
-    field(v, op, key)?.as_i64().ok_or_else(|| Fail::Errored(format!("{op} result {key:?} is not an integer")))
+/// The args of a holder's op: the token's members and `$f`s.
+macro_rules! held {
+    ($t:expr, $v:ident { $($f:ident: $e:expr),* }) => {
+        args::$v { root: $t.root.clone(), worker: $t.worker.clone(), hid: $t.hid.clone(), fence: $t.fence, $($f: $e),* }
+    };
 }
 
-fn string(v: &Value, op: &str, key: &str) -> Check<String> {
-    Ok(field(v, op, key)?
-        .as_str()
-        .ok_or_else(|| Fail::Errored(format!("{op} result {key:?} is not a string")))?
-        .to_string())
+fn handoff(root: &str, hid: &str) -> args::Handoff {
+    args::Handoff { root: root.into(), hid: hid.into() }
 }
 
-fn boolean(v: &Value, op: &str, key: &str) -> Check<bool> {
-    field(v, op, key)?.as_bool().ok_or_else(|| Fail::Errored(format!("{op} result {key:?} is not a boolean")))
+fn take(root: &str, worker: &str, hid: &str) -> args::Take {
+    args::Take { root: root.into(), worker: worker.into(), hid: hid.into() }
 }
 
 fn opt(v: &Value) -> Option<Value> {
     (!v.is_null()).then(|| v.clone())
+}
+
+fn object(m: Option<Map<String, Value>>) -> Option<Value> {
+    m.map(Value::Object)
 }
 
 impl Adapter {
@@ -103,124 +114,144 @@ impl Adapter {
         }
     }
 
+    /// Ask a typed request; its result as sent (checked against the
+    /// op's schema and read as its type on the way in). An error reply is
+    /// a failure of the implementation, an `Unsupported` reply an error
+    /// of the adapter.
+    pub(crate) fn ask(&mut self, req: Request) -> Check<Value> {
+        let op = req.op();
+        let id = self.send_request(req, None)?;
+        match self.recv(id, op.as_str())? {
+            Reply::Ok(v) => Ok(v),
+            Reply::Err(e) if e.kind == "Unsupported" => {
+                Err(Fail::Errored(format!("adapter does not support {op}: {}", e.message)))
+            }
+            Reply::Err(e) => Err(Fail::Failed(format!("{op} was rejected: {e}"))),
+        }
+    }
+
+    /// [`Adapter::ask`], the result typed.
+    pub(crate) fn ask_typed(&mut self, req: Request) -> Check<Response> {
+        let op = req.op();
+        Response::from_result(op, self.ask(req)?).map_err(|e| Fail::Errored(e.to_string()))
+    }
+
     pub(crate) fn open(&mut self, root: &str) -> Check<Option<String>> {
-        let v = self.op("open", json!({"root": root}))?;
-        Ok(v.get("store_file").and_then(Value::as_str).map(String::from))
+        Ok(ask!(self, Open(args::Root { root: root.into() })).store_file)
     }
 
     /// `build_envelope` with the given spec (kind, inputs, output_schema, …).
     pub(crate) fn build(&mut self, spec: Value) -> Check<Value> {
-        let v = self.op("build_envelope", spec)?;
-        Ok(field(&v, "build_envelope", "envelope")?.clone())
+        let spec: args::BuildEnvelope = serde_json::from_value(spec)
+            .map_err(|e| Fail::Errored(format!("a build_envelope spec the protocol has no shape for: {e}")))?;
+        Ok(Value::Object(ask!(self, BuildEnvelope(spec)).envelope))
     }
 
     pub(crate) fn dispatch(&mut self, root: &str, env: &Value) -> Check<String> {
-        let v = self.op("dispatch", json!({"root": root, "envelope": env}))?;
-        string(&v, "dispatch", "hid")
+        Ok(ask!(self, Dispatch(args::Dispatch { root: root.into(), envelope: env.clone() })).hid)
     }
 
     pub(crate) fn claim(&mut self, root: &str, worker: &str, hid: &str) -> Check<Token> {
-        let v = self.op("claim", json!({"root": root, "worker": worker, "hid": hid}))?;
-        Ok(Token { root: root.into(), worker: worker.into(), hid: hid.into(), fence: int(&v, "claim", "fence")? })
+        let fence = ask!(self, Claim(take(root, worker, hid))).fence;
+        Ok(Token { root: root.into(), worker: worker.into(), hid: hid.into(), fence })
     }
 
     pub(crate) fn recover(&mut self, root: &str, worker: &str, hid: &str) -> Check<Token> {
-        let v = self.op("recover", json!({"root": root, "worker": worker, "hid": hid}))?;
-        Ok(Token { root: root.into(), worker: worker.into(), hid: hid.into(), fence: int(&v, "recover", "fence")? })
+        let fence = ask!(self, Recover(take(root, worker, hid))).fence;
+        Ok(Token { root: root.into(), worker: worker.into(), hid: hid.into(), fence })
     }
 
     pub(crate) fn checkpoint(&mut self, t: &Token, state: Value) -> Check<i64> {
-        let v = self.op("checkpoint", t.with("state", state))?;
-        int(&v, "checkpoint", "seq")
+        let seq = ask!(self, Checkpoint(held!(t, Checkpoint { state: state }))).seq;
+        i64::try_from(seq).map_err(|_| Fail::Errored(format!("checkpoint seq {seq} is out of range")))
     }
 
     pub(crate) fn heartbeat(&mut self, t: &Token) -> Check<f64> {
-        let v = self.op("heartbeat", t.args())?;
-        field(&v, "heartbeat", "expires_in_s")?.as_f64().ok_or_else(|| Fail::Errored("heartbeat: not a number".into()))
+        let token = args::Token { root: t.root.clone(), worker: t.worker.clone(), hid: t.hid.clone(), fence: t.fence };
+        Ok(ask!(self, Heartbeat(token)).expires_in_s)
     }
 
     pub(crate) fn note_step(&mut self, t: &Token, n: i64) -> Check {
-        self.op("note_step", t.with("n", json!(n))).map(drop)
+        self.ask(Request::NoteStep(held!(t, NoteStep { n: n }))).map(drop)
     }
 
     pub(crate) fn complete(&mut self, t: &Token, result: Value) -> Check {
-        self.op("complete", t.with("result", result)).map(drop)
+        self.ask(Request::Complete(held!(t, Complete { result: result }))).map(drop)
     }
 
     pub(crate) fn release(&mut self, t: &Token, reason: &str) -> Check {
-        self.op("release", t.with("reason", json!(reason))).map(drop)
+        self.ask(Request::Release(held!(t, Release { reason: reason.into() }))).map(drop)
     }
 
     pub(crate) fn ack(&mut self, root: &str, hid: &str) -> Check {
-        self.op("ack", json!({"root": root, "hid": hid})).map(drop)
+        self.ask(Request::Ack(handoff(root, hid))).map(drop)
     }
 
     pub(crate) fn last_checkpoint(&mut self, root: &str, hid: &str) -> Check<Option<Value>> {
-        let v = self.op("last_checkpoint", json!({"root": root, "hid": hid}))?;
-        Ok(opt(field(&v, "last_checkpoint", "state")?))
+        Ok(object(ask!(self, LastCheckpoint(handoff(root, hid))).state))
     }
 
-    /// The `status` object (see ADAPTERS.md).
+    /// The `status` object (see ADAPTERS.md), as sent.
     pub(crate) fn status(&mut self, root: &str, hid: &str) -> Check<Value> {
-        self.op("status", json!({"root": root, "hid": hid}))
+        self.ask(Request::Status(handoff(root, hid)))
     }
 
     pub(crate) fn load_envelope(&mut self, root: &str, hid: &str) -> Check<Value> {
-        let v = self.op("load_envelope", json!({"root": root, "hid": hid}))?;
-        Ok(field(&v, "load_envelope", "envelope")?.clone())
+        Ok(Value::Object(ask!(self, LoadEnvelope(handoff(root, hid))).envelope))
     }
 
+    /// `{holder, fence, lease_expires_at}` of the handoff's holder, as sent.
     pub(crate) fn ownership(&mut self, root: &str, hid: &str) -> Check<Option<Value>> {
-        let v = self.op("ownership", json!({"root": root, "hid": hid}))?;
-        Ok(opt(field(&v, "ownership", "ownership")?))
+        let v = self.ask(Request::Ownership(handoff(root, hid)))?;
+        Ok(opt(&v["ownership"]))
     }
 
+    /// `{holder, expires_at}` of the store's leader, as sent.
     pub(crate) fn leadership(&mut self, root: &str) -> Check<Option<Value>> {
-        let v = self.op("leadership", json!({"root": root}))?;
-        Ok(opt(field(&v, "leadership", "leadership")?))
+        let v = self.ask(Request::Leadership(args::Root { root: root.into() }))?;
+        Ok(opt(&v["leadership"]))
     }
 
     pub(crate) fn ensure_leadership(&mut self, root: &str, supervisor: &str) -> Check<bool> {
-        let v = self.op("ensure_leadership", json!({"root": root, "supervisor": supervisor}))?;
-        boolean(&v, "ensure_leadership", "leader")
+        Ok(ask!(self, EnsureLeadership(args::Supervise { root: root.into(), supervisor: supervisor.into() })).leader)
     }
 
+    /// The scan's actions as sent (an action may carry more than
+    /// `{hid, action}`).
     pub(crate) fn scan(&mut self, root: &str, supervisor: &str) -> Check<crate::check::Values> {
-        let v = self.op("scan", json!({"root": root, "supervisor": supervisor}))?;
-        Ok(crate::check::Values(field(&v, "scan", "actions")?.as_array().cloned().unwrap_or_default()))
+        let v = self.ask(Request::Scan(args::Supervise { root: root.into(), supervisor: supervisor.into() }))?;
+        Ok(crate::check::Values(v["actions"].as_array().cloned().unwrap_or_default()))
     }
 
     pub(crate) fn expire_lease(&mut self, root: &str, hid: &str) -> Check<bool> {
-        let v = self.op("expire_lease", json!({"root": root, "hid": hid}))?;
-        boolean(&v, "expire_lease", "updated")
+        Ok(ask!(self, ExpireLease(handoff(root, hid))).updated)
     }
 
     pub(crate) fn expire_leadership(&mut self, root: &str) -> Check<bool> {
-        let v = self.op("expire_leadership", json!({"root": root}))?;
-        boolean(&v, "expire_leadership", "updated")
+        Ok(ask!(self, ExpireLeadership(args::Root { root: root.into() })).updated)
     }
 
     pub(crate) fn ship_envelope(&mut self, root: &str, hid: &str, log: &str) -> Check {
-        self.op("ship_envelope", json!({"root": root, "hid": hid, "log": log})).map(drop)
+        let a = args::ShipEnvelope { root: root.into(), hid: hid.into(), log: log.into() };
+        self.ask(Request::ShipEnvelope(a)).map(drop)
     }
 
     pub(crate) fn ship_checkpoint(&mut self, log: &str, seq: i64, state: Value) -> Check {
-        self.op("ship_checkpoint", json!({"log": log, "seq": seq, "state": state})).map(drop)
+        self.ask(Request::ShipCheckpoint(args::ShipCheckpoint { log: log.into(), seq, state })).map(drop)
     }
 
-    /// `{handoff_id, checkpoints_ingested, lines_skipped}`.
+    /// `{handoff_id, checkpoints_ingested, lines_skipped}`, as sent.
     pub(crate) fn ingest(&mut self, root: &str, log: &str) -> Check<Value> {
-        self.op("ingest", json!({"root": root, "log": log}))
+        self.ask(Request::Ingest(args::Ingest { root: root.into(), log: log.into() }))
     }
 
     pub(crate) fn suspend(&mut self, root: &str, hid: &str, path: &str) -> Check<i64> {
-        let v = self.op("suspend", json!({"root": root, "hid": hid, "path": path}))?;
-        int(&v, "suspend", "bytes")
+        let bytes = ask!(self, Suspend(args::Suspend { root: root.into(), hid: hid.into(), path: path.into() })).bytes;
+        i64::try_from(bytes).map_err(|_| Fail::Errored(format!("suspend bytes {bytes} is out of range")))
     }
 
     pub(crate) fn resume(&mut self, root: &str, path: &str) -> Check<String> {
-        let v = self.op("resume", json!({"root": root, "path": path}))?;
-        string(&v, "resume", "hid")
+        Ok(ask!(self, Resume(args::Resume { root: root.into(), path: path.into() })).hid)
     }
 
     /// Expire `t`'s lease and have `supervisor` scan: the handoff must come

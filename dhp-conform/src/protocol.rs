@@ -1,111 +1,21 @@
 //! The adapter protocol's messages and their JSON Schemas.
 //!
-//! The schemas are the files in `dhp-conform/schema/`, compiled into the
-//! runner: every request the runner sends is validated against
-//! `request.schema.json` (a runner bug is caught before an adapter sees it)
-//! and every reply against `reply.schema.json` — the generic reply shape at
-//! the root, then the op's result at `#/$defs/<op>`.
+//! The messages are the types of `dhp-adapter-proto` (spec/adapter-proto),
+//! the schemas the files in `spec/adapter/`, compiled into the runner:
+//! every request the runner sends is built as a typed request and
+//! validated against `request.schema.json` (a runner bug is caught before
+//! an adapter sees it), and every reply validated against
+//! `reply.schema.json` — the generic reply shape at the root, then the
+//! op's result at `#/$defs/<op>` — then read as the typed reply.
 
 use crate::error::Error;
+pub use dhp_adapter_proto::{feature, Op, ADAPTER_PROTOCOL, REPLY_SCHEMA, REQUEST_SCHEMA};
 use serde_json::Value;
 use std::sync::OnceLock;
 
-/// Version of the adapter protocol described in `ADAPTERS.md`.
-pub const ADAPTER_PROTOCOL: i64 = 1;
-
-/// `schema/request.schema.json`.
-pub const REQUEST_SCHEMA: &str = include_str!("../schema/request.schema.json");
-/// `schema/reply.schema.json`.
-pub const REPLY_SCHEMA: &str = include_str!("../schema/reply.schema.json");
-
 /// Every operation of the protocol, in the order ADAPTERS.md lists them.
-pub const OPS: &[&str] = &[
-    "hello",
-    "shutdown",
-    "open",
-    "build_envelope",
-    "dispatch",
-    "claim",
-    "recover",
-    "checkpoint",
-    "heartbeat",
-    "note_step",
-    "note_spend",
-    "complete",
-    "release",
-    "ack",
-    "last_checkpoint",
-    "status",
-    "load_envelope",
-    "ownership",
-    "leadership",
-    "ensure_leadership",
-    "scan",
-    "expire_lease",
-    "expire_leadership",
-    "ship_envelope",
-    "ship_checkpoint",
-    "ingest",
-    "suspend",
-    "resume",
-    "record_effect",
-    "effect_done",
-    "note_activity",
-    "require_capability",
-    "canonical",
-    "handoff_id",
-    "liveness_publish",
-    "request_approval",
-    "approvals",
-    "decide_approval",
-    "await_approval",
-];
-
-/// Optional features an adapter may declare in its `hello` result.
-pub mod feature {
-    /// The store is `<root>/dhp.sqlite3` in the reference's schema v3: the
-    /// runner cross-checks it with its own SQLite reader (and writes it to
-    /// simulate a newer schema).
-    pub const STANDARD_STORE: &str = "standard-store";
-    /// Honors the `DHP_*` environment variables (lease timing, size limits).
-    pub const ENV_CONFIG: &str = "env-config";
-    /// `note_activity`, and `scan` orphans / dead-letters stalled work.
-    pub const STALL_DETECTION: &str = "stall-detection";
-    /// `record_effect` / `effect_done`.
-    pub const EFFECTS: &str = "effects";
-    /// `require_capability`.
-    pub const CAPABILITIES: &str = "capabilities";
-    /// `canonical` / `handoff_id` of JSON text.
-    pub const CANONICAL: &str = "canonical";
-    /// `liveness_publish`: a supervisor on the same host notices a
-    /// SIGKILLed worker long before its lease runs out.
-    pub const FAST_DEATH_DETECTION: &str = "fast-death-detection";
-    /// `request_approval`, `approvals`, `decide_approval`, `await_approval`:
-    /// approval gates for financial and destructive actions.
-    pub const APPROVALS: &str = "approvals";
-    /// Takes a `postgres://…?schema=NAME` URL wherever it takes a store
-    /// root, and keeps the store in that schema with the layout of
-    /// docs/postgres.md (the runner reads it with its own reader).
-    pub const POSTGRES_STORE: &str = "postgres-store";
-    /// Honors a request's `clock_offset_s`: while answering it, the
-    /// implementation's protocol clock reads real time plus the offset, so
-    /// the runner moves time on instead of sleeping through leases,
-    /// stalls, wall-clock budgets and approval timeouts.
-    pub const CLOCK_CONTROL: &str = "clock-control";
-
-    /// All of them.
-    pub const ALL: &[&str] = &[
-        STANDARD_STORE,
-        ENV_CONFIG,
-        STALL_DETECTION,
-        EFFECTS,
-        CAPABILITIES,
-        CANONICAL,
-        FAST_DEATH_DETECTION,
-        APPROVALS,
-        POSTGRES_STORE,
-        CLOCK_CONTROL,
-    ];
+pub fn ops() -> impl Iterator<Item = &'static str> {
+    Op::ALL.iter().map(|o| o.as_str())
 }
 
 struct Schemas {
@@ -166,12 +76,12 @@ mod tests {
         let rep: Value = serde_json::from_str(REPLY_SCHEMA).unwrap();
         let enum_ops: Vec<&str> =
             req["properties"]["op"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-        assert_eq!(enum_ops, OPS);
+        assert_eq!(enum_ops, ops().collect::<Vec<_>>());
         let branches = req["allOf"].as_array().unwrap();
-        assert_eq!(branches.len(), OPS.len());
-        for op in OPS {
-            assert!(req["$defs"].get(*op).is_some(), "request args schema for {op}");
-            assert!(rep["$defs"].get(*op).is_some(), "reply result schema for {op}");
+        assert_eq!(branches.len(), Op::ALL.len());
+        for op in ops() {
+            assert!(req["$defs"].get(op).is_some(), "request args schema for {op}");
+            assert!(rep["$defs"].get(op).is_some(), "reply result schema for {op}");
         }
         let features: Vec<&str> = rep["$defs"]["hello"]["properties"]["features"]["items"]["enum"]
             .as_array()
@@ -208,7 +118,7 @@ mod doc_tests {
     #[test]
     fn adapters_md_is_complete() {
         let doc = include_str!("../ADAPTERS.md");
-        for op in super::OPS {
+        for op in super::ops() {
             assert!(doc.contains(&format!("| `{op}` |")), "ADAPTERS.md has no row for op {op}");
         }
         for f in super::feature::ALL {

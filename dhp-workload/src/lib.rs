@@ -7,7 +7,7 @@
 //!   uses it, `dhp work` and `dhp a2a --workers` run it, and a foreign
 //!   worker under dhp-chaos computes it (dhp-chaos/CONTRACT.md).
 //! - [`history`]: the optional operation-history lines a worker or
-//!   supervisor may write for dhp-chaos (dhp-chaos/history.schema.json).
+//!   supervisor may write for dhp-chaos (spec/chaos/history.schema.json).
 //!   The checker treats them as detail, never as proof.
 //! - [`client`]: what the client of dhp-chaos's workload service (which
 //!   serves each chunk's count and sum and records who asked for it) and

@@ -10,6 +10,7 @@ use dhp_core::supervisor::{ActionKind, Event, Supervisor};
 use dhp_core::transport::{log, net};
 use dhp_core::TransportKind;
 use dhp_core::{Config, Error};
+use dhp_workload::history::Kind as H;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,12 +92,12 @@ pub fn supervisor(
     // committed; each finished pass adds a `scan` line (what tests wait on).
     let watched = sup.watch_events(Some(duration), &stop, |e| match e {
         Event::Action(a) => {
-            hist.record("supervise", "ok", a.to_json());
+            hist.record("supervise", H::Ok, a.to_json());
             if let (ActionKind::Orphaned, Some(orphan_log)) = (a.kind(), &orphan_log) {
                 let _ = log::append_line(orphan_log, &format!("{id} orphaned {}", a.hid()), &Config::default(), false);
             }
         }
-        Event::Pass { n, leader } => hist.record("scan", "ok", json!({"pass": n, "leader": leader})),
+        Event::Pass { n, leader } => hist.record("scan", H::Ok, json!({"pass": n, "leader": leader})),
     });
     if let Some(done) = &done {
         done.store(true, Ordering::SeqCst);

@@ -16,6 +16,7 @@ use dhp_core::transport::chain::Chain;
 use dhp_core::transport::{catch_up, Shipper};
 use dhp_workload::census;
 use dhp_workload::history::History;
+use dhp_workload::history::Kind as H;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -74,7 +75,7 @@ fn hist_err(h: &History, op: &str, e: &Error, fields: Value) {
     let mut f = fields;
     f["error"] = json!(e.to_string());
     f["error_kind"] = json!(e.kind());
-    h.record(op, "fail", f);
+    h.record(op, H::Fail, f);
 }
 
 /// `(lo, hi, chunk)` of a census envelope, unchecked.
@@ -187,7 +188,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         if let Some(stamp) = stamp {
             state["stamp"] = json!(stamp);
         }
-        h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+        h.record("checkpoint", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
         let step = match &ride {
             Some(r) => r.checkpoint(&ctx, pg_token, &state, prev),
             None => ctx.checkpoint_step(&state, 1),
@@ -201,7 +202,8 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         };
         let seq = step.seq();
         prev = Some(seq);
-        h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
+        let fields = json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next});
+        h.record("checkpoint", H::Ok, fields);
         dhp_core::failpoint_hit("ship.after_commit");
         if let Some(s) = opts.shipper.as_deref_mut() {
             // Ship the committed row itself: its text, hash and `at`.
@@ -222,7 +224,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
     }
     let result = json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total,
                         "chunks_done": (hi - lo).div_ceil(chunk)});
-    h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     let completed = match &mut ride {
         Some(r) => r.complete(&mut ctx, pg_token, &result),
         None => ctx.complete(&result),
@@ -231,7 +233,7 @@ pub fn run_census(runner: &Runner, mut opts: WorkOptions) -> Result<Outcome> {
         hist_err(h, "complete", &e, json!({"hid": hid, "holder": holder, "fence": fence}));
         return Err(e);
     }
-    h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     Ok(Outcome::Completed(json!({
         "completed": true, "hid": hid, "prime_count": count, "prime_sum": total,
         "resumed_from": resumed_from, "chunks_this_run": done,
@@ -267,7 +269,7 @@ fn take(runner: &Runner, opts: &WorkOptions, hid: &HandoffId, holder: &str) -> R
         Start::Claim => "claim",
         Start::Recover => "recover",
     };
-    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    h.record(op, H::Invoke, json!({"hid": hid, "holder": holder}));
     let claimed = Instant::now();
     let ctx = match opts.start {
         Start::Claim => runner.claim(hid),
@@ -275,7 +277,7 @@ fn take(runner: &Runner, opts: &WorkOptions, hid: &HandoffId, holder: &str) -> R
     };
     match ctx {
         Ok(c) => {
-            h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": c.fence()}));
+            h.record(op, H::Ok, json!({"hid": hid, "holder": holder, "fence": c.fence()}));
             Ok((c, claimed))
         }
         Err(e) => {

@@ -5,7 +5,9 @@
 use super::faults::{self, FaultWalk};
 use super::history::{Index, Op};
 use super::load::{Ckpt, Handoff};
+use super::saved_config::SavedConfig;
 use super::CHECK_THEN_WRITE;
+use crate::config::Ship;
 use crate::round::Paths;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 pub struct Ctx<'a> {
     pub(crate) paths: Paths,
     pub(crate) meta: &'a Value,
+    /// The round's configuration as the harness saved it (`round.json`'s
+    /// `config`), typed: its defaults are the configuration's own.
+    pub(crate) cfg: &'a SavedConfig,
     pub(crate) ix: &'a Index<'a>,
     pub(crate) store: &'a BTreeMap<String, Handoff>,
     /// The handoffs the round dispatched, in dispatch order.
@@ -117,19 +122,21 @@ impl<'a> Ctx<'a> {
     pub(crate) fn new(
         dir: &std::path::Path,
         meta: &'a Value,
+        cfg: &'a SavedConfig,
         ix: &'a Index<'a>,
         store: &'a BTreeMap<String, Handoff>,
         audit: Option<&'a super::audit::AuditIx>,
     ) -> Ctx<'a> {
-        let history_on = meta["config"]["impl_history"].as_bool().unwrap_or(true);
+        let history_on = cfg.impl_history;
         let hids: Vec<String> = meta["hids"]
             .as_array()
             .map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect())
             .unwrap_or_default();
-        let tcp = matches!(meta["config"]["ship"].as_str(), Some("tcp") | Some("tcp-async"));
+        let tcp = matches!(cfg.ship, Ship::Tcp | Ship::TcpAsync);
         let mut cx = Ctx {
             paths: Paths::new(dir),
             meta,
+            cfg,
             ix,
             store,
             hids,

@@ -102,8 +102,8 @@ fn db_link_facts(cx: &Ctx<'_>, out: &mut EnvFacts) {
     if ws.is_empty() {
         return;
     }
-    let timing = &cx.meta["config"]["timing"];
-    let ttl = timing["lease_interval_s"].as_f64().unwrap_or(0.0) * timing["lease_max_missed"].as_f64().unwrap_or(0.0);
+    let timing = &cx.cfg.timing;
+    let ttl = timing.lease_interval_s * timing.lease_max_missed;
     out.db_link_orphans = cx
         .ix
         .orphans

@@ -51,24 +51,17 @@ pub(crate) fn walk(cx: &Ctx<'_>) -> FaultWalk {
         .filter(|o| o.s("what") == Some("leader"))
         .map(|o| (o.t(), o.s("holder").is_some()))
         .collect();
-    let leader_ttl = cx.meta["config"]["timing"]["leader_ttl_s"].as_f64().unwrap_or(5.0);
-    let scan = cx.meta["config"]["timing"]["supervisor_scan_s"].as_f64().unwrap_or(1.0);
+    let (timing, clock) = (&cx.cfg.timing, &cx.cfg.clock);
+    let (leader_ttl, scan) = (timing.leader_ttl_s, timing.supervisor_scan_s);
     // `--hosts`: when this host died (every supervisor of its store with it)
     let host_death = cx.ix.faults.iter().filter(|f| f.s("kind") == Some("host-death")).map(|f| f.t()).reduce(f64::min);
     // the longest a live leader may take to orphan a lease that stopped being renewed: the lease
     // runs out, a leaderless gap ends (leader TTL), a scan finds it; a supervisor on a faked clock
     // reads the expiry up to the clock offset late
-    let timing = &cx.meta["config"]["timing"];
-    let clock = &cx.meta["config"]["clock"];
-    let detect_bound = timing["lease_interval_s"].as_f64().unwrap_or(5.0)
-        * timing["lease_max_missed"].as_f64().unwrap_or(3.0)
+    let detect_bound = timing.lease_interval_s * timing.lease_max_missed
         + leader_ttl
         + 2.0 * scan
-        + if clock["share"].as_f64().unwrap_or(0.0) > 0.0 {
-            clock["max_offset_s"].as_f64().unwrap_or(0.0)
-        } else {
-            0.0
-        };
+        + if clock.share > 0.0 { clock.max_offset_s } else { 0.0 };
     let mut steady = Vec::new();
 
     for f in &cx.ix.faults {

@@ -41,7 +41,8 @@ pub fn landing(dir: &Path) -> Result<Vec<Landing>> {
     let mut ix = super::history::index(&history);
     super::indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let audit = super::audit::AuditIx::load(&paths.store)?;
-    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
+    let cfg = super::round_config(&meta, &paths.meta)?;
+    let cx = Ctx::new(dir, &meta, &cfg, &ix, &store, audit.as_ref());
     let redone = redone(&cx);
     let mut out = Vec::new();
     for hid in &cx.hids {

@@ -28,6 +28,7 @@ mod invariants;
 mod landing;
 mod load;
 mod report;
+mod saved_config;
 mod sources;
 mod store_order;
 
@@ -42,9 +43,11 @@ pub(crate) use report::stats;
 pub use report::{FaultLatency, Latencies, Rework, RoundReport, Stalls, Stats, Verdict, Zombies};
 pub use sources::Source;
 
+use crate::config::Impl;
 use crate::error::{Error, Result};
 use crate::hist;
 use crate::round::Paths;
+use saved_config::SavedConfig;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -66,9 +69,9 @@ pub const CHECK_THEN_WRITE: &str =
 fn with_partitions(
     mut by_kind: std::collections::BTreeMap<String, u64>,
     ix: &history::Index<'_>,
-    cfg: &Value,
+    cfg: &SavedConfig,
 ) -> std::collections::BTreeMap<String, u64> {
-    let Some(me) = cfg["host"]["index"].as_u64() else { return by_kind };
+    let Some(me) = cfg.host.as_ref().map(|h| u64::from(h.index)) else { return by_kind };
     for e in ix.nemesis.iter().filter(|e| e.s("phase") == Some("start")) {
         let lowest = e
             .get("groups")
@@ -89,8 +92,9 @@ fn with_partitions(
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
     let meta = read_meta(&paths.meta)?;
+    let cfg = round_config(&meta, &paths.meta)?;
     let mut history = hist::load(&paths.history)?;
-    if meta["config"]["impl_history"].as_bool() == Some(false) {
+    if !cfg.impl_history {
         // --impl-history off: only the harness's own lines count
         history.events.retain(hist::Ev::is_chaos);
     }
@@ -99,7 +103,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let mut ix = history::index(&history);
     indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
-    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
+    let cx = Ctx::new(dir, &meta, &cfg, &ix, &store, audit.as_ref());
 
     // Run every invariant, then file: a handoff whose trouble starts at a
     // documented weakness of the reference has all its violations, under
@@ -112,33 +116,21 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         }
     }
     let mut invariants: Vec<Verdict> = checked.into_iter().map(|(i, f)| f.file(i, &taint)).collect();
-    if history.malformed > 0 {
-        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
-            v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
-        }
-    }
-    if history.forged > 0 {
-        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
-            v.notes.push(format!(
-                "{} history line(s) claiming to be the harness's (process `chaos`) ignored: forged by a process under test",
-                history.forged
-            ));
-        }
-    }
+    history_notes(&mut invariants, &history);
 
     let have = sources::available(&cx);
     for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
         sources::judge(v, i, &cx, &have);
     }
-    let faults_by_kind = with_partitions(cx.faults.faults_by_kind.clone(), &ix, &meta["config"]);
+    let faults_by_kind = with_partitions(cx.faults.faults_by_kind.clone(), &ix, &cfg);
     let coverage = crate::coverage::of_round(&cx, &faults_by_kind, cx.faults.store_stalls.n);
     crate::coverage::demote(&mut invariants, &coverage);
-    let allow: Vec<String> = cfg_strings(&meta["config"]["allow_unchecked"]);
+    let allow = &cfg.allow_unchecked;
     let (unchecked_allowed, unchecked): (Vec<String>, Vec<String>) = invariants
         .iter()
         .filter(|v| v.status == "unchecked")
         .map(|v| v.name.clone())
-        .partition(|n| sources::allowed(&allow, n));
+        .partition(|n| sources::allowed(allow, n));
 
     let redone = invariants::redone(&cx);
     let fw = &cx.faults;
@@ -152,7 +144,6 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         .find(|e| e.is_chaos() && e.op() == "round" && e.s("phase") == Some("faults-start"))
         .map_or(t0, hist::Ev::t);
     let fault_phase_s = (t_fe - t_fs).max(0.0);
-    let cfg = &meta["config"];
     let census_handoffs = || cx.facts.values().map(|f| f.h);
     // processes of the round the harness found alive after ending them all
     let survivors: Vec<String> = history
@@ -164,16 +155,16 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         })
         .collect();
     let held = invariants.iter().all(Verdict::held) && survivors.is_empty();
-    let host = cfg["host"]["index"].as_u64().map(|h| h as u32);
+    let host = cfg.host.as_ref().map(|h| h.index);
     Ok(RoundReport {
         host,
         standby: meta.get("standby_of").is_some(),
         dir: dir.display().to_string(),
-        seed: cfg["seed"].as_u64().unwrap_or(0),
-        round: cfg["round"].as_u64().unwrap_or(0) as u32,
-        workers: impl_label(&cfg["workers"]),
-        supervisors: impl_label(&cfg["supervisors"]),
-        replay: cfg["replay"].as_str().unwrap_or("").to_string(),
+        seed: cfg.seed,
+        round: cfg.round,
+        workers: impl_label(cfg.workers.as_ref()),
+        supervisors: impl_label(cfg.supervisors.as_ref()),
+        replay: cfg.replay.clone(),
         handoffs: cx.hids.len(),
         completed: census_handoffs().filter(|h| h.status == "completed").count(),
         dlq: census_handoffs().filter(|h| h.status == "failed" && invariants::dlq_park(h).is_ok()).count(),
@@ -218,20 +209,35 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     })
 }
 
-fn cfg_strings(v: &Value) -> Vec<String> {
-    v.as_array().into_iter().flatten().filter_map(Value::as_str).map(String::from).collect()
+/// The history's troubles, noted on the fencing verdict: lines that were
+/// not JSON objects, lines off the history schema, forged harness lines.
+fn history_notes(invariants: &mut [Verdict], history: &hist::History) {
+    if history.malformed > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!("{} malformed history line(s) skipped", history.malformed));
+        }
+    }
+    if history.off_schema > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!("{} history line(s) off spec/chaos/history.schema.json", history.off_schema));
+        }
+    }
+    if history.forged > 0 {
+        if let Some(v) = invariants.iter_mut().find(|v| v.name == Invariant::Fencing.name()) {
+            v.notes.push(format!(
+                "{} history line(s) claiming to be the harness's (process `chaos`) ignored: forged by a process under test",
+                history.forged
+            ));
+        }
+    }
 }
 
-fn impl_label(v: &Value) -> String {
-    match v["kind"].as_str() {
-        Some("cmd") => format!(
-            "cmd:{}",
-            v["argv"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
-                .unwrap_or_default()
-        ),
-        Some(k) => k.to_string(),
+fn impl_label(i: Option<&Impl>) -> String {
+    match i {
+        Some(Impl::Builtin) => "builtin".into(),
+        Some(Impl::Python) => "python".into(),
+        Some(Impl::Mixed) => "mixed".into(),
+        Some(Impl::Cmd(argv)) => format!("cmd:{}", argv.join(" ")),
         None => "?".into(),
     }
 }
@@ -249,6 +255,12 @@ pub(crate) fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 /// the 12th byte is not a character boundary).
 pub(crate) fn short(h: &str) -> &str {
     h.get(..12).unwrap_or(h)
+}
+
+/// The round's configuration from its `round.json` (`path`), typed: a
+/// `config` that is not one is the round file's error, not a default.
+pub(crate) fn round_config(meta: &Value, path: &Path) -> Result<SavedConfig> {
+    serde_json::from_value(meta["config"].clone()).map_err(|source| Error::Json { path: path.to_path_buf(), source })
 }
 
 /// The round's `round.json`.

@@ -116,7 +116,8 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
     let ckpts: usize = cx.store.values().map(|h| h.ckpts.len()).sum();
     let completed = cx.store.values().filter(|h| h.status == "completed").count();
     let faults = |kind: &str| cx.ix.faults.iter().filter(|f| f.s("kind") == Some(kind)).count();
-    let ship = cx.meta["config"]["ship"].as_str().unwrap_or("file");
+    let ship = cx.cfg.ship;
+    use crate::config::Ship;
     // a host death's victims are checked by the standby (failover), not here
     let worker_faults =
         cx.ix.faults.iter().filter(|f| f.i("lease_fence").is_some() && f.s("kind") != Some("host-death")).count();
@@ -152,16 +153,16 @@ pub(crate) fn expected(i: Invariant, cx: &Ctx<'_>) -> Option<String> {
             "worker-died orphan(s) in the store audit",
         ),
         Invariant::SyncAck => {
-            (ship == "tcp").then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped synchronously"))
+            (ship == Ship::Tcp).then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped synchronously"))
         }
         Invariant::Converge => {
-            (ship != "file").then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped over TCP"))
+            (ship != Ship::File).then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped over TCP"))
         }
         Invariant::PeerAcks => {
-            (ship != "file").then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped through the proxy"))
+            (ship != Ship::File).then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped through the proxy"))
         }
         Invariant::AsyncLag => {
-            (ship == "tcp-async").then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped asynchronously"))
+            (ship == Ship::TcpAsync).then_some(ckpts).and_then(|n| some(n, "checkpoint(s) shipped asynchronously"))
         }
         // checked in the standby's round, which took the dead host's handoffs over
         Invariant::Failover => cx.meta.get("standby_of").map(|_| "this round is a dead host's standby".to_string()),

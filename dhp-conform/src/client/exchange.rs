@@ -3,7 +3,8 @@
 
 use super::{Adapter, AdapterError, ErrorReply, Hello, Reply};
 use crate::protocol;
-use serde_json::{json, Value};
+use dhp_adapter_proto::{args, Op, ReplyLine, Request, RequestLine, Response};
+use serde_json::Value;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
@@ -23,17 +24,28 @@ pub(super) enum Incoming {
     Eof,
 }
 
+/// The `hello` the runner opens with.
+pub(super) fn hello_request() -> Request {
+    Request::Hello(args::Hello { adapter_protocol: protocol::ADAPTER_PROTOCOL })
+}
+
 impl Adapter {
     /// Send `hello` and check the answer.
     pub fn handshake(&mut self) -> Result<&Hello, AdapterError> {
-        let id = self.send("hello", json!({"adapter_protocol": protocol::ADAPTER_PROTOCOL}), None)?;
+        let id = self.send_request(hello_request(), None)?;
         self.finish_handshake(id)
     }
 
     /// Receive the `hello` answer for a request sent with [`Adapter::send`].
     pub fn finish_handshake(&mut self, id: u64) -> Result<&Hello, AdapterError> {
         match self.recv(id, "hello")? {
-            Reply::Ok(v) => Ok(self.hello.insert(Hello::from_result(&v))),
+            Reply::Ok(v) => match Hello::from_result(v) {
+                Some(h) => Ok(self.hello.insert(h)),
+                None => {
+                    self.broken = true;
+                    Err(AdapterError::Handshake("hello result is not one".into()))
+                }
+            },
             Reply::Err(e) => {
                 self.broken = true;
                 Err(AdapterError::Handshake(format!("hello refused: {e}")))
@@ -51,21 +63,29 @@ impl Adapter {
         }
     }
 
-    /// Write one request; returns its id. `at` is the barrier time.
+    /// Write one request of `op` with `args`; returns its id. `at` is the
+    /// barrier time. The op and its args are read as a typed request
+    /// first: a request the protocol has no shape for is the runner's bug.
     pub fn send(&mut self, op: &str, args: Value, at: Option<f64>) -> Result<u64, AdapterError> {
+        let bad = |detail: String| AdapterError::BadRequest { op: op.into(), detail };
+        let typed = Op::from_name(op).ok_or_else(|| bad(format!("unknown op {op:?}")))?;
+        let request = Request::from_args(typed, args).map_err(|e| bad(e.to_string()))?;
+        self.send_request(request, at)
+    }
+
+    /// Write one typed request; returns its id. `at` is the barrier time.
+    pub fn send_request(&mut self, request: Request, at: Option<f64>) -> Result<u64, AdapterError> {
         let id = self.next_id;
         self.next_id += 1;
-        let mut req = json!({"id": id, "op": op, "args": args});
-        if let Some(at) = at {
-            req["at"] = json!(at);
-        }
+        let op = request.op();
         // absent means 0: a process keeps its own clock until time was moved
-        match self.clock.as_ref().map(super::ClockOffset::get) {
-            Some(offset) if offset > 0.0 && op != "hello" => req["clock_offset_s"] = json!(offset),
-            _ => {}
-        }
+        let clock_offset_s = match self.clock.as_ref().map(super::ClockOffset::get) {
+            Some(offset) if offset > 0.0 && op != Op::Hello => Some(offset),
+            _ => None,
+        };
+        let req = RequestLine { id, request, at, clock_offset_s }.to_value();
         protocol::validate_request(&req)
-            .map_err(|e| AdapterError::BadRequest { op: op.into(), detail: e.to_string() })?;
+            .map_err(|e| AdapterError::BadRequest { op: op.as_str().into(), detail: e.to_string() })?;
         let mut line = req.to_string().into_bytes();
         line.push(b'\n');
         let res = match self.stdin.as_mut() {
@@ -77,7 +97,7 @@ impl Adapter {
             // A dead process is the real story; report that if we can.
             std::thread::sleep(Duration::from_millis(20));
             if let Some(status) = self.exit_status() {
-                return Err(AdapterError::Exited { op: op.into(), status, tail: self.tail() });
+                return Err(AdapterError::Exited { op: op.as_str().into(), status, tail: self.tail() });
             }
             return Err(AdapterError::Io(e.to_string()));
         }
@@ -130,14 +150,17 @@ impl Adapter {
             return Err(AdapterError::WrongId { op: op.into(), expected: id, got });
         }
         protocol::validate_reply(op, &v).map_err(|e| AdapterError::Schema { op: op.into(), detail: e.to_string() })?;
-        if v["ok"] == Value::Bool(true) {
-            Ok(Reply::Ok(v["result"].clone()))
-        } else {
-            let e = &v["error"];
-            Ok(Reply::Err(ErrorReply {
-                kind: e["kind"].as_str().unwrap_or_default().to_string(),
-                message: e["message"].as_str().unwrap_or_default().to_string(),
-            }))
+        // the schema passed; the typed reading is the runner's own second look
+        let schema = |detail: String| AdapterError::Schema { op: op.into(), detail };
+        let reply = ReplyLine::parse(&v).map_err(|e| schema(e.to_string()))?;
+        match reply.outcome {
+            Ok(result) => {
+                let result = Value::Object(result);
+                let typed = Op::from_name(op).ok_or_else(|| schema(format!("no op {op:?}")))?;
+                Response::from_result(typed, result.clone()).map_err(|e| schema(e.to_string()))?;
+                Ok(Reply::Ok(result))
+            }
+            Err(e) => Ok(Reply::Err(ErrorReply { kind: e.kind, message: e.message })),
         }
     }
 

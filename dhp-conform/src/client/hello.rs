@@ -1,5 +1,6 @@
 //! The `hello` result: who the implementation is and what it declares.
 
+use dhp_adapter_proto::{Op, Response};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -19,19 +20,17 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub(super) fn from_result(v: &Value) -> Hello {
-        let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-        Hello {
-            implementation: s("implementation"),
-            version: s("version"),
-            protocol_version: s("protocol_version"),
-            features: v["features"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect(),
-            pid: v["pid"].as_u64(),
+    /// From a `hello` result; `None` when it is not one.
+    pub(super) fn from_result(v: Value) -> Option<Hello> {
+        match Response::from_result(Op::Hello, v) {
+            Ok(Response::Hello(h)) => Some(Hello {
+                implementation: h.implementation,
+                version: h.version,
+                protocol_version: h.protocol_version,
+                features: h.features.into_iter().collect(),
+                pid: h.pid,
+            }),
+            _ => None,
         }
     }
 

@@ -2,8 +2,6 @@
 //! lease that returns a process to it.
 
 use super::{Adapter, AdapterError, Profile, StderrLog};
-use crate::protocol;
-use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,7 +81,7 @@ impl Pool {
         let mut started = Vec::with_capacity(n);
         for _ in 0..n {
             let mut a = self.start()?;
-            let id = a.send("hello", json!({"adapter_protocol": protocol::ADAPTER_PROTOCOL}), None)?;
+            let id = a.send_request(super::exchange::hello_request(), None)?;
             started.push((a, id));
         }
         let mut out = Vec::with_capacity(n);

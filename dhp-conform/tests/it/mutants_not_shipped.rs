@@ -21,7 +21,7 @@ fn run(program: &str, args: &[&str], input: &str) -> Output {
     child.wait_with_output().expect("waiting")
 }
 
-const HELLO: &str = "{\"id\": 1, \"op\": \"hello\", \"args\": {}}\n";
+const HELLO: &str = "{\"id\": 1, \"op\": \"hello\", \"args\": {\"adapter_protocol\": 1}}\n";
 
 #[test]
 fn shipped_adapter_refuses_mutant_options() {

@@ -15,15 +15,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The program on it.
     ("dhp", &["dhp-core", "dhp-workload", "dhp-workload-client", "dhp-http", "workspace-hack"]),
     // dhp-rs under test: the adapter and the chaos mutants.
-    ("dhp-adapter", &["dhp-core", "dhp-testkit"]),
+    ("dhp-adapter", &["dhp-core", "dhp-testkit", "dhp-adapter-proto"]),
     ("dhp-chaos-mutants", &["dhp-core", "dhp-workload", "dhp-workload-client", "dhp-secrets", "workspace-hack"]),
     // The judges link no implementation.
-    ("dhp-conform", &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-procs", "conform-hack"]),
+    (
+        "dhp-conform",
+        &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-procs", "dhp-adapter-proto", "conform-hack"],
+    ),
     (
         "dhp-chaos",
         &["dhp-oracle", "dhp-model", "dhp-markup", "dhp-secrets", "dhp-kit", "dhp-procs", "dhp-workload", "dhp-http"],
     ),
     ("dhp-oracle", &[]),
+    // What the judges judge by (spec/): the adapter protocol's messages,
+    // shared by the runner and the adapters; it links no implementation.
+    ("dhp-adapter-proto", &[]),
     ("dhp-model", &[]),
     ("dhp-workload", &[]),
     ("dhp-workload-client", &["dhp-workload"]),

@@ -30,6 +30,7 @@
 use anyhow::{bail, Context, Result};
 use dhp_core::{json, Config};
 use dhp_workload::history::History;
+use dhp_workload::history::Kind as H;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -167,7 +168,7 @@ fn scan(c: &mut Connection, a: &Args, h: &History) -> Result<()> {
     }
     tx.commit()?;
     for l in lines {
-        h.record("supervise", "ok", l);
+        h.record("supervise", H::Ok, l);
     }
     Ok(())
 }

@@ -97,6 +97,7 @@ use dhp_core::transport::{catch_up, log, FileShipper, Shipper};
 use dhp_core::{json, liveness, Config, Lease, Runner};
 use dhp_workload::census;
 use dhp_workload::history::History;
+use dhp_workload::history::Kind as H;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -408,7 +409,7 @@ fn run() -> Result<()> {
     };
     let (hid, holder) = (a.hid.clone(), a.runner.clone());
     let op = a.start.as_str();
-    h.record(op, "invoke", json!({"hid": hid, "holder": holder}));
+    h.record(op, H::Invoke, json!({"hid": hid, "holder": holder}));
     let ctx: Result<_> = if op == "claim" {
         runner.claim(&hid).map_err(Into::into)
     } else if matches!(a.mode, Mode::CasLessRecover | Mode::RecoverNoBump) {
@@ -421,12 +422,12 @@ fn run() -> Result<()> {
     let mut ctx = match ctx {
         Ok(c) => c,
         Err(e) => {
-            h.record(op, "fail", json!({"hid": hid, "holder": holder, "error": e.to_string()}));
+            h.record(op, H::Fail, json!({"hid": hid, "holder": holder, "error": e.to_string()}));
             return Err(e);
         }
     };
     let fence = ctx.fence();
-    h.record(op, "ok", json!({"hid": hid, "holder": holder, "fence": fence}));
+    h.record(op, H::Ok, json!({"hid": hid, "holder": holder, "fence": fence}));
 
     let env = runner.envelope_bare(&hid)?;
     let get =
@@ -497,7 +498,7 @@ fn run() -> Result<()> {
         if a.mode == Mode::QuitWhenReplaced && !still_mine_now(&runner, &hid, &holder, fence.get())? {
             // like a worker whose heartbeat notices the lost lease first:
             // it leaves without asking for work or writing
-            h.record("exit", "info", json!({"hid": hid, "reason": "replaced"}));
+            h.record("exit", H::Event, json!({"hid": hid, "reason": "replaced"}));
             std::process::exit(5);
         }
         let end = (next + chunk).min(hi);
@@ -521,7 +522,7 @@ fn run() -> Result<()> {
         if let Some(stamp) = stamp {
             state["stamp"] = json!(stamp);
         }
-        h.record("checkpoint", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
+        h.record("checkpoint", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
         written += 1;
         let seq = if a.mode == Mode::SkipFence {
             write_checkpoint_unfenced(sql(&mut conn)?, &hid, &state)
@@ -540,11 +541,9 @@ fn run() -> Result<()> {
                 runner.last_checkpoint_row(&hid).ok().flatten().map_or(0, |r| r.seq + 1)
             }
             Err(e) => {
-                h.record(
-                    "checkpoint",
-                    "fail",
-                    json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}),
-                );
+                let fields =
+                    json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()});
+                h.record("checkpoint", H::Fail, fields);
                 if a.mode == Mode::WedgeOnDbError {
                     // the work loop is gone; the heartbeat thread lives on,
                     // renewing the lease once the database is back
@@ -555,7 +554,8 @@ fn run() -> Result<()> {
                 return Err(e);
             }
         };
-        h.record("checkpoint", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}));
+        let fields = json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next});
+        h.record("checkpoint", H::Ok, fields);
         if let Some(s) = shipper.as_deref_mut() {
             let mut shipped = state.clone();
             if a.mode == Mode::ShipAltered && seq == 2 {
@@ -599,22 +599,22 @@ fn run() -> Result<()> {
         }
         s.flush()?;
     }
-    h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     let done = if a.mode == Mode::SkipFence {
         write_complete_unfenced(sql(&mut conn)?, &hid, &result)
     } else {
         ctx.complete(&result).map_err(Into::into)
     };
     if let Err(e) = done {
-        h.record("complete", "fail", json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
+        h.record("complete", H::Fail, json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
         return Err(e);
     }
-    h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+    h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     if a.mode == Mode::CompleteTwice {
         std::thread::sleep(Duration::from_millis(5));
-        h.record("complete", "invoke", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+        h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
         write_complete_unfenced(sql(&mut conn)?, &hid, &result)?;
-        h.record("complete", "ok", json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+        h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
     }
     println!("{}", json!({"completed": true, "hid": hid, "mode": format!("{:?}", a.mode)}));
     Ok(())

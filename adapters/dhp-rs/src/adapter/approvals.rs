@@ -2,8 +2,8 @@
 //! `Runner::request_approval`, `decide_approval`, `await_approval`, and
 //! the approvals of a handoff from `Runner::status`.
 
-use super::{f, s, v, Adapter, R};
-use dhp_core::Lease;
+use super::{Adapter, R};
+use dhp_adapter_proto::args;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -11,21 +11,14 @@ use std::time::Duration;
 pub(crate) const POLL: Duration = Duration::from_millis(50);
 
 impl Adapter {
-    pub(super) fn request_approval(&mut self, a: &Value) -> R {
-        let (r, hid, fence) = self.token(a)?;
-        r.request_approval(
-            &Lease::presented(&hid, fence)?,
-            s(a, "action_class")?,
-            v(a, "details")?,
-            f(a, "timeout_s")?,
-        )?;
+    pub(super) fn request_approval(&mut self, a: &args::RequestApproval) -> R {
+        let (r, l) = self.held(&a.token())?;
+        r.request_approval(&l, &a.action_class, &Value::Object(a.details.clone()), a.timeout_s)?;
         Ok(json!({}))
     }
 
-    pub(super) fn approvals(&mut self, a: &Value) -> R {
-        let r = self.runner(s(a, "root")?)?;
-        let hid = self.id_arg(a, "hid")?;
-        let st = r.status(&hid)?;
+    pub(super) fn approvals(&mut self, a: &args::Handoff) -> R {
+        let st = self.runner(&a.root)?.status(&a.hid)?;
         let list: Vec<Value> = st["approvals"]
             .as_array()
             .map(|l| l.iter().map(|x| json!({"approval_id": x["approval_id"], "action_class": x["action_class"], "status": x["status"]})).collect())
@@ -33,16 +26,13 @@ impl Adapter {
         Ok(json!({"approvals": list}))
     }
 
-    pub(super) fn decide_approval(&mut self, a: &Value) -> R {
-        let r = self.runner(s(a, "root")?)?;
-        let approved =
-            a.get("approved").and_then(Value::as_bool).ok_or_else(|| super::bad("args.approved must be a boolean"))?;
-        Ok(json!({"decided": r.decide_approval(s(a, "approval_id")?, approved)?}))
+    pub(super) fn decide_approval(&mut self, a: &args::DecideApproval) -> R {
+        Ok(json!({"decided": self.runner(&a.root)?.decide_approval(&a.approval_id, a.approved)?}))
     }
 
-    pub(super) fn await_approval(&mut self, a: &Value) -> R {
-        let (r, hid, fence) = self.token(a)?;
-        r.await_approval(&Lease::presented(&hid, fence)?, s(a, "approval_id")?, POLL)?;
+    pub(super) fn await_approval(&mut self, a: &args::AwaitApproval) -> R {
+        let (r, l) = self.held(&a.token())?;
+        r.await_approval(&l, &a.approval_id, POLL)?;
         Ok(json!({}))
     }
 }

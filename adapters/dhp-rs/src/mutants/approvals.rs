@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, R};
+use dhp_adapter_proto::Op;
 use dhp_core::{Error, Lease};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -10,8 +11,8 @@ use std::time::Duration;
 
 /// approvals-fail-open / approval-unknown-class-passes: the action class
 /// is downgraded before the real request_approval sees it.
-pub(super) fn rewrite(ad: &MutantAdapter, op: &str, a: &mut Value) -> bool {
-    if op != "request_approval" {
+pub(super) fn rewrite(ad: &MutantAdapter, op: Op, a: &mut Value) -> bool {
+    if op != Op::RequestApproval {
         return false;
     }
     let Some(class) = a.get("action_class").and_then(Value::as_str) else { return false };
@@ -27,17 +28,17 @@ pub(super) fn rewrite(ad: &MutantAdapter, op: &str, a: &mut Value) -> bool {
     true
 }
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::ApprovalRedecide, "decide_approval") => Some(redecide(ad, a)),
-        (Mutant::ExpiredApprovalApproves, "await_approval") => Some(expired_approves(ad, a)),
+        (Mutant::ApprovalRedecide, Op::DecideApproval) => Some(redecide(ad, a)),
+        (Mutant::ExpiredApprovalApproves, Op::AwaitApproval) => Some(expired_approves(ad, a)),
         _ => None,
     }
 }
 
 /// approval-redecide: a decision overwrites whatever was decided before.
 fn redecide(ad: &mut MutantAdapter, a: &Value) -> R {
-    let out = ad.inner.handle("decide_approval", a)?;
+    let out = ad.inner.handle_args(Op::DecideApproval, a)?;
     if out["decided"] == json!(true) {
         return Ok(out);
     }

@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, f, i, s, R};
+use dhp_adapter_proto::Op;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::supervisor::OrphanReason;
 use dhp_core::Config;
@@ -17,15 +18,15 @@ pub(super) fn configure(m: Mutant, cfg: &mut Config) {
     }
 }
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::NegativeStepsIgnored, "note_step") => Some(negative_steps_ignored(ad, a)),
-        (Mutant::NoBudgetCheck, "note_step" | "note_spend") => Some(swallow_budget(ad, op, a, |_| true)),
-        (Mutant::WallclockUnchecked, "note_step" | "note_spend") => {
+        (Mutant::NegativeStepsIgnored, Op::NoteStep) => Some(negative_steps_ignored(ad, a)),
+        (Mutant::NoBudgetCheck, Op::NoteStep | Op::NoteSpend) => Some(swallow_budget(ad, op, a, |_| true)),
+        (Mutant::WallclockUnchecked, Op::NoteStep | Op::NoteSpend) => {
             Some(swallow_budget(ad, op, a, |message| message.contains("wallclock")))
         }
-        (Mutant::NoBudgetKill, "scan") => Some(scan_without_budget_kill(ad, a)),
-        (Mutant::NegativeSpendAccepted, "note_spend") => Some(negative_spend_accepted(ad, a)),
+        (Mutant::NoBudgetKill, Op::Scan) => Some(scan_without_budget_kill(ad, a)),
+        (Mutant::NegativeSpendAccepted, Op::NoteSpend) => Some(negative_spend_accepted(ad, a)),
         _ => None,
     }
 }
@@ -36,7 +37,7 @@ fn negative_steps_ignored(ad: &mut MutantAdapter, a: &Value) -> R {
     if i(a, "n")? < 0 {
         return Ok(json!({}));
     }
-    ad.inner.handle("note_step", a)
+    ad.inner.handle_args(Op::NoteStep, a)
 }
 
 /// negative-spend-accepted: a negative amount is added to spend_usd (for
@@ -45,7 +46,7 @@ fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
     let usd = f(a, "usd")?;
     if usd >= 0.0 {
-        return ad.inner.handle("note_spend", a);
+        return ad.inner.handle_args(Op::NoteSpend, a);
     }
     let (r, hid, fence) = ad.inner.token(a)?;
     let worker = r.id().to_string();
@@ -66,8 +67,8 @@ fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// no-budget-check / wallclock-unchecked: a BudgetExceeded whose message
 /// `swallowed` accepts is answered as a success.
-fn swallow_budget(ad: &mut MutantAdapter, op: &str, a: &Value, swallowed: fn(&str) -> bool) -> R {
-    match ad.inner.handle(op, a) {
+fn swallow_budget(ad: &mut MutantAdapter, op: Op, a: &Value, swallowed: fn(&str) -> bool) -> R {
+    match ad.inner.handle_args(op, a) {
         Err(e) if e.kind == "BudgetExceeded" && swallowed(&e.message) => Ok(json!({})),
         other => other,
     }

@@ -8,19 +8,20 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, v, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope::{check_hid, spec_of};
 use dhp_core::json;
 use dhp_core::store::{with_tx, Mode};
 use serde_json::{json, Value};
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     if !matches!(ad.m, Mutant::IdsFloatAsInt | Mutant::IdsBigIntRounded | Mutant::IdsEscapedNonAscii) {
         return None;
     }
     match op {
-        "build_envelope" => Some(build(ad, a)),
-        "dispatch" => Some(dispatch(ad, a)),
-        "canonical" => Some(canonical_op(ad.m, a)),
+        Op::BuildEnvelope => Some(build(ad, a)),
+        Op::Dispatch => Some(dispatch(ad, a)),
+        Op::Canonical => Some(canonical_op(ad.m, a)),
         _ => None,
     }
 }
@@ -85,7 +86,7 @@ fn ids(m: Mutant, env: &Value) -> R<(String, String)> {
 
 /// The real envelope, its ids recomputed with the bug.
 fn build(ad: &mut MutantAdapter, a: &Value) -> R {
-    let mut out = ad.inner.handle("build_envelope", a)?;
+    let mut out = ad.inner.handle_args(Op::BuildEnvelope, a)?;
     let (hid, input_hash) = ids(ad.m, &out["envelope"])?;
     out["envelope"]["task"]["input_hash"] = json!(input_hash);
     out["envelope"]["handoff_id"] = json!(hid);

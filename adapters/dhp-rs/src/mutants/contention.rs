@@ -14,6 +14,7 @@
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, R};
 use crate::pg::{is_postgres, split_schema};
+use dhp_adapter_proto::Op;
 use dhp_core::store::sqlite::{DB_FILE, WRITER_LOCK_FILE};
 use nix::fcntl::{Flock, FlockArg};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -21,10 +22,10 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::WriteLockGivesUp, "claim" | "checkpoint" | "complete") => Some(give_up_if_locked(ad, op, a)),
-        (Mutant::CreateLoserFails, "open") => Some(open_or_lose(ad, a)),
+        (Mutant::WriteLockGivesUp, Op::Claim | Op::Checkpoint | Op::Complete) => Some(give_up_if_locked(ad, op, a)),
+        (Mutant::CreateLoserFails, Op::Open) => Some(open_or_lose(ad, a)),
         _ => None,
     }
 }
@@ -40,10 +41,10 @@ fn open_or_lose(ad: &mut MutantAdapter, a: &Value) -> R {
             return Err(err("StoreError", format!("{}: another process is creating the store: {e}", db.display())));
         }
     }
-    ad.inner.handle("open", a)
+    ad.inner.handle_args(Op::Open, a)
 }
 
-fn give_up_if_locked(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
+fn give_up_if_locked(ad: &mut MutantAdapter, op: Op, a: &Value) -> R {
     let (root, hid) = (s(a, "root")?, s(a, "hid")?);
     let locked = if is_postgres(root) { pg_row_locked(root, hid) } else { sqlite_locked(Path::new(root)) };
     if locked {
@@ -52,7 +53,7 @@ fn give_up_if_locked(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
             format!("{op}: the store is locked by another writer (gave up without waiting)"),
         ));
     }
-    ad.inner.handle(op, a)
+    ad.inner.handle_args(op, a)
 }
 
 /// `BEGIN IMMEDIATE` with no busy timeout, holding dhp-core's writer

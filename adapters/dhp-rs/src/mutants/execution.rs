@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, v, AErr, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Error, Lease};
@@ -21,17 +22,17 @@ pub(super) struct Pending {
 
 /// lenient-arguments: a negative spend counts as 0 and a checkpoint state
 /// that is not an object is wrapped in one.
-pub(super) fn rewrite(ad: &MutantAdapter, op: &str, a: &mut Value) -> bool {
+pub(super) fn rewrite(ad: &MutantAdapter, op: Op, a: &mut Value) -> bool {
     if !ad.is(Mutant::LenientArguments) {
         return false;
     }
     match op {
-        "note_spend" => {
+        Op::NoteSpend => {
             if let Some(usd) = a.get("usd").and_then(Value::as_f64) {
                 a["usd"] = json!(usd.max(0.0));
             }
         }
-        "checkpoint" => {
+        Op::Checkpoint => {
             if let Some(state) = a.get("state").filter(|st| !st.is_object()) {
                 a["state"] = json!({"value": state});
             }
@@ -41,20 +42,20 @@ pub(super) fn rewrite(ad: &MutantAdapter, op: &str, a: &mut Value) -> bool {
     true
 }
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::VolatileCheckpoints, "checkpoint") => Some(buffer_checkpoint(ad, a)),
-        (Mutant::NoSchemaValidation, "complete") => Some(complete_any_result(ad, a)),
-        (Mutant::CompleteNotIdempotent, "complete") => Some(complete_once(ad, a)),
-        (Mutant::AckBeforeComplete, "ack") => Some(ack_any_status(ad, a)),
-        (Mutant::AckFailed, "ack") => Some(ack_failed_too(ad, a)),
-        (Mutant::IntegralFloatNotInteger, "complete") => Some(complete_refusing_integral_floats(ad, a)),
-        (Mutant::SchemaDialectIgnored, "complete") => Some(complete_ignoring_dialect(ad, a)),
-        (Mutant::DispatchNotIdempotent, "dispatch") => Some(dispatch_once(ad, a)),
-        (Mutant::RedispatchRequeuesTerminal, "dispatch") => Some(dispatch_requeues_terminal(ad, a)),
-        (Mutant::CheckpointsNoStateUri, "load_envelope") => Some(load_without_state_uri(ad, a)),
-        (Mutant::EffectsLastWriteWins, "record_effect") => Some(record_effect_overwrites(ad, a)),
-        (Mutant::CapabilitiesFailOpen, "require_capability") => Some(capabilities_fail_open(ad, a)),
+        (Mutant::VolatileCheckpoints, Op::Checkpoint) => Some(buffer_checkpoint(ad, a)),
+        (Mutant::NoSchemaValidation, Op::Complete) => Some(complete_any_result(ad, a)),
+        (Mutant::CompleteNotIdempotent, Op::Complete) => Some(complete_once(ad, a)),
+        (Mutant::AckBeforeComplete, Op::Ack) => Some(ack_any_status(ad, a)),
+        (Mutant::AckFailed, Op::Ack) => Some(ack_failed_too(ad, a)),
+        (Mutant::IntegralFloatNotInteger, Op::Complete) => Some(complete_refusing_integral_floats(ad, a)),
+        (Mutant::SchemaDialectIgnored, Op::Complete) => Some(complete_ignoring_dialect(ad, a)),
+        (Mutant::DispatchNotIdempotent, Op::Dispatch) => Some(dispatch_once(ad, a)),
+        (Mutant::RedispatchRequeuesTerminal, Op::Dispatch) => Some(dispatch_requeues_terminal(ad, a)),
+        (Mutant::CheckpointsNoStateUri, Op::LoadEnvelope) => Some(load_without_state_uri(ad, a)),
+        (Mutant::EffectsLastWriteWins, Op::RecordEffect) => Some(record_effect_overwrites(ad, a)),
+        (Mutant::CapabilitiesFailOpen, Op::RequireCapability) => Some(capabilities_fail_open(ad, a)),
         _ => None,
     }
 }
@@ -101,7 +102,7 @@ fn complete_any_result(ad: &mut MutantAdapter, a: &Value) -> R {
         }
         Ok(())
     })?;
-    ad.inner.handle("complete", a)
+    ad.inner.handle_args(Op::Complete, a)
 }
 
 /// complete-not-idempotent: completing a completed handoff is an error.
@@ -111,7 +112,7 @@ fn complete_once(ad: &mut MutantAdapter, a: &Value) -> R {
     if envelope::status(&r.envelope_bare(&hid)?) == "completed" {
         return Err(err("StateError", "already completed"));
     }
-    ad.inner.handle("complete", a)
+    ad.inner.handle_args(Op::Complete, a)
 }
 
 /// ack-before-complete: ack is recorded whatever the status.
@@ -147,7 +148,7 @@ fn complete_refusing_integral_floats(ad: &mut MutantAdapter, a: &Value) -> R {
     if has_integral_float(v(a, "result")?) {
         return Err(err("ValidationError", "result violates output_schema: 1.0 is not of type 'integer'"));
     }
-    ad.inner.handle("complete", a)
+    ad.inner.handle_args(Op::Complete, a)
 }
 
 /// schema-dialect-ignored: the stored output_schema loses its `$schema`
@@ -166,7 +167,7 @@ fn complete_ignoring_dialect(ad: &mut MutantAdapter, a: &Value) -> R {
         }
         Ok(())
     })?;
-    ad.inner.handle("complete", a)
+    ad.inner.handle_args(Op::Complete, a)
 }
 
 /// ack-failed: ack of a failed handoff is recorded as if it had completed.
@@ -176,7 +177,7 @@ fn ack_failed_too(ad: &mut MutantAdapter, a: &Value) -> R {
     if envelope::status(&r.envelope_bare(&hid)?) == "failed" {
         return ack_any_status(ad, a);
     }
-    ad.inner.handle("ack", a)
+    ad.inner.handle_args(Op::Ack, a)
 }
 
 /// dispatch-not-idempotent: a hid already stored is refused.
@@ -187,7 +188,7 @@ fn dispatch_once(ad: &mut MutantAdapter, a: &Value) -> R {
             return Err(err("StateError", format!("handoff {hid} already exists")));
         }
     }
-    ad.inner.handle("dispatch", a)
+    ad.inner.handle_args(Op::Dispatch, a)
 }
 
 /// redispatch-requeues-terminal: a re-dispatch of a completed or failed
@@ -197,7 +198,7 @@ fn dispatch_once(ad: &mut MutantAdapter, a: &Value) -> R {
 /// changes nothing).
 fn dispatch_requeues_terminal(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
-    let out = ad.inner.handle("dispatch", a)?;
+    let out = ad.inner.handle_args(Op::Dispatch, a)?;
     let r = ad.inner.runner(s(a, "root")?)?;
     let hid = s(&out, "hid")?.to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
@@ -215,7 +216,7 @@ fn dispatch_requeues_terminal(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// checkpoints-no-state-uri: the materialized checkpoints lack state_uri.
 fn load_without_state_uri(ad: &mut MutantAdapter, a: &Value) -> R {
-    let mut out = ad.inner.handle("load_envelope", a)?;
+    let mut out = ad.inner.handle_args(Op::LoadEnvelope, a)?;
     if let Some(cps) = out.pointer_mut("/envelope/execution/checkpoints").and_then(Value::as_array_mut) {
         for c in cps.iter_mut().filter_map(Value::as_object_mut) {
             c.remove("state_uri");
@@ -226,7 +227,7 @@ fn load_without_state_uri(ad: &mut MutantAdapter, a: &Value) -> R {
 
 /// effects-last-write-wins: record_effect overwrites an existing effect.
 fn record_effect_overwrites(ad: &mut MutantAdapter, a: &Value) -> R {
-    let out = ad.inner.handle("record_effect", a)?;
+    let out = ad.inner.handle_args(Op::RecordEffect, a)?;
     if out["recorded"] == json!(true) {
         return Ok(out);
     }
@@ -245,7 +246,7 @@ fn record_effect_overwrites(ad: &mut MutantAdapter, a: &Value) -> R {
 /// capabilities-fail-open: a contract without capabilities grants
 /// everything.
 fn capabilities_fail_open(ad: &mut MutantAdapter, a: &Value) -> R {
-    match ad.inner.handle("require_capability", a) {
+    match ad.inner.handle_args(Op::RequireCapability, a) {
         Err(e) if e.kind == "CapabilityDenied" => {
             let (r, hid, _) = ad.inner.token(a)?;
             if r.envelope_bare(&hid)?.pointer("/contract/capabilities").is_none() {

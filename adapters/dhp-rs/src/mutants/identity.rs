@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, s, v, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope::{self, check_hid};
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Config};
@@ -69,13 +70,13 @@ fn edge_ids(ad: &MutantAdapter, a: &mut Value) -> bool {
     changed
 }
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::JournalDelete, "open") => Some(open_journal_delete(ad, a)),
-        (Mutant::EnvelopeSortedText, "dispatch") => Some(dispatch_sorted_text(ad, a)),
-        (Mutant::NoIdCheck | Mutant::NoInputHashCheck, "dispatch") => Some(dispatch(ad, a)),
-        (Mutant::CanonicalSerde, "canonical") => Some(canonical_serde(a)),
-        (Mutant::IgnoreSchemaVersion, "open") => Some(open_any_version(ad, a)),
+        (Mutant::JournalDelete, Op::Open) => Some(open_journal_delete(ad, a)),
+        (Mutant::EnvelopeSortedText, Op::Dispatch) => Some(dispatch_sorted_text(ad, a)),
+        (Mutant::NoIdCheck | Mutant::NoInputHashCheck, Op::Dispatch) => Some(dispatch(ad, a)),
+        (Mutant::CanonicalSerde, Op::Canonical) => Some(canonical_serde(a)),
+        (Mutant::IgnoreSchemaVersion, Op::Open) => Some(open_any_version(ad, a)),
         _ => None,
     }
 }
@@ -113,7 +114,7 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
 /// switches it back to WAL. A switch that another connection blocks is
 /// given up.
 fn open_journal_delete(ad: &mut MutantAdapter, a: &Value) -> R {
-    let out = ad.inner.handle("open", a)?;
+    let out = ad.inner.handle_args(Op::Open, a)?;
     let root = s(a, "root")?;
     if !crate::pg::is_postgres(root) {
         ad.inner.close(root);
@@ -131,7 +132,7 @@ fn dispatch_sorted_text(ad: &mut MutantAdapter, a: &Value) -> R {
     let r = ad.inner.runner(s(a, "root")?)?;
     let existed =
         v(a, "envelope")?.get("handoff_id").and_then(Value::as_str).is_some_and(|h| r.envelope_bare(h).is_ok());
-    let out = ad.inner.handle("dispatch", a)?;
+    let out = ad.inner.handle_args(Op::Dispatch, a)?;
     if existed {
         return Ok(out);
     }
@@ -164,14 +165,14 @@ fn open_any_version(ad: &mut MutantAdapter, a: &Value) -> R {
     let root = s(a, "root")?;
     if crate::pg::is_postgres(root) {
         drop_newer_versions_pg(root)?;
-        return ad.inner.handle("open", a);
+        return ad.inner.handle_args(Op::Open, a);
     }
     let db = Path::new(root).join("dhp.sqlite3");
     if db.exists() {
         let c = rusqlite::Connection::open(&db).map_err(|e| err("StoreError", e.to_string()))?;
         c.execute("DELETE FROM schema_version WHERE version > 3", []).map_err(|e| err("StoreError", e.to_string()))?;
     }
-    ad.inner.handle("open", a)
+    ad.inner.handle_args(Op::Open, a)
 }
 
 /// The same on a PostgreSQL store: the rows live in the URL's `schema=`.

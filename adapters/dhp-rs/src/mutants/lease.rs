@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, i, s, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope::{self, ORPHANED_HOLDER};
 use dhp_core::store::{with_tx, Mode, Ownership};
 use dhp_core::{json, Error, Runner};
@@ -10,23 +11,23 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// The operations that present a worker's (hid, fence) token.
-const TOKEN_OPS: &[&str] = &[
-    "checkpoint",
-    "heartbeat",
-    "note_step",
-    "note_spend",
-    "complete",
-    "release",
-    "record_effect",
-    "effect_done",
-    "note_activity",
-    "require_capability",
-    "request_approval",
-    "await_approval",
+const TOKEN_OPS: &[Op] = &[
+    Op::Checkpoint,
+    Op::Heartbeat,
+    Op::NoteStep,
+    Op::NoteSpend,
+    Op::Complete,
+    Op::Release,
+    Op::RecordEffect,
+    Op::EffectDone,
+    Op::NoteActivity,
+    Op::RequireCapability,
+    Op::RequestApproval,
+    Op::AwaitApproval,
 ];
 
 /// no-fence-check: a presented token is replaced by the current owner's.
-pub(super) fn rewrite(ad: &mut MutantAdapter, op: &str, a: &mut Value) -> R<bool> {
+pub(super) fn rewrite(ad: &mut MutantAdapter, op: Op, a: &mut Value) -> R<bool> {
     if !ad.is(Mutant::NoFenceCheck) || !TOKEN_OPS.contains(&op) {
         return Ok(false);
     }
@@ -38,17 +39,17 @@ pub(super) fn rewrite(ad: &mut MutantAdapter, op: &str, a: &mut Value) -> R<bool
     Ok(true)
 }
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::NonAtomicClaim, "claim") => Some(claim_non_atomic(ad, a)),
-        (Mutant::NonAtomicRecover, "recover") => Some(recover_non_atomic(ad, a)),
-        (Mutant::RecoverPending, "recover") => Some(recover_pending(ad, a)),
-        (Mutant::IgnoreLeaseExpiry, "checkpoint" | "heartbeat" | "complete") => Some(renew_and_retry(ad, op, a)),
-        (Mutant::HeartbeatNoop, "heartbeat") => Some(heartbeat_noop(ad, a)),
-        (Mutant::HeartbeatConfiguredTtl, "heartbeat") => Some(heartbeat_configured_ttl(ad, a)),
-        (Mutant::ReleaseKeepsLease, "release") => Some(release_keeps_lease(ad, a)),
-        (Mutant::StatusFenceFromEnvelope, "status") => Some(status_fence_from_envelope(ad, a)),
-        (Mutant::NoLiveness, "liveness_publish") => Some(Ok(json!({}))),
+        (Mutant::NonAtomicClaim, Op::Claim) => Some(claim_non_atomic(ad, a)),
+        (Mutant::NonAtomicRecover, Op::Recover) => Some(recover_non_atomic(ad, a)),
+        (Mutant::RecoverPending, Op::Recover) => Some(recover_pending(ad, a)),
+        (Mutant::IgnoreLeaseExpiry, Op::Checkpoint | Op::Heartbeat | Op::Complete) => Some(renew_and_retry(ad, op, a)),
+        (Mutant::HeartbeatNoop, Op::Heartbeat) => Some(heartbeat_noop(ad, a)),
+        (Mutant::HeartbeatConfiguredTtl, Op::Heartbeat) => Some(heartbeat_configured_ttl(ad, a)),
+        (Mutant::ReleaseKeepsLease, Op::Release) => Some(release_keeps_lease(ad, a)),
+        (Mutant::StatusFenceFromEnvelope, Op::Status) => Some(status_fence_from_envelope(ad, a)),
+        (Mutant::NoLiveness, Op::LivenessPublish) => Some(Ok(json!({}))),
         _ => None,
     }
 }
@@ -122,14 +123,14 @@ fn recover_pending(ad: &mut MutantAdapter, a: &Value) -> R {
         overwrite_owner(ad, &r, hid, 1, true)?;
         return Ok(json!({"fence": 1}));
     }
-    ad.inner.handle("recover", a)
+    ad.inner.handle_args(Op::Recover, a)
 }
 
 /// ignore-lease-expiry: a write refused for an expired lease renews the
 /// lease of the presented token and retries.
-fn renew_and_retry(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
+fn renew_and_retry(ad: &mut MutantAdapter, op: Op, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
-    match ad.inner.handle(op, a) {
+    match ad.inner.handle_args(op, a) {
         Err(e) if e.kind == "LeaseLost" => {
             let (r, hid, _) = ad.inner.token(a)?;
             let ttl = ad.inner.cfg.lease_ttl_s();
@@ -140,7 +141,7 @@ fn renew_and_retry(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
                 }
                 Ok(())
             })?;
-            ad.inner.handle(op, a)
+            ad.inner.handle_args(op, a)
         }
         other => other,
     }
@@ -165,7 +166,7 @@ fn heartbeat_noop(ad: &mut MutantAdapter, a: &Value) -> R {
 /// now + this process's configured TTL, whatever terms the row stores.
 fn heartbeat_configured_ttl(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
-    ad.inner.handle("heartbeat", a)?;
+    ad.inner.handle_args(Op::Heartbeat, a)?;
     let (r, hid, _) = ad.inner.token(a)?;
     let ttl = ad.inner.cfg.lease_ttl_s();
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(&hid)? {
@@ -185,7 +186,7 @@ fn release_keeps_lease(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
     let (r, hid, _) = ad.inner.token(a)?;
     let before = r.ownership(&hid)?;
-    let out = ad.inner.handle("release", a)?;
+    let out = ad.inner.handle_args(Op::Release, a)?;
     if let Some(o) = before {
         with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, clock.now()))?;
     }
@@ -195,7 +196,7 @@ fn release_keeps_lease(ad: &mut MutantAdapter, a: &Value) -> R {
 /// status-fence-from-envelope: status reports the fence recorded in the
 /// envelope, not the ownership row's.
 fn status_fence_from_envelope(ad: &mut MutantAdapter, a: &Value) -> R {
-    let mut out = ad.inner.handle("status", a)?;
+    let mut out = ad.inner.handle_args(Op::Status, a)?;
     let r = ad.inner.runner(s(a, "root")?)?;
     let env = r.envelope_bare(s(a, "hid")?)?;
     out["fence"] = env.pointer("/execution/fence").cloned().unwrap_or(Value::Null);

@@ -21,6 +21,7 @@ mod times;
 mod transport;
 
 use crate::adapter::{self, Adapter, Handler, R};
+use dhp_adapter_proto::{Op, Request};
 use dhp_core::Config;
 use serde_json::{json, Value};
 
@@ -343,7 +344,7 @@ impl MutantAdapter {
 
     /// The request's arguments as this mutant rewrites them (`None`: as
     /// they are).
-    fn rewrite(&mut self, op: &str, a: &Value) -> R<Option<Value>> {
+    fn rewrite(&mut self, op: Op, a: &Value) -> R<Option<Value>> {
         let mut a = a.clone();
         let changed = identity::rewrite(self, &mut a)
             | lease::rewrite(self, op, &mut a)?
@@ -353,7 +354,7 @@ impl MutantAdapter {
     }
 
     /// This mutant's version of `op` (`None`: the real adapter's).
-    fn replace(&mut self, op: &str, a: &Value) -> Option<R> {
+    fn replace(&mut self, op: Op, a: &Value) -> Option<R> {
         canonical_ids::handle(self, op, a)
             .or_else(|| identity::handle(self, op, a))
             .or_else(|| lease::handle(self, op, a))
@@ -368,17 +369,20 @@ impl MutantAdapter {
 }
 
 impl Handler for MutantAdapter {
-    fn handle(&mut self, op: &str, a: &Value) -> R {
-        if op != "checkpoint" {
+    fn handle(&mut self, req: Request) -> R {
+        let op = req.op();
+        if op != Op::Checkpoint {
             self.flush();
         }
+        // a mutant forges and rewrites args as JSON; the real adapter reads them typed again
+        let a = &req.args();
         let rewritten = self.rewrite(op, a)?;
         let a = rewritten.as_ref().unwrap_or(a);
         let mut out = match self.replace(op, a) {
             Some(res) => res?,
-            None => self.inner.handle(op, a)?,
+            None => self.inner.handle_args(op, a)?,
         };
-        if op == "hello" {
+        if op == Op::Hello {
             out["implementation"] = json!(format!("dhp-rs (mutant {})", name(self.m)));
         }
         Ok(out)

@@ -3,16 +3,17 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{s, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope::ORPHANED_HOLDER;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::{json, Runner};
 use serde_json::{json, Value};
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::TwoLeaders, "ensure_leadership" | "scan") => Some(take_leadership(ad, op, a)),
-        (Mutant::NoDlq, "scan") => Some(scan_without_dlq(ad, a)),
-        (Mutant::LeaderNeverRenews, "ensure_leadership") => Some(lead_without_renewing(ad, a)),
+        (Mutant::TwoLeaders, Op::EnsureLeadership | Op::Scan) => Some(take_leadership(ad, op, a)),
+        (Mutant::NoDlq, Op::Scan) => Some(scan_without_dlq(ad, a)),
+        (Mutant::LeaderNeverRenews, Op::EnsureLeadership) => Some(lead_without_renewing(ad, a)),
         _ => None,
     }
 }
@@ -34,18 +35,18 @@ fn lead_without_renewing(ad: &mut MutantAdapter, a: &Value) -> R {
     if dhp_testkit::store::leader(&r)?.is_some_and(|l| l.holder == id && l.expires_at > clock.now()) {
         return Ok(json!({"leader": true}));
     }
-    ad.inner.handle("ensure_leadership", a)
+    ad.inner.handle_args(Op::EnsureLeadership, a)
 }
 
 /// two-leaders: a supervisor takes leadership whether or not another
 /// holds a live term (the other's term is expired first).
-fn take_leadership(ad: &mut MutantAdapter, op: &str, a: &Value) -> R {
+fn take_leadership(ad: &mut MutantAdapter, op: Op, a: &Value) -> R {
     let (root, id) = (s(a, "root")?, s(a, "supervisor")?);
     let r = ad.inner.runner(root)?;
     if dhp_testkit::store::leader(&r)?.is_some_and(|l| l.holder != id) {
         dhp_testkit::store::expire_leadership(&r)?;
     }
-    ad.inner.handle(op, a)
+    ad.inner.handle_args(op, a)
 }
 
 /// no-dlq: an expired lease is always orphaned for retry, never

@@ -3,6 +3,7 @@
 
 use super::{Mutant, MutantAdapter};
 use crate::adapter::{err, i, s, v, R};
+use dhp_adapter_proto::Op;
 use dhp_core::envelope;
 use dhp_core::store::{with_tx, Mode};
 use dhp_core::transport::log;
@@ -10,16 +11,16 @@ use dhp_core::{json, Error};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
-pub(super) fn handle(ad: &mut MutantAdapter, op: &str, a: &Value) -> Option<R> {
+pub(super) fn handle(ad: &mut MutantAdapter, op: Op, a: &Value) -> Option<R> {
     match (ad.m, op) {
-        (Mutant::ShipCompactJson, "ship_checkpoint") => Some(ship_compact(ad, a)),
-        (Mutant::ShipHidesWriteErrors, "ship_envelope") => Some(ship_hiding_errors(ad, a)),
-        (Mutant::IngestNoIdCheck | Mutant::IngestNoHashCheck | Mutant::IngestStrict, "ingest") => {
+        (Mutant::ShipCompactJson, Op::ShipCheckpoint) => Some(ship_compact(ad, a)),
+        (Mutant::ShipHidesWriteErrors, Op::ShipEnvelope) => Some(ship_hiding_errors(ad, a)),
+        (Mutant::IngestNoIdCheck | Mutant::IngestNoHashCheck | Mutant::IngestStrict, Op::Ingest) => {
             Some(ingest_rewritten(ad, a))
         }
-        (Mutant::BundleDropsCheckpoints | Mutant::BundleKeepsLastCheckpoint, "suspend") => Some(suspend_lossy(ad, a)),
-        (Mutant::ResumeNoVerify, "resume") => Some(resume_no_verify(ad, a)),
-        (Mutant::ResumeResetsUsage, "resume") => Some(resume_resets_usage(ad, a)),
+        (Mutant::BundleDropsCheckpoints | Mutant::BundleKeepsLastCheckpoint, Op::Suspend) => Some(suspend_lossy(ad, a)),
+        (Mutant::ResumeNoVerify, Op::Resume) => Some(resume_no_verify(ad, a)),
+        (Mutant::ResumeResetsUsage, Op::Resume) => Some(resume_resets_usage(ad, a)),
         _ => None,
     }
 }
@@ -50,7 +51,7 @@ fn ship_compact(ad: &mut MutantAdapter, a: &Value) -> R {
 /// log file could not be created) is answered as success, as dhp-core's
 /// `ship_envelope` does when its `AlreadyExists` guard matches every error.
 fn ship_hiding_errors(ad: &mut MutantAdapter, a: &Value) -> R {
-    match ad.inner.handle("ship_envelope", a) {
+    match ad.inner.handle_args(Op::ShipEnvelope, a) {
         Err(e) if e.kind == "IoError" => Ok(json!({})),
         other => other,
     }
@@ -85,13 +86,13 @@ fn ingest_rewritten(ad: &mut MutantAdapter, a: &Value) -> R {
     std::fs::write(&path, out.join("\n")).map_err(|e| err("TransportError", e.to_string()))?;
     let mut a = a.clone();
     a["log"] = json!(path.to_string_lossy());
-    ad.inner.handle("ingest", &a)
+    ad.inner.handle_args(Op::Ingest, &a)
 }
 
 /// bundle-drops-checkpoints / bundle-keeps-last-checkpoint: the bundle
 /// the real suspend wrote loses all its checkpoints or all but the last.
 fn suspend_lossy(ad: &mut MutantAdapter, a: &Value) -> R {
-    ad.inner.handle("suspend", a)?;
+    ad.inner.handle_args(Op::Suspend, a)?;
     let path = s(a, "path")?;
     let bundle = std::fs::read(path).map_err(|e| err("StoreError", e.to_string()))?;
     let mut doc = json::parse_bytes(&bundle)?;
@@ -135,7 +136,7 @@ fn resume_no_verify(ad: &mut MutantAdapter, a: &Value) -> R {
 /// resume-resets-usage: resume starts steps and spend from zero.
 fn resume_resets_usage(ad: &mut MutantAdapter, a: &Value) -> R {
     let clock = ad.inner.cfg.clock.clone();
-    let out = ad.inner.handle("resume", a)?;
+    let out = ad.inner.handle_args(Op::Resume, a)?;
     let r = ad.inner.runner(s(a, "root")?)?;
     let hid = s(&out, "hid")?.to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
-    if cx.meta["config"]["ship"].as_str() != Some("tcp-async") {
+    if cx.cfg.ship != crate::config::Ship::TcpAsync {
         out.note("not a tcp-async round: no lag bound".into());
         return out;
     }
-    let Some(max_lag) = cx.meta["config"]["ship_max_lag"].as_u64() else {
+    let Some(max_lag) = cx.cfg.ship_max_lag else {
         out.note("the round recorded no --ship-max-lag".into());
         return out;
     };

@@ -26,7 +26,7 @@ pub(super) fn check(cx: &Ctx<'_>) -> Findings {
             return out;
         }
     };
-    let sync = cx.meta["config"]["ship"].as_str() == Some("tcp");
+    let sync = cx.cfg.ship == crate::config::Ship::Tcp;
     for hid in &cx.hids {
         out.checked += 1;
         let n = sb["ingested"][hid.as_str()].as_u64().unwrap_or(0) as usize;

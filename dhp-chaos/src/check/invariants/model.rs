@@ -84,11 +84,8 @@ fn variant(cx: &Ctx<'_>) -> Variant {
 
 /// The store's configuration, from the round's `round.json`.
 fn params(cx: &Ctx<'_>) -> Params {
-    let mut p = Params::default();
-    if let Some(ttl) = cx.meta["config"]["timing"]["leader_ttl_s"].as_f64() {
-        p.leader_ttl_s = ttl;
-    }
-    if let Some(m) = cx.meta["config"]["max_attempts"].as_u64() {
+    let mut p = Params { leader_ttl_s: cx.cfg.timing.leader_ttl_s, ..Params::default() };
+    if let Some(m) = cx.cfg.max_attempts.and_then(|m| u64::try_from(m).ok()) {
         p.default_max_attempts = u32::try_from(m).unwrap_or(u32::MAX);
     }
     // faked clocks (the harness's spawn records): their times go back to

@@ -35,5 +35,5 @@ pub(crate) fn read(cx: &Ctx<'_>, hid: &str) -> crate::error::Result<Option<Vec<L
 
 /// Is this a synchronous TCP round (`--ship tcp`)?
 pub(crate) fn sync_tcp(cx: &Ctx<'_>) -> bool {
-    cx.meta["config"]["ship"].as_str() == Some("tcp")
+    cx.cfg.ship == crate::config::Ship::Tcp
 }

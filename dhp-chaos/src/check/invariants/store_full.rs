@@ -33,7 +33,7 @@ fn disk_error(e: &str) -> bool {
 pub(super) fn check(cx: &Ctx<'_>) -> Findings {
     let mut out = Findings::default();
     let fills = cx.ix.faults.iter().filter(|f| f.s("kind") == Some("store-full")).count();
-    if fills == 0 || cx.meta["config"]["engine"].as_str().is_some_and(|e| e != "sqlite") {
+    if fills == 0 || cx.cfg.engine != "sqlite" {
         return out;
     }
     integrity(cx, &mut out);

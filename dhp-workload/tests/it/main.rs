@@ -1,0 +1,3 @@
+//! dhp-workload's tests.
+
+mod history_schema;
