@@ -22,6 +22,12 @@ fn main() {
         Some(Cmd::Ledger { dirs, ledger, label, night, thresholds, regressions }) => {
             cli::ledger::ledger(cli::ledger::LedgerArgs { dirs, ledger, label, night, thresholds, regressions })
         }
+        Some(Cmd::DbWatch { pid, kind, dir }) => {
+            if let Some(k) = dhp_chaos::db::Kind::parse(&kind) {
+                dhp_chaos::db::watch(pid, k, &dir);
+            }
+            Ok(0)
+        }
         None => cli::run::run(cli.run),
     };
     dhp_chaos::teardown::exit(match code {

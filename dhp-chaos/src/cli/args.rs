@@ -116,6 +116,15 @@ pub enum Cmd {
         #[arg(long)]
         regressions: bool,
     },
+    /// (internal) The watcher of a database this program set up: once process PID has exited,
+    /// tear down the database of KIND (single, cluster, auto) in DIR.
+    #[command(hide = true)]
+    DbWatch {
+        pid: u32,
+        #[arg(value_parser = ["single", "cluster", "auto"])]
+        kind: String,
+        dir: PathBuf,
+    },
 }
 
 /// The flags of a run, each checked by its value parser.

@@ -63,37 +63,29 @@ pub fn run_engines(
                 },
             );
         }
-        let owned_cluster = match replicated {
-            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::OwnedReplicated::start(r, manager)?),
+        // the database this engine's rounds run on, when the run owns it
+        let owned = match replicated {
+            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::start_owned(r, manager)?),
+            None if e.label == "postgres" => Some(dhp_chaos::pg::start_owned()?),
             _ => None,
         };
-        let owned = if e.label == "postgres" && owned_cluster.is_none() {
-            Some(dhp_chaos::pg::OwnedCluster::start()?)
-        } else {
-            None
+        t.pg_data = match &owned {
+            Some(c) => Some(c.dir.clone()),
+            None if e.url.is_some() => a.pg_data.clone(),
+            None => None,
         };
-        t.pg_data = match (&owned, &owned_cluster) {
-            (Some(c), _) => Some(c.data_dir.clone()),
-            (None, Some(c)) => Some(c.dir.clone()),
-            (None, None) if e.url.is_some() => a.pg_data.clone(),
-            (None, None) => None,
-        };
-        t.pg_url = match (&owned, &owned_cluster, &e.url) {
-            (Some(c), _, _) => Some(c.url.clone()),
-            (None, Some(c), _) => Some(c.url.clone()),
-            (None, None, Some(u)) => Some(u.clone()),
-            (None, None, None) => None,
-        };
-        if let Some(c) = &owned_cluster {
-            t.pg_cluster = Some(c.replication.name().to_string());
-            t.failover_manager = Some(c.manager.label().to_string());
+        t.pg_url = owned.as_ref().map(|c| c.url.clone()).or_else(|| e.url.clone());
+        let replicated = replicated.filter(|_| owned.is_some());
+        if let Some(r) = replicated {
+            t.pg_cluster = Some(r.name().to_string());
+            t.failover_manager = Some(manager.label().to_string());
         }
         if t.pg_url.is_some() {
-            let where_ = if let Some(c) = &owned_cluster {
+            let where_ = if let Some(r) = replicated {
                 format!(
                     "a replicated cluster owned by this run (primary + 2 standbys, {} replication, failover-manager: {})",
-                    c.replication.name(),
-                    c.manager.label()
+                    r.name(),
+                    manager.label()
                 )
             } else if owned.is_some() {
                 "a throwaway cluster owned by this run".to_string()
@@ -109,7 +101,6 @@ pub fn run_engines(
         }
         let (code, totals) = run_rounds(a, &t, &out_e, started_at, dash)?;
         drop(owned);
-        drop(owned_cluster);
         codes.push(code);
         all_totals.push((t.engine.clone(), totals));
     }
