@@ -153,7 +153,10 @@ impl Auto {
             .filter_map(|p| p.parse().ok())
             .collect();
         if !sys::poll_until(Duration::from_secs(10), Duration::from_millis(100), || net::gone(&killed)) {
-            return Err(DbError::failed(format!("starting {node} again"), "its killed processes are still in /proc after 10 s"));
+            return Err(DbError::failed(
+                format!("starting {node} again"),
+                "its killed processes are still in /proc after 10 s",
+            ));
         }
         // every process of the host was killed: its pidfiles are stale
         remove_named(&self.dir.join(node).join("run"), "pg_autoctl.pid");
@@ -231,9 +234,9 @@ impl Partition for Auto {
 impl Primary for Auto {
     fn primary(&self) -> Result<String> {
         let nodes = self.state()?;
-        primary_of(&nodes)
-            .map(str::to_string)
-            .ok_or_else(|| DbError::failed("asking the monitor for the primary", format!("no single primary: {nodes:?}")))
+        primary_of(&nodes).map(str::to_string).ok_or_else(|| {
+            DbError::failed("asking the monitor for the primary", format!("no single primary: {nodes:?}"))
+        })
     }
 
     fn promote(&self) -> Result<String> {
@@ -317,7 +320,8 @@ pub fn setup() -> Result<Owned> {
     sys::write(&dir.join("subnet"), &format!("{sub}\n"), 0o644)?;
     for n in ALL {
         for d in ["cfg", "share", "run", "sock"] {
-            std::fs::create_dir_all(dir.join(n).join(d)).map_err(|e| DbError::io("creating", dir.join(n).join(d), e))?;
+            std::fs::create_dir_all(dir.join(n).join(d))
+                .map_err(|e| DbError::io("creating", dir.join(n).join(d), e))?;
         }
         sys::write(&dir.join(n).join("port"), &format!("{}\n", sys::free_port()?), 0o644)?;
         sys::write(&dir.join(n).join("host"), &format!("{}\n", net::ip(&sub, n)?), 0o644)?;
@@ -375,8 +379,11 @@ fn create_monitor(a: &Auto) -> Result<()> {
 /// Create node `n` and start its keeper; wait until the monitor has it in place.
 fn create_node(a: &Auto, n: &str) -> Result<()> {
     let d = a.dir.join(n);
-    let mon_uri =
-        format!("postgres://autoctl_node@{}:{}/pg_auto_failover?sslmode=disable", net::ip(&a.sub, "mon")?, a.port("mon")?);
+    let mon_uri = format!(
+        "postgres://autoctl_node@{}:{}/pg_auto_failover?sslmode=disable",
+        net::ip(&a.sub, "mon")?,
+        a.port("mon")?
+    );
     let mut argv = os(&["pg_autoctl", "create", "postgres", "--pgdata"]);
     argv.push(d.join("data").into());
     argv.extend(os(&["--pgport", &a.port(n)?.to_string(), "--hostname", &net::ip(&a.sub, n)?, "--pghost"]));

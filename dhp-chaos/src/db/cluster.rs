@@ -157,7 +157,10 @@ impl Cluster {
             sys::one(&mut c, "SELECT count(*) FROM pg_stat_wal_receiver").is_ok_and(|n| n == "0")
         });
         if !gone {
-            return Err(DbError::failed(format!("detaching {s}"), "it still receives WAL 5 s after primary_conninfo=''"));
+            return Err(DbError::failed(
+                format!("detaching {s}"),
+                "it still receives WAL 5 s after primary_conninfo=''",
+            ));
         }
         Ok(format!("detached {s}"))
     }

@@ -249,7 +249,12 @@ pub fn kill_of(db: &dyn Db) -> Result<&dyn Kill> {
 
 /// The capability [`Pause`] of `db`, or its refusal.
 pub fn pause_of(db: &dyn Db) -> Result<&dyn Pause> {
-    require(db, db.pause(), "pause a node", "no pause of a database server is implemented (a stalled client is db-stall)")
+    require(
+        db,
+        db.pause(),
+        "pause a node",
+        "no pause of a database server is implemented (a stalled client is db-stall)",
+    )
 }
 
 /// The capability [`Partition`] of `db`, or its refusal.

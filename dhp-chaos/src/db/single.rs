@@ -72,8 +72,9 @@ pub(crate) fn pg_ctl_start(pgbin: &Path, data: &Path, log: &Path, opts: &str, ou
     let mut c = sys::as_owner(&pgbin.join("pg_ctl"));
     c.arg("-D").arg(data).arg("-l").arg(log).args(["-w", "-t", "60", "-o", opts, "start"]);
     c.stdout(out.stdio()?);
-    sys::run(c, "pg_ctl start", out)
-        .map_err(|e| DbError::failed(format!("starting the server in {}", data.display()), format!("{e}:\n{}", sys::tail(log, 20))))?;
+    sys::run(c, "pg_ctl start", out).map_err(|e| {
+        DbError::failed(format!("starting the server in {}", data.display()), format!("{e}:\n{}", sys::tail(log, 20)))
+    })?;
     Ok(())
 }
 
@@ -99,7 +100,8 @@ impl Single {
 
     fn port(&self) -> Result<u16> {
         let p = sys::read(&self.dir.join("port"))?;
-        p.parse().map_err(|_| DbError::failed(format!("reading {}/port", self.dir.display()), format!("{p:?} is no port")))
+        p.parse()
+            .map_err(|_| DbError::failed(format!("reading {}/port", self.dir.display()), format!("{p:?} is no port")))
     }
 
     /// Start the server (again).

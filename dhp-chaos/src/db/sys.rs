@@ -251,7 +251,8 @@ pub fn hex(count: usize) -> String {
 pub fn socket_client(sock: &Path, port: u16, user: &str, db: &str, timeout: Duration) -> Result<postgres::Client> {
     let mut cfg = postgres::Config::new();
     cfg.host_path(sock).port(port).user(user).dbname(db).connect_timeout(timeout).application_name("dhp-chaos-db");
-    cfg.connect(postgres::NoTls).map_err(|e| DbError::Sql { what: format!("connecting to {}", sock.display()), source: e })
+    cfg.connect(postgres::NoTls)
+        .map_err(|e| DbError::Sql { what: format!("connecting to {}", sock.display()), source: e })
 }
 
 /// One value of a query, as text.

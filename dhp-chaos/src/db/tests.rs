@@ -49,7 +49,10 @@ fn synchronous_names_and_roles() {
 #[test]
 fn the_owner_runs_the_servers_when_root() {
     let p = Path::new("/usr/lib/postgresql/15/bin/pg_ctl");
-    assert_eq!(strs(&sys::owner_argv(true, p)), ["runuser", "-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_ctl"]);
+    assert_eq!(
+        strs(&sys::owner_argv(true, p)),
+        ["runuser", "-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_ctl"]
+    );
     assert_eq!(strs(&sys::owner_argv(false, p)), ["/usr/lib/postgresql/15/bin/pg_ctl"]);
     assert_eq!(sys::version_key(Path::new("/usr/lib/postgresql/15/bin")), [15]);
     assert!(sys::version_key(Path::new("/usr/lib/postgresql/9.6/bin")) < sys::version_key(Path::new("/x/16/bin")));

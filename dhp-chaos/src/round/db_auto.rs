@@ -25,8 +25,8 @@
 //! until pg_auto_failover drains it, so there is no safe moment to read).
 
 use super::*;
-use crate::pg_cluster::{auto_primary, auto_state, auto_streaming, auto_whole, Manager, NodeState};
 use crate::db::{self, auto::Auto, sys::Log, Cut, Kill, Partition, Primary, Step};
+use crate::pg_cluster::{auto_primary, auto_state, auto_streaming, auto_whole, Manager, NodeState};
 
 /// A lost standby stays down this long (seconds, uniform).
 pub const STANDBY_DOWN_S: (f64, f64) = (1.0, 4.0);
