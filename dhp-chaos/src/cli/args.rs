@@ -116,11 +116,48 @@ pub enum Cmd {
         #[arg(long)]
         regressions: bool,
     },
+    /// The database control plane by hand (the rounds' PostgreSQL layouts): `start` one (prints
+    /// `DIR URL`), `step` it (kill/start NODE, cut/cut-monitor/heal NODE, primary, promote, switchover,
+    /// detach, rejoin), `stop` it.
+    Db {
+        #[command(subcommand)]
+        action: DbAction,
+    },
     /// (internal) The watcher of a database this program set up: once process PID has exited,
     /// tear down the database of KIND (single, cluster, auto) in DIR.
     #[command(hide = true)]
     DbWatch {
         pid: u32,
+        #[arg(value_parser = ["single", "cluster", "auto"])]
+        kind: String,
+        dir: PathBuf,
+    },
+}
+
+/// `dhp-chaos db …`.
+#[derive(Subcommand)]
+pub enum DbAction {
+    /// Set up a database of KIND (single, cluster, auto) and leave it running; prints `DIR URL`.
+    Start {
+        #[arg(value_parser = ["single", "cluster", "auto"])]
+        kind: String,
+        /// cluster: every standby asynchronous.
+        #[arg(long = "async")]
+        async_: bool,
+        /// Tear it down once process PID has exited.
+        #[arg(long, value_name = "PID")]
+        watch: Option<u32>,
+    },
+    /// One step on the database of KIND in DIR.
+    Step {
+        #[arg(value_parser = ["single", "cluster", "auto"])]
+        kind: String,
+        dir: PathBuf,
+        step: String,
+        node: Option<String>,
+    },
+    /// Stop every process of the database of KIND in DIR and remove it.
+    Stop {
         #[arg(value_parser = ["single", "cluster", "auto"])]
         kind: String,
         dir: PathBuf,

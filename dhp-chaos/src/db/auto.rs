@@ -311,6 +311,8 @@ pub fn setup() -> Result<Owned> {
     let pgbin = need_tools()?;
     let mut o = Owned::begin(Kind::Auto)?;
     let dir = o.dir.clone();
+    // the slowest setup (a minute on a loaded machine): where it is, should anyone need to look
+    eprintln!("dhp-chaos: pg_auto_failover cluster directory {}", dir.display());
     let tag = sys::hex(6);
     sys::write(&dir.join("tag"), &format!("{tag}\n"), 0o644)?;
     let pw = sys::password();

@@ -297,8 +297,29 @@ impl Owned {
             return Err(e);
         }
         let mut o = Owned { kind, dir, url: String::new(), watcher: None };
-        o.watcher = Some(Owned::watch(kind, &o.dir)?);
+        o.watcher = Some(Owned::watch(std::process::id(), kind, &o.dir)?);
         Ok(o)
+    }
+
+    /// Keep the database past this process (`dhp-chaos db start`): not torn
+    /// down on drop; torn down once `watch` (a pid) has exited, if given.
+    /// Its directory and URL.
+    pub fn keep(mut self, watch: Option<u32>) -> Result<(PathBuf, String)> {
+        if let Some(mut w) = self.watcher.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+        let key = (self.kind, self.dir.clone());
+        crate::teardown::forget(|r| {
+            r.clusters.remove(&key);
+        });
+        if let Some(pid) = watch {
+            // detached: it outlives this process, not the watched one
+            drop(Owned::watch(pid, self.kind, &self.dir)?);
+        }
+        let out = (std::mem::take(&mut self.dir), std::mem::take(&mut self.url));
+        std::mem::forget(self);
+        Ok(out)
     }
 
     /// Register `dir` for teardown on a signal, before anything is made in it.
@@ -312,13 +333,13 @@ impl Owned {
 
     /// Start this program's watcher of `dir`: `dhp-chaos db-watch PID KIND
     /// DIR`, in a session of its own (a Ctrl-C to the terminal's process
-    /// group does not reach it), which tears the database down once this
-    /// process has exited.
-    fn watch(kind: Kind, dir: &Path) -> Result<std::process::Child> {
+    /// group does not reach it), which tears the database down once process
+    /// `pid` has exited.
+    fn watch(pid: u32, kind: Kind, dir: &Path) -> Result<std::process::Child> {
         let exe = std::env::current_exe().map_err(|e| DbError::io("finding", "this program", e))?;
         // setsid(1) execs the watcher (this child leads no group, so it does not fork)
         let mut c = std::process::Command::new("setsid");
-        c.arg(&exe).arg("db-watch").arg(std::process::id().to_string()).arg(kind.name()).arg(dir);
+        c.arg(&exe).arg("db-watch").arg(pid.to_string()).arg(kind.name()).arg(dir);
         c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
         c.spawn().map_err(|e| DbError::Spawn { what: format!("{} db-watch", exe.display()), source: e })
     }
