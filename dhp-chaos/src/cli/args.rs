@@ -407,8 +407,8 @@ pub struct FaultArgs {
 #[derive(clap::Args)]
 #[command(next_help_heading = "Database")]
 pub struct DbArgs {
-    /// The store: sqlite (default), postgres (a throwaway cluster this run starts and stops, via
-    /// scripts/pg.sh) or a postgres:// URL of an existing server (each round gets its own schema).
+    /// The store: sqlite (default), postgres (a throwaway cluster this run starts and stops, the
+    /// layout of scripts/pg.sh) or a postgres:// URL of an existing server (each round gets its own schema).
     /// Given twice (sqlite and postgres), runs the same seeds on both engines and prints them side by side.
     #[arg(long, default_value = "sqlite", value_parser = parse::store)]
     pub store: Vec<Engine>,
@@ -417,7 +417,7 @@ pub struct DbArgs {
     /// without it they are refused. --store postgres owns its cluster and needs none.
     #[arg(long, value_name = "DIR")]
     pub pg_data: Option<PathBuf>,
-    /// With --store postgres: a replicated cluster instead of one server (scripts/pg-cluster.sh): a primary,
+    /// With --store postgres: a replicated cluster instead of one server (the layout of scripts/pg-cluster.sh): a primary,
     /// a synchronous standby and an asynchronous one (sync), or every standby asynchronous (async); clients
     /// get a multi-host URL (target_session_attrs=read-write). Failover manager: the harness (pg_ctl
     /// promote). Allows db-failover (in the default mix instead of db-crash).
