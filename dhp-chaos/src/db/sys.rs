@@ -116,14 +116,19 @@ impl Log {
     }
 }
 
+/// A program that would not start: one this machine lacks names the
+/// installer, any other failure the step.
+pub fn spawn_error(cmd: &Command, what: &str, e: std::io::Error) -> DbError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return missing(&[&cmd.get_program().to_string_lossy()]);
+    }
+    DbError::Spawn { what: what.to_string(), source: e }
+}
+
 /// Run `cmd` (stdout captured, stderr to `log`); its stdout, or an error
 /// naming `what`.
 pub fn run(mut cmd: Command, what: &str, log: &Log) -> Result<String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .stderr(log.stdio()?)
-        .output()
-        .map_err(|e| DbError::Spawn { what: what.to_string(), source: e })?;
+    let out = cmd.stdin(Stdio::null()).stderr(log.stdio()?).output().map_err(|e| spawn_error(&cmd, what, e))?;
     if !out.status.success() {
         return Err(DbError::Failed { what: what.to_string(), detail: format!("{}{}", out.status, log.see()) });
     }
@@ -141,12 +146,7 @@ pub fn run_logged(mut cmd: Command, what: &str, file: &Path, append: bool) -> Re
         .open(file)
         .map_err(|e| DbError::io("opening", file, e))?;
     let f2 = f.try_clone().map_err(|e| DbError::io("opening", file, e))?;
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(f)
-        .stderr(f2)
-        .status()
-        .map_err(|e| DbError::Spawn { what: what.to_string(), source: e })?;
+    let status = cmd.stdin(Stdio::null()).stdout(f).stderr(f2).status().map_err(|e| spawn_error(&cmd, what, e))?;
     if !status.success() {
         return Err(DbError::Failed { what: what.to_string(), detail: format!("{status}:\n{}", tail(file, 20)) });
     }

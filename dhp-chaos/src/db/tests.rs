@@ -154,6 +154,10 @@ fn a_missing_capability_is_refused_by_name() {
 fn a_missing_program_names_the_installer() {
     let e = sys::missing(&["pg_autoctl (postgresql-NN-auto-failover)", "iptables"]).to_string();
     assert_eq!(e, "missing pg_autoctl (postgresql-NN-auto-failover), iptables: run scripts/services.sh as root (it installs them)");
+    // a program that is not there, when a step runs it
+    let c = std::process::Command::new("dhp-no-such-program-anywhere");
+    let e = sys::run(c, "a step", &sys::Log::default()).unwrap_err().to_string();
+    assert_eq!(e, "missing dhp-no-such-program-anywhere: run scripts/services.sh as root (it installs them)");
     // DHP_PGBIN pointing nowhere falls back to the packages, and without them names the script
     if !Path::new("/usr/lib/postgresql").exists() {
         assert!(sys::pgbin().unwrap_err().to_string().contains("scripts/services.sh"));
