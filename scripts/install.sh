@@ -14,8 +14,9 @@
 # test build, `--root DIR` to install elsewhere). The installs share the
 # workspace's target directory and its dependency builds, so each after the
 # first compiles little. The installed tools need no checkout: they find the
-# reference in the venv made here (or $DHP_PYTHON), and dhp-chaos carries
-# scripts/pg.sh inside it. DHP_INSTALL_NO_VENV=1 skips the venv.
+# reference in the venv made here (or $DHP_PYTHON), and dhp-chaos sets up
+# its PostgreSQL clusters itself (dhp-chaos/src/db/). DHP_INSTALL_NO_VENV=1
+# skips the venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 installs=(

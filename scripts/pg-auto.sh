@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway REPLICATED PostgreSQL cluster under a real failover manager,
-# pg_auto_failover (Debian's postgresql-15-auto-failover), for dhp-chaos
-# rounds: a monitor and three data nodes, EACH IN ITS OWN NETWORK NAMESPACE
+# pg_auto_failover (Debian's postgresql-15-auto-failover), the layout
+# dhp-chaos's rounds set up with src/db/auto.rs (this script is for tests,
+# benches and people): a monitor and three data nodes, EACH IN ITS OWN NETWORK NAMESPACE
 # on a bridge (monitor 10.78.K.2, nodes 10.78.K.3-5, a port each; the root namespace,
 # where the clients run, is 10.78.K.1). Quorum-synchronous replication:
 # `synchronous_standby_names = 'ANY 1 (…)'`, set and kept by the monitor.
@@ -62,7 +63,7 @@ need_root() {
 }
 
 # Installs happen in scripts/services.sh (CI's scripts/test.sh runs it),
-# never here: this script also runs from inside dhp-chaos.
+# never here, nor from dhp-chaos (whose src/db/ sets up the same layout).
 need_tools() {
     need_root
     local missing=""

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A throwaway REPLICATED PostgreSQL cluster for dhp-chaos rounds: a primary,
+# A throwaway REPLICATED PostgreSQL cluster (the layout dhp-chaos's rounds
+# set up with src/db/cluster.rs; this script is for tests and people): a primary,
 # a synchronous standby and an asynchronous standby, three servers on
 # 127.0.0.1 (one port each; not network namespaces), streaming replication.
 #
@@ -41,8 +42,8 @@ find_pgbin() {
     return 1
 }
 
-# Installs happen in scripts/services.sh, never here: this script also
-# runs from inside dhp-chaos.
+# Installs happen in scripts/services.sh, never here, nor from dhp-chaos
+# (whose src/db/cluster.rs sets up the same layout).
 install_deps() {
     if ! find_pgbin; then
         echo "pg-cluster.sh: PostgreSQL is missing: run scripts/services.sh as root (it installs it)" >&2

@@ -42,7 +42,7 @@ find_pgbin() {
 }
 
 # Installs happen in scripts/services.sh (CI's scripts/test.sh runs it),
-# never here: this script also runs from inside dhp-chaos.
+# never here, nor from dhp-chaos (whose src/db/ sets up the same layout).
 install_deps() {
     local need=()
     find_pgbin || need+=(postgresql)

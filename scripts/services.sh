@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Debian tools the tests and dhp-chaos's database, host and clock modes
 # need, installed here and only here: never from inside a test, nor from
-# scripts/pg.sh, pg-cluster.sh or pg-auto.sh, which also run from inside an
-# installed dhp-chaos and say which tool is missing instead.
+# scripts/pg.sh, pg-cluster.sh, pg-auto.sh or dhp-chaos's database control
+# plane (dhp-chaos/src/db/), which say which tool is missing instead.
 #
 #   scripts/services.sh           install whatever is missing (as root; CI's
 #                                 scripts/test.sh runs it before the tests)

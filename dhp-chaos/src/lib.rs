@@ -52,6 +52,7 @@ pub mod check;
 pub mod clock;
 pub mod config;
 pub mod coverage;
+pub mod db;
 pub mod error;
 pub mod hist;
 pub mod hosts;

@@ -4,7 +4,7 @@
 mod cli;
 
 use clap::Parser;
-use cli::args::{Cli, Cmd};
+use cli::args::{Cli, Cmd, DbAction};
 
 fn main() {
     let cli = Cli::parse();
@@ -21,6 +21,17 @@ fn main() {
         }
         Some(Cmd::Ledger { dirs, ledger, label, night, thresholds, regressions }) => {
             cli::ledger::ledger(cli::ledger::LedgerArgs { dirs, ledger, label, night, thresholds, regressions })
+        }
+        Some(Cmd::Db { action }) => match action {
+            DbAction::Start { kind, async_, watch } => cli::db::start(&kind, async_, watch),
+            DbAction::Step { kind, dir, step, node } => cli::db::step(&kind, &dir, &step, node.as_deref()),
+            DbAction::Stop { kind, dir } => cli::db::stop(&kind, &dir),
+        },
+        Some(Cmd::DbWatch { pid, kind, dir }) => {
+            if let Some(k) = dhp_chaos::db::Kind::parse(&kind) {
+                dhp_chaos::db::watch(pid, k, &dir);
+            }
+            Ok(0)
         }
         None => cli::run::run(cli.run),
     };

@@ -1,106 +1,20 @@
-//! PostgreSQL rounds: the throwaway cluster a `--store postgres` run owns
-//! (started and stopped with `scripts/pg.sh`, like the tests), the harness's
+//! PostgreSQL rounds: the throwaway server a `--store postgres` run owns
+//! ([`crate::db::single`], the layout of `scripts/pg.sh`), the harness's
 //! own client (no dhp-core store code: the checker must not trust what it
 //! checks), and the end-of-round JSON export of the store that `analyze`
 //! re-checks once the cluster is gone.
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// A cluster started for this run; stopped (and its directory removed) on drop.
-#[derive(Debug)]
-pub struct OwnedCluster {
-    script: PathBuf,
-    /// The cluster's data directory.
-    pub data_dir: PathBuf,
-    /// The server's URL as `scripts/pg.sh` prints it (`postgres://…`, with the password).
-    pub url: String,
-}
-
-impl OwnedCluster {
-    /// `scripts/pg.sh start --watch <this pid>`: the script stops the
-    /// cluster itself should this process die without dropping it.
-    pub fn start() -> Result<OwnedCluster> {
-        let script = pg_script()?;
-        let out = std::process::Command::new("bash")
-            .arg(&script)
-            .args(["start", "--watch", &std::process::id().to_string()])
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        if !out.status.success() {
-            bail!("{} start failed ({})", script.display(), out.status);
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let last = text.lines().last().unwrap_or("").trim();
-        let Some((dir, url)) = last.split_once(' ') else {
-            bail!("{} start printed {last:?}, not `DIR URL`", script.display());
-        };
-        let c = OwnedCluster { script, data_dir: PathBuf::from(dir), url: url.to_string() };
-        // stopped on a signal too (if teardown began meanwhile: stopped now, by the drop)
-        crate::teardown::guarded(|r| {
-            r.clusters.insert((c.script.clone(), c.data_dir.clone()));
-            Ok(())
-        })?;
-        Ok(c)
-    }
-}
-
-impl Drop for OwnedCluster {
-    fn drop(&mut self) {
-        stop_cluster(&self.script, &self.data_dir);
-    }
-}
-
-/// scripts/pg.sh, as this program was built with it: written once into
-/// `$XDG_CACHE_HOME/dhp-rs/` (default `~/.cache/dhp-rs/`, else the temporary
-/// directory) under a name that carries a hash of its text, so an installed
-/// `dhp-chaos` needs no checkout to start and stop its throwaway clusters.
-pub fn pg_script() -> Result<PathBuf> {
-    cached_script("pg", include_str!("../../scripts/pg.sh"))
-}
-
-/// A script built into this program (`stem`, its `text`), written once into
-/// the cache directory under `STEM-HASH.sh`, so an installed `dhp-chaos`
-/// needs no checkout (scripts/pg.sh, scripts/pg-cluster.sh).
-pub(crate) fn cached_script(stem: &str, text: &str) -> Result<PathBuf> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    let dir = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("dhp-rs");
-    let path = dir.join(format!("{stem}-{:016x}.sh", h.finish()));
-    if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    // written aside and renamed: a concurrent run never reads half a script
-    let tmp = dir.join(format!(".{stem}-{}.sh", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(path)
-}
-
-/// `SCRIPT stop DIR` for a cluster this run owns, and forget it in the
-/// teardown registry (the drop of [`OwnedCluster`] and of the replicated one).
-pub(crate) fn stop_cluster(script: &Path, dir: &Path) {
-    let _ = std::process::Command::new("bash")
-        .arg(script)
-        .arg("stop")
-        .arg(dir)
-        .stdout(std::process::Stdio::null())
-        .status();
-    let key = (script.to_path_buf(), dir.to_path_buf());
-    crate::teardown::forget(|r| {
-        r.clusters.remove(&key);
-    });
+/// Start a throwaway server this run owns ([`crate::db::single::setup`]):
+/// stopped and removed when the returned value is dropped, on a signal, or
+/// by its watcher should this process die without either.
+pub fn start_owned() -> Result<crate::db::Owned> {
+    Ok(crate::db::single::setup()?)
 }
 
 /// `postgres://…` or `postgresql://…`, without a `schema=` (each round gets its own).

@@ -1,5 +1,5 @@
 //! `--pg-cluster sync|async`: a replicated PostgreSQL cluster the run owns
-//! (`scripts/pg-cluster.sh`): a primary, a synchronous standby and an
+//! ([`crate::db::cluster`], the layout of `scripts/pg-cluster.sh`): a primary, a synchronous standby and an
 //! asynchronous one, three servers on 127.0.0.1 (one port each, not network
 //! namespaces), streaming replication. The clients get a multi-host URL
 //! with `target_session_attrs=read-write` and follow the primary.
@@ -8,13 +8,13 @@
 //! - `harness` ([`FAILOVER_MANAGER`]): the harness itself crashes and
 //!   fences the primary and promotes the synchronous standby with `pg_ctl
 //!   promote` (`round/db_failover.rs`); `sync` or `async` replication.
-//! - `pg_auto_failover` ([`AUTO_MANAGER`], `scripts/pg-auto.sh`): a real
+//! - `pg_auto_failover` ([`AUTO_MANAGER`], [`crate::db::auto`]): a real
 //!   failover manager from Debian's packages — a monitor and three keepers,
 //!   every node in its own network namespace; the monitor promotes, the
 //!   harness only breaks things and watches (`round/db_auto.rs`).
 
 use anyhow::{bail, Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// What every round file and report says promotes a standby (`--failover-manager harness`).
@@ -28,9 +28,9 @@ pub const AUTO_SYNC_ONLY: &str = "--failover-manager pg_auto_failover runs quoru
 /// Who promotes a standby.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
-    /// The harness, `pg_ctl promote` (`scripts/pg-cluster.sh`).
+    /// The harness, `pg_ctl promote` ([`crate::db::cluster`]).
     Harness,
-    /// pg_auto_failover's monitor (`scripts/pg-auto.sh`).
+    /// pg_auto_failover's monitor ([`crate::db::auto`]).
     PgAutoFailover,
 }
 
@@ -86,127 +86,27 @@ impl Replication {
     }
 }
 
-/// A replicated cluster started for this run; stopped (its directory removed) on drop.
-#[derive(Debug)]
-pub struct OwnedReplicated {
-    script: PathBuf,
-    /// The cluster's directory (`n0/`, `n1/`, `n2/`, `roles`, `pwfile`).
-    pub dir: PathBuf,
-    /// The multi-host URL (`…@h:p0,h:p1,h:p2/dhp?target_session_attrs=read-write`, with the password).
-    pub url: String,
-    /// Its replication.
-    pub replication: Replication,
-    /// Who promotes.
-    pub manager: Manager,
+/// Set up a replicated cluster this run owns: the harness-promoted one
+/// ([`crate::db::cluster`]) or pg_auto_failover's ([`crate::db::auto`],
+/// quorum-synchronous only); torn down when the returned value is dropped.
+pub fn start_owned(replication: Replication, manager: Manager) -> Result<crate::db::Owned> {
+    Ok(match manager {
+        Manager::Harness => crate::db::cluster::setup(replication == Replication::Async)?,
+        Manager::PgAutoFailover if replication == Replication::Async => bail!("{AUTO_SYNC_ONLY}"),
+        Manager::PgAutoFailover => crate::db::auto::setup()?,
+    })
 }
 
-impl OwnedReplicated {
-    /// `scripts/pg-cluster.sh start [--async] --watch <this pid>`, or
-    /// `scripts/pg-auto.sh start --watch <this pid>` (quorum-synchronous only).
-    pub fn start(replication: Replication, manager: Manager) -> Result<OwnedReplicated> {
-        let script = match manager {
-            Manager::Harness => script()?,
-            Manager::PgAutoFailover => auto_script()?,
-        };
-        let mut cmd = std::process::Command::new("bash");
-        cmd.arg(&script).arg("start");
-        if replication == Replication::Async {
-            if manager == Manager::PgAutoFailover {
-                bail!("{AUTO_SYNC_ONLY}");
-            }
-            cmd.arg("--async");
-        }
-        let out = cmd
-            .args(["--watch", &std::process::id().to_string()])
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .with_context(|| format!("running {}", script.display()))?;
-        if !out.status.success() {
-            bail!("{} start failed ({})", script.display(), out.status);
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let last = text.lines().last().unwrap_or("").trim();
-        let Some((dir, url)) = last.split_once(' ') else {
-            bail!("{} start printed {last:?}, not `DIR URL`", script.display());
-        };
-        let c = OwnedReplicated { script, dir: PathBuf::from(dir), url: url.to_string(), replication, manager };
-        crate::teardown::guarded(|r| {
-            r.clusters.insert((c.script.clone(), c.dir.clone()));
-            Ok(())
-        })?;
-        Ok(c)
-    }
-}
-
-impl Drop for OwnedReplicated {
-    fn drop(&mut self) {
-        crate::pg::stop_cluster(&self.script, &self.dir);
-    }
-}
-
-/// scripts/pg-cluster.sh as built into this program, written once into the
-/// cache directory beside [`crate::pg::pg_script`]'s copy.
-pub fn script() -> Result<PathBuf> {
-    crate::pg::cached_script("pg-cluster", include_str!("../../scripts/pg-cluster.sh"))
-}
-
-/// scripts/pg-auto.sh as built into this program.
-pub fn auto_script() -> Result<PathBuf> {
-    crate::pg::cached_script("pg-auto", include_str!("../../scripts/pg-auto.sh"))
-}
-
-/// Is `dir` a `scripts/pg-cluster.sh` directory?
+/// Is `dir` a replicated cluster's directory (either manager's)?
 pub fn is_cluster_dir(dir: &Path) -> bool {
     dir.join("roles").is_file() && dir.join("n0/port").is_file()
 }
 
-/// One node as pg_auto_failover's monitor sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeState {
-    /// `n0`, `n1`, `n2`.
-    pub name: String,
-    /// The state its keeper last reported.
-    pub reported: String,
-    /// The state the monitor assigned.
-    pub goal: String,
-}
+pub use crate::db::auto::{primary_of as auto_primary, whole as auto_whole, NodeState};
 
-/// `scripts/pg-auto.sh state DIR`: the monitor's view (an error when the
-/// monitor cannot be asked).
+/// The monitor's view of the pg_auto_failover cluster in `dir`.
 pub fn auto_state(dir: &Path) -> Result<Vec<NodeState>> {
-    let out = std::process::Command::new("bash")
-        .arg(auto_script()?)
-        .arg("state")
-        .arg(dir)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .context("running scripts/pg-auto.sh state")?;
-    if !out.status.success() {
-        bail!("the pg_auto_failover monitor did not answer ({})", out.status);
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            Some(NodeState { name: w.next()?.into(), reported: w.next()?.into(), goal: w.next()?.into() })
-        })
-        .collect())
-}
-
-/// The node both the monitor and its keeper call primary, if exactly one.
-pub fn auto_primary(nodes: &[NodeState]) -> Option<&str> {
-    let mut p = nodes.iter().filter(|n| n.reported == "primary" && n.goal == "primary");
-    match (p.next(), p.next()) {
-        (Some(n), None) => Some(&n.name),
-        _ => None,
-    }
-}
-
-/// One primary and every other node a streaming secondary, each where the monitor wants it.
-pub fn auto_whole(nodes: &[NodeState]) -> bool {
-    auto_primary(nodes).is_some()
-        && nodes.len() >= 2
-        && nodes.iter().all(|n| n.reported == n.goal && (n.goal == "primary" || n.goal == "secondary"))
+    Ok(crate::db::auto::Auto::at(dir, crate::db::sys::Log::default())?.state()?)
 }
 
 /// How many standbys stream from `primary` (its `pg_stat_replication`):

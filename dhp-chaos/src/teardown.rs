@@ -27,8 +27,8 @@ pub struct Registry {
     pub netns: BTreeSet<String>,
     /// tmpfs mount points.
     pub mounts: BTreeSet<PathBuf>,
-    /// Owned PostgreSQL clusters: (`scripts/pg.sh`, data directory).
-    pub clusters: BTreeSet<(PathBuf, PathBuf)>,
+    /// Owned PostgreSQL databases: (layout, directory).
+    pub clusters: BTreeSet<(crate::db::Kind, PathBuf)>,
 }
 
 static LIVE: Mutex<Registry> = Mutex::new(Registry {
@@ -98,8 +98,8 @@ fn tear(r: &mut Registry) {
     for n in std::mem::take(&mut r.netns) {
         quiet("ip", &["netns".as_ref(), "del".as_ref(), n.as_ref()]);
     }
-    for (script, dir) in std::mem::take(&mut r.clusters) {
-        quiet("bash", &[script.as_os_str(), "stop".as_ref(), dir.as_os_str()]);
+    for (kind, dir) in std::mem::take(&mut r.clusters) {
+        kind.teardown(&dir);
     }
 }
 

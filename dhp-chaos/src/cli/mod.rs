@@ -5,6 +5,7 @@
 pub mod analyze;
 pub mod args;
 pub mod audit;
+pub mod db;
 pub mod ledger;
 pub mod mask;
 pub mod parse;

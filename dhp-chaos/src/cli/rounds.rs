@@ -23,12 +23,12 @@ pub fn run_engines(
     started_at: chrono::DateTime<chrono::Utc>,
     dash: Option<&Dashboard>,
 ) -> Result<i32> {
-    let engines = &a.store;
+    let engines = &a.db.store;
     if engines.iter().filter(|e| e.is_sqlite()).count() > 1 || engines.iter().filter(|e| !e.is_sqlite()).count() > 1 {
         bail!("--store twice runs the same seeds on both engines: give sqlite once and postgres (or a URL) once");
     }
     // refuse database faults (and a useless --pg-data) before any engine runs
-    db_faults::check_pg_data_used(a.pg_data.as_deref(), engines.iter().any(|e| e.url.is_some()))?;
+    db_faults::check_pg_data_used(a.db.pg_data.as_deref(), engines.iter().any(|e| e.url.is_some()))?;
     for e in engines {
         let engine = e.engine();
         db_faults::check_allowed(
@@ -36,13 +36,13 @@ pub fn run_engines(
             engine,
             e.label == "postgres",
             e.url.as_deref(),
-            a.pg_data.as_deref(),
+            a.db.pg_data.as_deref(),
         )?;
         db_faults::check_db_link(&tmpl.fault_mix, engine, e.url.as_deref())?;
-        db_failover::check_cluster(&tmpl.fault_mix, a.pg_cluster.as_deref(), e.label == "postgres")?;
-        db_auto::check_manager(&tmpl.fault_mix, a.pg_cluster.as_deref(), a.failover_manager.as_deref())?;
+        db_failover::check_cluster(&tmpl.fault_mix, a.db.pg_cluster.as_deref(), e.label == "postgres")?;
+        db_auto::check_manager(&tmpl.fault_mix, a.db.pg_cluster.as_deref(), a.db.failover_manager.as_deref())?;
     }
-    let manager = a.failover_manager.as_deref().map(dhp_chaos::pg_cluster::Manager::parse).transpose()?;
+    let manager = a.db.failover_manager.as_deref().map(dhp_chaos::pg_cluster::Manager::parse).transpose()?;
     let manager = manager.unwrap_or(dhp_chaos::pg_cluster::Manager::Harness);
     let mut codes = Vec::new();
     let mut all_totals = Vec::new();
@@ -50,9 +50,9 @@ pub fn run_engines(
         let mut t = tmpl.clone();
         t.engine = e.engine().into();
         // the default mix gets the database faults wherever the harness can crash the server
-        let db_ok = e.label == "postgres" || (e.url.is_some() && a.pg_data.is_some());
-        let replicated = a.pg_cluster.as_deref().map(dhp_chaos::pg_cluster::Replication::parse).transpose()?;
-        if a.faults.is_none() && db_ok {
+        let db_ok = e.label == "postgres" || (e.url.is_some() && a.db.pg_data.is_some());
+        let replicated = a.db.pg_cluster.as_deref().map(dhp_chaos::pg_cluster::Replication::parse).transpose()?;
+        if a.chaos.faults.is_none() && db_ok {
             t.fault_mix.extend_from_slice(
                 if replicated.is_some() && manager == dhp_chaos::pg_cluster::Manager::PgAutoFailover {
                     &db_auto::AUTO_DB_MIX[..]
@@ -63,37 +63,29 @@ pub fn run_engines(
                 },
             );
         }
-        let owned_cluster = match replicated {
-            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::OwnedReplicated::start(r, manager)?),
+        // the database this engine's rounds run on, when the run owns it
+        let owned = match replicated {
+            Some(r) if e.label == "postgres" => Some(dhp_chaos::pg_cluster::start_owned(r, manager)?),
+            None if e.label == "postgres" => Some(dhp_chaos::pg::start_owned()?),
             _ => None,
         };
-        let owned = if e.label == "postgres" && owned_cluster.is_none() {
-            Some(dhp_chaos::pg::OwnedCluster::start()?)
-        } else {
-            None
+        t.pg_data = match &owned {
+            Some(c) => Some(c.dir.clone()),
+            None if e.url.is_some() => a.db.pg_data.clone(),
+            None => None,
         };
-        t.pg_data = match (&owned, &owned_cluster) {
-            (Some(c), _) => Some(c.data_dir.clone()),
-            (None, Some(c)) => Some(c.dir.clone()),
-            (None, None) if e.url.is_some() => a.pg_data.clone(),
-            (None, None) => None,
-        };
-        t.pg_url = match (&owned, &owned_cluster, &e.url) {
-            (Some(c), _, _) => Some(c.url.clone()),
-            (None, Some(c), _) => Some(c.url.clone()),
-            (None, None, Some(u)) => Some(u.clone()),
-            (None, None, None) => None,
-        };
-        if let Some(c) = &owned_cluster {
-            t.pg_cluster = Some(c.replication.name().to_string());
-            t.failover_manager = Some(c.manager.label().to_string());
+        t.pg_url = owned.as_ref().map(|c| c.url.clone()).or_else(|| e.url.clone());
+        let replicated = replicated.filter(|_| owned.is_some());
+        if let Some(r) = replicated {
+            t.pg_cluster = Some(r.name().to_string());
+            t.failover_manager = Some(manager.label().to_string());
         }
         if t.pg_url.is_some() {
-            let where_ = if let Some(c) = &owned_cluster {
+            let where_ = if let Some(r) = replicated {
                 format!(
                     "a replicated cluster owned by this run (primary + 2 standbys, {} replication, failover-manager: {})",
-                    c.replication.name(),
-                    c.manager.label()
+                    r.name(),
+                    manager.label()
                 )
             } else if owned.is_some() {
                 "a throwaway cluster owned by this run".to_string()
@@ -109,7 +101,6 @@ pub fn run_engines(
         }
         let (code, totals) = run_rounds(a, &t, &out_e, started_at, dash)?;
         drop(owned);
-        drop(owned_cluster);
         codes.push(code);
         all_totals.push((t.engine.clone(), totals));
     }
@@ -129,8 +120,8 @@ pub fn run_rounds(
 ) -> Result<(i32, report::Totals)> {
     let seed = tmpl.seed;
     // parse::budget_minutes bounds it; try_ refuses rather than panics anyway
-    let budget = Duration::try_from_secs_f64(a.budget_minutes * 60.0)
-        .map_err(|e| anyhow::anyhow!("--budget-minutes {}: {e}", a.budget_minutes))?;
+    let budget = Duration::try_from_secs_f64(a.rounds.budget_minutes * 60.0)
+        .map_err(|e| anyhow::anyhow!("--budget-minutes {}: {e}", a.rounds.budget_minutes))?;
     let t_start = Instant::now();
     let mut reports: Vec<RoundReport> = Vec::new();
     let mut harness_error: Option<anyhow::Error> = None;
@@ -139,14 +130,14 @@ pub fn run_rounds(
     // Several rounds: a line per round as it ends. The summary repeats the
     // table only on a terminal (where the lines have scrolled away), not in
     // a log or a pipe.
-    let live_table = a.nightly || a.rounds > 1;
+    let live_table = a.rounds.nightly || a.rounds.rounds > 1;
     let table_in_summary = !live_table || std::io::stdout().is_terminal();
     loop {
-        if a.nightly {
+        if a.rounds.nightly {
             if t_start.elapsed() + last_round > budget && i > 0 {
                 break;
             }
-        } else if i >= a.rounds {
+        } else if i >= a.rounds.rounds {
             break;
         }
         let rseed = seed.wrapping_add(u64::from(i));
@@ -159,7 +150,7 @@ pub fn run_rounds(
         if let Some(d) = dash {
             d.round_started(i, rseed, cfg.handoffs, &dir);
         }
-        let ran = run_round(&cfg, &dir, a.quiet, a.hosts, dash);
+        let ran = run_round(&cfg, &dir, a.output.quiet, a.net.hosts, dash);
         if let Some(d) = dash {
             d.round_ended();
         }
@@ -172,12 +163,12 @@ pub fn run_rounds(
                         }
                         println!("{}", report::round_line(&r));
                     }
-                    let allowed = a.allow_known_reference_bugs && r.unexplained() == 0;
+                    let allowed = a.verdict.allow_known_reference_bugs && r.unexplained() == 0;
                     let failed = !(r.held || allowed);
                     if failed {
                         println!("  round {i} VIOLATED — artifacts kept in {}", dir.display());
                         println!("  replay: {}", r.replay);
-                    } else if a.nightly && !a.keep_passing {
+                    } else if a.rounds.nightly && !a.output.keep_passing {
                         // passing rounds keep their reports and timeline only (the history of
                         // a long round is megabytes; a nightly runs dozens of rounds)
                         let rdir = Path::new(&r.dir);
@@ -188,14 +179,16 @@ pub fn run_rounds(
                         let _ = std::fs::remove_file(rdir.join("proxy.jsonl"));
                     }
                     reports.push(r);
-                    if failed && a.nightly {
+                    if failed && a.rounds.nightly {
                         break;
                     }
                 }
                 // the page, with this round's row (rewritten with the run's verdict at the end)
                 site_page(out);
-                if a.nightly
-                    && reports.iter().any(|r| !(r.held || (a.allow_known_reference_bugs && r.unexplained() == 0)))
+                if a.rounds.nightly
+                    && reports
+                        .iter()
+                        .any(|r| !(r.held || (a.verdict.allow_known_reference_bugs && r.unexplained() == 0)))
                 {
                     break;
                 }
@@ -212,7 +205,7 @@ pub fn run_rounds(
     }
     let totals = report::totals(&reports);
     print!("{}", report::summary(&reports, &totals, table_in_summary));
-    let code = report::exit_code(&reports, a.allow_known_reference_bugs, harness_error.is_some());
+    let code = report::exit_code(&reports, a.verdict.allow_known_reference_bugs, harness_error.is_some());
     let results = json!({
         "seed": seed,
         "started_at": started_at.to_rfc3339(),

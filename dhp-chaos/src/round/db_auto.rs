@@ -1,5 +1,5 @@
 //! Database faults on a cluster under a real failover manager
-//! (`--failover-manager pg_auto_failover`, `scripts/pg-auto.sh`): the
+//! (`--failover-manager pg_auto_failover`, [`crate::db::auto`]): the
 //! harness breaks a node and watches the monitor; it never promotes.
 //!
 //! - `db-failover`: the primary's host dies (every process in its network
@@ -25,8 +25,8 @@
 //! until pg_auto_failover drains it, so there is no safe moment to read).
 
 use super::*;
+use crate::db::{self, auto::Auto, sys::Log, Cut, Kill, Partition, Primary, Step};
 use crate::pg_cluster::{auto_primary, auto_state, auto_streaming, auto_whole, Manager, NodeState};
-use std::process::{Child, Command, Stdio};
 
 /// A lost standby stays down this long (seconds, uniform).
 pub const STANDBY_DOWN_S: (f64, f64) = (1.0, 4.0);
@@ -110,7 +110,7 @@ struct On {
     restore_at: f64,
     promoted_t: Option<f64>,
     restored_t: Option<f64>,
-    switch: Option<Child>,
+    switch: Option<Step>,
 }
 
 impl AutoState {
@@ -132,33 +132,18 @@ fn whole(dir: &Path, nodes: &[NodeState]) -> bool {
     auto_whole(nodes) && auto_primary(nodes).is_some_and(|p| auto_streaming(dir, p).is_ok_and(|n| n + 1 >= nodes.len()))
 }
 
-fn script_step(dir: &Path, args: &[&str], log: &Path) -> Result<String> {
-    let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    let out = Command::new("bash")
-        .arg(crate::pg_cluster::auto_script()?)
-        .arg(args[0])
-        .arg(dir)
-        .args(&args[1..])
-        .stderr(err)
-        .output()
-        .with_context(|| format!("running scripts/pg-auto.sh {}", args[0]))?;
-    if !out.status.success() {
-        bail!("scripts/pg-auto.sh {} failed ({}); see {}", args.join(" "), out.status, log.display());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+/// The cluster in `dir`, its programs' output (and a failed step's error) to `log`.
+fn auto(dir: &Path, log: &Path) -> db::Result<Auto> {
+    Auto::at(dir, Log(Some(log.to_path_buf())))
 }
 
-/// `scripts/pg-auto.sh switchover DIR` in the background.
-fn spawn_switchover(dir: &Path, log: &Path) -> Result<Child> {
-    let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    Command::new("bash")
-        .arg(crate::pg_cluster::auto_script()?)
-        .arg("switchover")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .context("running scripts/pg-auto.sh switchover")
+/// One step on the cluster in `dir`, its failure noted in `log`.
+fn step(dir: &Path, log: &Path, f: impl FnOnce(&Auto) -> db::Result<String>) -> db::Result<String> {
+    let r = auto(dir, log).and_then(|a| f(&a));
+    if let Err(e) = &r {
+        Log(Some(log.to_path_buf())).note(&e.to_string());
+    }
+    r
 }
 
 impl Driver<'_> {
@@ -229,11 +214,15 @@ impl Driver<'_> {
         let log = self.auto_log();
         let mut switch = None;
         let step = match cause {
-            Cause::HostKilled | Cause::StandbyLost => script_step(&dir, &["kill-host", &victim], &log).map(|_| ()),
-            Cause::Partitioned => script_step(&dir, &["partition", &victim], &log).map(|_| ()),
-            Cause::MonitorPartitioned => script_step(&dir, &["partition", &victim, "monitor"], &log).map(|_| ()),
+            Cause::HostKilled | Cause::StandbyLost => step(&dir, &log, |a| a.kill(&victim)).map(|_| ()),
+            Cause::Partitioned => step(&dir, &log, |a| a.cut(&victim, Cut::All)).map(|_| ()),
+            Cause::MonitorPartitioned => step(&dir, &log, |a| a.cut(&victim, Cut::Monitor)).map(|_| ()),
             // it takes seconds: run beside the event loop, reaped in auto_tick
-            Cause::Switchover => spawn_switchover(&dir, &log).map(|c| switch = Some(c)),
+            Cause::Switchover => {
+                let (dir, log) = (dir.clone(), log.clone());
+                switch = Some(Step::spawn(move || step(&dir, &log, |a| a.switchover())));
+                Ok(())
+            }
         };
         if let Err(e) = step {
             self.hist.record("observe", json!({"what": "db-fault-failed", "fault_id": id, "error": format!("{e:#}")}));
@@ -311,9 +300,9 @@ impl Driver<'_> {
         let log = self.auto_log();
         let Some(mut on) = self.db_state.auto.on.take() else { return Ok(()) };
         if let Some(c) = on.switch.as_mut() {
-            if let Some(s) = c.try_wait()? {
+            if let Some(s) = c.try_finish() {
                 on.switch = None;
-                if !s.success() {
+                if let Err(s) = s {
                     self.hist.record(
                         "observe",
                         json!({"what": "db-fault-failed", "fault_id": on.fault_id,
@@ -343,8 +332,8 @@ impl Driver<'_> {
             };
             if due || now_all {
                 let r = match on.cause {
-                    Cause::HostKilled | Cause::StandbyLost => script_step(&dir, &["start-host", &on.victim], &log),
-                    Cause::Partitioned | Cause::MonitorPartitioned => script_step(&dir, &["heal", &on.victim], &log),
+                    Cause::HostKilled | Cause::StandbyLost => step(&dir, &log, |a| a.start(&on.victim)),
+                    Cause::Partitioned | Cause::MonitorPartitioned => step(&dir, &log, |a| a.heal(&on.victim)),
                     Cause::Switchover => Ok(String::new()),
                 };
                 r?;

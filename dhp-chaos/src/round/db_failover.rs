@@ -1,5 +1,5 @@
 //! `db-failover`, for rounds on a replicated cluster the run owns
-//! (`--pg-cluster sync|async`, [`crate::pg_cluster`]). Failover manager:
+//! (`--pg-cluster sync|async`, [`crate::db::cluster`]). Failover manager:
 //! the harness (`pg_ctl promote`), said so in every fault line.
 //!
 //! One fault, four steps, the event loop running between them (a planned
@@ -27,7 +27,7 @@
 //!    commits wait until one does. `db-up` ends the outage.
 
 use super::*;
-use std::process::{Child, Command, Stdio};
+use crate::db::{self, cluster::Cluster, sys::Log, Primary, Step};
 
 /// A lag window drawn uniform in this range (seconds).
 pub const LAG_S: (f64, f64) = (0.3, 1.0);
@@ -73,8 +73,8 @@ pub(super) struct FailoverState {
 #[derive(Debug)]
 enum Phase {
     Lagging { fault_id: u64, since: f64, crash_at: f64, planned: bool },
-    Promoting { fault_id: u64, since: f64, crashed_t: f64, child: Child },
-    Rejoining { fault_id: u64, since: f64, promoted_t: f64, child: Child },
+    Promoting { fault_id: u64, since: f64, crashed_t: f64, child: Step },
+    Rejoining { fault_id: u64, since: f64, promoted_t: f64, child: Step },
 }
 
 impl FailoverState {
@@ -89,31 +89,17 @@ impl FailoverState {
     }
 }
 
-fn run(dir: &Path, step: &str, log: &Path) -> Result<String> {
-    let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    let out = Command::new("bash")
-        .arg(crate::pg_cluster::script()?)
-        .arg(step)
-        .arg(dir)
-        .stderr(err)
-        .output()
-        .with_context(|| format!("running scripts/pg-cluster.sh {step}"))?;
-    if !out.status.success() {
-        bail!("scripts/pg-cluster.sh {step} failed ({}); see {}", out.status, log.display());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+/// The cluster in `dir`, its programs' output to `log`.
+fn cluster(dir: &Path, log: &Path) -> db::Result<Cluster> {
+    Cluster::at(dir, Log(Some(log.to_path_buf())))
 }
 
-fn spawn(dir: &Path, step: &str, log: &Path) -> Result<Child> {
-    let err = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    Command::new("bash")
-        .arg(crate::pg_cluster::script()?)
-        .arg(step)
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(err)
-        .spawn()
-        .with_context(|| format!("starting scripts/pg-cluster.sh {step}"))
+/// A step's failure, into the failover log beside its programs' output.
+fn logged<T>(r: db::Result<T>, log: &Path) -> db::Result<T> {
+    if let Err(e) = &r {
+        Log(Some(log.to_path_buf())).note(&e.to_string());
+    }
+    r
 }
 
 impl Driver<'_> {
@@ -145,7 +131,8 @@ impl Driver<'_> {
                    "failover_manager": crate::pg_cluster::FAILOVER_MANAGER}),
         );
         if !planned {
-            let detached = run(&dir, "detach", &self.failover_log()).is_ok();
+            let log = self.failover_log();
+            let detached = cluster(&dir, &log).and_then(|c| logged(c.detach(), &log)).is_ok();
             self.hist.record(
                 "observe",
                 json!({"what": "db-standby-detached", "fault_id": id, "node": sync, "ok": detached}),
@@ -165,7 +152,8 @@ impl Driver<'_> {
             None => {}
             Some(Phase::Lagging { fault_id, since, crash_at, planned }) if now_all || now >= crash_at => {
                 let (primary, sync, _) = crate::pg_cluster::roles(&dir)?;
-                run(&dir, if planned { "stop-primary" } else { "crash" }, &log)?;
+                let c = cluster(&dir, &log)?;
+                logged(if planned { c.switchover() } else { db::Kill::kill(&c, &primary) }, &log)?;
                 self.pg = None;
                 let crashed_t = self.hist.record(
                     "observe",
@@ -180,26 +168,28 @@ impl Driver<'_> {
                         "error": format!("{e:#}")}),
                 };
                 self.hist.record("observe", rec);
-                let child = spawn(&dir, "promote", &log)?;
+                let (c2, log2) = (c.clone(), log.clone());
+                let child = Step::spawn(move || logged(c2.promote(), &log2));
                 self.db_state.failover.phase = Some(Phase::Promoting { fault_id, since, crashed_t, child });
             }
-            Some(Phase::Promoting { fault_id, since, crashed_t, mut child }) => match child.try_wait()? {
+            Some(Phase::Promoting { fault_id, since, crashed_t, mut child }) => match child.try_finish() {
                 None => self.db_state.failover.phase = Some(Phase::Promoting { fault_id, since, crashed_t, child }),
-                Some(s) if s.success() => {
+                Some(Ok(_)) => {
                     let (primary, _, _) = crate::pg_cluster::roles(&dir)?;
                     let t = hist::now();
                     self.hist.record(
                         "observe",
                         json!({"what": "db-promoted", "fault_id": fault_id, "node": primary, "failover_s": t - crashed_t}),
                     );
-                    let child = spawn(&dir, "rejoin", &log)?;
+                    let (c, log2) = (cluster(&dir, &log)?, log.clone());
+                    let child = Step::spawn(move || logged(c.rejoin(), &log2));
                     self.db_state.failover.phase = Some(Phase::Rejoining { fault_id, since, promoted_t: t, child });
                 }
-                Some(s) => bail!("promoting the synchronous standby failed ({s}); see {}", log.display()),
+                Some(Err(e)) => bail!("promoting the synchronous standby failed ({e}); see {}", log.display()),
             },
-            Some(Phase::Rejoining { fault_id, since, promoted_t, mut child }) => match child.try_wait()? {
+            Some(Phase::Rejoining { fault_id, since, promoted_t, mut child }) => match child.try_finish() {
                 None => self.db_state.failover.phase = Some(Phase::Rejoining { fault_id, since, promoted_t, child }),
-                Some(s) if s.success() => {
+                Some(Ok(_)) => {
                     let t = hist::now();
                     self.db_state.up_at = Some(t);
                     self.hist.record(
@@ -208,7 +198,7 @@ impl Driver<'_> {
                                "rejoin_s": t - promoted_t}),
                     );
                 }
-                Some(s) => bail!("rebuilding the standbys after a failover failed ({s}); see {}", log.display()),
+                Some(Err(e)) => bail!("rebuilding the standbys after a failover failed ({e}); see {}", log.display()),
             },
             Some(p) => self.db_state.failover.phase = Some(p),
         }

@@ -1,7 +1,7 @@
 //! Faults of the database itself, for PostgreSQL rounds:
 //!
-//! - `db-crash`: `pg_ctl stop -m immediate` (`scripts/pg.sh crash`), started
-//!   again (`scripts/pg.sh restart`) after a delay drawn from the seed; the
+//! - `db-crash`: `pg_ctl stop -m immediate` (the [`crate::db::Kill`] of the
+//!   single server), started again after a delay drawn from the seed; the
 //!   event loop keeps running while the server is down, and the round does
 //!   not end (nor export its store) before it is back.
 //! - `db-terminate-backend`: `pg_terminate_backend` of one backend of a
@@ -17,7 +17,7 @@
 //! the server was down.
 
 use super::*;
-use std::process::{Child, Command, Stdio};
+use crate::db::{self, sys::Log, Kind, Step};
 
 /// Why database faults were refused for a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,13 +174,13 @@ struct Down {
     fault_id: u64,
     since: f64,
     restart_at: f64,
-    restart: Option<Child>,
+    restart: Option<Step>,
     attempts: u32,
 }
 
-/// `scripts/pg.sh`, as built into this program ([`crate::pg::pg_script`]).
-fn script() -> Result<PathBuf> {
-    crate::pg::pg_script()
+/// The single server in `dir`, its programs' output to `log`.
+fn server(dir: &Path, log: Log) -> db::Result<Box<dyn db::Db>> {
+    Kind::Single.open(dir, log)
 }
 
 /// A backend of one process, as `pg_stat_activity` shows it.
@@ -265,7 +265,7 @@ impl Driver<'_> {
 
     fn db_crash(&mut self) -> bool {
         let Some(dir) = self.cfg.pg_data.clone() else { return false };
-        let Ok(script) = script() else { return false };
+        let Ok(server) = server(&dir, Log(Some("/dev/null".into()))) else { return false };
         let down_s = self.rng_misc.gen_range(DOWN_S.0..=DOWN_S.1);
         self.fault_id += 1;
         self.live.faults += 1;
@@ -275,14 +275,7 @@ impl Driver<'_> {
             json!({"fault_id": id, "kind": "db-crash", "signal": "CRASH", "victim": "postgres", "role": "database",
                    "down_s": down_s}),
         );
-        let ok = Command::new("bash")
-            .arg(&script)
-            .arg("crash")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
+        let ok = db::kill_of(server.as_ref()).and_then(|k| k.kill("postgres")).is_ok();
         self.pg = None;
         if !ok {
             // still record an outage: the restart below brings it back either way
@@ -304,26 +297,20 @@ impl Driver<'_> {
         let Some(d) = self.db_state.down.as_mut() else { return Ok(()) };
         match d.restart.as_mut() {
             None if now_all || now >= d.restart_at => {
-                let err = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
-                d.restart = Some(
-                    Command::new("bash")
-                        .arg(script()?)
-                        .arg("restart")
-                        .arg(&dir)
-                        .stdout(Stdio::null())
-                        .stderr(err)
-                        .spawn()
-                        .context("starting scripts/pg.sh restart")?,
-                );
+                let server = server(&dir, Log(Some(log.clone())))?;
+                d.restart = Some(Step::spawn(move || db::kill_of(server.as_ref())?.start("postgres")));
                 d.attempts += 1;
                 let (id, n) = (d.fault_id, d.attempts);
                 self.hist.record("observe", json!({"what": "db-restart", "fault_id": id, "attempt": n}));
             }
             None => {}
-            Some(child) => {
-                if let Some(status) = child.try_wait()? {
+            Some(step) => {
+                if let Some(done) = step.try_finish() {
                     let (id, since, n) = (d.fault_id, d.since, d.attempts);
-                    if status.success() {
+                    if let Err(e) = &done {
+                        Log(Some(log.clone())).note(&e.to_string());
+                    }
+                    if done.is_ok() {
                         self.db_state.down = None;
                         let t = hist::now();
                         self.db_state.up_at = Some(t);

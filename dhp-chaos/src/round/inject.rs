@@ -79,31 +79,39 @@ impl Driver<'_> {
     /// Inject one fault of `kind` now, on a victim drawn from the processes
     /// eligible at this moment; false when there was none.
     pub fn inject_kind(&mut self, kind: FaultKind) -> bool {
-        if kind.is_db() {
-            self.draw_db(kind);
-            return true;
+        match kind {
+            FaultKind::DbCrash
+            | FaultKind::DbTerminateBackend
+            | FaultKind::DbStall
+            | FaultKind::DbFailover
+            | FaultKind::DbSwitchover
+            | FaultKind::DbPrimaryPartition
+            | FaultKind::DbMonitorPartition
+            | FaultKind::DbStandbyLost => {
+                self.draw_db(kind);
+                true
+            }
+            FaultKind::Link => self.inject_link(),
+            FaultKind::DbLink => self.inject_db_link(),
+            FaultKind::DiskFull => self.inject_disk_full(),
+            FaultKind::StoreFull => self.inject_store_full(),
+            FaultKind::StopAtChunk => self.arm_chunk_stop(),
+            FaultKind::LoseUnsynced => self.inject_lose_unsynced(),
+            FaultKind::KillAtCommit | FaultKind::PauseAtCommit => self.arm_at_commit(kind),
+            FaultKind::KillWorker
+            | FaultKind::KillLeader
+            | FaultKind::KillFollower
+            | FaultKind::KillMulti
+            | FaultKind::KillTransport
+            | FaultKind::Pause => self.inject_process(kind),
+            // network and host faults are the multi-host schedule's (src/hosts/)
+            FaultKind::Partition | FaultKind::HostDeath => false,
         }
-        if kind == FaultKind::Link {
-            return self.inject_link();
-        }
-        if kind == FaultKind::DbLink {
-            return self.inject_db_link();
-        }
-        if kind == FaultKind::DiskFull {
-            return self.inject_disk_full();
-        }
-        if kind == FaultKind::StoreFull {
-            return self.inject_store_full();
-        }
-        if kind == FaultKind::StopAtChunk {
-            return self.arm_chunk_stop();
-        }
-        if kind == FaultKind::LoseUnsynced {
-            return self.inject_lose_unsynced();
-        }
-        if matches!(kind, FaultKind::KillAtCommit | FaultKind::PauseAtCommit) {
-            return self.arm_at_commit(kind);
-        }
+    }
+
+    /// A process fault: its victims drawn, signalled under one fault id;
+    /// false when none was eligible.
+    fn inject_process(&mut self, kind: FaultKind) -> bool {
         let workers: Vec<usize> = (0..self.table.procs.len())
             .filter(|&i| self.table.procs[i].role == Role::Worker && self.table.procs[i].active())
             .collect();
@@ -112,6 +120,27 @@ impl Driver<'_> {
             .collect();
         let leader: Option<usize> =
             sups.iter().copied().find(|&i| self.snap.leader.as_deref() == Some(self.table.procs[i].name.as_str()));
+        let (kind_name, victims) = self.victims(kind, &workers, &sups, leader);
+        if victims.is_empty() {
+            return false;
+        }
+        self.fault_id += 1;
+        self.live.faults += 1;
+        let id = self.fault_id;
+        for (i, sig) in victims {
+            self.signal(i, sig, kind_name, id);
+        }
+        true
+    }
+
+    /// The victims of a process fault of `kind` (and the name it is recorded under).
+    fn victims(
+        &mut self,
+        kind: FaultKind,
+        workers: &[usize],
+        sups: &[usize],
+        leader: Option<usize>,
+    ) -> (&'static str, Vec<(usize, Signal)>) {
         let mut victims: Vec<(usize, Signal)> = Vec::new();
         let mut kind_name = kind.name();
         match kind {
@@ -124,9 +153,9 @@ impl Driver<'_> {
                             && self.table.procs[i].paused.is_some()
                     })
                     .collect();
-                let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped } else { &workers };
+                let pool = if !stopped.is_empty() && self.rng_victim.gen_bool(0.5) { &stopped[..] } else { workers };
                 let pick = pool.choose(&mut self.rng_victim).copied();
-                if let Some(i) = self.steered_victim(&workers).or(pick) {
+                if let Some(i) = self.steered_victim(workers).or(pick) {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
@@ -170,23 +199,6 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGKILL));
                 }
             }
-            // handled above: no victim process
-            FaultKind::DbCrash
-            | FaultKind::DbTerminateBackend
-            | FaultKind::DbStall
-            | FaultKind::DbFailover
-            | FaultKind::DbSwitchover
-            | FaultKind::DbPrimaryPartition
-            | FaultKind::DbMonitorPartition
-            | FaultKind::DbStandbyLost
-            | FaultKind::Link
-            | FaultKind::DbLink
-            | FaultKind::DiskFull
-            | FaultKind::StoreFull
-            | FaultKind::StopAtChunk
-            | FaultKind::LoseUnsynced
-            | FaultKind::KillAtCommit
-            | FaultKind::PauseAtCommit => {}
             FaultKind::Pause => {
                 let holders: Vec<usize> =
                     workers.iter().copied().filter(|&i| self.lease_of(&self.table.procs[i]).is_some()).collect();
@@ -194,19 +206,10 @@ impl Driver<'_> {
                     victims.push((i, Signal::SIGSTOP));
                 }
             }
-            // network and host faults are the multi-host schedule's (src/hosts/)
-            FaultKind::Partition | FaultKind::HostDeath => {}
+            // not process faults: dispatched in inject_kind
+            _ => {}
         }
-        if victims.is_empty() {
-            return false;
-        }
-        self.fault_id += 1;
-        self.live.faults += 1;
-        let id = self.fault_id;
-        for (i, sig) in victims {
-            self.signal(i, sig, kind_name, id);
-        }
-        true
+        (kind_name, victims)
     }
 
     /// Host death: SIGKILL every live process of this host in one instant

@@ -18,6 +18,7 @@ mod db_link_refused;
 mod db_mutant_ack_uncommitted;
 mod db_mutant_unheld_liveness;
 mod db_mutant_wedge;
+mod db_watch;
 mod db_wedge_builtin_holds;
 mod disk_full_round;
 mod docs_agree;

@@ -1,5 +1,6 @@
-//! `scripts/pg-auto.sh` (what `dhp-chaos --failover-manager
-//! pg_auto_failover` runs) is private to its owner (issue 47 item 5): another
+//! pg_auto_failover's cluster, as `dhp-chaos db start auto` sets it up
+//! (what `dhp-chaos --failover-manager pg_auto_failover` runs) and as
+//! `scripts/pg-auto.sh` does, is private to its owner (issue 47 item 5): another
 //! local user (`nobody`, in the root namespace like every local user's
 //! processes) reaches no server socket (they are in DIR/NODE/sock, 0700, not
 //! the shared /var/run/postgresql), gets in as none of pg_auto_failover's
@@ -14,6 +15,28 @@ use std::time::{Duration, Instant};
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-auto.sh")
+}
+
+/// `pg-auto.sh ACTION` or `dhp-chaos db ACTION auto`.
+fn command(chaos: bool, action: &str) -> Command {
+    if chaos {
+        let mut c = Command::new(crate::common::chaos_bin());
+        c.args(["db", action, "auto"]);
+        c
+    } else {
+        let mut c = Command::new("bash");
+        c.arg(script()).arg(action);
+        c
+    }
+}
+
+/// What the setup says on stderr before the directory's name.
+fn dir_line(chaos: bool) -> &'static str {
+    if chaos {
+        "dhp-chaos: pg_auto_failover cluster directory "
+    } else {
+        "pg-auto.sh: cluster directory "
+    }
 }
 
 fn psql() -> String {
@@ -43,11 +66,11 @@ fn read(dir: &Path, file: &str) -> String {
     std::fs::read_to_string(dir.join(file)).map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
-struct Stop(String);
+struct Stop(bool, String);
 
 impl Drop for Stop {
     fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).args(["stop", &self.0]).status();
+        let _ = command(self.0, "stop").arg(&self.1).status();
     }
 }
 
@@ -61,12 +84,21 @@ fn need_root() {
 
 #[test]
 fn pg_auto_cluster_is_private_to_its_owner() {
+    private(false);
+}
+
+#[test]
+fn chaos_auto_cluster_is_private_to_its_owner() {
+    private(true);
+}
+
+fn private(chaos: bool) {
     need_root();
-    let o = Command::new("bash").arg(script()).arg("start").output().expect("running pg-auto.sh");
+    let o = command(chaos, "start").output().expect("running the setup");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "pg-auto.sh start failed:\n{text}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "start failed:\n{text}\n{}", String::from_utf8_lossy(&o.stderr));
     let (dir, url) = text.lines().last().and_then(|l| l.split_once(' ')).expect("a `DIR URL` line");
-    let _stop = Stop(dir.to_string());
+    let _stop = Stop(chaos, dir.to_string());
     let dir = Path::new(dir);
     let pw = url.split("postgres://postgres:").nth(1).and_then(|r| r.split('@').next()).unwrap().to_string();
     let sub = read(dir, "subnet");
@@ -153,10 +185,18 @@ fn namespaces(tag: &str) -> Vec<String> {
 
 #[test]
 fn pg_auto_start_interrupted_by_sigint_leaves_nothing() {
+    interrupted(false);
+}
+
+#[test]
+fn chaos_auto_start_interrupted_by_sigint_leaves_nothing() {
+    interrupted(true);
+}
+
+fn interrupted(chaos: bool) {
     need_root();
-    let mut child = Command::new("bash")
-        .arg(script())
-        .args(["start", "--watch", &std::process::id().to_string()])
+    let mut child = command(chaos, "start")
+        .args(["--watch", &std::process::id().to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -166,12 +206,12 @@ fn pg_auto_start_interrupted_by_sigint_leaves_nothing() {
     let mut line = String::new();
     let dir = loop {
         line.clear();
-        assert!(err.read_line(&mut line).unwrap() > 0, "pg-auto.sh ended before naming its directory");
-        if let Some(d) = line.trim().strip_prefix("pg-auto.sh: cluster directory ") {
+        assert!(err.read_line(&mut line).unwrap() > 0, "the setup ended before naming its directory");
+        if let Some(d) = line.trim().strip_prefix(dir_line(chaos)) {
             break d.to_string();
         }
     };
-    let _stop = Stop(dir.clone());
+    let _stop = Stop(chaos, dir.clone());
     // drain stderr (pg_autoctl logs there) so the script never blocks on it
     let drain = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
     // interrupt once the monitor runs and the first node is being created
@@ -194,7 +234,7 @@ fn pg_auto_start_interrupted_by_sigint_leaves_nothing() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "pg-auto.sh still running 60 s after SIGINT");
+        assert!(t.elapsed() < Duration::from_secs(60), "the setup still running 60 s after SIGINT");
         std::thread::sleep(Duration::from_millis(100));
     };
     let log = drain.join().unwrap();

@@ -20,6 +20,26 @@ fn processes() -> Vec<(u32, String)> {
     out
 }
 
+/// The parent of `pid` (`/proc/PID/stat`'s fourth field, after the command's parentheses).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Is `pid` a descendant of `root`? (Other tests run dhp-chaos with a URL
+/// in its argv at the same time: only this round's children count.)
+fn descends_from(pid: u32, root: u32) -> bool {
+    let mut p = pid;
+    for _ in 0..64 {
+        match parent(p) {
+            Some(q) if q == root => return true,
+            Some(q) if q > 1 => p = q,
+            _ => return false,
+        }
+    }
+    false
+}
+
 #[test]
 fn no_child_of_a_postgres_round_has_the_password_in_its_argv() {
     let url = dhp_kit::pg_url();
@@ -59,6 +79,9 @@ fn no_child_of_a_postgres_round_has_the_password_in_its_argv() {
         for (pid, cmd) in processes() {
             // dhp-chaos itself was given the URL: that is the caller's argv
             if pid == me || pid == std::process::id() || own.as_ref().is_some_and(|o| *o == cmd) {
+                continue;
+            }
+            if !descends_from(pid, me) {
                 continue;
             }
             if cmd.contains(&password) {

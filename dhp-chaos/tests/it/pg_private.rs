@@ -1,8 +1,10 @@
 //! The throwaway clusters are private to their owner (issue 47 item 5):
 //! another local user (`nobody`) can read neither the superuser's password
-//! nor reach the socket (trust auth) of `scripts/pg.sh` or
-//! `scripts/pg-cluster.sh` (what `dhp-chaos --pg-cluster` runs), and over
-//! TCP gets in only with the password. Needs root (to become `nobody`).
+//! nor reach the socket (trust auth) of a single server or a replicated
+//! cluster — as `dhp-chaos db start` sets them up (what `--store postgres`
+//! and `--pg-cluster` run) and as `scripts/pg.sh` / `scripts/pg-cluster.sh`
+//! do — and over TCP gets in only with the password. Needs root (to become
+//! `nobody`).
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -31,30 +33,61 @@ fn as_nobody(argv: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("running setpriv (util-linux)")
 }
 
+/// Who sets the cluster up: a script, or `dhp-chaos db` (`kind`).
+enum Maker {
+    Script(&'static str),
+    Chaos(&'static str),
+}
+
+impl Maker {
+    fn name(&self) -> &'static str {
+        match self {
+            Maker::Script(n) | Maker::Chaos(n) => n,
+        }
+    }
+
+    /// The command with `action` (start, stop) and its arguments.
+    fn command(&self, action: &str) -> Command {
+        match self {
+            Maker::Script(n) => {
+                let mut c = Command::new("bash");
+                c.arg(script(n)).arg(action);
+                c
+            }
+            Maker::Chaos(kind) => {
+                let mut c = Command::new(crate::common::chaos_bin());
+                c.args(["db", action, kind]);
+                c
+            }
+        }
+    }
+}
+
 struct Cluster {
-    script: PathBuf,
+    stop: Command,
     dir: String,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new("bash").arg(&self.script).args(["stop", &self.dir]).status();
+        let _ = self.stop.arg(&self.dir).status();
     }
 }
 
-fn start(name: &str) -> (Cluster, String) {
-    let s = script(name);
-    let o = Command::new("bash").arg(&s).arg("start").output().expect("running the cluster script");
+fn start(m: &Maker) -> (Cluster, String) {
+    let name = m.name();
+    let o = m.command("start").output().expect("running the cluster's setup");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{name} start failed:\n{text}\n{}", String::from_utf8_lossy(&o.stderr));
     let last = text.lines().last().unwrap_or("").to_string();
     let (dir, url) = last.split_once(' ').unwrap_or_else(|| panic!("{name}: no `DIR URL` line: {text}"));
-    (Cluster { script: s, dir: dir.into() }, url.into())
+    (Cluster { stop: m.command("stop"), dir: dir.into() }, url.into())
 }
 
-fn check(name: &str) {
+fn check(m: Maker) {
     assert_eq!(nix::unistd::geteuid().as_raw(), 0, "this test becomes `nobody`: run it as root (CI does)");
-    let (c, url) = start(name);
+    let (c, url) = start(&m);
+    let name = m.name();
     let pw = url.split("postgres://postgres:").nth(1).and_then(|r| r.split('@').next()).unwrap().to_string();
     let port = url.split("@127.0.0.1:").nth(1).and_then(|r| r.split(['/', ',']).next()).unwrap().to_string();
     let psql = psql();
@@ -71,7 +104,7 @@ fn check(name: &str) {
         "{name}: nobody read {pwfile}"
     );
     // ... reaches no socket (trust auth there)
-    let sock_dir = if name == "pg.sh" { c.dir.clone() } else { format!("{}/n0", c.dir) };
+    let sock_dir = if matches!(name, "pg.sh" | "single") { c.dir.clone() } else { format!("{}/n0", c.dir) };
     let sock = format!("host={sock_dir} port={port} user=postgres dbname=dhp");
     let via_socket = as_nobody(&[psql, &sock, "-w", "-Atc", "select 1"], &[]);
     assert!(
@@ -91,10 +124,20 @@ fn check(name: &str) {
 
 #[test]
 fn pg_sh_cluster_is_private_to_its_owner() {
-    check("pg.sh");
+    check(Maker::Script("pg.sh"));
 }
 
 #[test]
 fn pg_cluster_sh_cluster_is_private_to_its_owner() {
-    check("pg-cluster.sh");
+    check(Maker::Script("pg-cluster.sh"));
+}
+
+#[test]
+fn chaos_single_server_is_private_to_its_owner() {
+    check(Maker::Chaos("single"));
+}
+
+#[test]
+fn chaos_cluster_is_private_to_its_owner() {
+    check(Maker::Chaos("cluster"));
 }
