@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-/// A short lease so the dead worker is noticed in about a second.
+/// A short lease so the dead worker is noticed in about a second (A's own
+/// is longer: see `handover`).
 const ENV: [(&str, &str); 3] =
     [("DHP_LEASE_INTERVAL_S", "0.5"), ("DHP_LEASE_MAX_MISSED", "2"), ("DHP_SUPERVISOR_SCAN_S", "0.2")];
 
@@ -42,6 +43,10 @@ fn handover(first_is_reference: bool) {
     let root = dir.path().join("store");
     let (pa, pb) = (dir.path().join("a.pid"), dir.path().join("b.pid"));
     let (a, b) = if first_is_reference { (reference(&root), ours(&root)) } else { (ours(&root), reference(&root)) };
+    // B's short lease gets its death noticed in a second; A, which recovers
+    // and goes on, has a longer one: under load the calls between its
+    // recover and its checkpoint outlasted a 1 s lease (a fresh-clone CI run)
+    let a = [vec!["env".into(), "DHP_LEASE_INTERVAL_S=2".into(), "DHP_LEASE_MAX_MISSED=3".into()], a].concat();
     // The supervisor wants an existing store; either server would make one.
     dhp_core::store::open_root(&root, dhp_core::store::OpenMode::Create).expect("create the store");
     let _sup = supervisor(&root);
