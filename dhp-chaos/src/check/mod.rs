@@ -35,7 +35,7 @@ pub use ctx::Ctx;
 pub use env_facts::EnvFacts;
 pub use findings::{Finding, Findings};
 pub use invariants::transport_links::faults as transport_log_faults;
-pub use invariants::Invariant;
+pub use invariants::{list, Descriptor, Invariant, Mutant, MutantProgram, DESCRIPTORS};
 pub use landing::{landing, Landing};
 pub use load::{is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, Ckpt, Handoff};
 pub(crate) use report::stats;

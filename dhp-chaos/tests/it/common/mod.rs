@@ -2,10 +2,12 @@
 #![allow(dead_code)]
 
 pub mod bins;
+mod declared;
 mod db_mutant;
 pub mod hosts;
 #[allow(unused_imports)]
 pub use db_mutant::*;
+pub use declared::*;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
