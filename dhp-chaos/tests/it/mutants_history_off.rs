@@ -193,3 +193,18 @@ fn local_workload_leaves_served_work_and_rework_unchecked() {
         assert_eq!(r.results["totals"]["invariants"][inv]["status"], "unchecked", "{inv}\n{}", r.dump());
     }
 }
+
+#[test]
+fn supervisor_that_never_orphans_is_caught_by_detection() {
+    let s = declared_mutant("detection");
+    // the killed worker's handoff stays running: the round ends at its grace
+    let r = off(
+        "off-no-orphan",
+        5,
+        60,
+        &["--supervisors", &s, "--faults", "kill-worker=1", "--fault-seconds", "3", "--grace", "3"],
+    );
+    declared_mutant_caught(&r, "detection");
+    assert_caught(&r, "detection", "never orphaned and did not complete");
+    assert!(!r.violations("outcome").is_empty(), "the dead worker's handoff ended running\n{}", r.dump());
+}
