@@ -85,26 +85,13 @@ fn with_partitions(
     by_kind
 }
 
-/// Check a round directory.
-pub fn check_round(dir: &Path) -> Result<RoundReport> {
-    let paths = Paths::new(dir);
-    let meta = read_meta(&paths.meta)?;
-    let mut history = hist::load(&paths.history)?;
-    if meta["config"]["impl_history"].as_bool() == Some(false) {
-        // --impl-history off: only the harness's own lines count
-        history.events.retain(hist::Ev::is_chaos);
-    }
-    let store = load::load_round_store(&paths.store)?;
-    let audit = audit::AuditIx::load(&paths.store)?;
-    let mut ix = history::index(&history);
-    indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
-    db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
-    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
-
-    // Run every invariant, then file: a handoff whose trouble starts at a
-    // documented weakness of the reference has all its violations, under
-    // every invariant, filed as known. The first reason found wins.
-    let checked: Vec<(Invariant, findings::Findings)> = Invariant::ALL.iter().map(|i| (*i, i.check(&cx))).collect();
+/// Run every invariant on the round and file each one's verdict: a
+/// handoff whose trouble starts at a documented weakness of the reference
+/// has all its violations, under every invariant, filed as known (the
+/// first reason found wins); then each is judged by the sources the round
+/// has (returned too).
+fn verdicts(cx: &Ctx<'_>, history: &hist::History) -> (Vec<Verdict>, std::collections::BTreeSet<Source>) {
+    let checked: Vec<(Invariant, findings::Findings)> = Invariant::ALL.iter().map(|i| (*i, i.check(cx))).collect();
     let mut taint: HashMap<String, String> = cx.pre_taint.clone();
     for (_, f) in &checked {
         for (hid, why) in &f.taints {
@@ -126,10 +113,30 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
         }
     }
 
-    let have = sources::available(&cx);
+    let have = sources::available(cx);
     for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
-        sources::judge(v, i, &cx, &have);
+        sources::judge(v, i, cx, &have);
     }
+    (invariants, have)
+}
+
+/// Check a round directory.
+pub fn check_round(dir: &Path) -> Result<RoundReport> {
+    let paths = Paths::new(dir);
+    let meta = read_meta(&paths.meta)?;
+    let mut history = hist::load(&paths.history)?;
+    if meta["config"]["impl_history"].as_bool() == Some(false) {
+        // --impl-history off: only the harness's own lines count
+        history.events.retain(hist::Ev::is_chaos);
+    }
+    let store = load::load_round_store(&paths.store)?;
+    let audit = audit::AuditIx::load(&paths.store)?;
+    let mut ix = history::index(&history);
+    indeterminate::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
+    db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
+    let cx = Ctx::new(dir, &meta, &ix, &store, audit.as_ref());
+
+    let (mut invariants, have) = verdicts(&cx, &history);
     let faults_by_kind = with_partitions(cx.faults.faults_by_kind.clone(), &ix, &meta["config"]);
     let coverage = crate::coverage::of_round(&cx, &faults_by_kind, cx.faults.store_stalls.n);
     crate::coverage::demote(&mut invariants, &coverage);

@@ -145,11 +145,18 @@ fn the_invariant_tables_are_the_declarations() {
         let text = std::fs::read_to_string(&p).unwrap();
         for header in ["| name | holds when |", "| invariant | needs |", "| name | sections | holds when |"] {
             if text.contains(header) {
-                wrong.push(format!("{}: a second table of the invariants ({header}); link dhp-chaos/README.md's", p.display()));
+                wrong.push(format!(
+                    "{}: a second table of the invariants ({header}); link dhp-chaos/README.md's",
+                    p.display()
+                ));
             }
         }
     }
-    assert!(wrong.is_empty(), "{}\n(print the tables with `dhp-chaos list --format markdown|sources`)", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{}\n(print the tables with `dhp-chaos list --format markdown|sources`)",
+        wrong.join("\n")
+    );
     // the short list names every invariant, in order
     let names: Vec<String> = list("text").lines().map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
     let declared: Vec<&str> = dhp_chaos::check::DESCRIPTORS.iter().map(|d| d.name).collect();

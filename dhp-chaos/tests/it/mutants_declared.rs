@@ -83,7 +83,10 @@ fn every_invariant_is_caught_by_its_declared_mutant_in_a_test() {
 fn a_missing_catch_and_a_catch_without_its_mutant_are_named() {
     let mut t = tests();
     t.retain(|_, body| !body.contains("declared_mutant_caught(&r, \"result\")"));
-    t.insert("x::y".into(), "fn y() { let w = declared_mutant(\"result\"); declared_mutant_caught(&r, \"fencing\"); }".into());
+    t.insert(
+        "x::y".into(),
+        "fn y() { let w = declared_mutant(\"result\"); declared_mutant_caught(&r, \"fencing\"); }".into(),
+    );
     let p = problems(&t);
     assert!(p.iter().any(|m| m.starts_with("result: no test runs")), "{p:#?}");
     assert!(p.iter().any(|m| m.starts_with("x::y: requires fencing to catch")), "{p:#?}");

@@ -29,5 +29,10 @@ pub fn declared_mode(inv: &str) -> &'static str {
 /// The round, run with `inv`'s declared mutant, was caught by `inv`.
 pub fn declared_mutant_caught(r: &Run, inv: &str) {
     assert_eq!(r.code, 1, "a violation must exit 1\n{}", r.dump());
-    assert!(!r.violations(inv).is_empty(), "{inv} did not catch its declared mutant ({})\n{}", declared(inv).mutant, r.dump());
+    assert!(
+        !r.violations(inv).is_empty(),
+        "{inv} did not catch its declared mutant ({})\n{}",
+        declared(inv).mutant,
+        r.dump()
+    );
 }

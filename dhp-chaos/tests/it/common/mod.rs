@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 pub mod bins;
-mod declared;
 mod db_mutant;
+mod declared;
 pub mod hosts;
 #[allow(unused_imports)]
 pub use db_mutant::*;
