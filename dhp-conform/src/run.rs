@@ -93,7 +93,7 @@ fn setup(cli: &Cli) -> Result<Setup, ExitCode> {
             }
         }
     };
-    if let Err(e) = dhp_conform::cli::check_report_paths(&cli) {
+    if let Err(e) = dhp_conform::cli::check_report_paths(cli) {
         eprintln!("dhp-conform: {e} (nothing was run)");
         return Err(ExitCode::from(EXIT_USAGE));
     }
@@ -125,6 +125,8 @@ fn setup(cli: &Cli) -> Result<Setup, ExitCode> {
 }
 
 type Resolved = Vec<(String, Option<String>)>;
+/// Adapters started, shared by the trials.
+type Started = Vec<Arc<Impl>>;
 
 /// Start the adapters (once per `--store` each); none may fail to start.
 fn start(
@@ -132,7 +134,7 @@ fn start(
     opts: &Arc<Options>,
     r_under: Resolved,
     r_partners: Resolved,
-) -> Result<(Vec<Arc<Impl>>, Vec<Arc<Impl>>), ExitCode> {
+) -> Result<(Started, Started), ExitCode> {
     if let Err(e) = dhp_conform::pgroup::kill_all_on_signal() {
         eprintln!("dhp-conform: cannot install signal handlers: {e}");
         return Err(ExitCode::from(2));
@@ -408,7 +410,7 @@ fn finish(
     if s.compare {
         let cols: Vec<String> = s.under_test.iter().map(|i| i.label.clone()).collect();
         s.say("");
-        s.say(&report::compare_table(&recs, &rows, &cols));
+        s.say(&report::compare_table(&recs, rows, &cols));
     }
     let mut write_failed = false;
     let mut write = |what: &str, res: std::io::Result<()>| {
