@@ -79,7 +79,9 @@ fn parse_args() -> Result<Args> {
         Some("no-leader-row") => Mode::NoLeaderRow,
         Some("replace-leader") => Mode::ReplaceLeader,
         Some("undlq") => Mode::Undlq,
-        other => bail!("--mode no-bump|two-leaders|no-dlq|no-orphan|no-leader-row|replace-leader|undlq (got {other:?})"),
+        other => {
+            bail!("--mode no-bump|two-leaders|no-dlq|no-orphan|no-leader-row|replace-leader|undlq (got {other:?})")
+        }
     };
     let seconds: f64 = seconds.parse().context("SECONDS must be a number")?;
     dhp_core::config::duration_from_secs("SECONDS", seconds, 86_400.0)?;
