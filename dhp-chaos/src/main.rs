@@ -14,6 +14,7 @@ fn main() {
         std::process::exit(2);
     }
     let code = match cli.cmd {
+        Some(Cmd::List { format }) => cli::list(&format),
         Some(Cmd::Analyze { dir, timeline }) => cli::analyze::analyze(&dir, timeline),
         Some(Cmd::Audit { action, store }) => cli::audit::audit(&action, &store),
         Some(Cmd::Shrink { dir, replays, tries, budget_minutes, budget_rounds }) => {

@@ -19,6 +19,7 @@
 //! });
 //! ```
 
+pub mod doc_table;
 pub mod faketime;
 pub mod http_limits;
 pub mod locate;

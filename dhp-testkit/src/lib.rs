@@ -32,6 +32,6 @@ pub mod torn;
 // The part that links no implementation lives in dhp-kit (a judge uses it
 // without dhp-core); re-exported so the tests keep one name for it.
 pub use dhp_kit::{
-    alive, checkout, dhp_bin, faketime, http_limits, locate, pg_url, python, temp_store, wait_until, workspace_bin,
-    ProcessGroup,
+    alive, checkout, dhp_bin, doc_table, faketime, http_limits, locate, pg_url, python, temp_store, wait_until,
+    workspace_bin, ProcessGroup,
 };

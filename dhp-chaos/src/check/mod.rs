@@ -36,7 +36,7 @@ pub use ctx::Ctx;
 pub use env_facts::EnvFacts;
 pub use findings::{Finding, Findings};
 pub use invariants::transport_links::faults as transport_log_faults;
-pub use invariants::Invariant;
+pub use invariants::{list, Descriptor, Invariant, Mutant, MutantProgram, DESCRIPTORS};
 pub use landing::{landing, Landing};
 pub use load::{is_pruned_round_dir, is_round_dir, load_export, load_round_store, load_saved_report, Ckpt, Handoff};
 pub(crate) use report::stats;
@@ -88,6 +88,29 @@ fn with_partitions(
     by_kind
 }
 
+/// Run every invariant on the round and file each one's verdict: a
+/// handoff whose trouble starts at a documented weakness of the reference
+/// has all its violations, under every invariant, filed as known (the
+/// first reason found wins); then each is judged by the sources the round
+/// has (returned too).
+fn verdicts(cx: &Ctx<'_>, history: &hist::History) -> (Vec<Verdict>, std::collections::BTreeSet<Source>) {
+    let checked: Vec<(Invariant, findings::Findings)> = Invariant::ALL.iter().map(|i| (*i, i.check(cx))).collect();
+    let mut taint: HashMap<String, String> = cx.pre_taint.clone();
+    for (_, f) in &checked {
+        for (hid, why) in &f.taints {
+            taint.entry(hid.clone()).or_insert_with(|| why.to_string());
+        }
+    }
+    let mut invariants: Vec<Verdict> = checked.into_iter().map(|(i, f)| f.file(i, &taint)).collect();
+    history_notes(&mut invariants, history);
+
+    let have = sources::available(cx);
+    for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
+        sources::judge(v, i, cx, &have);
+    }
+    (invariants, have)
+}
+
 /// Check a round directory.
 pub fn check_round(dir: &Path) -> Result<RoundReport> {
     let paths = Paths::new(dir);
@@ -105,23 +128,7 @@ pub fn check_round(dir: &Path) -> Result<RoundReport> {
     db_link::mark(&mut ix, meta["t_end"].as_f64().unwrap_or(f64::INFINITY));
     let cx = Ctx::new(dir, &meta, &cfg, &ix, &store, audit.as_ref());
 
-    // Run every invariant, then file: a handoff whose trouble starts at a
-    // documented weakness of the reference has all its violations, under
-    // every invariant, filed as known. The first reason found wins.
-    let checked: Vec<(Invariant, findings::Findings)> = Invariant::ALL.iter().map(|i| (*i, i.check(&cx))).collect();
-    let mut taint: HashMap<String, String> = cx.pre_taint.clone();
-    for (_, f) in &checked {
-        for (hid, why) in &f.taints {
-            taint.entry(hid.clone()).or_insert_with(|| why.to_string());
-        }
-    }
-    let mut invariants: Vec<Verdict> = checked.into_iter().map(|(i, f)| f.file(i, &taint)).collect();
-    history_notes(&mut invariants, &history);
-
-    let have = sources::available(&cx);
-    for (v, i) in invariants.iter_mut().zip(Invariant::ALL) {
-        sources::judge(v, i, &cx, &have);
-    }
+    let (mut invariants, have) = verdicts(&cx, &history);
     let faults_by_kind = with_partitions(cx.faults.faults_by_kind.clone(), &ix, &cfg);
     let coverage = crate::coverage::of_round(&cx, &faults_by_kind, cx.faults.store_stalls.n);
     crate::coverage::demote(&mut invariants, &coverage);

@@ -48,39 +48,17 @@ use Source::*;
 /// The sources an invariant needs (all of them, or it is unchecked), and
 /// those it uses for detail when they are there.
 pub fn needs(i: Invariant) -> (&'static [Source], &'static [Source]) {
-    match i {
-        Invariant::Outcome => (&[Store], &[Processes]),
-        Invariant::Result => (&[Store], &[History]),
-        Invariant::ExactlyOnce => (&[Store, StoreAudit], &[History, Processes]),
-        Invariant::Checkpoints => (&[Store], &[]),
-        Invariant::Fencing => (&[StoreAudit, Processes], &[History]),
-        Invariant::Zombies => (&[StoreAudit, Processes], &[History]),
-        Invariant::Transport => (&[Store, PeerLog], &[History]),
-        Invariant::Rework => (&[History, Processes], &[]),
-        Invariant::Detection => (&[Processes], &[StoreAudit, History]),
-        Invariant::NoFalseOrphans => (&[StoreAudit, Processes], &[History]),
-        Invariant::SyncAck => (&[History, PeerLog], &[Wire]),
-        Invariant::Converge => (&[Store, PeerLog], &[]),
-        Invariant::Failover => (&[Store, PeerLog, Processes], &[]),
-        Invariant::NoLostCommitsAcrossDbCrash => (&[History, Store, Processes], &[]),
-        Invariant::NoStuckAfterDbRestart => (&[Store, Processes], &[]),
-        Invariant::PeerAcks => (&[Wire, PeerLog], &[]),
-        Invariant::AsyncLag => (&[Wire, History], &[]),
-        Invariant::NoTornAfterStoreFull => (&[Store, Processes, History], &[]),
-        Invariant::OneLeader => (&[StoreAudit, Processes], &[]),
-        Invariant::Budget => (&[StoreAudit, Store], &[]),
-        Invariant::ServedWork => (&[Store, Workload], &[StoreAudit]),
-        Invariant::Model => (&[StoreAudit, Processes], &[Workload]),
-        Invariant::DurableAcks => (&[Workload, Processes], &[]),
-    }
+    let d = i.descriptor();
+    (d.needs, d.detail)
 }
 
-/// [`needs`] in a round that has `have`: `rework` rests on the workload
-/// service's record where there is one (it sees the chunk a victim was
-/// computing when it died, which no history can), else on the history.
+/// [`needs`] in a round that has `have`: with the workload service's
+/// record, an invariant's `with_workload` sources where it declares them
+/// (`rework` rests on the record, which sees the chunk a victim was
+/// computing when it died, which no history can), else its usual ones.
 pub fn needs_in(i: Invariant, have: &BTreeSet<Source>) -> (&'static [Source], &'static [Source]) {
-    match i {
-        Invariant::Rework if have.contains(&Workload) => (&[Processes, Workload], &[History]),
+    match i.descriptor().with_workload {
+        Some(with) if have.contains(&Workload) => with,
         _ => needs(i),
     }
 }

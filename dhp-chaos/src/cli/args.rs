@@ -60,6 +60,13 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand)]
 pub enum Cmd {
+    /// List the invariants, as their declarations say them: name, PROTOCOL.md sections and what
+    /// each promises (text); every field (json); dhp-chaos/README.md's table (markdown); or
+    /// CONTRACT.md's table of the sources each needs (sources).
+    List {
+        #[arg(long, default_value = "text", value_parser = ["text", "json", "markdown", "sources"])]
+        format: String,
+    },
     /// Re-check a saved run (a run directory with round-* subdirectories, or one round directory).
     Analyze {
         dir: PathBuf,

@@ -7,7 +7,7 @@ use crate::common::*;
 fn acknowledged_but_uncommitted_checkpoints_are_caught_across_a_crash() {
     let r = db_mutant_round(
         "dbm-ack",
-        "ack-uncommitted",
+        declared_mode("no-lost-commits-across-db-crash"),
         &["--seed", "21", "--chunks", "80", "--fault-seconds", "6", "--faults-after-checkpoints", "10"],
     );
     // The same lie breaks three more rules: fencing's "every acknowledged
@@ -15,6 +15,8 @@ fn acknowledged_but_uncommitted_checkpoints_are_caught_across_a_crash() {
     // chunk), transport (the unwritten state was shipped at the seq the
     // next real checkpoint took) and served-work (the next row covers two
     // served chunks but carries one's stamp).
+    declared_mutant_caught(&r, "no-lost-commits-across-db-crash");
+    declared_mutant_caught(&r, "checkpoints");
     let v = assert_caught(
         &r,
         "no-lost-commits-across-db-crash",

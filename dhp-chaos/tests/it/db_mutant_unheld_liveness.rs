@@ -6,7 +6,7 @@ use crate::common::*;
 
 #[test]
 fn liveness_listed_without_its_lock_gives_false_orphans_and_is_caught() {
-    let w = format!("{} --mode unheld-liveness", mutant_bin().display());
+    let w = declared_mutant("no-false-orphans");
     let r = run_chaos(
         "dbm-liveness",
         &[
@@ -35,6 +35,7 @@ fn liveness_listed_without_its_lock_gives_false_orphans_and_is_caught() {
         ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "no-false-orphans");
     let v = r.violations("no-false-orphans");
     assert!(!v.is_empty() && v.iter().all(|m| m.contains("recorded operations after the orphan") || m.contains("neither faulted nor exited")), "{v:#?}\n{}", r.dump());
 }

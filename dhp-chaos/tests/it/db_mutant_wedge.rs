@@ -7,7 +7,9 @@ use crate::common::*;
 
 #[test]
 fn a_worker_wedged_by_the_crash_leaves_its_handoff_stuck_and_is_caught() {
-    let r = db_mutant_round("dbm-wedge", "wedge-on-db-error", &WEDGE_FLAGS);
+    let r = db_mutant_round("dbm-wedge", declared_mode("no-stuck-after-db-restart"), &WEDGE_FLAGS);
+    declared_mutant_caught(&r, "no-stuck-after-db-restart");
+    declared_mutant_caught(&r, "outcome");
     // `outcome` too: the handoff ends the round running. And when the crash
     // cut a checkpoint whose COMMIT had reached the disk, the wedged worker
     // never ships it and no successor catches the log up: `transport` says

@@ -106,3 +106,59 @@ fn history_is_called_detail_not_the_ground_truth() {
     }
     assert!(help().contains("optional detail"), "--help says what the history is");
 }
+
+fn list(format: &str) -> String {
+    let out = Command::new(chaos_bin()).args(["list", "--format", format]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A table of `doc` against `dhp-chaos list --format FORMAT` (the
+/// invariants' declarations), each mismatch named.
+fn table_is_declared(doc_name: &str, doc: &str, format: &str) -> Vec<String> {
+    use dhp_kit::doc_table::{cells, mismatches, rows_after};
+    let want_text = list(format);
+    let header_line = want_text.lines().next().unwrap();
+    let header = cells(header_line);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let want = rows_after(&want_text, "").unwrap();
+    let Some(have) = rows_after(doc, header_line) else {
+        return vec![format!("{doc_name}: no table with the header {header_line:?}")];
+    };
+    let mut wrong = mismatches(doc_name, &header, &have, &want);
+    if wrong.is_empty() && !doc.contains(&want_text) {
+        wrong.push(format!("{doc_name}: the table's layout is not `dhp-chaos list --format {format}`'s"));
+    }
+    wrong
+}
+
+/// dhp-chaos/README.md's table of invariants and CONTRACT.md's table of
+/// their sources are the declarations' (`dhp-chaos list`), and no other
+/// document of the chaos harness keeps a table of them.
+#[test]
+fn the_invariant_tables_are_the_declarations() {
+    let mut wrong = table_is_declared("dhp-chaos/README.md", README, "markdown");
+    wrong.extend(table_is_declared("dhp-chaos/CONTRACT.md", CONTRACT, "sources"));
+    let pages = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/chaos");
+    for e in std::fs::read_dir(&pages).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        for header in ["| name | holds when |", "| invariant | needs |", "| name | sections | holds when |"] {
+            if text.contains(header) {
+                wrong.push(format!(
+                    "{}: a second table of the invariants ({header}); link dhp-chaos/README.md's",
+                    p.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{}\n(print the tables with `dhp-chaos list --format markdown|sources`)",
+        wrong.join("\n")
+    );
+    // the short list names every invariant, in order
+    let names: Vec<String> = list("text").lines().map(|l| l.split_whitespace().next().unwrap().to_string()).collect();
+    let declared: Vec<&str> = dhp_chaos::check::DESCRIPTORS.iter().map(|d| d.name).collect();
+    assert_eq!(names, declared);
+}

@@ -39,9 +39,10 @@ fn args<'a>(workers: &'a str, lose: bool, rounds: &'a str) -> Vec<&'a str> {
 
 #[test]
 fn the_no_fsync_mutant_is_caught_with_lost_writes() {
-    let w = mutant_worker("no-fsync");
+    let w = declared_mutant("durable-acks");
     let r = run_chaos("lose-unsynced-mutant", &args(&w, true, "2"));
     assert_eq!(r.code, 1, "a worker that acknowledges unsynced checkpoints must be a violation\n{}", r.dump());
+    declared_mutant_caught(&r, "durable-acks");
     let v = r.violations("durable-acks");
     assert!(v.iter().any(|v| v.contains("an acknowledged write was not durable")), "{v:#?}\n{}", r.dump());
 }

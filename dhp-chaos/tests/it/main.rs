@@ -44,6 +44,7 @@ mod mutant_peer_acks;
 mod mutant_ship_altered;
 mod mutant_ship_late;
 mod mutants;
+mod mutants_declared;
 mod mutants_history_off;
 mod netchaos_builtin;
 mod netchaos_mutant;

@@ -26,8 +26,9 @@ fn assert_model(r: &Run, rule: &str) {
 
 #[test]
 fn supervisor_that_orphans_without_a_leadership_row() {
-    let s = mutant_supervisor("no-leader-row");
+    let s = declared_mutant("model");
     let r = off("model-no-leader-row", 5, 60, &["--supervisors", &s, "--faults", "kill-worker=1"]);
+    declared_mutant_caught(&r, "model");
     assert_model(&r, "§7.1 an orphan needs a live leader term");
 }
 

@@ -5,7 +5,7 @@ use crate::common::*;
 
 #[test]
 fn a_checkpoint_acknowledged_on_a_full_store_disk_is_caught() {
-    let mutant = format!("{} --mode ack-on-full", mutant_bin().display());
+    let mutant = declared_mutant("no-torn-after-store-full");
     let r = run_chaos(
         "store-full-mutant",
         &[
@@ -37,6 +37,8 @@ fn a_checkpoint_acknowledged_on_a_full_store_disk_is_caught() {
     // store" and transport (the unwritten state was shipped at a seq a real
     // checkpoint took later); checkpoints too when the mutant commits again
     // after its lie (its next state lands on the unwritten seq).
+    declared_mutant_caught(&r, "no-torn-after-store-full");
+    declared_mutant_caught(&r, "transport");
     let v = assert_caught(
         &r,
         "no-torn-after-store-full",

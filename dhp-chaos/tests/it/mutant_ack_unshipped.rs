@@ -5,7 +5,7 @@ use crate::common::*;
 
 #[test]
 fn ack_unshipped_mutant_violates_sync_ack() {
-    let w = bins::mutant_worker("ack-unshipped");
+    let w = declared_mutant("sync-ack");
     // no worker kills: every checkpoint is followed by the next, so each is "acknowledged"
     let r = bins::run_small(
         "ack-unshipped",
@@ -14,6 +14,7 @@ fn ack_unshipped_mutant_violates_sync_ack() {
         &["--ship", "tcp", "--workers", &w, "--faults", "kill-follower=1", "--failpoint-rate", "0"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "sync-ack");
     let v = r.violations("sync-ack");
     assert!(!v.is_empty(), "acked-but-unshipped checkpoints must be sync-ack violations\n{}", r.dump());
     assert!(v.iter().all(|m| m.contains("acknowledged") && m.contains("not in the peer's log")), "{v:#?}");

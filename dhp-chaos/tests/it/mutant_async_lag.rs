@@ -5,7 +5,7 @@ use crate::common::*;
 
 #[test]
 fn a_shipper_ignoring_its_lag_bound_is_caught_by_async_lag() {
-    let w = bins::mutant_shipper();
+    let w = format!("{} --dhp {}", declared_mutant("async-lag"), dhp_bin().display());
     let r = bins::run_small(
         "mutant-async-lag",
         5,
@@ -28,6 +28,7 @@ fn a_shipper_ignoring_its_lag_bound_is_caught_by_async_lag() {
         ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "async-lag");
     let v = r.violations("async-lag");
     assert!(v.iter().any(|m| m.contains("unacknowledged by the peer (bound 1)")), "{v:#?}\n{}", r.dump());
 }

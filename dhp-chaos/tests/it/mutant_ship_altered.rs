@@ -5,7 +5,7 @@ use crate::common::*;
 
 #[test]
 fn ship_altered_mutant_does_not_converge() {
-    let w = bins::mutant_worker("ship-altered");
+    let w = declared_mutant("converge");
     let r = bins::run_small(
         "ship-altered",
         7,
@@ -13,6 +13,7 @@ fn ship_altered_mutant_does_not_converge() {
         &["--ship", "tcp", "--workers", &w, "--faults", "kill-follower=1", "--failpoint-rate", "0"],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "converge");
     let v = r.violations("converge");
     assert_eq!(v.len(), 2, "one per handoff: {v:#?}\n{}", r.dump());
     assert!(v.iter().all(|m| m.contains("seq 2 has a different hash from the store's")), "{v:#?}");

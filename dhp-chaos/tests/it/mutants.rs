@@ -1,17 +1,15 @@
 //! The checker is tested: rounds run with deliberately broken workers
 //! (adapters/dhp-rs-chaos/src/bin/mutant-worker.rs, which writes straight into the SQLite store)
-//! must be reported as violations, by the right invariant.
+//! must be reported as violations, by the right invariant. Each takes its
+//! mutant from the invariant's declaration (`declared_mutant`).
 use crate::common::*;
-
-fn mutant(mode: &str) -> String {
-    format!("{} --mode {mode}", mutant_bin().display())
-}
 
 #[test]
 fn skip_fence_mutant_woken_after_replacement_is_split_brain() {
     // Only pauses: each paused mutant loses its lease, is replaced, and is
     // woken while its successor works; it keeps writing without a fence check.
-    let w = mutant("skip-fence");
+    let w = declared_mutant("fencing");
+    assert_eq!(declared("zombies").mutant, declared("fencing").mutant);
     let r = run_chaos(
         "skip-fence",
         &[
@@ -34,6 +32,8 @@ fn skip_fence_mutant_woken_after_replacement_is_split_brain() {
         ],
     );
     assert_eq!(r.code, 1, "a fence-skipping worker must be a violation\n{}", r.dump());
+    declared_mutant_caught(&r, "fencing");
+    declared_mutant_caught(&r, "zombies");
     let fencing = r.violations("fencing");
     assert!(
         fencing.iter().any(|v| v.contains("went backwards") || v.contains("stale write accepted")),
@@ -47,7 +47,7 @@ fn skip_fence_mutant_woken_after_replacement_is_split_brain() {
 
 #[test]
 fn complete_twice_mutant_is_caught() {
-    let w = mutant("complete-twice");
+    let w = declared_mutant("exactly-once");
     let r = run_chaos(
         "complete-twice",
         &[
@@ -68,6 +68,7 @@ fn complete_twice_mutant_is_caught() {
         ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "exactly-once");
     let v = r.violations("exactly-once");
     // each of the 2 handoffs, from the mutant's own history and from the store audit
     let from_history = v.iter().filter(|m| m.contains("completed it 2 times")).count();
@@ -77,7 +78,7 @@ fn complete_twice_mutant_is_caught() {
 
 #[test]
 fn wrong_result_mutant_is_caught() {
-    let w = mutant("wrong-result");
+    let w = declared_mutant("result");
     let r = run_chaos(
         "wrong-result",
         &[
@@ -98,6 +99,7 @@ fn wrong_result_mutant_is_caught() {
         ],
     );
     assert_eq!(r.code, 1, "{}", r.dump());
+    declared_mutant_caught(&r, "result");
     let v = r.violations("result");
     assert!(v.iter().any(|m| m.contains("prime_count")), "{v:#?}");
     // everything else about these runs is fine

@@ -94,14 +94,15 @@ fn cas_less_recover_is_caught_as_a_second_grant() {
 
 #[test]
 fn two_supervisors_that_both_lead_are_caught() {
-    let s = mutant_supervisor("two-leaders");
+    let s = declared_mutant("one-leader");
     let r = off("off-two-leaders", 5, 60, &["--supervisors", &s, "--faults", "kill-worker=1"]);
+    declared_mutant_caught(&r, "one-leader");
     assert_caught(&r, "one-leader", "two leaders");
 }
 
 #[test]
 fn supervisor_that_never_dead_letters_is_caught() {
-    let s = mutant_supervisor("no-dlq");
+    let s = declared_mutant("no-silent-budget-overrun");
     let r = run_chaos(
         "off-no-dlq",
         &[
@@ -128,6 +129,7 @@ fn supervisor_that_never_dead_letters_is_caught() {
             "off",
         ],
     );
+    declared_mutant_caught(&r, "no-silent-budget-overrun");
     assert_caught(&r, "no-silent-budget-overrun", "it must have gone to the DLQ");
 }
 
@@ -159,8 +161,9 @@ fn ours_with_history_off_holds_and_analyze_agrees() {
 
 #[test]
 fn a_worker_that_computes_its_chunks_itself_is_caught_by_the_workload_record() {
-    let w = mutant_worker("local-census");
+    let w = declared_mutant("served-work");
     let r = off("off-local-census", 9, 40, &["--workers", &w, "--faults", "kill-worker=1"]);
+    declared_mutant_caught(&r, "served-work");
     assert_caught(&r, "served-work", "carries no stamp");
     // the results are right, only unserved
     assert!(r.violations("result").is_empty() && r.violations("checkpoints").is_empty(), "{}", r.dump());
@@ -168,8 +171,9 @@ fn a_worker_that_computes_its_chunks_itself_is_caught_by_the_workload_record() {
 
 #[test]
 fn a_worker_that_throws_work_away_is_caught_as_rework() {
-    let w = mutant_worker("throw-away");
+    let w = declared_mutant("rework");
     let r = off("off-throw-away", 10, 60, &["--workers", &w, "--faults", "kill-worker=1"]);
+    declared_mutant_caught(&r, "rework");
     assert_caught(&r, "rework", "more than one chunk redone");
 }
 
@@ -188,4 +192,19 @@ fn local_workload_leaves_served_work_and_rework_unchecked() {
     for inv in ["served-work", "rework"] {
         assert_eq!(r.results["totals"]["invariants"][inv]["status"], "unchecked", "{inv}\n{}", r.dump());
     }
+}
+
+#[test]
+fn supervisor_that_never_orphans_is_caught_by_detection() {
+    let s = declared_mutant("detection");
+    // the killed worker's handoff stays running: the round ends at its grace
+    let r = off(
+        "off-no-orphan",
+        5,
+        60,
+        &["--supervisors", &s, "--faults", "kill-worker=1", "--fault-seconds", "3", "--grace", "3"],
+    );
+    declared_mutant_caught(&r, "detection");
+    assert_caught(&r, "detection", "never orphaned and did not complete");
+    assert!(!r.violations("outcome").is_empty(), "the dead worker's handoff ended running\n{}", r.dump());
 }

@@ -4,39 +4,25 @@
 use super::core::check_log_format;
 use super::new_handoff;
 use crate::check::Check;
-use crate::protocol::feature;
 use crate::suite::{CrossAssertion, CrossCtx};
 use crate::{ensure, ensure_eq};
 use serde_json::json;
 
-/// The cross-implementation assertions.
+/// The cross-implementation assertions, as [`crate::catalogue::DESCRIPTORS`]
+/// declares them.
 pub fn all() -> Vec<CrossAssertion> {
-    vec![
-        CrossAssertion {
-            name: "cross-store",
-            shares_store: true,
-            needs: &[feature::STANDARD_STORE],
-            about: "A's worker checkpoints into a shared store; B's supervisor orphans it, B's worker recovers and completes; A sees the result and is fenced out",
-            run: cross_store,
-        },
-        CrossAssertion {
-            name: "cross-log",
-            shares_store: false,
-            needs: &[],
-            about: "A ships a handoff to a transport log; B ingests it and completes it from the last checkpoint",
-            run: cross_log,
-        },
-        CrossAssertion {
-            name: "cross-bundle",
-            shares_store: false,
-            needs: &[],
-            about: "A suspends a handoff into a bundle; B resumes it on its own root and completes it",
-            run: cross_bundle,
-        },
-    ]
+    crate::catalogue::DESCRIPTORS
+        .iter()
+        .filter_map(|d| match d.run {
+            crate::catalogue::Run::Cross { shares_store, run } => {
+                Some(CrossAssertion { name: d.id, shares_store, needs: d.needs, about: d.rule, run })
+            }
+            crate::catalogue::Run::One(_) => None,
+        })
+        .collect()
 }
 
-fn cross_store(cx: &CrossCtx<'_>) -> Check {
+pub(crate) fn cross_store(cx: &CrossCtx<'_>) -> Check {
     let root = cx.root("shared")?;
     let mut a = cx.a()?;
     let mut b = cx.b()?;
@@ -79,7 +65,7 @@ fn cross_store(cx: &CrossCtx<'_>) -> Check {
     Ok(())
 }
 
-fn cross_log(cx: &CrossCtx<'_>) -> Check {
+pub(crate) fn cross_log(cx: &CrossCtx<'_>) -> Check {
     let (ra, rb) = (cx.root("a")?, cx.root_b("b")?);
     let log = cx.path("t.log");
     let mut a = cx.a()?;
@@ -106,7 +92,7 @@ fn cross_log(cx: &CrossCtx<'_>) -> Check {
     Ok(())
 }
 
-fn cross_bundle(cx: &CrossCtx<'_>) -> Check {
+pub(crate) fn cross_bundle(cx: &CrossCtx<'_>) -> Check {
     let (ra, rb) = (cx.root("a")?, cx.root_b("b")?);
     let bundle = cx.path("h.bundle");
     let mut a = cx.a()?;

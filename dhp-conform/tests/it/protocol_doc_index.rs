@@ -1,6 +1,7 @@
 //! docs/PROTOCOL.md names the assertions that check its rules: every
 //! assertion of the catalogue tags at least one rule (`**[id]**`) and has
-//! its row in the §14 conformance index, at its level; every tag and row
+//! its row in the §14 conformance index as the catalogue declares it
+//! (level and sections); every tag and row
 //! names an assertion that exists; and §0's count of extended assertions
 //! is the catalogue's. Every MUST / MUST NOT / SHOULD of §1–§13 is
 //! followed in its paragraph by a tag whose §14 row names that section, or
@@ -28,16 +29,20 @@ fn tags(text: &str) -> BTreeSet<String> {
     out
 }
 
-/// `id -> level` of the §14 table.
-fn index(section: &str) -> BTreeMap<String, String> {
-    section
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split('|').map(str::trim).collect();
-            (cols.len() == 5 && cols[1] != "assertion" && !cols[1].starts_with('-'))
-                .then(|| (cols[1].to_string(), cols[2].to_string()))
+/// The §14 rows the catalogue declares: id, level, sections.
+fn declared_index() -> Vec<Vec<String>> {
+    catalogue("all")
+        .iter()
+        .map(|a| {
+            let sections: Vec<&str> = a["sections"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+            vec![a["id"].as_str().unwrap().to_string(), a["level"].as_str().unwrap().to_string(), sections.join(", ")]
         })
         .collect()
+}
+
+/// The id -> sections of the catalogue (each assertion's rule tags).
+fn declared_sections() -> BTreeMap<String, BTreeSet<String>> {
+    declared_index().into_iter().map(|r| (r[0].clone(), r[2].split(", ").map(String::from).collect())).collect()
 }
 
 #[test]
@@ -57,7 +62,14 @@ fn protocol_doc_tags_and_indexes_every_assertion() {
     let unknown: Vec<&String> = tagged.iter().filter(|t| *t != "—" && !catalogue.contains_key(*t)).collect();
     assert!(unknown.is_empty(), "docs/PROTOCOL.md tags rules with assertions that do not exist: {unknown:?}");
 
-    assert_eq!(index(section), catalogue, "the §14 conformance index (id → level) is not the catalogue");
+    let have = dhp_testkit::doc_table::rows_after(section, "| assertion |").expect("§14's table");
+    let wrong = dhp_testkit::doc_table::mismatches(
+        "docs/PROTOCOL.md §14",
+        &["assertion", "level", "sections"],
+        &have,
+        &declared_index(),
+    );
+    assert!(wrong.is_empty(), "the §14 conformance index is not the catalogue's:\n{}", wrong.join("\n"));
 
     let extended = catalogue.values().filter(|l| *l == "extended").count();
     let said = format!("the extended level adds {extended} more");
@@ -215,24 +227,16 @@ fn covers(row: &str, s: &str) -> bool {
 fn every_normative_sentence_is_tagged_and_checked() {
     let doc = std::fs::read_to_string(DOC).expect("docs/PROTOCOL.md");
     let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
-    let (body, rest) = doc.split_once("\n## 14. Conformance index").expect("§14");
-    let (section, _) = rest.split_once("\n## ").expect("a section after §14");
+    let (body, _) = doc.split_once("\n## 14. Conformance index").expect("§14");
     let catalogue: BTreeSet<String> = catalogue("all").iter().map(|a| a["id"].as_str().unwrap().to_string()).collect();
     let sections: BTreeSet<String> = doc.lines().filter(|l| l.starts_with('#')).filter_map(section_of).collect();
-    // id -> the sections its §14 row names
-    let rows: BTreeMap<String, BTreeSet<String>> = section
-        .lines()
-        .filter_map(|l| {
-            let cols: Vec<&str> = l.split('|').map(str::trim).collect();
-            (cols.len() == 5 && cols[1] != "assertion" && !cols[1].starts_with('-'))
-                .then(|| (cols[1].to_string(), cols[3].split(',').map(|s| s.trim().to_string()).collect()))
-        })
-        .collect();
+    // id -> the sections it declares (its §14 row, checked above)
+    let rows = declared_sections();
     let mut problems = Vec::new();
     for (id, secs) in &rows {
         for s in secs {
             if !sections.contains(s) {
-                problems.push(format!("§14: {id} names {s}, which is not a section of docs/PROTOCOL.md"));
+                problems.push(format!("the catalogue: {id} names {s}, which is not a section of docs/PROTOCOL.md"));
             }
         }
     }
@@ -258,7 +262,7 @@ fn every_normative_sentence_is_tagged_and_checked() {
                     problems.push(format!("docs/PROTOCOL.md:{}: tag [{id}] names no assertion", b.line));
                 } else if !rows.get(id).is_some_and(|s| s.iter().any(|r| covers(r, &b.section))) {
                     problems.push(format!(
-                        "docs/PROTOCOL.md:{}: [{id}] tags a rule of {} but its §14 row names {:?}",
+                        "docs/PROTOCOL.md:{}: [{id}] tags a rule of {} but its sections (catalogue, §14) are {:?}",
                         b.line,
                         b.section,
                         rows.get(id).map(|s| s.iter().cloned().collect::<Vec<_>>().join(", ")).unwrap_or_default()

@@ -12,7 +12,9 @@
 //! - `two-leaders`: takes the leadership row at every scan, whoever holds
 //!   it and however long their term has to run;
 //! - `no-dlq`: never dead-letters: an expired lease at or past
-//!   `max_attempts` is orphaned again instead of failed.
+//!   `max_attempts` is orphaned again instead of failed;
+//! - `no-orphan`: leads, and never orphans anything: a dead worker's
+//!   handoff stays running (caught by `detection`).
 //!
 //! Caught by the `model` invariant (docs/chaos-model.md):
 //!
@@ -24,7 +26,7 @@
 //!   DLQ handoff back to `orphaned`, so a worker recovers it.
 //!
 //! ```text
-//! mutant-supervisor --mode no-bump|two-leaders|no-dlq|no-leader-row|replace-leader|undlq ROOT ID SECONDS [--history FILE]
+//! mutant-supervisor --mode no-bump|two-leaders|no-dlq|no-orphan|no-leader-row|replace-leader|undlq ROOT ID SECONDS [--history FILE]
 //! ```
 
 use anyhow::{bail, Context, Result};
@@ -43,6 +45,7 @@ enum Mode {
     NoBump,
     TwoLeaders,
     NoDlq,
+    NoOrphan,
     NoLeaderRow,
     ReplaceLeader,
     Undlq,
@@ -73,10 +76,13 @@ fn parse_args() -> Result<Args> {
         Some("no-bump") => Mode::NoBump,
         Some("two-leaders") => Mode::TwoLeaders,
         Some("no-dlq") => Mode::NoDlq,
+        Some("no-orphan") => Mode::NoOrphan,
         Some("no-leader-row") => Mode::NoLeaderRow,
         Some("replace-leader") => Mode::ReplaceLeader,
         Some("undlq") => Mode::Undlq,
-        other => bail!("--mode no-bump|two-leaders|no-dlq|no-leader-row|replace-leader|undlq (got {other:?})"),
+        other => {
+            bail!("--mode no-bump|two-leaders|no-dlq|no-orphan|no-leader-row|replace-leader|undlq (got {other:?})")
+        }
     };
     let seconds: f64 = seconds.parse().context("SECONDS must be a number")?;
     dhp_core::config::duration_from_secs("SECONDS", seconds, 86_400.0)?;
@@ -207,7 +213,7 @@ fn run() -> Result<()> {
     let scan_every = dhp_core::config::duration_from_secs("DHP_SUPERVISOR_SCAN_S", cfg.supervisor_scan_s, 3_600.0)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() < a.seconds {
-        if lead(&mut c, &a, cfg.leader_ttl_s)? {
+        if lead(&mut c, &a, cfg.leader_ttl_s)? && a.mode != Mode::NoOrphan {
             scan(&mut c, &a, &h)?;
         }
         std::thread::sleep(scan_every);

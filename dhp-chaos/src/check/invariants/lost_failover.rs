@@ -19,7 +19,6 @@ use crate::check::{opt, short};
 const FALSE_ORPHAN_AFTER_UP_S: f64 = crate::check::db_link::RETAKE_S;
 
 pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
-    let t0 = cx.meta["t0"].as_f64().unwrap_or(0.0);
     let mut n = 0;
     let mut orphaned = 0;
     let mut manager = String::new();
@@ -54,83 +53,14 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
         if let Some(m) = f.s("failover_manager") {
             manager = m.to_string();
         }
-        // orphans of live holders that the failover caused: worker-died (the
-        // lock was not on the new primary) between the fault and the
-        // cluster's return (plus the keepers' retake), of a holder no process
-        // fault touched. Bound: each handoff at most once per failover.
-        let up = of("db-up").map_or(f64::INFINITY, |o| o.t());
-        let false_orphans: Vec<&str> = cx
-            .ix
-            .orphans
-            .iter()
-            .filter(|o| {
-                o.reason.as_deref() == Some("worker-died") && o.t >= f.t() && o.t <= up + FALSE_ORPHAN_AFTER_UP_S
-            })
-            .filter(|o| {
-                o.previous_holder
-                    .as_deref()
-                    .is_some_and(|h| !cx.ix.faults.iter().any(|pf| pf.s("victim") == Some(h) && pf.t() <= o.t + 0.001))
-            })
-            .map(|o| o.hid.as_str())
-            .collect();
-        orphaned += false_orphans.len();
-        let mut distinct = false_orphans.clone();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if distinct.len() < false_orphans.len() {
-            out.plain(format!(
-                "failover {}: {} worker-died orphans of live holders for {} handoffs: a handoff was orphaned more than once by one failover (bound: once per handoff)",
-                opt(id), false_orphans.len(), distinct.len()
-            ));
-        }
+        orphaned += false_orphans(cx, f, of("db-up").map_or(f64::INFINITY, |o| o.t()), out);
         let node = snap.s("node").unwrap_or("?");
         let (holds, has) = if crate::pg_cluster::Manager::is_auto(f.s("failover_manager")) {
             (format!("the standbys {node}, read at the loss, hold"), format!("neither standby ({node}) has"))
         } else {
             (format!("promoted standby {node} holds"), format!("the promoted standby {node} does not have"))
         };
-        let max_seq = snap.get("max_seq");
-        let completed: Vec<&str> = snap
-            .get("completed")
-            .and_then(|v| v.as_array())
-            .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
-        for (hid, facts) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|x| (hid, x))) {
-            let held = max_seq.and_then(|m| m.get(hid.as_str())).and_then(|v| v.as_i64());
-            let mut lost = Vec::new();
-            for o in facts.ops.iter().filter(|o| o.ok == Some(true) && o.out_t.is_some_and(|t| t < crashed)) {
-                let acked = o.out_t.unwrap_or(o.invoke_t);
-                match o.op.as_str() {
-                    "checkpoint" => {
-                        out.checked += 1;
-                        if o.seq.is_some_and(|s| held.is_none_or(|h| s > h)) {
-                            lost.push(format!(
-                                "{} (next_n {}, {} at +{:.3}s)",
-                                opt(o.seq),
-                                opt(o.next_n),
-                                o.holder,
-                                acked - t0
-                            ));
-                        }
-                    }
-                    "complete" => {
-                        out.checked += 1;
-                        if !completed.contains(&hid.as_str()) {
-                            out.of(hid, format!(
-                                "{}: {} was told its completion committed at +{:.3}s; the primary crashed at +{:.3}s and {has} it",
-                                short(hid), o.holder, acked - t0, crashed - t0
-                            ));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if !lost.is_empty() {
-                out.of(hid, format!(
-                    "{}: acknowledged checkpoint seq(s) lost in failover {} (primary crashed at +{:.3}s, {holds} up to seq {}): {}",
-                    short(hid), opt(id), crashed - t0, opt(held), lost.join(", ")
-                ));
-            }
-        }
+        lost_acks(cx, snap, Failover { id, crashed, holds: &holds, has: &has }, out);
     }
     if n > 0 {
         let against = if crate::pg_cluster::Manager::is_auto(Some(&manager)) {
@@ -144,5 +74,93 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Findings) {
         out.note(format!(
             "{orphaned} worker-died orphan(s) of live holders caused by the failover(s) (false orphans: fenced, by design; bound: each handoff at most once per failover)"
         ));
+    }
+}
+
+/// Orphans of live holders that failover `f` caused: worker-died (the lock
+/// was not on the new primary) between the fault and the cluster's return
+/// (`up`, plus the keepers' retake), of a holder no process fault touched.
+/// Bound: each handoff at most once per failover. Returns how many.
+fn false_orphans(cx: &Ctx<'_>, f: &crate::hist::Ev, up: f64, out: &mut Findings) -> usize {
+    let false_orphans: Vec<&str> = cx
+        .ix
+        .orphans
+        .iter()
+        .filter(|o| o.reason.as_deref() == Some("worker-died") && o.t >= f.t() && o.t <= up + FALSE_ORPHAN_AFTER_UP_S)
+        .filter(|o| {
+            o.previous_holder
+                .as_deref()
+                .is_some_and(|h| !cx.ix.faults.iter().any(|pf| pf.s("victim") == Some(h) && pf.t() <= o.t + 0.001))
+        })
+        .map(|o| o.hid.as_str())
+        .collect();
+    let mut distinct = false_orphans.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < false_orphans.len() {
+        out.plain(format!(
+            "failover {}: {} worker-died orphans of live holders for {} handoffs: a handoff was orphaned more than once by one failover (bound: once per handoff)",
+            opt(f.u("fault_id")), false_orphans.len(), distinct.len()
+        ));
+    }
+    false_orphans.len()
+}
+
+/// One failover, as its findings name it.
+struct Failover<'a> {
+    id: Option<u64>,
+    /// When the primary crashed.
+    crashed: f64,
+    /// "… holds" / "… does not have": the standby (or standbys) read.
+    holds: &'a str,
+    has: &'a str,
+}
+
+/// Every checkpoint and completion acknowledged before the crash must be
+/// in the snapshot `snap` of the standby (or standbys) read at the loss.
+fn lost_acks(cx: &Ctx<'_>, snap: &crate::hist::Ev, fo: Failover<'_>, out: &mut Findings) {
+    let t0 = cx.meta["t0"].as_f64().unwrap_or(0.0);
+    let Failover { id, crashed, holds, has } = fo;
+    let max_seq = snap.get("max_seq");
+    let completed: Vec<&str> = snap
+        .get("completed")
+        .and_then(|v| v.as_array())
+        .map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_str()).collect());
+    for (hid, facts) in cx.hids.iter().filter_map(|hid| cx.facts.get(hid).map(|x| (hid, x))) {
+        let held = max_seq.and_then(|m| m.get(hid.as_str())).and_then(|v| v.as_i64());
+        let mut lost = Vec::new();
+        for o in facts.ops.iter().filter(|o| o.ok == Some(true) && o.out_t.is_some_and(|t| t < crashed)) {
+            let acked = o.out_t.unwrap_or(o.invoke_t);
+            match o.op.as_str() {
+                "checkpoint" => {
+                    out.checked += 1;
+                    if o.seq.is_some_and(|s| held.is_none_or(|h| s > h)) {
+                        lost.push(format!(
+                            "{} (next_n {}, {} at +{:.3}s)",
+                            opt(o.seq),
+                            opt(o.next_n),
+                            o.holder,
+                            acked - t0
+                        ));
+                    }
+                }
+                "complete" => {
+                    out.checked += 1;
+                    if !completed.contains(&hid.as_str()) {
+                        out.of(hid, format!(
+                            "{}: {} was told its completion committed at +{:.3}s; the primary crashed at +{:.3}s and {has} it",
+                            short(hid), o.holder, acked - t0, crashed - t0
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !lost.is_empty() {
+            out.of(hid, format!(
+                "{}: acknowledged checkpoint seq(s) lost in failover {} (primary crashed at +{:.3}s, {holds} up to seq {}): {}",
+                short(hid), opt(id), crashed - t0, opt(held), lost.join(", ")
+            ));
+        }
     }
 }

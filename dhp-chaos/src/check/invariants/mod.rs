@@ -6,6 +6,7 @@ mod async_lag;
 mod budget;
 mod checkpoints;
 mod converge;
+mod descriptors;
 mod detection;
 mod durable_acks;
 mod exactly_once;
@@ -30,6 +31,12 @@ mod transport;
 pub(crate) mod transport_links;
 mod zombies;
 
+pub use descriptors::{Descriptor, Mutant, MutantProgram, DESCRIPTORS};
+
+/// `dhp-chaos list`: the invariants as text, JSON and the documents' tables.
+pub mod list {
+    pub use super::descriptors::{json, markdown, sources_markdown, text};
+}
 pub(crate) use outcome::dlq_park;
 pub(crate) use peer_acks::indeterminate;
 pub(crate) use rework::redone;
@@ -39,54 +46,55 @@ pub(crate) use zombies::woken_replaced;
 use super::ctx::Ctx;
 use super::findings::Findings;
 
-/// An invariant of a chaos round.
+/// An invariant of a chaos round; what it is, checks and needs is its
+/// [`Descriptor`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Invariant {
-    /// `outcome`: every handoff completed or parked in the DLQ; none left running.
+    /// Declared in [`DESCRIPTORS`].
     Outcome,
-    /// `result`: each completed result equals the census recomputed from scratch.
+    /// Declared in [`DESCRIPTORS`].
     Result,
-    /// `exactly-once`: each completion committed once, by the current fence holder.
+    /// Declared in [`DESCRIPTORS`].
     ExactlyOnce,
-    /// `checkpoints`: seqs continuous, hashes valid, each state the census so far.
+    /// Declared in [`DESCRIPTORS`].
     Checkpoints,
-    /// `fencing`: along commit order fences never go backwards and holders never interleave.
+    /// Declared in [`DESCRIPTORS`].
     Fencing,
-    /// `zombies`: a paused worker woken after it was replaced commits nothing.
+    /// Declared in [`DESCRIPTORS`].
     Zombies,
-    /// `transport`: the peer's transport log agrees with the store.
+    /// Declared in [`DESCRIPTORS`].
     Transport,
-    /// `rework`: work redone per fault is at most one chunk.
+    /// Declared in [`DESCRIPTORS`].
     Rework,
-    /// `detection`: every worker that died holding a lease was orphaned (or had completed).
+    /// Declared in [`DESCRIPTORS`].
     Detection,
-    /// `no-false-orphans`: a worker-died orphan's holder had really died.
+    /// Declared in [`DESCRIPTORS`].
     NoFalseOrphans,
-    /// `sync-ack`: every checkpoint acknowledged in synchronous TCP mode is in the peer's log.
+    /// Declared in [`DESCRIPTORS`].
     SyncAck,
-    /// `converge`: once faults heal, the peer's log is the store's checkpoints in order.
+    /// Declared in [`DESCRIPTORS`].
     Converge,
-    /// `failover`: after a host death the standby resumes from the shipped log.
+    /// Declared in [`DESCRIPTORS`].
     Failover,
-    /// `no-lost-commits-across-db-crash`: what was acknowledged before a database crash stays.
+    /// Declared in [`DESCRIPTORS`].
     NoLostCommitsAcrossDbCrash,
-    /// `no-stuck-after-db-restart`: after the database is back, every handoff still ends.
+    /// Declared in [`DESCRIPTORS`].
     NoStuckAfterDbRestart,
-    /// `peer-acks`: every checkpoint the transport server acknowledged is intact in the peer's log.
+    /// Declared in [`DESCRIPTORS`].
     PeerAcks,
-    /// `async-lag`: a tcp-async worker goes on with at most `--ship-max-lag` unacknowledged checkpoints.
+    /// Declared in [`DESCRIPTORS`].
     AsyncLag,
-    /// `no-torn-after-store-full`: after the store's disk filled, the store is intact and holds every acknowledgement.
+    /// Declared in [`DESCRIPTORS`].
     NoTornAfterStoreFull,
-    /// `one-leader`: no two supervisors hold overlapping leader terms (store audit).
+    /// Declared in [`DESCRIPTORS`].
     OneLeader,
-    /// `no-silent-budget-overrun`: no handoff recovered or completed past its attempts, none back from the DLQ (store audit).
+    /// Declared in [`DESCRIPTORS`].
     Budget,
-    /// `served-work`: every checkpoint holds a chunk the harness's workload service served, to the holder and fence that committed it.
+    /// Declared in [`DESCRIPTORS`].
     ServedWork,
-    /// `model`: every audited change is the effect of a legal operation of dhp-model (store audit).
+    /// Declared in [`DESCRIPTORS`].
     Model,
-    /// `durable-acks`: a crash that loses un-fsynced writes loses nothing the store acknowledged.
+    /// Declared in [`DESCRIPTORS`].
     DurableAcks,
 }
 
@@ -118,33 +126,15 @@ impl Invariant {
         Invariant::DurableAcks,
     ];
 
+    /// Its declaration ([`DESCRIPTORS`]).
+    pub fn descriptor(self) -> &'static Descriptor {
+        // DESCRIPTORS is in ALL order, which is the enum's (a unit test checks both)
+        &DESCRIPTORS[self as usize]
+    }
+
     /// The name reports, JSON output and saved reports use.
     pub fn name(self) -> &'static str {
-        match self {
-            Invariant::Outcome => "outcome",
-            Invariant::Result => "result",
-            Invariant::ExactlyOnce => "exactly-once",
-            Invariant::Checkpoints => "checkpoints",
-            Invariant::Fencing => "fencing",
-            Invariant::Zombies => "zombies",
-            Invariant::Transport => "transport",
-            Invariant::Rework => "rework",
-            Invariant::Detection => "detection",
-            Invariant::NoFalseOrphans => "no-false-orphans",
-            Invariant::SyncAck => "sync-ack",
-            Invariant::Converge => "converge",
-            Invariant::Failover => "failover",
-            Invariant::NoLostCommitsAcrossDbCrash => "no-lost-commits-across-db-crash",
-            Invariant::NoStuckAfterDbRestart => "no-stuck-after-db-restart",
-            Invariant::PeerAcks => "peer-acks",
-            Invariant::AsyncLag => "async-lag",
-            Invariant::NoTornAfterStoreFull => "no-torn-after-store-full",
-            Invariant::OneLeader => "one-leader",
-            Invariant::Budget => "no-silent-budget-overrun",
-            Invariant::ServedWork => "served-work",
-            Invariant::Model => "model",
-            Invariant::DurableAcks => "durable-acks",
-        }
+        self.descriptor().name
     }
 
     /// The invariant's name as written in reports.
@@ -173,59 +163,11 @@ impl Invariant {
 
     /// What it promises (the report's `what`).
     pub fn doc(self) -> &'static str {
-        match self {
-            Invariant::Outcome => "every handoff completed, or parked in the DLQ after max_attempts; nothing left running/orphaned/pending",
-            Invariant::Result => "each completed result equals the census recomputed from scratch",
-            Invariant::ExactlyOnce => "each handoff's completion committed exactly once, by the current fence holder",
-            Invariant::Checkpoints => "seqs continuous 0..n-1, hashes valid, each state is the census up to its next_n (no rework, nothing skipped)",
-            Invariant::Fencing => "along commit order fences never go backwards, no two holders' writes interleave, no write after its fence was superseded, every acknowledged write is in the store",
-            Invariant::Zombies => "a paused worker woken after it was replaced commits nothing",
-            Invariant::Transport => "the peer's transport log agrees with the store (identity, hashes, every committed seq present)",
-            Invariant::Rework => "work redone per fault is at most one chunk",
-            Invariant::Detection => "every worker that died holding a lease was orphaned (or had completed)",
-            Invariant::NoFalseOrphans => "a handoff orphaned as worker-died (liveness token dropped) was held by a process that had really died",
-            Invariant::SyncAck => "every checkpoint acknowledged in synchronous TCP mode is in the peer's log (one cut by a fault before its ack is indeterminate)",
-            Invariant::Converge => "after faults and partitions heal, the peer's log is the store's checkpoints in order: no gap, no duplicate, same hashes",
-            Invariant::Failover => "after a host death the standby resumes from the shipped log: what it ingested is the dead host's store, at most one committed chunk lost (synchronous mode), and it carried the handoff on",
-            Invariant::NoLostCommitsAcrossDbCrash => "every checkpoint and completion acknowledged before a database crash is in the store at the end",
-            Invariant::NoStuckAfterDbRestart => "after a crashed database is back, every handoff still reaches a terminal state within the round",
-            Invariant::PeerAcks => "every checkpoint the transport server acknowledged is intact in the peer's log (link faults, server kills, a full disk)",
-            Invariant::AsyncLag => "tcp-async: a worker goes on with at most --ship-max-lag unacknowledged checkpoints, and completes with none",
-            Invariant::NoTornAfterStoreFull => "after the store's disk filled: the store opens and passes integrity_check, every checkpoint row's hash verifies, every acknowledged checkpoint and completion is in it, and no process died of a panic or a signal of its own (a full disk is a typed StoreError, exit 11)",
-            Invariant::OneLeader => "no two supervisors hold overlapping leader terms: a new holder takes the leadership row only after the previous term expired, was resigned, or its holder had died — or a database fault had cut its liveness session, noted (store audit)",
-            Invariant::ServedWork => "every committed checkpoint carries the stamp the harness's workload service gave for exactly that chunk of that handoff, no stamp is committed twice, and the chunk was served to the holder and fence the store had when the checkpoint committed (workload record, store audit)",
-            Invariant::Model => "every change the store audit recorded, in commit order, is the effect of a legal operation of the protocol's model (dhp-model) from the state just before it, given the harness's own facts (deaths, pauses, served chunks); the whole audit is consumed (store audit)",
-            Invariant::DurableAcks => "a crash of the store's host that loses every write not fsynced (lose-unsynced) loses no checkpoint the store had acknowledged: the store, read by the harness right after the crash, holds every checkpoint whose next chunk the harness's workload service had served, or the handoff is terminal (workload record, harness's own read)",
-            Invariant::Budget => "no silent budget overrun: no handoff orphaned instead of dead-lettered, recovered or completed after its max_attempts were used up, and none back from the DLQ or a budget kill (store audit)",
-        }
+        self.descriptor().what
     }
 
     /// Check the round.
     pub fn check(self, cx: &Ctx<'_>) -> Findings {
-        match self {
-            Invariant::Outcome => outcome::check(cx),
-            Invariant::Result => result::check(cx),
-            Invariant::ExactlyOnce => exactly_once::check(cx),
-            Invariant::Checkpoints => checkpoints::check(cx),
-            Invariant::Fencing => fencing::check(cx),
-            Invariant::Zombies => zombies::check(cx),
-            Invariant::Transport => transport::check(cx),
-            Invariant::Rework => rework::check(cx),
-            Invariant::Detection => detection::check(cx),
-            Invariant::NoFalseOrphans => no_false_orphans::check(cx),
-            Invariant::SyncAck => sync_ack::check(cx),
-            Invariant::Converge => converge::check(cx),
-            Invariant::Failover => failover::check(cx),
-            Invariant::NoLostCommitsAcrossDbCrash => lost_commits::check(cx),
-            Invariant::NoStuckAfterDbRestart => stuck_after_restart::check(cx),
-            Invariant::PeerAcks => peer_acks::check(cx),
-            Invariant::AsyncLag => async_lag::check(cx),
-            Invariant::NoTornAfterStoreFull => store_full::check(cx),
-            Invariant::OneLeader => one_leader::check(cx),
-            Invariant::Budget => budget::check(cx),
-            Invariant::ServedWork => served_work::check(cx),
-            Invariant::Model => model::check(cx),
-            Invariant::DurableAcks => durable_acks::check(cx),
-        }
+        (self.descriptor().check)(cx)
     }
 }

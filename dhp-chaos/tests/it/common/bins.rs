@@ -2,7 +2,7 @@
 //! (seed, two handoffs, none bound for the DLQ, N chunks each), and the
 //! mutant binaries they run as workers.
 
-use super::{dhp_bin, mutant, mutant_bin, run_chaos, Run};
+use super::{mutant_bin, run_chaos, Run};
 
 /// `dhp-chaos` arguments of a small round: `seed`, two handoffs, none
 /// bound for the DLQ, `chunks` chunks per handoff. Not coverage rounds
@@ -25,10 +25,4 @@ pub fn run_small(name: &str, seed: u64, chunks: u32, extra: &[&str]) -> Run {
 /// The `--workers` command of adapters/dhp-rs-chaos/src/bin/mutant-worker.rs in `mode`.
 pub fn mutant_worker(mode: &str) -> String {
     format!("{} --mode {mode}", mutant_bin().display())
-}
-
-/// The `--workers` command of adapters/dhp-rs-chaos/src/bin/mutant-shipper.rs
-/// (`dhp work` with its lag bound raised), running this build's `dhp`.
-pub fn mutant_shipper() -> String {
-    format!("{} --dhp {}", mutant("mutant-shipper").display(), dhp_bin().display())
 }

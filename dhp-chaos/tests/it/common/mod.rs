@@ -3,9 +3,11 @@
 
 pub mod bins;
 mod db_mutant;
+mod declared;
 pub mod hosts;
 #[allow(unused_imports)]
 pub use db_mutant::*;
+pub use declared::*;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
