@@ -258,67 +258,86 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
     let _ = writeln!(s, "| operation | unit | dhp-rs | reference 1.3.0 | dhp-rs / ref |");
     let _ = writeln!(s, "|---|---|---:|---:|---:|");
     for (label, key) in ROWS {
-        let o = rate(ours, key);
-        // A batched row is compared with the reference's per-call rate
-        // (the reference has no batch API).
-        let ref_key = key.strip_suffix("_batched").unwrap_or(key);
-        let r = rate(reference, ref_key);
-        let in_ours = ours.pointer(&format!("/ops/{key}")).is_some();
-        let in_ref = reference.pointer(&format!("/ops/{ref_key}")).is_some();
-        if !in_ours && !in_ref {
-            continue;
-        }
-        let unit = ours
-            .pointer(&format!("/ops/{key}/unit"))
-            .or_else(|| reference.pointer(&format!("/ops/{key}/unit")))
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let rcell = match (r, skipped(reference, ref_key)) {
-            (Some(r), _) if ref_key != *key => format!("{} (per call)", fmt_num(r)),
-            (Some(r), _) => fmt_num(r),
-            (None, Some(why)) => format!("not run: {why}"),
-            (None, None)
-                if key.starts_with("fsync")
-                    || key.starts_with("sqlite")
-                    || key.starts_with("group")
-                    || key.starts_with("lock_race") =>
-            {
-                "—".into()
-            }
-            (None, None) => "not run".into(),
-        };
-        let ocell = match (o, skipped(ours, key)) {
-            (Some(o), _) => fmt_num(o),
-            (None, Some(why)) => format!("not run: {why}"),
-            (None, None) => "not run".into(),
-        };
-        let ratio = o.zip(r).map(|(a, b)| fmt_ratio(a / b)).unwrap_or_else(|| "—".into());
-        let _ = writeln!(s, "| {label} | {unit} | {ocell} | {rcell} | {ratio} |");
+        rate_row(&mut s, ours, reference, label, key);
     }
+    rss_rows(&mut s, rss);
+    targets_section(&mut s, ours, reference, rss, smoke);
+    group_commit_section(&mut s, ours);
+    machine_section(&mut s, ours, reference, machine, command);
+    s
+}
+
+/// One operation's row: both rates and their ratio, or why one was not run
+/// (none when neither side has it).
+fn rate_row(s: &mut String, ours: &Value, reference: &Value, label: &str, key: &str) {
+    let o = rate(ours, key);
+    // A batched row is compared with the reference's per-call rate
+    // (the reference has no batch API).
+    let ref_key = key.strip_suffix("_batched").unwrap_or(key);
+    let r = rate(reference, ref_key);
+    let in_ours = ours.pointer(&format!("/ops/{key}")).is_some();
+    let in_ref = reference.pointer(&format!("/ops/{ref_key}")).is_some();
+    if !in_ours && !in_ref {
+        return;
+    }
+    let unit = ours
+        .pointer(&format!("/ops/{key}/unit"))
+        .or_else(|| reference.pointer(&format!("/ops/{key}/unit")))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let rcell = match (r, skipped(reference, ref_key)) {
+        (Some(r), _) if ref_key != key => format!("{} (per call)", fmt_num(r)),
+        (Some(r), _) => fmt_num(r),
+        (None, Some(why)) => format!("not run: {why}"),
+        (None, None)
+            if key.starts_with("fsync")
+                || key.starts_with("sqlite")
+                || key.starts_with("group")
+                || key.starts_with("lock_race") =>
+        {
+            "—".into()
+        }
+        (None, None) => "not run".into(),
+    };
+    let ocell = match (o, skipped(ours, key)) {
+        (Some(o), _) => fmt_num(o),
+        (None, Some(why)) => format!("not run: {why}"),
+        (None, None) => "not run".into(),
+    };
+    let ratio = o.zip(r).map(|(a, b)| fmt_ratio(a / b)).unwrap_or_else(|| "—".into());
+    let _ = writeln!(s, "| {label} | {unit} | {ocell} | {rcell} | {ratio} |");
+}
+
+/// The workers' peak RSS rows (the size-optimized build's too, when measured).
+fn rss_rows(s: &mut String, rss: &Value) {
     let ok = rss.pointer("/ours/max_rss_kib").and_then(Value::as_f64);
     let rk = rss.pointer("/reference/max_rss_kib").and_then(Value::as_f64);
-    if ok.is_some() || rk.is_some() {
-        let cell =
-            |x: Option<f64>| x.map(|k| format!("{:.1} MB", k * 1024.0 / 1e6)).unwrap_or_else(|| "not run".into());
-        let ratio = ok.zip(rk).map(|(a, b)| format!("{} smaller", fmt_ratio(b / a))).unwrap_or_else(|| "—".into());
+    if ok.is_none() && rk.is_none() {
+        return;
+    }
+    let cell = |x: Option<f64>| x.map(|k| format!("{:.1} MB", k * 1024.0 / 1e6)).unwrap_or_else(|| "not run".into());
+    let ratio = ok.zip(rk).map(|(a, b)| format!("{} smaller", fmt_ratio(b / a))).unwrap_or_else(|| "—".into());
+    let _ = writeln!(
+        s,
+        "| worker process peak RSS (census, {}) | MB | {} | {} | {ratio} |",
+        rss.pointer("/census").and_then(Value::as_str).unwrap_or("?"),
+        cell(ok),
+        cell(rk)
+    );
+    if let Some(mk) = rss.pointer("/ours_min_size/max_rss_kib").and_then(Value::as_f64) {
+        let ratio = rk.map(|b| format!("{} smaller", fmt_ratio(b / mk))).unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
-            "| worker process peak RSS (census, {}) | MB | {} | {} | {ratio} |",
-            rss.pointer("/census").and_then(Value::as_str).unwrap_or("?"),
-            cell(ok),
+            "| … same, dhp built with `--profile min-size` (opt-level s, fat LTO) | MB | {} | {} | {ratio} |",
+            cell(Some(mk)),
             cell(rk)
         );
-        if let Some(mk) = rss.pointer("/ours_min_size/max_rss_kib").and_then(Value::as_f64) {
-            let ratio = rk.map(|b| format!("{} smaller", fmt_ratio(b / mk))).unwrap_or_else(|| "—".into());
-            let _ = writeln!(
-                s,
-                "| … same, dhp built with `--profile min-size` (opt-level s, fat LTO) | MB | {} | {} | {ratio} |",
-                cell(Some(mk)),
-                cell(rk)
-            );
-        }
     }
+}
 
+/// The targets and their verdicts, and what bounds the numbers (neither
+/// judged in a smoke run).
+fn targets_section(s: &mut String, ours: &Value, reference: &Value, rss: &Value, smoke: bool) {
     if smoke {
         let _ = writeln!(
             s,
@@ -336,7 +355,6 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
             let _ = writeln!(s, "| {} | {} | {} | {v} |", t.name, t.wanted, t.got);
         }
     }
-
     let limits = if smoke { Vec::new() } else { limits(ours, reference, rss) };
     if !limits.is_empty() {
         let _ = writeln!(s, "\n### What bounds the numbers (computed from this run)\n");
@@ -344,21 +362,26 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
             let _ = writeln!(s, "- {l}");
         }
     }
+}
 
-    if let Some(g) = ours.pointer("/ops/group_commit").and_then(Value::as_object) {
-        let _ = writeln!(s, "\n### Group commit (dhp-rs)\n");
-        let _ = writeln!(s, "| configuration | checkpoints/s (all handoffs) |");
-        let _ = writeln!(s, "|---|---:|");
-        for v in g.values() {
-            let _ = writeln!(
-                s,
-                "| {} | {} |",
-                v["detail"].as_str().unwrap_or(""),
-                fmt_num(v["rate"].as_f64().unwrap_or(f64::NAN))
-            );
-        }
+/// dhp-rs's group commit configurations, when measured.
+fn group_commit_section(s: &mut String, ours: &Value) {
+    let Some(g) = ours.pointer("/ops/group_commit").and_then(Value::as_object) else { return };
+    let _ = writeln!(s, "\n### Group commit (dhp-rs)\n");
+    let _ = writeln!(s, "| configuration | checkpoints/s (all handoffs) |");
+    let _ = writeln!(s, "|---|---:|");
+    for v in g.values() {
+        let _ = writeln!(
+            s,
+            "| {} | {} |",
+            v["detail"].as_str().unwrap_or(""),
+            fmt_num(v["rate"].as_f64().unwrap_or(f64::NAN))
+        );
     }
+}
 
+/// The machine, the command that produced the report, and both sides' notes.
+fn machine_section(s: &mut String, ours: &Value, reference: &Value, machine: &Value, command: &str) {
     let _ = writeln!(s, "\n### Machine\n");
     let m = machine;
     let _ = writeln!(
@@ -382,7 +405,6 @@ pub fn markdown(ours: &Value, reference: &Value, rss: &Value, machine: &Value, c
             let _ = writeln!(s, "- {n}");
         }
     }
-    s
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use crate::tcp::{ShipBed, TcpServer};
 use dhp_core::store::SqliteStore;
 use dhp_core::transport::log;
 use dhp_core::transport::net::ShipMode;
-use dhp_core::{json, Lease, Result, Runner, Supervisor};
+use dhp_core::{json, Config, Lease, Result, Runner, Supervisor};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier, Mutex};
@@ -162,38 +162,71 @@ pub fn make_fixtures(dir: &Path, s: &Sizes) -> Result<Fixtures> {
 
 /// Run every operation on dhp-core. `progress` gets a line per step.
 pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Result<Value> {
-    let mut ops = Map::new();
     let cfg = bench_config();
     let work = &fx.work;
-    let t0 = Instant::now();
-    let mut step = |name: &str, v: Value, ops: &mut Map<String, Value>| {
-        progress(&format!(
+    let mut ops = Ops { map: Map::new(), t0: Instant::now(), progress: &mut progress };
+    let ckpts = machine_limits(s, work, &mut ops)?;
+    pure_cpu(s, &mut ops)?;
+    store_ops(s, work, &cfg, &mut ops)?;
+    for (d, r) in ckpts {
+        let detail = format!(
+            "Runner::checkpoint after {d} earlier checkpoints (median of {} rounds of {})",
+            s.ckpt_rounds, s.ckpt_iters
+        );
+        ops.step(&format!("checkpoint_{d}"), op(r, "ckpt/s", detail));
+    }
+    group_commit(s, work, &cfg, &mut ops)?;
+    recover_races(s, work, &mut ops)?;
+    ingest(s, fx, &cfg, &mut ops)?;
+    tcp_ship(s, work, &mut ops)?;
+    scan(s, fx, &cfg, &mut ops)?;
+
+    let load = measure::loadavg();
+    // Scratch stores are removed only now: deleting files mid-run makes the
+    // file system discard blocks (a `discard` mount) under the next fsyncs.
+    clean_scratch(work);
+    Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops.map, "loadavg_end": load}))
+}
+
+/// The operations measured so far, each reported as it is added.
+struct Ops<'a> {
+    map: Map<String, Value>,
+    t0: Instant,
+    progress: &'a mut dyn FnMut(&str),
+}
+
+impl Ops<'_> {
+    fn step(&mut self, name: &str, v: Value) {
+        (self.progress)(&format!(
             "[{:6.1}s] {name}: {:.1} {}",
-            t0.elapsed().as_secs_f64(),
+            self.t0.elapsed().as_secs_f64(),
             v["rate"].as_f64().unwrap_or(0.0),
             v["unit"].as_str().unwrap_or("")
         ));
-        ops.insert(name.to_string(), v);
-    };
+        self.map.insert(name.to_string(), v);
+    }
+}
 
-    // ---- the machine's limits ----
-    // Raw fsync and checkpoints at every depth, interleaved round by round
-    // so that all of them see the same disk and the same background load.
+/// The machine's limits: raw fsync and checkpoints at every depth,
+/// interleaved round by round so that all of them see the same disk and the
+/// same background load. Returns each depth's checkpoint rate.
+fn machine_limits(s: &Sizes, work: &Path, ops: &mut Ops<'_>) -> Result<Vec<(i64, f64)>> {
     let (f, c, ckpts) = interleaved_checkpoints(work, &s.ckpt_depths, s.ckpt_rounds, s.ckpt_iters, s.fsync_n)?;
-    step(
+    ops.step(
         "fsync_raw",
         op(f, "fsync/s", "100-byte append + fdatasync, median of rounds interleaved with the checkpoint rounds"),
-        &mut ops,
     );
-    step(
+    ops.step(
         "sqlite_commit",
         op(c, "commits/s", "1-row INSERT, BEGIN IMMEDIATE, WAL, synchronous=FULL; interleaved likewise"),
-        &mut ops,
     );
+    Ok(ckpts)
+}
 
-    // ---- pure CPU ----
+/// Pure CPU: envelopes and canonical hashes.
+fn pure_cpu(s: &Sizes, ops: &mut Ops<'_>) -> Result<()> {
     let r = rate(s.rounds, s.build_iters, |i| fixture::sdk_envelope(i as u64).map(drop))?;
-    step("envelope_build", op(r, "ops/s", "build SDK envelope incl. input_hash, trace_id, handoff_id"), &mut ops);
+    ops.step("envelope_build", op(r, "ops/s", "build SDK envelope incl. input_hash, trace_id, handoff_id"));
     for (name, bytes, iters) in
         [("canonical_hash_1k", 1_000, s.hash_1k_iters), ("canonical_hash_100k", 100_000, s.hash_100k_iters)]
     {
@@ -203,15 +236,19 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             std::hint::black_box(json::sha256_hex(&json::canonical(std::hint::black_box(&st))?));
             Ok(())
         })?;
-        step(name, op(r, "ops/s", format!("sha256(canonical(state)), {len} bytes")), &mut ops);
+        ops.step(name, op(r, "ops/s", format!("sha256(canonical(state)), {len} bytes")));
     }
+    Ok(())
+}
 
-    // ---- store operations (durable) ----
+/// Store operations (durable): dispatch and claim, one per commit and with
+/// group commit (`batch` per transaction).
+fn store_ops(s: &Sizes, work: &Path, cfg: &Config, ops: &mut Ops<'_>) -> Result<()> {
     {
         let root = fixture::fresh_root(work, "dispatch");
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
         let r = rate(s.rounds, s.dispatch_iters, |i| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop))?;
-        step("dispatch", op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)"), &mut ops);
+        ops.step("dispatch", op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)"));
         drop(r0);
     }
     {
@@ -219,131 +256,51 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
         let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters) as u64)?;
         let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
-        step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"), &mut ops);
+        ops.step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"));
         drop(r0);
     }
-    // Dispatch and claim with group commit: `batch` per transaction.
-    {
-        let b = s.batch;
-        let root = fixture::fresh_root(work, "batch");
-        let r0 = Runner::open(&root, "w1", cfg.clone())?;
-        let mut next = 10_000_000u64;
-        let mut made: Vec<String> = Vec::new();
-        let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
-            let envs: Vec<Value> = (next..next + b as u64).map(fixture::sdk_envelope).collect::<Result<_>>()?;
-            next += b as u64;
-            for h in group::dispatch_many(&r0, &envs)? {
-                made.push(h?);
-            }
-            Ok(())
-        })? * b as f64;
-        step(
-            "dispatch_batched",
-            op(r, "ops/s", format!("build + group::dispatch_many, {b} per transaction")),
-            &mut ops,
-        );
-        let mut chunks = made.chunks(b);
-        let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
-            let c = chunks.next().expect("enough dispatched handoffs");
-            for f in group::claim_many(&r0, "w1", c)? {
-                f?;
-            }
-            Ok(())
-        })? * b as f64;
-        step("claim_batched", op(r, "ops/s", format!("group::claim_many, {b} per transaction")), &mut ops);
-        drop(r0);
-    }
-    for (d, r) in ckpts {
-        step(
-            &format!("checkpoint_{d}"),
-            op(
-                r,
-                "ckpt/s",
-                format!(
-                    "Runner::checkpoint after {d} earlier checkpoints (median of {} rounds of {})",
-                    s.ckpt_rounds, s.ckpt_iters
-                ),
-            ),
-            &mut ops,
-        );
-    }
+    let b = s.batch;
+    let root = fixture::fresh_root(work, "batch");
+    let r0 = Runner::open(&root, "w1", cfg.clone())?;
+    let mut next = 10_000_000u64;
+    let mut made: Vec<String> = Vec::new();
+    let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
+        let envs: Vec<Value> = (next..next + b as u64).map(fixture::sdk_envelope).collect::<Result<_>>()?;
+        next += b as u64;
+        for h in group::dispatch_many(&r0, &envs)? {
+            made.push(h?);
+        }
+        Ok(())
+    })? * b as f64;
+    ops.step("dispatch_batched", op(r, "ops/s", format!("build + group::dispatch_many, {b} per transaction")));
+    let mut chunks = made.chunks(b);
+    let r = rate(s.rounds, s.dispatch_iters.div_ceil(b), |_| {
+        let c = chunks.next().expect("enough dispatched handoffs");
+        for f in group::claim_many(&r0, "w1", c)? {
+            f?;
+        }
+        Ok(())
+    })? * b as f64;
+    ops.step("claim_batched", op(r, "ops/s", format!("group::claim_many, {b} per transaction")));
+    drop(r0);
+    Ok(())
+}
 
-    // ---- group commit ----
+/// Group commit: checkpoint_many at each batch size, then worker threads
+/// with and without a GroupCommitter; the best total too.
+fn group_commit(s: &Sizes, work: &Path, cfg: &Config, ops: &mut Ops<'_>) -> Result<()> {
     let mut best = (0.0f64, String::new());
     let mut group = Map::new();
     for &b in &s.group_batches {
-        let root = fixture::fresh_root(work, "group");
-        let r0 = Runner::open(&root, "w1", cfg.clone())?;
-        let hids = fixture::bulk_dispatch(&r0, 0, b as u64)?;
-        for h in &hids {
-            r0.claim(h)?;
-        }
-        let mut n = 0u64;
-        let tx_rate = rate(s.rounds, s.group_iters, |_| {
-            let items: Vec<Item> = hids
-                .iter()
-                .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: fixture::small_state(n) })
-                .collect();
-            n += 1;
-            for res in group::checkpoint_many(r0.store().as_ref(), &cfg, &items)? {
-                res?;
-            }
-            Ok(())
-        })?;
-        let total = tx_rate * b as f64;
-        let label = format!("checkpoint_many, {b} handoff{} per transaction", if b == 1 { "" } else { "s" });
+        let (total, label) = group_batch(s, work, cfg, b)?;
         group.insert(format!("batch_{b}"), op(total, "ckpt/s", label.clone()));
         if total > best.0 {
             best = (total, label);
         }
-        drop(r0);
     }
     for &t in &s.group_threads {
         for grouped in [false, true] {
-            let root = fixture::fresh_root(work, "gthreads");
-            let r0 = Runner::open(&root, "w1", cfg.clone())?;
-            let hids = fixture::bulk_dispatch(&r0, 0, t as u64)?;
-            for h in &hids {
-                r0.claim(h)?;
-            }
-            let (gc, stats) = GroupCommitter::start(r0.store().clone(), cfg.clone(), 1024);
-            let iters = s.group_iters;
-            let start = Instant::now();
-            let failures = Mutex::new(Vec::<String>::new());
-            std::thread::scope(|sc| {
-                for h in &hids {
-                    let handle = gc.handle();
-                    let (r0, failures) = (&r0, &failures);
-                    sc.spawn(move || {
-                        for k in 0..iters {
-                            let st = fixture::small_state(k as u64);
-                            let res = if grouped {
-                                handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: st })
-                            } else {
-                                Lease::presented(h, 0).and_then(|l| r0.checkpoint(&l, &st))
-                            };
-                            if let Err(e) = res {
-                                failures.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
-                                return;
-                            }
-                        }
-                    });
-                }
-            });
-            let el = start.elapsed().as_secs_f64();
-            drop(gc);
-            let fails = failures.into_inner().unwrap_or_else(|p| p.into_inner());
-            assert!(fails.is_empty(), "group commit workers failed: {fails:?}");
-            let total = (t * iters) as f64 / el;
-            let st = *stats.lock().unwrap_or_else(|p| p.into_inner());
-            let label = if grouped {
-                format!(
-                    "{t} worker threads, GroupCommitter (avg {:.1} ckpt per fsync)",
-                    st.checkpoints as f64 / st.transactions.max(1) as f64
-                )
-            } else {
-                format!("{t} worker threads, Runner::checkpoint each (no grouping)")
-            };
+            let (total, label) = group_threads(work, cfg, t, s.group_iters, grouped)?;
             group.insert(
                 format!("threads_{t}_{}", if grouped { "grouped" } else { "plain" }),
                 op(total, "ckpt/s", label.clone()),
@@ -351,22 +308,94 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
             if grouped && total > best.0 {
                 best = (total, label);
             }
-            drop(r0);
         }
     }
-    step("group_commit_best", op(best.0, "ckpt/s", best.1), &mut ops);
-    ops.insert("group_commit".into(), Value::Object(group));
+    ops.step("group_commit_best", op(best.0, "ckpt/s", best.1));
+    ops.map.insert("group_commit".into(), Value::Object(group));
+    Ok(())
+}
 
-    // ---- recover race ----
+/// checkpoint_many over `b` handoffs per transaction: the total rate and its label.
+fn group_batch(s: &Sizes, work: &Path, cfg: &Config, b: usize) -> Result<(f64, String)> {
+    let root = fixture::fresh_root(work, "group");
+    let r0 = Runner::open(&root, "w1", cfg.clone())?;
+    let hids = fixture::bulk_dispatch(&r0, 0, b as u64)?;
+    for h in &hids {
+        r0.claim(h)?;
+    }
+    let mut n = 0u64;
+    let tx_rate = rate(s.rounds, s.group_iters, |_| {
+        let items: Vec<Item> = hids
+            .iter()
+            .map(|h| Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: fixture::small_state(n) })
+            .collect();
+        n += 1;
+        for res in group::checkpoint_many(r0.store().as_ref(), cfg, &items)? {
+            res?;
+        }
+        Ok(())
+    })?;
+    let total = tx_rate * b as f64;
+    let label = format!("checkpoint_many, {b} handoff{} per transaction", if b == 1 { "" } else { "s" });
+    drop(r0);
+    Ok((total, label))
+}
+
+/// `t` worker threads checkpointing `iters` times each, through a
+/// GroupCommitter or each on its own: the total rate and its label.
+fn group_threads(work: &Path, cfg: &Config, t: usize, iters: usize, grouped: bool) -> Result<(f64, String)> {
+    let root = fixture::fresh_root(work, "gthreads");
+    let r0 = Runner::open(&root, "w1", cfg.clone())?;
+    let hids = fixture::bulk_dispatch(&r0, 0, t as u64)?;
+    for h in &hids {
+        r0.claim(h)?;
+    }
+    let (gc, stats) = GroupCommitter::start(r0.store().clone(), cfg.clone(), 1024);
+    let start = Instant::now();
+    let failures = Mutex::new(Vec::<String>::new());
+    std::thread::scope(|sc| {
+        for h in &hids {
+            let handle = gc.handle();
+            let (r0, failures) = (&r0, &failures);
+            sc.spawn(move || {
+                for k in 0..iters {
+                    let st = fixture::small_state(k as u64);
+                    let res = if grouped {
+                        handle.checkpoint(Item { hid: h.clone(), holder: "w1".into(), fence: F0, state: st })
+                    } else {
+                        Lease::presented(h, 0).and_then(|l| r0.checkpoint(&l, &st))
+                    };
+                    if let Err(e) = res {
+                        failures.lock().unwrap_or_else(|p| p.into_inner()).push(e.to_string());
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let el = start.elapsed().as_secs_f64();
+    drop(gc);
+    let fails = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+    assert!(fails.is_empty(), "group commit workers failed: {fails:?}");
+    let total = (t * iters) as f64 / el;
+    let st = *stats.lock().unwrap_or_else(|p| p.into_inner());
+    let label = if grouped {
+        format!(
+            "{t} worker threads, GroupCommitter (avg {:.1} ckpt per fsync)",
+            st.checkpoints as f64 / st.transactions.max(1) as f64
+        )
+    } else {
+        format!("{t} worker threads, Runner::checkpoint each (no grouping)")
+    };
+    drop(r0);
+    Ok((total, label))
+}
+
+/// The recover race, and what limits it: the same CAS in raw SQL, SQLite's
+/// busy-wait ladder vs a 100 µs busy handler.
+fn recover_races(s: &Sizes, work: &Path, ops: &mut Ops<'_>) -> Result<()> {
     let r = recover_race(work, s.racers, s.recover_races)?;
-    step(
-        "recover_race",
-        op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)),
-        &mut ops,
-    );
-
-    // What limits the race: the same CAS in raw SQL, SQLite's busy-wait
-    // ladder vs a 100 µs busy handler.
+    ops.step("recover_race", op(r, "races/s", format!("{} racers, own connection each; exactly one wins", s.racers)));
     for (key, fine, label) in [
         (
             "lock_race_default",
@@ -376,79 +405,82 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
         ("lock_race_fine", true, "recover CAS in raw SQL, 8 connections, 100 µs busy handler"),
     ] {
         let r = measure::lock_race_rate(work, s.racers, s.recover_races, fine)?;
-        step(key, op(r, "races/s", label), &mut ops);
+        ops.step(key, op(r, "races/s", label));
     }
+    Ok(())
+}
 
-    // ---- ingest ----
+/// Ingest of the fixture log into a fresh store.
+fn ingest(s: &Sizes, fx: &Fixtures, cfg: &Config, ops: &mut Ops<'_>) -> Result<()> {
     let r = rate_timed(1, s.ingest_reps, |_| {
-        let root = fixture::fresh_root(work, "ingest");
+        let root = fixture::fresh_root(&fx.work, "ingest");
         let store = SqliteStore::open(&root)?;
         let t = Instant::now();
-        let rep = log::ingest(&store, &fx.log, &cfg)?;
+        let rep = log::ingest(&store, &fx.log, cfg)?;
         let el = t.elapsed();
         assert_eq!(rep.checkpoints_new, s.ingest_lines, "ingest fixture");
         drop(store);
         Ok(el)
     })?;
-    step(
+    ops.step(
         "ingest",
         op(
             r * s.ingest_lines as f64,
             "lines/s",
             format!("log::ingest of a {}-line log into a fresh store", s.ingest_lines),
         ),
-        &mut ops,
     );
+    Ok(())
+}
 
-    // ---- TCP ship ----
-    {
-        let dir = fixture::fresh_root(work, "tcp");
-        let server = TcpServer::start(&dir.join("server-logs"))?;
-        let mut bed = ShipBed::new(server.addr(), ShipMode::Sync, dir.join("sync-buffer.log"), 1)?;
-        let r = rate(s.rounds, s.ship_iters, |_| bed.ship_next())?;
-        step(
-            "ship_tcp_sync",
-            op(
-                r,
-                "lines/s",
-                "TcpShipper, ShipMode::Sync: hash + line + ship, returns on the server's ack; local buffer log",
-            ),
-            &mut ops,
-        );
-        let mut abed = ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.join("async-buffer.log"), 2)?;
-        let n = s.ship_iters * 4;
-        let r = rate_timed(s.rounds, 1, |_| {
-            let t = Instant::now();
-            for _ in 0..n {
-                abed.ship_next()?;
-            }
-            abed.flush()?;
-            Ok(t.elapsed())
-        })? * n as f64;
-        step(
-            "ship_tcp_async",
-            op(
-                r,
-                "lines/s",
-                format!(
-                    "TcpShipper, ShipMode::Async{{max_lag: 256}}: {n} lines then flush (all acked); local buffer log"
-                ),
-            ),
-            &mut ops,
-        );
-        let shipped = (bed.shipped() + abed.shipped()) as u64;
-        drop(bed);
-        drop(abed);
-        let stats = server.stop()?;
-        assert_eq!(stats.checkpoints_appended, shipped, "server appended every shipped line: {stats:?}");
-    }
+/// TCP shipping, synchronous and asynchronous, to a server that must have
+/// appended every shipped line.
+fn tcp_ship(s: &Sizes, work: &Path, ops: &mut Ops<'_>) -> Result<()> {
+    let dir = fixture::fresh_root(work, "tcp");
+    let server = TcpServer::start(&dir.join("server-logs"))?;
+    let mut bed = ShipBed::new(server.addr(), ShipMode::Sync, dir.join("sync-buffer.log"), 1)?;
+    let r = rate(s.rounds, s.ship_iters, |_| bed.ship_next())?;
+    ops.step(
+        "ship_tcp_sync",
+        op(
+            r,
+            "lines/s",
+            "TcpShipper, ShipMode::Sync: hash + line + ship, returns on the server's ack; local buffer log",
+        ),
+    );
+    let mut abed = ShipBed::new(server.addr(), ShipMode::Async { max_lag: 256 }, dir.join("async-buffer.log"), 2)?;
+    let n = s.ship_iters * 4;
+    let r = rate_timed(s.rounds, 1, |_| {
+        let t = Instant::now();
+        for _ in 0..n {
+            abed.ship_next()?;
+        }
+        abed.flush()?;
+        Ok(t.elapsed())
+    })? * n as f64;
+    ops.step(
+        "ship_tcp_async",
+        op(
+            r,
+            "lines/s",
+            format!("TcpShipper, ShipMode::Async{{max_lag: 256}}: {n} lines then flush (all acked); local buffer log"),
+        ),
+    );
+    let shipped = (bed.shipped() + abed.shipped()) as u64;
+    drop(bed);
+    drop(abed);
+    let stats = server.stop()?;
+    assert_eq!(stats.checkpoints_appended, shipped, "server appended every shipped line: {stats:?}");
+    Ok(())
+}
 
-    // ---- supervisor scan ----
+/// The supervisor's scan over the fixture's running handoffs (none needing action).
+fn scan(s: &Sizes, fx: &Fixtures, cfg: &Config, ops: &mut Ops<'_>) -> Result<()> {
     let sup = Supervisor::open(&fx.scan_root, "bench-sup", cfg.clone())?;
     let acts = sup.scan()?;
     assert!(acts.is_empty(), "scan fixture should need no action: {acts:?}");
     let r = rate(1, s.scan_reps, |_| sup.scan().map(drop))?;
-    step(
+    ops.step(
         "scan",
         op(
             r,
@@ -459,14 +491,8 @@ pub fn run_ours(s: &Sizes, fx: &Fixtures, mut progress: impl FnMut(&str)) -> Res
                 r * s.scan_handoffs as f64
             ),
         ),
-        &mut ops,
     );
-
-    let load = measure::loadavg();
-    // Scratch stores are removed only now: deleting files mid-run makes the
-    // file system discard blocks (a `discard` mount) under the next fsyncs.
-    clean_scratch(work);
-    Ok(json!({"impl": "dhp-rs", "quick": s.quick, "ops": ops, "loadavg_end": load}))
+    Ok(())
 }
 
 /// Remove everything under the scratch directory.

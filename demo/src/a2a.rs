@@ -67,21 +67,13 @@ fn demo_token() -> anyhow::Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-/// Run the demo; returns the summary (`ok` true when GREEN).
-pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result<Value> {
-    let py = python()?;
-    let dhp = procs::locate_dhp(dhp_flag, &mut |m| say(m))?;
-    let tmp = tempfile::tempdir()?;
-    let root = tmp.path().join("store");
-    let root_s = root.to_string_lossy().to_string();
-
-    // The bridge: HTTP server + supervisor, no worker pool (agents B and C
-    // are separate processes so that one can be killed).
-    // `dhp a2a` requires a token; the demo's clients present it.
-    let token = demo_token()?;
-    let mut cmd = Command::new(&dhp);
-    cmd.args(["a2a", "--create", "--root", &root_s, "--port", "0", "--id", "demo-bridge"])
-        .env("DHP_A2A_TOKEN", &token)
+/// The bridge: HTTP server + supervisor, no worker pool (agents B and C
+/// are separate processes so that one can be killed). `dhp a2a` requires a
+/// token; the demo's clients present it. Returns it with the URL it serves.
+fn start_bridge(dhp: &Path, root_s: &str, token: &str) -> anyhow::Result<(Proc, String)> {
+    let mut cmd = Command::new(dhp);
+    cmd.args(["a2a", "--create", "--root", root_s, "--port", "0", "--id", "demo-bridge"])
+        .env("DHP_A2A_TOKEN", token)
         .envs(ENV.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -92,14 +84,15 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     }
     let url = first.split_whitespace().find(|w| w.starts_with("http://")).map(str::to_string);
     let url = url.ok_or_else(|| anyhow::anyhow!("dhp a2a did not start: {first:?}"))?;
-    say(&format!("bridge:  dhp a2a serving {url}"));
+    Ok((bridge, url))
+}
 
-    // The client submits over HTTP (A2A SendMessage, returnImmediately).
+/// The client submits over HTTP (A2A SendMessage, returnImmediately):
+/// the task's id and its DHP handoff's.
+fn submit(py: &Path, url: &str, token: &str, say: &mut dyn FnMut(&str)) -> anyhow::Result<(String, String)> {
     let task = json!({"inputs": {"lo": LO, "hi": HI, "chunk": CHUNK}}).to_string();
-    let out = Command::new(&py)
-        .arg(client_script()?)
-        .args([url.as_str(), "send", &task, "--immediate", "--token", &token])
-        .output()?;
+    let out =
+        Command::new(py).arg(client_script()?).args([url, "send", &task, "--immediate", "--token", token]).output()?;
     let sent: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         anyhow::anyhow!(
             "a2a client failed ({e}): {}{}",
@@ -114,12 +107,21 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
         .to_string();
     say(&format!("client:  SendMessage → {tid} ({})", sent["task"]["status"]["state"].as_str().unwrap_or("?")));
     say(&format!("         its DHP handoff {}…: census [{LO}, {HI}) in {} chunks", &hid[..12], (HI - LO) / CHUNK));
+    Ok((tid, hid))
+}
 
-    // The client polls GetTask for the whole run, recording every state.
-    let mut watch = Command::new(&py);
+/// The client polls GetTask for the whole run, recording every state: the
+/// watcher, and the states it reported (the channel yields the rest).
+fn watch(
+    py: &Path,
+    url: &str,
+    tid: &str,
+    token: &str,
+) -> anyhow::Result<(Proc, Value, std::sync::mpsc::Receiver<Value>)> {
+    let mut watch = Command::new(py);
     watch
         .arg(client_script()?)
-        .args([url.as_str(), "watch", &tid, "--interval", "0.05", "--timeout", "120", "--token", &token])
+        .args([url, "watch", tid, "--interval", "0.05", "--timeout", "120", "--token", token])
         .stdout(Stdio::piped());
     let mut watcher = Proc::spawn("a2a client", watch)?;
     let stdout = watcher.child.stdout.take().ok_or_else(|| anyhow::anyhow!("watcher has no stdout"))?;
@@ -136,35 +138,73 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     // The client's first poll lands before any worker starts (Python's
     // start-up can outlast the whole run on a loaded machine).
     let first_seen = rx.recv_timeout(PHASE).map_err(|_| anyhow::anyhow!("the a2a client reported no state"))?;
-    say(&format!("client:  GetTask → {}", first_seen["state"].as_str().unwrap_or("?")));
+    Ok((watcher, first_seen, rx))
+}
 
-    let mut cmd = Command::new(&dhp);
-    cmd.args(["work", &root_s, "--runner", "agent-b", "claim", &hid, "--pace", "0.15"])
+/// What the kill and the recovery came to.
+struct Recovery {
+    /// Checkpoints agent B had made when it was killed.
+    k: u64,
+    /// Kill → orphan.
+    noticed: Duration,
+    /// Agent C's `dhp work … recover --json` reply.
+    c: Value,
+}
+
+/// Agent B claims and is SIGKILLed mid-task; the bridge's supervisor
+/// orphans it; agent C recovers.
+fn kill_and_recover(dhp: &Path, root: &Path, hid: &str, say: &mut dyn FnMut(&str)) -> anyhow::Result<Recovery> {
+    let root_s = root.to_string_lossy().to_string();
+    let mut cmd = Command::new(dhp);
+    cmd.args(["work", &root_s, "--runner", "agent-b", "claim", hid, "--pace", "0.15"])
         .envs(ENV.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let mut b = Proc::spawn("agent-b", cmd)?;
     say("agent B: claimed the handoff, working");
-    wait_for("agent B's checkpoints", || status(&dhp, &root, &hid)["checkpoints"].as_u64().unwrap_or(0) >= KILL_AFTER)?;
+    wait_for("agent B's checkpoints", || status(dhp, root, hid)["checkpoints"].as_u64().unwrap_or(0) >= KILL_AFTER)?;
     b.signal(nix::sys::signal::Signal::SIGKILL)?;
     b.wait_for(Duration::from_secs(5));
-    let k = status(&dhp, &root, &hid)["checkpoints"].as_u64().unwrap_or(0);
+    let k = status(dhp, root, hid)["checkpoints"].as_u64().unwrap_or(0);
     say(&format!("agent B: SIGKILL after {k} checkpoints (mid-task)"));
-    let noticed = wait_for("the orphan", || status(&dhp, &root, &hid)["status"] == "orphaned")?;
+    let noticed = wait_for("the orphan", || status(dhp, root, hid)["status"] == "orphaned")?;
     say(&format!("bridge:  supervisor orphaned it {:.0} ms after the kill", noticed.as_secs_f64() * 1e3));
 
-    let c = Command::new(&dhp)
-        .args(["work", &root_s, "--runner", "agent-c", "recover", &hid, "--json"])
+    let c = Command::new(dhp)
+        .args(["work", &root_s, "--runner", "agent-c", "recover", hid, "--json"])
         .envs(ENV.iter().copied())
         .output()?;
     let c: Value = serde_json::from_slice(&c.stdout).unwrap_or(Value::Null);
     say(&format!("agent C: recovered from n={} and ran {} chunks", c["resumed_from"], c["chunks_this_run"]));
+    Ok(Recovery { k, noticed, c })
+}
+
+/// Run the demo; returns the summary (`ok` true when GREEN).
+pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result<Value> {
+    let py = python()?;
+    let dhp = procs::locate_dhp(dhp_flag, &mut |m| say(m))?;
+    let tmp = tempfile::tempdir()?;
+    let root = tmp.path().join("store");
+    let root_s = root.to_string_lossy().to_string();
+    let token = demo_token()?;
+    let (mut bridge, url) = start_bridge(&dhp, &root_s, &token)?;
+    say(&format!("bridge:  dhp a2a serving {url}"));
+    let (tid, hid) = submit(&py, &url, &token, say)?;
+    let (mut watcher, first_seen, rx) = watch(&py, &url, &tid, &token)?;
+    say(&format!("client:  GetTask → {}", first_seen["state"].as_str().unwrap_or("?")));
+    let rec = kill_and_recover(&dhp, &root, &hid, say)?;
 
     watcher.wait_for(PHASE);
     let mut lines = vec![first_seen];
     lines.extend(rx.iter());
     bridge.stop(Duration::from_secs(3));
+    Ok(judge(&lines, &rec, &tid, &hid, say))
+}
 
+/// The verdict from what the client saw: only SUBMITTED/WORKING →
+/// COMPLETED, the right result, no committed chunk redone.
+fn judge(lines: &[Value], rec: &Recovery, tid: &str, hid: &str, say: &mut dyn FnMut(&str)) -> Value {
+    let (k, c) = (rec.k, &rec.c);
     let states: Vec<String> = lines
         .iter()
         .filter_map(|l| l["state"].as_str())
@@ -192,9 +232,9 @@ pub fn run(dhp_flag: Option<&Path>, say: &mut dyn FnMut(&str)) -> anyhow::Result
     ));
     say(&format!("rework:  {redone} committed chunks redone; at most the 1 chunk in flight at the kill was lost"));
     let ok = only_working && result == want && redone == 0;
-    Ok(json!({"mode": "a2a", "task_id": tid, "handoff_id": hid, "observed": observed, "killed_after_checkpoints": k,
-              "orphan_noticed_ms": (noticed.as_secs_f64() * 1e3).round(), "result": result, "result_correct": result == want,
-              "committed_chunks_redone": redone, "ok": ok}))
+    json!({"mode": "a2a", "task_id": tid, "handoff_id": hid, "observed": observed, "killed_after_checkpoints": k,
+           "orphan_noticed_ms": (rec.noticed.as_secs_f64() * 1e3).round(), "result": result, "result_correct": result == want,
+           "committed_chunks_redone": redone, "ok": ok})
 }
 
 /// The `--a2a` mode's entry: text on stdout (on stderr with `--json`, whose

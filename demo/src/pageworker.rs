@@ -10,7 +10,7 @@
 //! — `next` is the index of the first page not yet fetched, so a successor
 //! resumes exactly there and never refetches a checkpointed page.
 
-use crate::fetch::Fetcher;
+use crate::fetch::{Fetcher, Page};
 use crate::record::{self, PageRecord};
 use dhp_core::envelope::{now, utcnow_iso};
 use dhp_core::transport::{catch_up, log, Shipper};
@@ -156,18 +156,7 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
         let i = next as usize;
         let title = &titles[i];
         emit("fetch_start", json!({"worker": opts.worker_id, "index": i, "title": title}));
-        let mut tries = 0;
-        let page = loop {
-            tries += 1;
-            match fetcher.fetch(title) {
-                Ok(p) => break p,
-                Err(e) if tries < opts.fetch_tries.max(1) => {
-                    emit("fetch_retry", json!({"worker": opts.worker_id, "index": i, "error": e.to_string()}));
-                    std::thread::sleep(Duration::from_millis(300 * u64::from(tries)));
-                }
-                Err(e) => return Err(e.context(format!("page {} ({title}) failed after {tries} tries", i + 1))),
-            }
-        };
+        let page = fetch_with_retries(&fetcher, &opts, i, title)?;
         let rec = PageRecord {
             index: next,
             title: title.clone(),
@@ -189,13 +178,7 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
         let seq = ctx.checkpoint(&state)?;
         let mut acked = None;
         if let Some(s) = opts.shipper.as_deref_mut() {
-            // Ship exactly what the store committed (same text, hash, time).
-            let row = runner
-                .last_checkpoint_row(&hid)?
-                .filter(|r| r.seq == seq)
-                .ok_or_else(|| anyhow::anyhow!("checkpoint {seq} vanished from the store"))?;
-            let line = log::checkpoint_line(seq, &state, &row.state_hash, &row.at)?;
-            s.ship_checkpoint(&hid, seq, &line)?;
+            ship_committed(runner, s, &hid, seq, &state)?;
             acked = Some(seq);
         }
         ctx.note_step(1)?;
@@ -209,20 +192,58 @@ pub fn run(runner: &Runner, mut opts: Options) -> anyhow::Result<Value> {
     if let Some(s) = opts.shipper.as_deref_mut() {
         s.flush()?;
     }
-    let dataset_sha256 = record::write_csv(&opts.out_csv, &pages)?;
+    let result = write_dataset(&opts, &pages, resumed_from, fetched_this_run)?;
+    ctx.complete(&result)?;
+    emit("complete", json!({"worker": opts.worker_id, "hid": hid, "result": result, "dataset": opts.out_csv}));
+    Ok(result)
+}
+
+/// Fetch page `i`, retrying up to `fetch_tries` times (each retry reported).
+fn fetch_with_retries(fetcher: &Fetcher, opts: &Options, i: usize, title: &str) -> anyhow::Result<Page> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match fetcher.fetch(title) {
+            Ok(p) => return Ok(p),
+            Err(e) if tries < opts.fetch_tries.max(1) => {
+                emit("fetch_retry", json!({"worker": opts.worker_id, "index": i, "error": e.to_string()}));
+                std::thread::sleep(Duration::from_millis(300 * u64::from(tries)));
+            }
+            Err(e) => return Err(e.context(format!("page {} ({title}) failed after {tries} tries", i + 1))),
+        }
+    }
+}
+
+/// Ship exactly what the store committed as checkpoint `seq` (same text,
+/// hash, time).
+fn ship_committed(runner: &Runner, s: &mut dyn Shipper, hid: &str, seq: i64, state: &Value) -> anyhow::Result<()> {
+    let row = runner
+        .last_checkpoint_row(hid)?
+        .filter(|r| r.seq == seq)
+        .ok_or_else(|| anyhow::anyhow!("checkpoint {seq} vanished from the store"))?;
+    let line = log::checkpoint_line(seq, state, &row.state_hash, &row.at)?;
+    s.ship_checkpoint(hid, seq, &line)?;
+    Ok(())
+}
+
+/// Write the dataset (CSV); the completion result.
+fn write_dataset(
+    opts: &Options,
+    pages: &[PageRecord],
+    resumed_from: u64,
+    fetched_this_run: u64,
+) -> anyhow::Result<Value> {
+    let dataset_sha256 = record::write_csv(&opts.out_csv, pages)?;
     let mut by: serde_json::Map<String, Value> = serde_json::Map::new();
-    for p in &pages {
+    for p in pages {
         let n = by.get(&p.fetched_by).and_then(Value::as_u64).unwrap_or(0);
         by.insert(p.fetched_by.clone(), json!(n + 1));
     }
-    let result = json!({
+    Ok(json!({
         "pages": pages.len(),
         "dataset_sha256": dataset_sha256,
         "resumed_from": resumed_from,
         "fetched_this_run": fetched_this_run,
         "fetched_by": by,
-    });
-    ctx.complete(&result)?;
-    emit("complete", json!({"worker": opts.worker_id, "hid": hid, "result": result, "dataset": opts.out_csv}));
-    Ok(result)
+    }))
 }

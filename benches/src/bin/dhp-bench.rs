@@ -95,340 +95,387 @@ fn main() {
     }
     let a = Args { rest: argv };
     match cmd.as_str() {
-        "fixtures" => {
-            let dir = a.path("--dir");
-            let s = sizes(&a);
-            suite::make_fixtures(&dir, &s).unwrap_or_else(|e| fail(e));
-            write_json(
-                &dir.join("fixtures.json"),
-                &json!({"quick": s.quick, "ingest_lines": s.ingest_lines, "scan_handoffs": s.scan_handoffs,
-                        "log": dir.join("ingest.log"), "scan_ref": dir.join("scan-py"), "work": dir.join("work")}),
-            );
-        }
-        "run" => {
-            let dir = a.path("--dir");
-            let out = a.path("--out");
-            let s = sizes(&a);
-            let fx =
-                suite::Fixtures { work: dir.join("work"), log: dir.join("ingest.log"), scan_root: dir.join("scan-rs") };
-            if !fx.log.exists() {
-                fail(format!("no fixtures in {}: run `dhp-bench fixtures` first", dir.display()));
-            }
-            let v = suite::run_ours(&s, &fx, |line| eprintln!("dhp-rs {line}")).unwrap_or_else(|e| fail(e));
-            write_json(&out, &v);
-        }
-        "rss" => {
-            let dhp = a.path("--dhp");
-            let dir = a.path("--dir");
-            let out = a.path("--out");
-            let v = suite::worker_rss(&dhp, &dir, 0, 200_000, 2_000).unwrap_or_else(|e| fail(e));
-            write_json(&out, &v);
-        }
-        "peak-rss" => {
-            // dhp-bench peak-rss --out F [--label L] -- CMD ARGS...
-            let out = a.path("--out");
-            let Some(sep) = a.rest.iter().position(|x| x == "--") else { usage() };
-            let argv = &a.rest[sep + 1..];
-            if argv.is_empty() {
-                usage();
-            }
-            let mut cmd = std::process::Command::new(&argv[0]);
-            cmd.args(&argv[1..]);
-            let p = measure::peak_rss(&mut cmd).unwrap_or_else(|e| fail(e));
-            if p.exit_code != Some(0) {
-                fail(format!("{argv:?} failed ({:?}): {} {}", p.exit_code, p.stdout, p.stderr));
-            }
-            let mut v = json!({"max_rss_kib": p.vm_hwm_kib, "method": "VmHWM at PTRACE_EVENT_EXIT",
-                               "detail": {"worker": a.opt("--label").unwrap_or_else(|| argv.join(" ")),
-                                          "anon_kib_at_exit": p.anon_kib, "file_kib_at_exit": p.file_kib,
-                                          "top_mappings_at_exit": p.top_mappings,
-                                          "elapsed_s": p.elapsed_s, "result": p.stdout.trim().lines().last().unwrap_or("")}});
-            if let Some(c) = a.opt("--census") {
-                v["census"] = json!(c);
-            }
-            write_json(&out, &v);
-        }
-        "pg" => {
-            let url = a.opt("--url").unwrap_or_else(|| usage());
-            let dir = a.path("--dir");
-            let sizes =
-                if a.flag("--quick") { dhp_benches::pg::PgSizes::quick() } else { dhp_benches::pg::PgSizes::full() };
-            let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
-            let v = dhp_benches::pg::run(&me, &a.path("--dhp"), &url, &dir, sizes, |l| eprintln!("dhp-rs pg: {l}"))
-                .unwrap_or_else(|e| fail(e));
-            write_json(&a.path("--out"), &v);
-            std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v)).unwrap_or_else(|e| fail(e));
-        }
-        "tcp" => {
-            let sizes = if a.flag("--quick") {
-                dhp_benches::tcp_rates::TcpSizes::quick()
-            } else {
-                dhp_benches::tcp_rates::TcpSizes::full()
-            };
-            let v = dhp_benches::tcp_rates::run(&a.path("--dir"), &a.path("--dhp"), &sizes).unwrap_or_else(|e| fail(e));
-            write_json(&a.path("--out"), &v);
-            let soak = a.opt("--soak").map(|p| read_json(Path::new(&p)));
-            let md = dhp_benches::tcp_rates::markdown(&v, soak.as_ref().filter(|s| s.get("samples").is_some()));
-            if let Err(e) = std::fs::write(a.path("--md"), md) {
-                fail(e);
-            }
-        }
-        "tcp-sync" => {
-            let shippers: Vec<usize> = a
-                .opt("--shippers")
-                .unwrap_or_else(|| "1,8,32".into())
-                .split(',')
-                .filter_map(|x| x.trim().parse().ok())
-                .filter(|&x| x > 0)
-                .collect();
-            let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(300usize).max(1);
-            let reps = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(3usize).max(1);
-            let v = dhp_benches::tcp_sync::run(&a.path("--dir"), &shippers, n, reps).unwrap_or_else(|e| fail(e));
-            write_json(&a.path("--out"), &v);
-            if let Err(e) = std::fs::write(a.path("--md"), dhp_benches::tcp_sync::markdown(&v)) {
-                fail(e);
-            }
-        }
-        "tcp-hostile" => {
-            let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1_000usize).max(1);
-            let v =
-                dhp_benches::tcp_rates::hostile_rss(&a.path("--dhp"), &a.path("--dir"), n).unwrap_or_else(|e| fail(e));
-            write_json(&a.path("--out"), &v);
-        }
-        "tcp-soak" => {
-            let n = a.opt("--handoffs").and_then(|v| v.parse().ok()).unwrap_or(1_000_000u64);
-            let every = a.opt("--every").and_then(|v| v.parse().ok()).unwrap_or(100_000u64).max(1);
-            let shippers = a.opt("--shippers").and_then(|v| v.parse().ok()).unwrap_or(16u64).max(1);
-            let max = a.opt("--max-seconds").and_then(|v| v.parse().ok()).unwrap_or(7200u64);
-            let max = std::time::Duration::from_secs(max);
-            let v = dhp_benches::tcp_soak::soak(&a.path("--dhp"), &a.path("--dir"), n, every, shippers, max)
-                .unwrap_or_else(|e| fail(e));
-            write_json(&a.path("--out"), &v);
-        }
-        "cp-worker" => {
-            let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());
-            let root = a.opt("--root").unwrap_or_else(|| usage());
-            let id = a.opt("--id").unwrap_or_else(|| usage());
-            let n =
-                dhp_benches::pg::cp_worker(&root, &id, num("--start-at"), num("--seconds")).unwrap_or_else(|e| fail(e));
-            println!("{n}");
-        }
-        "checkpoint" => {
-            // Ad-hoc probe (e.g. under strace): K checkpoints after DEPTH earlier ones.
-            let dir = a.path("--dir");
-            let depth: i64 = a.opt("--depth").and_then(|v| v.parse().ok()).unwrap_or(100);
-            let k: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1000);
-            let mut bed = dhp_benches::fixture::CheckpointBed::new(&dir, depth).unwrap_or_else(|e| fail(e));
-            let r = measure::rate(1, k, |_| bed.checkpoint().map(drop)).unwrap_or_else(|e| fail(e));
-            println!("{r:.1} checkpoints/s after {depth}");
-        }
-        "scale" => {
-            let dir = a.path("--dir");
-            let dhp = a.path("--dhp");
-            let py = a.opt("--py").map(PathBuf::from);
-            let list = |k: &str, d: &str| -> Vec<usize> {
-                a.opt(k).unwrap_or_else(|| d.into()).split(',').filter_map(|x| x.trim().parse().ok()).collect()
-            };
-            let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
-            let only = a.opt("--only").unwrap_or_else(|| "scan,big,writers,kill".into());
-            let want = |k: &str| only.split(',').any(|x| x == k);
-            let reps = num("--reps", 20);
-            let seconds = a.opt("--seconds").and_then(|v| v.parse().ok()).unwrap_or(5.0);
-            let log = |m: &str| eprintln!("dhp-bench scale: {m} (load {:.1})", measure::loadavg());
-            let mut out = json!({});
-            if want("scan") {
-                let mut rows = Vec::new();
-                for n in list("--sizes", "1000,10000,100000") {
-                    log(&format!("scan and liveness poll at {n} running"));
-                    rows.push(
-                        dhp_benches::scale::scan_row(&dir, &dhp, py.as_deref(), n, reps).unwrap_or_else(|e| fail(e)),
-                    );
-                }
-                out["scan"] = json!(rows);
-            }
-            if want("big") {
-                let (total, running) = (num("--big", 1_000_000), num("--big-running", 10_000));
-                log(&format!("a store of {total} handoffs"));
-                out["big"] = dhp_benches::scale::big_row(&dir, &dhp, total, running, reps).unwrap_or_else(|e| fail(e));
-            }
-            if want("writers") {
-                let procs = list("--procs", "1,8,32");
-                let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
-                log("writer processes");
-                out["writers"] =
-                    dhp_benches::scale::writers_row(&dir, &me, &procs, seconds).unwrap_or_else(|e| fail(e));
-                if let Some(before) = a.opt("--before-bench") {
-                    log("writer processes, before");
-                    out["writers_before"] = dhp_benches::scale::writers_row(&dir, Path::new(&before), &procs, seconds)
-                        .unwrap_or_else(|e| fail(e));
-                }
-            }
-            if want("kill") {
-                let (running, kills) = (num("--kill-running", 100_000), num("--kills", 20));
-                log(&format!("kill -9 -> orphaned at {running} running"));
-                out["kill"] = dhp_benches::scale::kill_row(&dir, &dhp, running, kills).unwrap_or_else(|e| fail(e));
-                if let Some(before) = a.opt("--before-dhp") {
-                    log("kill -9 -> orphaned, before");
-                    out["kill_before"] = dhp_benches::scale::kill_row(&dir, Path::new(&before), running, kills)
-                        .unwrap_or_else(|e| fail(e));
-                }
-            }
-            write_json(&a.path("--out"), &out);
-            let md = dhp_benches::scale::markdown(&out);
-            std::fs::write(a.path("--md"), &md).unwrap_or_else(|e| fail(e));
-            print!("{md}");
-        }
-        "scale-idle" => {
-            let dir = a.path("--dir");
-            let dhps: Vec<PathBuf> = a.opt("--dhp").unwrap_or_else(|| usage()).split(',').map(PathBuf::from).collect();
-            let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
-            let secs = a.opt("--seconds").and_then(|v| v.parse::<f64>().ok()).unwrap_or(30.0);
-            let window = std::time::Duration::try_from_secs_f64(secs).unwrap_or_else(|e| fail(e));
-            let out = dhp_benches::scale::idle_rows(&dir, &dhps, num("--running", 100_000), num("--rounds", 1), window)
-                .unwrap_or_else(|e| fail(e));
-            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-        }
-        "scale-fill" => {
-            let root = a.path("--root");
-            let running = a.opt("--running").and_then(|v| v.parse().ok()).unwrap_or(100_000);
-            dhp_benches::scale::fill(&root, 10_000_000, running, 0).unwrap_or_else(|e| fail(e));
-            println!("{}", root.display());
-        }
-        "scan" => {
-            // Ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.
-            let dir = a.path("--dir");
-            let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(10_000);
-            let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(20);
-            let root = dhp_benches::fixture::fresh_root(&dir, "scanprobe");
-            dhp_benches::fixture::scan_store(&root, n).unwrap_or_else(|e| fail(e));
-            let sup = dhp_core::Supervisor::open(&root, "bench-sup", dhp_benches::fixture::bench_config())
-                .unwrap_or_else(|e| fail(e));
-            let r = measure::rate(1, reps, |_| sup.scan().map(drop)).unwrap_or_else(|e| fail(e));
-            println!("{r:.2} scans/s over {n} running handoffs");
-            let d = measure::rate(1, reps, |_| sup.dead_workers().map(drop)).unwrap_or_else(|e| fail(e));
-            println!("  Supervisor::dead_workers alone (run every liveness poll between scans): {:.1} ms", 1e3 / d);
-            let _ = std::fs::remove_dir_all(&root);
-        }
-        "ingest" => {
-            // Ad-hoc probe (e.g. under perf): ingest a LINES-line log REPS times.
-            let dir = a.path("--dir");
-            let lines: usize = a.opt("--lines").and_then(|v| v.parse().ok()).unwrap_or(10_000);
-            let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(10);
-            let logp = dir.join("probe-ingest.log");
-            dhp_benches::fixture::write_log(&logp, lines).unwrap_or_else(|e| fail(e));
-            let cfg = dhp_benches::fixture::bench_config();
-            let mut parse = 0.0;
-            let r = measure::rate_timed(1, reps, |_| {
-                let root = dhp_benches::fixture::fresh_root(&dir, "ingestprobe");
-                let store = dhp_core::store::SqliteStore::open(&root)?;
-                let t = std::time::Instant::now();
-                let parsed = dhp_core::transport::log::read_log(&logp, &cfg)?;
-                parse += t.elapsed().as_secs_f64();
-                dhp_core::transport::log::ingest_lines(&store, &parsed, &cfg)?;
-                let el = t.elapsed();
-                drop(store);
-                let _ = std::fs::remove_dir_all(&root);
-                Ok(el)
-            })
-            .unwrap_or_else(|e| fail(e));
-            println!(
-                "{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
-                r * lines as f64,
-                parse / reps as f64 * 1e3,
-                1e3 / r
-            );
-            // Breakdown: re-serialize + hash every state; bare SQL insert of the rows.
-            let parsed = dhp_core::transport::log::read_log(&logp, &cfg).unwrap_or_else(|e| fail(e));
-            let states: Vec<serde_json::Value> = parsed
-                .iter()
-                .filter_map(|l| match l {
-                    dhp_core::transport::log::Line::Record(v) if v["type"] == "checkpoint" => Some(v["state"].clone()),
-                    _ => None,
-                })
-                .collect();
-            let t = std::time::Instant::now();
-            let rows: Vec<(String, String)> =
-                states.iter().map(|s| dhp_core::json::state_text_and_hash(s).unwrap_or_else(|e| fail(e))).collect();
-            let hash_ms = t.elapsed().as_secs_f64() * 1e3;
-            let root = dhp_benches::fixture::fresh_root(&dir, "ingestsql");
-            drop(dhp_core::store::SqliteStore::open(&root).unwrap_or_else(|e| fail(e)));
-            let mut c = rusqlite::Connection::open(root.join("dhp.sqlite3")).unwrap_or_else(|e| fail(e));
-            c.execute_batch("PRAGMA synchronous=FULL;").unwrap_or_else(|e| fail(e));
-            let t = std::time::Instant::now();
-            let tx = c.transaction().unwrap_or_else(|e| fail(e));
-            {
-                let mut st = tx
-                    .prepare("INSERT OR IGNORE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)")
-                    .unwrap_or_else(|e| fail(e));
-                for (i, (text, hash)) in rows.iter().enumerate() {
-                    st.execute(rusqlite::params![
-                        "a".repeat(64),
-                        i as i64,
-                        text,
-                        hash,
-                        "2026-01-01T00:00:00.000000+00:00"
-                    ])
-                    .unwrap_or_else(|e| fail(e));
-                }
-            }
-            let t_ins = t.elapsed().as_secs_f64() * 1e3;
-            tx.commit().unwrap_or_else(|e| fail(e));
-            let t_all = t.elapsed().as_secs_f64() * 1e3;
-            println!(
-                "  breakdown: state_text_and_hash {hash_ms:.1} ms; bare SQL insert {t_ins:.1} ms + commit {:.1} ms",
-                t_all - t_ins
-            );
-            drop(c);
-            let _ = std::fs::remove_dir_all(&root);
-            let _ = std::fs::remove_file(&logp);
-        }
-        "lock-race" => {
-            // Ad-hoc probe: the recover CAS in raw SQL, default vs 100 µs busy handler.
-            let dir = a.path("--dir");
-            let races: usize = a.opt("--races").and_then(|v| v.parse().ok()).unwrap_or(50);
-            for fine in [false, true] {
-                let r = measure::lock_race_rate(&dir, 8, races, fine).unwrap_or_else(|e| fail(e));
-                println!(
-                    "{r:.1} races/s, 8 racers, {}",
-                    if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" }
-                );
-            }
-        }
-        "dispatch" => {
-            // Ad-hoc probe (e.g. under perf/strace): N SDK dispatches on a fresh store.
-            let dir = a.path("--dir");
-            let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(2000);
-            let root = dhp_benches::fixture::fresh_root(&dir, "dispatchprobe");
-            let r =
-                dhp_core::Runner::open(&root, "w1", dhp_benches::fixture::bench_config()).unwrap_or_else(|e| fail(e));
-            let rate = measure::rate(1, n, |i| r.dispatch(&dhp_benches::fixture::sdk_envelope(i as u64)?).map(drop))
-                .unwrap_or_else(|e| fail(e));
-            println!("{rate:.1} dispatches/s");
-            drop(r);
-            let _ = std::fs::remove_dir_all(&root);
-        }
-        "machine" => {
-            let dir = a.path("--dir");
-            let out = a.path("--out");
-            let mut m = measure::machine(&dir);
-            m["loadavg_start"] = json!(measure::loadavg());
-            write_json(&out, &m);
-        }
-        "report" => {
-            let ours = read_json(&a.path("--ours"));
-            let reference = read_json(&a.path("--ref"));
-            let ours_rss = read_json(&a.path("--rss-ours"));
-            let ref_rss = read_json(&a.path("--rss-ref"));
-            let census = ours_rss.get("census").or_else(|| ref_rss.get("census")).cloned().unwrap_or(Value::Null);
-            let mut rss = json!({"ours": ours_rss, "reference": ref_rss, "census": census});
-            // The size-optimized deployment build (`--profile min-size`), when measured.
-            if let Some(p) = a.opt("--rss-ours-min") {
-                rss["ours_min_size"] = read_json(std::path::Path::new(&p));
-            }
-            let machine = read_json(&a.path("--machine"));
-            let command = a.opt("--command").unwrap_or_else(|| "benches/compare.sh".into());
-            print!("{}", report::markdown(&ours, &reference, &rss, &machine, &command));
-        }
+        "fixtures" => cmd_fixtures(&a),
+        "run" => cmd_run(&a),
+        "rss" => cmd_rss(&a),
+        "peak-rss" => cmd_peak_rss(&a),
+        "pg" => cmd_pg(&a),
+        "tcp" => cmd_tcp(&a),
+        "tcp-sync" => cmd_tcp_sync(&a),
+        "tcp-hostile" => cmd_tcp_hostile(&a),
+        "tcp-soak" => cmd_tcp_soak(&a),
+        "cp-worker" => cmd_cp_worker(&a),
+        "checkpoint" => cmd_checkpoint(&a),
+        "scale" => cmd_scale(&a),
+        "scale-idle" => cmd_scale_idle(&a),
+        "scale-fill" => cmd_scale_fill(&a),
+        "scan" => cmd_scan(&a),
+        "ingest" => cmd_ingest(&a),
+        "lock-race" => cmd_lock_race(&a),
+        "dispatch" => cmd_dispatch(&a),
+        "machine" => cmd_machine(&a),
+        "report" => cmd_report(&a),
         _ => usage(),
     }
+}
+
+/// `dhp-bench fixtures`: shared fixtures (ingest log, scan stores) and their description.
+fn cmd_fixtures(a: &Args) {
+    let dir = a.path("--dir");
+    let s = sizes(a);
+    suite::make_fixtures(&dir, &s).unwrap_or_else(|e| fail(e));
+    write_json(
+        &dir.join("fixtures.json"),
+        &json!({"quick": s.quick, "ingest_lines": s.ingest_lines, "scan_handoffs": s.scan_handoffs,
+                "log": dir.join("ingest.log"), "scan_ref": dir.join("scan-py"), "work": dir.join("work")}),
+    );
+}
+
+/// `dhp-bench run`: measure dhp-core on the fixtures; the JSON results.
+fn cmd_run(a: &Args) {
+    let dir = a.path("--dir");
+    let out = a.path("--out");
+    let s = sizes(a);
+    let fx = suite::Fixtures { work: dir.join("work"), log: dir.join("ingest.log"), scan_root: dir.join("scan-rs") };
+    if !fx.log.exists() {
+        fail(format!("no fixtures in {}: run `dhp-bench fixtures` first", dir.display()));
+    }
+    let v = suite::run_ours(&s, &fx, |line| eprintln!("dhp-rs {line}")).unwrap_or_else(|e| fail(e));
+    write_json(&out, &v);
+}
+
+/// `dhp-bench rss`: peak RSS of `dhp work` on a census handoff.
+fn cmd_rss(a: &Args) {
+    let dhp = a.path("--dhp");
+    let dir = a.path("--dir");
+    let out = a.path("--out");
+    let v = suite::worker_rss(&dhp, &dir, 0, 200_000, 2_000).unwrap_or_else(|e| fail(e));
+    write_json(&out, &v);
+}
+
+/// `dhp-bench peak-rss`: peak RSS of any command: `peak-rss --out F [--label L] -- CMD ARGS...`.
+fn cmd_peak_rss(a: &Args) {
+    let out = a.path("--out");
+    let Some(sep) = a.rest.iter().position(|x| x == "--") else { usage() };
+    let argv = &a.rest[sep + 1..];
+    if argv.is_empty() {
+        usage();
+    }
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    let p = measure::peak_rss(&mut cmd).unwrap_or_else(|e| fail(e));
+    if p.exit_code != Some(0) {
+        fail(format!("{argv:?} failed ({:?}): {} {}", p.exit_code, p.stdout, p.stderr));
+    }
+    let mut v = json!({"max_rss_kib": p.vm_hwm_kib, "method": "VmHWM at PTRACE_EVENT_EXIT",
+                       "detail": {"worker": a.opt("--label").unwrap_or_else(|| argv.join(" ")),
+                                  "anon_kib_at_exit": p.anon_kib, "file_kib_at_exit": p.file_kib,
+                                  "top_mappings_at_exit": p.top_mappings,
+                                  "elapsed_s": p.elapsed_s, "result": p.stdout.trim().lines().last().unwrap_or("")}});
+    if let Some(c) = a.opt("--census") {
+        v["census"] = json!(c);
+    }
+    write_json(&out, &v);
+}
+
+/// `dhp-bench pg`: the PostgreSQL rows.
+fn cmd_pg(a: &Args) {
+    let url = a.opt("--url").unwrap_or_else(|| usage());
+    let dir = a.path("--dir");
+    let sizes = if a.flag("--quick") { dhp_benches::pg::PgSizes::quick() } else { dhp_benches::pg::PgSizes::full() };
+    let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
+    let v = dhp_benches::pg::run(&me, &a.path("--dhp"), &url, &dir, sizes, |l| eprintln!("dhp-rs pg: {l}"))
+        .unwrap_or_else(|e| fail(e));
+    write_json(&a.path("--out"), &v);
+    std::fs::write(a.path("--md"), dhp_benches::pg::markdown(&v)).unwrap_or_else(|e| fail(e));
+}
+
+/// `dhp-bench tcp`: TCP shipping rates (and the soak's table, when given).
+fn cmd_tcp(a: &Args) {
+    let sizes = if a.flag("--quick") {
+        dhp_benches::tcp_rates::TcpSizes::quick()
+    } else {
+        dhp_benches::tcp_rates::TcpSizes::full()
+    };
+    let v = dhp_benches::tcp_rates::run(&a.path("--dir"), &a.path("--dhp"), &sizes).unwrap_or_else(|e| fail(e));
+    write_json(&a.path("--out"), &v);
+    let soak = a.opt("--soak").map(|p| read_json(Path::new(&p)));
+    let md = dhp_benches::tcp_rates::markdown(&v, soak.as_ref().filter(|s| s.get("samples").is_some()));
+    if let Err(e) = std::fs::write(a.path("--md"), md) {
+        fail(e);
+    }
+}
+
+/// `dhp-bench tcp-sync`: synchronous shipping rates by concurrency, fsync on and off.
+fn cmd_tcp_sync(a: &Args) {
+    let shippers: Vec<usize> = a
+        .opt("--shippers")
+        .unwrap_or_else(|| "1,8,32".into())
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .filter(|&x| x > 0)
+        .collect();
+    let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(300usize).max(1);
+    let reps = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(3usize).max(1);
+    let v = dhp_benches::tcp_sync::run(&a.path("--dir"), &shippers, n, reps).unwrap_or_else(|e| fail(e));
+    write_json(&a.path("--out"), &v);
+    if let Err(e) = std::fs::write(a.path("--md"), dhp_benches::tcp_sync::markdown(&v)) {
+        fail(e);
+    }
+}
+
+/// `dhp-bench tcp-hostile`: the server's RSS before, during and after hostile connections.
+fn cmd_tcp_hostile(a: &Args) {
+    let n = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1_000usize).max(1);
+    let v = dhp_benches::tcp_rates::hostile_rss(&a.path("--dhp"), &a.path("--dir"), n).unwrap_or_else(|e| fail(e));
+    write_json(&a.path("--out"), &v);
+}
+
+/// `dhp-bench tcp-soak`: the server's RSS over many handoffs.
+fn cmd_tcp_soak(a: &Args) {
+    let n = a.opt("--handoffs").and_then(|v| v.parse().ok()).unwrap_or(1_000_000u64);
+    let every = a.opt("--every").and_then(|v| v.parse().ok()).unwrap_or(100_000u64).max(1);
+    let shippers = a.opt("--shippers").and_then(|v| v.parse().ok()).unwrap_or(16u64).max(1);
+    let max = a.opt("--max-seconds").and_then(|v| v.parse().ok()).unwrap_or(7200u64);
+    let max = std::time::Duration::from_secs(max);
+    let v = dhp_benches::tcp_soak::soak(&a.path("--dhp"), &a.path("--dir"), n, every, shippers, max)
+        .unwrap_or_else(|e| fail(e));
+    write_json(&a.path("--out"), &v);
+}
+
+/// `dhp-bench cp-worker`: a checkpointing worker (a child of `pg`): prints its count.
+fn cmd_cp_worker(a: &Args) {
+    let num = |k: &str| a.opt(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or_else(|| usage());
+    let root = a.opt("--root").unwrap_or_else(|| usage());
+    let id = a.opt("--id").unwrap_or_else(|| usage());
+    let n = dhp_benches::pg::cp_worker(&root, &id, num("--start-at"), num("--seconds")).unwrap_or_else(|e| fail(e));
+    println!("{n}");
+}
+
+/// `dhp-bench checkpoint`: ad-hoc probe (e.g. under strace): K checkpoints after DEPTH earlier ones.
+fn cmd_checkpoint(a: &Args) {
+    let dir = a.path("--dir");
+    let depth: i64 = a.opt("--depth").and_then(|v| v.parse().ok()).unwrap_or(100);
+    let k: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let mut bed = dhp_benches::fixture::CheckpointBed::new(&dir, depth).unwrap_or_else(|e| fail(e));
+    let r = measure::rate(1, k, |_| bed.checkpoint().map(drop)).unwrap_or_else(|e| fail(e));
+    println!("{r:.1} checkpoints/s after {depth}");
+}
+
+/// `dhp-bench scale`: issue 21's tables (docs/scale.md).
+fn cmd_scale(a: &Args) {
+    let dir = a.path("--dir");
+    let dhp = a.path("--dhp");
+    let py = a.opt("--py").map(PathBuf::from);
+    let list = |k: &str, d: &str| -> Vec<usize> {
+        a.opt(k).unwrap_or_else(|| d.into()).split(',').filter_map(|x| x.trim().parse().ok()).collect()
+    };
+    let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let only = a.opt("--only").unwrap_or_else(|| "scan,big,writers,kill".into());
+    let want = |k: &str| only.split(',').any(|x| x == k);
+    let reps = num("--reps", 20);
+    let seconds = a.opt("--seconds").and_then(|v| v.parse().ok()).unwrap_or(5.0);
+    let log = |m: &str| eprintln!("dhp-bench scale: {m} (load {:.1})", measure::loadavg());
+    let mut out = json!({});
+    if want("scan") {
+        let mut rows = Vec::new();
+        for n in list("--sizes", "1000,10000,100000") {
+            log(&format!("scan and liveness poll at {n} running"));
+            rows.push(dhp_benches::scale::scan_row(&dir, &dhp, py.as_deref(), n, reps).unwrap_or_else(|e| fail(e)));
+        }
+        out["scan"] = json!(rows);
+    }
+    if want("big") {
+        let (total, running) = (num("--big", 1_000_000), num("--big-running", 10_000));
+        log(&format!("a store of {total} handoffs"));
+        out["big"] = dhp_benches::scale::big_row(&dir, &dhp, total, running, reps).unwrap_or_else(|e| fail(e));
+    }
+    if want("writers") {
+        let procs = list("--procs", "1,8,32");
+        let me = std::env::current_exe().unwrap_or_else(|e| fail(e));
+        log("writer processes");
+        out["writers"] = dhp_benches::scale::writers_row(&dir, &me, &procs, seconds).unwrap_or_else(|e| fail(e));
+        if let Some(before) = a.opt("--before-bench") {
+            log("writer processes, before");
+            out["writers_before"] =
+                dhp_benches::scale::writers_row(&dir, Path::new(&before), &procs, seconds).unwrap_or_else(|e| fail(e));
+        }
+    }
+    if want("kill") {
+        let (running, kills) = (num("--kill-running", 100_000), num("--kills", 20));
+        log(&format!("kill -9 -> orphaned at {running} running"));
+        out["kill"] = dhp_benches::scale::kill_row(&dir, &dhp, running, kills).unwrap_or_else(|e| fail(e));
+        if let Some(before) = a.opt("--before-dhp") {
+            log("kill -9 -> orphaned, before");
+            out["kill_before"] =
+                dhp_benches::scale::kill_row(&dir, Path::new(&before), running, kills).unwrap_or_else(|e| fail(e));
+        }
+    }
+    write_json(&a.path("--out"), &out);
+    let md = dhp_benches::scale::markdown(&out);
+    std::fs::write(a.path("--md"), &md).unwrap_or_else(|e| fail(e));
+    print!("{md}");
+}
+
+/// `dhp-bench scale-idle`: an idle `dhp supervisor`'s CPU, builds side by side.
+fn cmd_scale_idle(a: &Args) {
+    let dir = a.path("--dir");
+    let dhps: Vec<PathBuf> = a.opt("--dhp").unwrap_or_else(|| usage()).split(',').map(PathBuf::from).collect();
+    let num = |k: &str, d: usize| a.opt(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let secs = a.opt("--seconds").and_then(|v| v.parse::<f64>().ok()).unwrap_or(30.0);
+    let window = std::time::Duration::try_from_secs_f64(secs).unwrap_or_else(|e| fail(e));
+    let out = dhp_benches::scale::idle_rows(&dir, &dhps, num("--running", 100_000), num("--rounds", 1), window)
+        .unwrap_or_else(|e| fail(e));
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+}
+
+/// `dhp-bench scale-fill`: a store of N running handoffs to probe by hand.
+fn cmd_scale_fill(a: &Args) {
+    let root = a.path("--root");
+    let running = a.opt("--running").and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    dhp_benches::scale::fill(&root, 10_000_000, running, 0).unwrap_or_else(|e| fail(e));
+    println!("{}", root.display());
+}
+
+/// `dhp-bench scan`: ad-hoc probe (e.g. under perf): REPS scans over N running handoffs.
+fn cmd_scan(a: &Args) {
+    let dir = a.path("--dir");
+    let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(20);
+    let root = dhp_benches::fixture::fresh_root(&dir, "scanprobe");
+    dhp_benches::fixture::scan_store(&root, n).unwrap_or_else(|e| fail(e));
+    let sup = dhp_core::Supervisor::open(&root, "bench-sup", dhp_benches::fixture::bench_config())
+        .unwrap_or_else(|e| fail(e));
+    let r = measure::rate(1, reps, |_| sup.scan().map(drop)).unwrap_or_else(|e| fail(e));
+    println!("{r:.2} scans/s over {n} running handoffs");
+    let d = measure::rate(1, reps, |_| sup.dead_workers().map(drop)).unwrap_or_else(|e| fail(e));
+    println!("  Supervisor::dead_workers alone (run every liveness poll between scans): {:.1} ms", 1e3 / d);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `dhp-bench ingest`: ad-hoc probe (e.g. under perf): ingest a LINES-line log REPS times.
+fn cmd_ingest(a: &Args) {
+    let dir = a.path("--dir");
+    let lines: usize = a.opt("--lines").and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let reps: usize = a.opt("--reps").and_then(|v| v.parse().ok()).unwrap_or(10);
+    let logp = dir.join("probe-ingest.log");
+    dhp_benches::fixture::write_log(&logp, lines).unwrap_or_else(|e| fail(e));
+    let cfg = dhp_benches::fixture::bench_config();
+    let mut parse = 0.0;
+    let r = measure::rate_timed(1, reps, |_| {
+        let root = dhp_benches::fixture::fresh_root(&dir, "ingestprobe");
+        let store = dhp_core::store::SqliteStore::open(&root)?;
+        let t = std::time::Instant::now();
+        let parsed = dhp_core::transport::log::read_log(&logp, &cfg)?;
+        parse += t.elapsed().as_secs_f64();
+        dhp_core::transport::log::ingest_lines(&store, &parsed, &cfg)?;
+        let el = t.elapsed();
+        drop(store);
+        let _ = std::fs::remove_dir_all(&root);
+        Ok(el)
+    })
+    .unwrap_or_else(|e| fail(e));
+    println!(
+        "{:.0} lines/s ({lines}-line log; read+parse {:.1} ms of {:.1} ms per ingest)",
+        r * lines as f64,
+        parse / reps as f64 * 1e3,
+        1e3 / r
+    );
+    ingest_breakdown(&dir, &logp, &cfg);
+    let _ = std::fs::remove_file(&logp);
+}
+
+/// Where an ingest's time goes: re-serialize + hash every state; bare SQL
+/// insert of the rows.
+fn ingest_breakdown(dir: &Path, logp: &Path, cfg: &dhp_core::Config) {
+    let parsed = dhp_core::transport::log::read_log(logp, cfg).unwrap_or_else(|e| fail(e));
+    let states: Vec<serde_json::Value> = parsed
+        .iter()
+        .filter_map(|l| match l {
+            dhp_core::transport::log::Line::Record(v) if v["type"] == "checkpoint" => Some(v["state"].clone()),
+            _ => None,
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let rows: Vec<(String, String)> =
+        states.iter().map(|s| dhp_core::json::state_text_and_hash(s).unwrap_or_else(|e| fail(e))).collect();
+    let hash_ms = t.elapsed().as_secs_f64() * 1e3;
+    let root = dhp_benches::fixture::fresh_root(dir, "ingestsql");
+    drop(dhp_core::store::SqliteStore::open(&root).unwrap_or_else(|e| fail(e)));
+    let mut c = rusqlite::Connection::open(root.join("dhp.sqlite3")).unwrap_or_else(|e| fail(e));
+    c.execute_batch("PRAGMA synchronous=FULL;").unwrap_or_else(|e| fail(e));
+    let t = std::time::Instant::now();
+    let tx = c.transaction().unwrap_or_else(|e| fail(e));
+    {
+        let mut st = tx
+            .prepare(
+                "INSERT OR IGNORE INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .unwrap_or_else(|e| fail(e));
+        for (i, (text, hash)) in rows.iter().enumerate() {
+            st.execute(rusqlite::params!["a".repeat(64), i as i64, text, hash, "2026-01-01T00:00:00.000000+00:00"])
+                .unwrap_or_else(|e| fail(e));
+        }
+    }
+    let t_ins = t.elapsed().as_secs_f64() * 1e3;
+    tx.commit().unwrap_or_else(|e| fail(e));
+    let t_all = t.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "  breakdown: state_text_and_hash {hash_ms:.1} ms; bare SQL insert {t_ins:.1} ms + commit {:.1} ms",
+        t_all - t_ins
+    );
+    drop(c);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `dhp-bench lock-race`: ad-hoc probe: the recover CAS in raw SQL, default vs 100 µs busy handler.
+fn cmd_lock_race(a: &Args) {
+    let dir = a.path("--dir");
+    let races: usize = a.opt("--races").and_then(|v| v.parse().ok()).unwrap_or(50);
+    for fine in [false, true] {
+        let r = measure::lock_race_rate(&dir, 8, races, fine).unwrap_or_else(|e| fail(e));
+        println!(
+            "{r:.1} races/s, 8 racers, {}",
+            if fine { "100 us busy handler" } else { "busy_timeout (SQLite ladder)" }
+        );
+    }
+}
+
+/// `dhp-bench dispatch`: ad-hoc probe (e.g. under perf/strace): N SDK dispatches on a fresh store.
+fn cmd_dispatch(a: &Args) {
+    let dir = a.path("--dir");
+    let n: usize = a.opt("--n").and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let root = dhp_benches::fixture::fresh_root(&dir, "dispatchprobe");
+    let r = dhp_core::Runner::open(&root, "w1", dhp_benches::fixture::bench_config()).unwrap_or_else(|e| fail(e));
+    let rate = measure::rate(1, n, |i| r.dispatch(&dhp_benches::fixture::sdk_envelope(i as u64)?).map(drop))
+        .unwrap_or_else(|e| fail(e));
+    println!("{rate:.1} dispatches/s");
+    drop(r);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `dhp-bench machine`: the machine's description (JSON).
+fn cmd_machine(a: &Args) {
+    let dir = a.path("--dir");
+    let out = a.path("--out");
+    let mut m = measure::machine(&dir);
+    m["loadavg_start"] = json!(measure::loadavg());
+    write_json(&out, &m);
+}
+
+/// `dhp-bench report`: the Markdown report from both sides' results.
+fn cmd_report(a: &Args) {
+    let ours = read_json(&a.path("--ours"));
+    let reference = read_json(&a.path("--ref"));
+    let ours_rss = read_json(&a.path("--rss-ours"));
+    let ref_rss = read_json(&a.path("--rss-ref"));
+    let census = ours_rss.get("census").or_else(|| ref_rss.get("census")).cloned().unwrap_or(Value::Null);
+    let mut rss = json!({"ours": ours_rss, "reference": ref_rss, "census": census});
+    // The size-optimized deployment build (`--profile min-size`), when measured.
+    if let Some(p) = a.opt("--rss-ours-min") {
+        rss["ours_min_size"] = read_json(std::path::Path::new(&p));
+    }
+    let machine = read_json(&a.path("--machine"));
+    let command = a.opt("--command").unwrap_or_else(|| "benches/compare.sh".into());
+    print!("{}", report::markdown(&ours, &reference, &rss, &machine, &command));
 }

@@ -216,6 +216,51 @@ details{margin:.3em 0}object.timeline{width:100%;border:1px solid #ddd}
 section.round{border-top:2px solid #888;margin-top:2em}code{font-size:12px}
 #live{border:2px solid #36c;padding:.5em 1em;margin:1em 0;background:#f4f8ff}";
 
+/// What the run's saved `results.json` (or, while it runs or without one,
+/// its round reports) say about the whole run.
+struct RunHead {
+    res: Option<Value>,
+    command: Vec<String>,
+    harness_error: Option<String>,
+    /// The verdict as text, and the exit code (none while live).
+    verdict: String,
+    code: Option<i32>,
+    /// The verdict's class (held, violated, unchecked).
+    vclass: &'static str,
+    seed: Option<u64>,
+}
+
+impl RunHead {
+    fn new(dir: &Path, reports: &[RoundReport], t: &report::Totals, live: bool) -> Self {
+        let res = results(dir);
+        let command: Vec<String> = res
+            .as_ref()
+            .and_then(|r| r["command"].as_array())
+            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .unwrap_or_default();
+        let allow_known = command.iter().any(|a| a == "--allow-known-reference-bugs");
+        let harness_error = res.as_ref().and_then(|r| r["harness_error"].as_str().map(String::from));
+        let code = res
+            .as_ref()
+            .and_then(|r| r["exit_code"].as_i64())
+            .map_or_else(|| report::exit_code(reports, allow_known, harness_error.is_some()), |c| c as i32);
+        let in_progress = res.is_none() && live;
+        let verdict = if in_progress {
+            format!("in progress: {} round(s) finished so far", t.rounds)
+        } else {
+            report::verdict_line(code, reports, t)
+        };
+        let seed = res.as_ref().and_then(|r| r["seed"].as_u64()).or_else(|| reports.first().map(|r| r.seed));
+        let vclass = match code {
+            _ if in_progress => "unchecked",
+            0 => "held",
+            3 | crate::coverage::EXIT_NOT_COVERED => "unchecked",
+            _ => "violated",
+        };
+        RunHead { res, command, harness_error, verdict, code: (!in_progress).then_some(code), vclass, seed }
+    }
+}
+
 /// The page for the run directory `dir`; `live`: the dashboard's live
 /// section (markup and script) to put under the heading.
 pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
@@ -223,34 +268,25 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
     for d in round_dirs(dir) {
         rounds.push(load_round(dir, &d)?);
     }
-    let res = results(dir);
     let reports: Vec<RoundReport> = rounds.iter().map(|r| r.report.clone()).collect();
     let t = report::totals(&reports);
-    let command: Vec<String> = res
-        .as_ref()
-        .and_then(|r| r["command"].as_array())
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
-        .unwrap_or_default();
-    let allow_known = command.iter().any(|a| a == "--allow-known-reference-bugs");
-    let harness_error = res.as_ref().and_then(|r| r["harness_error"].as_str().map(String::from));
-    let code = res
-        .as_ref()
-        .and_then(|r| r["exit_code"].as_i64())
-        .map_or_else(|| report::exit_code(&reports, allow_known, harness_error.is_some()), |c| c as i32);
-    let verdict = if res.is_none() && live.is_some() {
-        format!("in progress: {} round(s) finished so far", t.rounds)
-    } else {
-        report::verdict_line(code, &reports, &t)
-    };
-    let seed = res.as_ref().and_then(|r| r["seed"].as_u64()).or_else(|| reports.first().map(|r| r.seed));
-    let vclass = match code {
-        _ if res.is_none() && live.is_some() => "unchecked",
-        0 => "held",
-        3 | crate::coverage::EXIT_NOT_COVERED => "unchecked",
-        _ => "violated",
-    };
-
+    let head = RunHead::new(dir, &reports, &t, live.is_some());
     let mut p = String::new();
+    page_head(&mut p, &head, live);
+    invariants_table(&mut p, &reports, &t);
+    let _ = writeln!(p, "<h2>Coverage over {} round(s)</h2>", t.rounds);
+    p.push_str(&crate::coverage::html(&t.coverage, "run"));
+    rounds_table(&mut p, &rounds);
+    totals_line(&mut p, &t);
+    round_sections(&mut p, dir, &rounds);
+    p.push_str("</div></body></html>\n");
+    Ok(p)
+}
+
+/// The page's opening: title, heading, the live section, the verdict, and
+/// the command the run was started with.
+fn page_head(p: &mut String, head: &RunHead, live: Option<&str>) {
+    let seed = head.seed;
     let _ = write!(
         p,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dhp-chaos run{}</title><style>{STYLE}</style></head><body>\n",
@@ -263,29 +299,34 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
     p.push_str("<div id=\"report\">\n");
     let _ = writeln!(
         p,
-        r#"<p><span id="verdict" class="{vclass}" data-exit-code="{}">{}</span></p>"#,
-        if res.is_none() && live.is_some() { String::new() } else { code.to_string() },
-        esc(&verdict)
+        r#"<p><span id="verdict" class="{}" data-exit-code="{}">{}</span></p>"#,
+        head.vclass,
+        head.code.map(|c| c.to_string()).unwrap_or_default(),
+        esc(&head.verdict)
     );
-    if let Some(e) = &harness_error {
+    if let Some(e) = &head.harness_error {
         let _ = writeln!(p, r#"<p class="violated">harness error: {}</p>"#, esc(e));
     }
+    let command = &head.command;
     let _ = writeln!(
         p,
         "<p>{}{}<a href=\"results.json\">results.json</a> · this page is {}</p>",
         if command.is_empty() { String::new() } else { format!("<code>{}</code><br>", esc(&command.join(" "))) },
-        res.as_ref()
+        head.res
+            .as_ref()
             .and_then(|r| r["started_at"].as_str())
             .map(|s| format!("started {} · ", esc(s)))
             .unwrap_or_default(),
-        if res.is_some() {
+        if head.res.is_some() {
             "made from results.json and the round directories"
         } else {
             "made from the round directories (no results.json yet)"
         }
     );
+}
 
-    // the run's invariants
+/// The run's invariants: one row each, with its verdict over the rounds.
+fn invariants_table(p: &mut String, reports: &[RoundReport], t: &report::Totals) {
     let _ = writeln!(p, "<h2>Invariants over {} round(s)</h2>", t.rounds);
     let _ = writeln!(
         p,
@@ -317,16 +358,16 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
         }
     }
     p.push_str("</table>\n");
-    let _ = writeln!(p, "<h2>Coverage over {} round(s)</h2>", t.rounds);
-    p.push_str(&crate::coverage::html(&t.coverage, "run"));
+}
 
-    // the rounds
+/// The rounds: one row each, with its verdict, figures and files.
+fn rounds_table(p: &mut String, rounds: &[RoundFiles]) {
     let _ = writeln!(p, "<h2>Rounds</h2>");
     let _ = writeln!(
         p,
         r#"<table id="rounds"><tr><th>round</th><th>seed</th><th>verdict</th><th>time</th><th>faults</th><th>kills</th><th>kills/min</th><th>recoveries</th><th>done/dlq</th><th>det p50</th><th>det p99</th><th>files</th></tr>"#
     );
-    for r in &rounds {
+    for r in rounds {
         let rp = &r.report;
         let (class, label) = round_verdict(rp);
         let name = match rp.host {
@@ -362,6 +403,10 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
         );
     }
     p.push_str("</table>\n");
+}
+
+/// The run's totals in one line: kills and their rate, handoffs, detection.
+fn totals_line(p: &mut String, t: &report::Totals) {
     let _ = writeln!(
         p,
         r#"<p id="totals">kills: {} in {:.1} s of fault injection (wall time) = <span id="kills-per-min">{:.0}</span> kills/min{}; handoffs {} completed, {} in the DLQ, of {}; checkpoints {}; worker SIGKILL → orphan p50 {}, p99 {} (n={}); work redone per fault at most {} chunk(s)</p>"#,
@@ -382,13 +427,15 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
         t.detection_worker_kill.n,
         t.rework_max_chunks
     );
+}
 
-    // each round
+/// Each round's section; a `--hosts` round's own part (the hosts'
+/// timeline) before its hosts' sections.
+fn round_sections(p: &mut String, dir: &Path, rounds: &[RoundFiles]) {
     let mut last_round: Option<u32> = None;
-    for r in &rounds {
+    for r in rounds {
         let rp = &r.report;
         if rp.host.is_some() && last_round != Some(rp.round) {
-            // a --hosts round: its own page parts (the hosts' timeline) first
             let base = r.rel.rsplit_once('/').map_or(".", |x| x.0);
             // the round's seed (each host's report has a seed of its own)
             let seed = std::fs::read(dir.join(base).join(crate::hosts::HOSTS_JSON))
@@ -406,10 +453,8 @@ pub fn render(dir: &Path, live: Option<&str>) -> Result<String> {
             );
         }
         last_round = Some(rp.round);
-        round_section(&mut p, r);
+        round_section(p, r);
     }
-    p.push_str("</div></body></html>\n");
-    Ok(p)
 }
 
 /// An element id for a round directory (`round-0000/h1` → `r-round-0000-h1`).

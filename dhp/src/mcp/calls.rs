@@ -85,28 +85,7 @@ pub fn call(base: &Runner, s: &Session, name: &str, a: &Args<'_>) -> Option<Repl
     let lim = label_limit(cfg);
     Some((|| -> Reply {
         match name {
-            "dhp_dispatch" => {
-                let kind = a.string("task_kind")?;
-                if kind.is_empty() || kind.chars().count() > 128 {
-                    return Err(Error::validation("malformed task_kind: want 1-128 characters"));
-                }
-                let inputs = a.object("inputs", cfg.max_envelope_bytes)?;
-                let schema = a.object("output_schema", cfg.max_envelope_bytes)?;
-                // An uncompilable schema would only surface at complete time.
-                jsonschema::validator_for(schema)
-                    .map_err(|e| Error::validation_from(format!("output_schema is not a valid JSON Schema: {e}"), e))?;
-                let env = envelope::build(
-                    kind,
-                    json!({"inline": inputs}),
-                    schema.clone(),
-                    BuildOptions {
-                        budget: Some(Budget::SDK_DEFAULT.to_value()),
-                        created_by: Some("dhp-api".into()),
-                        ..Default::default()
-                    },
-                )?;
-                Ok(obj(json!({"handoff_id": base.dispatch(&env)?})))
-            }
+            "dhp_dispatch" => dispatch(base, a),
             "dhp_claim" | "dhp_recover" => {
                 let (hid, w) = (a.hid()?, a.worker()?);
                 let r = base.with_id(w)?;
@@ -128,23 +107,7 @@ pub fn call(base: &Runner, s: &Session, name: &str, a: &Args<'_>) -> Option<Repl
                 r.heartbeat(&lease_of(&r, hid, w)?)?;
                 Ok(Map::new())
             }
-            "dhp_complete" => {
-                let (hid, w) = leased(s, a)?;
-                let result = a.object("result", cfg.max_result_bytes)?;
-                let r = base.with_id(w)?;
-                // The lease row is gone once completed; complete is then a
-                // no-op (the protocol's idempotent second complete).
-                let lease = match lease_of(&r, hid, w) {
-                    Ok(l) => l,
-                    Err(e) if Status::of(&r.envelope_bare(hid)?) == Some(Status::Completed) => {
-                        tracing::debug!("repeat complete of {hid} by {w}: {e}");
-                        Lease::presented(hid, -1)?
-                    }
-                    Err(e) => return Err(e),
-                };
-                r.complete(&lease, result)?;
-                Ok(Map::new())
-            }
+            "dhp_complete" => complete(base, s, a),
             "dhp_status" => {
                 let mut s = obj(base.status(a.hid()?)?);
                 // The reference's dhp.status has neither key.
@@ -164,17 +127,7 @@ pub fn call(base: &Runner, s: &Session, name: &str, a: &Args<'_>) -> Option<Repl
                 let r = base.with_id(w)?;
                 Ok(obj(json!({"recorded": r.record_effect(&lease_of(&r, hid, w)?, step, result)?})))
             }
-            "dhp_effect_done" => {
-                let hid = a.hid()?;
-                let step = a.label("step_id", lim)?;
-                let text = with_tx(base.store().as_ref(), Mode::Read, |tx| {
-                    if tx.status(hid)?.is_none() {
-                        return Err(Error::UnknownHandoff { hid: hid.to_string() });
-                    }
-                    tx.effect(hid, step)
-                })?;
-                Ok(obj(json!({"result": text.map(|t| json::parse(&t)).transpose()?})))
-            }
+            "dhp_effect_done" => effect_done(base, a, lim),
             "dhp_note_spend" => {
                 let (hid, w) = leased(s, a)?;
                 // The library refuses a negative or non-finite amount.
@@ -215,6 +168,66 @@ pub fn call(base: &Runner, s: &Session, name: &str, a: &Args<'_>) -> Option<Repl
             _ => Err(Error::validation(format!("unknown tool {name}"))),
         }
     })())
+}
+
+/// `dhp_dispatch`: build an SDK envelope from the task kind, inputs and
+/// output schema, and dispatch it.
+fn dispatch(base: &Runner, a: &Args<'_>) -> Reply {
+    let cfg = base.config();
+    let kind = a.string("task_kind")?;
+    if kind.is_empty() || kind.chars().count() > 128 {
+        return Err(Error::validation("malformed task_kind: want 1-128 characters"));
+    }
+    let inputs = a.object("inputs", cfg.max_envelope_bytes)?;
+    let schema = a.object("output_schema", cfg.max_envelope_bytes)?;
+    // An uncompilable schema would only surface at complete time.
+    jsonschema::validator_for(schema)
+        .map_err(|e| Error::validation_from(format!("output_schema is not a valid JSON Schema: {e}"), e))?;
+    let env = envelope::build(
+        kind,
+        json!({"inline": inputs}),
+        schema.clone(),
+        BuildOptions {
+            budget: Some(Budget::SDK_DEFAULT.to_value()),
+            created_by: Some("dhp-api".into()),
+            ..Default::default()
+        },
+    )?;
+    Ok(obj(json!({"handoff_id": base.dispatch(&env)?})))
+}
+
+/// `dhp_complete`: complete under the worker's lease (a repeat complete is
+/// a no-op).
+fn complete(base: &Runner, s: &Session, a: &Args<'_>) -> Reply {
+    let cfg = base.config();
+    let (hid, w) = leased(s, a)?;
+    let result = a.object("result", cfg.max_result_bytes)?;
+    let r = base.with_id(w)?;
+    // The lease row is gone once completed; complete is then a
+    // no-op (the protocol's idempotent second complete).
+    let lease = match lease_of(&r, hid, w) {
+        Ok(l) => l,
+        Err(e) if Status::of(&r.envelope_bare(hid)?) == Some(Status::Completed) => {
+            tracing::debug!("repeat complete of {hid} by {w}: {e}");
+            Lease::presented(hid, -1)?
+        }
+        Err(e) => return Err(e),
+    };
+    r.complete(&lease, result)?;
+    Ok(Map::new())
+}
+
+/// `dhp_effect_done`: a recorded effect's result, if any.
+fn effect_done(base: &Runner, a: &Args<'_>, lim: usize) -> Reply {
+    let hid = a.hid()?;
+    let step = a.label("step_id", lim)?;
+    let text = with_tx(base.store().as_ref(), Mode::Read, |tx| {
+        if tx.status(hid)?.is_none() {
+            return Err(Error::UnknownHandoff { hid: hid.to_string() });
+        }
+        tx.effect(hid, step)
+    })?;
+    Ok(obj(json!({"result": text.map(|t| json::parse(&t)).transpose()?})))
 }
 
 /// Approval seconds before a pending request expires (the reference's default).

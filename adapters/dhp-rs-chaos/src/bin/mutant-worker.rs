@@ -98,10 +98,18 @@ use dhp_core::{json, liveness, Config, Lease, Runner};
 use dhp_workload::census;
 use dhp_workload::history::History;
 use dhp_workload::history::Kind as H;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::Connection;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
+
+// the crate root is a file, so its module needs its path
+#[path = "mutant-worker/around.rs"]
+mod around;
+use around::{
+    db, list_without_lock, recover_without_cas, sql, write_checkpoint_unfenced, write_checkpoint_unsynced,
+    write_complete_unfenced,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -215,11 +223,6 @@ fn parse_args() -> Result<Args> {
     })
 }
 
-/// The SQLite connection of the modes that write around the store's API.
-fn sql(c: &mut Option<Connection>) -> Result<&mut Connection> {
-    c.as_mut().context("this mode writes no SQL of its own")
-}
-
 /// [`still_mine`], asked again when the answer took long (the process was
 /// stopped while it read): the answer is from after any stop, so a woken
 /// replaced worker never asks for work on a stale "yes".
@@ -236,144 +239,6 @@ fn still_mine_now(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyho
 /// The store still names `holder` with `fence` as the handoff's owner.
 fn still_mine(runner: &Runner, hid: &str, holder: &str, fence: i64) -> anyhow::Result<bool> {
     Ok(runner.ownership(hid)?.is_some_and(|o| o.holder == holder && o.fence.get() == fence))
-}
-
-fn db(root: &Path) -> Result<Connection> {
-    let c = Connection::open(root.join("dhp.sqlite3"))?;
-    c.busy_timeout(Duration::from_secs(30))?;
-    Ok(c)
-}
-
-/// Recover `hid` with no compare-and-set: whoever holds it, take it with
-/// fence + 1 (status running, attempt + 1, like a real recover). With
-/// `from_tombstone`, only from the orphan tombstone, and the fence kept.
-fn recover_without_cas(root: &Path, hid: &str, me: &str, cfg: &Config, from_tombstone: bool) -> anyhow::Result<i64> {
-    let mut c = db(root)?;
-    let t = dhp_core::envelope::now();
-    // read outside the write lock, as a racing recoverer without a CAS would
-    let (text, fence): (String, i64) = c.query_row(
-        "SELECT h.envelope_json, o.fence FROM handoffs h JOIN ownership o ON o.hid = h.hid WHERE h.hid = ?1",
-        [hid],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let mut env = json::parse(&text)?;
-    match env.pointer("/execution/status").and_then(Value::as_str) {
-        Some("orphaned") | Some("running") => {}
-        other => bail!("cannot recover a handoff in status {other:?}"),
-    }
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let fence: i64 = tx.query_row("SELECT fence FROM ownership WHERE hid = ?1", [hid], |r| r.get(0)).unwrap_or(fence);
-    let fence = if from_tombstone { fence } else { fence + 1 };
-    let ttl = cfg.lease_interval_s * cfg.lease_max_missed as f64;
-    let cas = if from_tombstone { " AND holder = '__orphaned__'" } else { "" };
-    let n = tx.execute(
-        &format!(
-            "UPDATE ownership SET holder = ?1, fence = ?2, lease_expires_at = ?3, updated_at = ?4 WHERE hid = ?5{cas}"
-        ),
-        params![me, fence, t + ttl, t, hid],
-    )?;
-    if from_tombstone && n != 1 {
-        bail!("recover lost: {hid} is not orphaned");
-    }
-    let ex = env["execution"].as_object_mut().context("envelope has no execution")?;
-    let attempt = ex.get("attempt").and_then(Value::as_i64).unwrap_or(0);
-    ex.insert("status".into(), json!("running"));
-    ex.insert("attempt".into(), json!(attempt + 1));
-    ex.insert("runner_id".into(), json!(me));
-    ex.insert("claimed_at".into(), json!(t));
-    ex.insert("fence".into(), json!(fence));
-    tx.execute(
-        "UPDATE handoffs SET envelope_json = ?1, updated_at = ?2 WHERE hid = ?3",
-        params![json::dumps(&env)?, t, hid],
-    )?;
-    tx.commit()?;
-    Ok(fence)
-}
-
-/// INSERT the next checkpoint with no ownership check at all.
-fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
-    let (text, hash) = json::state_text_and_hash(state)?;
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let seq: i64 =
-        tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
-    tx.execute(
-        "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![hid, seq, text, hash, utcnow_iso()],
-    )?;
-    tx.commit()?;
-    Ok(seq)
-}
-
-/// INSERT the next checkpoint if `holder` still holds `hid` at `fence`
-/// (checked in the same transaction), on a connection that never fsyncs.
-fn write_checkpoint_unsynced(c: &mut Connection, hid: &str, holder: &str, fence: i64, state: &Value) -> Result<i64> {
-    let (text, hash) = json::state_text_and_hash(state)?;
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let own: Option<(String, i64)> = tx
-        .query_row("SELECT holder, fence FROM ownership WHERE hid = ?1", [hid], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if own.as_ref() != Some(&(holder.to_string(), fence)) {
-        bail!("fenced: {hid} is held by {own:?}, not {holder} at fence {fence}");
-    }
-    let seq: i64 =
-        tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
-    tx.execute(
-        "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![hid, seq, text, hash, utcnow_iso()],
-    )?;
-    tx.commit()?;
-    Ok(seq)
-}
-
-/// Mark the handoff completed with `result`, with no ownership or status check.
-fn write_complete_unfenced(c: &mut Connection, hid: &str, result: &Value) -> Result<()> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let text: String = tx.query_row("SELECT envelope_json FROM handoffs WHERE hid = ?1", [hid], |r| r.get(0))?;
-    let mut env = json::parse(&text)?;
-    env["execution"]["status"] = json!("completed");
-    env["execution"]["completed_at"] = json!(utcnow_iso());
-    env["delivery"]["outbox"] = json!({"ack": false});
-    env["delivery"]["result"] = result.clone();
-    tx.execute(
-        "UPDATE handoffs SET envelope_json = ?1, updated_at = ?2 WHERE hid = ?3",
-        params![json::dumps(&env)?, dhp_core::envelope::now(), hid],
-    )?;
-    tx.execute("DELETE FROM ownership WHERE hid = ?1", [hid])?;
-    tx.commit()?;
-    Ok(())
-}
-
-/// List `holder` in a PostgreSQL store's `liveness` table the way a token
-/// does, but without taking the advisory lock that proves it alive.
-fn list_without_lock(root: &Path, holder: &str) -> Result<()> {
-    let text = root.to_str().context("store location is not UTF-8")?;
-    let loc = match dhp_core::store::StoreLocation::parse(text)? {
-        dhp_core::store::StoreLocation::Postgres(p) => p,
-        _ => bail!("unheld-liveness needs a PostgreSQL store"),
-    };
-    let mut c = pg_connect(&loc.url, &loc.schema)?;
-    let key = dhp_core::store::postgres::live::lock_key(&loc.schema, holder);
-    c.execute(
-        "INSERT INTO liveness (holder, lock_key, published_at) VALUES ($1, $2, extract(epoch FROM clock_timestamp())::float8) \
-         ON CONFLICT (holder) DO UPDATE SET lock_key = excluded.lock_key, published_at = excluded.published_at",
-        &[&holder, &key],
-    )?;
-    Ok(())
-}
-
-/// A connection to the store's database with `search_path` at its schema,
-/// the password found as `dhp` finds it (the URL's, else PGPASSWORD, else
-/// the password file).
-fn pg_connect(url: &str, schema: &str) -> Result<postgres::Client> {
-    let (bare, passfile) = dhp_secrets::passfile::split_passfile(url);
-    let mut cfg: postgres::Config = bare.parse().context("parsing the store's URL")?;
-    dhp_secrets::passfile::fill_password(&mut cfg, passfile.as_deref());
-    if cfg.get_connect_timeout().is_none() {
-        cfg.connect_timeout(Duration::from_secs(5));
-    }
-    let mut c = cfg.connect(postgres::NoTls).context("connecting to the store's database")?;
-    c.batch_execute(&format!("SET search_path TO \"{schema}\""))?;
-    Ok(c)
 }
 
 fn main() {
@@ -394,67 +259,14 @@ fn run() -> Result<()> {
         Some(p) => History::open(p, &a.runner)?,
         None => History::disabled(),
     };
-    let _token = if a.mode == Mode::UnheldLiveness {
-        list_without_lock(&a.root, &a.runner)?;
-        None
-    } else if a.liveness && a.mode != Mode::WedgeOnDbError {
-        // the store's own token (PostgreSQL: a session advisory lock), else a flock under the root
-        match runner.store().publish_liveness(runner.id()) {
-            Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
-            Ok(None) => liveness::publish(&a.root, runner.id()).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
-            Err(_) => None,
-        }
-    } else {
-        None
-    };
-    let (hid, holder) = (a.hid.clone(), a.runner.clone());
-    let op = a.start.as_str();
-    h.record(op, H::Invoke, json!({"hid": hid, "holder": holder}));
-    let ctx: Result<_> = if op == "claim" {
-        runner.claim(&hid).map_err(Into::into)
-    } else if matches!(a.mode, Mode::CasLessRecover | Mode::RecoverNoBump) {
-        recover_without_cas(&a.root, &hid, &holder, &cfg, a.mode == Mode::RecoverNoBump)
-            .and_then(|f| Lease::presented(&hid, f).map_err(Into::into))
-            .map(|l| runner.context(l))
-    } else {
-        runner.recover(&hid).map_err(Into::into)
-    };
-    let mut ctx = match ctx {
-        Ok(c) => c,
-        Err(e) => {
-            h.record(op, H::Fail, json!({"hid": hid, "holder": holder, "error": e.to_string()}));
-            return Err(e);
-        }
-    };
-    let fence = ctx.fence();
-    h.record(op, H::Ok, json!({"hid": hid, "holder": holder, "fence": fence}));
-
-    let env = runner.envelope_bare(&hid)?;
+    let _token = liveness_token(&a, &runner)?;
+    let mut ctx = take(&a, &runner, &cfg, &h)?;
+    let w = Worker { a: &a, cfg: &cfg, runner: &runner, h: &h, hid: &a.hid, holder: &a.runner, fence: ctx.fence().get() };
+    let env = runner.envelope_bare(w.hid)?;
     let get =
         |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
     let (lo, hi, chunk) = (get("lo")?, get("hi")?, get("chunk")?.max(1));
-    let mut shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, &a.ship_buffer) {
-        (Some(_), Some(buf)) if a.mode == Mode::AckUnshipped => {
-            // "acked" by itself: the buffer file is all it ever writes
-            Some(Box::new(FileShipper { path: buf.join(format!("{hid}.log")), cfg: cfg.clone() }))
-        }
-        (Some(to), Some(buf)) => {
-            let mode = if a.ship_async { ShipMode::Async { max_lag: 256 } } else { ShipMode::Sync };
-            let opts = ShipperOptions {
-                buffer: Some(BufferLog::Dir(buf.clone())),
-                cfg: cfg.clone(),
-                ..ShipperOptions::new(mode, std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default(), cfg.clone())
-            };
-            Some(Box::new(TcpShipper::new(to, opts)?))
-        }
-        _ => a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>),
-    };
-    if let Some(s) = shipper.as_deref_mut() {
-        catch_up(s, &runner, &hid)?;
-    }
-    // shipped lines name their predecessor (what this worker shipped before)
-    let mut held: std::collections::VecDeque<(i64, String)> = Default::default();
-    let mut chain = Chain::after(&hid, runner.last_checkpoint_row(&hid)?.map(|r| (r.seq, r.state_hash)));
+    let mut out = w.outbox()?;
     // only the modes that write around the store's API open the SQLite file
     let mut conn = match a.mode {
         Mode::SkipFence | Mode::CompleteTwice => Some(db(&a.root)?),
@@ -465,85 +277,250 @@ fn run() -> Result<()> {
         }
         _ => None,
     };
-    if matches!(a.mode, Mode::SkipFence | Mode::WedgeOnDbError) {
-        // keep the lease alive, ignoring every error (a worker that never
-        // notices it lost; after a database restart the store reconnects
-        // on the next heartbeat). dhp-core's own heartbeat thread stops at
-        // the first error.
-        let (r2, lease) = (runner.clone(), Lease::presented(&hid, fence)?);
-        let every = dhp_core::config::duration_from_secs(
-            "DHP_LEASE_INTERVAL_S / 2",
-            cfg.lease_interval_s / 2.0,
-            dhp_core::config::MAX_KNOB_S,
-        )?;
-        std::thread::spawn(move || loop {
-            std::thread::sleep(every);
-            let _ = r2.heartbeat(&lease);
-        });
-    } else {
-        ctx.start_heartbeat(None);
+    w.keep_lease(&mut ctx)?;
+    let (count, total) = w.work(&ctx, &mut conn, &mut out, lo, hi, chunk)?;
+    let mut result =
+        json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
+    if a.mode == Mode::WrongResult {
+        result["prime_count"] = json!(count + 1);
     }
-    let mut written = 0u64;
-    let (mut next, mut count, mut total) = match runner.last_checkpoint(&hid)? {
-        None => (lo, 0, 0),
-        Some(st) => {
-            (st["next_n"].as_u64().unwrap_or(lo), st["count"].as_u64().unwrap_or(0), st["total"].as_u64().unwrap_or(0))
+    if let Some(s) = out.shipper.as_deref_mut() {
+        while let Some((ps, pl)) = out.held.pop_front() {
+            s.ship_checkpoint(w.hid, ps, &pl)?;
+        }
+        s.flush()?;
+    }
+    w.complete(&mut ctx, &mut conn, &result)?;
+    println!("{}", json!({"completed": true, "hid": w.hid, "mode": format!("{:?}", a.mode)}));
+    Ok(())
+}
+
+/// The worker's liveness token, as its mode has it: none, a listing that
+/// takes no lock, or the store's own (PostgreSQL: a session advisory
+/// lock), else a flock under the root.
+fn liveness_token(a: &Args, runner: &Runner) -> Result<Option<Box<dyn std::any::Any>>> {
+    Ok(if a.mode == Mode::UnheldLiveness {
+        list_without_lock(&a.root, &a.runner)?;
+        None
+    } else if a.liveness && a.mode != Mode::WedgeOnDbError {
+        match runner.store().publish_liveness(runner.id()) {
+            Ok(Some(t)) => Some(t as Box<dyn std::any::Any>),
+            Ok(None) => liveness::publish(&a.root, runner.id()).ok().map(|t| Box::new(t) as Box<dyn std::any::Any>),
+            Err(_) => None,
+        }
+    } else {
+        None
+    })
+}
+
+/// Claim or recover the handoff (a recover without the CAS in the modes
+/// that skip it), recorded in the history.
+fn take(a: &Args, runner: &Runner, cfg: &Config, h: &History) -> Result<dhp_core::TaskContext> {
+    let (hid, holder) = (a.hid.clone(), a.runner.clone());
+    let op = a.start.as_str();
+    h.record(op, H::Invoke, json!({"hid": hid, "holder": holder}));
+    let ctx: Result<_> = if op == "claim" {
+        runner.claim(&hid).map_err(Into::into)
+    } else if matches!(a.mode, Mode::CasLessRecover | Mode::RecoverNoBump) {
+        recover_without_cas(&a.root, &hid, &holder, cfg, a.mode == Mode::RecoverNoBump)
+            .and_then(|f| Lease::presented(&hid, f).map_err(Into::into))
+            .map(|l| runner.context(l))
+    } else {
+        runner.recover(&hid).map_err(Into::into)
+    };
+    let ctx = match ctx {
+        Ok(c) => c,
+        Err(e) => {
+            h.record(op, H::Fail, json!({"hid": hid, "holder": holder, "error": e.to_string()}));
+            return Err(e);
         }
     };
-    let service = match std::env::var(WORKLOAD_ENV) {
-        Ok(url) if a.mode != Mode::LocalCensus => Some(dhp_workload_client::Workload::parse(&url)?),
-        _ => None,
-    };
-    while next < hi {
-        if a.mode == Mode::QuitWhenReplaced && !still_mine_now(&runner, &hid, &holder, fence.get())? {
-            // like a worker whose heartbeat notices the lost lease first:
-            // it leaves without asking for work or writing
-            h.record("exit", H::Event, json!({"hid": hid, "reason": "replaced"}));
-            std::process::exit(5);
-        }
-        let end = (next + chunk).min(hi);
-        let (c, s, stamp) = match &service {
-            Some(w) => {
-                if a.mode == Mode::ThrowAway {
-                    w.chunk(&hid, next, end, &holder, fence.get())?;
-                }
-                let got = w.chunk(&hid, next, end, &holder, fence.get())?;
-                (got.count, got.sum, Some(got.stamp))
+    h.record(op, H::Ok, json!({"hid": hid, "holder": holder, "fence": ctx.fence()}));
+    Ok(ctx)
+}
+
+/// Where checkpoints go besides the store, and what is held back.
+struct Outbox {
+    shipper: Option<Box<dyn Shipper>>,
+    /// Lines held back (ship-late), oldest first.
+    held: std::collections::VecDeque<(i64, String)>,
+    /// Shipped lines name their predecessor (what this worker shipped before).
+    chain: Chain,
+}
+
+/// One run, once it holds the handoff: what its phases share.
+struct Worker<'a> {
+    a: &'a Args,
+    cfg: &'a Config,
+    runner: &'a Runner,
+    h: &'a History,
+    hid: &'a str,
+    holder: &'a str,
+    fence: i64,
+}
+
+impl Worker<'_> {
+    /// The shipper the flags ask for, caught up with the store.
+    fn outbox(&self) -> Result<Outbox> {
+        let (a, cfg, hid) = (self.a, self.cfg, self.hid);
+        let mut shipper: Option<Box<dyn Shipper>> = match (&a.ship_to, &a.ship_buffer) {
+            (Some(_), Some(buf)) if a.mode == Mode::AckUnshipped => {
+                // "acked" by itself: the buffer file is all it ever writes
+                Some(Box::new(FileShipper { path: buf.join(format!("{hid}.log")), cfg: cfg.clone() }))
             }
-            None => {
-                let (c, s) = census::chunk(next, end);
-                (c, s, None)
+            (Some(to), Some(buf)) => {
+                let mode = if a.ship_async { ShipMode::Async { max_lag: 256 } } else { ShipMode::Sync };
+                let opts = ShipperOptions {
+                    buffer: Some(BufferLog::Dir(buf.clone())),
+                    cfg: cfg.clone(),
+                    ..ShipperOptions::new(mode, std::env::var("DHP_TRANSPORT_TOKEN").unwrap_or_default(), cfg.clone())
+                };
+                Some(Box::new(TcpShipper::new(to, opts)?))
+            }
+            _ => {
+                a.ship.as_ref().map(|p| Box::new(FileShipper { path: p.clone(), cfg: cfg.clone() }) as Box<dyn Shipper>)
             }
         };
-        count += c;
-        total += s;
-        next = end;
-        let mut state = json!({"next_n": next, "count": count, "total": total});
-        if let Some(stamp) = stamp {
-            state["stamp"] = json!(stamp);
+        if let Some(s) = shipper.as_deref_mut() {
+            catch_up(s, self.runner, hid)?;
         }
-        h.record("checkpoint", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}));
-        written += 1;
+        let chain = Chain::after(hid, self.runner.last_checkpoint_row(hid)?.map(|r| (r.seq, r.state_hash)));
+        Ok(Outbox { shipper, held: Default::default(), chain })
+    }
+
+    fn keep_lease(&self, ctx: &mut dhp_core::TaskContext) -> Result<()> {
+        if matches!(self.a.mode, Mode::SkipFence | Mode::WedgeOnDbError) {
+            // keep the lease alive, ignoring every error (a worker that never
+            // notices it lost; after a database restart the store reconnects
+            // on the next heartbeat). dhp-core's own heartbeat thread stops at
+            // the first error.
+            let (r2, lease) = (self.runner.clone(), Lease::presented(self.hid, self.fence)?);
+            let every = dhp_core::config::duration_from_secs(
+                "DHP_LEASE_INTERVAL_S / 2",
+                self.cfg.lease_interval_s / 2.0,
+                dhp_core::config::MAX_KNOB_S,
+            )?;
+            std::thread::spawn(move || loop {
+                std::thread::sleep(every);
+                let _ = r2.heartbeat(&lease);
+            });
+        } else {
+            ctx.start_heartbeat(None);
+        }
+        Ok(())
+    }
+
+    /// The census from the last checkpoint to `hi`, a checkpoint (and a
+    /// shipped line) per chunk: the count and sum.
+    fn work(
+        &self,
+        ctx: &dhp_core::TaskContext,
+        conn: &mut Option<Connection>,
+        out: &mut Outbox,
+        lo: u64,
+        hi: u64,
+        chunk: u64,
+    ) -> Result<(u64, u64)> {
+        let (a, hid, holder, fence) = (self.a, self.hid, self.holder, self.fence);
+        let mut written = 0u64;
+        let (mut next, mut count, mut total) = match self.runner.last_checkpoint(hid)? {
+            None => (lo, 0, 0),
+            Some(st) => (
+                st["next_n"].as_u64().unwrap_or(lo),
+                st["count"].as_u64().unwrap_or(0),
+                st["total"].as_u64().unwrap_or(0),
+            ),
+        };
+        let service = match std::env::var(WORKLOAD_ENV) {
+            Ok(url) if a.mode != Mode::LocalCensus => Some(dhp_workload_client::Workload::parse(&url)?),
+            _ => None,
+        };
+        while next < hi {
+            if a.mode == Mode::QuitWhenReplaced && !still_mine_now(self.runner, hid, holder, fence)? {
+                // like a worker whose heartbeat notices the lost lease first:
+                // it leaves without asking for work or writing
+                self.h.record("exit", H::Event, json!({"hid": hid, "reason": "replaced"}));
+                std::process::exit(5);
+            }
+            let end = (next + chunk).min(hi);
+            let (c, s, stamp) = match &service {
+                Some(w) => {
+                    if a.mode == Mode::ThrowAway {
+                        w.chunk(hid, next, end, holder, fence)?;
+                    }
+                    let got = w.chunk(hid, next, end, holder, fence)?;
+                    (got.count, got.sum, Some(got.stamp))
+                }
+                None => {
+                    let (c, s) = census::chunk(next, end);
+                    (c, s, None)
+                }
+            };
+            count += c;
+            total += s;
+            next = end;
+            let mut state = json!({"next_n": next, "count": count, "total": total});
+            if let Some(stamp) = stamp {
+                state["stamp"] = json!(stamp);
+            }
+            self.h.record(
+                "checkpoint",
+                H::Invoke,
+                json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next}),
+            );
+            written += 1;
+            let seq = self.checkpoint(ctx, conn, &state, written, next)?;
+            self.h.record(
+                "checkpoint",
+                H::Ok,
+                json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next}),
+            );
+            self.ship(out, seq, &state, count)?;
+            // (no-fsync: a step note is a synced write, which would make its
+            // checkpoint durable after all)
+            if !matches!(a.mode, Mode::SkipFence | Mode::NoFsync) {
+                let _ = ctx.note_step(1);
+            }
+            if a.pace > 0.0 {
+                std::thread::sleep(dhp_core::config::duration_from_secs("--pace", a.pace, 3_600.0)?);
+            }
+        }
+        Ok((count, total))
+    }
+
+    /// Write checkpoint number `written` as the mode does it: its seq (the
+    /// one the store would have given, in the modes that ack without it).
+    fn checkpoint(
+        &self,
+        ctx: &dhp_core::TaskContext,
+        conn: &mut Option<Connection>,
+        state: &Value,
+        written: u64,
+        next: u64,
+    ) -> Result<i64> {
+        let (a, hid, holder, fence) = (self.a, self.hid, self.holder, self.fence);
         let seq = if a.mode == Mode::SkipFence {
-            write_checkpoint_unfenced(sql(&mut conn)?, &hid, &state)
+            write_checkpoint_unfenced(sql(conn)?, hid, state)
         } else if a.mode == Mode::NoFsync {
-            write_checkpoint_unsynced(sql(&mut conn)?, &hid, &holder, fence.get(), &state)
+            write_checkpoint_unsynced(sql(conn)?, hid, holder, fence, state)
         } else if a.mode == Mode::AckUncommitted && written % 3 == 0 {
             // the seq the store would have given it, never written
-            Ok(runner.last_checkpoint_row(&hid)?.map_or(0, |r| r.seq + 1))
+            Ok(self.runner.last_checkpoint_row(hid)?.map_or(0, |r| r.seq + 1))
         } else {
-            ctx.checkpoint(&state).map_err(Into::into)
+            ctx.checkpoint(state).map_err(Into::into)
         };
-        let seq = match seq {
-            Ok(s) => s,
+        match seq {
+            Ok(s) => Ok(s),
             Err(e) if a.mode == Mode::AckOnFull && e.to_string().contains("disk is full") => {
                 // the seq the store would have given it; SQLite rolled it back
-                runner.last_checkpoint_row(&hid).ok().flatten().map_or(0, |r| r.seq + 1)
+                Ok(self.runner.last_checkpoint_row(hid).ok().flatten().map_or(0, |r| r.seq + 1))
             }
             Err(e) => {
-                let fields =
-                    json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()});
-                h.record("checkpoint", H::Fail, fields);
+                self.h.record(
+                    "checkpoint",
+                    H::Fail,
+                    json!({"hid": hid, "holder": holder, "fence": fence, "next_n": next, "error": e.to_string()}),
+                );
                 if a.mode == Mode::WedgeOnDbError {
                     // the work loop is gone; the heartbeat thread lives on,
                     // renewing the lease once the database is back
@@ -551,71 +528,60 @@ fn run() -> Result<()> {
                         std::thread::sleep(Duration::from_secs(3600));
                     }
                 }
-                return Err(e);
+                Err(e)
             }
+        }
+    }
+
+    /// Ship checkpoint `seq` (altered, or held back, in the modes that do).
+    fn ship(&self, out: &mut Outbox, seq: i64, state: &Value, count: u64) -> Result<()> {
+        let (a, hid) = (self.a, self.hid);
+        let Some(s) = out.shipper.as_deref_mut() else { return Ok(()) };
+        let mut shipped = state.clone();
+        if a.mode == Mode::ShipAltered && seq == 2 {
+            shipped["count"] = json!(count + 1);
+        }
+        let (_, hash) = json::state_text_and_hash(&shipped)?;
+        let line = if a.ship_to.is_some() {
+            out.chain.line(seq, &shipped, &hash, &utcnow_iso())?
+        } else {
+            log::checkpoint_line(seq, &shipped, &hash, &utcnow_iso())?
         };
-        let fields = json!({"hid": hid, "holder": holder, "fence": fence, "seq": seq, "next_n": next});
-        h.record("checkpoint", H::Ok, fields);
-        if let Some(s) = shipper.as_deref_mut() {
-            let mut shipped = state.clone();
-            if a.mode == Mode::ShipAltered && seq == 2 {
-                shipped["count"] = json!(count + 1);
-            }
-            let (_, hash) = json::state_text_and_hash(&shipped)?;
-            let line = if a.ship_to.is_some() {
-                chain.line(seq, &shipped, &hash, &utcnow_iso())?
-            } else {
-                log::checkpoint_line(seq, &shipped, &hash, &utcnow_iso())?
-            };
-            if a.mode == Mode::ShipLate {
-                // keep the last two back; ship the one before them
-                held.push_back((seq, line));
-                if held.len() > 2 {
-                    if let Some((ps, pl)) = held.pop_front() {
-                        s.ship_checkpoint(&hid, ps, &pl)?;
-                    }
+        if a.mode == Mode::ShipLate {
+            // keep the last two back; ship the one before them
+            out.held.push_back((seq, line));
+            if out.held.len() > 2 {
+                if let Some((ps, pl)) = out.held.pop_front() {
+                    s.ship_checkpoint(hid, ps, &pl)?;
                 }
-            } else {
-                s.ship_checkpoint(&hid, seq, &line)?;
             }
+        } else {
+            s.ship_checkpoint(hid, seq, &line)?;
         }
-        // (no-fsync: a step note is a synced write, which would make its
-        // checkpoint durable after all)
-        if !matches!(a.mode, Mode::SkipFence | Mode::NoFsync) {
-            let _ = ctx.note_step(1);
-        }
-        if a.pace > 0.0 {
-            std::thread::sleep(dhp_core::config::duration_from_secs("--pace", a.pace, 3_600.0)?);
-        }
+        Ok(())
     }
-    let mut result =
-        json!({"lo": lo, "hi": hi, "prime_count": count, "prime_sum": total, "chunks_done": (hi - lo).div_ceil(chunk)});
-    if a.mode == Mode::WrongResult {
-        result["prime_count"] = json!(count + 1);
-    }
-    if let Some(s) = shipper.as_deref_mut() {
-        while let Some((ps, pl)) = held.pop_front() {
-            s.ship_checkpoint(&hid, ps, &pl)?;
-        }
-        s.flush()?;
-    }
-    h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-    let done = if a.mode == Mode::SkipFence {
-        write_complete_unfenced(sql(&mut conn)?, &hid, &result)
-    } else {
-        ctx.complete(&result).map_err(Into::into)
-    };
-    if let Err(e) = done {
-        h.record("complete", H::Fail, json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
-        return Err(e);
-    }
-    h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-    if a.mode == Mode::CompleteTwice {
-        std::thread::sleep(Duration::from_millis(5));
+
+    /// Complete (around the fence in skip-fence; twice in complete-twice),
+    /// recorded in the history.
+    fn complete(&self, ctx: &mut dhp_core::TaskContext, conn: &mut Option<Connection>, result: &Value) -> Result<()> {
+        let (a, h, hid, holder, fence) = (self.a, self.h, self.hid, self.holder, self.fence);
         h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
-        write_complete_unfenced(sql(&mut conn)?, &hid, &result)?;
+        let done = if a.mode == Mode::SkipFence {
+            write_complete_unfenced(sql(conn)?, hid, result)
+        } else {
+            ctx.complete(result).map_err(Into::into)
+        };
+        if let Err(e) = done {
+            h.record("complete", H::Fail, json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
+            return Err(e);
+        }
         h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+        if a.mode == Mode::CompleteTwice {
+            std::thread::sleep(Duration::from_millis(5));
+            h.record("complete", H::Invoke, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+            write_complete_unfenced(sql(conn)?, hid, result)?;
+            h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
+        }
+        Ok(())
     }
-    println!("{}", json!({"completed": true, "hid": hid, "mode": format!("{:?}", a.mode)}));
-    Ok(())
 }

@@ -1,10 +1,12 @@
 //! Summary table and `results.json`.
 
-use crate::check::{stats, RoundReport, Stats};
+use crate::check::{RoundReport, Stats};
 use serde::Serialize;
-use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use serde_json::Value;
 use std::fmt::Write as _;
+
+mod totals;
+pub use totals::{totals, Totals};
 
 fn ms(x: Option<f64>) -> String {
     match x {
@@ -76,212 +78,6 @@ fn per_min(n: u64, s: f64) -> f64 {
     } else {
         0.0
     }
-}
-
-/// Totals over rounds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Totals {
-    /// Rounds run (a `--hosts` round, with all its hosts' reports, is one).
-    pub rounds: usize,
-    /// Round reports summed (more than `rounds` with `--hosts`: one per host and standby).
-    pub reports: usize,
-    /// Of the rounds, those in which every invariant held on every host.
-    pub rounds_held: usize,
-    /// Handoffs dispatched, over every round.
-    pub handoffs: usize,
-    /// Of those, completed.
-    pub completed: usize,
-    /// Of those, parked in the DLQ.
-    pub dlq: usize,
-    /// SIGKILLs among the faults (failpoint self-kills included).
-    pub kills: u64,
-    /// Total length of the fault phases, seconds of wall time (a `--hosts`
-    /// round's hosts inject side by side: its phase counts once).
-    pub fault_phase_s: f64,
-    /// `kills` per minute of fault phase (wall time).
-    pub kills_per_min: f64,
-    /// Each round as it ran, with its own kill rate.
-    pub per_round: Vec<RealRound>,
-    /// Faults by kind (see [`RoundReport::faults_by_kind`]).
-    pub faults_by_kind: BTreeMap<String, u64>,
-    /// SIGKILLs by the victim's role.
-    pub kills_by_role: BTreeMap<String, u64>,
-    /// Successful `recover` operations.
-    pub recoveries: u64,
-    /// Claims and recovers that failed (lost a race or were refused).
-    pub race_losers: u64,
-    /// Checkpoints in the stores.
-    pub checkpoints: u64,
-    /// Paused workers woken after they were replaced.
-    pub zombies_woken: u64,
-    /// Of those, whose first operation after waking was refused (fenced).
-    pub zombies_fenced: u64,
-    /// Of those, that committed a write after waking (must be 0).
-    pub zombies_wrote: u64,
-    /// Worker SIGKILL → orphan, over every round (samples dropped).
-    pub detection_worker_kill: Stats,
-    /// The same in steady state (see [`crate::check::Latencies::worker_kill_steady`]).
-    pub detection_worker_kill_steady: Stats,
-    /// Worker SIGKILL → the successor's first checkpoint.
-    pub kill_to_resume: Stats,
-    /// Why worker-kill samples were not steady state, with counts.
-    pub disturbed_by: BTreeMap<String, usize>,
-    /// Periods in which a stopped worker held the store's write lock.
-    pub store_stalls: usize,
-    /// Their total length, seconds.
-    pub store_stall_s: f64,
-    /// The longest, seconds.
-    pub store_stall_max_s: f64,
-    /// Worker SIGSTOP → orphan.
-    pub detection_pause: Stats,
-    /// Failpoint self-kill → orphan.
-    pub detection_failpoint: Stats,
-    /// Leader SIGKILL → another leader observed.
-    pub leader_failover: Stats,
-    /// Lease-holding victims never orphaned and never completed by them.
-    pub undetected: usize,
-    /// The most chunks one faulted worker computed but did not commit, over every round.
-    pub rework_max_chunks: u64,
-    /// Per invariant name: `checked`, `violations`, `known_reference_weakness`,
-    /// `held` (no violation), `status` (`held`, `violated`, `unchecked` in some
-    /// round, `not-exercised`), `unchecked_rounds` and the `sources` used.
-    pub invariants: BTreeMap<String, Value>,
-    /// All violations, known reference weaknesses included.
-    pub violations: usize,
-    /// Violations no documented reference weakness explains.
-    pub unexplained: usize,
-    /// The rounds' coverage ledgers merged ([`crate::coverage`]).
-    pub coverage: crate::coverage::Coverage,
-}
-
-/// Sum the rounds' reports (latency samples pooled, then dropped).
-pub fn totals(rounds: &[RoundReport]) -> Totals {
-    let real = real_rounds(rounds);
-    let mut t = Totals {
-        rounds: real.len(),
-        reports: rounds.len(),
-        rounds_held: real.iter().filter(|r| r.held).count(),
-        handoffs: 0,
-        completed: 0,
-        dlq: 0,
-        kills: 0,
-        fault_phase_s: 0.0,
-        kills_per_min: 0.0,
-        per_round: Vec::new(),
-        faults_by_kind: BTreeMap::new(),
-        kills_by_role: BTreeMap::new(),
-        recoveries: 0,
-        race_losers: 0,
-        checkpoints: 0,
-        zombies_woken: 0,
-        zombies_fenced: 0,
-        zombies_wrote: 0,
-        detection_worker_kill: Stats::default(),
-        detection_worker_kill_steady: Stats::default(),
-        kill_to_resume: Stats::default(),
-        disturbed_by: BTreeMap::new(),
-        store_stalls: 0,
-        store_stall_s: 0.0,
-        store_stall_max_s: 0.0,
-        detection_pause: Stats::default(),
-        detection_failpoint: Stats::default(),
-        leader_failover: Stats::default(),
-        undetected: 0,
-        rework_max_chunks: 0,
-        invariants: BTreeMap::new(),
-        violations: 0,
-        unexplained: 0,
-        coverage: crate::coverage::Coverage::default(),
-    };
-    let (mut wk, mut pa, mut fp, mut lf, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut kr = Vec::new();
-    let mut inv: BTreeMap<String, (u64, usize, usize)> = BTreeMap::new();
-    // per invariant: rounds unchecked, rounds not exercised, the sources used
-    let mut state: BTreeMap<String, (usize, usize, std::collections::BTreeSet<String>)> = BTreeMap::new();
-    for r in rounds {
-        t.handoffs += r.handoffs;
-        t.completed += r.completed;
-        t.dlq += r.dlq;
-        t.kills += r.kills;
-        for (k, v) in &r.faults_by_kind {
-            *t.faults_by_kind.entry(k.clone()).or_default() += v;
-        }
-        for (k, v) in &r.kills_by_role {
-            *t.kills_by_role.entry(k.clone()).or_default() += v;
-        }
-        t.recoveries += r.recoveries;
-        t.race_losers += r.race_losers;
-        t.checkpoints += r.checkpoints;
-        t.zombies_woken += r.zombies.woken_after_replacement;
-        t.zombies_fenced += r.zombies.fenced;
-        t.zombies_wrote += r.zombies.wrote;
-        wk.extend(&r.latencies.worker_kill.samples);
-        st.extend(&r.latencies.worker_kill_steady.samples);
-        kr.extend(&r.latencies.kill_to_resume.samples);
-        for (k, v) in &r.latencies.disturbed_by {
-            *t.disturbed_by.entry(k.clone()).or_default() += v;
-        }
-        t.store_stalls += r.store_stalls.n;
-        t.store_stall_s += r.store_stalls.total_s;
-        t.store_stall_max_s = t.store_stall_max_s.max(r.store_stalls.max_s);
-        pa.extend(&r.latencies.pause.samples);
-        fp.extend(&r.latencies.failpoint.samples);
-        lf.extend(&r.latencies.leader_failover.samples);
-        t.undetected += r.latencies.undetected.len();
-        t.rework_max_chunks = t.rework_max_chunks.max(r.rework_max_chunks);
-        for i in &r.invariants {
-            let st = state.entry(i.name.to_string()).or_default();
-            st.0 += usize::from(i.status == "unchecked");
-            st.1 += usize::from(i.status == "not-exercised");
-            st.2.extend(i.sources.iter().cloned());
-            let e = inv.entry(i.name.to_string()).or_default();
-            e.0 += i.checked;
-            e.1 += i.violations.len();
-            e.2 += i.known.len();
-        }
-        t.violations += r.violations();
-        t.unexplained += r.unexplained();
-    }
-    t.coverage = crate::coverage::Coverage::merge(rounds.iter().map(|r| &r.coverage));
-    t.fault_phase_s = real.iter().map(|r| r.fault_phase_s).fold(0.0, |a, b| a + b);
-    t.kills_per_min = per_min(t.kills, t.fault_phase_s);
-    t.per_round = real;
-    t.detection_worker_kill = stats(wk);
-    t.detection_worker_kill_steady = stats(st);
-    t.kill_to_resume = stats(kr);
-    t.detection_pause = stats(pa);
-    t.detection_failpoint = stats(fp);
-    t.leader_failover = stats(lf);
-    for s in [
-        &mut t.detection_worker_kill,
-        &mut t.detection_worker_kill_steady,
-        &mut t.kill_to_resume,
-        &mut t.detection_pause,
-        &mut t.detection_failpoint,
-        &mut t.leader_failover,
-    ] {
-        s.samples.clear();
-    }
-    t.invariants = inv
-        .into_iter()
-        .map(|(k, (c, v, kn))| {
-            let (u, ne, src) = state.get(&k).cloned().unwrap_or_default();
-            let status = if v + kn > 0 {
-                "violated"
-            } else if u > 0 {
-                "unchecked"
-            } else if c == 0 && ne > 0 {
-                "not-exercised"
-            } else {
-                "held"
-            };
-            let j = json!({"checked": c, "violations": v, "known_reference_weakness": kn,
-                           "held": v == 0 && kn == 0, "status": status, "unchecked_rounds": u,
-                           "sources": src});
-            (k, j)
-        })
-        .collect();
-    t
 }
 
 /// One line per round.
@@ -362,6 +158,18 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             let _ = writeln!(s, "{}", round_line(r));
         }
     }
+    fault_lines(&mut s, t);
+    env_lines(&mut s, rounds);
+    latency_lines(&mut s, t);
+    invariant_lines(&mut s, rounds, t);
+    let _ = write!(s, "\n{}", crate::coverage::run_lines(&t.coverage));
+    round_findings(&mut s, rounds);
+    s
+}
+
+/// Faults by kind, kills and their rate (per round with `--hosts`),
+/// handoffs and zombies.
+fn fault_lines(s: &mut String, t: &Totals) {
     let _ = writeln!(s, "\nfaults by kind:");
     for (k, v) in &t.faults_by_kind {
         let _ = writeln!(s, "  {k:<32} {v:>6}");
@@ -393,6 +201,11 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         "zombies woken after replacement: {} (fenced {}, wrote {})",
         t.zombies_woken, t.zombies_fenced, t.zombies_wrote
     );
+}
+
+/// What the environment faults did (links, clocks, disks, the database
+/// link), when there were any.
+fn env_lines(s: &mut String, rounds: &[RoundReport]) {
     let env = rounds.iter().map(|r| &r.env);
     let sum = |f: fn(&crate::check::EnvFacts) -> u64| env.clone().map(f).sum::<u64>();
     if sum(|e| e.clock_faked + e.link_indeterminate + e.disk_full + e.store_full + e.false_orphans) > 0 {
@@ -421,6 +234,10 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             sum(|e| e.db_link_blackhole_ops)
         );
     }
+}
+
+/// Detection latencies, store stalls and the work redone per fault.
+fn latency_lines(s: &mut String, t: &Totals) {
     let _ = writeln!(s, "detection latency:");
     let _ = writeln!(s, "  worker SIGKILL → orphan   {}", lat(&t.detection_worker_kill));
     let _ = writeln!(
@@ -449,6 +266,10 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         "work redone per fault: at most {} chunk(s) a faulted worker computed but did not commit itself (limit 1)",
         t.rework_max_chunks
     );
+}
+
+/// The invariants' counts by status, then one line per invariant.
+fn invariant_lines(s: &mut String, rounds: &[RoundReport], t: &Totals) {
     let count = |st: &str| t.invariants.values().filter(|v| v["status"] == st).count();
     let _ = writeln!(
         s,
@@ -462,34 +283,37 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
             n => format!(" (store audit: {n} committed changes)"),
         }
     );
-    if let Some(last) = rounds.last() {
-        // names and descriptions from a round, counts from the totals; the
-        // name column as wide as the longest name
-        let w = last.invariants.iter().map(|i| i.name.chars().count()).max().unwrap_or(0);
-        for i in &last.invariants {
-            let tot = &t.invariants[i.name.as_str()];
-            let v = tot["violations"].as_u64().unwrap_or(0);
-            let kn = tot["known_reference_weakness"].as_u64().unwrap_or(0);
-            let label = match (v, kn, tot["status"].as_str().unwrap_or("held")) {
-                (0, 0, "unchecked") => "UNCHECKED".to_string(),
-                (0, 0, "not-exercised") => "n/a".to_string(),
-                (0, 0, _) => "held".to_string(),
-                (0, k, _) => format!("KNOWN-REF×{k}"),
-                (v, _, _) => format!("VIOLATED×{v}"),
-            };
-            let src: Vec<&str> = tot["sources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            let _ = writeln!(
-                s,
-                "  {:<w$} {:<12} checked {:>7}  [{}]  {}",
-                i.name,
-                label,
-                tot["checked"].as_u64().unwrap_or(0),
-                src.join(","),
-                i.what
-            );
-        }
+    let Some(last) = rounds.last() else { return };
+    // names and descriptions from a round, counts from the totals; the
+    // name column as wide as the longest name
+    let w = last.invariants.iter().map(|i| i.name.chars().count()).max().unwrap_or(0);
+    for i in &last.invariants {
+        let tot = &t.invariants[i.name.as_str()];
+        let v = tot["violations"].as_u64().unwrap_or(0);
+        let kn = tot["known_reference_weakness"].as_u64().unwrap_or(0);
+        let label = match (v, kn, tot["status"].as_str().unwrap_or("held")) {
+            (0, 0, "unchecked") => "UNCHECKED".to_string(),
+            (0, 0, "not-exercised") => "n/a".to_string(),
+            (0, 0, _) => "held".to_string(),
+            (0, k, _) => format!("KNOWN-REF×{k}"),
+            (v, _, _) => format!("VIOLATED×{v}"),
+        };
+        let src: Vec<&str> = tot["sources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let _ = writeln!(
+            s,
+            "  {:<w$} {:<12} checked {:>7}  [{}]  {}",
+            i.name,
+            label,
+            tot["checked"].as_u64().unwrap_or(0),
+            src.join(","),
+            i.what
+        );
     }
-    let _ = write!(s, "\n{}", crate::coverage::run_lines(&t.coverage));
+}
+
+/// Each round whose checks went unchecked, then each that violated one:
+/// what, and how to allow or replay it.
+fn round_findings(s: &mut String, rounds: &[RoundReport]) {
     for r in rounds.iter().filter(|r| r.held && !r.unchecked.is_empty()) {
         let _ = writeln!(s, "\nround {} (seed {}) UNCHECKED — {}:", r.round, r.seed, r.dir);
         for i in r.invariants.iter().filter(|i| r.unchecked.contains(&i.name)) {
@@ -513,7 +337,6 @@ fn summary_text(rounds: &[RoundReport], t: &Totals, table: bool) -> String {
         }
         let _ = writeln!(s, "  replay: {}", r.replay);
     }
-    s
 }
 
 /// The totals of the same seeds on two (or more) store engines, one column each.
