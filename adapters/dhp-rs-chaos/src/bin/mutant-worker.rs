@@ -261,7 +261,8 @@ fn run() -> Result<()> {
     };
     let _token = liveness_token(&a, &runner)?;
     let mut ctx = take(&a, &runner, &cfg, &h)?;
-    let w = Worker { a: &a, cfg: &cfg, runner: &runner, h: &h, hid: &a.hid, holder: &a.runner, fence: ctx.fence().get() };
+    let w =
+        Worker { a: &a, cfg: &cfg, runner: &runner, h: &h, hid: &a.hid, holder: &a.runner, fence: ctx.fence().get() };
     let env = runner.envelope_bare(w.hid)?;
     let get =
         |k: &str| env.pointer(&format!("/task/inputs/inline/{k}")).and_then(Value::as_u64).context("census input");
@@ -572,7 +573,11 @@ impl Worker<'_> {
             ctx.complete(result).map_err(Into::into)
         };
         if let Err(e) = done {
-            h.record("complete", H::Fail, json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}));
+            h.record(
+                "complete",
+                H::Fail,
+                json!({"hid": hid, "holder": holder, "fence": fence, "error": e.to_string()}),
+            );
             return Err(e);
         }
         h.record("complete", H::Ok, json!({"hid": hid, "holder": holder, "fence": fence, "result": result}));
