@@ -28,6 +28,11 @@ fn shrink_reduces_a_skip_fence_run_to_a_replayable_schedule() {
             "0.3,0.6",
             "--failpoint-rate",
             "0",
+            // a paused worker is woken once replaced, else after this: under
+            // load a replacement took longer than the 2 s default and no
+            // zombie wrote (fresh-clone CI run 11: HELD, NOT COVERED zombies)
+            "--pause-max",
+            "8",
             // faults for 3 s only (5-8 of them): the fault phase otherwise
             // lasts as long as the work, and a loaded machine's run drew 40
             "--fault-seconds",
