@@ -141,7 +141,8 @@ mod tests {
         u += 1.0;
         u -= 0.25;
         assert_eq!(u.secs(), 100.75);
-        assert!(t < u && u > t);
+        assert_eq!(t.partial_cmp(&u), Some(std::cmp::Ordering::Less));
+        assert!(u > t);
         assert_eq!(t.max(u), u);
         assert_eq!(t.min(u), t);
         assert_eq!(StoreTime::from_secs(1.5).to_string(), 1.5f64.to_string());
