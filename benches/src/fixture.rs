@@ -245,7 +245,7 @@ pub fn bulk_dispatch(r: &Runner, first: u64, n: u64) -> Result<Vec<String>> {
     }
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         for (hid, text) in &rows {
-            tx.insert_envelope(hid, text, envelope::now())?;
+            tx.insert_envelope(hid, text, dhp_core::StoreTime::now_local())?;
         }
         Ok(())
     })?;

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::store::Tx;
+use crate::store_time::StoreTime;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Where protocol time (seconds since the Unix epoch, like
@@ -29,10 +30,10 @@ impl Clock {
     }
 
     /// Protocol time inside a transaction.
-    pub fn now_in(&self, tx: &mut dyn Tx) -> Result<f64> {
+    pub fn now_in(&self, tx: &mut dyn Tx) -> Result<StoreTime> {
         match self {
             Clock::Store => tx.now(),
-            Clock::Manual(m) => Ok(m.now()),
+            Clock::Manual(m) => Ok(StoreTime::from_secs(m.now())),
         }
     }
 
@@ -42,6 +43,12 @@ impl Clock {
             Clock::Store => crate::envelope::now(),
             Clock::Manual(m) => m.now(),
         }
+    }
+
+    /// [`Clock::now`] as a store time (row timestamps written without
+    /// reading the store's clock).
+    pub fn store_time(&self) -> StoreTime {
+        StoreTime::from_secs(self.now())
     }
 
     /// [`Clock::now`] as the reference's ISO-8601 text

@@ -115,6 +115,7 @@ mod plain_schema;
 pub mod runner;
 pub mod status;
 pub mod store;
+pub mod store_time;
 pub mod supervisor;
 pub mod transport;
 
@@ -125,6 +126,7 @@ pub use id::{HandoffId, WorkerId};
 pub use lease::{Fence, Lease};
 pub use runner::{Runner, TaskContext};
 pub use status::Status;
+pub use store_time::StoreTime;
 pub use supervisor::Supervisor;
 
 /// Hit the named failpoint (the `failpoints` feature; a no-op without it).

@@ -13,7 +13,7 @@ pub fn expire_lease(r: &Runner, hid: &str) -> Result<bool> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(hid)? {
         Some(mut o) => {
             let t = r.config().clock.now_in(tx)?;
-            o.lease_expires_at = t - 1.0;
+            o.lease_expires_at = (t - 1.0).secs();
             tx.update_ownership(&o, t)
         }
         None => Ok(false),
@@ -25,7 +25,7 @@ pub fn expire_leadership(r: &Runner) -> Result<bool> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.leadership()? {
         Some(l) => {
             let t = r.config().clock.now_in(tx)?;
-            tx.put_leadership(&Leadership { expires_at: t - 1.0, ..l }, t)?;
+            tx.put_leadership(&Leadership { expires_at: (t - 1.0).secs(), ..l }, t)?;
             Ok(true)
         }
         None => Ok(false),

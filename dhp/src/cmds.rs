@@ -337,8 +337,8 @@ pub fn decide(root: &Path, approval_id: &str, decision: Decision, cfg: Config) -
         let Some(ap) = tx.approval(approval_id)? else {
             return Err(Error::UnknownApproval { approval_id: approval_id.to_string() });
         };
-        let now = r.config().clock.now();
-        let current = ap.status.at(ap.expires_at, now);
+        let now = r.config().clock.store_time();
+        let current = ap.status.at(ap.expires_at, now.secs());
         if current.after(op).is_none() {
             return Err(Error::ApprovalDecided { approval_id: approval_id.to_string(), status: current });
         }

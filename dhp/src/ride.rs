@@ -228,7 +228,7 @@ impl Ride {
                 status: tx.status(hid)?,
                 ownership: tx.ownership(hid)?,
                 last: tx.last_checkpoint(hid)?,
-                now: tx.now()?,
+                now: tx.now()?.secs(),
             })
         })
     }

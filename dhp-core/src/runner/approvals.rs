@@ -32,8 +32,8 @@ impl Runner {
                 action_class: action_class.to_string(),
                 details_json: details_json.clone(),
                 status: ApprovalStatus::Pending,
-                created_at: t,
-                expires_at: t + timeout_s,
+                created_at: t.secs(),
+                expires_at: (t + timeout_s).secs(),
                 decided_at: None,
             })?;
             Ok(Some(approval_id))
@@ -61,7 +61,7 @@ impl Runner {
                 self.check_owner(tx, lease)?;
                 let ap = tx.approval(approval_id)?.ok_or_else(|| Error::validation("unknown approval_id"))?;
                 let t = self.now_in(tx)?;
-                let now = ap.status.at(ap.expires_at, t);
+                let now = ap.status.at(ap.expires_at, t.secs());
                 if now != ap.status {
                     tx.expire_approvals(t)?;
                 }

@@ -18,7 +18,7 @@ impl Runner {
     /// transaction as a whole failed, and then nothing was stored.
     pub fn dispatch_many(&self, envs: &[Value]) -> Result<Vec<Result<String>>> {
         let prepared: Vec<Result<(HandoffId, String)>> = envs.iter().map(|e| prepare_dispatch(e, &self.cfg)).collect();
-        let now = self.cfg.clock.now();
+        let now = self.cfg.clock.store_time();
         let mut out = Vec::with_capacity(envs.len());
         self.store.transact(Mode::Write, &mut |tx| {
             out.clear();

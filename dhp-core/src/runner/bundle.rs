@@ -92,7 +92,7 @@ impl Runner {
         ex.insert("attempt".into(), json!(attempt + 1));
         let text = envelope_text(&env, &self.cfg)?;
         self.write(|tx| {
-            if !tx.insert_envelope(&hid, &text, self.cfg.clock.now())? {
+            if !tx.insert_envelope(&hid, &text, self.cfg.clock.store_time())? {
                 return Err(state_err(&hid, "resume", "handoff already exists here"));
             }
             for r in &rows {

@@ -21,7 +21,7 @@ impl Runner {
                     .and_then(Value::as_array)
                     .is_some_and(|list| list.iter().any(|r| r.as_str() == Some(resource)))
             };
-            let at = self.now_in(tx)?;
+            let at = self.now_in(tx)?.secs();
             tx.insert_capability_audit(
                 hid,
                 &CapabilityAudit { domain: domain.into(), resource: resource.into(), granted, at },

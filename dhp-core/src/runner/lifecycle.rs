@@ -28,7 +28,7 @@ impl Runner {
     pub fn dispatch(&self, env: &Value) -> Result<String> {
         let (hid, text) = prepare_dispatch(env, &self.cfg)?;
         self.write(|tx| {
-            tx.insert_envelope(hid.as_str(), &text, self.cfg.clock.now())?;
+            tx.insert_envelope(hid.as_str(), &text, self.cfg.clock.store_time())?;
             Ok(())
         })?;
         tracing::info!(hid = hid.short(), kind = ?env.pointer("/task/kind"), "dispatch");
@@ -83,7 +83,7 @@ impl Runner {
                     hid: hid.to_string(),
                     holder: self.id.to_string(),
                     fence,
-                    lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
+                    lease_expires_at: config::lease_expiry(t.secs(), cfg.lease_interval_s, cfg.lease_max_missed)?,
                     heartbeat_interval_s: cfg.lease_interval_s,
                     max_missed: cfg.lease_max_missed,
                 },
@@ -95,10 +95,10 @@ impl Runner {
             ex.insert("status".into(), json!(next.as_str()));
             ex.insert("attempt".into(), json!(attempt + 1));
             ex.insert("runner_id".into(), json!(self.id));
-            ex.insert("claimed_at".into(), json::float(t));
+            ex.insert("claimed_at".into(), json::float(t.secs()));
             ex.insert("fence".into(), json!(fence));
             save(tx, hid, &env, cfg)?;
-            Ok((fence, t))
+            Ok((fence, t.secs()))
         })?;
         let started = Event::AttemptStarted { hid, fence, holder: self.id.as_str(), how: Start::Recover, at_s: t };
         self.cfg.hooks.emit(started);
@@ -122,9 +122,9 @@ impl Runner {
             self.check_owner(tx, lease)?;
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
             let t = self.now_in(tx)?;
-            own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
+            own.lease_expires_at = config::lease_expiry(t.secs(), own.heartbeat_interval_s, own.max_missed)?;
             tx.update_ownership(&own, t)?;
-            Ok(own.lease_expires_at - t)
+            Ok(own.lease_expires_at - t.secs())
         })?;
         self.cfg.hooks.emit(Event::LeaseRenewed);
         Ok(left)
@@ -174,7 +174,7 @@ impl Runner {
             crate::budget::add_steps(ex, steps);
             crate::budget::add_spend(ex, spend);
             save(tx, hid, &env, cfg)?;
-            Ok((env, self.now_in(tx)?))
+            Ok((env, self.now_in(tx)?.secs()))
         })?;
         match budget_violation(&env, t) {
             Some(reason) => Err(Error::BudgetExceeded { hid: hid.to_string(), reason }),
@@ -335,7 +335,7 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, hid: &s
         hid: hid.to_string(),
         holder: holder.to_string(),
         fence: Fence::FIRST,
-        lease_expires_at: config::lease_expiry(t, cfg.lease_interval_s, cfg.lease_max_missed)?,
+        lease_expires_at: config::lease_expiry(t.secs(), cfg.lease_interval_s, cfg.lease_max_missed)?,
         heartbeat_interval_s: cfg.lease_interval_s,
         max_missed: cfg.lease_max_missed,
     };
@@ -345,12 +345,12 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, hid: &s
     let ex = exec_mut(&mut env)?;
     ex.insert("status".into(), json!(next.as_str()));
     ex.insert("runner_id".into(), json!(holder));
-    ex.insert("claimed_at".into(), json::float(t));
+    ex.insert("claimed_at".into(), json::float(t.secs()));
     ex.insert("fence".into(), json!(0));
     ex.entry("steps").or_insert(json!(0));
     ex.entry("spend_usd").or_insert(json::float(0.0));
     save(tx, hid, &env, cfg)?;
-    Ok((env, t))
+    Ok((env, t.secs()))
 }
 
 /// The checkpoint append inside a transaction (see
@@ -387,12 +387,12 @@ pub(super) fn append_checkpoint(
         crate::budget::add_steps(ex, steps);
         save(tx, hid, &e, cfg)?;
         let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
-        own.lease_expires_at = config::lease_expiry(t, own.heartbeat_interval_s, own.max_missed)?;
+        own.lease_expires_at = config::lease_expiry(t.secs(), own.heartbeat_interval_s, own.max_missed)?;
         tx.update_ownership(&own, t)?;
         env = Some(e);
     }
     failpoint::hit("checkpoint.in_tx");
-    Ok((row, env, t))
+    Ok((row, env, t.secs()))
 }
 
 /// A committed checkpoint of [`Runner::checkpoint_step`].

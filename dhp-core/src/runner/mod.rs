@@ -69,7 +69,7 @@ pub(crate) fn load(tx: &mut dyn Tx, hid: &str) -> Result<Value> {
 }
 
 pub(crate) fn save(tx: &mut dyn Tx, hid: &str, env: &Value, cfg: &Config) -> Result<()> {
-    if tx.update_envelope(hid, &envelope_text(env, cfg)?, cfg.clock.now())? {
+    if tx.update_envelope(hid, &envelope_text(env, cfg)?, cfg.clock.store_time())? {
         Ok(())
     } else {
         Err(Error::UnknownHandoff { hid: hid.to_string() })
@@ -198,7 +198,7 @@ impl Runner {
     /// Protocol time inside a transaction (the configured [`Clock`]).
     ///
     /// [`Clock`]: crate::clock::Clock
-    fn now_in(&self, tx: &mut dyn Tx) -> Result<f64> {
+    fn now_in(&self, tx: &mut dyn Tx) -> Result<crate::StoreTime> {
         self.cfg.clock.now_in(tx)
     }
 
@@ -215,7 +215,7 @@ fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, lease: &Leas
     let (hid, fence) = (lease.hid().as_str(), lease.fence());
     let own = tx.ownership(hid)?;
     let t = match &own {
-        Some(o) if o.holder == holder && o.fence == fence => cfg.clock.now_in(tx)?,
+        Some(o) if o.holder == holder && o.fence == fence => cfg.clock.now_in(tx)?.secs(),
         _ => f64::NAN, // not read: the fence check fails first
     };
     owner_checks(holder, hid, fence, own, t)?;

@@ -12,6 +12,7 @@ use super::{
 use crate::envelope::{self, ORPHANED_HOLDER};
 use crate::error::Result;
 use crate::status::{ApprovalOp, Status};
+use crate::store_time::StoreTime;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -89,7 +90,7 @@ impl Tx for MemTx {
         }
     }
 
-    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, _now: f64) -> Result<bool> {
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, _now: StoreTime) -> Result<bool> {
         if self.s.handoffs.contains_key(hid) {
             return Ok(false);
         }
@@ -97,7 +98,7 @@ impl Tx for MemTx {
         Ok(true)
     }
 
-    fn update_envelope(&mut self, hid: &str, envelope_json: &str, _now: f64) -> Result<bool> {
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, _now: StoreTime) -> Result<bool> {
         match self.s.handoffs.get_mut(hid) {
             Some(t) => {
                 *t = envelope_json.into();
@@ -148,7 +149,7 @@ impl Tx for MemTx {
         Ok(self.s.ownership.get(hid).cloned())
     }
 
-    fn insert_ownership(&mut self, o: &Ownership, _now: f64) -> Result<bool> {
+    fn insert_ownership(&mut self, o: &Ownership, _now: StoreTime) -> Result<bool> {
         if self.s.ownership.contains_key(&o.hid) {
             return Ok(false);
         }
@@ -156,7 +157,7 @@ impl Tx for MemTx {
         Ok(true)
     }
 
-    fn update_ownership(&mut self, o: &Ownership, _now: f64) -> Result<bool> {
+    fn update_ownership(&mut self, o: &Ownership, _now: StoreTime) -> Result<bool> {
         match self.s.ownership.get_mut(&o.hid) {
             Some(cur) => {
                 *cur = o.clone();
@@ -171,7 +172,8 @@ impl Tx for MemTx {
         Ok(())
     }
 
-    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
+    fn expired_leases(&mut self, now: StoreTime) -> Result<Vec<String>> {
+        let now = now.secs();
         let running = self.running();
         Ok(running.into_iter().filter(|h| self.s.ownership.get(h).is_some_and(|o| o.lease_expires_at < now)).collect())
     }
@@ -184,12 +186,12 @@ impl Tx for MemTx {
         Ok(self.s.leadership.clone())
     }
 
-    fn put_leadership(&mut self, l: &Leadership, _now: f64) -> Result<()> {
+    fn put_leadership(&mut self, l: &Leadership, _now: StoreTime) -> Result<()> {
         self.s.leadership = Some(l.clone());
         Ok(())
     }
 
-    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, _now: f64) -> Result<bool> {
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, _now: StoreTime) -> Result<bool> {
         let key = (hid.to_string(), step_id.to_string());
         if self.s.effects.contains_key(&key) {
             return Ok(false);
@@ -215,14 +217,16 @@ impl Tx for MemTx {
         Ok(self.s.approvals.get(approval_id).cloned())
     }
 
-    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         match self.s.approvals.get_mut(approval_id) {
             Some(a) => Ok(decide(a, op, now)),
             None => Ok(false),
         }
     }
 
-    fn expire_approvals(&mut self, now: f64) -> Result<usize> {
+    fn expire_approvals(&mut self, now: StoreTime) -> Result<usize> {
+        let now = now.secs();
         let mut n = 0;
         for a in self.s.approvals.values_mut().filter(|a| a.expires_at < now) {
             n += usize::from(decide(a, ApprovalOp::Expire, now));
@@ -240,12 +244,14 @@ impl Tx for MemTx {
         Ok(self.s.progress.get(hid).cloned())
     }
 
-    fn put_progress(&mut self, hid: &str, p: &Progress, _now: f64) -> Result<()> {
+    fn put_progress(&mut self, hid: &str, p: &Progress, _now: StoreTime) -> Result<()> {
         self.s.progress.insert(hid.into(), p.clone());
         Ok(())
     }
 
-    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+    fn stalled(&mut self, now: StoreTime, cutoff: StoreTime, max_repeats: i64) -> Result<Vec<String>> {
+        let now = now.secs();
+        let cutoff = cutoff.secs();
         let running = self.running();
         Ok(running
             .into_iter()

@@ -29,6 +29,7 @@ use crate::error::Result;
 use crate::id::WorkerId;
 use crate::lease::Fence;
 use crate::status::{ApprovalOp, ApprovalStatus, Status};
+use crate::store_time::StoreTime;
 use serde_json::Value;
 
 pub use location::StoreLocation;
@@ -321,9 +322,9 @@ pub trait Tx {
     /// `execution.status` without parsing the whole envelope.
     fn status(&mut self, hid: &str) -> Result<Option<String>>;
     /// Insert; `false` if the hid exists already.
-    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool>;
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool>;
     /// Replace; `false` if the hid does not exist.
-    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool>;
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool>;
     /// Every hid, sorted.
     fn all_hids(&mut self) -> Result<Vec<String>>;
     /// Hids whose `execution.status` is `status`.
@@ -367,7 +368,7 @@ pub trait Tx {
     /// `handoffs`, `ownership` and `progress` row whose `updated_at` is not
     /// earlier (a hid may appear once per table). `Ok(None)`: the backend
     /// cannot tell cheaply, and the caller looks at everything.
-    fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
+    fn changed_since(&mut self, since: StoreTime) -> Result<Option<Vec<(String, f64)>>> {
         let _ = since;
         Ok(None)
     }
@@ -388,13 +389,13 @@ pub trait Tx {
     /// The handoff's ownership row, if any.
     fn ownership(&mut self, hid: &str) -> Result<Option<Ownership>>;
     /// `INSERT OR IGNORE`; `true` if inserted.
-    fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
+    fn insert_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool>;
     /// Overwrite the row for `o.hid`; `true` if a row was updated.
-    fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool>;
+    fn update_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool>;
     /// Delete the handoff's ownership row (none is fine).
     fn delete_ownership(&mut self, hid: &str) -> Result<()>;
     /// Running handoffs whose lease expired before `now`.
-    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>>;
+    fn expired_leases(&mut self, now: StoreTime) -> Result<Vec<String>>;
     /// Every ownership row not held by the orphan tombstone (cheap: the
     /// caller re-checks the handoff's status before acting).
     fn held_ownerships(&mut self) -> Result<Vec<Ownership>>;
@@ -408,11 +409,11 @@ pub trait Tx {
     /// The supervisors' leadership row, if any.
     fn leadership(&mut self) -> Result<Option<Leadership>>;
     /// Write the leadership row (insert or overwrite).
-    fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()>;
+    fn put_leadership(&mut self, l: &Leadership, now: StoreTime) -> Result<()>;
 
     // ---- effects ----
     /// Record an effect's result once; `true` if inserted, `false` if the step was already recorded.
-    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool>;
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: StoreTime) -> Result<bool>;
     /// The recorded result (JSON text) of a step, if any.
     fn effect(&mut self, hid: &str, step_id: &str) -> Result<Option<String>>;
     /// How many effects the handoff recorded.
@@ -425,15 +426,15 @@ pub trait Tx {
     fn approval(&mut self, approval_id: &str) -> Result<Option<Approval>>;
     /// Apply `op` to a pending approval (see [`ApprovalStatus::after`]);
     /// `true` if it was pending.
-    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool>;
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: StoreTime) -> Result<bool>;
     /// Mark pending approvals past their expiry as expired; returns how many.
-    fn expire_approvals(&mut self, now: f64) -> Result<usize>;
+    fn expire_approvals(&mut self, now: StoreTime) -> Result<usize>;
     /// Every approval request of a handoff.
     fn approvals_for(&mut self, hid: &str) -> Result<Vec<Approval>>;
     /// Whether [`Tx::expire_approvals`] would expire anything (a read, so
     /// that a scan with nothing to expire takes no write lock). `true`
     /// when the backend cannot tell.
-    fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
+    fn approvals_to_expire(&mut self, now: StoreTime) -> Result<bool> {
         let _ = now;
         Ok(true)
     }
@@ -442,19 +443,25 @@ pub trait Tx {
     /// The handoff's progress row (stall detection), if any.
     fn progress(&mut self, hid: &str) -> Result<Option<Progress>>;
     /// Write the handoff's progress row (insert or overwrite).
-    fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()>;
+    fn put_progress(&mut self, hid: &str, p: &Progress, now: StoreTime) -> Result<()>;
     /// A checkpoint at `t`: the stall clock restarts and the digest counter
     /// goes to 0, the last digest is kept (the row is made if missing).
     /// Backends may do it in one statement instead of a read and a write.
-    fn progress_checkpointed(&mut self, hid: &str, t: f64) -> Result<()> {
+    fn progress_checkpointed(&mut self, hid: &str, t: StoreTime) -> Result<()> {
         let last_digest = self.progress(hid)?.and_then(|p| p.last_digest);
-        self.put_progress(hid, &Progress { last_checkpoint_at: Some(t), last_digest, digest_repeat_count: 0 }, t)
+        self.put_progress(hid, &Progress { last_checkpoint_at: Some(t.secs()), last_digest, digest_repeat_count: 0 }, t)
     }
     /// Live, running handoffs with no checkpoint since `cutoff` or a digest
     /// repeated `max_repeats` times.
-    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>>;
+    fn stalled(&mut self, now: StoreTime, cutoff: StoreTime, max_repeats: i64) -> Result<Vec<String>>;
     /// [`Tx::stalled`] among just these hids.
-    fn stalled_of(&mut self, hids: &[String], now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+    fn stalled_of(
+        &mut self,
+        hids: &[String],
+        now: StoreTime,
+        cutoff: StoreTime,
+        max_repeats: i64,
+    ) -> Result<Vec<String>> {
         let want: std::collections::HashSet<&str> = hids.iter().map(String::as_str).collect();
         Ok(self.stalled(now, cutoff, max_repeats)?.into_iter().filter(|h| want.contains(h.as_str())).collect())
     }
@@ -469,8 +476,8 @@ pub trait Tx {
     /// The time leases and leadership are measured in, seconds since the
     /// epoch. One clock for every process sharing the store: the local
     /// clock for a file store, the database server's for PostgreSQL.
-    fn now(&mut self) -> Result<f64> {
-        Ok(crate::envelope::now())
+    fn now(&mut self) -> Result<StoreTime> {
+        Ok(StoreTime::now_local())
     }
     /// Of `holders`, those that published a liveness token in this store
     /// ([`Backend::publish_liveness`]) and no longer hold it.

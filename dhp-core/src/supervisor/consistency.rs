@@ -15,6 +15,7 @@ use crate::id;
 use crate::runner::{load, save};
 use crate::status::Status;
 use crate::store::{with_tx, Mode, Ownership, Pairing, Tx};
+use crate::store_time::StoreTime;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -30,7 +31,7 @@ pub(super) struct LastPass {
     /// When the last full pass ran.
     full_at: Instant,
     /// Store time at its start: the next pass reads rows written since.
-    t: f64,
+    t: StoreTime,
     /// Leadership epoch it belongs to.
     epoch: u64,
     /// Quarantined rows, hid → reason.
@@ -63,7 +64,7 @@ impl Supervisor {
         // Due after a lease TTL of wall time or of protocol time (a manual
         // clock's, in tests).
         let now = self.cfg.clock.now();
-        if let Some(l) = last.as_ref().filter(|l| l.at.elapsed() < every && now - l.t < ttl) {
+        if let Some(l) = last.as_ref().filter(|l| l.at.elapsed() < every && now - l.t.secs() < ttl) {
             for (hid, reason) in &l.found {
                 flagged.entry(hid.clone()).or_insert_with(|| reason.clone());
             }
@@ -163,7 +164,8 @@ impl Supervisor {
             // A torn state is a combination of a known status (the others
             // are quarantined before a repair is chosen).
             let status_before: Status = status.parse()?;
-            let t = self.cfg.clock.now();
+            let at = self.cfg.clock.store_time();
+            let t = at.secs();
             let mut orphan_env = false;
             match kind {
                 Torn::Complete => tx.delete_ownership(hid)?,
@@ -173,7 +175,7 @@ impl Supervisor {
                     o.holder = ORPHANED_HOLDER.into();
                     o.fence = o.fence.next();
                     o.lease_expires_at = 0.0;
-                    tx.update_ownership(&o, t)?;
+                    tx.update_ownership(&o, at)?;
                     orphan_env = kind == Torn::Claim;
                 }
                 Torn::Release | Torn::OrphanUnwritten => orphan_env = true,
@@ -189,7 +191,7 @@ impl Supervisor {
                         heartbeat_interval_s: cfg.lease_interval_s,
                         max_missed: cfg.lease_max_missed,
                     };
-                    if !tx.insert_ownership(&o, t)? {
+                    if !tx.insert_ownership(&o, at)? {
                         return Ok(skipped());
                     }
                     orphan_env = status_before == Status::Running;

@@ -19,7 +19,7 @@ impl Supervisor {
     pub fn ensure_leadership(&self) -> Result<bool> {
         let ttl = self.cfg.leader_ttl_s;
         let settled = with_tx(self.store.as_ref(), Mode::Read, |tx| {
-            let t = self.cfg.clock.now_in(tx)?;
+            let t = self.cfg.clock.now_in(tx)?.secs();
             Ok(match tx.leadership()? {
                 Some(l) if l.holder == self.id => (l.expires_at - t > ttl * RENEW_WHEN_LEFT).then_some(true),
                 Some(l) => (l.expires_at >= t && !self.holder_dead(tx, &l.holder)?).then_some(false),
@@ -36,10 +36,10 @@ impl Supervisor {
                     Some(l) if l.holder == self.id => true,
                     // Expired, or the leader process died (its liveness
                     // token dropped): take over without waiting.
-                    Some(l) => l.expires_at < t || self.holder_dead(tx, &l.holder)?,
+                    Some(l) => l.expires_at < t.secs() || self.holder_dead(tx, &l.holder)?,
                 };
                 if mine {
-                    tx.put_leadership(&Leadership { holder: self.id.to_string(), expires_at: t + ttl }, t)?;
+                    tx.put_leadership(&Leadership { holder: self.id.to_string(), expires_at: (t + ttl).secs() }, t)?;
                 }
                 Ok(mine)
             })?,
@@ -62,7 +62,7 @@ impl Supervisor {
             Ok(match tx.leadership()? {
                 None => true,
                 Some(l) if l.holder == self.id => false,
-                Some(l) => l.expires_at < self.cfg.clock.now_in(tx)? || self.holder_dead(tx, &l.holder)?,
+                Some(l) => l.expires_at < self.cfg.clock.now_in(tx)?.secs() || self.holder_dead(tx, &l.holder)?,
             })
         })
     }

@@ -272,7 +272,8 @@ impl Supervisor {
             let Some(mut own) = tx.ownership(hid)? else {
                 return Ok(untouched());
             };
-            let t = self.cfg.clock.now_in(tx)?;
+            let at = self.cfg.clock.now_in(tx)?;
+            let t = at.secs();
             if led && !tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at >= t) {
                 return Ok(ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader });
             }
@@ -294,7 +295,7 @@ impl Supervisor {
             own.holder = ORPHANED_HOLDER.into();
             own.fence = own.fence.next();
             own.lease_expires_at = 0.0;
-            tx.update_ownership(&own, t)?;
+            tx.update_ownership(&own, at)?;
             let mut env = load(tx, hid)?;
             claimed_at = env.pointer("/execution/claimed_at").and_then(Value::as_f64);
             let checkpoints = tx.next_seq(hid)?;
@@ -358,7 +359,7 @@ impl Supervisor {
             let Some(next) = Status::of(&env).and_then(|s| s.after(Op::BudgetKill)) else {
                 return Ok(untouched(ActionKind::AlreadyTerminal));
             };
-            let t = self.cfg.clock.now_in(tx)?;
+            let t = self.cfg.clock.now_in(tx)?.secs();
             let Some(reason) = budget_violation(&env, t) else {
                 return Ok(untouched(ActionKind::WithinBudget));
             };
@@ -416,7 +417,7 @@ impl Supervisor {
             with_tx(self.store.as_ref(), Mode::Read, |tx| {
                 let t = self.cfg.clock.now_in(tx)?;
                 let expired = tx.expired_leases(t)?;
-                let plan = self.tracker.lock().unwrap_or_else(|p| p.into_inner()).plan(tx, t, epoch)?;
+                let plan = self.tracker.lock().unwrap_or_else(|p| p.into_inner()).plan(tx, t.secs(), epoch)?;
                 let (cutoff, repeats) = (t - self.cfg.stall_timeout_s, self.cfg.stall_max_repeats);
                 let (running, stalled) = match &plan {
                     tracker::Plan::Full => (tx.running_budgets()?, tx.stalled(t, cutoff, repeats)?),
@@ -431,7 +432,7 @@ impl Supervisor {
                     }
                 }
                 let approvals_due = tx.approvals_to_expire(t)?;
-                Ok((t, plan, expired, running, stall_deadline, stalled, approvals_due))
+                Ok((t.secs(), plan, expired, running, stall_deadline, stalled, approvals_due))
             })?;
         let over_budget: Vec<String> =
             running.iter().filter(|u| u.violation(t).is_some()).map(|u| u.hid.clone()).collect();

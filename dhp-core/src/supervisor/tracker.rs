@@ -17,6 +17,7 @@
 //! or a clock step, could hide.
 
 use crate::store::{BudgetUsage, Tx};
+use crate::store_time::StoreTime;
 use crate::Result;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -107,7 +108,7 @@ impl Tracker {
         if self.full_at.is_none_or(|at| at.elapsed() >= FULL_EVERY) {
             return Ok(Plan::Full);
         }
-        let Some(changes) = tx.changed_since(last - SLACK_S)? else { return Ok(Plan::Full) };
+        let Some(changes) = tx.changed_since(StoreTime::from_secs(last - SLACK_S))? else { return Ok(Plan::Full) };
         let fresh: Vec<(String, f64)> =
             changes.into_iter().filter(|(h, at)| !self.seen.contains(&(h.clone(), at.to_bits()))).collect();
         let mut hids: Vec<String> = fresh.iter().map(|(h, _)| h.clone()).collect();

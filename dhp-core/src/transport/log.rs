@@ -272,7 +272,7 @@ pub fn ingest_lines(store: &dyn Backend, lines: &[Line], cfg: &Config) -> Result
     }
     let text = envelope_text(&env, cfg)?;
     let (created, new, max_seq, gaps) = with_tx(store, Mode::Write, |tx| {
-        let created = tx.envelope(&hid)?.is_none() && tx.insert_envelope(&hid, &text, cfg.clock.now())?;
+        let created = tx.envelope(&hid)?.is_none() && tx.insert_envelope(&hid, &text, cfg.clock.store_time())?;
         // Rows already held are the truth: a line must agree with them.
         let stored: HashMap<i64, String> = if created || links.is_empty() {
             HashMap::new()

@@ -57,7 +57,7 @@ fn orphan_rechecks_the_lease_under_the_lock() {
     let mut own = r.ownership(&hid).unwrap().unwrap();
     own.lease_expires_at = envelope::now() + 5.0;
     dhp_core::store::with_tx(r.store().as_ref(), dhp_core::store::Mode::Write, |tx| {
-        tx.update_ownership(&own, envelope::now())
+        tx.update_ownership(&own, dhp_core::StoreTime::now_local())
     })
     .unwrap();
     let a = sup.orphan_action(&hid, OrphanReason::LeaseExpired, None).unwrap();

@@ -119,7 +119,7 @@ impl Bridge {
     fn record(&self, task_id: &str, hid: &str) -> Result<String, Error> {
         let key = binding_key(task_id);
         let text = json::dumps(&json!({"handoff_id": hid}))?;
-        let now = self.runner.config().clock.now();
+        let now = self.runner.config().clock.store_time();
         let won =
             with_tx(self.runner.store().as_ref(), Mode::Write, |tx| tx.insert_effect(&key, BINDING_STEP, &text, now))?;
         if won {
@@ -234,7 +234,8 @@ impl Bridge {
             if Status::of(&env).is_some_and(Status::is_terminal) {
                 return Ok(Err(status));
             }
-            let t = cfg.clock.now();
+            let st = cfg.clock.store_time();
+            let t = st.secs();
             if let Some(own) = tx.ownership(&hid)? {
                 let tomb = Ownership {
                     holder: ORPHANED_HOLDER.to_string(),
@@ -242,7 +243,7 @@ impl Bridge {
                     lease_expires_at: 0.0,
                     ..own
                 };
-                tx.update_ownership(&tomb, t)?;
+                tx.update_ownership(&tomb, st)?;
             }
             if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
                 ex.insert("status".into(), json!(Status::Failed.as_str()));
@@ -256,7 +257,7 @@ impl Bridge {
             if text.len() > cfg.max_envelope_bytes {
                 return Err(Error::Oversize { what: "envelope", size: text.len(), limit: cfg.max_envelope_bytes });
             }
-            tx.update_envelope(&hid, &text, t)?;
+            tx.update_envelope(&hid, &text, st)?;
             Ok(Ok(env))
         })
         .map_err(RpcError::internal)?;

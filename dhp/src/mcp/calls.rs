@@ -264,8 +264,8 @@ fn request_approval(r: &Runner, hid: &str, w: &str, class: &str, details: &Value
 fn approval_status(r: &Runner, id: &str) -> Result<Approval, Error> {
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let ap = tx.approval(id)?.ok_or_else(|| Error::UnknownApproval { approval_id: id.to_string() })?;
-        let now = r.config().clock.now();
-        let status = ap.status.at(ap.expires_at, now);
+        let now = r.config().clock.store_time();
+        let status = ap.status.at(ap.expires_at, now.secs());
         if status != ap.status {
             tx.expire_approvals(now)?;
         }

@@ -59,7 +59,7 @@ fn negative_spend_accepted(ad: &mut MutantAdapter, a: &Value) -> R {
         let spent = env["execution"]["spend_usd"].as_f64().unwrap_or(0.0);
         env["execution"]["spend_usd"] = dhp_core::json::float(spent + usd);
         let text = dhp_core::json::dumps(&env)?;
-        tx.update_envelope(&hid, &text, clock.now())
+        tx.update_envelope(&hid, &text, clock.store_time())
     })?
     .then_some(json!({}))
     .ok_or_else(|| err("FencingError", "not the current owner"))
@@ -85,7 +85,7 @@ fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
     let sup = ad.inner.supervisor(&root, &id)?;
     let mut actions = Vec::new();
     if sup.ensure_leadership()? {
-        let t = clock.now();
+        let t = clock.store_time();
         let (expired, stalled) = with_tx(r.store().as_ref(), Mode::Read, |tx| {
             Ok((tx.expired_leases(t)?, tx.stalled(t, t - cfg.stall_timeout_s, cfg.stall_max_repeats)?))
         })?;
@@ -98,7 +98,7 @@ fn scan_without_budget_kill(ad: &mut MutantAdapter, a: &Value) -> R {
         }
         actions.retain(|a| a["action"] != "already-orphaned-or-released");
         // everything else a scan does still happens
-        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(clock.now()))?;
+        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.expire_approvals(clock.store_time()))?;
     }
     Ok(json!({"actions": actions}))
 }

@@ -110,7 +110,7 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
     if text.len() > ad.inner.cfg.max_envelope_bytes {
         return Err(err("OversizePayload", "envelope exceeds max_envelope_bytes"));
     }
-    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.now()))?;
+    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.store_time()))?;
     Ok(json!({"hid": hid}))
 }
 

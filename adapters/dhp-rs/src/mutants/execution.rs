@@ -98,7 +98,7 @@ fn complete_any_result(ad: &mut MutantAdapter, a: &Value) -> R {
         if let Some(mut env) = tx.envelope(&hid)? {
             env["contract"]["output_schema"] = json!({});
             let text = json::dumps(&env)?;
-            tx.update_envelope(&hid, &text, clock.now())?;
+            tx.update_envelope(&hid, &text, clock.store_time())?;
         }
         Ok(())
     })?;
@@ -124,7 +124,7 @@ fn ack_any_status(ad: &mut MutantAdapter, a: &Value) -> R {
         let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
         env["delivery"]["outbox"]["ack"] = json!(true);
         let text = json::dumps(&env)?;
-        tx.update_envelope(&hid, &text, clock.now())
+        tx.update_envelope(&hid, &text, clock.store_time())
     })?;
     Ok(json!({}))
 }
@@ -161,7 +161,7 @@ fn complete_ignoring_dialect(ad: &mut MutantAdapter, a: &Value) -> R {
             if let Some(o) = env["contract"]["output_schema"].as_object_mut() {
                 if o.remove("$schema").is_some() {
                     let text = json::dumps(&env)?;
-                    tx.update_envelope(&hid, &text, clock.now())?;
+                    tx.update_envelope(&hid, &text, clock.store_time())?;
                 }
             }
         }
@@ -205,7 +205,7 @@ fn dispatch_requeues_terminal(ad: &mut MutantAdapter, a: &Value) -> R {
         if let Some(mut env) = tx.envelope(&hid)? {
             if matches!(envelope::status(&env), "completed" | "failed") {
                 env["execution"]["status"] = json!("pending");
-                tx.update_envelope(&hid, &json::dumps(&env)?, clock.now())?;
+                tx.update_envelope(&hid, &json::dumps(&env)?, clock.store_time())?;
                 tx.delete_ownership(&hid)?;
             }
         }

@@ -105,7 +105,7 @@ fn dispatch(ad: &mut MutantAdapter, a: &Value) -> R {
     if text.len() > ad.inner.cfg.max_envelope_bytes {
         return Err(err("OversizePayload", "envelope exceeds max_envelope_bytes"));
     }
-    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.now()))?;
+    with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_envelope(&hid, &text, clock.store_time()))?;
     Ok(json!({"hid": hid}))
 }
 
@@ -139,7 +139,7 @@ fn dispatch_sorted_text(ad: &mut MutantAdapter, a: &Value) -> R {
     let hid = s(&out, "hid")?.to_string();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(env) = tx.envelope(&hid)? else { return Ok(false) };
-        tx.update_envelope(&hid, &json::dumps_sorted(&env)?, clock.now())
+        tx.update_envelope(&hid, &json::dumps_sorted(&env)?, clock.store_time())
     })?;
     Ok(out)
 }

@@ -60,7 +60,8 @@ fn overwrite_owner(ad: &MutantAdapter, r: &Runner, hid: &str, fence: i64, recove
     std::thread::sleep(Duration::from_millis(100));
     let cfg = ad.inner.cfg.clone();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
-        let t = clock.now();
+        let st = clock.store_time();
+        let t = st.secs();
         let own = Ownership {
             hid: hid.to_string(),
             holder: r.id().to_string(),
@@ -70,7 +71,7 @@ fn overwrite_owner(ad: &MutantAdapter, r: &Runner, hid: &str, fence: i64, recove
             max_missed: cfg.lease_max_missed,
         };
         tx.delete_ownership(hid)?;
-        tx.insert_ownership(&own, t)?;
+        tx.insert_ownership(&own, st)?;
         let mut env = tx.envelope(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
         let ex = &mut env["execution"];
         ex["status"] = json!("running");
@@ -81,7 +82,7 @@ fn overwrite_owner(ad: &MutantAdapter, r: &Runner, hid: &str, fence: i64, recove
             ex["attempt"] = json!(ex["attempt"].as_i64().unwrap_or(0) + 1);
         }
         let text = json::dumps(&env)?;
-        tx.update_envelope(hid, &text, t)?;
+        tx.update_envelope(hid, &text, st)?;
         Ok(())
     })?;
     Ok(())
@@ -137,7 +138,7 @@ fn renew_and_retry(ad: &mut MutantAdapter, op: Op, a: &Value) -> R {
             with_tx(r.store().as_ref(), Mode::Write, |tx| {
                 if let Some(mut o) = tx.ownership(&hid)? {
                     o.lease_expires_at = clock.now() + ttl;
-                    tx.update_ownership(&o, clock.now())?;
+                    tx.update_ownership(&o, clock.store_time())?;
                 }
                 Ok(())
             })?;
@@ -171,8 +172,8 @@ fn heartbeat_configured_ttl(ad: &mut MutantAdapter, a: &Value) -> R {
     let ttl = ad.inner.cfg.lease_ttl_s();
     with_tx(r.store().as_ref(), Mode::Write, |tx| match tx.ownership(&hid)? {
         Some(mut o) => {
-            let t = clock.now();
-            o.lease_expires_at = t + ttl;
+            let t = clock.store_time();
+            o.lease_expires_at = (t + ttl).secs();
             tx.update_ownership(&o, t)
         }
         None => Ok(false),
@@ -188,7 +189,7 @@ fn release_keeps_lease(ad: &mut MutantAdapter, a: &Value) -> R {
     let before = r.ownership(&hid)?;
     let out = ad.inner.handle_args(Op::Release, a)?;
     if let Some(o) = before {
-        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, clock.now()))?;
+        with_tx(r.store().as_ref(), Mode::Write, |tx| tx.insert_ownership(&o, clock.store_time()))?;
     }
     Ok(out)
 }

@@ -59,7 +59,7 @@ fn scan_without_dlq(ad: &mut MutantAdapter, a: &Value) -> R {
     let sup = ad.inner.supervisor(&root, &id)?;
     let mut actions = Vec::new();
     if sup.ensure_leadership()? {
-        let expired = with_tx(r.store().as_ref(), Mode::Read, |tx| tx.expired_leases(clock.now()))?;
+        let expired = with_tx(r.store().as_ref(), Mode::Read, |tx| tx.expired_leases(clock.store_time()))?;
         for hid in expired {
             actions.push(orphan_without_dlq(&r, &hid)?);
         }
@@ -71,19 +71,20 @@ fn scan_without_dlq(ad: &mut MutantAdapter, a: &Value) -> R {
 /// Orphan for retry whatever the attempt count.
 fn orphan_without_dlq(r: &Runner, hid: &str) -> R {
     let clock = r.config().clock.clone();
-    let t = clock.now();
+    let st = clock.store_time();
+    let t = st.secs();
     with_tx(r.store().as_ref(), Mode::Write, |tx| {
         let Some(mut own) = tx.ownership(hid)? else { return Ok(()) };
         own.holder = ORPHANED_HOLDER.into();
         own.fence = own.fence.next();
         own.lease_expires_at = 0.0;
-        tx.update_ownership(&own, t)?;
+        tx.update_ownership(&own, st)?;
         if let Some(mut env) = tx.envelope(hid)? {
             env["execution"]["status"] = json!("orphaned");
             env["execution"]["orphaned_at"] = json::float(t);
             env["execution"]["orphan_reason"] = json!("lease-expired");
             let text = json::dumps(&env)?;
-            tx.update_envelope(hid, &text, t)?;
+            tx.update_envelope(hid, &text, st)?;
         }
         Ok(())
     })?;

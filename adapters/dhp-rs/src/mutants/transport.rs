@@ -143,7 +143,7 @@ fn resume_resets_usage(ad: &mut MutantAdapter, a: &Value) -> R {
         let mut env = tx.envelope(&hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.clone() })?;
         env["execution"]["steps"] = json!(0);
         env["execution"]["spend_usd"] = json::float(0.0);
-        tx.update_envelope(&hid, &json::dumps(&env)?, clock.now())
+        tx.update_envelope(&hid, &json::dumps(&env)?, clock.store_time())
     })?;
     Ok(out)
 }

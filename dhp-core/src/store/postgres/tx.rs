@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::json;
 use crate::status::{ApprovalOp, Status};
 use crate::store::{Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Mode, Ownership, Progress, Tx};
+use crate::store_time::StoreTime;
 use postgres::types::ToSql;
 use postgres::{Client, Row, SimpleQueryMessage, Statement};
 use serde_json::Value;
@@ -258,7 +259,8 @@ impl Tx for PgTx<'_> {
         Ok(row.map(|r| r.get::<_, Option<String>>(0).unwrap_or_default()))
     }
 
-    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         self.lock(hid)?;
         self.seen.remove(hid);
         let n = self.execute(
@@ -268,7 +270,8 @@ impl Tx for PgTx<'_> {
         Ok(n > 0)
     }
 
-    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         self.lock(hid)?;
         if let Some(s) = self.seen.get_mut(hid) {
             s.status = None;
@@ -387,7 +390,8 @@ impl Tx for PgTx<'_> {
         Ok(own)
     }
 
-    fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+    fn insert_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         self.lock(&o.hid)?;
         let n = self.execute(
             "INSERT INTO ownership (hid, holder, fence, lease_expires_at, heartbeat_interval_s, max_missed, updated_at) \
@@ -397,7 +401,8 @@ impl Tx for PgTx<'_> {
         Ok(n > 0)
     }
 
-    fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+    fn update_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         self.lock(&o.hid)?;
         let n = self.execute(
             "UPDATE ownership SET holder=$2, fence=$3, lease_expires_at=$4, heartbeat_interval_s=$5, \
@@ -413,7 +418,8 @@ impl Tx for PgTx<'_> {
         Ok(())
     }
 
-    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
+    fn expired_leases(&mut self, now: StoreTime) -> Result<Vec<String>> {
+        let now = now.secs();
         self.strings(
             "SELECT o.hid FROM ownership o JOIN handoffs h ON h.hid=o.hid WHERE o.lease_expires_at < $1 \
              AND h.status='running' ORDER BY o.hid",
@@ -433,7 +439,8 @@ impl Tx for PgTx<'_> {
         Ok(row.map(|r| Leadership { holder: r.get(0), expires_at: r.get(1) }))
     }
 
-    fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()> {
+    fn put_leadership(&mut self, l: &Leadership, now: StoreTime) -> Result<()> {
+        let now = now.secs();
         self.lock(LEADERSHIP_ITEM)?;
         self.execute(
             "INSERT INTO leadership (id, holder, expires_at, updated_at) VALUES (1, $1, $2, $3) \
@@ -444,7 +451,8 @@ impl Tx for PgTx<'_> {
         Ok(())
     }
 
-    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool> {
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         self.lock(hid)?;
         let n = self.execute(
             "INSERT INTO effects (hid, step_id, result_json, at) VALUES ($1, $2, $3, $4) \
@@ -490,7 +498,8 @@ impl Tx for PgTx<'_> {
         self.query_opt(SQL, &[&approval_id])?.as_ref().map(approval_row).transpose()
     }
 
-    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self.execute(
             "UPDATE approvals SET status=$1, decided_at=$2 WHERE approval_id=$3 AND status='pending'",
             &[&op.outcome().as_str(), &now, &approval_id],
@@ -498,7 +507,8 @@ impl Tx for PgTx<'_> {
         Ok(n > 0)
     }
 
-    fn expire_approvals(&mut self, now: f64) -> Result<usize> {
+    fn expire_approvals(&mut self, now: StoreTime) -> Result<usize> {
+        let now = now.secs();
         let n = self.execute(
             "UPDATE approvals SET status='expired', decided_at=$1 WHERE status='pending' AND expires_at < $1",
             &[&now],
@@ -525,7 +535,8 @@ impl Tx for PgTx<'_> {
         Ok(row.map(|r| Progress { last_checkpoint_at: r.get(0), last_digest: r.get(1), digest_repeat_count: r.get(2) }))
     }
 
-    fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()> {
+    fn put_progress(&mut self, hid: &str, p: &Progress, now: StoreTime) -> Result<()> {
+        let now = now.secs();
         self.lock(hid)?;
         if let Some(s) = self.seen.get_mut(hid) {
             s.progress = None;
@@ -540,7 +551,9 @@ impl Tx for PgTx<'_> {
         Ok(())
     }
 
-    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+    fn stalled(&mut self, now: StoreTime, cutoff: StoreTime, max_repeats: i64) -> Result<Vec<String>> {
+        let now = now.secs();
+        let cutoff = cutoff.secs();
         self.strings(
             "SELECT p.hid FROM progress p JOIN ownership o ON o.hid = p.hid JOIN handoffs h ON h.hid = p.hid \
              WHERE o.lease_expires_at >= $1 AND h.status = 'running' \
@@ -574,13 +587,13 @@ impl Tx for PgTx<'_> {
             .collect())
     }
 
-    fn now(&mut self) -> Result<f64> {
+    fn now(&mut self) -> Result<StoreTime> {
         if let Some(t) = self.now {
-            return Ok(t);
+            return Ok(StoreTime::from_secs(t));
         }
         let t: f64 = self.query_one(NOW_SQL, &[])?.get(0);
         self.now = Some(t);
-        Ok(t)
+        Ok(StoreTime::from_secs(t))
     }
 
     fn dead_holders(&mut self, holders: &[String]) -> Result<Vec<String>> {

@@ -8,6 +8,7 @@ use crate::status::{ApprovalOp, Status};
 use crate::store::{
     Approval, BudgetUsage, CapabilityAudit, CheckpointRow, Leadership, Ownership, Pairing, Progress, Tx,
 };
+use crate::store_time::StoreTime;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
@@ -109,7 +110,8 @@ impl Tx for SqliteTx<'_> {
         }
     }
 
-    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+    fn insert_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached("INSERT OR IGNORE INTO handoffs (hid, envelope_json, updated_at) VALUES (?1, ?2, ?3)")?
@@ -117,7 +119,8 @@ impl Tx for SqliteTx<'_> {
         Ok(n > 0)
     }
 
-    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: f64) -> Result<bool> {
+    fn update_envelope(&mut self, hid: &str, envelope_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached("UPDATE handoffs SET envelope_json=?1, updated_at=?2 WHERE hid=?3")?
@@ -154,7 +157,8 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn changed_since(&mut self, since: f64) -> Result<Option<Vec<(String, f64)>>> {
+    fn changed_since(&mut self, since: StoreTime) -> Result<Option<Vec<(String, f64)>>> {
+        let since = since.secs();
         let mut st = self.c.prepare_cached(CHANGED_SINCE)?;
         let iso = envelope::iso_of(since);
         let rows =
@@ -228,7 +232,8 @@ impl Tx for SqliteTx<'_> {
             .optional()?)
     }
 
-    fn insert_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+    fn insert_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached(
@@ -247,7 +252,8 @@ impl Tx for SqliteTx<'_> {
         Ok(n > 0)
     }
 
-    fn update_ownership(&mut self, o: &Ownership, now: f64) -> Result<bool> {
+    fn update_ownership(&mut self, o: &Ownership, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached(
@@ -271,7 +277,8 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn expired_leases(&mut self, now: f64) -> Result<Vec<String>> {
+    fn expired_leases(&mut self, now: StoreTime) -> Result<Vec<String>> {
+        let now = now.secs();
         let mut hids = self.strings(EXPIRED_LEASES, [now])?;
         hids.sort();
         Ok(hids)
@@ -301,7 +308,8 @@ impl Tx for SqliteTx<'_> {
             .optional()?)
     }
 
-    fn put_leadership(&mut self, l: &Leadership, now: f64) -> Result<()> {
+    fn put_leadership(&mut self, l: &Leadership, now: StoreTime) -> Result<()> {
+        let now = now.secs();
         self.c
             .prepare_cached(
                 "INSERT INTO leadership (id, holder, expires_at, updated_at) VALUES (1, ?1, ?2, ?3) \
@@ -312,7 +320,8 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: f64) -> Result<bool> {
+    fn insert_effect(&mut self, hid: &str, step_id: &str, result_json: &str, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached("INSERT OR IGNORE INTO effects (hid, step_id, result_json, at) VALUES (?1, ?2, ?3, ?4)")?
@@ -358,7 +367,8 @@ impl Tx for SqliteTx<'_> {
             .optional()?)
     }
 
-    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: f64) -> Result<bool> {
+    fn decide_approval(&mut self, approval_id: &str, op: ApprovalOp, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         let n = self
             .c
             .prepare_cached("UPDATE approvals SET status=?1, decided_at=?2 WHERE approval_id=?3 AND status='pending'")?
@@ -366,7 +376,8 @@ impl Tx for SqliteTx<'_> {
         Ok(n > 0)
     }
 
-    fn expire_approvals(&mut self, now: f64) -> Result<usize> {
+    fn expire_approvals(&mut self, now: StoreTime) -> Result<usize> {
+        let now = now.secs();
         Ok(self
             .c
             .prepare_cached(
@@ -375,7 +386,8 @@ impl Tx for SqliteTx<'_> {
             .execute([now])?)
     }
 
-    fn approvals_to_expire(&mut self, now: f64) -> Result<bool> {
+    fn approvals_to_expire(&mut self, now: StoreTime) -> Result<bool> {
+        let now = now.secs();
         Ok(self.c.prepare_cached(APPROVALS_TO_EXPIRE)?.query_row([now], |_| Ok(())).optional()?.is_some())
     }
 
@@ -397,7 +409,8 @@ impl Tx for SqliteTx<'_> {
             .optional()?)
     }
 
-    fn put_progress(&mut self, hid: &str, p: &Progress, now: f64) -> Result<()> {
+    fn put_progress(&mut self, hid: &str, p: &Progress, now: StoreTime) -> Result<()> {
+        let now = now.secs();
         self.c
             .prepare_cached(
                 "INSERT INTO progress (hid, last_checkpoint_at, last_digest, digest_repeat_count, updated_at) \
@@ -409,7 +422,8 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn progress_checkpointed(&mut self, hid: &str, t: f64) -> Result<()> {
+    fn progress_checkpointed(&mut self, hid: &str, t: StoreTime) -> Result<()> {
+        let t = t.secs();
         // One upsert, no read: the last digest stays as it is.
         self.c
             .prepare_cached(
@@ -421,7 +435,9 @@ impl Tx for SqliteTx<'_> {
         Ok(())
     }
 
-    fn stalled(&mut self, now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+    fn stalled(&mut self, now: StoreTime, cutoff: StoreTime, max_repeats: i64) -> Result<Vec<String>> {
+        let now = now.secs();
+        let cutoff = cutoff.secs();
         // Running handoffs first (status index), not every progress row
         // ever written (completed handoffs keep theirs).
         self.strings(
@@ -433,7 +449,15 @@ impl Tx for SqliteTx<'_> {
         )
     }
 
-    fn stalled_of(&mut self, hids: &[String], now: f64, cutoff: f64, max_repeats: i64) -> Result<Vec<String>> {
+    fn stalled_of(
+        &mut self,
+        hids: &[String],
+        now: StoreTime,
+        cutoff: StoreTime,
+        max_repeats: i64,
+    ) -> Result<Vec<String>> {
+        let now = now.secs();
+        let cutoff = cutoff.secs();
         let mut out = Vec::new();
         for hid in hids {
             out.extend(self.strings(

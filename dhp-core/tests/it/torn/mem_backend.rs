@@ -31,11 +31,11 @@ fn torn_claim_and_torn_orphan_are_repaired_on_the_memory_backend() {
                 heartbeat_interval_s: 0.1,
                 max_missed: 2,
             };
-            tx.insert_ownership(&row, now())?;
+            tx.insert_ownership(&row, dhp_core::StoreTime::now_local())?;
             if i == 1 {
                 let mut env = tx.envelope(hid)?.unwrap();
                 env["execution"]["status"] = json!("orphaned");
-                tx.update_envelope(hid, &env.to_string(), now())?;
+                tx.update_envelope(hid, &env.to_string(), dhp_core::StoreTime::now_local())?;
             }
         }
         Ok(())
