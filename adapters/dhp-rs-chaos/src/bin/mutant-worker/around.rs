@@ -74,16 +74,22 @@ pub(crate) fn recover_without_cas(
     Ok(fence)
 }
 
-/// INSERT the next checkpoint with no ownership check at all.
-pub(crate) fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
-    let (text, hash) = json::state_text_and_hash(state)?;
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+/// INSERT `hid`'s next checkpoint (seq one past the last) in `tx`; its seq.
+fn insert_next(tx: &rusqlite::Transaction<'_>, hid: &str, text: &str, hash: &str) -> Result<i64> {
     let seq: i64 =
         tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
     tx.execute(
         "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![hid, seq, text, hash, utcnow_iso()],
     )?;
+    Ok(seq)
+}
+
+/// INSERT the next checkpoint with no ownership check at all.
+pub(crate) fn write_checkpoint_unfenced(c: &mut Connection, hid: &str, state: &Value) -> Result<i64> {
+    let (text, hash) = json::state_text_and_hash(state)?;
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let seq = insert_next(&tx, hid, &text, &hash)?;
     tx.commit()?;
     Ok(seq)
 }
@@ -105,12 +111,7 @@ pub(crate) fn write_checkpoint_unsynced(
     if own.as_ref() != Some(&(holder.to_string(), fence)) {
         bail!("fenced: {hid} is held by {own:?}, not {holder} at fence {fence}");
     }
-    let seq: i64 =
-        tx.query_row("SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE hid = ?1", [hid], |r| r.get(0))?;
-    tx.execute(
-        "INSERT INTO checkpoints (hid, seq, state_json, state_hash, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![hid, seq, text, hash, utcnow_iso()],
-    )?;
+    let seq = insert_next(&tx, hid, &text, &hash)?;
     tx.commit()?;
     Ok(seq)
 }
