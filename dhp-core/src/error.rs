@@ -399,6 +399,35 @@ impl From<postgres::Error> for Error {
     }
 }
 
+#[doc(hidden)]
+impl From<crate::store::postgres::lane::LaneError> for Error {
+    fn from(e: crate::store::postgres::lane::LaneError) -> Self {
+        use crate::store::postgres::lane::LaneError;
+        let kind = match &e {
+            LaneError::Db { code, .. } => code_kind(code),
+            _ => StoreErrorKind::Connection,
+        };
+        Error::Store { context: "postgres".into(), kind, detail: e.to_string(), source: Box::new(e) }
+    }
+}
+
+/// The kind of a server error by its SQLSTATE (as [`pg_kind`]).
+fn code_kind(code: &str) -> StoreErrorKind {
+    match code {
+        "40P01" | "40001" => StoreErrorKind::Conflict,
+        c if c.starts_with("08") => StoreErrorKind::Connection,
+        _ => StoreErrorKind::Statement,
+    }
+}
+
+/// The SQLSTATE of a PostgreSQL failure from either client.
+fn pg_code<'a>(source: &'a (dyn std::error::Error + Send + Sync + 'static)) -> Option<&'a str> {
+    if let Some(p) = source.downcast_ref::<postgres::Error>() {
+        return p.code().map(postgres::error::SqlState::code);
+    }
+    source.downcast_ref::<crate::store::postgres::lane::LaneError>().and_then(|l| l.code())
+}
+
 /// SQLSTATEs of a server that no longer takes this client's writes:
 /// read_only_sql_transaction, admin_shutdown, crash_shutdown,
 /// cannot_connect_now (starting up, or in recovery).
@@ -448,9 +477,7 @@ impl Error {
     /// transaction; running it again may succeed).
     pub(crate) fn is_pg_deadlock(&self) -> bool {
         match self {
-            Error::Store { source, .. } => source
-                .downcast_ref::<postgres::Error>()
-                .is_some_and(|p| p.code() == Some(&postgres::error::SqlState::T_R_DEADLOCK_DETECTED)),
+            Error::Store { source, .. } => pg_code(source.as_ref()) == Some("40P01"),
             _ => false,
         }
     }
@@ -585,10 +612,7 @@ impl Error {
     pub fn is_server_lost(&self) -> bool {
         match self {
             Error::Store { kind: StoreErrorKind::Connection, .. } => true,
-            Error::Store { source, .. } => source
-                .downcast_ref::<postgres::Error>()
-                .and_then(postgres::Error::code)
-                .is_some_and(|c| SERVER_LOST_STATES.contains(&c.code())),
+            Error::Store { source, .. } => pg_code(source.as_ref()).is_some_and(|c| SERVER_LOST_STATES.contains(&c)),
             _ => false,
         }
     }

@@ -22,6 +22,7 @@
 //! so no pool is needed.
 
 mod ddl;
+pub(crate) mod lane;
 pub mod live;
 mod one_trip;
 pub mod passfile;
@@ -211,6 +212,8 @@ pub struct PgStore {
     one_trip_v2: AtomicBool,
     /// A connection was made before: the next one is a reconnection.
     connected_once: AtomicBool,
+    /// The checkpoint lane ([`lane`]).
+    lane: Mutex<one_trip::LaneSlot>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -379,6 +382,7 @@ impl PgStore {
             one_trip: AtomicBool::new(false),
             one_trip_v2: AtomicBool::new(false),
             connected_once: AtomicBool::new(false),
+            lane: Mutex::new(one_trip::LaneSlot::default()),
         };
         let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = store.connected(&mut guard)?;

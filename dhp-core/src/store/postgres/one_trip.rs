@@ -37,6 +37,7 @@
 //! older versions sharing the store and for stores where it cannot be
 //! created.
 
+use super::lane::{CheckpointArgs, CheckpointRow, Lane, LaneError};
 use super::{item_key, Conn, PgStore};
 use crate::error::{Error, Result};
 use crate::store::{CheckpointOnce, CheckpointReq, HeartbeatOnce, OwnerSeen, Ownership};
@@ -338,6 +339,9 @@ impl PgStore {
         let (state, hash, at) = (req.state_json, req.state_hash, req.at);
         let r = match req.bump {
             None => {
+                if let Some(once) = self.lane_checkpoint(&req, item)? {
+                    return Ok(once);
+                }
                 let args: [&(dyn ToSql + Sync); 9] =
                     [&self.key, &item, &hid, &holder, &fence, &state, &hash, &at, &max];
                 // `_v2` when the store has it (dropped since: `_v1`).
@@ -370,10 +374,131 @@ impl PgStore {
         }))
     }
 
+    /// The checkpoint on the lane ([`super::lane`]): `None` when the lane
+    /// does not serve it (no `_v2`, a configuration the lane cannot speak,
+    /// no connection: the main connection does), else the call's outcome
+    /// as [`Self::checkpoint_call`] gives it.
+    fn lane_checkpoint(&self, req: &CheckpointReq<'_>, item: i32) -> Result<Option<Option<CheckpointOnce>>> {
+        if !self.one_trip_v2.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut slot = self.lane.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(lane) = self.lane_open(&mut slot) else { return Ok(None) };
+        let args = CheckpointArgs {
+            store: self.key,
+            item,
+            hid: req.hid,
+            holder: req.holder.as_str(),
+            fence: req.fence.get(),
+            state: req.state_json,
+            hash: req.state_hash,
+            at: req.at,
+            max: req.max_checkpoints,
+        };
+        match lane.checkpoint(&args) {
+            Ok(Some(row)) => Ok(Some(Some(lane_once(row, req.hid)?))),
+            Ok(None) => Ok(Some(None)),
+            // The function (or the statement) is gone: `_v1` on the main
+            // connection, as there.
+            Err(e) if matches!(e.code(), Some(UNDEFINED_FUNCTION | INVALID_STATEMENT_NAME)) => {
+                if e.code() == Some(UNDEFINED_FUNCTION) {
+                    self.one_trip_v2.store(false, Ordering::Relaxed);
+                }
+                slot.lane = None;
+                Ok(None)
+            }
+            Err(e) => {
+                // A server error leaves the session usable; anything else
+                // (or a server that stopped taking writes) ends the lane,
+                // and the next checkpoint opens another.
+                let server_said = matches!(e, LaneError::Db { .. });
+                let e = Error::from(e);
+                if !server_said || e.is_server_lost() {
+                    slot.lane = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The open lane, opening it when due.
+    fn lane_open<'a>(&self, slot: &'a mut LaneSlot) -> Option<&'a mut Lane> {
+        if slot.off {
+            return None;
+        }
+        if slot.lane.is_none() {
+            if slot.retry_at.is_some_and(|t| std::time::Instant::now() < t) {
+                return None;
+            }
+            let timeout = self.config.get_connect_timeout().copied().unwrap_or(super::DEFAULT_CONNECT_TIMEOUT);
+            match Lane::open(&self.config, timeout) {
+                Ok(Some(lane)) => {
+                    slot.lane = Some(lane);
+                    slot.retry_at = None;
+                }
+                Ok(None) => {
+                    tracing::debug!("no checkpoint lane for this configuration: checkpoints use the main connection");
+                    slot.off = true;
+                }
+                Err(e) => {
+                    // Unreachable or refused: the main connection serves the
+                    // call (and reports a lost server as it does); retried.
+                    tracing::debug!(error = %e, "cannot open the checkpoint lane");
+                    slot.retry_at = Some(std::time::Instant::now() + LANE_RETRY);
+                }
+            }
+        }
+        slot.lane.as_mut()
+    }
+
     pub(super) fn heartbeat_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<HeartbeatOnce>> {
         let Some(Some(r)) = self.call(HEARTBEAT_CALL, args)? else { return Ok(None) };
         Ok(Some(HeartbeatOnce { seen: seen(&r, hid), lease_expires_at: r.get("new_lease") }))
     }
+}
+
+/// SQLSTATEs after which the lane's call is left to the main connection.
+const UNDEFINED_FUNCTION: &str = "42883";
+const INVALID_STATEMENT_NAME: &str = "26000";
+
+/// How long after a failed attempt the lane is tried again.
+const LANE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The lane's slot in a store handle.
+#[derive(Default)]
+pub(crate) struct LaneSlot {
+    lane: Option<Lane>,
+    /// The configuration cannot be served by the lane (for good).
+    off: bool,
+    /// After a failed attempt: not before then.
+    retry_at: Option<std::time::Instant>,
+}
+
+/// The lane's row as the main connection's [`seen`] and outcome read it.
+fn lane_once(r: CheckpointRow, hid: &str) -> Result<CheckpointOnce> {
+    let missing = |what: &str| Error::from(LaneError::Protocol(format!("{what} is NULL")));
+    let ownership = match r.o_holder {
+        None => None,
+        Some(holder) => Some(Ownership {
+            hid: hid.to_string(),
+            holder,
+            fence: crate::lease::Fence::new(r.o_fence.ok_or_else(|| missing("o_fence"))?),
+            lease_expires_at: r.o_lease.ok_or_else(|| missing("o_lease"))?,
+            heartbeat_interval_s: r.o_interval.ok_or_else(|| missing("o_interval"))?,
+            max_missed: r.o_max_missed.ok_or_else(|| missing("o_max_missed"))?,
+        }),
+    };
+    let exists = r.h_exists.ok_or_else(|| missing("h_exists"))?;
+    Ok(CheckpointOnce {
+        seen: OwnerSeen {
+            ownership,
+            status: exists.then(|| r.h_status.unwrap_or_default()),
+            now: r.now_s.ok_or_else(|| missing("now_s"))?,
+        },
+        seq: r.next_seq,
+        inserted: r.inserted.ok_or_else(|| missing("inserted"))?,
+        lease_expires_at: None,
+    })
 }
 
 /// Prepared once per connection, then one Bind/Execute/Sync per call.

@@ -2,6 +2,7 @@
 
 mod batch_abort;
 mod checkpoint_v2;
+mod lane;
 mod one_trip_lock_race;
 mod one_trip_refusals;
 mod one_trip_upgrade;

@@ -1,0 +1,629 @@
+//! The checkpoint lane: a connection of its own for the one hot call,
+//! spoken in the wire protocol directly over a blocking socket (issue 49).
+//!
+//! The `postgres` crate runs every call inside a tokio current-thread
+//! runtime (`block_on` around a client half and a connection half that
+//! talk through channels); on a worker that checkpoints in a loop that
+//! machinery was about three quarters of the worker's CPU per checkpoint
+//! (benches/flame-checkpoint-pg.svg). Here a checkpoint is what libpq does
+//! for pgbench: one `write` of Bind/Execute/Sync, one blocking `read` of
+//! the reply, with `dhp_checkpoint_v2` prepared once per lane.
+//!
+//! The lane is only an accelerator. It is opened when the URL can be
+//! served without TLS (`sslmode=disable`, a Unix socket, or `prefer` and a
+//! server that declines TLS), with cleartext, MD5 or SCRAM-SHA-256
+//! authentication; anything else ([`Lane::open`] returns `None`) and the
+//! checkpoint goes through the store's main connection as before. Its
+//! answer is the function's row, judged by the runner exactly as the main
+//! connection's; a failure after the call was sent is the same typed store
+//! error (a lost server is [`crate::Error::is_server_lost`], so a worker
+//! rides it as before: the checkpoint in flight is settled by reading it
+//! back on the main connection).
+
+use bytes::BytesMut;
+use postgres::config::{Host, SslMode, TargetSessionAttrs};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::message::{backend, frontend};
+use postgres_protocol::types as pt;
+use postgres_protocol::IsNull;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// The prepared statement's name on the lane's session.
+const STATEMENT: &str = "dhp_checkpoint_v2";
+
+/// Parameter types of `dhp_checkpoint_v2` (int4 ×2, text ×2, int8, text ×3,
+/// int8), by OID.
+const PARAM_OIDS: [u32; 9] = [23, 23, 25, 25, 20, 25, 25, 25, 20];
+
+/// Result columns: `o_holder` text, `o_fence` int8, `o_lease` float8,
+/// `o_interval` float8, `o_max_missed` int8, `h_exists` bool, `h_status`
+/// text, `now_s` float8, `next_seq` int8, `inserted` bool.
+const RESULT_OIDS: [u32; 10] = [25, 20, 701, 701, 20, 16, 25, 701, 20, 16];
+
+/// A lane failure. `Db` is the server's error (SQLSTATE and message);
+/// `Io` the socket's; `Protocol` a reply the lane did not expect.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaneError {
+    /// The socket failed (the connection broke, or could not be made).
+    #[error("checkpoint lane: {0}")]
+    Io(#[from] io::Error),
+    /// The server answered with an error.
+    #[error("{message} ({code})")]
+    Db {
+        /// The SQLSTATE.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// A reply that is not the protocol's.
+    #[error("checkpoint lane: unexpected reply from the server: {0}")]
+    Protocol(String),
+}
+
+impl LaneError {
+    /// The SQLSTATE, for a server error.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            LaneError::Db { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+type LaneResult<T> = std::result::Result<T, LaneError>;
+
+/// The arguments of one checkpoint call, in `dhp_checkpoint_v2`'s order.
+pub(super) struct CheckpointArgs<'a> {
+    pub store: i32,
+    pub item: i32,
+    pub hid: &'a str,
+    pub holder: &'a str,
+    pub fence: i64,
+    pub state: &'a str,
+    pub hash: &'a str,
+    pub at: &'a str,
+    pub max: i64,
+}
+
+/// `dhp_checkpoint_v2`'s row, column by column (NULL is `None`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct CheckpointRow {
+    pub o_holder: Option<String>,
+    pub o_fence: Option<i64>,
+    pub o_lease: Option<f64>,
+    pub o_interval: Option<f64>,
+    pub o_max_missed: Option<i64>,
+    pub h_exists: Option<bool>,
+    pub h_status: Option<String>,
+    pub now_s: Option<f64>,
+    pub next_seq: Option<i64>,
+    pub inserted: Option<bool>,
+}
+
+enum Sock {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Sock {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.set_read_timeout(t),
+            Sock::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.read(buf),
+            Sock::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.write(buf),
+            Sock::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One session with the statement prepared.
+pub(super) struct Lane {
+    sock: Sock,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+}
+
+/// Why a configuration gets no lane (the main connection serves it).
+fn unsupported(config: &postgres::Config) -> bool {
+    !config.get_hostaddrs().is_empty()
+        || config.get_ssl_mode() == SslMode::Require
+        || config.get_ssl_negotiation() != postgres::config::SslNegotiation::Postgres
+        || config.get_channel_binding() == postgres::config::ChannelBinding::Require
+        || config.get_user().is_none()
+        || config.get_load_balance_hosts() != postgres::config::LoadBalanceHosts::Disable
+}
+
+impl Lane {
+    /// A session on the first host of `config` that suits its
+    /// `target_session_attrs`, with the statement prepared: `Ok(None)` when
+    /// the lane cannot serve this configuration (TLS in use, an
+    /// authentication it does not speak, no host that suits), an error
+    /// when no host could be reached or the server refused.
+    pub(super) fn open(config: &postgres::Config, timeout: Duration) -> LaneResult<Option<Lane>> {
+        if unsupported(config) {
+            return Ok(None);
+        }
+        let ports = config.get_ports();
+        let mut last = None;
+        for (i, host) in config.get_hosts().iter().enumerate() {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match Self::open_host(config, host, port, timeout) {
+                Ok(Some(lane)) => return Ok(Some(lane)),
+                Ok(None) => return Ok(None),
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
+
+    fn open_host(config: &postgres::Config, host: &Host, port: u16, timeout: Duration) -> LaneResult<Option<Lane>> {
+        let sock = match host {
+            Host::Tcp(name) => {
+                let addrs = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), port))?;
+                let mut found = None;
+                let mut err = io::Error::new(io::ErrorKind::NotFound, format!("{name} resolves to no address"));
+                for a in addrs {
+                    match TcpStream::connect_timeout(&a, timeout) {
+                        Ok(s) => {
+                            found = Some(s);
+                            break;
+                        }
+                        Err(e) => err = e,
+                    }
+                }
+                let s = found.ok_or(err)?;
+                s.set_nodelay(true)?;
+                // As the main connection: a dead server or network is
+                // noticed within seconds.
+                let sref = socket2::SockRef::from(&s);
+                let ka = socket2::TcpKeepalive::new()
+                    .with_time(config.get_keepalives_idle())
+                    .with_interval(config.get_keepalives_interval().unwrap_or(Duration::from_secs(1)))
+                    .with_retries(config.get_keepalives_retries().unwrap_or(3));
+                sref.set_tcp_keepalive(&ka)?;
+                sref.set_tcp_user_timeout(config.get_tcp_user_timeout().copied())?;
+                Sock::Tcp(s)
+            }
+            Host::Unix(dir) => Sock::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?),
+        };
+        // The handshake is bounded; a call afterwards is bounded by the
+        // server's statement_timeout and the socket's keepalives, as the
+        // main connection's.
+        sock.set_read_timeout(Some(timeout))?;
+        let mut lane = Lane { sock, rbuf: BytesMut::with_capacity(4096), wbuf: BytesMut::with_capacity(1024) };
+        if matches!(lane.sock, Sock::Tcp(_)) && config.get_ssl_mode() == SslMode::Prefer {
+            frontend::ssl_request(&mut lane.wbuf);
+            lane.send()?;
+            let mut answer = [0u8; 1];
+            lane.sock.read_exact(&mut answer)?;
+            if answer[0] != b'N' {
+                // The server would speak TLS: the main connection does.
+                return Ok(None);
+            }
+        }
+        if !lane.start(config)? {
+            return Ok(None);
+        }
+        if !lane.suits(config.get_target_session_attrs())? {
+            return Ok(None);
+        }
+        lane.prepare()?;
+        lane.sock.set_read_timeout(None)?;
+        Ok(Some(lane))
+    }
+
+    fn send(&mut self) -> LaneResult<()> {
+        self.sock.write_all(&self.wbuf)?;
+        self.wbuf.clear();
+        Ok(())
+    }
+
+    /// The next message from the server.
+    fn next(&mut self) -> LaneResult<backend::Message> {
+        loop {
+            if let Some(m) = backend::Message::parse(&mut self.rbuf)? {
+                return Ok(m);
+            }
+            let len = self.rbuf.len();
+            self.rbuf.resize(len + 8192, 0);
+            let n = match self.sock.read(&mut self.rbuf[len..]) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.rbuf.truncate(len);
+                    return Err(e.into());
+                }
+            };
+            self.rbuf.truncate(len + n);
+            if n == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection").into());
+            }
+        }
+    }
+
+    /// Start-up and authentication; false when the server asks for an
+    /// authentication the lane does not speak.
+    fn start(&mut self, config: &postgres::Config) -> LaneResult<bool> {
+        let user = config.get_user().unwrap_or_default();
+        let mut params: Vec<(&str, &str)> = vec![("client_encoding", "UTF8"), ("user", user)];
+        if let Some(db) = config.get_dbname() {
+            params.push(("database", db));
+        }
+        if let Some(o) = config.get_options() {
+            params.push(("options", o));
+        }
+        if let Some(a) = config.get_application_name() {
+            params.push(("application_name", a));
+        }
+        frontend::startup_message(params, &mut self.wbuf)?;
+        self.send()?;
+        let password = config.get_password().unwrap_or_default();
+        let mut scram: Option<ScramSha256> = None;
+        loop {
+            match self.next()? {
+                backend::Message::AuthenticationOk => break,
+                backend::Message::AuthenticationCleartextPassword => {
+                    frontend::password_message(password, &mut self.wbuf)?;
+                    self.send()?;
+                }
+                backend::Message::AuthenticationMd5Password(body) => {
+                    let hash = postgres_protocol::authentication::md5_hash(user.as_bytes(), password, body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.wbuf)?;
+                    self.send()?;
+                }
+                backend::Message::AuthenticationSasl(body) => {
+                    let mut mechs = body.mechanisms();
+                    let mut has = false;
+                    while let Some(m) = FallibleIterator::next(&mut mechs)? {
+                        has |= m == SCRAM_SHA_256;
+                    }
+                    if !has {
+                        return Ok(false);
+                    }
+                    let s = ScramSha256::new(password, ChannelBinding::unsupported());
+                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.wbuf)?;
+                    self.send()?;
+                    scram = Some(s);
+                }
+                backend::Message::AuthenticationSaslContinue(body) => {
+                    let s =
+                        scram.as_mut().ok_or_else(|| LaneError::Protocol("SASL continue without a start".into()))?;
+                    s.update(body.data())?;
+                    frontend::sasl_response(s.message(), &mut self.wbuf)?;
+                    self.send()?;
+                }
+                backend::Message::AuthenticationSaslFinal(body) => {
+                    let s = scram.as_mut().ok_or_else(|| LaneError::Protocol("SASL final without a start".into()))?;
+                    s.finish(body.data())?;
+                }
+                backend::Message::ErrorResponse(body) => return Err(db_error(&body)),
+                backend::Message::AuthenticationGss
+                | backend::Message::AuthenticationKerberosV5
+                | backend::Message::AuthenticationScmCredential
+                | backend::Message::AuthenticationSspi
+                | backend::Message::AuthenticationGssContinue(_) => return Ok(false),
+                other => return Err(unexpected(&other)),
+            }
+        }
+        self.until_ready()?;
+        Ok(true)
+    }
+
+    /// Read to ReadyForQuery; the first server error seen is returned.
+    fn until_ready(&mut self) -> LaneResult<()> {
+        let mut err = None;
+        loop {
+            match self.next()? {
+                backend::Message::ReadyForQuery(_) => return err.map_or(Ok(()), Err),
+                backend::Message::ErrorResponse(body) => {
+                    err.get_or_insert(db_error(&body));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `target_session_attrs`, judged as the `postgres` crate does (`SHOW
+    /// transaction_read_only`).
+    fn suits(&mut self, attrs: TargetSessionAttrs) -> LaneResult<bool> {
+        if attrs == TargetSessionAttrs::Any {
+            return Ok(true);
+        }
+        frontend::query("SHOW transaction_read_only", &mut self.wbuf)?;
+        self.send()?;
+        let mut read_only = None;
+        let mut err = None;
+        loop {
+            match self.next()? {
+                backend::Message::DataRow(row) => {
+                    let mut ranges = row.ranges();
+                    if let Some(Some(r)) = FallibleIterator::next(&mut ranges)? {
+                        read_only = Some(&row.buffer()[r] == b"on");
+                    }
+                }
+                backend::Message::ErrorResponse(body) => {
+                    err.get_or_insert(db_error(&body));
+                }
+                backend::Message::ReadyForQuery(_) => break,
+                _ => {}
+            }
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let read_only = read_only.ok_or_else(|| LaneError::Protocol("SHOW transaction_read_only: no row".into()))?;
+        Ok(match attrs {
+            TargetSessionAttrs::ReadWrite => !read_only,
+            TargetSessionAttrs::ReadOnly => read_only,
+            _ => true,
+        })
+    }
+
+    /// Parse and describe the call once; its parameter and result types are
+    /// checked against what the lane encodes and decodes.
+    fn prepare(&mut self) -> LaneResult<()> {
+        frontend::parse(STATEMENT, super::one_trip::CHECKPOINT_V2_CALL, PARAM_OIDS, &mut self.wbuf)?;
+        frontend::describe(b'S', STATEMENT, &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        let mut err = None;
+        let mut result = None;
+        loop {
+            match self.next()? {
+                backend::Message::ErrorResponse(body) => {
+                    err.get_or_insert(db_error(&body));
+                }
+                backend::Message::RowDescription(body) => {
+                    let mut oids = Vec::new();
+                    let mut fields = body.fields();
+                    while let Some(f) = FallibleIterator::next(&mut fields)? {
+                        oids.push(f.type_oid());
+                    }
+                    result = Some(oids);
+                }
+                backend::Message::ReadyForQuery(_) => break,
+                _ => {}
+            }
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        match result {
+            Some(oids) if oids == RESULT_OIDS => Ok(()),
+            other => Err(LaneError::Protocol(format!(
+                "{STATEMENT} returns columns of types {other:?}, expected {RESULT_OIDS:?}"
+            ))),
+        }
+    }
+
+    /// One checkpoint: Bind/Execute/Sync in one write, the row back.
+    pub(super) fn checkpoint(&mut self, a: &CheckpointArgs<'_>) -> LaneResult<Option<CheckpointRow>> {
+        enum P<'a> {
+            I4(i32),
+            I8(i64),
+            T(&'a str),
+        }
+        let values = [
+            P::I4(a.store),
+            P::I4(a.item),
+            P::T(a.hid),
+            P::T(a.holder),
+            P::I8(a.fence),
+            P::T(a.state),
+            P::T(a.hash),
+            P::T(a.at),
+            P::I8(a.max),
+        ];
+        let bound = frontend::bind(
+            "",
+            STATEMENT,
+            [1],
+            values,
+            |v, buf| {
+                match v {
+                    P::I4(x) => pt::int4_to_sql(x, buf),
+                    P::I8(x) => pt::int8_to_sql(x, buf),
+                    P::T(s) => pt::text_to_sql(s, buf),
+                }
+                Ok(IsNull::No)
+            },
+            [1],
+            &mut self.wbuf,
+        );
+        if bound.is_err() {
+            self.wbuf.clear();
+            return Err(LaneError::Protocol("cannot encode the checkpoint's arguments".into()));
+        }
+        frontend::execute("", 0, &mut self.wbuf)?;
+        frontend::sync(&mut self.wbuf);
+        self.send()?;
+        let mut row = None;
+        let mut err = None;
+        loop {
+            match self.next()? {
+                backend::Message::DataRow(body) => row = Some(decode(&body)?),
+                backend::Message::ErrorResponse(body) => {
+                    err.get_or_insert(db_error(&body));
+                }
+                backend::Message::ReadyForQuery(_) => break,
+                _ => {}
+            }
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(row),
+        }
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // Best effort: a closed session frees its backend at once.
+        frontend::terminate(&mut self.wbuf);
+        let _ = self.sock.write_all(&self.wbuf);
+    }
+}
+
+fn db_error(body: &backend::ErrorResponseBody) -> LaneError {
+    let (mut code, mut message) = (String::new(), String::new());
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = FallibleIterator::next(&mut fields) {
+        match f.type_() {
+            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    LaneError::Db { code, message }
+}
+
+fn unexpected(m: &backend::Message) -> LaneError {
+    let name = match m {
+        backend::Message::DataRow(_) => "DataRow",
+        backend::Message::ReadyForQuery(_) => "ReadyForQuery",
+        backend::Message::ParameterStatus(_) => "ParameterStatus",
+        backend::Message::BackendKeyData(_) => "BackendKeyData",
+        _ => "another message",
+    };
+    LaneError::Protocol(format!("{name} during authentication"))
+}
+
+fn decode(body: &backend::DataRowBody) -> LaneResult<CheckpointRow> {
+    let buf = body.buffer();
+    let mut cols: Vec<Option<&[u8]>> = Vec::with_capacity(RESULT_OIDS.len());
+    let mut ranges = body.ranges();
+    while let Some(r) = FallibleIterator::next(&mut ranges)? {
+        cols.push(r.map(|r| &buf[r]));
+    }
+    if cols.len() != RESULT_OIDS.len() {
+        return Err(LaneError::Protocol(format!("a row of {} columns, expected {}", cols.len(), RESULT_OIDS.len())));
+    }
+    let bad =
+        |what: &str, e: Box<dyn std::error::Error + Sync + Send>| LaneError::Protocol(format!("column {what}: {e}"));
+    let text = |i: usize, what: &str| -> LaneResult<Option<String>> {
+        cols[i].map(|b| pt::text_from_sql(b).map(str::to_string).map_err(|e| bad(what, e))).transpose()
+    };
+    let int8 = |i: usize, what: &str| cols[i].map(|b| pt::int8_from_sql(b).map_err(|e| bad(what, e))).transpose();
+    let float8 = |i: usize, what: &str| cols[i].map(|b| pt::float8_from_sql(b).map_err(|e| bad(what, e))).transpose();
+    let boolean = |i: usize, what: &str| cols[i].map(|b| pt::bool_from_sql(b).map_err(|e| bad(what, e))).transpose();
+    Ok(CheckpointRow {
+        o_holder: text(0, "o_holder")?,
+        o_fence: int8(1, "o_fence")?,
+        o_lease: float8(2, "o_lease")?,
+        o_interval: float8(3, "o_interval")?,
+        o_max_missed: int8(4, "o_max_missed")?,
+        h_exists: boolean(5, "h_exists")?,
+        h_status: text(6, "h_status")?,
+        now_s: float8(7, "now_s")?,
+        next_seq: int8(8, "next_seq")?,
+        inserted: boolean(9, "inserted")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BufMut;
+
+    /// A DataRow message of `cols` (None: NULL).
+    fn data_row(cols: &[Option<Vec<u8>>]) -> backend::DataRowBody {
+        let mut body = BytesMut::new();
+        body.put_u16(cols.len() as u16);
+        for c in cols {
+            match c {
+                None => body.put_i32(-1),
+                Some(b) => {
+                    body.put_i32(b.len() as i32);
+                    body.put_slice(b);
+                }
+            }
+        }
+        let mut msg = BytesMut::new();
+        msg.put_u8(b'D');
+        msg.put_i32(body.len() as i32 + 4);
+        msg.put_slice(&body);
+        match backend::Message::parse(&mut msg) {
+            Ok(Some(backend::Message::DataRow(r))) => r,
+            other => panic!("not a data row: {:?}", other.map(|m| m.is_some())),
+        }
+    }
+
+    #[test]
+    fn a_refused_row_and_an_accepted_row_decode_column_by_column() {
+        let t = |s: &str| Some(s.as_bytes().to_vec());
+        let i8 = |x: i64| Some(x.to_be_bytes().to_vec());
+        let f8 = |x: f64| Some(x.to_be_bytes().to_vec());
+        let b = |x: bool| Some(vec![x as u8]);
+        let row = data_row(&[t("w1"), i8(3), f8(10.5), f8(2.0), i8(3), b(true), t("running"), f8(9.0), i8(7), b(true)]);
+        let r = decode(&row).unwrap();
+        assert_eq!(
+            r,
+            CheckpointRow {
+                o_holder: Some("w1".into()),
+                o_fence: Some(3),
+                o_lease: Some(10.5),
+                o_interval: Some(2.0),
+                o_max_missed: Some(3),
+                h_exists: Some(true),
+                h_status: Some("running".into()),
+                now_s: Some(9.0),
+                next_seq: Some(7),
+                inserted: Some(true),
+            }
+        );
+        // No ownership row, no seq read: NULLs stay None.
+        let row = data_row(&[None, None, None, None, None, b(false), None, f8(1.0), None, b(false)]);
+        let r = decode(&row).unwrap();
+        assert_eq!((r.o_holder, r.h_exists, r.next_seq, r.inserted), (None, Some(false), None, Some(false)));
+    }
+
+    #[test]
+    fn rows_of_another_shape_are_protocol_errors_not_guesses() {
+        let short = data_row(&[Some(b"w1".to_vec())]);
+        assert!(matches!(decode(&short), Err(LaneError::Protocol(_))));
+        // An int8 column of four bytes.
+        let mut cols: Vec<Option<Vec<u8>>> = vec![None; 10];
+        cols[1] = Some(vec![0, 0, 0, 1]);
+        assert!(matches!(decode(&data_row(&cols)), Err(LaneError::Protocol(_))));
+    }
+
+    #[test]
+    fn lane_errors_are_the_stores_kinds() {
+        let lost = crate::Error::from(LaneError::Db { code: "57P01".into(), message: "terminating".into() });
+        assert!(lost.is_server_lost());
+        let read_only = crate::Error::from(LaneError::Db { code: "25006".into(), message: "read only".into() });
+        assert!(read_only.is_server_lost());
+        let broken = crate::Error::from(LaneError::Io(io::Error::from(io::ErrorKind::UnexpectedEof)));
+        assert!(broken.is_server_lost());
+        let deadlock = crate::Error::from(LaneError::Db { code: "40P01".into(), message: "deadlock".into() });
+        assert!(deadlock.is_pg_deadlock() && !deadlock.is_server_lost());
+        let statement = crate::Error::from(LaneError::Db { code: "23505".into(), message: "dup".into() });
+        assert!(!statement.is_server_lost() && !statement.is_pg_deadlock());
+    }
+}
