@@ -22,6 +22,7 @@
 //! so no pool is needed.
 
 mod ddl;
+mod hot;
 pub(crate) mod lane;
 pub mod live;
 mod one_trip;
@@ -213,7 +214,7 @@ pub struct PgStore {
     /// A connection was made before: the next one is a reconnection.
     connected_once: AtomicBool,
     /// The checkpoint lane ([`lane`]).
-    lane: Mutex<one_trip::LaneSlot>,
+    lane: Mutex<hot::LaneSlot>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -382,7 +383,7 @@ impl PgStore {
             one_trip: AtomicBool::new(false),
             one_trip_v2: AtomicBool::new(false),
             connected_once: AtomicBool::new(false),
-            lane: Mutex::new(one_trip::LaneSlot::default()),
+            lane: Mutex::new(hot::LaneSlot::default()),
         };
         let mut guard = store.conn.lock().unwrap_or_else(|p| p.into_inner());
         let conn = store.connected(&mut guard)?;
@@ -496,7 +497,14 @@ impl Backend for PgStore {
         fence: crate::lease::Fence,
     ) -> Result<Option<HeartbeatOnce>> {
         let item = item_key(hid);
-        self.heartbeat_call(&[&self.key, &item, &hid, &holder.as_str(), &fence.get()], hid)
+        let params = [
+            lane::Param::I4(self.key),
+            lane::Param::I4(item),
+            lane::Param::T(hid),
+            lane::Param::T(holder.as_str()),
+            lane::Param::I8(fence.get()),
+        ];
+        self.heartbeat_call(&params, hid)
     }
 
     fn publish_liveness(&self, holder: &crate::id::WorkerId) -> Result<Option<LivenessToken>> {

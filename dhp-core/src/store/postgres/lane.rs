@@ -7,7 +7,10 @@
 //! machinery was about three quarters of the worker's CPU per checkpoint
 //! (benches/flame-checkpoint-pg.svg). Here a checkpoint is what libpq does
 //! for pgbench: one `write` of Bind/Execute/Sync, one blocking `read` of
-//! the reply, with `dhp_checkpoint_v2` prepared once per lane.
+//! the reply, each statement prepared once per lane. The lane carries the
+//! worker's hot calls: a checkpoint (`dhp_checkpoint_v2`, or the envelope
+//! read and `dhp_checkpoint_steps_v1` when it counts steps) and a
+//! heartbeat (`dhp_heartbeat_v1`).
 //!
 //! The lane is only an accelerator. It is opened when the URL can be
 //! served without TLS (`sslmode=disable`, a Unix socket, or `prefer` and a
@@ -32,17 +35,30 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-/// The prepared statement's name on the lane's session.
-const STATEMENT: &str = "dhp_checkpoint_v2";
+/// A statement the lane prepares: its name on the lane's session, its
+/// text, and the types (OIDs) of its parameters and result columns, which
+/// are checked against the server's description when it is prepared.
+pub(super) struct Stmt {
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub params: &'static [u32],
+    pub results: &'static [u32],
+}
 
-/// Parameter types of `dhp_checkpoint_v2` (int4 ×2, text ×2, int8, text ×3,
-/// int8), by OID.
-const PARAM_OIDS: [u32; 9] = [23, 23, 25, 25, 20, 25, 25, 25, 20];
+/// Type OIDs.
+pub(super) const BOOL: u32 = 16;
+pub(super) const INT8: u32 = 20;
+pub(super) const INT4: u32 = 23;
+pub(super) const TEXT: u32 = 25;
+pub(super) const FLOAT8: u32 = 701;
 
-/// Result columns: `o_holder` text, `o_fence` int8, `o_lease` float8,
-/// `o_interval` float8, `o_max_missed` int8, `h_exists` bool, `h_status`
-/// text, `now_s` float8, `next_seq` int8, `inserted` bool.
-const RESULT_OIDS: [u32; 10] = [25, 20, 701, 701, 20, 16, 25, 701, 20, 16];
+/// A parameter, sent in binary.
+pub(super) enum Param<'a> {
+    I4(i32),
+    I8(i64),
+    F8(f64),
+    T(&'a str),
+}
 
 /// A lane failure. `Db` is the server's error (SQLSTATE and message);
 /// `Io` the socket's; `Protocol` a reply the lane did not expect.
@@ -77,32 +93,37 @@ impl LaneError {
 
 type LaneResult<T> = std::result::Result<T, LaneError>;
 
-/// The arguments of one checkpoint call, in `dhp_checkpoint_v2`'s order.
-pub(super) struct CheckpointArgs<'a> {
-    pub store: i32,
-    pub item: i32,
-    pub hid: &'a str,
-    pub holder: &'a str,
-    pub fence: i64,
-    pub state: &'a str,
-    pub hash: &'a str,
-    pub at: &'a str,
-    pub max: i64,
-}
-
-/// `dhp_checkpoint_v2`'s row, column by column (NULL is `None`).
+/// One result row, its columns as sent (binary; `None` is NULL).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct CheckpointRow {
-    pub o_holder: Option<String>,
-    pub o_fence: Option<i64>,
-    pub o_lease: Option<f64>,
-    pub o_interval: Option<f64>,
-    pub o_max_missed: Option<i64>,
-    pub h_exists: Option<bool>,
-    pub h_status: Option<String>,
-    pub now_s: Option<f64>,
-    pub next_seq: Option<i64>,
-    pub inserted: Option<bool>,
+pub(super) struct RawRow(Vec<Option<Vec<u8>>>);
+
+impl RawRow {
+    fn col(&self, i: usize) -> LaneResult<Option<&[u8]>> {
+        self.0.get(i).map(Option::as_deref).ok_or_else(|| LaneError::Protocol(format!("no column {i}")))
+    }
+    fn typed<T>(
+        &self,
+        i: usize,
+        f: impl Fn(&[u8]) -> Result<T, Box<dyn std::error::Error + Sync + Send>>,
+    ) -> LaneResult<Option<T>> {
+        self.col(i)?.map(|b| f(b).map_err(|e| LaneError::Protocol(format!("column {i}: {e}")))).transpose()
+    }
+    /// A text column.
+    pub fn text(&self, i: usize) -> LaneResult<Option<String>> {
+        self.typed(i, |b| pt::text_from_sql(b).map(str::to_string))
+    }
+    /// An int8 column.
+    pub fn int8(&self, i: usize) -> LaneResult<Option<i64>> {
+        self.typed(i, pt::int8_from_sql)
+    }
+    /// A float8 column.
+    pub fn float8(&self, i: usize) -> LaneResult<Option<f64>> {
+        self.typed(i, pt::float8_from_sql)
+    }
+    /// A bool column.
+    pub fn boolean(&self, i: usize) -> LaneResult<Option<bool>> {
+        self.typed(i, pt::bool_from_sql)
+    }
 }
 
 enum Sock {
@@ -145,6 +166,8 @@ pub(super) struct Lane {
     sock: Sock,
     rbuf: BytesMut,
     wbuf: BytesMut,
+    /// The statements prepared on this session, by name.
+    prepared: Vec<&'static str>,
 }
 
 /// Why a configuration gets no lane (the main connection serves it).
@@ -217,7 +240,12 @@ impl Lane {
         // server's statement_timeout and the socket's keepalives, as the
         // main connection's.
         sock.set_read_timeout(Some(timeout))?;
-        let mut lane = Lane { sock, rbuf: BytesMut::with_capacity(4096), wbuf: BytesMut::with_capacity(1024) };
+        let mut lane = Lane {
+            sock,
+            rbuf: BytesMut::with_capacity(4096),
+            wbuf: BytesMut::with_capacity(1024),
+            prepared: Vec::new(),
+        };
         if matches!(lane.sock, Sock::Tcp(_)) && config.get_ssl_mode() == SslMode::Prefer {
             frontend::ssl_request(&mut lane.wbuf);
             lane.send()?;
@@ -234,7 +262,6 @@ impl Lane {
         if !lane.suits(config.get_target_session_attrs())? {
             return Ok(None);
         }
-        lane.prepare()?;
         lane.sock.set_read_timeout(None)?;
         Ok(Some(lane))
     }
@@ -385,11 +412,11 @@ impl Lane {
         })
     }
 
-    /// Parse and describe the call once; its parameter and result types are
-    /// checked against what the lane encodes and decodes.
-    fn prepare(&mut self) -> LaneResult<()> {
-        frontend::parse(STATEMENT, super::one_trip::CHECKPOINT_V2_CALL, PARAM_OIDS, &mut self.wbuf)?;
-        frontend::describe(b'S', STATEMENT, &mut self.wbuf)?;
+    /// Parse and describe `stmt` once on this session; its parameter and
+    /// result types are checked against what the lane encodes and decodes.
+    fn prepare(&mut self, stmt: &Stmt) -> LaneResult<()> {
+        frontend::parse(stmt.name, stmt.sql, stmt.params.iter().copied(), &mut self.wbuf)?;
+        frontend::describe(b'S', stmt.name, &mut self.wbuf)?;
         frontend::sync(&mut self.wbuf);
         self.send()?;
         let mut err = None;
@@ -415,41 +442,34 @@ impl Lane {
             return Err(e);
         }
         match result {
-            Some(oids) if oids == RESULT_OIDS => Ok(()),
+            Some(oids) if oids == stmt.results => {
+                self.prepared.push(stmt.name);
+                Ok(())
+            }
             other => Err(LaneError::Protocol(format!(
-                "{STATEMENT} returns columns of types {other:?}, expected {RESULT_OIDS:?}"
+                "{} returns columns of types {other:?}, expected {:?}",
+                stmt.name, stmt.results
             ))),
         }
     }
 
-    /// One checkpoint: Bind/Execute/Sync in one write, the row back.
-    pub(super) fn checkpoint(&mut self, a: &CheckpointArgs<'_>) -> LaneResult<Option<CheckpointRow>> {
-        enum P<'a> {
-            I4(i32),
-            I8(i64),
-            T(&'a str),
+    /// One call of `stmt` (prepared first if it is not yet): Bind, Execute
+    /// and Sync in one write; its first row back, if any.
+    pub(super) fn call(&mut self, stmt: &Stmt, params: &[Param<'_>]) -> LaneResult<Option<RawRow>> {
+        if !self.prepared.contains(&stmt.name) {
+            self.prepare(stmt)?;
         }
-        let values = [
-            P::I4(a.store),
-            P::I4(a.item),
-            P::T(a.hid),
-            P::T(a.holder),
-            P::I8(a.fence),
-            P::T(a.state),
-            P::T(a.hash),
-            P::T(a.at),
-            P::I8(a.max),
-        ];
         let bound = frontend::bind(
             "",
-            STATEMENT,
+            stmt.name,
             [1],
-            values,
+            params,
             |v, buf| {
                 match v {
-                    P::I4(x) => pt::int4_to_sql(x, buf),
-                    P::I8(x) => pt::int8_to_sql(x, buf),
-                    P::T(s) => pt::text_to_sql(s, buf),
+                    Param::I4(x) => pt::int4_to_sql(*x, buf),
+                    Param::I8(x) => pt::int8_to_sql(*x, buf),
+                    Param::F8(x) => pt::float8_to_sql(*x, buf),
+                    Param::T(s) => pt::text_to_sql(s, buf),
                 }
                 Ok(IsNull::No)
             },
@@ -458,7 +478,7 @@ impl Lane {
         );
         if bound.is_err() {
             self.wbuf.clear();
-            return Err(LaneError::Protocol("cannot encode the checkpoint's arguments".into()));
+            return Err(LaneError::Protocol(format!("cannot encode the arguments of {}", stmt.name)));
         }
         frontend::execute("", 0, &mut self.wbuf)?;
         frontend::sync(&mut self.wbuf);
@@ -467,7 +487,7 @@ impl Lane {
         let mut err = None;
         loop {
             match self.next()? {
-                backend::Message::DataRow(body) => row = Some(decode(&body)?),
+                backend::Message::DataRow(body) if row.is_none() => row = Some(raw(&body, stmt.results.len())?),
                 backend::Message::ErrorResponse(body) => {
                     err.get_or_insert(db_error(&body));
                 }
@@ -514,36 +534,18 @@ fn unexpected(m: &backend::Message) -> LaneError {
     LaneError::Protocol(format!("{name} during authentication"))
 }
 
-fn decode(body: &backend::DataRowBody) -> LaneResult<CheckpointRow> {
+/// A row's columns, as many as the statement's description said.
+fn raw(body: &backend::DataRowBody, want: usize) -> LaneResult<RawRow> {
     let buf = body.buffer();
-    let mut cols: Vec<Option<&[u8]>> = Vec::with_capacity(RESULT_OIDS.len());
+    let mut cols = Vec::with_capacity(want);
     let mut ranges = body.ranges();
     while let Some(r) = FallibleIterator::next(&mut ranges)? {
-        cols.push(r.map(|r| &buf[r]));
+        cols.push(r.map(|r| buf[r].to_vec()));
     }
-    if cols.len() != RESULT_OIDS.len() {
-        return Err(LaneError::Protocol(format!("a row of {} columns, expected {}", cols.len(), RESULT_OIDS.len())));
+    if cols.len() != want {
+        return Err(LaneError::Protocol(format!("a row of {} columns, expected {want}", cols.len())));
     }
-    let bad =
-        |what: &str, e: Box<dyn std::error::Error + Sync + Send>| LaneError::Protocol(format!("column {what}: {e}"));
-    let text = |i: usize, what: &str| -> LaneResult<Option<String>> {
-        cols[i].map(|b| pt::text_from_sql(b).map(str::to_string).map_err(|e| bad(what, e))).transpose()
-    };
-    let int8 = |i: usize, what: &str| cols[i].map(|b| pt::int8_from_sql(b).map_err(|e| bad(what, e))).transpose();
-    let float8 = |i: usize, what: &str| cols[i].map(|b| pt::float8_from_sql(b).map_err(|e| bad(what, e))).transpose();
-    let boolean = |i: usize, what: &str| cols[i].map(|b| pt::bool_from_sql(b).map_err(|e| bad(what, e))).transpose();
-    Ok(CheckpointRow {
-        o_holder: text(0, "o_holder")?,
-        o_fence: int8(1, "o_fence")?,
-        o_lease: float8(2, "o_lease")?,
-        o_interval: float8(3, "o_interval")?,
-        o_max_missed: int8(4, "o_max_missed")?,
-        h_exists: boolean(5, "h_exists")?,
-        h_status: text(6, "h_status")?,
-        now_s: float8(7, "now_s")?,
-        next_seq: int8(8, "next_seq")?,
-        inserted: boolean(9, "inserted")?,
-    })
+    Ok(RawRow(cols))
 }
 
 #[cfg(test)]
@@ -575,42 +577,28 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_row_and_an_accepted_row_decode_column_by_column() {
+    fn a_row_decodes_column_by_column_in_binary() {
         let t = |s: &str| Some(s.as_bytes().to_vec());
         let i8 = |x: i64| Some(x.to_be_bytes().to_vec());
         let f8 = |x: f64| Some(x.to_be_bytes().to_vec());
-        let b = |x: bool| Some(vec![x as u8]);
-        let row = data_row(&[t("w1"), i8(3), f8(10.5), f8(2.0), i8(3), b(true), t("running"), f8(9.0), i8(7), b(true)]);
-        let r = decode(&row).unwrap();
-        assert_eq!(
-            r,
-            CheckpointRow {
-                o_holder: Some("w1".into()),
-                o_fence: Some(3),
-                o_lease: Some(10.5),
-                o_interval: Some(2.0),
-                o_max_missed: Some(3),
-                h_exists: Some(true),
-                h_status: Some("running".into()),
-                now_s: Some(9.0),
-                next_seq: Some(7),
-                inserted: Some(true),
-            }
-        );
-        // No ownership row, no seq read: NULLs stay None.
-        let row = data_row(&[None, None, None, None, None, b(false), None, f8(1.0), None, b(false)]);
-        let r = decode(&row).unwrap();
-        assert_eq!((r.o_holder, r.h_exists, r.next_seq, r.inserted), (None, Some(false), None, Some(false)));
+        let b = |x: bool| Some(vec![u8::from(x)]);
+        let row = raw(&data_row(&[t("w1"), i8(3), f8(10.5), b(true), None]), 5).unwrap();
+        assert_eq!(row.text(0).unwrap().as_deref(), Some("w1"));
+        assert_eq!(row.int8(1).unwrap(), Some(3));
+        assert_eq!(row.float8(2).unwrap(), Some(10.5));
+        assert_eq!(row.boolean(3).unwrap(), Some(true));
+        assert_eq!(row.int8(4).unwrap(), None, "NULL stays None");
+        assert!(matches!(row.text(5), Err(LaneError::Protocol(_))), "no sixth column");
     }
 
     #[test]
     fn rows_of_another_shape_are_protocol_errors_not_guesses() {
         let short = data_row(&[Some(b"w1".to_vec())]);
-        assert!(matches!(decode(&short), Err(LaneError::Protocol(_))));
-        // An int8 column of four bytes.
-        let mut cols: Vec<Option<Vec<u8>>> = vec![None; 10];
-        cols[1] = Some(vec![0, 0, 0, 1]);
-        assert!(matches!(decode(&data_row(&cols)), Err(LaneError::Protocol(_))));
+        assert!(matches!(raw(&short, 10), Err(LaneError::Protocol(_))));
+        // An int8 column of four bytes, a bool of two.
+        let row = raw(&data_row(&[Some(vec![0, 0, 0, 1]), Some(vec![1, 1])]), 2).unwrap();
+        assert!(matches!(row.int8(0), Err(LaneError::Protocol(_))));
+        assert!(matches!(row.boolean(1), Err(LaneError::Protocol(_))));
     }
 
     #[test]

@@ -37,14 +37,12 @@
 //! older versions sharing the store and for stores where it cannot be
 //! created.
 
-use super::lane::{CheckpointArgs, CheckpointRow, Lane, LaneError};
-use super::{item_key, Conn, PgStore};
-use crate::error::{Error, Result};
-use crate::store::{CheckpointOnce, CheckpointReq, HeartbeatOnce, OwnerSeen, Ownership};
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Row, Transaction};
-use std::sync::atomic::Ordering;
+use super::hot::{seen, AnyRow};
+use super::lane::{Param, Stmt, BOOL, FLOAT8, INT4, INT8, TEXT};
+use super::{item_key, PgStore};
+use crate::error::Result;
+use crate::store::{CheckpointOnce, CheckpointReq, HeartbeatOnce};
+use postgres::Transaction;
 
 /// Signatures, as `to_regprocedure` reads them (schema-qualified at use).
 const SIGNATURES: [&str; 3] = [
@@ -55,18 +53,39 @@ const SIGNATURES: [&str; 3] = [
 
 pub(super) const CHECKPOINT_V2: &str = "dhp_checkpoint_v2(int4, int4, text, text, int8, text, text, text, int8)";
 
-pub(super) const CHECKPOINT_V2_CALL: &str =
-    "SELECT * FROM dhp_checkpoint_v2($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, $8::text, \
-     $9::int8)";
-pub(super) const CHECKPOINT_CALL: &str =
-    "SELECT * FROM dhp_checkpoint_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, $8::text, \
-     $9::int8)";
-pub(super) const CHECKPOINT_STEPS_CALL: &str =
-    "SELECT * FROM dhp_checkpoint_steps_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, \
-     $8::text, $9::int8, $10::text, $11::text, $12::float8)";
-pub(super) const ENVELOPE_READ: &str = "SELECT envelope_json, md5(envelope_json) FROM handoffs WHERE hid = $1";
-pub(super) const HEARTBEAT_CALL: &str =
-    "SELECT * FROM dhp_heartbeat_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8)";
+pub(super) const CHECKPOINT_V2_CALL: Stmt = Stmt {
+    name: "dhp_checkpoint_v2",
+    sql: "SELECT * FROM dhp_checkpoint_v2($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, \
+          $8::text, $9::int8)",
+    params: &[INT4, INT4, TEXT, TEXT, INT8, TEXT, TEXT, TEXT, INT8],
+    results: &[TEXT, INT8, FLOAT8, FLOAT8, INT8, BOOL, TEXT, FLOAT8, INT8, BOOL],
+};
+pub(super) const CHECKPOINT_CALL: Stmt = Stmt {
+    name: "dhp_checkpoint_v1",
+    sql: "SELECT * FROM dhp_checkpoint_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, $7::text, \
+          $8::text, $9::int8)",
+    params: CHECKPOINT_V2_CALL.params,
+    results: CHECKPOINT_V2_CALL.results,
+};
+pub(super) const CHECKPOINT_STEPS_CALL: Stmt = Stmt {
+    name: "dhp_checkpoint_steps_v1",
+    sql: "SELECT * FROM dhp_checkpoint_steps_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8, $6::text, \
+          $7::text, $8::text, $9::int8, $10::text, $11::text, $12::float8)",
+    params: &[INT4, INT4, TEXT, TEXT, INT8, TEXT, TEXT, TEXT, INT8, TEXT, TEXT, FLOAT8],
+    results: &[TEXT, INT8, FLOAT8, FLOAT8, INT8, BOOL, TEXT, FLOAT8, INT8, BOOL, FLOAT8],
+};
+pub(super) const ENVELOPE_READ: Stmt = Stmt {
+    name: "dhp_envelope_read",
+    sql: "SELECT envelope_json, md5(envelope_json) FROM handoffs WHERE hid = $1",
+    params: &[TEXT],
+    results: &[TEXT, TEXT],
+};
+pub(super) const HEARTBEAT_CALL: Stmt = Stmt {
+    name: "dhp_heartbeat_v1",
+    sql: "SELECT * FROM dhp_heartbeat_v1($1::int4, $2::int4, $3::text, $4::text, $5::int8)",
+    params: &[INT4, INT4, TEXT, TEXT, INT8],
+    results: &[TEXT, INT8, FLOAT8, FLOAT8, INT8, BOOL, TEXT, FLOAT8, FLOAT8],
+};
 
 /// The lock, the clock, and what the owner checks read (OUT parameters
 /// `o_holder` … `now_s`); `%S` is the quoted schema.
@@ -278,242 +297,56 @@ pub(super) fn ensure(t: &mut Transaction<'_>, schema: &str) -> Result<Present> {
     }
 }
 
-fn seen(r: &Row, hid: &str) -> OwnerSeen {
-    let holder: Option<String> = r.get("o_holder");
-    let exists: bool = r.get("h_exists");
-    OwnerSeen {
-        ownership: holder.map(|holder| Ownership {
-            hid: hid.to_string(),
-            holder,
-            fence: crate::lease::Fence::new(r.get("o_fence")),
-            lease_expires_at: r.get("o_lease"),
-            heartbeat_interval_s: r.get("o_interval"),
-            max_missed: r.get("o_max_missed"),
-        }),
-        status: exists.then(|| r.get::<_, Option<String>>("h_status").unwrap_or_default()),
-        now: r.get("now_s"),
-    }
-}
-
 impl PgStore {
-    /// Run one statement as its own implicit transaction: `Ok(None)` when
-    /// the functions are not available (never created, or dropped since),
-    /// else its row, if any.
-    fn call(&self, sql: &'static str, args: &[&(dyn ToSql + Sync)]) -> Result<Option<Option<Row>>> {
-        self.call_if(&self.one_trip, sql, args)
-    }
-
-    /// [`Self::call`], gated by `flag` (cleared when the function is gone).
-    fn call_if(
-        &self,
-        flag: &std::sync::atomic::AtomicBool,
-        sql: &'static str,
-        args: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Option<Row>>> {
-        if !flag.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let conn = self.connected(&mut guard)?;
-        match run(conn, sql, args) {
-            Ok(row) => Ok(Some(row)),
-            Err(e) if e.code() == Some(&SqlState::UNDEFINED_FUNCTION) => {
-                flag.store(false, Ordering::Relaxed);
-                conn.stmts.remove(sql);
-                Ok(None)
-            }
-            Err(e) => {
-                let e = Error::from(e);
-                // Reconnect on the next call (see `PgStore::transact`).
-                if e.is_server_lost() || conn.client.is_closed() {
-                    *guard = None;
-                }
-                Err(e)
-            }
-        }
-    }
-
     pub(super) fn checkpoint_call(&self, req: CheckpointReq<'_>) -> Result<Option<CheckpointOnce>> {
         let item = item_key(req.hid);
         let (hid, holder, fence, max) = (req.hid, req.holder.as_str(), req.fence.get(), req.max_checkpoints);
         let (state, hash, at) = (req.state_json, req.state_hash, req.at);
-        let r = match req.bump {
+        let head = [Param::I4(self.key), Param::I4(item), Param::T(hid), Param::T(holder), Param::I8(fence)];
+        let tail = [Param::T(state), Param::T(hash), Param::T(at), Param::I8(max)];
+        let (r, steps) = match req.bump {
             None => {
-                if let Some(once) = self.lane_checkpoint(&req, item)? {
-                    return Ok(once);
-                }
-                let args: [&(dyn ToSql + Sync); 9] =
-                    [&self.key, &item, &hid, &holder, &fence, &state, &hash, &at, &max];
+                let args: Vec<Param<'_>> = head.into_iter().chain(tail).collect();
                 // `_v2` when the store has it (dropped since: `_v1`).
-                match self.call_if(&self.one_trip_v2, CHECKPOINT_V2_CALL, &args)? {
+                let r = match self.hot(&self.one_trip_v2, &CHECKPOINT_V2_CALL, &args)? {
                     Some(row) => Some(row),
-                    None => self.call(CHECKPOINT_CALL, &args)?,
-                }
+                    None => self.hot(&self.one_trip, &CHECKPOINT_CALL, &args)?,
+                };
+                (r, false)
             }
             Some(bump) => {
                 // The envelope as stored now; the function writes the new
                 // text only if the stored one is still this one.
-                let Some(read) = self.call(ENVELOPE_READ, &[&hid])? else { return Ok(None) };
-                let Some(read) = read else { return Ok(None) };
-                let (old, md5): (String, String) = (read.get(0), read.get(1));
+                let Some(Some(read)) = self.hot(&self.one_trip, &ENVELOPE_READ, &[Param::T(hid)])? else {
+                    return Ok(None);
+                };
+                let (Some(old), Some(md5)) = (read.text(0, "envelope_json")?, read.text(1, "md5")?) else {
+                    return Ok(None);
+                };
                 let Some(new) = bump(&old) else { return Ok(None) };
                 let env_at = crate::envelope::now();
-                let args: [&(dyn ToSql + Sync); 12] =
-                    [&self.key, &item, &hid, &holder, &fence, &state, &hash, &at, &max, &md5, &new, &env_at];
-                self.call(CHECKPOINT_STEPS_CALL, &args)?
+                let more = [Param::T(&md5), Param::T(&new), Param::F8(env_at)];
+                let args: Vec<Param<'_>> = head.into_iter().chain(tail).chain(more).collect();
+                (self.hot(&self.one_trip, &CHECKPOINT_STEPS_CALL, &args)?, true)
             }
         };
         let Some(Some(r)) = r else { return Ok(None) };
-        // Only the steps variant returns `new_lease`.
-        let lease_expires_at = r.try_get::<_, Option<f64>>("new_lease").ok().flatten();
-        Ok(Some(CheckpointOnce {
-            seen: seen(&r, hid),
-            seq: r.get("next_seq"),
-            inserted: r.get("inserted"),
-            lease_expires_at,
-        }))
+        checkpoint_once(&r, hid, steps).map(Some)
     }
 
-    /// The checkpoint on the lane ([`super::lane`]): `None` when the lane
-    /// does not serve it (no `_v2`, a configuration the lane cannot speak,
-    /// no connection: the main connection does), else the call's outcome
-    /// as [`Self::checkpoint_call`] gives it.
-    fn lane_checkpoint(&self, req: &CheckpointReq<'_>, item: i32) -> Result<Option<Option<CheckpointOnce>>> {
-        if !self.one_trip_v2.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let mut slot = self.lane.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(lane) = self.lane_open(&mut slot) else { return Ok(None) };
-        let args = CheckpointArgs {
-            store: self.key,
-            item,
-            hid: req.hid,
-            holder: req.holder.as_str(),
-            fence: req.fence.get(),
-            state: req.state_json,
-            hash: req.state_hash,
-            at: req.at,
-            max: req.max_checkpoints,
-        };
-        match lane.checkpoint(&args) {
-            Ok(Some(row)) => Ok(Some(Some(lane_once(row, req.hid)?))),
-            Ok(None) => Ok(Some(None)),
-            // The function (or the statement) is gone: `_v1` on the main
-            // connection, as there.
-            Err(e) if matches!(e.code(), Some(UNDEFINED_FUNCTION | INVALID_STATEMENT_NAME)) => {
-                if e.code() == Some(UNDEFINED_FUNCTION) {
-                    self.one_trip_v2.store(false, Ordering::Relaxed);
-                }
-                slot.lane = None;
-                Ok(None)
-            }
-            Err(e) => {
-                // A server error leaves the session usable; anything else
-                // (or a server that stopped taking writes) ends the lane,
-                // and the next checkpoint opens another.
-                let server_said = matches!(e, LaneError::Db { .. });
-                let e = Error::from(e);
-                if !server_said || e.is_server_lost() {
-                    slot.lane = None;
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// The open lane, opening it when due.
-    fn lane_open<'a>(&self, slot: &'a mut LaneSlot) -> Option<&'a mut Lane> {
-        if slot.off {
-            return None;
-        }
-        if slot.lane.is_none() {
-            if slot.retry_at.is_some_and(|t| std::time::Instant::now() < t) {
-                return None;
-            }
-            let timeout = self.config.get_connect_timeout().copied().unwrap_or(super::DEFAULT_CONNECT_TIMEOUT);
-            match Lane::open(&self.config, timeout) {
-                Ok(Some(lane)) => {
-                    slot.lane = Some(lane);
-                    slot.retry_at = None;
-                }
-                Ok(None) => {
-                    tracing::debug!("no checkpoint lane for this configuration: checkpoints use the main connection");
-                    slot.off = true;
-                }
-                Err(e) => {
-                    // Unreachable or refused: the main connection serves the
-                    // call (and reports a lost server as it does); retried.
-                    tracing::debug!(error = %e, "cannot open the checkpoint lane");
-                    slot.retry_at = Some(std::time::Instant::now() + LANE_RETRY);
-                }
-            }
-        }
-        slot.lane.as_mut()
-    }
-
-    pub(super) fn heartbeat_call(&self, args: &[&(dyn ToSql + Sync)], hid: &str) -> Result<Option<HeartbeatOnce>> {
-        let Some(Some(r)) = self.call(HEARTBEAT_CALL, args)? else { return Ok(None) };
-        Ok(Some(HeartbeatOnce { seen: seen(&r, hid), lease_expires_at: r.get("new_lease") }))
+    pub(super) fn heartbeat_call(&self, params: &[Param<'_>], hid: &str) -> Result<Option<HeartbeatOnce>> {
+        let Some(Some(r)) = self.hot(&self.one_trip, &HEARTBEAT_CALL, params)? else { return Ok(None) };
+        Ok(Some(HeartbeatOnce { seen: seen(&r, hid)?, lease_expires_at: r.float8(8, "new_lease")? }))
     }
 }
 
-/// SQLSTATEs after which the lane's call is left to the main connection.
-const UNDEFINED_FUNCTION: &str = "42883";
-const INVALID_STATEMENT_NAME: &str = "26000";
-
-/// How long after a failed attempt the lane is tried again.
-const LANE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The lane's slot in a store handle.
-#[derive(Default)]
-pub(crate) struct LaneSlot {
-    lane: Option<Lane>,
-    /// The configuration cannot be served by the lane (for good).
-    off: bool,
-    /// After a failed attempt: not before then.
-    retry_at: Option<std::time::Instant>,
-}
-
-/// The lane's row as the main connection's [`seen`] and outcome read it.
-fn lane_once(r: CheckpointRow, hid: &str) -> Result<CheckpointOnce> {
-    let missing = |what: &str| Error::from(LaneError::Protocol(format!("{what} is NULL")));
-    let ownership = match r.o_holder {
-        None => None,
-        Some(holder) => Some(Ownership {
-            hid: hid.to_string(),
-            holder,
-            fence: crate::lease::Fence::new(r.o_fence.ok_or_else(|| missing("o_fence"))?),
-            lease_expires_at: r.o_lease.ok_or_else(|| missing("o_lease"))?,
-            heartbeat_interval_s: r.o_interval.ok_or_else(|| missing("o_interval"))?,
-            max_missed: r.o_max_missed.ok_or_else(|| missing("o_max_missed"))?,
-        }),
-    };
-    let exists = r.h_exists.ok_or_else(|| missing("h_exists"))?;
+/// A checkpoint function's row: what it read, the seq, whether it wrote;
+/// with counted steps (`steps`) the new lease too.
+pub(super) fn checkpoint_once(r: &AnyRow, hid: &str, steps: bool) -> Result<CheckpointOnce> {
     Ok(CheckpointOnce {
-        seen: OwnerSeen {
-            ownership,
-            status: exists.then(|| r.h_status.unwrap_or_default()),
-            now: r.now_s.ok_or_else(|| missing("now_s"))?,
-        },
-        seq: r.next_seq,
-        inserted: r.inserted.ok_or_else(|| missing("inserted"))?,
-        lease_expires_at: None,
+        seen: seen(r, hid)?,
+        seq: r.int8(8, "next_seq")?,
+        inserted: r.boolean(9, "inserted")?.unwrap_or(false),
+        lease_expires_at: if steps { r.float8(10, "new_lease")? } else { None },
     })
-}
-
-/// Prepared once per connection, then one Bind/Execute/Sync per call.
-fn run(
-    conn: &mut Conn,
-    sql: &'static str,
-    args: &[&(dyn ToSql + Sync)],
-) -> std::result::Result<Option<Row>, postgres::Error> {
-    let st = match conn.stmts.get(sql) {
-        Some(s) => s.clone(),
-        None => {
-            let s = conn.client.prepare(sql)?;
-            conn.stmts.insert(sql, s.clone());
-            s
-        }
-    };
-    conn.client.query_opt(&st, args)
 }

@@ -1,7 +1,8 @@
-//! The checkpoint lane (store/postgres/lane.rs), seen from the server:
-//! a plain checkpoint goes over a session of its own, so after a
-//! checkpoint and a status read the lane's session last ran the
-//! checkpoint call while the main connection last ran the read. The
+//! The lane (store/postgres/lane.rs), seen from the server: a worker's
+//! hot calls (a plain checkpoint, a checkpoint with steps, a heartbeat) go
+//! over one session of their own, so after each of them and a status read
+//! that session last ran the call while the main connection last ran the
+//! read. The
 //! lane's rows are judged as the main connection's (one_trip_refusals and
 //! one_trip_upgrade run through it). A lane whose session the server ended
 //! fails that one call as a lost server, and the next call opens another.
@@ -37,18 +38,30 @@ fn claimed(tag: &str) -> (Runner, String, String) {
     (r, hid, app)
 }
 
+/// The one session that last ran a statement containing `call`.
+fn ran(app: &str, call: &str) -> String {
+    let sessions = last_statements(app);
+    let found: Vec<_> = sessions.iter().filter(|(_, q)| q.contains(call)).collect();
+    assert_eq!(found.len(), 1, "one session last ran {call}: {sessions:?}");
+    assert!(sessions.len() >= 2, "the status read ran on another session: {sessions:?}");
+    found[0].0.clone()
+}
+
 #[test]
-fn plain_checkpoints_go_over_a_session_of_their_own() {
+fn a_workers_hot_calls_go_over_one_session_of_their_own() {
     let (r, hid, app) = claimed("lane_used");
     let ctx = r.claim(&hid).unwrap();
     for i in 0..3 {
         assert_eq!(ctx.checkpoint(&json!({"i": i})).unwrap(), i);
     }
     assert_eq!(r.status(&hid).unwrap()["checkpoints"], 3);
-    let sessions = last_statements(&app);
-    let lanes: Vec<_> = sessions.iter().filter(|(_, q)| q.contains("dhp_checkpoint_v2")).collect();
-    assert_eq!(lanes.len(), 1, "one session last ran the checkpoint call: {sessions:?}");
-    assert!(sessions.len() >= 2, "the status read ran on another session: {sessions:?}");
+    let lane = ran(&app, "dhp_checkpoint_v2");
+    assert_eq!(ctx.checkpoint_step(&json!({"i": 3}), 2).unwrap().seq(), 3);
+    assert_eq!(r.status(&hid).unwrap()["steps"], 2);
+    assert_eq!(ran(&app, "dhp_checkpoint_steps_v1"), lane);
+    assert!(ctx.heartbeat().unwrap() > 0.0);
+    assert_eq!(r.status(&hid).unwrap()["checkpoints"], 4);
+    assert_eq!(ran(&app, "dhp_heartbeat_v1"), lane);
 }
 
 #[test]
