@@ -33,7 +33,7 @@ use postgres_protocol::IsNull;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A statement the lane prepares: its name on the lane's session, its
 /// text, and the types (OIDs) of its parameters and result columns, which
@@ -138,6 +138,12 @@ impl Sock {
             Sock::Unix(s) => s.set_read_timeout(t),
         }
     }
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.set_write_timeout(t),
+            Sock::Unix(s) => s.set_write_timeout(t),
+        }
+    }
 }
 
 impl Read for Sock {
@@ -168,6 +174,9 @@ pub(super) struct Lane {
     wbuf: BytesMut,
     /// The statements prepared on this session, by name.
     prepared: Vec<&'static str>,
+    /// While opening: the end of the connect timeout, which bounds the
+    /// whole handshake (as the main connection's), not each read.
+    deadline: Option<Instant>,
 }
 
 /// Why a configuration gets no lane (the main connection serves it).
@@ -236,20 +245,22 @@ impl Lane {
             }
             Host::Unix(dir) => Sock::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{port}")))?),
         };
-        // The handshake is bounded; a call afterwards is bounded by the
-        // server's statement_timeout and the socket's keepalives, as the
-        // main connection's.
-        sock.set_read_timeout(Some(timeout))?;
+        // The handshake is bounded as a whole; a call afterwards as the main
+        // connection's (the server's statement_timeout, the socket's
+        // keepalives, and `dhp work`'s bound on one round trip).
+        sock.set_write_timeout(Some(timeout))?;
         let mut lane = Lane {
             sock,
             rbuf: BytesMut::with_capacity(4096),
             wbuf: BytesMut::with_capacity(1024),
             prepared: Vec::new(),
+            deadline: Some(Instant::now() + timeout),
         };
         if matches!(lane.sock, Sock::Tcp(_)) && config.get_ssl_mode() == SslMode::Prefer {
             frontend::ssl_request(&mut lane.wbuf);
             lane.send()?;
             let mut answer = [0u8; 1];
+            lane.bound()?;
             lane.sock.read_exact(&mut answer)?;
             if answer[0] != b'N' {
                 // The server would speak TLS: the main connection does.
@@ -262,8 +273,22 @@ impl Lane {
         if !lane.suits(config.get_target_session_attrs())? {
             return Ok(None);
         }
+        lane.deadline = None;
         lane.sock.set_read_timeout(None)?;
+        lane.sock.set_write_timeout(None)?;
         Ok(Some(lane))
+    }
+
+    /// While opening: the next read may wait only until the deadline.
+    fn bound(&mut self) -> LaneResult<()> {
+        if let Some(d) = self.deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer within the connect timeout").into());
+            }
+            self.sock.set_read_timeout(Some(left))?;
+        }
+        Ok(())
     }
 
     fn send(&mut self) -> LaneResult<()> {
@@ -278,6 +303,7 @@ impl Lane {
             if let Some(m) = backend::Message::parse(&mut self.rbuf)? {
                 return Ok(m);
             }
+            self.bound()?;
             let len = self.rbuf.len();
             self.rbuf.resize(len + 8192, 0);
             let n = match self.sock.read(&mut self.rbuf[len..]) {
@@ -599,6 +625,26 @@ mod tests {
         let row = raw(&data_row(&[Some(vec![0, 0, 0, 1]), Some(vec![1, 1])]), 2).unwrap();
         assert!(matches!(row.int8(0), Err(LaneError::Protocol(_))));
         assert!(matches!(row.boolean(1), Err(LaneError::Protocol(_))));
+    }
+
+    /// A server that accepts and never answers: opening the lane gives up
+    /// after the connect timeout (the whole handshake), as the main
+    /// connection does.
+    #[test]
+    fn a_silent_server_is_given_up_on_within_the_connect_timeout() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+        let config: postgres::Config = format!("host=127.0.0.1 port={port} user=u dbname=d").parse().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let _ = tx.send(Lane::open(&config, Duration::from_millis(400)).map(|l| l.is_some()));
+        });
+        let res = rx.recv_timeout(Duration::from_secs(10)).expect("the open returned");
+        assert!(matches!(res, Err(LaneError::Io(_))), "{res:?}");
+        assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        drop(held);
     }
 
     #[test]
