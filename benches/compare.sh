@@ -59,6 +59,8 @@ render() {
     if [ -z "$QUICK" ] && [ -f "$REPO/benches/COLD_BUILD.md" ]; then cat "$REPO/benches/COLD_BUILD.md" >> "$DIR/table.md"; fi
     # Likewise benches/model_check.sh (the large bound runs for minutes).
     if [ -z "$QUICK" ] && [ -f "$REPO/benches/MODEL_CHECK.md" ]; then cat "$REPO/benches/MODEL_CHECK.md" >> "$DIR/table.md"; fi
+    # And the profiles and before/after pairs measured by hand (dated inside).
+    if [ -z "$QUICK" ] && [ -f "$REPO/benches/PROFILES.md" ]; then cat "$REPO/benches/PROFILES.md" >> "$DIR/table.md"; fi
 }
 
 if [ "$REPORT_ONLY" = 1 ]; then
