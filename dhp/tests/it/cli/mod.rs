@@ -13,4 +13,5 @@ mod status_list_quarantine;
 mod store_creation;
 mod supervisor_exit;
 mod suspend_atomic;
+mod worker_text_order;
 mod workload_service;
