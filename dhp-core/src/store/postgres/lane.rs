@@ -138,6 +138,12 @@ impl Sock {
             Sock::Unix(s) => s.set_read_timeout(t),
         }
     }
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.set_nonblocking(on),
+            Sock::Unix(s) => s.set_nonblocking(on),
+        }
+    }
     fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Sock::Tcp(s) => s.set_write_timeout(t),
@@ -530,9 +536,15 @@ impl Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        // Best effort: a closed session frees its backend at once.
+        // Best effort, never waiting: a session told to end frees its backend
+        // at once; a socket that cannot take the five bytes now (a peer that
+        // stopped reading) is simply closed. What a failed send left in the
+        // buffer is not sent.
+        self.wbuf.clear();
         frontend::terminate(&mut self.wbuf);
-        let _ = self.sock.write_all(&self.wbuf);
+        if self.sock.set_nonblocking(true).is_ok() {
+            let _ = self.sock.write(&self.wbuf);
+        }
     }
 }
 
@@ -645,6 +657,31 @@ mod tests {
         assert!(matches!(res, Err(LaneError::Io(_))), "{res:?}");
         assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
         drop(held);
+    }
+
+    /// Closing a lane whose peer stopped reading (its socket buffers full)
+    /// does not wait for the peer.
+    #[test]
+    fn dropping_a_lane_never_waits_for_a_peer_that_stopped_reading() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let chunk = [0u8; 65536];
+        while (&ours).write(&chunk).is_ok() {}
+        ours.set_nonblocking(false).unwrap();
+        let lane = Lane {
+            sock: Sock::Unix(ours),
+            rbuf: BytesMut::new(),
+            wbuf: BytesMut::from(&b"left over from a failed send"[..]),
+            prepared: Vec::new(),
+            deadline: None,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(lane);
+            let _ = tx.send(());
+        });
+        assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok(), "the drop waited for the peer");
+        drop(peer);
     }
 
     #[test]
