@@ -34,7 +34,11 @@ mkdir -p "$tmp/store"
 profile "$tmp/store" "$tmp/cg.sqlite"
 echo "worker-text-order.sh: PostgreSQL worker under callgrind" >&2
 read -r pgdir url < <(bash scripts/pg.sh start | tail -n 1)
-profile "$url" "$tmp/cg.pg"
+# The password goes by PGPASSWORD, never in an argv: postgres://user:PW@… → postgres://user@…
+rest="${url#postgres://}"
+userinfo="${rest%%@*}"
+export PGPASSWORD="${userinfo#*:}"
+profile "postgres://${userinfo%%:*}@${rest#*@}" "$tmp/cg.pg"
 
 python3 - "$DHP" "$tmp/cg.sqlite" "$tmp/cg.pg" > dhp/worker-text-order.txt <<'PY'
 import os, re, sys

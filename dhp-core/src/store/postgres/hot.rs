@@ -41,7 +41,6 @@ pub(super) enum AnyRow {
 impl AnyRow {
     fn get<T>(
         &self,
-        i: usize,
         name: &str,
         main: impl FnOnce(&Row) -> std::result::Result<Option<T>, postgres::Error>,
         lane: impl FnOnce(&RawRow) -> std::result::Result<Option<T>, LaneError>,
@@ -50,22 +49,18 @@ impl AnyRow {
             AnyRow::Main(r) => main(r).map_err(Error::from),
             AnyRow::Lane(r) => lane(r).map_err(|e| Error::from(LaneError::Protocol(format!("{name}: {e}")))),
         }
-        .map_err(|e| {
-            tracing::debug!(column = i, name, error = %e, "cannot read a column");
-            e
-        })
     }
     pub(super) fn text(&self, i: usize, name: &str) -> Result<Option<String>> {
-        self.get(i, name, |r| r.try_get(i), |r| r.text(i))
+        self.get(name, |r| r.try_get(i), |r| r.text(i))
     }
     pub(super) fn int8(&self, i: usize, name: &str) -> Result<Option<i64>> {
-        self.get(i, name, |r| r.try_get(i), |r| r.int8(i))
+        self.get(name, |r| r.try_get(i), |r| r.int8(i))
     }
     pub(super) fn float8(&self, i: usize, name: &str) -> Result<Option<f64>> {
-        self.get(i, name, |r| r.try_get(i), |r| r.float8(i))
+        self.get(name, |r| r.try_get(i), |r| r.float8(i))
     }
     pub(super) fn boolean(&self, i: usize, name: &str) -> Result<Option<bool>> {
-        self.get(i, name, |r| r.try_get(i), |r| r.boolean(i))
+        self.get(name, |r| r.try_get(i), |r| r.boolean(i))
     }
 }
 

@@ -53,6 +53,7 @@ pub(super) const TEXT: u32 = 25;
 pub(super) const FLOAT8: u32 = 701;
 
 /// A parameter, sent in binary.
+#[derive(Clone, Copy)]
 pub(super) enum Param<'a> {
     I4(i32),
     I8(i64),
@@ -95,11 +96,17 @@ type LaneResult<T> = std::result::Result<T, LaneError>;
 
 /// One result row, its columns as sent (binary; `None` is NULL).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct RawRow(Vec<Option<Vec<u8>>>);
+pub(super) struct RawRow {
+    /// The row's bytes as read (shared with the read buffer, not copied).
+    buf: bytes::Bytes,
+    /// Each column's place in `buf`; `None` is NULL.
+    cols: Vec<Option<std::ops::Range<usize>>>,
+}
 
 impl RawRow {
     fn col(&self, i: usize) -> LaneResult<Option<&[u8]>> {
-        self.0.get(i).map(Option::as_deref).ok_or_else(|| LaneError::Protocol(format!("no column {i}")))
+        let col = self.cols.get(i).ok_or_else(|| LaneError::Protocol(format!("no column {i}")))?;
+        Ok(col.clone().map(|r| &self.buf[r]))
     }
     fn typed<T>(
         &self,
@@ -574,16 +581,15 @@ fn unexpected(m: &backend::Message) -> LaneError {
 
 /// A row's columns, as many as the statement's description said.
 fn raw(body: &backend::DataRowBody, want: usize) -> LaneResult<RawRow> {
-    let buf = body.buffer();
     let mut cols = Vec::with_capacity(want);
     let mut ranges = body.ranges();
     while let Some(r) = FallibleIterator::next(&mut ranges)? {
-        cols.push(r.map(|r| buf[r].to_vec()));
+        cols.push(r);
     }
     if cols.len() != want {
         return Err(LaneError::Protocol(format!("a row of {} columns, expected {want}", cols.len())));
     }
-    Ok(RawRow(cols))
+    Ok(RawRow { buf: body.buffer_bytes().clone(), cols })
 }
 
 #[cfg(test)]

@@ -302,11 +302,20 @@ impl PgStore {
         let item = item_key(req.hid);
         let (hid, holder, fence, max) = (req.hid, req.holder.as_str(), req.fence.get(), req.max_checkpoints);
         let (state, hash, at) = (req.state_json, req.state_hash, req.at);
-        let head = [Param::I4(self.key), Param::I4(item), Param::T(hid), Param::T(holder), Param::I8(fence)];
-        let tail = [Param::T(state), Param::T(hash), Param::T(at), Param::I8(max)];
+        let (key, item, fence, max) = (Param::I4(self.key), Param::I4(item), Param::I8(fence), Param::I8(max));
         let (r, steps) = match req.bump {
             None => {
-                let args: Vec<Param<'_>> = head.into_iter().chain(tail).collect();
+                let args = [
+                    key,
+                    item,
+                    Param::T(hid),
+                    Param::T(holder),
+                    fence,
+                    Param::T(state),
+                    Param::T(hash),
+                    Param::T(at),
+                    max,
+                ];
                 // `_v2` when the store has it (dropped since: `_v1`).
                 let r = match self.hot(&self.one_trip_v2, &CHECKPOINT_V2_CALL, &args)? {
                     Some(row) => Some(row),
@@ -325,8 +334,20 @@ impl PgStore {
                 };
                 let Some(new) = bump(&old) else { return Ok(None) };
                 let env_at = crate::envelope::now();
-                let more = [Param::T(&md5), Param::T(&new), Param::F8(env_at)];
-                let args: Vec<Param<'_>> = head.into_iter().chain(tail).chain(more).collect();
+                let args = [
+                    key,
+                    item,
+                    Param::T(hid),
+                    Param::T(holder),
+                    fence,
+                    Param::T(state),
+                    Param::T(hash),
+                    Param::T(at),
+                    max,
+                    Param::T(&md5),
+                    Param::T(&new),
+                    Param::F8(env_at),
+                ];
                 (self.hot(&self.one_trip, &CHECKPOINT_STEPS_CALL, &args)?, true)
             }
         };
