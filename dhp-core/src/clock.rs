@@ -37,6 +37,17 @@ impl Clock {
         }
     }
 
+    /// Protocol time inside a transaction, read afresh: a store that
+    /// answers [`Tx::now`] with the transaction's first reading reads its
+    /// clock again ([`Tx::now_fresh`]). For the check that a write's lease
+    /// is still live when it commits.
+    pub fn fresh_in(&self, tx: &mut dyn Tx) -> Result<StoreTime> {
+        match self {
+            Clock::Store => tx.now_fresh(),
+            Clock::Manual(m) => Ok(StoreTime::from_secs(m.now())),
+        }
+    }
+
     /// Protocol time outside a transaction (row timestamps, history).
     pub fn now(&self) -> f64 {
         match self {

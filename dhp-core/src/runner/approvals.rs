@@ -19,8 +19,7 @@ impl Runner {
             return Err(Error::validation(format!("unknown action_class {action_class:?}")));
         }
         let details_json = json::dumps_sorted(details)?;
-        let created = self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        let created = self.write_owned(lease, |tx| {
             if !matches!(action_class, "financial" | "destructive") {
                 return Ok(None);
             }
@@ -57,8 +56,7 @@ impl Runner {
     /// when denied, expired or timed out.
     pub fn await_approval(&self, lease: &Lease, approval_id: &str, poll: Duration) -> Result<()> {
         loop {
-            let ap = self.write(|tx| {
-                self.check_owner(tx, lease)?;
+            let ap = self.write_owned(lease, |tx| {
                 let ap = tx.approval(approval_id)?.ok_or_else(|| Error::validation("unknown approval_id"))?;
                 let t = self.now_in(tx)?;
                 let now = ap.status.at(ap.expires_at, t.secs());

@@ -97,18 +97,35 @@ pub fn checkpoint_many(store: &dyn Backend, cfg: &Config, items: &[CheckpointIte
         })
         .collect();
     let mut out = Vec::with_capacity(items.len());
-    store.transact(Mode::Write, &mut |tx| {
-        out.clear();
-        for p in &prepared {
-            out.push(match p {
-                Ok((holder, lease, (text, hash))) => {
-                    Some(append_checkpoint(tx, cfg, holder, lease, text, hash, 0).map(|(row, ..)| row.seq))
-                }
-                Err(_) => None,
-            });
+    // An item whose lease ran out between its check and the commit (the
+    // process was stopped meanwhile) would commit rows stamped after its
+    // lease: the whole transaction rolls back and runs again, and then that
+    // item fails its check while the others are written. Each run refuses
+    // at least the item that ran out, so this ends within a run per item.
+    let mut runs = 0;
+    loop {
+        runs += 1;
+        let r = store.transact(Mode::Write, &mut |tx| {
+            out.clear();
+            let mut live = Vec::new();
+            for p in &prepared {
+                out.push(match p {
+                    Ok((holder, lease, (text, hash))) => {
+                        Some(append_checkpoint(tx, cfg, holder, lease, text, hash, 0).map(|(l, (row, ..))| {
+                            live.push(l);
+                            row.seq
+                        }))
+                    }
+                    Err(_) => None,
+                });
+            }
+            live.iter().try_for_each(|l| l.still_live(tx, cfg))
+        });
+        match r {
+            Err(Error::LeaseLost { .. }) if runs <= items.len() => continue,
+            r => break r?,
         }
-        Ok(())
-    })?;
+    }
     if cfg.hooks.active() {
         for (it, r) in items.iter().zip(&out) {
             if let Some(Ok(seq)) = r {

@@ -12,8 +12,7 @@ impl Runner {
     /// allowed; anything else must be declared in `contract.capabilities`.
     pub fn require_capability(&self, lease: &Lease, domain: &str, resource: &str) -> Result<()> {
         let hid = lease.hid().as_str();
-        let granted = self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        let granted = self.write_owned(lease, |tx| {
             let granted = domain == "dhp" || {
                 let env = load(tx, hid)?;
                 env.pointer("/contract/capabilities")

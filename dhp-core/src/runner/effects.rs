@@ -22,8 +22,7 @@ impl Runner {
                 limit: self.cfg.max_checkpoint_bytes,
             });
         }
-        self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        self.write_owned(lease, |tx| {
             let t = self.now_in(tx)?;
             tx.insert_effect(hid, step_id, &text, t)
         })
@@ -33,7 +32,7 @@ impl Runner {
     pub fn effect_done(&self, lease: &Lease, step_id: &str) -> Result<Option<Value>> {
         let hid = lease.hid().as_str();
         self.read(|tx| {
-            self.check_owner(tx, lease)?;
+            self.check_owner(tx, lease)?.read_only();
             tx.effect(hid, step_id)?.map(|t| json::parse(&t)).transpose()
         })
     }
@@ -41,8 +40,7 @@ impl Runner {
     /// Report an activity digest; returns how many times in a row it repeated.
     pub fn note_activity(&self, lease: &Lease, digest: &str) -> Result<i64> {
         let hid = lease.hid().as_str();
-        self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        self.write_owned(lease, |tx| {
             let t = self.now_in(tx)?;
             let p = tx.progress(hid)?;
             let count = match &p {

@@ -3,7 +3,7 @@
 
 use super::one_trip;
 use super::{
-    budget_violation, check_owner_as, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
+    budget_violation, check_owner_as, LiveLease, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
     TaskContext,
 };
 use crate::clock::Clock;
@@ -118,8 +118,7 @@ impl Runner {
                 return Ok(left);
             }
         }
-        let left = self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        let left = self.write_owned(lease, |tx| {
             let mut own = tx.ownership(hid)?.ok_or_else(|| Error::UnknownHandoff { hid: hid.to_string() })?;
             let t = self.now_in(tx)?;
             own.lease_expires_at = config::lease_expiry(t.secs(), own.heartbeat_interval_s, own.max_missed)?;
@@ -154,7 +153,11 @@ impl Runner {
         };
         let (row, env, t) = match once {
             Some(done) => done,
-            None => self.write(|tx| append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps))?,
+            None => self.write(|tx| {
+                let (live, done) = append_checkpoint(tx, &self.cfg, &self.id, lease, &text, &hash, steps)?;
+                live.still_live(tx, &self.cfg)?;
+                Ok(done)
+            })?,
         };
         // No observer: one branch (docs/observability.md).
         self.cfg.hooks.emit(Event::Checkpointed { hid: lease.hid().as_str(), fence: lease.fence(), seq: row.seq });
@@ -165,8 +168,7 @@ impl Runner {
     fn bump(&self, lease: &Lease, steps: i64, spend: f64) -> Result<()> {
         let hid = lease.hid().as_str();
         let cfg = &self.cfg;
-        let (env, t) = self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        let (env, t) = self.write_owned(lease, |tx| {
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
             // Checked: a sum that does not fit is recorded at the
@@ -203,8 +205,7 @@ impl Runner {
     pub fn release(&self, lease: &Lease, reason: &str) -> Result<()> {
         let hid = lease.hid().as_str();
         let cfg = &self.cfg;
-        self.write(|tx| {
-            self.check_owner(tx, lease)?;
+        self.write_owned(lease, |tx| {
             let mut env = load(tx, hid)?;
             let ex = exec_mut(&mut env)?;
             ex.insert("status".into(), json!(Status::Running.after(Op::Release).unwrap_or(Status::Pending).as_str()));
@@ -230,7 +231,7 @@ impl Runner {
             if Status::of(&env) == Some(Status::Completed) {
                 return Ok(Ok(()));
             }
-            self.check_owner(tx, lease)?;
+            let live = self.check_owner(tx, lease)?;
             if size > cfg.max_result_bytes {
                 return Err(Error::Oversize { what: "result", size, limit: cfg.max_result_bytes });
             }
@@ -255,6 +256,7 @@ impl Runner {
             }
             save(tx, hid, &env, cfg)?;
             tx.delete_ownership(hid)?;
+            live.still_live(tx, cfg)?;
             // The failed state is committed; the error goes to the caller.
             Ok(verdict)
         })?;
@@ -353,19 +355,25 @@ pub(super) fn claim_in(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, hid: &s
     Ok((env, t.secs()))
 }
 
+/// An appended checkpoint's row, the envelope when steps were counted, and
+/// the store's time.
+pub(super) type Appended = (CheckpointRow, Option<Value>, f64);
+
 /// The checkpoint append inside a transaction (see
 /// [`Runner::checkpoint_step`]); returns the seq, when steps were counted
-/// the updated envelope for the budget check, and the store's time.
-pub(super) fn append_checkpoint(
+/// the updated envelope for the budget check, and the store's time — with
+/// the checked lease, which the caller checks again last, before the
+/// commit ([`LiveLease::still_live`]).
+pub(super) fn append_checkpoint<'a>(
     tx: &mut dyn Tx,
     cfg: &Config,
     holder: &WorkerId,
-    lease: &Lease,
+    lease: &'a Lease,
     text: &str,
     hash: &str,
     steps: i64,
-) -> Result<(CheckpointRow, Option<Value>, f64)> {
-    check_owner_as(tx, cfg, holder, lease)?;
+) -> Result<(LiveLease<'a>, Appended)> {
+    let live = check_owner_as(tx, cfg, holder, lease)?;
     let hid = lease.hid().as_str();
     let seq = tx.next_seq(hid)?;
     if seq >= cfg.max_checkpoints_per_handoff {
@@ -392,7 +400,7 @@ pub(super) fn append_checkpoint(
         env = Some(e);
     }
     failpoint::hit("checkpoint.in_tx");
-    Ok((row, env, t.secs()))
+    Ok((live, (row, env, t.secs())))
 }
 
 /// A committed checkpoint of [`Runner::checkpoint_step`].

@@ -16,12 +16,15 @@ mod capabilities;
 mod context;
 mod effects;
 mod lifecycle;
+mod live_lease;
 mod one_trip;
 mod reads;
 
 pub use batch::{checkpoint_many, CheckpointItem};
 pub use context::TaskContext;
 pub use lifecycle::Step;
+
+use live_lease::LiveLease;
 
 use crate::config::Config;
 use crate::envelope::{self, check_worker_id};
@@ -204,22 +207,36 @@ impl Runner {
 
     /// Inside a transaction: the presented lease is the current owner's,
     /// still live, and the handoff is running.
-    fn check_owner(&self, tx: &mut dyn Tx, lease: &Lease) -> Result<()> {
+    fn check_owner<'a>(&self, tx: &mut dyn Tx, lease: &'a Lease) -> Result<LiveLease<'a>> {
         check_owner_as(tx, &self.cfg, &self.id, lease)
+    }
+
+    /// A worker's write transaction: the lease is checked first, and is
+    /// still live after `f`'s last stamp, just before the commit
+    /// ([`LiveLease::still_live`]).
+    fn write_owned<R>(&self, lease: &Lease, mut f: impl FnMut(&mut dyn Tx) -> Result<R>) -> Result<R> {
+        self.write(|tx| {
+            let live = self.check_owner(tx, lease)?;
+            let out = f(tx)?;
+            live.still_live(tx, &self.cfg)?;
+            Ok(out)
+        })
     }
 }
 
 /// Inside a transaction: `holder` presenting `lease` is the current owner,
-/// its lease is live and the handoff's status admits a write.
-fn check_owner_as(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, lease: &Lease) -> Result<()> {
+/// its lease is live and the handoff's status admits a write. A write must
+/// check the returned lease again before it commits.
+fn check_owner_as<'a>(tx: &mut dyn Tx, cfg: &Config, holder: &WorkerId, lease: &'a Lease) -> Result<LiveLease<'a>> {
     let (hid, fence) = (lease.hid().as_str(), lease.fence());
     let own = tx.ownership(hid)?;
-    let t = match &own {
-        Some(o) if o.holder == holder && o.fence == fence => cfg.clock.now_in(tx)?.secs(),
-        _ => f64::NAN, // not read: the fence check fails first
+    let (t, until) = match &own {
+        Some(o) if o.holder == holder && o.fence == fence => (cfg.clock.now_in(tx)?.secs(), o.lease_expires_at),
+        _ => (f64::NAN, f64::NAN), // not read: the fence check fails first
     };
     owner_checks(holder, hid, fence, own, t)?;
-    running_check(hid, tx.status(hid)?)
+    running_check(hid, tx.status(hid)?)?;
+    Ok(LiveLease::new(hid, until))
 }
 
 /// The fence and lease checks on an ownership row read at store time `t`

@@ -479,6 +479,11 @@ pub trait Tx {
     fn now(&mut self) -> Result<StoreTime> {
         Ok(StoreTime::now_local())
     }
+    /// [`Tx::now`] read again now, for a store whose `now` keeps the
+    /// transaction's first reading.
+    fn now_fresh(&mut self) -> Result<StoreTime> {
+        self.now()
+    }
     /// Of `holders`, those that published a liveness token in this store
     /// ([`Backend::publish_liveness`]) and no longer hold it.
     fn dead_holders(&mut self, holders: &[String]) -> Result<Vec<String>> {

@@ -596,6 +596,11 @@ impl Tx for PgTx<'_> {
         Ok(StoreTime::from_secs(t))
     }
 
+    fn now_fresh(&mut self) -> Result<StoreTime> {
+        let t: f64 = self.query_one(NOW_SQL, &[])?.get(0);
+        Ok(StoreTime::from_secs(t))
+    }
+
     fn dead_holders(&mut self, holders: &[String]) -> Result<Vec<String>> {
         if holders.is_empty() {
             return Ok(Vec::new());

@@ -8,6 +8,7 @@ mod error_format;
 mod fuzz_env_huge_seconds;
 mod help_and_status;
 mod infinite_lease;
+mod lease_lost_at_commit;
 mod reserved_ids;
 mod status_list_quarantine;
 mod store_creation;
