@@ -3,7 +3,7 @@
 
 use super::one_trip;
 use super::{
-    budget_violation, check_owner_as, LiveLease, checked_state, envelope_text, exec_mut, load, save, state_err, Runner,
+    budget_violation, check_owner_as, checked_state, envelope_text, exec_mut, load, save, state_err, LiveLease, Runner,
     TaskContext,
 };
 use crate::clock::Clock;
