@@ -50,6 +50,7 @@ render() {
     [ -f "$DIR/rss-ours-min.json" ] && min=(--rss-ours-min "$DIR/rss-ours-min.json")
     "$BIN" report --ours "$DIR/ours.json" --ref "$DIR/ref.json" --rss-ours "$DIR/rss-ours.json" \
         --rss-ref "$DIR/rss-ref.json" --machine "$DIR/machine.json" "${min[@]}" --command "$1" > "$DIR/table.md"
+    if [ -f "$DIR/text-order.md" ]; then cat "$DIR/text-order.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/pg.md" ]; then cat "$DIR/pg.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/tcp.md" ]; then cat "$DIR/tcp.md" >> "$DIR/table.md"; fi
     if [ -f "$DIR/scale.md" ]; then cat "$DIR/scale.md" >> "$DIR/table.md"; fi
@@ -98,6 +99,19 @@ settle
 "$BIN" run --dir "$DIR" $QUICK --out "$DIR/ours.json"
 settle
 "$BIN" rss --dhp "$DHP" --dir "$DIR/work" --out "$DIR/rss-ours.json"
+# The worker's functions are linked together from dhp/worker-text-order.txt
+# (dhp/build.rs): its exact names carry one build's hashes, so say how many
+# this build still has (stale ones fall back to the hash-free patterns).
+"$PY" - "$DHP" "$REPO/dhp/worker-text-order.txt" > "$DIR/text-order.md" <<'PY'
+import subprocess, sys
+syms = set(l.split()[-1] for l in subprocess.run(["nm", "--defined-only", sys.argv[1]], capture_output=True, text=True, check=True).stdout.splitlines() if l.split())
+lines = [l.strip()[6:] for l in open(sys.argv[2]) if l.strip().startswith(".text.")]
+exact = [n for n in lines if not n.endswith("*")]
+have = sum(n in syms for n in exact)
+sec = [l.split() for l in subprocess.run(["readelf", "-S", "-W", sys.argv[1]], capture_output=True, text=True, check=True).stdout.splitlines() if ".text.dhp_worker" in l]
+size = int(sec[0][sec[0].index(".text.dhp_worker") + 4], 16) if sec else 0
+print(f"\nWorker text order (dhp/worker-text-order.txt): {have} of {len(exact)} exact names are functions of this build; `.text.dhp_worker` holds {size:,} bytes. Rerun scripts/worker-text-order.sh when the first share falls (a dependency or compiler update changes the hashes).\n")
+PY
 if [ -z "$QUICK" ]; then
     "$BIN" rss --dhp "$TARGET_DIR/min-size/dhp" --dir "$DIR/work" --out "$DIR/rss-ours-min.json"
 fi

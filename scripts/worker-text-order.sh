@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerate dhp/worker-text-order.txt: the functions one `dhp work` executes
 # from start to completion — on SQLite and on PostgreSQL (the lane included) —
-# as gold section patterns (`.text.<mangled path>*`, the hash left out so the
-# list survives rebuilds). dhp/build.rs hands the file to gold
-# (`--section-ordering-file`), which places those functions together at the
-# start of .text: a worker then touches a few dozen 64 KiB windows of program
-# text instead of ~145 spread over 13 MB (issue 49, item 5; benches/PROFILES.md).
+# as section patterns (`.text.<mangled path>*`, the hash left out so the
+# list survives rebuilds). dhp/build.rs turns the file into a linker script
+# that collects those functions into one output section before .text: a
+# worker then touches a few dozen 64 KiB windows of program text instead of
+# ~145 spread over 13 MB (issue 49, item 5; benches/PROFILES.md).
 # A function missing from the list still links, only elsewhere; rerun this after
 # large changes to the worker's path.
 #
@@ -43,20 +43,28 @@ profile "postgres://${userinfo%%:*}@${rest#*@}" "$tmp/cg.pg"
 python3 - "$DHP" "$tmp/cg.sqlite" "$tmp/cg.pg" > dhp/worker-text-order.txt <<'PY'
 import os, re, sys
 binary = os.path.realpath(sys.argv[1])
-seen, out = set(), []
+# First every function exactly as named in this build (hash included: the
+# worker's own functions, each instantiation once), in the order callgrind met
+# them, SQLite's run first; then the same paths with the hash left out, which
+# still match after a dependency or the compiler changed the hashes (and in a
+# debug build), at the price of every instantiation of a generic path.
+seen, exact, paths = set(), [], []
 for path in sys.argv[2:]:
     ob = None
     for line in open(path, errors="replace"):
         if line.startswith("ob="):
             ob = os.path.realpath(line[3:].strip()) if line[3:].strip() else ob
-        elif line.startswith(("fn=", "cfn=")) and ob == binary and line.startswith("fn="):
+        elif line.startswith("fn=") and ob == binary:
             name = line.split("=", 1)[1].strip()
+            if name in seen or not re.match(r"^[A-Za-z0-9_.$]+$", name):
+                continue
+            seen.add(name)
+            exact.append(".text." + name)
             pat = re.sub(r"17h[0-9a-f]{16}E$", "", name)
-            if pat != name:
-                pat += "*"
-            if pat not in seen and re.match(r"^[A-Za-z0-9_.$*]+$", pat):
-                seen.add(pat)
-                out.append(".text." + pat)
+            if pat != name and pat + "*" not in seen:
+                seen.add(pat + "*")
+                paths.append(".text." + pat + "*")
+out = ["# exact names of this build, then hash-free patterns (scripts/worker-text-order.sh)"] + exact + paths
 print("\n".join(out))
 PY
 echo "worker-text-order.sh: $(grep -vc '^#' dhp/worker-text-order.txt) functions in dhp/worker-text-order.txt" >&2
