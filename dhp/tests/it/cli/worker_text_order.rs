@@ -16,7 +16,8 @@ fn section(bin: &str, name: &str) -> Option<(u64, u64)> {
     // `  [17] .text.dhp_worker  PROGBITS  <addr> <off> <size> …`
     text.lines().find_map(|l| {
         let f: Vec<&str> = l.split(']').nth(1)?.split_whitespace().collect();
-        (f.first() == Some(&name)).then(|| Some((u64::from_str_radix(f[2], 16).ok()?, u64::from_str_radix(f[4], 16).ok()?)))?
+        (f.first() == Some(&name))
+            .then(|| Some((u64::from_str_radix(f[2], 16).ok()?, u64::from_str_radix(f[4], 16).ok()?)))?
     })
 }
 
