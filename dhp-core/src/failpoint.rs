@@ -18,7 +18,8 @@
 //! atomic load.
 //!
 //! Names: `checkpoint.in_tx`, `ship.after_commit`, `heartbeat`, `complete`,
-//! `complete.after_commit`, `transport.recover` (the transport server,
+//! `complete.after_commit`, `orphan.in_tx` (a supervisor's orphan transaction,
+//! its writes made, before its commit), `transport.recover` (the transport server,
 //! about to replay a journal), `supervise.after_commit` (a supervisor, right
 //! after an action's transaction committed and the action was reported),
 //! `liveness.dead_token` (a supervisor's liveness poll, having found a

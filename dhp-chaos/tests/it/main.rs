@@ -33,6 +33,7 @@ mod hosts_round;
 mod http_limits;
 mod interrupted;
 mod lazyfs_sqlite;
+mod leader_lapsed_in_tx;
 mod ledger_cli;
 mod lose_unsynced_round;
 mod model_corpus;

@@ -268,15 +268,22 @@ impl Supervisor {
         let orphan_start_ns = if traced { crate::events::now_ns() } else { 0 };
         let cfg = &self.cfg;
         let untouched = || ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::AlreadyOrphanedOrReleased };
+        // Set when the leader's term ran out inside the transaction (see below).
+        let mut lapsed = false;
         let out = with_tx(store, Mode::Write, |tx| {
+            lapsed = false;
             let Some(mut own) = tx.ownership(hid)? else {
                 return Ok(untouched());
             };
             let at = self.cfg.clock.now_in(tx)?;
             let t = at.secs();
-            if led && !tx.leadership()?.is_some_and(|l| l.holder == self.id && l.expires_at >= t) {
-                return Ok(ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader });
-            }
+            let term = match led {
+                true => match tx.leadership()? {
+                    Some(l) if l.holder == self.id && l.expires_at >= t => Some(l.expires_at),
+                    _ => return Ok(ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader }),
+                },
+                false => None,
+            };
             let stale = own.holder == ORPHANED_HOLDER
                 || expected.is_some_and(|(h, f)| own.holder != h || own.fence != f)
                 || (reason == OrphanReason::LeaseExpired && own.lease_expires_at >= t);
@@ -304,6 +311,21 @@ impl Supervisor {
                 tx.announce_orphan(hid)?;
             }
             save(tx, hid, &env, cfg)?;
+            crate::failpoint::hit("orphan.in_tx");
+            // As a worker's write (runner/live_lease.rs): a leader stopped
+            // inside this transaction past its term must not commit an
+            // orphan stamped after it; rolled back, it is NotLeader.
+            if let Some(until) = term {
+                let now = cfg.clock.fresh_in(tx)?.secs();
+                if now > until {
+                    lapsed = true;
+                    return Err(Error::State {
+                        hid: hid.to_string(),
+                        op: "orphan",
+                        reason: format!("the leader's term ran out {:.3} s before the commit", now - until),
+                    });
+                }
+            }
             Ok(ScanAction::Orphan(Orphaning {
                 hid: hid.to_string(),
                 checkpoints,
@@ -315,7 +337,11 @@ impl Supervisor {
                 attempt: verdict.attempt,
                 stall_count: verdict.stall_count,
             }))
-        })?;
+        });
+        let out = match out {
+            Err(_) if lapsed => ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader },
+            r => r?,
+        };
         match out.kind() {
             ActionKind::Dlq => {
                 let stalls = matches!(&out, ScanAction::Orphan(o) if o.stall_count.is_some());
