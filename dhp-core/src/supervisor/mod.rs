@@ -19,6 +19,7 @@ mod leadership;
 mod led_tests;
 mod live;
 mod metrics;
+mod orphan_outcome;
 mod quarantine;
 pub mod repair;
 mod scan_action;
@@ -29,7 +30,6 @@ use crate::config::{self, Config};
 use crate::envelope::{self, check_worker_id, ORPHANED_HOLDER};
 use crate::error::{Error, Result};
 use crate::events::{self, DeadLetter};
-use crate::id;
 use crate::id::WorkerId;
 use crate::json;
 use crate::liveness;
@@ -315,16 +315,9 @@ impl Supervisor {
             // As a worker's write (runner/live_lease.rs): a leader stopped
             // inside this transaction past its term must not commit an
             // orphan stamped after it; rolled back, it is NotLeader.
-            if let Some(until) = term {
-                let now = cfg.clock.fresh_in(tx)?.secs();
-                if now > until {
-                    lapsed = true;
-                    return Err(Error::State {
-                        hid: hid.to_string(),
-                        op: "orphan",
-                        reason: format!("the leader's term ran out {:.3} s before the commit", now - until),
-                    });
-                }
+            if let Some(late) = term.map(|until| orphan_outcome::term_lapsed(tx, cfg, until)).transpose()?.flatten() {
+                lapsed = true;
+                return Err(orphan_outcome::lapsed(hid, late));
             }
             Ok(ScanAction::Orphan(Orphaning {
                 hid: hid.to_string(),
@@ -342,30 +335,7 @@ impl Supervisor {
             Err(_) if lapsed => ScanAction::Untouched { hid: hid.to_string(), kind: ActionKind::NotLeader },
             r => r?,
         };
-        match out.kind() {
-            ActionKind::Dlq => {
-                let stalls = matches!(&out, ScanAction::Orphan(o) if o.stall_count.is_some());
-                let why = if stalls { DeadLetter::StallRetries } else { DeadLetter::MaxAttempts };
-                bump(&self.metrics.dlq[why as usize]);
-                tracing::warn!(hid = id::short(hid), reason = reason.as_str(), "dead-lettered");
-            }
-            ActionKind::Orphaned => {
-                bump(&self.metrics.orphans[reason.index()]);
-                let detection = match (late_s, died_after) {
-                    // Negative or NaN (clock skew): zero; past Duration: the most.
-                    (Some(s), _) => Some(Duration::try_from_secs_f64(s).unwrap_or(if s > 0.0 {
-                        Duration::MAX
-                    } else {
-                        Duration::ZERO
-                    })),
-                    (None, Some(at)) => Some(at.elapsed()),
-                    (None, None) => None,
-                };
-                self.cfg.hooks.emit(events::Event::Orphaned { reason, detection });
-                tracing::info!(hid = id::short(hid), reason = reason.as_str(), "orphaned");
-            }
-            _ => {}
-        }
+        self.count_orphan(&out, hid, reason, late_s, died_after);
         if let (true, ScanAction::Orphan(o)) = (traced, &out) {
             // Tests stop the supervisor here: the spans must not depend on
             // when, after the commit, they are emitted.
