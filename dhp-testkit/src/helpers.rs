@@ -131,3 +131,12 @@ pub fn wait_for_passes(history: &Path, process: &str, n: usize, secs: f64) {
         passes() >= base + n
     });
 }
+
+/// Whether process `pid` is stopped (SIGSTOP `T`, or traced `t`), from
+/// `/proc/PID/stat` (the state follows the command's closing parenthesis).
+pub fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(['T', 't'])))
+        .unwrap_or(false)
+}

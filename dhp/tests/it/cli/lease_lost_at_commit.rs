@@ -14,12 +14,6 @@ use std::time::{Duration, Instant};
 /// Lease TTL 0.6 s (0.3 × 2).
 const LEASE: [(&str, &str); 2] = [("DHP_LEASE_INTERVAL_S", "0.3"), ("DHP_LEASE_MAX_MISSED", "2")];
 
-fn stopped(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name's closing parenthesis.
-    stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('T'))
-}
-
 #[test]
 fn a_checkpoint_woken_after_its_lease_ran_out_is_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,7 +31,7 @@ fn a_checkpoint_woken_after_its_lease_ran_out_is_rolled_back() {
         .spawn()
         .unwrap();
     let end = Instant::now() + Duration::from_secs(20);
-    while !stopped(w.id()) {
+    while !dhp_testkit::helpers::stopped(w.id()) {
         if Instant::now() > end {
             let _ = w.kill();
             panic!("the worker never stopped in its 3rd checkpoint");

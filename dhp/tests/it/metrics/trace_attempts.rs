@@ -151,13 +151,6 @@ fn spawn(args: &[&str], endpoint: &str, service: &str, extra: &[(&str, &str)]) -
     )
 }
 
-fn stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(['T', 't'])))
-        .unwrap_or(false)
-}
-
 #[test]
 fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_orphan_linked() {
     let (endpoint, got) = receiver();
@@ -186,7 +179,7 @@ fn one_trace_per_handoff_two_attempts_a_death_closed_by_the_supervisor_and_the_o
         r.status(&hid).unwrap()["status"] == "orphaned"
     });
     let end = Instant::now() + Duration::from_secs(30);
-    while !stopped(sup.0.id()) {
+    while !dhp_testkit::helpers::stopped(sup.0.id()) {
         assert!(Instant::now() < end, "the supervisor never reached orphan.before_trace");
         assert!(sup.0.try_wait().unwrap().is_none(), "the supervisor exited");
         std::thread::sleep(Duration::from_millis(5));

@@ -60,13 +60,6 @@ fn census(url: &str, lo: u64) -> String {
     v["hid"].as_str().unwrap().to_string()
 }
 
-/// The process is stopped (state `T` in /proc).
-fn stopped(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // `pid (comm) S ...`: the state follows the last ')'.
-    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
-}
-
 fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> Option<Duration> {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
@@ -96,7 +89,10 @@ fn a_worker_stopped_inside_its_transaction_is_orphaned_within_the_bound_and_fenc
         Stdio::piped(),
     ));
     let wa = procs.0[0].id();
-    assert!(wait_for(Duration::from_secs(30), || stopped(wa)).is_some(), "wa never stopped at its failpoint");
+    assert!(
+        wait_for(Duration::from_secs(30), || dhp_testkit::helpers::stopped(wa)).is_some(),
+        "wa never stopped at its failpoint"
+    );
     let t_stop = Instant::now();
     // A lease-only worker, killed: its lease runs out after wa's.
     procs.0.push(start(

@@ -15,13 +15,6 @@ use nix::unistd::Pid;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with(['T', 't'])))
-        .unwrap_or(false)
-}
-
 #[test]
 fn a_token_taken_between_poll_and_read_is_not_orphaned() {
     let dir = tempfile::tempdir().unwrap();
@@ -41,7 +34,7 @@ fn a_token_taken_between_poll_and_read_is_not_orphaned() {
         .spawn()
         .unwrap();
     let end = Instant::now() + Duration::from_secs(20);
-    while !stopped(sup.id()) {
+    while !dhp_testkit::helpers::stopped(sup.id()) {
         assert!(Instant::now() < end, "the supervisor never reached liveness.dead_token");
         assert!(sup.try_wait().unwrap().is_none(), "the supervisor exited");
         std::thread::sleep(Duration::from_millis(5));
