@@ -38,6 +38,11 @@ pub enum Workload {
     /// DHP's own checkpoint call, `dhp_checkpoint_v2` (`true`) or `_v1`,
     /// one handoff per client, in DHP's store ([`crate::pg_call`]).
     Call(bool),
+    /// `Call(true)` with one pgbench thread per client (`-j` = clients):
+    /// each client waits for its own reply and is woken for it, as each
+    /// of DHP's workers (a process per handoff) is; `Call` shares two
+    /// threads among all clients.
+    CallEach,
 }
 
 impl Workload {
@@ -48,6 +53,7 @@ impl Workload {
             Workload::OneTrip => "one_trip",
             Workload::Call(true) => "call_v2",
             Workload::Call(false) => "call_v1",
+            Workload::CallEach => "call_v2_each",
         }
     }
 }
@@ -199,17 +205,18 @@ pub fn run_once(
     postmaster: Option<u32>,
 ) -> Result<PgbenchRun> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = if workload == Workload::CallEach { clients } else { clients.min(cores) };
     let mut cmd = t.command();
-    cmd.args(["-n", "-M", "prepared", "-c", &clients.to_string(), "-j", &clients.min(cores).to_string()]);
+    cmd.args(["-n", "-M", "prepared", "-c", &clients.to_string(), "-j", &threads.to_string()]);
     cmd.args(["-T", &format!("{}", seconds.ceil().max(1.0) as u64)]);
     match workload {
         Workload::SimpleUpdate => cmd.arg("-N"),
         Workload::OneTrip => cmd.arg("-f").arg(&t.script),
-        Workload::Call(v2) => {
+        Workload::Call(_) | Workload::CallEach => {
             if let Some(db) = &t.store_db {
                 cmd.env("PGDATABASE", db);
             }
-            cmd.arg("-f").arg(crate::pg_call::script_path(t, v2))
+            cmd.arg("-f").arg(crate::pg_call::script_path(t, workload != Workload::Call(false)))
         }
     };
     let me = std::process::id();

@@ -35,11 +35,43 @@ pub fn iso_of(t: f64) -> String {
 }
 
 fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
-    if t.timestamp_subsec_micros() == 0 {
-        t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
-    } else {
-        t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    use chrono::{Datelike, Timelike};
+    let micros = t.timestamp_subsec_micros();
+    let year = t.year();
+    if !(0..=9999).contains(&year) || micros >= 1_000_000 {
+        // Outside four-digit years (and in a leap second) chrono's own
+        // formatting decides the text, as it always did.
+        return if micros == 0 {
+            t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+        } else {
+            t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+        };
     }
+    // Every checkpoint stamps one of these: digits pushed directly cost a
+    // fraction of parsing a strftime pattern per call (issue 49, item 2).
+    let mut out = String::with_capacity(32);
+    let digits = |n: u32, width: u32, out: &mut String| {
+        for k in (0..width).rev() {
+            out.push(char::from(b'0' + (n / 10u32.pow(k) % 10) as u8));
+        }
+    };
+    digits(year as u32, 4, &mut out);
+    out.push('-');
+    digits(t.month(), 2, &mut out);
+    out.push('-');
+    digits(t.day(), 2, &mut out);
+    out.push('T');
+    digits(t.hour(), 2, &mut out);
+    out.push(':');
+    digits(t.minute(), 2, &mut out);
+    out.push(':');
+    digits(t.second(), 2, &mut out);
+    if micros != 0 {
+        out.push('.');
+        digits(micros, 6, &mut out);
+    }
+    out.push_str("+00:00");
+    out
 }
 
 /// Validate a handoff id: exactly 64 lowercase hex characters.
@@ -282,6 +314,35 @@ pub fn budget_f64(env: &Value, key: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The direct formatter writes what chrono's strftime wrote: the
+    /// reference's text, whole seconds without a fraction.
+    #[test]
+    fn iso_text_is_chronos() {
+        let chrono_iso = |micros: i64| {
+            let t = chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
+            if t.timestamp_subsec_micros() == 0 {
+                t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+            } else {
+                t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+            }
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut cases = vec![0, 1, 999_999, 1_000_000, -1, -62_135_596_800_000_000, 253_402_300_799_999_999];
+        cases.extend([-62_135_596_800_000_001, 253_402_300_800_000_000, 1_796_569_349_340_919]);
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            // seconds from before year 0 to after 9999, some whole
+            let micros = (x >> 1) as i64 % 400_000_000_000_000_000 - 100_000_000_000_000_000;
+            cases.push(if x % 5 == 0 { micros / 1_000_000 * 1_000_000 } else { micros });
+        }
+        for micros in cases {
+            let t = chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
+            assert_eq!(iso(t), chrono_iso(micros), "{micros}");
+        }
+        assert_eq!(iso_of(1.5), "1970-01-01T00:00:01.500000+00:00");
+        assert_eq!(iso_of(86_400.0), "1970-01-02T00:00:00+00:00");
+    }
 
     #[test]
     fn build_verifies_and_detects_tamper() {

@@ -43,7 +43,7 @@ pub fn canonical(v: &Value) -> Result<Vec<u8>> {
 
 /// Python `json.dumps(v, sort_keys=True)`: checkpoint state text and log lines.
 pub fn dumps_sorted(v: &Value) -> Result<String> {
-    let mut out = String::new();
+    let mut out = String::with_capacity(64);
     write_value(&mut out, v, SORTED)?;
     Ok(out)
 }
@@ -57,7 +57,14 @@ pub fn dumps(v: &Value) -> Result<String> {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(data);
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// Parse JSON text. Duplicate keys keep the last value at the first key's
