@@ -31,6 +31,7 @@
 //!   resumes from the server's `ack_seq` and replays what the server lacks
 //!   from its local buffer log; every wait is bounded.
 
+mod direct_ack;
 mod gate;
 mod journal;
 mod logdir_fs;

@@ -45,11 +45,12 @@ pub(crate) struct Limits {
 
 impl Limits {
     /// The caps under a soft RLIMIT_NOFILE of `soft`: each connection may
-    /// hold two descriptors (its socket and its handoff's log) beside
+    /// hold three descriptors (its socket, a second one of it for the acks
+    /// the journal's sync thread writes, and its handoff's log) beside
     /// [`FD_RESERVE`]; a quarter of the connections are kept for clients
     /// that said hello (strangers are evicted before they reach them).
     pub(crate) fn for_nofile(soft: u64) -> Limits {
-        let budget = usize::try_from(soft.saturating_sub(FD_RESERVE) / 2).unwrap_or(MAX_CONNECTIONS);
+        let budget = usize::try_from(soft.saturating_sub(FD_RESERVE) / 3).unwrap_or(MAX_CONNECTIONS);
         let connections = budget.clamp(4, MAX_CONNECTIONS);
         let unauth = (connections * 3 / 4).clamp(1, MAX_UNAUTH);
         Limits { connections, unauth, unauth_per_peer: unauth.min(MAX_UNAUTH_PER_PEER) }
@@ -209,14 +210,14 @@ mod tests {
         );
         for soft in [0, 16, 64, 128, 256, 1024, 4096, 20_000] {
             let l = Limits::for_nofile(soft);
-            // two descriptors a connection beside the reserve, when the limit allows any
-            if soft >= FD_RESERVE + 8 {
-                assert!((l.connections as u64) * 2 + FD_RESERVE <= soft, "{soft}: {l:?}");
+            // three descriptors a connection beside the reserve, when the limit allows any
+            if soft >= FD_RESERVE + 12 {
+                assert!((l.connections as u64) * 3 + FD_RESERVE <= soft, "{soft}: {l:?}");
             }
             // strangers never hold every slot: room is kept for clients with a hello
             assert!(l.unauth < l.connections && l.unauth_per_peer <= l.unauth, "{soft}: {l:?}");
         }
-        assert_eq!(Limits::for_nofile(128), Limits { connections: 32, unauth: 24, unauth_per_peer: 24 });
+        assert_eq!(Limits::for_nofile(128), Limits { connections: 21, unauth: 15, unauth_per_peer: 15 });
     }
 
     fn futures_ready(n: &Notify) -> bool {

@@ -3,7 +3,9 @@
 //! Every line the server appends to a `<hid>.log` is first appended to one
 //! journal file in the log directory; one `fdatasync` of the journal, run
 //! by a dedicated thread, makes every line written before it durable,
-//! whichever connection or handoff it belongs to. The per-handoff logs are
+//! whichever connection or handoff it belongs to; on a plaintext
+//! connection that thread also writes the acks the sync released
+//! (direct_ack.rs). The per-handoff logs are
 //! written without syncing; they are synced at a checkpoint (when the
 //! journal grows past [`ROTATE_BYTES`], and on a clean shutdown), after
 //! which the journal up to that point is deleted. On start, the journals
@@ -25,6 +27,7 @@
 //! first record whose check fails (a torn write): nothing after it was
 //! ever acknowledged.
 
+use super::direct_ack::DirectAck;
 use super::sync_stats::{Pending, SyncStats};
 use crate::error::{Error, Result};
 use crate::TransportKind;
@@ -49,13 +52,23 @@ const HEADER: &str = "dhp-transport-journal 1\n";
 const PREFIX: &str = "journal-";
 const SUFFIX: &str = ".dhpj";
 
-/// A connection waiting for its held acks: released (sent the end time of
-/// the sync, [`SyncStats::now_ns`]) by the first sync that covers `pos`,
-/// and by no other — a sync wakes only the connections it acknowledges.
-/// Dropped unsent when the journal fails or stops.
+/// A connection waiting for its held acks: released by the first sync
+/// that covers `pos`, and by no other — a sync wakes only the connections
+/// it acknowledges. With `direct`, that sync's thread writes the acks
+/// itself before it wakes the connection (direct_ack.rs). Dropped unsent
+/// when the journal fails or stops.
 struct Waiter {
     pos: u64,
-    tx: oneshot::Sender<u64>,
+    release: Release,
+}
+
+/// How a waiter is released.
+enum Release {
+    /// Wake the connection's task (sent the end time of the sync,
+    /// [`SyncStats::now_ns`]), which writes the acks.
+    Task(oneshot::Sender<u64>),
+    /// Write the acks from the sync thread.
+    Direct(DirectAck),
 }
 
 struct Inner {
@@ -309,6 +322,22 @@ impl Journal {
         self.lock().written
     }
 
+    /// Hand acks to the sync that makes the stream durable up to `pos`,
+    /// which writes them (direct_ack.rs). `Some`: durable already, the
+    /// caller writes them.
+    pub(crate) fn hand(&self, pos: u64, ack: DirectAck) -> Result<Option<DirectAck>> {
+        let mut g = self.lock();
+        if g.synced >= pos {
+            return Ok(Some(ack));
+        }
+        // As in `wait`: refused here or dropped by `fail`.
+        if let Some(f) = &*self.failed.borrow() {
+            return Err(sync_failed(f));
+        }
+        g.waiters.push(Waiter { pos, release: Release::Direct(ack) });
+        Ok(None)
+    }
+
     /// Wait until the stream is durable up to `pos`; returns when the sync
     /// that made it so ended ([`SyncStats::now_ns`]).
     pub(crate) async fn wait(&self, pos: u64) -> Result<u64> {
@@ -323,7 +352,7 @@ impl Journal {
                 return Err(sync_failed(f));
             }
             let (tx, rx) = oneshot::channel();
-            g.waiters.push(Waiter { pos, tx });
+            g.waiters.push(Waiter { pos, release: Release::Task(tx) });
             rx
         };
         match rx.await {
@@ -370,7 +399,16 @@ impl Journal {
             ready
         };
         for w in ready {
-            let _ = w.tx.send(at_ns);
+            match w.release {
+                Release::Task(tx) => {
+                    let _ = tx.send(at_ns);
+                }
+                Release::Direct(ack) => {
+                    // written, or (a full socket) handed back to the task
+                    ack.release();
+                    self.stats.acked(self.stats.now_ns().saturating_sub(at_ns));
+                }
+            }
         }
     }
 
@@ -660,6 +698,46 @@ mod tests {
         let (recs, bad) = records(&path).unwrap();
         assert_eq!((recs.len(), bad), (n, 0));
         h.close().unwrap();
+    }
+
+    /// The sync thread writes a covered waiter's acks itself, as its sync
+    /// ends; a failed journal writes none and fails the connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_sync_writes_its_waiters_acks_itself() {
+        use super::super::direct_ack::{DirectConn, Take};
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let h = JournalHandle::start(dir.path(), Duration::from_millis(100), ROTATE_BYTES).unwrap();
+        let j = h.journal.clone();
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        // an ack that never comes fails the test instead of hanging it
+        client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let (server, _) = l.accept().await.unwrap();
+        let conn = DirectConn::of(&server).unwrap();
+        let hid = "d".repeat(64);
+        let ack = b"{\"ok\": true, \"seq\": 0}\n".to_vec();
+        let p = j.append(&hid, "{\"seq\": 0}").unwrap();
+        assert!(j.hand(p, conn.hand(ack.clone())).unwrap().is_none(), "queued for the sync");
+        let mut got = vec![0u8; ack.len()];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(got, ack, "written by the sync thread");
+        assert_eq!(SyncStats::get(&j.stats.acks), 1, "and counted");
+        assert!(matches!(conn.take(true), Take::Clear));
+        // Durable already: handed back, for the task to write.
+        let back = j.hand(p, conn.hand(ack.clone())).unwrap().expect("durable already");
+        assert_eq!(back.into_bytes(), ack);
+        // A failure before the sync: no ack leaves, the connection fails.
+        let p2 = j.append(&hid, "{\"seq\": 1}").unwrap();
+        assert!(j.hand(p2, conn.hand(ack.clone())).unwrap().is_none());
+        j.fail(&Error::io(dir.path(), std::io::Error::from_raw_os_error(5)));
+        assert!(matches!(conn.take(false), Take::Failed));
+        assert!(j.hand(p2, conn.hand(ack)).is_err(), "refused once failed");
+        client.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let mut more = [0u8; 1];
+        assert!(client.read(&mut more).is_err(), "no ack for a line the failed journal did not make durable");
+        drop(server);
+        drop(h);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

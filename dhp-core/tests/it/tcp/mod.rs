@@ -1,5 +1,6 @@
 //! The TCP transport: group commit, the log cache, log links, error kinds.
 
+mod ack_order;
 mod error_kinds;
 mod group_commit_stats;
 mod log_cache_bounded;

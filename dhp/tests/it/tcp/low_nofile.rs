@@ -1,6 +1,6 @@
 //! `dhp transport` under `ulimit -n 128` with 300 idle connections that
 //! never say hello (issue 47: every server bounded): its caps fit the
-//! descriptor budget (32 connections, 24 without a hello), so `accept`
+//! descriptor budget (21 connections, 15 without a hello), so `accept`
 //! never runs out of descriptors, the oldest strangers are closed for
 //! newcomers, and a shipper ships at once — not after the strangers' 5 s
 //! hello deadline has let the backlog through.

@@ -2,6 +2,7 @@
 //! limits of the gate, then frames read, answered and acknowledged (held
 //! until the journal sync covers them, when fsync is on).
 
+use super::super::direct_ack::{DirectConn, Second, Take};
 use super::super::gate::{once_per_second, Pass, HELLO_TIMEOUT, PRE_HELLO_MAX_LINE};
 use super::super::tls;
 use super::super::{read_frame_async, skip_line_async, Frame};
@@ -96,7 +97,7 @@ impl Srv {
         shutdown: watch::Receiver<bool>,
     ) where
         R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
+        W: AsyncWrite + Unpin + Second,
     {
         let mut c = Conn {
             rd: BufReader::with_capacity(64 * 1024, rd),
@@ -107,6 +108,8 @@ impl Srv {
             bad_streak: 0,
             pending: Vec::new(),
             need: None,
+            direct: None,
+            direct_tried: false,
             pass: Some(pass),
             hello_by,
             probe,
@@ -121,6 +124,10 @@ impl Srv {
         }
         let idle = self.cfg.idle_timeout;
         let _ = tokio::time::timeout(Duration::from_secs(1).min(idle), async {
+            // Acks the sync thread has yet to write, or handed back.
+            if let Some(d) = c.direct.clone() {
+                self.write_owed(&mut c, &d, true).await;
+            }
             let _ = c.wr.flush().await;
             let _ = c.wr.shutdown().await;
         })
@@ -143,7 +150,7 @@ impl Srv {
     async fn read_line<R, W>(&self, c: &mut Conn<R, W>) -> Option<Got>
     where
         R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
+        W: AsyncWrite + Unpin + Second,
     {
         if c.session.is_some() {
             c.pass = None;
@@ -153,10 +160,13 @@ impl Srv {
             c.buf = Vec::new();
         }
         let limit = self.line_limit(c);
-        let wait = match &c.pass {
-            Some(_) => c.hello_by.saturating_duration_since(tokio::time::Instant::now()),
-            None => self.cfg.idle_timeout,
+        let deadline = match &c.pass {
+            Some(_) => c.hello_by,
+            None => tokio::time::Instant::now() + self.cfg.idle_timeout,
         };
+        if !self.await_input(c, deadline).await {
+            return None;
+        }
         let evict = c.pass.as_ref().map(|p| p.evict.clone());
         let peer = c.peer;
         let (rd, buf, probe) = (&mut c.rd, &mut c.buf, &mut c.probe);
@@ -172,7 +182,7 @@ impl Srv {
                 tracing::debug!(%peer, "transport: closed before hello to make room");
                 return None;
             }
-            r = tokio::time::timeout(wait, async {
+            r = tokio::time::timeout_at(deadline, async {
                 if std::mem::take(probe) {
                     let first = rd.fill_buf().await?.first().copied();
                     if first.is_some_and(tls::looks_like_tls) {
@@ -193,11 +203,79 @@ impl Srv {
         })
     }
 
+    /// Until input arrives (or the deadline passes), write the acks the
+    /// journal's sync thread hands back (direct_ack.rs): the client may be
+    /// waiting for them before it sends more. `false`: the connection ends.
+    async fn await_input<R, W>(&self, c: &mut Conn<R, W>, deadline: tokio::time::Instant) -> bool
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Second,
+    {
+        let Some(d) = c.direct.clone() else { return true };
+        loop {
+            if !self.write_owed(c, &d, false).await {
+                return false;
+            }
+            if !c.rd.buffer().is_empty() {
+                return true;
+            }
+            let (rd, shutdown) = (&mut c.rd, &mut c.shutdown);
+            tokio::select! {
+                biased;
+                _ = shutdown.wait_for(|stop| *stop) => return false,
+                _ = d.notified() => {}
+                // an end, an error or a timeout: the read after this sees it
+                _ = rd.fill_buf() => return true,
+                _ = tokio::time::sleep_until(deadline) => return true,
+            }
+        }
+    }
+
+    /// Write what the client is owed from direct acks handed back; with
+    /// `drain`, first wait until every ack handed is out (a reply of the
+    /// task's own must come after them). `false`: the connection ends (a
+    /// failed journal, a client not reading, a shutdown).
+    async fn write_owed<R, W>(&self, c: &mut Conn<R, W>, d: &DirectConn, drain: bool) -> bool
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Second,
+    {
+        loop {
+            match d.take(drain) {
+                Take::Clear => return true,
+                Take::Failed => {
+                    tracing::error!(peer = %c.peer, "transport: cannot sync the journal; closing without acks");
+                    return false;
+                }
+                Take::Write(owed) if owed.is_empty() => {
+                    let shutdown = &mut c.shutdown;
+                    tokio::select! {
+                        _ = d.notified() => {}
+                        _ = tokio::time::sleep(self.cfg.idle_timeout) => return false,
+                        _ = shutdown.wait_for(|stop| *stop) => return false,
+                    }
+                }
+                Take::Write(owed) => {
+                    let wr = &mut c.wr;
+                    let write = tokio::time::timeout(self.cfg.idle_timeout, async {
+                        for bytes in &owed {
+                            wr.write_all(bytes).await?;
+                        }
+                        wr.flush().await
+                    });
+                    if !matches!(write.await, Ok(Ok(()))) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
     /// The reply to what was read; `None`: the connection ends without one.
     async fn answer<R, W>(&self, c: &mut Conn<R, W>, got: Got) -> Option<Reply>
     where
         R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
+        W: AsyncWrite + Unpin + Second,
     {
         let (peer, max, limit) = (c.peer, self.cfg.cfg.transport_max_line_bytes, self.line_limit(c));
         Some(match got {
@@ -261,7 +339,7 @@ impl Srv {
     async fn send<R, W>(&self, c: &mut Conn<R, W>, reply: Reply) -> bool
     where
         R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
+        W: AsyncWrite + Unpin + Second,
     {
         if reply.body.is_null() {
             // A blank line: nothing to say.
@@ -293,6 +371,33 @@ impl Srv {
         let peer = c.peer;
         // When the sync covering the held acks ended (fsync only).
         let mut synced_at = None;
+        if c.need.is_some() && !c.direct_tried {
+            // The first durable reply (after the hello: strangers never
+            // cost a second descriptor). Plaintext only.
+            c.direct_tried = true;
+            c.direct = c.wr.get_ref().second();
+        }
+        if let (Some(pos), Some(j), Some(d)) = (c.need, &self.journal, c.direct.clone()) {
+            c.need = None;
+            // The sync covering them writes them; the task reads on.
+            match j.hand(pos, d.hand(std::mem::take(&mut c.pending))) {
+                Ok(None) => return !(reply.close || c.bad_streak >= MAX_BAD_STREAK),
+                Ok(Some(ack)) => {
+                    c.pending = ack.into_bytes();
+                    synced_at = Some((j, j.stats.now_ns()));
+                }
+                Err(e) => {
+                    tracing::error!(%peer, error = %e, "transport: cannot sync the journal; closing without acks");
+                    return false;
+                }
+            }
+        }
+        // A reply of the task's own goes after every ack handed before.
+        if let Some(d) = c.direct.clone() {
+            if !self.write_owed(c, &d, true).await {
+                return false;
+            }
+        }
         if let (Some(pos), Some(j)) = (c.need.take(), &self.journal) {
             match j.wait(pos).await {
                 Ok(at) => synced_at = Some((j, at)),
@@ -350,6 +455,10 @@ struct Conn<R, W> {
     pending: Vec<u8>,
     /// Journal position the held replies wait for.
     need: Option<u64>,
+    /// Plaintext with a journal: the held replies are handed to the sync
+    /// that covers them, which writes them (direct_ack.rs).
+    direct: Option<Arc<DirectConn>>,
+    direct_tried: bool,
     /// Held until the hello succeeds: a short deadline and a tiny line
     /// cap, and the gate may close us to make room for a newcomer.
     pass: Option<Pass>,
