@@ -48,6 +48,9 @@ pub fn connect(url: &str, schema: &str, timeout: Duration) -> Result<postgres::C
     Ok(c)
 }
 
+/// How long [`export_to`] keeps trying to reach a writable primary.
+const EXPORT_PATIENCE: Duration = Duration::from_secs(90);
+
 /// The tables the checker reads, one object per table, rows as the loader
 /// reads them (`check::load::load_export` reads this back).
 pub fn export(c: &mut postgres::Client) -> Result<Value> {
@@ -77,10 +80,13 @@ pub fn export(c: &mut postgres::Client) -> Result<Value> {
     Ok(v)
 }
 
-/// Export the round's store to `path` (retrying while the server restarts).
+/// Export the round's store to `path`, retrying while the server restarts
+/// or a failover manager has yet to promote a primary (pg_auto_failover
+/// can take longer than 15 s after a host death at the round's end).
 pub fn export_to(url: &str, schema: &str, path: &Path) -> Result<()> {
     let mut last = None;
-    for _ in 0..30 {
+    let until = std::time::Instant::now() + EXPORT_PATIENCE;
+    while last.is_none() || std::time::Instant::now() < until {
         match connect(url, schema, Duration::from_secs(2)).and_then(|mut c| export(&mut c)) {
             Ok(v) => {
                 std::fs::write(path, serde_json::to_vec_pretty(&v)?)

@@ -256,14 +256,23 @@ impl Srv {
                     }
                 }
                 Take::Write(owed) => {
-                    let wr = &mut c.wr;
+                    let (wr, shutdown) = (&mut c.wr, &mut c.shutdown);
                     let write = tokio::time::timeout(self.cfg.idle_timeout, async {
                         for bytes in &owed {
                             wr.write_all(bytes).await?;
                         }
                         wr.flush().await
                     });
-                    if !matches!(write.await, Ok(Ok(()))) {
+                    // As in `send`: a client that does not take its acks
+                    // holds up a shutdown for a second at most.
+                    let wrote = tokio::select! {
+                        r = write => matches!(r, Ok(Ok(()))),
+                        _ = async {
+                            let _ = shutdown.wait_for(|stop| *stop).await;
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        } => false,
+                    };
+                    if !wrote {
                         return false;
                     }
                 }
