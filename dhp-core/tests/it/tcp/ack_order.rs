@@ -5,8 +5,6 @@
 //! still waiting for their sync. The replies must come back in the order of
 //! the frames, every checkpoint acked exactly once.
 use crate::tcp_support::*;
-use dhp_core::transport::net::{self, ServerConfig};
-use dhp_core::Config;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -14,24 +12,9 @@ const ROUNDS: i64 = 150;
 
 #[test]
 fn replies_keep_the_order_of_their_frames() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let cfg = ServerConfig {
-        logdir: tmp.path().join("logs"),
-        token: TOKEN.into(),
-        cfg: Config::default(),
-        idle_timeout: Duration::from_secs(60),
-        fsync: true,
-        tls: None,
-    };
-    let server = rt.spawn(net::run(listener, cfg, async move {
-        let _ = stop_rx.await;
-    }));
+    let srv = InProcess::start(true);
     let (env, hid) = envelope(50_000, 60_000);
-    let mut c = Raw::connect(&addr);
+    let mut c = Raw::connect(&srv.addr);
     c.w.set_nodelay(true).unwrap();
     assert_eq!(c.hello(&hid, TOKEN)["ok"], true);
     // Send everything first (a writer thread), read after: nothing waits
@@ -61,7 +44,6 @@ fn replies_keep_the_order_of_their_frames() {
         assert_eq!(ack, &json!({"ok": true, "seq": seq}), "reply {} out of order: {got:?}", 1 + 2 * seq);
         assert_eq!(refusal["ok"], false, "reply {} out of order: {ack} then {refusal}", 2 + 2 * seq);
     }
-    let _ = stop_tx.send(());
-    let stats = rt.block_on(server).unwrap().unwrap();
+    let stats = srv.stop();
     assert_eq!(stats.checkpoints_appended, ROUNDS as u64, "{stats:?}");
 }

@@ -5,8 +5,6 @@
 //! it did, when the task was blocked there rather than in `send`). Every
 //! reply here is a durable ack, so the task is blocked in that write.
 use crate::tcp_support::*;
-use dhp_core::transport::net::{self, ServerConfig};
-use dhp_core::Config;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,31 +12,15 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn shutdown_does_not_wait_for_a_client_that_never_reads_its_acks() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let cfg = ServerConfig {
-        logdir: tmp.path().join("logs"),
-        token: TOKEN.into(),
-        cfg: Config::default(),
-        idle_timeout: Duration::from_secs(60),
-        fsync: true,
-        tls: None,
-    };
-    let prepared = net::prepare(cfg).unwrap();
-    let counters = prepared.stats_handle();
-    let server = rt.spawn(prepared.serve(listener, async move {
-        let _ = stop_rx.await;
-    }));
+    let srv = InProcess::start(true);
+    let port: u16 = srv.addr.rsplit(':').next().unwrap().parse().unwrap();
     let (env, hid) = envelope(70_000, 71_000);
     // A tiny receive buffer: the acks fill it quickly.
     let deaf = {
         use nix::sys::socket::{self, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn};
         let fd = socket::socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_CLOEXEC, None).unwrap();
         socket::setsockopt(&fd, sockopt::RcvBuf, &4096).unwrap();
-        socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrIn::new(127, 0, 0, 1, addr.port())).unwrap();
+        socket::connect(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrIn::new(127, 0, 0, 1, port)).unwrap();
         std::net::TcpStream::from(fd)
     };
     let blocked = Arc::new(AtomicBool::new(false));
@@ -71,15 +53,14 @@ fn shutdown_does_not_wait_for_a_client_that_never_reads_its_acks() {
     // reads (its counts stand still for a second).
     let mut last = (Instant::now(), u64::MAX);
     dhp_testkit::wait_until(Duration::from_secs(60), "the server to stop reading the deaf client", || {
-        let n = counters.now().checkpoints_duplicate;
+        let n = srv.counters.now().checkpoints_duplicate;
         if n != last.1 {
             last = (Instant::now(), n);
         }
         blocked.load(Ordering::SeqCst) && last.0.elapsed() > Duration::from_secs(1)
     });
     let t0 = Instant::now();
-    stop_tx.send(()).unwrap();
-    let stats = rt.block_on(server).unwrap().unwrap();
+    let stats = srv.stop();
     assert!(t0.elapsed() < Duration::from_secs(5), "shutdown took {:?}", t0.elapsed());
     drop(deaf);
     flood.join().unwrap();

@@ -4,31 +4,15 @@
 //! synchronous clients ship at once; every line is covered by exactly one
 //! sync and every ack is counted. Without fsync nothing is counted.
 use crate::tcp_support::*;
-use dhp_core::transport::net::{self, ServerConfig, ServerStats};
-use dhp_core::Config;
+use dhp_core::transport::net::ServerStats;
 use serde_json::json;
-use std::time::Duration;
 
 const CLIENTS: u64 = 8;
 const LINES: i64 = 40;
 
 fn run(fsync: bool) -> ServerStats {
-    let tmp = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let cfg = ServerConfig {
-        logdir: tmp.path().join("logs"),
-        token: TOKEN.into(),
-        cfg: Config::default(),
-        idle_timeout: Duration::from_secs(60),
-        fsync,
-        tls: None,
-    };
-    let server = rt.spawn(net::run(listener, cfg, async move {
-        let _ = stop_rx.await;
-    }));
+    let srv = InProcess::start(fsync);
+    let addr = srv.addr.clone();
     std::thread::scope(|s| {
         for k in 0..CLIENTS {
             let addr = addr.clone();
@@ -43,8 +27,7 @@ fn run(fsync: bool) -> ServerStats {
             });
         }
     });
-    let _ = stop_tx.send(());
-    rt.block_on(server).unwrap().unwrap()
+    srv.stop()
 }
 
 #[test]

@@ -3,29 +3,12 @@
 //! dropped from memory is re-read from its log on the next hello (its
 //! ack_seq and its logged hashes still hold).
 use crate::tcp_support::*;
-use dhp_core::transport::net::{self, ServerConfig};
-use dhp_core::Config;
 use serde_json::json;
-use std::time::Duration;
 
 #[test]
 fn unused_handoff_state_is_evicted_and_reloaded() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let cfg = ServerConfig {
-        logdir: tmp.path().join("logs"),
-        token: TOKEN.into(),
-        cfg: Config::default(),
-        idle_timeout: Duration::from_secs(60),
-        fsync: true,
-        tls: None,
-    };
-    let server = rt.spawn(net::run(listener, cfg, async move {
-        let _ = stop_rx.await;
-    }));
+    let srv = InProcess::start(true);
+    let addr = srv.addr.clone();
 
     let ship = |k: u64| {
         let (env, hid) = envelope(10_000 + k, 20_000);
@@ -49,8 +32,7 @@ fn unused_handoff_state_is_evicted_and_reloaded() {
     assert_eq!(c.rpc(&cp_frame(2, &json!({"k": 0, "s": 2}))), json!({"ok": true, "seq": 2}));
     drop(c);
 
-    let _ = stop_tx.send(());
-    let stats = rt.block_on(server).unwrap().unwrap();
+    let stats = srv.stop();
     assert!(stats.logs_cached <= 1024, "{stats:?}");
     assert!(stats.logs_evicted >= 2500 - 1024, "{stats:?}");
     assert_eq!(stats.checkpoints_appended, 5001, "{stats:?}");

@@ -198,3 +198,46 @@ pub fn py_script(name: &str) -> PathBuf {
 pub fn tok() -> [(&'static str, &'static str); 1] {
     [("DHP_TRANSPORT_TOKEN", TOKEN)]
 }
+
+/// A transport server in this process on 127.0.0.1 port 0, with the test
+/// token, a 60 s idle timeout and its logs in a temporary directory.
+pub struct InProcess {
+    pub addr: String,
+    /// Its live counters.
+    pub counters: dhp_core::transport::net::StatsHandle,
+    pub tmp: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<dhp_core::Result<dhp_core::transport::net::ServerStats>>,
+}
+
+impl InProcess {
+    pub fn start(fsync: bool) -> InProcess {
+        use dhp_core::transport::net::{self, ServerConfig};
+        let tmp = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let cfg = ServerConfig {
+            logdir: tmp.path().join("logs"),
+            token: TOKEN.into(),
+            cfg: dhp_core::Config::default(),
+            idle_timeout: Duration::from_secs(60),
+            fsync,
+            tls: None,
+        };
+        let prepared = net::prepare(cfg).unwrap();
+        let counters = prepared.stats_handle();
+        let server = rt.spawn(prepared.serve(listener, async move {
+            let _ = stop_rx.await;
+        }));
+        InProcess { addr, counters, tmp, rt, stop, server }
+    }
+
+    /// Stop it and return its counters.
+    pub fn stop(self) -> dhp_core::transport::net::ServerStats {
+        let _ = self.stop.send(());
+        self.rt.block_on(self.server).unwrap().unwrap()
+    }
+}

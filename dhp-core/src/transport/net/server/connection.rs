@@ -256,23 +256,7 @@ impl Srv {
                     }
                 }
                 Take::Write(owed) => {
-                    let (wr, shutdown) = (&mut c.wr, &mut c.shutdown);
-                    let write = tokio::time::timeout(self.cfg.idle_timeout, async {
-                        for bytes in &owed {
-                            wr.write_all(bytes).await?;
-                        }
-                        wr.flush().await
-                    });
-                    // As in `send`: a client that does not take its acks
-                    // holds up a shutdown for a second at most.
-                    let wrote = tokio::select! {
-                        r = write => matches!(r, Ok(Ok(()))),
-                        _ = async {
-                            let _ = shutdown.wait_for(|stop| *stop).await;
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                        } => false,
-                    };
-                    if !wrote {
+                    if !write_replies(&mut c.wr, &mut c.shutdown, self.cfg.idle_timeout, &owed).await {
                         return false;
                     }
                 }
@@ -418,22 +402,7 @@ impl Srv {
                 }
             }
         }
-        let (wr, pending) = (&mut c.wr, &c.pending);
-        let write = tokio::time::timeout(self.cfg.idle_timeout, async {
-            wr.write_all(pending).await?;
-            wr.flush().await?;
-            std::io::Result::Ok(())
-        });
-        let shutdown = &mut c.shutdown;
-        // A client that does not take its reply does not hold up a
-        // shutdown for more than a second (the frame itself is done).
-        let wrote = tokio::select! {
-            r = write => matches!(r, Ok(Ok(()))),
-            _ = async {
-                let _ = shutdown.wait_for(|stop| *stop).await;
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            } => false,
-        };
+        let wrote = write_replies(&mut c.wr, &mut c.shutdown, self.cfg.idle_timeout, &[&c.pending]).await;
         c.pending.clear();
         if let (Some((j, at)), true) = (synced_at, wrote) {
             j.stats.acked(j.stats.now_ns().saturating_sub(at));
@@ -443,6 +412,29 @@ impl Srv {
             return false;
         }
         !(reply.close || c.bad_streak >= MAX_BAD_STREAK)
+    }
+}
+
+/// Write `parts` and flush, within `idle`. A client that does not take
+/// its replies holds up a shutdown for a second at most (the frames they
+/// answer are done). True when all was written.
+async fn write_replies<W, B>(wr: &mut W, shutdown: &mut watch::Receiver<bool>, idle: Duration, parts: &[B]) -> bool
+where
+    W: AsyncWrite + Unpin,
+    B: AsRef<[u8]>,
+{
+    let write = tokio::time::timeout(idle, async {
+        for part in parts {
+            wr.write_all(part.as_ref()).await?;
+        }
+        wr.flush().await
+    });
+    tokio::select! {
+        r = write => matches!(r, Ok(Ok(()))),
+        _ = async {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        } => false,
     }
 }
 
