@@ -123,8 +123,14 @@ fn pulled(meta: &Value, root: &str) -> BTreeSet<String> {
 #[test]
 fn the_judges_link_no_implementation_not_even_in_their_tests() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // Only the host's packages: a fresh machine's registry cache holds
+    // nothing for other platforms (android_system_properties, say), and
+    // without the filter `--offline` fails for want of their manifests.
+    let rustc = Command::new("rustc").arg("-vV").output().expect("run rustc -vV");
+    let version = String::from_utf8_lossy(&rustc.stdout);
+    let host = version.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc -vV names the host");
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+        .args(["metadata", "--format-version", "1", "--offline", "--locked", "--filter-platform", host])
         .current_dir(dhp_testkit::checkout())
         .output()
         .expect("run cargo metadata");
