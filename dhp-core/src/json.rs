@@ -137,27 +137,48 @@ fn write_object(out: &mut String, map: &Map<String, Value>, st: Style) -> Result
 
 fn write_str(out: &mut String, s: &str, ensure_ascii: bool) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => push_u_escape(out, c as u32),
-            // ensure_ascii escapes everything outside ' '..='~', DEL included.
-            c if ensure_ascii && (c as u32) > 0x7e => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    push_u_escape(out, u32::from(*unit));
-                }
-            }
-            c => out.push(c),
+    // Runs that need no escape are copied whole (char by char this was the
+    // serializer's largest cost). A byte that ends a run is ASCII or, with
+    // `ensure_ascii`, a UTF-8 lead byte: always a char boundary.
+    let bytes = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b >= 0x20 && b != b'"' && b != b'\\' && (b < 0x7f || !ensure_ascii) {
+            i += 1;
+            continue;
         }
+        out.push_str(&s[start..i]);
+        let c = s[i..].chars().next().unwrap_or_default();
+        write_escaped(out, c);
+        i += c.len_utf8().max(1);
+        start = i;
     }
+    out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// One char that [`write_str`] escapes: quotes, backslashes and control
+/// characters, and with `ensure_ascii` everything outside ' '..='~' (DEL
+/// included), as Python's `json.dumps` does.
+fn write_escaped(out: &mut String, c: char) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{08}' => out.push_str("\\b"),
+        '\u{0c}' => out.push_str("\\f"),
+        c if (c as u32) < 0x20 => push_u_escape(out, c as u32),
+        c if (c as u32) > 0x7e => {
+            let mut buf = [0u16; 2];
+            for unit in c.encode_utf16(&mut buf) {
+                push_u_escape(out, u32::from(*unit));
+            }
+        }
+        c => out.push(c),
+    }
 }
 
 fn push_u_escape(out: &mut String, unit: u32) {
@@ -275,6 +296,53 @@ mod tests {
 
     fn canon(text: &str) -> String {
         String::from_utf8(canonical(&parse(text).unwrap()).unwrap()).unwrap()
+    }
+
+    /// The run-copying string writer writes what the char-by-char one
+    /// (the spec: each char escaped on its own) writes, for strings mixing
+    /// plain ASCII, every escaped class and multi-byte chars at run ends.
+    #[test]
+    fn string_runs_write_what_char_by_char_writes() {
+        // The writer as it was, char by char.
+        fn oracle(s: &str, ensure_ascii: bool) -> String {
+            let mut out = String::from('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{08}' => out.push_str("\\b"),
+                    '\u{0c}' => out.push_str("\\f"),
+                    c if (c as u32) < 0x20 => push_u_escape(&mut out, c as u32),
+                    c if ensure_ascii && (c as u32) > 0x7e => {
+                        let mut buf = [0u16; 2];
+                        for unit in c.encode_utf16(&mut buf) {
+                            push_u_escape(&mut out, u32::from(*unit));
+                        }
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+            out
+        }
+        let alphabet = [
+            'a', 'Z', ' ', '~', '"', '\\', '\n', '\t', '\r', '\u{8}', '\u{c}', '\u{1}', '\u{1f}', '\u{7f}', 'é', '€',
+            '😀', '\u{ffff}',
+        ];
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(49);
+        for _ in 0..20_000 {
+            let len = rng.gen_range(0..12);
+            let s: String = (0..len).map(|_| alphabet[rng.gen_range(0..alphabet.len())]).collect();
+            for ascii in [true, false] {
+                let mut got = String::new();
+                write_str(&mut got, &s, ascii);
+                assert_eq!(got, oracle(&s, ascii), "{s:?} ensure_ascii={ascii}");
+            }
+        }
     }
 
     #[test]

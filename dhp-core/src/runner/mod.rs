@@ -56,11 +56,19 @@ impl std::fmt::Debug for Runner {
 /// Serialize an envelope for the store: checkpoints emptied (rows are the
 /// source of truth), Python `json.dumps` text, size-checked.
 pub(crate) fn envelope_text(env: &Value, cfg: &Config) -> Result<String> {
-    let mut env = env.clone();
-    if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
-        ex.insert("checkpoints".into(), json!([]));
-    }
-    let text = json::dumps(&env)?;
+    // The stored text's checkpoint list is always empty. An envelope read
+    // from a store has it so already: written as it is, not deep-copied
+    // first (the copy was a third of a claim's envelope work).
+    let text = match env.get("execution").and_then(Value::as_object) {
+        Some(ex) if ex.get("checkpoints").and_then(Value::as_array).is_none_or(|a| !a.is_empty()) => {
+            let mut env = env.clone();
+            if let Some(ex) = env.get_mut("execution").and_then(Value::as_object_mut) {
+                ex.insert("checkpoints".into(), json!([]));
+            }
+            json::dumps(&env)?
+        }
+        _ => json::dumps(env)?,
+    };
     if text.len() > cfg.max_envelope_bytes {
         return Err(Error::Oversize { what: "envelope", size: text.len(), limit: cfg.max_envelope_bytes });
     }
@@ -110,7 +118,8 @@ pub fn budget_violation(env: &Value, at: f64) -> Option<String> {
 impl BudgetUsage {
     /// Read usage and caps from an envelope.
     pub fn of_envelope(env: &Value) -> Self {
-        let ex = |k: &str| env.pointer(&format!("/execution/{k}")).and_then(Value::as_f64);
+        let execution = env.get("execution");
+        let ex = |k: &str| execution.and_then(|e| e.get(k)).and_then(Value::as_f64);
         BudgetUsage {
             hid: env.get("handoff_id").and_then(Value::as_str).unwrap_or_default().to_string(),
             steps: ex("steps"),

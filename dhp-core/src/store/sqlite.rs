@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use tx::SqliteTx;
 use wal_sync::sync_wal;
-use writer_lock::writer_lock;
+use writer_lock::WriterLock;
 use writer_queue::WriterQueue;
 
 /// The file name inside a store root.
@@ -50,6 +50,8 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// The writers' queue, mapped at the first write transaction.
     queue: OnceLock<Option<WriterQueue>>,
+    /// The writer lock's descriptor, opened at the first write transaction.
+    writer: OnceLock<WriterLock>,
     /// The connection runs `synchronous=NORMAL` in WAL mode, so every
     /// write transaction syncs the WAL itself after handing the lock on.
     sync_after: bool,
@@ -130,7 +132,7 @@ impl Backend for SqliteStore {
             Mode::Read => None,
         };
         let _writer = match mode {
-            Mode::Write => writer_lock(&self.root),
+            Mode::Write => self.writer.get_or_init(|| WriterLock::open(&self.root)).lock(),
             Mode::Read => None,
         };
         let changes_before = conn.total_changes();

@@ -99,7 +99,7 @@ impl SqliteStore {
         if sync_after {
             conn.execute_batch("PRAGMA synchronous=NORMAL;")?;
         }
-        Ok(SqliteStore { root, conn: Mutex::new(conn), queue: OnceLock::new(), sync_after })
+        Ok(SqliteStore { root, conn: Mutex::new(conn), queue: OnceLock::new(), writer: OnceLock::new(), sync_after })
     }
 }
 
