@@ -112,40 +112,93 @@ pub fn fsync_rate(dir: &Path, rounds: usize, n: usize) -> Result<f64> {
 
 /// The SQLite floor: a one-row INSERT committed with `BEGIN IMMEDIATE` on
 /// a WAL database with `synchronous=FULL` (what one commit costs with no
-/// protocol logic at all). The database is removed on drop.
+/// protocol logic at all); with [`CommitProbe::with_pages`], one row into
+/// each of `pages` tables, so that each commit writes that many WAL frames
+/// (the floor of an operation that changes that many pages). The database
+/// is removed on drop.
 pub struct CommitProbe {
     db: std::path::PathBuf,
     c: Option<Connection>,
     k: i64,
+    pages: usize,
 }
 
 impl CommitProbe {
-    /// A probe database in `dir`.
+    /// A one-page probe database in `dir`.
     pub fn new(dir: &Path) -> Result<Self> {
-        let db = dir.join(format!("commit-floor-{}.sqlite3", std::process::id()));
+        Self::with_pages(dir, 1)
+    }
+
+    /// A probe whose commits each change `pages` (at least 1) pages: one
+    /// row appended to each of as many tables (the first is the one-page
+    /// probe's `t`).
+    pub fn with_pages(dir: &Path, pages: usize) -> Result<Self> {
+        let pages = pages.max(1);
+        let db = dir.join(format!("commit-floor-{}-{pages}.sqlite3", std::process::id()));
         let c = Connection::open(&db)?;
         c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
-        c.execute_batch(
-            "PRAGMA synchronous=FULL; CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);",
-        )?;
-        Ok(CommitProbe { db, c: Some(c), k: 0 })
+        c.execute_batch("PRAGMA synchronous=FULL;")?;
+        for i in 0..pages {
+            c.execute_batch(&format!(
+                "CREATE TABLE IF NOT EXISTS {} (k INTEGER PRIMARY KEY, v TEXT NOT NULL);",
+                Self::table(i)
+            ))?;
+        }
+        Ok(CommitProbe { db, c: Some(c), k: 0, pages })
+    }
+
+    fn table(i: usize) -> String {
+        if i == 0 {
+            "t".into()
+        } else {
+            format!("t{i}")
+        }
     }
 
     /// Commits per second over `n` commits.
     pub fn rate(&mut self, n: usize) -> Result<f64> {
         let c = self.c.as_ref().expect("open until drop");
+        let inserts: Vec<String> =
+            (0..self.pages).map(|i| format!("INSERT INTO {} (k, v) VALUES (?1, ?2)", Self::table(i))).collect();
         let k = &mut self.k;
         rate(1, n, |_| {
             c.execute_batch("BEGIN IMMEDIATE")?;
-            c.execute(
-                "INSERT INTO t (k, v) VALUES (?1, ?2)",
-                params![*k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"],
-            )?;
+            for sql in &inserts {
+                c.prepare_cached(sql)?.execute(params![*k, "{\"count\": 1, \"next_n\": 100, \"total\": 7}"])?;
+            }
             c.execute_batch("COMMIT")?;
             *k += 1;
             Ok(())
         })
     }
+}
+
+/// WAL frames a write operation on the store at `root` appends per call,
+/// over `n` calls of `f` (SQLite writes one frame per page a commit
+/// changed). The WAL is checkpointed and truncated first, and a read
+/// transaction is held open meanwhile so that no checkpoint can restart
+/// it: its length then counts every frame written.
+pub fn wal_frames_per(root: &Path, n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let db = root.join(dhp_core::store::sqlite::DB_FILE);
+    let wal = root.join(format!("{}-wal", dhp_core::store::sqlite::DB_FILE));
+    let c = Connection::open(&db)?;
+    let (busy, page): (i64, i64) = (
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?,
+        c.query_row("PRAGMA page_size", [], |r| r.get(0))?,
+    );
+    if busy != 0 {
+        let busy =
+            std::io::Error::other("the WAL could not be checkpointed and truncated (a reader or writer is active)");
+        return Err(io_err(&wal, busy));
+    }
+    c.execute_batch("BEGIN; SELECT count(*) FROM schema_version;")?;
+    for i in 0..n {
+        f(i)?;
+    }
+    let len = std::fs::metadata(&wal).map_err(|e| io_err(&wal, e))?.len();
+    c.execute_batch("COMMIT")?;
+    // A WAL file is a 32-byte header and frames of 24 bytes + one page.
+    Ok(len.saturating_sub(32) as f64 / (page + 24) as f64 / n.max(1) as f64)
 }
 
 impl Drop for CommitProbe {

@@ -116,6 +116,22 @@ pub fn targets(ours: &Value, reference: &Value, rss: &Value) -> Vec<Target> {
                 .map(|(a, f)| (format!("{} / {} = {:.2}", fmt_num(a), fmt_num(f), a / f), a / f >= 0.7)),
         );
     }
+    // The same, against bare commits of as many pages as the call writes
+    // WAL frames: what is left is the call's own work, not its pages.
+    for key in ["dispatch", "claim"] {
+        let floor = rate(ours, &format!("sqlite_commit_pages_{key}"));
+        let pages = ours.pointer(&format!("/ops/sqlite_commit_pages_{key}/pages")).and_then(Value::as_u64);
+        push(
+            &format!("per-call {key} vs the commit floor of its pages"),
+            &format!(
+                "≥ 0.70 × the rate of bare commits of {} pages each (its WAL frames per call)",
+                pages.map_or("as many".to_string(), |p| p.to_string())
+            ),
+            rate(ours, key)
+                .zip(floor)
+                .map(|(a, f)| (format!("{} / {} = {:.2}", fmt_num(a), fmt_num(f), a / f), a / f >= 0.7)),
+        );
+    }
     let batched = |key: &str| rate(ours, &format!("{key}_batched")).zip(rate(reference, key)).map(|(a, b)| a / b);
     for (name, key) in
         [("dispatch with group commit vs reference", "dispatch"), ("claim with group commit vs reference", "claim")]
@@ -171,6 +187,18 @@ pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
             }
         }
     }
+    for key in ["dispatch", "claim"] {
+        let frames = ours.pointer(&format!("/ops/{key}/wal_frames")).and_then(Value::as_f64);
+        if let (Some(fr), Some(f), Some(c)) = (frames, rate(ours, &format!("sqlite_commit_pages_{key}")), commit) {
+            out.push(format!(
+                "A per-call {key} writes {fr:.1} WAL frames (pages) per commit: bare commits of {} pages run at {} /s \
+                 here ({:.2} × the 1-row floor), so that many pages bound it before any protocol work.",
+                fr.round().max(1.0),
+                fmt_num(f),
+                f / c
+            ));
+        }
+    }
     if let (Some(a), Some(b), Some(o)) =
         (rate(ours, "lock_race_default"), rate(ours, "lock_race_fine"), rate(ours, "recover_race"))
     {
@@ -216,6 +244,8 @@ pub fn limits(ours: &Value, reference: &Value, rss: &Value) -> Vec<String> {
 const ROWS: &[(&str, &str)] = &[
     ("raw fsync: 100-byte append + fdatasync", "fsync_raw"),
     ("SQLite floor: 1-row commit, WAL, synchronous=FULL", "sqlite_commit"),
+    ("SQLite floor: commit of a dispatch's pages (its WAL frames, rounded)", "sqlite_commit_pages_dispatch"),
+    ("SQLite floor: commit of a claim's pages (its WAL frames, rounded)", "sqlite_commit_pages_claim"),
     ("envelope build + handoff_id", "envelope_build"),
     ("canonical hash, 1 KB state", "canonical_hash_1k"),
     ("canonical hash, 100 KB state", "canonical_hash_100k"),
@@ -416,8 +446,9 @@ mod tests {
     fn targets_are_computed_from_rates() {
         let ours = json!({"ops": {"fsync_raw": {"rate": 1000.0}, "checkpoint_100": {"rate": 800.0},
             "checkpoint_100000": {"rate": 700.0}, "checkpoint_2000": {"rate": 800.0},
-            "ingest": {"rate": 100000.0}, "dispatch": {"rate": 900.0}, "claim": {"rate": 600.0},
-            "sqlite_commit": {"rate": 1000.0}}});
+            "ingest": {"rate": 100000.0}, "dispatch": {"rate": 900.0, "wal_frames": 4.2}, "claim": {"rate": 600.0},
+            "sqlite_commit": {"rate": 1000.0}, "sqlite_commit_pages_dispatch": {"rate": 1200.0, "pages": 4},
+            "sqlite_commit_pages_claim": {"rate": 1000.0, "pages": 6}}});
         let reference = json!({"ops": {"checkpoint_2000": {"rate": 50.0}, "ingest": {"rate": 1000.0},
             "dispatch": {"rate": 400.0}, "claim": {"rate": 100.0}, "checkpoint_100000": {"skipped": "O(n)"}}});
         let rss = json!({"ours": {"max_rss_kib": 5000.0}});
@@ -434,13 +465,20 @@ mod tests {
                 Some(true),
                 Some(true),
                 Some(false),
+                Some(true),
+                Some(false),
                 None,
                 None,
                 Some(true)
             ]
         );
+        assert!(t[8].wanted.contains("of 4 pages each") && t[8].got == "900 / 1,200 = 0.75", "{:?}", t[8]);
         let md = markdown(&ours, &reference, &rss, &json!({}), "test");
         assert!(md.contains("not run: O(n)"), "{md}");
+        assert!(
+            md.contains("A per-call dispatch writes 4.2 WAL frames (pages) per commit: bare commits of 4 pages"),
+            "{md}"
+        );
         assert!(md.contains("**MISSED**"));
         assert_eq!(fmt_num(1234567.0), "1,234,567");
         assert!(!md.contains("Smoke run"));

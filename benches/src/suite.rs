@@ -223,6 +223,25 @@ fn machine_limits(s: &Sizes, work: &Path, ops: &mut Ops<'_>) -> Result<Vec<(i64,
     Ok(ckpts)
 }
 
+/// Calls over which an operation's WAL frames per commit are counted.
+const FRAME_CALLS: usize = 100;
+
+/// The commit floor at `key`'s own page count: bare commits that each
+/// change as many pages as one `key` call wrote WAL frames (rounded), on
+/// the same disk right after it (`sqlite_commit_pages_<key>`).
+fn pages_floor(s: &Sizes, work: &Path, key: &str, frames: f64, ops: &mut Ops<'_>) -> Result<()> {
+    let pages = (frames.round() as usize).max(1);
+    let mut probe = measure::CommitProbe::with_pages(work, pages)?;
+    probe.rate(s.dispatch_iters.min(200))?;
+    let rounds: Vec<f64> = (0..s.rounds.max(1)).map(|_| probe.rate(s.dispatch_iters)).collect::<Result<_>>()?;
+    let detail =
+        format!("{pages}-page commit (one row into each of {pages} tables), WAL, synchronous=FULL: {key}'s pages");
+    let mut v = op(measure::median(rounds), "commits/s", detail);
+    v["pages"] = json!(pages);
+    ops.step(&format!("sqlite_commit_pages_{key}"), v);
+    Ok(())
+}
+
 /// Pure CPU: envelopes and canonical hashes.
 fn pure_cpu(s: &Sizes, ops: &mut Ops<'_>) -> Result<()> {
     let r = rate(s.rounds, s.build_iters, |i| fixture::sdk_envelope(i as u64).map(drop))?;
@@ -248,16 +267,28 @@ fn store_ops(s: &Sizes, work: &Path, cfg: &Config, ops: &mut Ops<'_>) -> Result<
         let root = fixture::fresh_root(work, "dispatch");
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
         let r = rate(s.rounds, s.dispatch_iters, |i| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop))?;
-        ops.step("dispatch", op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)"));
+        let next = (s.rounds * s.dispatch_iters) as u64;
+        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| {
+            r0.dispatch(&fixture::sdk_envelope(next + i as u64)?).map(drop)
+        })?;
+        let mut v = op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)");
+        v["wal_frames"] = json!(frames);
+        ops.step("dispatch", v);
         drop(r0);
+        pages_floor(s, work, "dispatch", frames, ops)?;
     }
     {
         let root = fixture::fresh_root(work, "claim");
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
-        let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters) as u64)?;
+        let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters + FRAME_CALLS) as u64)?;
         let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
-        ops.step("claim", op(r, "ops/s", "claim a pending handoff (1 commit)"));
+        let left = &hids[s.rounds * s.claim_iters..];
+        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| r0.claim(&left[i]).map(drop))?;
+        let mut v = op(r, "ops/s", "claim a pending handoff (1 commit)");
+        v["wal_frames"] = json!(frames);
+        ops.step("claim", v);
         drop(r0);
+        pages_floor(s, work, "claim", frames, ops)?;
     }
     let b = s.batch;
     let root = fixture::fresh_root(work, "batch");

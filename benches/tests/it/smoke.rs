@@ -61,6 +61,8 @@ fn quick_comparison_runs_end_to_end() {
     for key in [
         "fsync_raw",
         "sqlite_commit",
+        "sqlite_commit_pages_dispatch",
+        "sqlite_commit_pages_claim",
         "envelope_build",
         "canonical_hash_1k",
         "canonical_hash_100k",
@@ -78,6 +80,12 @@ fn quick_comparison_runs_end_to_end() {
         "scan",
     ] {
         assert!(rate(&ours, key) > 0.0, "{key}");
+    }
+    // A dispatch and a claim each change a few pages: the handoff row and
+    // its index entries (claim: the ownership row and its indexes too).
+    for key in ["dispatch", "claim"] {
+        let frames = ours["ops"][key]["wal_frames"].as_f64().unwrap_or(0.0);
+        assert!((1.5..20.0).contains(&frames), "{key}: {frames} WAL frames per call");
     }
     for key in [
         "envelope_build",
