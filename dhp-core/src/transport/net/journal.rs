@@ -722,6 +722,12 @@ mod tests {
         let mut got = vec![0u8; ack.len()];
         client.read_exact(&mut got).unwrap();
         assert_eq!(got, ack, "written by the sync thread");
+        // Counted once the write returned, which may be after the client
+        // read it (fresh-clone CI run 29 caught the count still at 0).
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while SyncStats::get(&j.stats.acks) == 0 && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(SyncStats::get(&j.stats.acks), 1, "and counted");
         assert!(matches!(conn.take(true), Take::Clear));
         // Durable already: handed back, for the task to write.
