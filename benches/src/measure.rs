@@ -175,17 +175,56 @@ impl CommitProbe {
 
 /// WAL frames a write operation on the store at `root` appends per call,
 /// over `n` calls of `f` (SQLite writes one frame per page a commit
-/// changed). The WAL is checkpointed and truncated first, and a read
-/// transaction is held open meanwhile so that no checkpoint can restart
-/// it: its length then counts every frame written.
-pub fn wal_frames_per(root: &Path, n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+/// changed).
+pub fn wal_frames_per(root: &Path, n: usize, f: impl FnMut(usize) -> Result<()>) -> Result<f64> {
+    let (_, wal) = grown_wal(root, n, f)?;
+    let page = be32(&wal, 8) as usize;
+    // A WAL file is a 32-byte header and frames of 24 bytes + one page.
+    Ok(wal.len().saturating_sub(32) as f64 / (page + 24) as f64 / n.max(1) as f64)
+}
+
+/// Which b-trees (tables and indexes, by name) the pages of a write
+/// operation's commits belong to: pages per call, over `n` calls of `f`,
+/// largest first, with the total. Each frame names its page; page numbers
+/// are mapped to b-trees by SQLite's `dbstat` table afterwards, so a page
+/// a commit allocated counts for the b-tree that owns it at the end.
+pub fn wal_pages_by_btree(
+    root: &Path,
+    n: usize,
+    f: impl FnMut(usize) -> Result<()>,
+) -> Result<(f64, Vec<(String, f64)>)> {
+    let (c, wal) = grown_wal(root, n, f)?;
+    let page = be32(&wal, 8) as usize;
+    let mut owner: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    let mut st = c.prepare("SELECT name, pageno FROM dbstat")?;
+    for row in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+        let (name, pgno) = row?;
+        owner.insert(pgno as u32, name);
+    }
+    let mut counts: std::collections::BTreeMap<String, f64> = std::collections::BTreeMap::new();
+    let mut total = 0usize;
+    let mut at = 32;
+    while page > 0 && at + 24 + page <= wal.len() {
+        let pgno = be32(&wal, at);
+        *counts.entry(owner.get(&pgno).cloned().unwrap_or_else(|| format!("page {pgno} (freed)"))).or_default() += 1.0;
+        total += 1;
+        at += 24 + page;
+    }
+    let per = n.max(1) as f64;
+    let mut by: Vec<(String, f64)> = counts.into_iter().map(|(k, v)| (k, v / per)).collect();
+    by.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    Ok((total as f64 / per, by))
+}
+
+/// The store's WAL after `n` calls of `f`, with a connection to the store.
+/// The WAL is checkpointed and truncated first, and a read transaction is
+/// held open meanwhile so that no checkpoint can restart it: it then holds
+/// every frame the calls wrote, and only those.
+fn grown_wal(root: &Path, n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<(Connection, Vec<u8>)> {
     let db = root.join(dhp_core::store::sqlite::DB_FILE);
     let wal = root.join(format!("{}-wal", dhp_core::store::sqlite::DB_FILE));
     let c = Connection::open(&db)?;
-    let (busy, page): (i64, i64) = (
-        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?,
-        c.query_row("PRAGMA page_size", [], |r| r.get(0))?,
-    );
+    let busy: i64 = c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
     if busy != 0 {
         let busy =
             std::io::Error::other("the WAL could not be checkpointed and truncated (a reader or writer is active)");
@@ -195,10 +234,14 @@ pub fn wal_frames_per(root: &Path, n: usize, mut f: impl FnMut(usize) -> Result<
     for i in 0..n {
         f(i)?;
     }
-    let len = std::fs::metadata(&wal).map_err(|e| io_err(&wal, e))?.len();
+    let bytes = std::fs::read(&wal).map_err(|e| io_err(&wal, e))?;
     c.execute_batch("COMMIT")?;
-    // A WAL file is a 32-byte header and frames of 24 bytes + one page.
-    Ok(len.saturating_sub(32) as f64 / (page + 24) as f64 / n.max(1) as f64)
+    Ok((c, bytes))
+}
+
+/// The big-endian `u32` at `at` (0 past the end).
+fn be32(bytes: &[u8], at: usize) -> u32 {
+    bytes.get(at..at + 4).map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 impl Drop for CommitProbe {

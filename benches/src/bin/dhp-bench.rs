@@ -30,7 +30,9 @@ const HELP: &str = r#"usage:
   dhp-bench scale-fill --root R [--running N]       a store of N running handoffs to probe by hand
                                                      (e.g. `perf record` a `dhp supervisor` on it)
   dhp-bench ingest --dir D [--lines N] [--reps R]     ad-hoc ingest probe
-  dhp-bench dispatch --dir D [--n N] [--claim]       ad-hoc dispatch (or claim) probe
+  dhp-bench dispatch --dir D [--n N] [--claim] [--pages M]
+                                                     ad-hoc dispatch (or claim) probe; with --pages,
+                                                     M more calls' WAL pages by table and index
 "#;
 
 /// A command line it cannot run: the usage on stderr, exit 2.
@@ -467,6 +469,22 @@ fn cmd_dispatch(a: &Args) {
         ("dispatches", rate, cpu_ns() - t0)
     };
     println!("{rate:.1} {what}/s, {:.1} µs CPU each", cpu / 1e3 / n as f64);
+    // `--pages M`: M more calls, and whose pages their commits wrote.
+    if let Some(m) = a.opt("--pages").and_then(|v| v.parse::<usize>().ok()).filter(|m| *m > 0) {
+        let (total, by) = if a.flag("--claim") {
+            let hids = dhp_benches::fixture::bulk_dispatch(&r, n as u64, m as u64).unwrap_or_else(|e| fail(e));
+            measure::wal_pages_by_btree(&root, m, |i| r.claim(&hids[i]).map(drop))
+        } else {
+            measure::wal_pages_by_btree(&root, m, |i| {
+                r.dispatch(&dhp_benches::fixture::sdk_envelope((n + i) as u64)?).map(drop)
+            })
+        }
+        .unwrap_or_else(|e| fail(e));
+        println!("{total:.2} WAL frames per call over {m} calls; pages per call by b-tree:");
+        for (name, k) in by {
+            println!("  {k:6.2}  {name}");
+        }
+    }
     drop(r);
     let _ = std::fs::remove_dir_all(&root);
 }

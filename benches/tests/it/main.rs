@@ -4,5 +4,6 @@
 
 mod bench_help;
 mod pg_smoke;
+mod probe_pages;
 mod smoke;
 mod wal_frames;
