@@ -33,6 +33,7 @@ pub mod measure;
 pub mod pg;
 pub mod pg_call;
 pub mod pg_limit;
+pub mod pg_rounds;
 pub mod report;
 pub mod scale;
 pub mod suite;

@@ -21,16 +21,19 @@ pub struct PgSizes {
     pub kills: usize,
     /// Worker process counts to measure.
     pub processes: &'static [usize],
+    /// Interleaved rounds of the PostgreSQL throughput runs, judged by
+    /// their median ([`crate::pg_rounds`]).
+    pub rounds: usize,
 }
 
 impl PgSizes {
     /// The sizes of a full run.
     pub fn full() -> Self {
-        PgSizes { ops: 2000, seconds: 5.0, kills: 40, processes: &[1, 8, 32] }
+        PgSizes { ops: 2000, seconds: 5.0, kills: 40, processes: &[1, 8, 32], rounds: 3 }
     }
     /// Small sizes for a smoke run.
     pub fn quick() -> Self {
-        PgSizes { ops: 50, seconds: 0.5, kills: 3, processes: &[1, 2] }
+        PgSizes { ops: 50, seconds: 0.5, kills: 3, processes: &[1, 2], rounds: 2 }
     }
 }
 
@@ -361,37 +364,62 @@ pub fn run(bench: &Path, dhp: &Path, url: &str, scratch: &Path, s: PgSizes, log:
         std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
         log(&format!("{p} worker processes on SQLite"));
         let sqlite = aggregate_with_cpu(bench, &dir.to_string_lossy(), p, s.seconds, None)?;
-        log(&format!("{p} worker processes on PostgreSQL"));
-        let pg = aggregate_with_cpu(bench, &schema(&format!("agg{p}")), p, s.seconds, postmaster)?;
-        // The limit, right after DHP's run with as many workers.
-        let mut bench = json!({});
-        for w in [crate::pg_limit::Workload::OneTrip, crate::pg_limit::Workload::SimpleUpdate] {
-            log(&format!("pgbench {} with {p} clients", w.key()));
-            let run = crate::pg_limit::run_once(&limit, w, p, s.seconds, postmaster)?;
-            bench[w.key()] = crate::pg_limit::run_json(&run);
-        }
-        // The client's limit: pgbench calling DHP's own function.
-        let store = schema(&format!("call{p}"));
-        let hids = crate::pg_call::prepare(&limit, &store, p)?;
-        let mut calls = 0;
-        for w in crate::pg_call::WORKLOADS {
-            log(&format!("pgbench {} with {p} clients", w.key()));
-            let run = crate::pg_limit::run_once(&limit, w, p, s.seconds, postmaster)?;
-            calls += run.transactions;
-            bench[w.key()] = crate::pg_limit::run_json(&run);
-        }
-        let written = crate::pg_call::written(&store, &hids)?;
-        if written != calls {
-            return Err(Error::validation(format!("pgbench made {calls} checkpoint calls, {written} were written")));
-        }
-        agg.push(json!({"processes": p, "sqlite": sqlite.rate, "postgres": pg.rate, "load_after": loadavg(),
-                        "sqlite_cpu": cpu_json(&sqlite), "postgres_cpu": cpu_json(&pg), "pgbench": bench}));
+        let mut a = postgres_rounds(bench, &limit, &schema, p, &s, postmaster, &log)?;
+        a["sqlite"] = json!(sqlite.rate);
+        a["sqlite_cpu"] = cpu_json(&sqlite);
+        agg.push(a);
     }
     log("kill -9 → orphaned");
     let kill = kill_to_orphaned(dhp, &schema("kill"), s.kills)?;
-    Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds, "server": settings,
+    Ok(json!({"ops": ops, "aggregate": agg, "kill": kill, "seconds": s.seconds, "rounds": s.rounds, "server": settings,
               "load_start": load_start, "load_end": loadavg(),
               "pgbench_bin": limit.bin().file_name().map(|n| n.to_string_lossy().into_owned())}))
+}
+
+/// `s.rounds` interleaved rounds of DHP's `p` workers on PostgreSQL, each
+/// right followed by every pgbench workload with as many clients: the
+/// element-wise median, with each round under `rounds`.
+fn postgres_rounds(
+    bench: &Path,
+    limit: &crate::pg_limit::Target,
+    schema: &dyn Fn(&str) -> String,
+    p: usize,
+    s: &PgSizes,
+    postmaster: Option<u32>,
+    log: &dyn Fn(&str),
+) -> Result<Value> {
+    // The client's limit: pgbench calling DHP's own function, on handoffs of its own.
+    let store = schema(&format!("call{p}"));
+    let hids = crate::pg_call::prepare(limit, &store, p)?;
+    let (mut calls, mut rounds) = (0, Vec::new());
+    let n = s.rounds.max(1);
+    for r in 0..n {
+        log(&format!("{p} worker processes on PostgreSQL (round {} of {n})", r + 1));
+        let pg = aggregate_with_cpu(bench, &schema(&format!("agg{p}r{r}")), p, s.seconds, postmaster)?;
+        // The limit, right after DHP's run with as many workers.
+        let mut bench = json!({});
+        for w in [crate::pg_limit::Workload::OneTrip, crate::pg_limit::Workload::SimpleUpdate]
+            .into_iter()
+            .chain(crate::pg_call::WORKLOADS)
+        {
+            log(&format!("pgbench {} with {p} clients", w.key()));
+            let run = crate::pg_limit::run_once(limit, w, p, s.seconds, postmaster)?;
+            if crate::pg_call::WORKLOADS.contains(&w) {
+                calls += run.transactions;
+            }
+            bench[w.key()] = crate::pg_limit::run_json(&run);
+        }
+        rounds.push(json!({"postgres": pg.rate, "postgres_cpu": cpu_json(&pg), "pgbench": bench}));
+    }
+    let written = crate::pg_call::written(&store, &hids)?;
+    if written != calls {
+        return Err(Error::validation(format!("pgbench made {calls} checkpoint calls, {written} were written")));
+    }
+    let mut a = crate::pg_rounds::median(&rounds);
+    a["processes"] = json!(p);
+    a["load_after"] = json!(loadavg());
+    a["each_round"] = json!(rounds);
+    Ok(a)
 }
 
 /// Where the CPU went in each throughput run, and what it allows: with
@@ -455,6 +483,13 @@ pub fn markdown(v: &Value) -> String {
     for k in ["dispatch", "claim", "checkpoint", "heartbeat", "status", "orphan", "recover"] {
         out += &format!("| {k} | {} |\n", f(&v["ops"][k]));
     }
+    if let Some(n) = v["rounds"].as_u64().filter(|n| *n > 1) {
+        out += &format!(
+            "\nEvery PostgreSQL throughput figure below (DHP's workers, their CPU, every pgbench workload) is the \
+             element-wise median of {n} interleaved rounds, each round DHP's run then every pgbench workload with \
+             as many clients; the verdicts judge the medians, and each round's figures follow the tables. SQLite's are one run.\n"
+        );
+    }
     out += "\n| concurrent worker processes | SQLite checkpoints/s | PostgreSQL checkpoints/s | PostgreSQL / SQLite | load after |\n|---:|---:|---:|---:|---|\n";
     for a in v["aggregate"].as_array().into_iter().flatten() {
         let (s, p) = (a["sqlite"].as_f64().unwrap_or(0.0), a["postgres"].as_f64().unwrap_or(0.0));
@@ -464,6 +499,7 @@ pub fn markdown(v: &Value) -> String {
     out += &cpu_table(v);
     out += &crate::pg_limit::markdown(v);
     out += &crate::pg_call::markdown(v);
+    out += &crate::pg_rounds::markdown(v);
     let k = &v["kill"];
     out += &format!(
         "\nkill -9 → orphaned (advisory-lock liveness, 30 s lease, {} kills, {} live workers alongside): \

@@ -38,7 +38,7 @@ impl TcpSizes {
             hostile: 1_000,
             bound_shippers: &[1, 8, 32, 128],
             bound_n: 1_000,
-            bound_reps: 3,
+            bound_reps: 5,
         }
     }
     /// Small sizes for a smoke run (`--quick`).
