@@ -32,7 +32,9 @@ const STATE: &str = r#"{"n":1}"#;
 /// function version: client k calls it on handoff k with the worker's
 /// arguments (store and item lock keys, hid, holder, fence, state, its
 /// hash, the time, the checkpoint cap). pgbench has no per-client text
-/// variables, so each client takes its own branch of an `\if` chain.
+/// variables, so each client takes its own branch of an `\if` chain,
+/// numbered `client_id + base` (`-D base=…`: 0, or the client's number
+/// when each pgbench process runs one client).
 pub fn prepare(t: &Target, store_url: &str, clients: usize) -> Result<Vec<String>> {
     let cfg = Config { lease_interval_s: 3600.0, ..Config::default() };
     let max = cfg.max_checkpoints_per_handoff;
@@ -53,11 +55,12 @@ pub fn prepare(t: &Target, store_url: &str, clients: usize) -> Result<Vec<String
     }
     for v2 in [true, false] {
         let f = if v2 { "dhp_checkpoint_v2" } else { "dhp_checkpoint_v1" };
-        let mut text = String::new();
+        // `base` (pgbench -D) numbers the clients of a run of one client per process
+        let mut text = String::from("\\set k :client_id + :base\n");
         for (k, key, item, hid, fence) in &branches {
             let kw = if *k == 0 { "\\if" } else { "\\elif" };
             text += &format!(
-                "{kw} :client_id = {k}\nSELECT * FROM \"{schema}\".{f}({key}, {item}, '{hid}', 'pgbench', {fence}, \
+                "{kw} :k = {k}\nSELECT * FROM \"{schema}\".{f}({key}, {item}, '{hid}', 'pgbench', {fence}, \
                  '{STATE}', '{hash}', '{at}', {max});\n"
             );
         }
@@ -81,7 +84,8 @@ pub fn written(store_url: &str, hids: &[String]) -> Result<u64> {
 }
 
 /// The workloads of this module, in the order they run.
-pub const WORKLOADS: [Workload; 3] = [Workload::Call(true), Workload::CallEach, Workload::Call(false)];
+pub const WORKLOADS: [Workload; 4] =
+    [Workload::Call(true), Workload::CallEach, Workload::CallProcs, Workload::Call(false)];
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -148,6 +152,7 @@ pub fn markdown(v: &Value) -> String {
             a["load_after"].as_str().unwrap_or("—"),
         );
     }
+    out += &procs_table(&rows);
     out += "\nServer CPU, µs per checkpoint, call or transaction (the postmaster's reaped backends, start-up \
             included):\n\n\
             | clients | DHP's run | one-round-trip | DHP / one-round-trip | target | verdict | pgbench calling `_v2` \
@@ -172,6 +177,38 @@ pub fn markdown(v: &Value) -> String {
     out
 }
 
+/// DHP's shape on both sides: pgbench calling `_v2` from one process per
+/// client, as DHP runs a worker process per handoff. Empty when no run has it.
+fn procs_table(rows: &[&Value]) -> String {
+    let rows: Vec<&&Value> = rows.iter().filter(|a| a["pgbench"]["call_v2_procs"].is_object()).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nThe same call from *a process each*: one pgbench process per client (`-c 1 -j 1`, started together), \
+         the shape of DHP's workers, a process per handoff, so each wake-up switches address spaces on both \
+         sides (printed, not judged):\n\n\
+         | clients = workers | DHP checkpoints/s | a process each: calls/s | DHP / it | DHP worker µs/checkpoint \
+         | pgbench µs/call | DHP server µs/checkpoint | server µs/call |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for a in rows {
+        let p = &a["pgbench"]["call_v2_procs"];
+        let dhp = a["postgres"].as_f64();
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            a["processes"],
+            show(dhp, 0, ""),
+            show(p["tps"].as_f64(), 0, ""),
+            show(ratio(dhp, p["tps"].as_f64()), 2, "×"),
+            show(a["postgres_cpu"]["client_us"].as_f64(), 0, ""),
+            show(p["client_us"].as_f64(), 0, ""),
+            show(a["postgres_cpu"]["server_us"].as_f64(), 0, ""),
+            show(p["server_us"].as_f64(), 0, ""),
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,7 +220,7 @@ mod tests {
             {"processes": 1, "postgres": 4500.0, "load_after": "1.0 1.0 1.0",
              "postgres_cpu": {"client_us": 25.0, "server_us": 150.0},
              "pgbench": {"one_trip": run(5000.0, 100.0), "call_v2": run(5000.0, 140.0), "call_v1": run(4000.0, 200.0),
-                         "call_v2_each": run(4400.0, 150.0)}},
+                         "call_v2_each": run(4400.0, 150.0), "call_v2_procs": run(4000.0, 160.0)}},
             {"processes": 8, "postgres": 7000.0, "load_after": "2.0 2.0 2.0",
              "postgres_cpu": {"client_us": 60.0, "server_us": 200.0},
              "pgbench": {"one_trip": run(14000.0, 100.0), "call_v2": run(8000.0, 150.0), "call_v1": run(7000.0, 210.0)}}]});
@@ -201,6 +238,9 @@ mod tests {
         );
         assert!(md.contains("| 8 | 7000 | 8000 | 0.88× | ≥ 0.9× | **MISSED** | 60 | ≤ 30 | **MISSED** |"), "{md}");
         assert!(md.contains("| 1 | 150 | 100 | 1.50× | ≤ 1.5× | MET | 140 | 200 | 0.70× |"), "{md}");
+        // a process each: shown for the run that has it, and only for it
+        assert!(md.contains("| 1 | 4500 | 4000 | 1.12× | 25 | 20 | 150 | 160 |"), "{md}");
+        assert!(!md.contains("| 8 | 7000 | — |"), "{md}");
         assert!(md.contains("| 8 | 200 | 100 | 2.00× | ≤ 1.5× | **MISSED** | 150 | 210 | 0.71× |"), "{md}");
         assert!(markdown(&j!({"aggregate": [{"processes": 1, "pgbench": {}}]})).is_empty());
         assert_eq!(at_most(None, 1.0), "UNCHECKED");

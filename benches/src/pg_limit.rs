@@ -10,7 +10,7 @@
 use dhp_core::{Error, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// The database pgbench's tables live in, on the bench's server.
 pub const DATABASE: &str = "dhp_pgbench";
@@ -43,6 +43,10 @@ pub enum Workload {
     /// of DHP's workers (a process per handoff) is; `Call` shares two
     /// threads among all clients.
     CallEach,
+    /// `Call(true)` from one pgbench process per client (`-c 1 -j 1`
+    /// each, started together): DHP's own shape, a worker process per
+    /// handoff, each with its own address space to switch to.
+    CallProcs,
 }
 
 impl Workload {
@@ -54,6 +58,7 @@ impl Workload {
             Workload::Call(true) => "call_v2",
             Workload::Call(false) => "call_v1",
             Workload::CallEach => "call_v2_each",
+            Workload::CallProcs => "call_v2_procs",
         }
     }
 }
@@ -195,6 +200,26 @@ pub fn summary_number(text: &str, key: &str) -> Option<f64> {
     rest.split_whitespace().find_map(|w| w.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok())
 }
 
+/// The pgbench command of `workload` with `clients` clients on `threads`
+/// threads, its call scripts' `base` client number added to `client_id`.
+fn command(t: &Target, workload: Workload, clients: usize, threads: usize, base: usize, seconds: f64) -> Command {
+    let mut cmd = t.command();
+    cmd.args(["-n", "-M", "prepared", "-c", &clients.to_string(), "-j", &threads.to_string()]);
+    cmd.args(["-T", &format!("{}", seconds.ceil().max(1.0) as u64)]);
+    match workload {
+        Workload::SimpleUpdate => cmd.arg("-N"),
+        Workload::OneTrip => cmd.arg("-f").arg(&t.script),
+        Workload::Call(_) | Workload::CallEach | Workload::CallProcs => {
+            if let Some(db) = &t.store_db {
+                cmd.env("PGDATABASE", db);
+            }
+            cmd.arg("-D").arg(format!("base={base}"));
+            cmd.arg("-f").arg(crate::pg_call::script_path(t, workload != Workload::Call(false)))
+        }
+    };
+    cmd
+}
+
 /// Run `workload` with `clients` clients for `seconds`, measuring the
 /// CPU of the server whose postmaster is `postmaster`.
 pub fn run_once(
@@ -205,45 +230,44 @@ pub fn run_once(
     postmaster: Option<u32>,
 ) -> Result<PgbenchRun> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let threads = if workload == Workload::CallEach { clients } else { clients.min(cores) };
-    let mut cmd = t.command();
-    cmd.args(["-n", "-M", "prepared", "-c", &clients.to_string(), "-j", &threads.to_string()]);
-    cmd.args(["-T", &format!("{}", seconds.ceil().max(1.0) as u64)]);
-    match workload {
-        Workload::SimpleUpdate => cmd.arg("-N"),
-        Workload::OneTrip => cmd.arg("-f").arg(&t.script),
-        Workload::Call(_) | Workload::CallEach => {
-            if let Some(db) = &t.store_db {
-                cmd.env("PGDATABASE", db);
-            }
-            cmd.arg("-f").arg(crate::pg_call::script_path(t, workload != Workload::Call(false)))
-        }
+    let cmds: Vec<Command> = match workload {
+        Workload::CallProcs => (0..clients).map(|k| command(t, workload, 1, 1, k, seconds)).collect(),
+        Workload::CallEach => vec![command(t, workload, clients, clients, 0, seconds)],
+        _ => vec![command(t, workload, clients, clients.min(cores), 0, seconds)],
     };
     let me = std::process::id();
     let client0 = crate::scale::children_cpu_s(me).unwrap_or(0.0);
     let server0 = postmaster.and_then(crate::scale::cpu_with_children_s);
-    let out = cmd.output().map_err(|e| t.io(e))?;
+    let children = cmds
+        .into_iter()
+        .map(|mut c| c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| t.io(e)))
+        .collect::<Result<Vec<_>>>()?;
+    let outs = children.into_iter().map(|c| c.wait_with_output().map_err(|e| t.io(e))).collect::<Result<Vec<_>>>()?;
     // Backends exit with their clients; the postmaster reaps them.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let client1 = crate::scale::children_cpu_s(me).unwrap_or(0.0);
     let server1 = postmaster.and_then(crate::scale::cpu_with_children_s);
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(Error::validation(format!(
-            "pgbench {} with {clients} clients failed: {} {}",
-            workload.key(),
-            text.trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+    let (mut tps, mut transactions, mut latency) = (0.0, 0u64, 0.0);
+    for out in &outs {
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(Error::validation(format!(
+                "pgbench {} with {clients} clients failed: {} {}",
+                workload.key(),
+                text.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        tps += summary_number(&text, "tps =")
+            .ok_or_else(|| Error::validation(format!("no tps in pgbench's output: {text}")))?;
+        transactions += summary_number(&text, "number of transactions actually processed:").unwrap_or(0.0) as u64;
+        latency += summary_number(&text, "latency average =").unwrap_or(f64::NAN) / outs.len() as f64;
     }
-    let tps = summary_number(&text, "tps =")
-        .ok_or_else(|| Error::validation(format!("no tps in pgbench's output: {text}")))?;
-    let transactions = summary_number(&text, "number of transactions actually processed:").unwrap_or(0.0) as u64;
     let per = |cpu: f64| cpu * 1e6 / (transactions.max(1) as f64);
     Ok(PgbenchRun {
         tps,
         transactions,
-        latency_ms: summary_number(&text, "latency average =").unwrap_or(f64::NAN),
+        latency_ms: latency,
         client_us: per(client1 - client0),
         server_us: match (server0, server1) {
             (Some(a), Some(b)) => Some(per(b - a)),

@@ -72,17 +72,19 @@ pub fn markdown(v: &Value) -> String {
         "\nEach round, in the order run (the tables above show the element-wise medians of the rounds, and \
          judge them):\n\n\
          | clients = workers | DHP checkpoints/s | DHP / one-round-trip | DHP / pgbench calling `_v2` | \
-         DHP worker µs/checkpoint | DHP server / one-round-trip server |\n|---:|---|---|---|---|---|\n",
+         DHP / a process each | DHP worker µs/checkpoint | DHP server / one-round-trip server |\n\
+         |---:|---|---|---|---|---|---|\n",
     );
     for a in rows {
         let rounds = a["each_round"].as_array().map(Vec::as_slice).unwrap_or_default();
         let each = |f: &dyn Fn(&Value) -> Option<f64>, d: usize| list(rounds.iter().map(f), d);
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             a["processes"],
             each(&|r| r["postgres"].as_f64(), 0),
             each(&|r| ratio(&r["postgres"], &r["pgbench"]["one_trip"]["tps"]), 2),
             each(&|r| ratio(&r["postgres"], &r["pgbench"]["call_v2"]["tps"]), 2),
+            each(&|r| ratio(&r["postgres"], &r["pgbench"]["call_v2_procs"]["tps"]), 2),
             each(&|r| r["postgres_cpu"]["client_us"].as_f64(), 0),
             each(&|r| ratio(&r["postgres_cpu"]["server_us"], &r["pgbench"]["one_trip"]["server_us"]), 2),
         );
@@ -128,7 +130,9 @@ mod tests {
             {"processes": 32, "each_round": [round(7000.0, 10000.0), round(9000.0, 10000.0), round(9500.0, 0.0)]}]});
         let md = markdown(&v);
         assert!(
-            md.contains("| 32 | 7000 · 9000 · 9500 | 0.70 · 0.90 · 0.95 | 0.70 · 0.90 · — | 30 · 30 · 30 | 1.50 · 1.50 · 1.50 |"),
+            md.contains(
+                "| 32 | 7000 · 9000 · 9500 | 0.70 · 0.90 · 0.95 | 0.70 · 0.90 · — | — · — · — | 30 · 30 · 30 | 1.50 · 1.50 · 1.50 |"
+            ),
             "{md}"
         );
         assert!(!md.contains("| 1 |"), "one round has no rounds table: {md}");

@@ -34,7 +34,7 @@ fn quick_pg_section_runs_end_to_end() {
     // The limit (issue 37): pgbench's two workloads beside each DHP run.
     for a in v["aggregate"].as_array().unwrap() {
         // and pgbench calling DHP's own function (issue 49), every call written
-        for w in ["one_trip", "simple_update", "call_v2", "call_v2_each", "call_v1"] {
+        for w in ["one_trip", "simple_update", "call_v2", "call_v2_each", "call_v2_procs", "call_v1"] {
             let run = &a["pgbench"][w];
             assert!(run["tps"].as_f64().unwrap() > 0.0 && run["transactions"].as_f64().unwrap() > 0.0, "{a}");
         }
@@ -54,6 +54,7 @@ fn quick_pg_section_runs_end_to_end() {
         "### Two limits",
         "pgbench calling `_v2`",
         "a thread each",
+        "*a process each*",
         "element-wise median of 2 interleaved rounds",
         "Each round, in the order run",
     ] {
