@@ -226,20 +226,41 @@ fn machine_limits(s: &Sizes, work: &Path, ops: &mut Ops<'_>) -> Result<Vec<(i64,
 /// Calls over which an operation's WAL frames per commit are counted.
 const FRAME_CALLS: usize = 100;
 
-/// The commit floor at `key`'s own page count: bare commits that each
-/// change as many pages as one `key` call wrote WAL frames (rounded), on
-/// the same disk right after it (`sqlite_commit_pages_<key>`).
-fn pages_floor(s: &Sizes, work: &Path, key: &str, frames: f64, ops: &mut Ops<'_>) -> Result<()> {
+/// Untimed calls first: frames are counted on a store of some size.
+const WARM_CALLS: usize = 500;
+
+/// `call` and the commit floor at its own page count (bare commits that each
+/// change as many pages as one call wrote WAL frames), in `s.rounds` rounds
+/// of `iters` calls then `iters` commits: both see the disk of the same
+/// moment. Returns the median call rate, the median floor and the pages.
+fn paired_with_floor(
+    s: &Sizes,
+    work: &Path,
+    frames: f64,
+    iters: usize,
+    mut call: impl FnMut(usize) -> Result<()>,
+) -> Result<(f64, f64, usize)> {
     let pages = (frames.round() as usize).max(1);
     let mut probe = measure::CommitProbe::with_pages(work, pages)?;
-    probe.rate(s.dispatch_iters.min(200))?;
-    let rounds: Vec<f64> = (0..s.rounds.max(1)).map(|_| probe.rate(s.dispatch_iters)).collect::<Result<_>>()?;
-    let detail =
-        format!("{pages}-page commit (one row into each of {pages} tables), WAL, synchronous=FULL: {key}'s pages");
-    let mut v = op(measure::median(rounds), "commits/s", detail);
+    probe.rate(iters.min(200))?;
+    let (mut calls, mut floor, mut k) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..s.rounds.max(1) {
+        calls.push(measure::rate(1, iters, |i| call(k + i))?);
+        k += iters.max(1);
+        floor.push(probe.rate(iters)?);
+    }
+    Ok((measure::median(calls), measure::median(floor), pages))
+}
+
+/// The floor of [`paired_with_floor`] as its own row (`sqlite_commit_pages_<key>`).
+fn floor_step(ops: &mut Ops<'_>, key: &str, floor: f64, pages: usize) {
+    let detail = format!(
+        "{pages}-page commit (one row into each of {pages} tables), WAL, synchronous=FULL: {key}'s pages, \
+         in rounds interleaved with {key}'s"
+    );
+    let mut v = op(floor, "commits/s", detail);
     v["pages"] = json!(pages);
     ops.step(&format!("sqlite_commit_pages_{key}"), v);
-    Ok(())
 }
 
 /// Pure CPU: envelopes and canonical hashes.
@@ -266,29 +287,30 @@ fn store_ops(s: &Sizes, work: &Path, cfg: &Config, ops: &mut Ops<'_>) -> Result<
     {
         let root = fixture::fresh_root(work, "dispatch");
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
-        let r = rate(s.rounds, s.dispatch_iters, |i| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop))?;
-        let next = (s.rounds * s.dispatch_iters) as u64;
-        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| {
-            r0.dispatch(&fixture::sdk_envelope(next + i as u64)?).map(drop)
-        })?;
+        let dispatch = |i: usize| r0.dispatch(&fixture::sdk_envelope(i as u64)?).map(drop);
+        (0..WARM_CALLS).try_for_each(dispatch)?;
+        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| dispatch(WARM_CALLS + i))?;
+        let (r, floor, pages) =
+            paired_with_floor(s, work, frames, s.dispatch_iters, |i| dispatch(WARM_CALLS + FRAME_CALLS + i))?;
         let mut v = op(r, "ops/s", "SDK dispatch: build envelope + verify + insert (1 commit)");
         v["wal_frames"] = json!(frames);
         ops.step("dispatch", v);
-        drop(r0);
-        pages_floor(s, work, "dispatch", frames, ops)?;
+        floor_step(ops, "dispatch", floor, pages);
     }
     {
         let root = fixture::fresh_root(work, "claim");
         let r0 = Runner::open(&root, "w1", cfg.clone())?;
-        let hids = fixture::bulk_dispatch(&r0, 0, (s.rounds * s.claim_iters + FRAME_CALLS) as u64)?;
-        let r = rate(s.rounds, s.claim_iters, |i| r0.claim(&hids[i]).map(drop))?;
-        let left = &hids[s.rounds * s.claim_iters..];
-        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| r0.claim(&left[i]).map(drop))?;
+        let n = WARM_CALLS + FRAME_CALLS + s.rounds.max(1) * s.claim_iters.max(1);
+        let hids = fixture::bulk_dispatch(&r0, 0, n as u64)?;
+        let claim = |i: usize| r0.claim(&hids[i]).map(drop);
+        (0..WARM_CALLS).try_for_each(claim)?;
+        let frames = measure::wal_frames_per(&root, FRAME_CALLS, |i| claim(WARM_CALLS + i))?;
+        let (r, floor, pages) =
+            paired_with_floor(s, work, frames, s.claim_iters, |i| claim(WARM_CALLS + FRAME_CALLS + i))?;
         let mut v = op(r, "ops/s", "claim a pending handoff (1 commit)");
         v["wal_frames"] = json!(frames);
         ops.step("claim", v);
-        drop(r0);
-        pages_floor(s, work, "claim", frames, ops)?;
+        floor_step(ops, "claim", floor, pages);
     }
     let b = s.batch;
     let root = fixture::fresh_root(work, "batch");
