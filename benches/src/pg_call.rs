@@ -87,14 +87,14 @@ pub fn written(store_url: &str, hids: &[String]) -> Result<u64> {
 pub const WORKLOADS: [Workload; 4] =
     [Workload::Call(true), Workload::CallEach, Workload::CallProcs, Workload::Call(false)];
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
     }
 }
 
-fn show(x: Option<f64>, digits: usize, unit: &str) -> String {
+pub(crate) fn show(x: Option<f64>, digits: usize, unit: &str) -> String {
     x.map(|x| format!("{x:.digits$}{unit}")).unwrap_or_else(|| "—".into())
 }
 

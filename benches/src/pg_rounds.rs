@@ -46,14 +46,11 @@ pub fn median(runs: &[Value]) -> Value {
 }
 
 fn ratio(a: &Value, b: &Value) -> Option<f64> {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    }
+    crate::pg_call::ratio(a.as_f64(), b.as_f64())
 }
 
 fn list(xs: impl Iterator<Item = Option<f64>>, digits: usize) -> String {
-    xs.map(|x| x.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "—".into())).collect::<Vec<_>>().join(" · ")
+    xs.map(|x| crate::pg_call::show(x, digits, "")).collect::<Vec<_>>().join(" · ")
 }
 
 /// The table of each round's verdict-bearing figures, for the entries of
